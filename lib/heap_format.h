@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The on-memory format of a blamer heap, shared by the writer and the
+ * reader. Documentation/heap-format.rst is the normative description;
+ * this header is its C spelling. Every field has a fixed size and a fixed
+ * offset (checked by static asserts), so a 32-bit reader sees the same
+ * layout as a 64-bit writer. All integers are little-endian host order
+ * (the heap never leaves the machine that wrote it).
+ *
+ * Invariants:
+ *  - A heap is the slabs of one owner: slab 0 holds the heap header, the
+ *    others only a slab header. Slabs are contiguous byte ranges whose
+ *    size (a multiple of 4096) the kernel (device backend) or the file
+ *    size (dir backend) decides; the reader trusts only that size.
+ *  - Records are addressed by blamer_ref: (slab index << 32) | byte offset
+ *    within that slab. 0 is the null reference (offset 0 of slab 0 is the
+ *    slab header, never a record). Never a pointer.
+ *  - Every record starts with a struct blamer_block header. Memory is
+ *    never freed: a record is retired by changing its type (CAS), and
+ *    whoever CASes a retired type to a live one owns it.
+ *  - Writers publish with release stores; the reader loads with acquire
+ *    and re-validates everything: a writer may be hostile or dead
+ *    mid-update.
+ */
+#ifndef BLAMER_HEAP_FORMAT_H
+#define BLAMER_HEAP_FORMAT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define BLAMER_HEAP_MAGIC	0x524d4c42u	/* "BLMR" */
+#define BLAMER_HEAP_VERSION	1u
+#define BLAMER_ALIGN		8u
+#define BLAMER_MAX_SLABS	64u
+
+typedef uint64_t blamer_ref;
+
+static inline uint32_t blamer_ref_slab(blamer_ref r) { return (uint32_t)(r >> 32); }
+static inline uint32_t blamer_ref_offset(blamer_ref r) { return (uint32_t)r; }
+static inline blamer_ref blamer_make_ref(uint32_t slab, uint32_t off)
+{
+	return ((uint64_t)slab << 32) | off;
+}
+
+/* Every slab starts with this (64 bytes). */
+struct blamer_slab_header {
+	uint32_t magic;		/* BLAMER_HEAP_MAGIC */
+	uint16_t version;	/* BLAMER_HEAP_VERSION */
+	uint16_t header_size;	/* sizeof(struct blamer_slab_header) */
+	uint32_t slab_index;	/* position of this slab in its heap */
+	uint32_t reserved0;
+	uint64_t slab_size;	/* as the writer saw it; reader trusts its own */
+	uint64_t heap_id;	/* random, the same in every slab of the heap */
+	uint32_t freeptr;	/* atomic: next free byte offset in this slab */
+	uint32_t reserved1;
+	uint64_t reserved2[3];
+};
+
+/* Heap states (blamer_heap_header.state) */
+#define BLAMER_HEAP_UNINIT	0u
+#define BLAMER_HEAP_READY	1u	/* header complete, records may follow */
+#define BLAMER_HEAP_DELETED	2u	/* owner retired it on clean exit */
+
+/* Heap flags (blamer_heap_header.flags), set with atomic OR */
+#define BLAMER_HEAP_F_CORRUPT	(1u << 0)
+#define BLAMER_HEAP_F_FULL	(1u << 1)
+
+/*
+ * Follows the slab header in slab 0 only. slab_ids[i] is the backend's
+ * name for slab i (the kernel slab ID, or the file index in the dir
+ * backend); it is written before slab_count is incremented with release.
+ */
+struct blamer_heap_header {
+	uint32_t state;		/* atomic: BLAMER_HEAP_* */
+	uint32_t flags;		/* atomic: BLAMER_HEAP_F_* */
+	uint32_t slab_count;	/* atomic: slabs published */
+	uint32_t max_slabs;	/* <= BLAMER_MAX_SLABS */
+	uint64_t create_time_ns;	/* CLOCK_REALTIME at heap creation */
+	blamer_ref list_head;	/* dummy block heading the iterable list */
+	blamer_ref list_tail;	/* atomic: last block on the list (a hint) */
+	blamer_ref process;	/* atomic: the process record, once made */
+	uint64_t reserved[3];
+	uint64_t slab_ids[BLAMER_MAX_SLABS];
+};
+
+/* Block header: starts every record (24 bytes). */
+#define BLAMER_BLOCK_COOKIE	0xC8799269u
+#define BLAMER_BLOCK_QUEUE	0x51554555u	/* the list's dummy head */
+
+struct blamer_block {
+	uint32_t size;		/* whole record incl. this header, multiple of 8 */
+	uint32_t cookie;	/* BLAMER_BLOCK_COOKIE (or _QUEUE) */
+	uint32_t type;		/* atomic: BLAMER_REC_* ; ~type = retired */
+	uint32_t reserved;
+	blamer_ref next;	/* atomic: next record on the iterable list */
+};
+
+/* Record types. A retired record of type T has type BLAMER_RETIRED(T). */
+#define BLAMER_REC_TRANSITIONING	0x0000ffffu	/* being re-typed and zeroed */
+#define BLAMER_REC_PROCESS	1u
+#define BLAMER_REC_THREAD	2u
+#define BLAMER_REC_USERDATA	3u
+#define BLAMER_REC_MODULE	4u
+#define BLAMER_REC_LOG		5u
+#define BLAMER_REC_DAG_NODE	6u
+#define BLAMER_REC_DAG_EDGE	7u
+#define BLAMER_REC_DAG_PATH	8u
+#define BLAMER_REC_CHILD	9u	/* a child process launched/exited */
+#define BLAMER_RETIRED(t)	(~(uint32_t)(t))
+
+/*
+ * Identity of the process owning a record; first field of every
+ * per-process record. data_id is written last (release): a reader that
+ * sees data_id == 0 treats the record as not yet (or no longer) valid.
+ */
+struct blamer_owner {
+	uint32_t data_id;	/* atomic: non-zero random id, set last */
+	uint32_t reserved;
+	int64_t pid;
+	int64_t create_stamp;	/* process start time, ns since boot */
+};
+
+/* Process phases (blamer_process.phase); >= 1000 are application-defined. */
+#define BLAMER_PHASE_UNKNOWN		0u
+#define BLAMER_PHASE_LAUNCHED		1u
+#define BLAMER_PHASE_MAIN_LOOP		2u
+#define BLAMER_PHASE_SHUTTING_DOWN	3u
+#define BLAMER_PHASE_EXITED_CLEANLY	4u
+#define BLAMER_PHASE_APP_BASE		1000u
+
+#define BLAMER_CMDLINE_MAX	256u
+#define BLAMER_NAME_MAX		32u
+
+struct blamer_process {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t phase;		/* atomic */
+	uint32_t cmdline_len;	/* bytes used in cmdline */
+	blamer_ref user_data;	/* BLAMER_REC_USERDATA for the process scope */
+	blamer_ref global_data;	/* BLAMER_REC_USERDATA for the global scope */
+	blamer_ref log;		/* BLAMER_REC_LOG */
+	char cmdline[BLAMER_CMDLINE_MAX]; /* argv joined by NUL */
+};
+
+/* Activity kinds (blamer_activity.kind) */
+#define BLAMER_ACT_TASK		1u
+#define BLAMER_ACT_LOCK_ACQUIRE	2u
+#define BLAMER_ACT_EVENT_WAIT	3u
+#define BLAMER_ACT_THREAD_JOIN	4u
+#define BLAMER_ACT_PROCESS_WAIT	5u
+#define BLAMER_ACT_GENERIC	6u
+
+/* One slot of a thread's activity stack (64 bytes). */
+struct blamer_activity {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC at push */
+	uint64_t calling_address; /* return address of the push */
+	uint64_t data[2];	/* kind-specific: lock address, pid, id, ... */
+	blamer_ref user_data;	/* per-activity USERDATA, or 0 */
+	uint32_t kind;		/* BLAMER_ACT_* */
+	uint32_t reserved;
+	char label[16];		/* short static description, NUL-padded */
+};
+
+/*
+ * Per-thread activity stack. The owning thread is the only writer.
+ * push: fill stack[depth] (if depth < stack_slots), then store depth+1
+ * with release. pop: store depth-1 with release, then increment
+ * data_version with release. A reader copies header and slots, then
+ * re-reads data_version and depth; a change means a torn read: retry.
+ */
+struct blamer_thread {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	int64_t tid;
+	uint64_t start_time_ns;	/* CLOCK_MONOTONIC at registration */
+	uint32_t stack_slots;	/* slots following this header */
+	uint32_t depth;		/* atomic: may exceed stack_slots */
+	uint32_t data_version;	/* atomic: incremented by every pop */
+	uint32_t overflows;	/* pushes dropped because the stack was full */
+	char name[BLAMER_NAME_MAX];
+	struct blamer_activity stack[];
+};
+
+/*
+ * User data: a record holding a sequence of fields, each
+ * struct blamer_field + name (name_size bytes, padded to 8) + value area
+ * (record_size - header - padded name). A field of type BLAMER_FIELD_END
+ * (0) ends the sequence. Update in place: value_size = 0 (relaxed),
+ * write the value, value_size = n (release).
+ */
+#define BLAMER_FIELD_END	0u
+#define BLAMER_FIELD_RAW	1u
+#define BLAMER_FIELD_RAW_REF	2u	/* value: u64 address, u64 size */
+#define BLAMER_FIELD_STRING	3u
+#define BLAMER_FIELD_STRING_REF	4u	/* value: u64 address, u64 size */
+#define BLAMER_FIELD_CHAR	5u
+#define BLAMER_FIELD_BOOL	6u
+#define BLAMER_FIELD_SIGNED	7u	/* int64 */
+#define BLAMER_FIELD_UNSIGNED	8u	/* uint64 */
+#define BLAMER_FIELD_DOUBLE	9u
+
+struct blamer_field {
+	uint8_t type;		/* atomic: BLAMER_FIELD_*; set last on creation */
+	uint8_t name_size;
+	uint16_t value_size;	/* atomic */
+	uint16_t record_size;	/* header + padded name + value area */
+	uint16_t reserved;
+};
+
+struct blamer_userdata {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t scope;		/* BLAMER_SCOPE_* */
+	uint32_t capacity;	/* bytes of fields[] */
+	uint32_t used;		/* atomic: bytes of fields[] in use */
+	uint32_t reserved;
+	uint8_t fields[];
+};
+#define BLAMER_SCOPE_GLOBAL	1u
+#define BLAMER_SCOPE_PROCESS	2u
+#define BLAMER_SCOPE_ACTIVITY	3u
+
+/*
+ * A loaded shared object. Updated under a seqlock: seq is odd while the
+ * writer changes the record; a reader retries while it is odd or changed.
+ */
+#define BLAMER_PATH_MAX		256u
+#define BLAMER_BUILD_ID_MAX	32u
+
+struct blamer_module {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t seq;		/* atomic */
+	uint32_t loaded;	/* 1 loaded, 0 unloaded */
+	uint64_t base;
+	uint64_t size;
+	uint32_t build_id_len;
+	uint32_t path_len;
+	uint8_t build_id[BLAMER_BUILD_ID_MAX];
+	char path[BLAMER_PATH_MAX];
+};
+
+/*
+ * Bounded ring of recent log messages. A writer claims slot
+ * (atomic fetch_add(&head, 1) % slot_count), sets its seq to odd, writes,
+ * sets seq to even (release). The reader shows slots whose seq is even
+ * and stable, ordered by their sequence number.
+ */
+#define BLAMER_LOG_MSG_MAX	120u
+
+struct blamer_log_slot {
+	uint32_t seq;		/* atomic */
+	uint32_t len;
+	uint64_t time_ns;	/* CLOCK_REALTIME */
+	uint64_t number;	/* message number (head value claimed) */
+	char text[BLAMER_LOG_MSG_MAX];
+};
+
+struct blamer_log {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint64_t head;		/* atomic: messages ever written */
+	uint32_t slot_count;
+	uint32_t reserved;
+	struct blamer_log_slot slots[];
+};
+
+/* A child process the owner launched (and, once reaped, how it ended). */
+struct blamer_child {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	int64_t child_pid;
+	uint64_t launch_time_ns;
+	uint64_t exit_time_ns;	/* 0 while running */
+	int32_t exit_status;	/* wait status as from waitpid() */
+	uint32_t state;		/* atomic: 1 running, 2 exited */
+};
+
+/*
+ * Attribution DAG. Node IDs are 64-bit and the same in every process
+ * (derived by the application, e.g. a hash of a stable name). A node may
+ * have several parents: each parent link is one DAG_EDGE record. A path
+ * is the list of node IDs from the root to a node as actually walked;
+ * measurements are attached to paths and added with atomic fetch_add.
+ */
+#define BLAMER_DAG_MAX_DEPTH	8u
+#define BLAMER_DAG_MAX_UNITS	8u
+
+/* Measurement units (blamer_dag_path.units[i]); >= 1000 application. */
+#define BLAMER_UNIT_NONE	0u
+#define BLAMER_UNIT_CPU_NS	1u
+#define BLAMER_UNIT_BYTES	2u
+#define BLAMER_UNIT_COUNT	3u
+#define BLAMER_UNIT_APP_BASE	1000u
+
+struct blamer_dag_node {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint64_t id;
+	uint32_t node_type;
+	uint32_t reserved;
+	char name[BLAMER_NAME_MAX];
+};
+
+struct blamer_dag_edge {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint64_t parent_id;
+	uint64_t child_id;
+};
+
+struct blamer_dag_path {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t depth;		/* node IDs used in nodes[] */
+	uint32_t reserved;
+	uint64_t nodes[BLAMER_DAG_MAX_DEPTH];	/* root first */
+	uint32_t units[BLAMER_DAG_MAX_UNITS];	/* BLAMER_UNIT_* of each value */
+	uint64_t values[BLAMER_DAG_MAX_UNITS];	/* atomic fetch_add */
+};
+
+#define BLAMER_FORMAT_ASSERT(t, n) \
+	_Static_assert(sizeof(struct t) == (n), "layout of struct " #t)
+
+BLAMER_FORMAT_ASSERT(blamer_slab_header, 64);
+BLAMER_FORMAT_ASSERT(blamer_block, 24);
+BLAMER_FORMAT_ASSERT(blamer_owner, 24);
+BLAMER_FORMAT_ASSERT(blamer_activity, 64);
+BLAMER_FORMAT_ASSERT(blamer_field, 8);
+BLAMER_FORMAT_ASSERT(blamer_log_slot, 144);
+
+#endif /* BLAMER_HEAP_FORMAT_H */
