@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One-line error messages: every failing call stores why in a per-thread
+ * buffer that blamer_errmsg() returns. Per thread so that concurrent
+ * callers never see each other's message; nothing to reset.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "blamer.h"
+#include "writer.h"
+
+static __thread char errbuf[256];
+
+int bl_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	if (err && n >= 0 && (size_t)n < sizeof(errbuf))
+		snprintf(errbuf + n, sizeof(errbuf) - n, ": %s", strerror(err));
+	return -err;
+}
+
+const char *blamer_errmsg(void)
+{
+	return errbuf[0] ? errbuf : "no error";
+}

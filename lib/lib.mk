@@ -1,0 +1,71 @@
+# libblamer: static and shared library (writer owns this fragment).
+#
+# Writer sources are lib/*.c except the reader's; the reader lists its
+# sources in LIB_READER_SRCS in lib/reader.mk (included below). Objects
+# are built once, position independent, for both libraries.
+#
+#   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
+#   make install        header, libraries, blamer.pc (+ INSTALL_TARGETS)
+#   PREFIX=/usr/local   DESTDIR=   LIBDIR=$(PREFIX)/lib  INCLUDEDIR=$(PREFIX)/include
+
+LIB_READER_SRCS :=
+-include $(SRC)/lib/reader.mk
+
+LIB_WRITER_SRCS := $(filter-out $(SRC)/lib/reader% $(SRC)/lib/export%,\
+		     $(wildcard $(SRC)/lib/*.c))
+LIB_SRCS   := $(LIB_WRITER_SRCS) $(addprefix $(SRC)/,$(patsubst $(SRC)/%,%,$(LIB_READER_SRCS)))
+LIB_DIR    := $(BUILD)/lib
+LIB_OBJS   := $(patsubst $(SRC)/lib/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
+LIB_HDRS   := $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h \
+	      $(SRC)/include/uapi/linux/blamer.h
+LIB_SOVER  := 1
+LIB_A      := $(LIB_DIR)/libblamer.a
+LIB_SO     := $(LIB_DIR)/libblamer.so
+LIB_LDLIBS := -lpthread
+LIB_PC     := $(LIB_DIR)/blamer.pc
+
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR    ?=
+VERSION    ?= 0.1.0
+
+.PHONY: lib install-lib
+all: lib
+lib: $(LIB_A) $(LIB_SO) $(LIB_PC)
+
+$(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -fPIC -c -o $@ $<
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Only blamer_* symbols are exported from the shared library.
+$(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
+	$(CC) -shared -Wl,-soname,libblamer.so.$(LIB_SOVER) \
+		-Wl,--version-script=$(SRC)/lib/libblamer.map -o $@.$(LIB_SOVER) \
+		$(LIB_OBJS) $(LIB_LDLIBS)
+	ln -sf libblamer.so.$(LIB_SOVER) $@
+
+$(LIB_PC): $(SRC)/blamer.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# Other fragments add their own install targets to INSTALL_TARGETS (for
+# example tools/tools.mk: INSTALL_TARGETS += install-tools); the recipe
+# expands it late, so the order of inclusion does not matter.
+INSTALL_TARGETS += install-lib
+install:
+	@$(MAKE) --no-print-directory $(INSTALL_TARGETS)
+
+install-lib: lib
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0644 $(SRC)/include/blamer.h $(DESTDIR)$(INCLUDEDIR)/blamer.h
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libblamer.a
+	install -m 0755 $(LIB_SO).$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so.$(LIB_SOVER)
+	ln -sf libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
+	install -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
