@@ -85,6 +85,7 @@ struct blamer_slab_info {
 	__u32 exit_signal;
 	char comm[BLAMER_COMM_LEN];
 };
+#define BLAMER_SLAB_INFO_SIZE_VER0	96
 
 /**
  * struct blamer_list - list the slabs the caller may read (BLAMER_IOC_LIST)

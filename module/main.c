@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * blamer: kernel-owned shared-memory slabs with trusted owner facts.
+ *
+ * Module init and exit, the module parameters and the file operations of
+ * the misc device /dev/blamer. See Documentation/userspace-api.rst and
+ * Documentation/admin-guide.rst.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "blamer.h"
+
+u64 blamer_max_slab_bytes = 16ULL << 20;
+u64 blamer_max_owner_bytes = 64ULL << 20;
+u64 blamer_max_total_bytes = 256ULL << 20;
+u64 blamer_max_orphans = 64;
+int blamer_reader_gid = -1;
+
+/**
+ * struct blamer_param - a u64 module parameter with its valid range
+ * @val: the value
+ * @min: smallest accepted value
+ * @max: largest accepted value
+ * @pages: the value must be a multiple of PAGE_SIZE
+ */
+struct blamer_param {
+	u64 *val;
+	u64 min;
+	u64 max;
+	bool pages;
+};
+
+static int blamer_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct blamer_param *p = kp->arg;
+	u64 v;
+	int err;
+
+	err = kstrtou64(val, 0, &v);
+	if (err)
+		return err;
+	if (v < p->min || v > p->max || (p->pages && !PAGE_ALIGNED(v)))
+		return -EINVAL;
+	WRITE_ONCE(*p->val, v);
+	return 0;
+}
+
+static int blamer_param_get(char *buffer, const struct kernel_param *kp)
+{
+	const struct blamer_param *p = kp->arg;
+
+	return scnprintf(buffer, PAGE_SIZE, "%llu\n", READ_ONCE(*p->val));
+}
+
+static const struct kernel_param_ops blamer_param_ops = {
+	.set = blamer_param_set,
+	.get = blamer_param_get,
+};
+
+static struct blamer_param blamer_param_max_slab_bytes = {
+	.val = &blamer_max_slab_bytes, .min = PAGE_SIZE, .max = 1ULL << 30,
+	.pages = true,
+};
+module_param_cb(max_slab_bytes, &blamer_param_ops,
+		&blamer_param_max_slab_bytes, 0644);
+MODULE_PARM_DESC(max_slab_bytes,
+		 "Largest slab in bytes, a multiple of the page size (default 16 MiB, at most 1 GiB)");
+
+static struct blamer_param blamer_param_max_owner_bytes = {
+	.val = &blamer_max_owner_bytes, .min = PAGE_SIZE, .max = 1ULL << 40,
+};
+module_param_cb(max_owner_bytes, &blamer_param_ops,
+		&blamer_param_max_owner_bytes, 0644);
+MODULE_PARM_DESC(max_owner_bytes,
+		 "Bytes of live slabs one user may own (default 64 MiB)");
+
+static struct blamer_param blamer_param_max_total_bytes = {
+	.val = &blamer_max_total_bytes, .min = PAGE_SIZE, .max = 1ULL << 40,
+};
+module_param_cb(max_total_bytes, &blamer_param_ops,
+		&blamer_param_max_total_bytes, 0644);
+MODULE_PARM_DESC(max_total_bytes,
+		 "Bytes of all slabs, live and orphaned (default 256 MiB)");
+
+static struct blamer_param blamer_param_max_orphans = {
+	.val = &blamer_max_orphans, .min = 0, .max = 1 << 20,
+};
+module_param_cb(max_orphans, &blamer_param_ops, &blamer_param_max_orphans,
+		0644);
+MODULE_PARM_DESC(max_orphans,
+		 "Orphaned slabs kept for postmortem reading; the oldest are evicted above it (default 64)");
+
+static int blamer_gid_set(const char *val, const struct kernel_param *kp)
+{
+	int gid, err;
+
+	err = kstrtoint(val, 0, &gid);
+	if (err)
+		return err;
+	if (gid < -1)
+		return -EINVAL;
+	WRITE_ONCE(blamer_reader_gid, gid);
+	return 0;
+}
+
+static int blamer_gid_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%d\n",
+			 READ_ONCE(blamer_reader_gid));
+}
+
+static const struct kernel_param_ops blamer_gid_ops = {
+	.set = blamer_gid_set,
+	.get = blamer_gid_get,
+};
+module_param_cb(reader_gid, &blamer_gid_ops, NULL, 0644);
+MODULE_PARM_DESC(reader_gid,
+		 "Members of this group (initial user namespace) may read every slab; -1 disables (default)");
+
+static atomic64_t blamer_serial = ATOMIC64_INIT(0);
+
+static int blamer_open(struct inode *inode, struct file *file)
+{
+	struct blamer_ctx *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->serial = atomic64_inc_return(&blamer_serial);
+	INIT_LIST_HEAD(&ctx->slabs);
+	ctx->seen_generation = blamer_generation();
+	file->private_data = ctx;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * Runs on every close() of a descriptor, and from exit_files() when the
+ * process exits: the only point where a module sees an exit status.
+ */
+static int blamer_flush(struct file *file, fl_owner_t id)
+{
+	if (current->flags & PF_EXITING)
+		blamer_ctx_exiting(file->private_data);
+	return 0;
+}
+
+/* Last descriptor and last mapping are gone: orphan the slabs. */
+static int blamer_release(struct inode *inode, struct file *file)
+{
+	struct blamer_ctx *ctx = file->private_data;
+
+	blamer_ctx_orphan(ctx);
+	kfree(ctx);
+	return 0;
+}
+
+static __poll_t blamer_poll(struct file *file, poll_table *wait)
+{
+	struct blamer_ctx *ctx = file->private_data;
+
+	poll_wait(file, &blamer_wq, wait);
+	if (blamer_generation() != READ_ONCE(ctx->seen_generation))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+static const struct file_operations blamer_fops = {
+	.owner = THIS_MODULE,
+	.open = blamer_open,
+	.flush = blamer_flush,
+	.release = blamer_release,
+	.poll = blamer_poll,
+	.unlocked_ioctl = blamer_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = blamer_mmap,
+	.llseek = noop_llseek,
+};
+
+/* 0666: access is decided per slab, see perm.c. */
+static struct miscdevice blamer_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "blamer",
+	.fops = &blamer_fops,
+	.mode = 0666,
+};
+
+static int __init blamer_init(void)
+{
+	int err;
+
+	err = blamer_proc_init();
+	if (err)
+		return err;
+	err = misc_register(&blamer_misc);
+	if (err) {
+		blamer_proc_exit();
+		return err;
+	}
+	pr_info("ready, ABI %d\n", BLAMER_ABI_VERSION);
+	return 0;
+}
+
+/* Open files and mappings pin the module, so only orphans remain here. */
+static void __exit blamer_exit(void)
+{
+	misc_deregister(&blamer_misc);
+	blamer_proc_exit();
+	blamer_free_all();
+}
+
+module_init(blamer_init);
+module_exit(blamer_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Kernel-owned shared-memory slabs with trusted owner facts");
