@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device backend: BLAMER_IOC_LIST gives the kernel's facts about every
+ * slab we may read; slabs of one open file (owner_serial) form a heap.
+ * Each is mapped read-only for the duration of the snapshot. The kernel
+ * keeps mapped pages alive whatever the owner does, so reading a mapping
+ * never faults; the contents are still untrusted (reader_heap.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <linux/blamer.h>
+
+#include "reader_internal.h"
+
+#define RD_MAX_LIST	(1u << 20)
+
+static int info_cmp(const void *a, const void *b)
+{
+	const struct blamer_slab_info *x = a, *y = b;
+
+	if (x->owner_serial != y->owner_serial)
+		return x->owner_serial < y->owner_serial ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* LIST until the buffer is big enough (slabs may appear between calls). */
+static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
+		      uint32_t *count, char *err, size_t errlen)
+{
+	struct blamer_slab_info *v = NULL;
+	uint32_t cap = 64;
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		struct blamer_list l;
+		struct blamer_slab_info *nv = realloc(v, cap * sizeof(*v));
+
+		if (!nv) {
+			free(v);
+			rd_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		v = nv;
+		memset(&l, 0, sizeof(l));
+		l.size = sizeof(l);
+		l.info_size = sizeof(*v);
+		l.slabs = (uint64_t)(uintptr_t)v;
+		l.capacity = cap;
+		if (ioctl(r->devfd, BLAMER_IOC_LIST, &l)) {
+			int e = errno;
+
+			free(v);
+			rd_err(err, errlen, "%s: listing slabs failed: %s", r->source, strerror(e));
+			return -e;
+		}
+		if (l.total <= l.capacity) {
+			*out = v;
+			*count = l.count < cap ? l.count : cap;
+			r->generation = l.generation;
+			return 0;
+		}
+		if (l.total > RD_MAX_LIST)
+			break;
+		cap = l.total + 16;
+	}
+	free(v);
+	rd_err(err, errlen, "%s: too many slabs to list", r->source);
+	return -E2BIG;
+}
+
+static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
+		      const struct blamer_slab_info *in, uint32_t n)
+{
+	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
+	struct rd_heap h = { 0 };
+	uint32_t i, nraw = 0;
+
+	memset(ordered, 0, sizeof(ordered));
+	for (i = 0; i < n; i++) {
+		void *m = mmap(NULL, in[i].size, PROT_READ, MAP_SHARED, r->devfd,
+			       (off_t)in[i].mmap_offset);
+
+		if (m == MAP_FAILED) {
+			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "mapping slab %llu: %s%s",
+				   (unsigned long long)in[i].id, strerror(errno),
+				   errno == EACCES || errno == EPERM ?
+				   " (not permitted to read this process)" : "");
+			continue;
+		}
+		memset(&raw[nraw], 0, sizeof(raw[nraw]));
+		raw[nraw].buf = m;
+		raw[nraw].size = in[i].size;
+		raw[nraw].fd = -1;
+		raw[nraw].id = in[i].id;
+		raw[nraw].unmap = true;
+		nraw++;
+	}
+	h.slabs = ordered;
+	h.retries = r->opts.max_retries;
+	h.headers_only = (r->opts.flags & BLAMER_READ_HEADERS_ONLY) != 0;
+	h.check_ids = true;
+	h.p = p;
+	if (nraw && rd_heap_order(&h, raw, nraw))
+		rd_heap_parse(&h);
+	for (i = 0; i < nraw; i++)
+		rd_slab_drop(&raw[i]);
+}
+
+int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
+		    char *err, size_t errlen)
+{
+	struct blamer_slab_info *v = NULL;
+	uint32_t n = 0, i, j, k;
+	int ret;
+
+	ret = list_slabs(r, &v, &n, err, errlen);
+	if (ret)
+		return ret;
+	s->generation = r->generation;
+	if (n)
+		qsort(v, n, sizeof(*v), info_cmp);
+	for (i = 0; i < n; i = j) {
+		struct blamer_snap_process *p = rd_new_process(s);
+		const struct blamer_slab_info *f = &v[i];
+
+		for (j = i + 1; j < n && v[j].owner_serial == f->owner_serial; j++)
+			;
+		if (!p) {
+			free(v);
+			rd_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		p->kernel_facts = true;
+		p->pid = f->pid;
+		p->uid = f->uid;
+		memcpy(p->comm, f->comm, sizeof(f->comm));
+		p->comm[16] = '\0';
+		for (k = 0; p->comm[k]; k++)
+			if ((unsigned char)p->comm[k] < 0x20 || (unsigned char)p->comm[k] >= 0x7f)
+				p->comm[k] = '?';
+		p->start_time_ns = f->start_time_ns;
+		p->create_time_ns = f->create_time_ns;
+		p->heap_key = f->owner_serial;
+		p->state = BLAMER_PROC_LIVE;
+		for (k = i; k < j; k++) {
+			/* the group is one owner: any orphan slab means it is gone */
+			if (v[k].state == BLAMER_SLAB_ORPHAN) {
+				p->state = BLAMER_PROC_DEAD;
+				p->orphan_time_ns = v[k].orphan_time_ns;
+			}
+			if (v[k].flags & BLAMER_SLAB_EXITED) {
+				p->exited = true;
+				p->exit_code = v[k].exit_code;
+				p->exit_signal = v[k].exit_signal;
+			}
+			if (v[k].flags & BLAMER_SLAB_COREDUMP)
+				p->coredump = true;
+			if (p->nslabs < BLAMER_MAX_SLABS)
+				p->slab_ids[p->nslabs++] = v[k].id;
+			p->size += v[k].size;
+		}
+		if (j - i > BLAMER_MAX_SLABS)
+			rd_problem(p, BLAMER_HEALTH_CORRUPT, "%u slabs, at most %u are read",
+				   j - i, BLAMER_MAX_SLABS);
+		read_heap(r, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
+	}
+	free(v);
+	return 0;
+}
+
+int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+		   char *err, size_t errlen)
+{
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < p->nslabs && i < BLAMER_MAX_SLABS; i++) {
+		struct blamer_release rel = {
+			.size = sizeof(rel),
+			.id = p->slab_ids[i],
+		};
+
+		if (ioctl(r->devfd, BLAMER_IOC_RELEASE, &rel) && errno != ENOENT) {
+			ret = -errno;
+			rd_err(err, errlen, "releasing slab %llu of pid %d: %s%s",
+			       (unsigned long long)rel.id, p->pid, strerror(errno),
+			       errno == EPERM || errno == EACCES ?
+			       " (only a reader allowed to read it may release it)" : "");
+		}
+	}
+	return ret;
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dir backend: heaps are files `<pid>-<start_ns>.<index>.slab` in one
+ * directory (see CONVENTIONS / Documentation/reader.rst). Nothing in the
+ * directory is trusted: names are parsed strictly, files must be regular
+ * and at most max_slab_bytes, and a slab is copied into private memory
+ * with pread() -- a file truncated or replaced while we read it gives a
+ * short read, never a SIGBUS.
+ *
+ * Cost: a heap is live iff /proc/<pid>/stat shows the same start time.
+ * Dead heaps are summarized from their file names alone (no open) unless
+ * BLAMER_READ_DEAD_FULL asks for them, and BLAMER_READ_HEADERS_ONLY reads
+ * just the headers of every heap: a snapshot costs O(live data) plus a
+ * readdir, not O(dead history).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "reader_internal.h"
+
+#define RD_MAX_DIR_FILES	(1u << 20)
+
+struct dfile {
+	int32_t pid;
+	uint64_t start;
+	uint32_t idx;
+};
+
+static bool parse_u64(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t x = 0;
+
+	if (*p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	*s = p;
+	*v = x;
+	return true;
+}
+
+/* "<pid>-<start_ns>.<index>.slab", nothing else */
+static bool parse_name(const char *name, struct dfile *f)
+{
+	uint64_t pid, start, idx;
+
+	if (!parse_u64(&name, &pid) || *name++ != '-' || !parse_u64(&name, &start) ||
+	    *name++ != '.' || !parse_u64(&name, &idx) || strcmp(name, ".slab"))
+		return false;
+	if (pid == 0 || pid > INT32_MAX || idx >= BLAMER_MAX_SLABS)
+		return false;
+	f->pid = (int32_t)pid;
+	f->start = start;
+	f->idx = (uint32_t)idx;
+	return true;
+}
+
+static int dfile_cmp(const void *a, const void *b)
+{
+	const struct dfile *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Start time (ns since boot) and comm of a live pid; false if gone. */
+static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
+{
+	char path[64], buf[1024], *rp, *lp, *f;
+	long tck = sysconf(_SC_CLK_TCK);
+	unsigned long long st;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp)
+		return false;
+	if (comm) {
+		size_t l = (size_t)(rp - lp - 1);
+
+		if (l >= commlen)
+			l = commlen - 1;
+		memcpy(comm, lp + 1, l);
+		comm[l] = '\0';
+	}
+	/* after ") " comes field 3 (state); starttime is field 22 */
+	f = rp + 2;
+	for (i = 3; i < 22 && f; i++) {
+		f = strchr(f, ' ');
+		if (f)
+			f++;
+	}
+	if (!f || sscanf(f, "%llu", &st) != 1 || tck <= 0)
+		return false;
+	*start = (uint64_t)st * (1000000000ull / (uint64_t)tck);
+	return true;
+}
+
+static void slab_path(char *buf, size_t len, const char *dir, int32_t pid,
+		      uint64_t start, uint64_t idx)
+{
+	snprintf(buf, len, "%s/%d-%llu.%llu.slab", dir, pid, (unsigned long long)start,
+		 (unsigned long long)idx);
+}
+
+/*
+ * Read one slab file into private memory. headers_only: just enough of
+ * slab 0 for the heap header and the process record. Returns false and
+ * reports on failure (the heap is then unreadable or corrupt).
+ */
+static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
+		      const char *path, uint32_t idx, bool headers_only, struct rd_slab *s)
+{
+	struct stat st;
+	uint64_t want;
+	ssize_t got;
+	size_t done = 0;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->id = idx;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)	/* removed since readdir: released */
+			rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab %u vanished while read", idx);
+		else
+			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: not a regular file", path);
+		close(fd);
+		return false;
+	}
+	p->uid = st.st_uid;
+	if ((uint64_t)st.st_size > r->opts.max_slab_bytes) {
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: %lld bytes, over the %llu limit",
+			   path, (long long)st.st_size,
+			   (unsigned long long)r->opts.max_slab_bytes);
+		close(fd);
+		return false;
+	}
+	p->size += (uint64_t)st.st_size;
+	s->real_size = (uint64_t)st.st_size;
+	want = (uint64_t)st.st_size;
+	if (headers_only) {
+		struct blamer_slab_header sh;
+		struct blamer_heap_header hh;
+		uint64_t need = sizeof(sh) + (idx == 0 ? sizeof(hh) : 0);
+
+		/* grow to cover the process record if slab 0 holds it */
+		if (idx == 0 && pread(fd, &hh, sizeof(hh), sizeof(sh)) == (ssize_t)sizeof(hh) &&
+		    blamer_ref_slab(hh.process) == 0 && blamer_ref_offset(hh.process) < (1u << 20))
+			need = blamer_ref_offset(hh.process) + sizeof(struct blamer_process);
+		if (need < want)
+			want = need;
+	}
+	s->buf = malloc(want ? want : 1);
+	if (!s->buf) {
+		rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for %s", path);
+		close(fd);
+		return false;
+	}
+	s->owned = true;
+	while (done < want) {
+		got = pread(fd, s->buf + done, want - done, (off_t)done);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;	/* truncated under us: keep what we have */
+		done += (size_t)got;
+	}
+	s->size = done;	/* the only size we trust */
+	if (headers_only)
+		close(fd);
+	else
+		s->fd = fd;	/* kept to re-read torn records */
+	return true;
+}
+
+static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
+		      const struct dfile *f, uint32_t n, bool headers_only)
+{
+	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
+	struct rd_heap h = { 0 };
+	char path[4096];
+	uint32_t i, nraw = 0;
+
+	memset(ordered, 0, sizeof(ordered));
+	for (i = 0; i < n; i++) {
+		slab_path(path, sizeof(path), r->source, f[i].pid, f[i].start, f[i].idx);
+		if (read_slab(r, p, path, f[i].idx, headers_only, &raw[nraw]))
+			nraw++;
+	}
+	h.slabs = ordered;
+	h.retries = r->opts.max_retries;
+	h.headers_only = headers_only;
+	h.check_ids = true;
+	h.p = p;
+	if (rd_heap_order(&h, raw, nraw))
+		rd_heap_parse(&h);
+	for (i = 0; i < nraw; i++)
+		rd_slab_drop(&raw[i]);
+}
+
+int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
+		    char *err, size_t errlen)
+{
+	struct dfile *files = NULL, f;
+	size_t n = 0, cap = 0, i, j;
+	struct dirent *de;
+	struct stat dst;
+	DIR *d;
+
+	d = opendir(r->source);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;	/* no process has made a heap yet */
+		rd_err(err, errlen, "%s: %s%s", r->source, strerror(errno),
+		       errno == EACCES ? " (heaps of other users are not readable)" : "");
+		return -errno;
+	}
+	if (fstat(dirfd(d), &dst))
+		dst.st_uid = 0;
+	while ((de = readdir(d))) {
+		if (!parse_name(de->d_name, &f))
+			continue;	/* not ours: ignored, never parsed */
+		if (n == cap) {
+			struct dfile *nf;
+
+			if (cap >= RD_MAX_DIR_FILES)
+				break;
+			cap = cap ? cap * 2 : 64;
+			nf = realloc(files, cap * sizeof(*nf));
+			if (!nf) {
+				free(files);
+				closedir(d);
+				rd_err(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			files = nf;
+		}
+		files[n++] = f;
+	}
+	closedir(d);
+	if (n)
+		qsort(files, n, sizeof(*files), dfile_cmp);
+	for (i = 0; i < n; i = j) {
+		struct blamer_snap_process *p;
+		uint64_t live_start = 0;
+		char comm[64] = "";
+		bool live, full;
+		uint32_t k;
+
+		for (j = i + 1; j < n && files[j].pid == files[i].pid &&
+		     files[j].start == files[i].start; j++)
+			;
+		if (j - i > BLAMER_MAX_SLABS)
+			j = i + BLAMER_MAX_SLABS;	/* impossible by parse_name; be safe */
+		p = rd_new_process(s);
+		if (!p) {
+			free(files);
+			rd_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		p->pid = files[i].pid;
+		p->start_time_ns = files[i].start;
+		p->uid = dst.st_uid;
+		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
+		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
+		       live_start == files[i].start;
+		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
+		if (live)
+			snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		p->nslabs = (uint32_t)(j - i);
+		for (k = 0; k < p->nslabs; k++)
+			p->slab_ids[k] = files[i + k].idx;
+		full = live || (r->opts.flags & BLAMER_READ_DEAD_FULL);
+		if (r->opts.flags & BLAMER_READ_HEADERS_ONLY)
+			read_heap(r, p, &files[i], p->nslabs, true);
+		else if (full)
+			read_heap(r, p, &files[i], p->nslabs, false);
+		else
+			p->health = BLAMER_HEALTH_SUMMARY;	/* dead: names only */
+		if (!p->comm[0] && p->cmdline[0]) {
+			/* dead: the heap's argv[0] basename stands in for comm */
+			const char *a = p->cmdline, *sp = strchr(a, ' '), *sl;
+			size_t l = sp ? (size_t)(sp - a) : strlen(a);
+
+			for (sl = a; sl < a + l; sl++)
+				if (*sl == '/')
+					a = sl + 1;
+			l = (size_t)(sp ? sp - a : (ptrdiff_t)strlen(a));
+			if (l > 15)
+				l = 15;
+			memcpy(p->comm, a, l);
+			p->comm[l] = '\0';
+		}
+	}
+	free(files);
+	return 0;
+}
+
+int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+		   char *err, size_t errlen)
+{
+	char path[4096];
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < p->nslabs && i < BLAMER_MAX_SLABS; i++) {
+		slab_path(path, sizeof(path), r->source, p->pid, p->start_time_ns,
+			  p->slab_ids[i]);
+		if (unlink(path) && errno != ENOENT) {
+			ret = -errno;
+			rd_err(err, errlen, "cannot remove %s: %s", path, strerror(errno));
+		}
+	}
+	return ret;
+}
