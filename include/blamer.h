@@ -180,6 +180,241 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
 /* ---- end of writer API ---- */
 
 /* ---- Reader API (lib/reader*.c, owned by the reader side) ---- */
+#include <stdio.h>	/* FILE for the exporters */
+
+/*
+ * The reader turns every heap the caller may see into one snapshot: plain
+ * data, copied out of the heaps and validated, that stays valid until
+ * blamer_snapshot_free(). Nothing in a snapshot points into shared memory.
+ * See Documentation/reader.rst.
+ */
+enum blamer_backend {
+	BLAMER_BACKEND_AUTO = 0,	/* device if /dev/blamer exists, else dir */
+	BLAMER_BACKEND_DEVICE = 1,
+	BLAMER_BACKEND_DIR = 2,
+};
+
+/* blamer_reader_opts.flags */
+#define BLAMER_READ_HEADERS_ONLY (1u << 0) /* slab/heap headers + process record */
+#define BLAMER_READ_DEAD_FULL	(1u << 1) /* dir: read dead heaps fully too */
+
+struct blamer_reader_opts {
+	enum blamer_backend backend;
+	const char *dir;	/* dir backend: NULL = $BLAMER_DIR or /dev/shm/blamer-<uid> */
+	const char *device;	/* NULL = /dev/blamer */
+	uint32_t flags;		/* BLAMER_READ_* */
+	uint32_t max_retries;	/* torn-read retries per record, 0 = 10 */
+	uint64_t max_slab_bytes; /* dir: larger slab files are refused, 0 = 256 MiB */
+};
+
+/* How much of a heap could be read (blamer_snap_process.health). */
+enum blamer_health {
+	BLAMER_HEALTH_OK = 0,
+	BLAMER_HEALTH_SUMMARY,	/* not read: headers only, or a dead dir heap */
+	BLAMER_HEALTH_EMPTY,	/* heap header not (yet) initialized */
+	BLAMER_HEALTH_TORN,	/* some records kept changing: marked, not shown */
+	BLAMER_HEALTH_CORRUPT,	/* invalid contents found; the rest was read */
+	BLAMER_HEALTH_UNREADABLE, /* could not map/read (see problem) */
+};
+
+struct blamer_snap_field {
+	char *name;
+	uint32_t type;		/* BLAMER_FIELD_* */
+	bool torn;		/* value kept changing: not shown */
+	int64_t i;		/* SIGNED */
+	uint64_t u;		/* UNSIGNED, BOOL, CHAR, *_REF address */
+	uint64_t ref_size;	/* *_REF size */
+	double d;		/* DOUBLE */
+	uint8_t *bytes;		/* RAW, STRING (NUL-terminated copy) */
+	size_t len;
+};
+
+struct blamer_snap_fields {
+	struct blamer_snap_field *v;
+	size_t n;
+};
+
+struct blamer_snap_activity {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC at push */
+	uint64_t calling_address;
+	uint64_t data[2];
+	uint32_t kind;		/* BLAMER_ACT_* */
+	char label[17];
+	struct blamer_snap_fields fields;
+};
+
+struct blamer_snap_thread {
+	int64_t tid;
+	uint64_t start_time_ns;
+	char name[33];
+	uint32_t depth;		/* as the thread reports it; may exceed nacts */
+	uint32_t stack_slots;
+	uint32_t overflows;
+	bool torn;		/* stack kept changing: acts empty */
+	struct blamer_snap_activity *acts;	/* bottom first */
+	size_t nacts;
+};
+
+struct blamer_snap_module {
+	char path[257];
+	uint64_t base, size;
+	uint8_t build_id[32];
+	uint32_t build_id_len;
+	bool loaded;
+};
+
+struct blamer_snap_log {
+	uint64_t number;
+	uint64_t time_ns;	/* CLOCK_REALTIME */
+	char text[121];
+};
+
+struct blamer_snap_child {
+	int64_t pid;
+	uint64_t launch_time_ns, exit_time_ns;
+	int32_t exit_status;	/* wait status */
+	uint32_t state;		/* 1 running, 2 exited */
+};
+
+struct blamer_snap_node {
+	uint64_t id;
+	uint32_t type;
+	char name[33];
+};
+
+struct blamer_snap_edge {
+	uint64_t parent, child;
+};
+
+#define BLAMER_SNAP_MAX_DEPTH	8
+#define BLAMER_SNAP_MAX_UNITS	8
+
+struct blamer_snap_path {
+	uint32_t depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	uint32_t nvalues;
+	uint32_t units[BLAMER_SNAP_MAX_UNITS];
+	uint64_t values[BLAMER_SNAP_MAX_UNITS];
+};
+
+/* Process states (blamer_snap_process.state) */
+#define BLAMER_PROC_LIVE	1
+#define BLAMER_PROC_DEAD	2
+
+struct blamer_snap_process {
+	/* facts from the backend: the kernel (device) or names and /proc (dir) */
+	int32_t pid;		/* 0 if not visible in our pid namespace */
+	uint32_t uid;
+	char comm[17];
+	uint64_t start_time_ns;	/* boot-based, the PID-reuse guard */
+	uint32_t state;		/* BLAMER_PROC_* */
+	bool kernel_facts;	/* the fields below come from the kernel */
+	bool exited;		/* exit_code / exit_signal are valid */
+	bool coredump;
+	int32_t exit_code;
+	uint32_t exit_signal;
+	uint64_t create_time_ns, orphan_time_ns; /* CLOCK_BOOTTIME */
+	uint64_t heap_key;	/* owner_serial (device) or a hash (dir) */
+	uint32_t nslabs;
+	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
+	uint64_t size;		/* bytes of all slabs (trusted) */
+	uint64_t used;		/* bytes allocated in them (heap claim, clamped) */
+
+	/* what the heap says, validated */
+	enum blamer_health health;
+	char problem[160];	/* first problem found, "" if none */
+	uint32_t torn_records;
+	uint32_t heap_state, heap_flags;	/* BLAMER_HEAP_* */
+	uint64_t heap_create_time_ns;
+	bool have_record;	/* a process record was found */
+	int64_t rec_pid;
+	uint32_t phase;		/* BLAMER_PHASE_* */
+	char cmdline[257];	/* argv joined by spaces */
+
+	struct blamer_snap_fields user_data, global_data;
+	struct blamer_snap_thread *threads;	size_t nthreads;
+	struct blamer_snap_module *modules;	size_t nmodules;
+	struct blamer_snap_log *logs;		size_t nlogs;	/* oldest first */
+	struct blamer_snap_child *children;	size_t nchildren;
+	struct blamer_snap_node *nodes;		size_t nnodes;
+	struct blamer_snap_edge *edges;		size_t nedges;
+	struct blamer_snap_path *paths;		size_t npaths;
+};
+
+/* One (path, unit) total summed over every process of the snapshot. */
+struct blamer_snap_total {
+	uint32_t depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	uint32_t unit;
+	uint64_t value;
+	uint32_t nprocs;	/* processes contributing */
+};
+
+struct blamer_snapshot {
+	enum blamer_backend backend;
+	char source[256];	/* device path or directory */
+	uint64_t generation;	/* device event generation, 0 for dir */
+	uint64_t realtime_ns, monotonic_ns;	/* when it was taken */
+	struct blamer_snap_process *procs;	size_t nprocs;
+	struct blamer_snap_total *totals;	size_t ntotals; /* sorted by path */
+	struct blamer_snap_node *nodes;		size_t nnodes;	/* by id, named */
+};
+
+struct blamer_reader;
+
+/*
+ * Open a reader. Returns NULL with errno set and a one-line message in
+ * err (what went wrong and what to do) on failure.
+ */
+struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
+					 char *err, size_t errlen);
+void blamer_reader_close(struct blamer_reader *r);
+enum blamer_backend blamer_reader_backend(const struct blamer_reader *r);
+const char *blamer_reader_source(const struct blamer_reader *r);
+
+/* Take a snapshot: 0 or -errno (message in err). */
+int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
+			   char *err, size_t errlen);
+void blamer_snapshot_free(struct blamer_snapshot *s);
+
+/*
+ * Wait up to timeout_ms for a change (device: poll() on /dev/blamer, woken
+ * when slabs are created or orphaned; dir: just sleeps). 1 = event,
+ * 0 = timeout, -errno on error.
+ */
+int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
+
+/* Free a dead heap (device: BLAMER_IOC_RELEASE; dir: unlink). 0 or -errno. */
+int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+			  char *err, size_t errlen);
+
+/*
+ * Read one heap from memory (slabs in any order), e.g. for tests, fuzzing
+ * or a copied-out core file: a snapshot with one process.
+ */
+struct blamer_mem_slab {
+	const void *data;
+	size_t size;
+};
+int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
+				struct blamer_snapshot **out);
+
+/* Lookups: NULL if unknown. */
+const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
+const char *blamer_health_name(enum blamer_health h);
+const char *blamer_unit_name(uint32_t unit);		/* "cpu_ns", "bytes", ... */
+const char *blamer_phase_name(uint32_t phase);
+const char *blamer_field_type_name(uint32_t type);
+const char *blamer_activity_kind_name(uint32_t kind);
+
+/* Exporters (lib/export_*.c). Return 0 or -errno. */
+#define BLAMER_JSON_SCHEMA_VERSION 1
+#define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
+#define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
+#define BLAMER_JSON_NO_ATTRIB	(1u << 2)
+int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
+			       uint32_t flags, const int32_t *pids, size_t npids);
+int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
 
 /* ---- end of reader API ---- */
 
