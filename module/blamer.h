@@ -21,7 +21,6 @@
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/types.h>
-#include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 #include <linux/blamer.h>
@@ -148,12 +147,13 @@ void blamer_proc_exit(void);
 /*
  * vm_flags became read-only in 6.3; the vm_flags_set()/vm_flags_clear()
  * helpers arrived with that change. Some vendor 6.1 trees have them too,
- * hence our own names.
+ * so Kbuild probes the headers for them (BLAMER_HAVE_VM_FLAGS_SET) rather
+ * than trusting the version number.
  */
 static inline void blamer_vm_flags_set(struct vm_area_struct *vma,
 				       vm_flags_t flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef BLAMER_HAVE_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
@@ -163,7 +163,7 @@ static inline void blamer_vm_flags_set(struct vm_area_struct *vma,
 static inline void blamer_vm_flags_clear(struct vm_area_struct *vma,
 					 vm_flags_t flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef BLAMER_HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, flags);
 #else
 	vma->vm_flags &= ~flags;

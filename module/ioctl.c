@@ -182,6 +182,14 @@ long blamer_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	struct blamer_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
+	/* The published layouts; a change here breaks the ABI. */
+	BUILD_BUG_ON(sizeof(struct blamer_create) != BLAMER_CREATE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct blamer_list) != BLAMER_LIST_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct blamer_release) != BLAMER_RELEASE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct blamer_status) != BLAMER_STATUS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct blamer_slab_info) !=
+		     BLAMER_SLAB_INFO_SIZE_VER0);
+
 	if (blamer_cmd_is(cmd, BLAMER_IOC_CREATE))
 		return blamer_ioc_create(ctx, uarg);
 	if (blamer_cmd_is(cmd, BLAMER_IOC_LIST))

@@ -1,4 +1,4 @@
-# module/module.mk: build blamer.ko for the Debian 6.1 and 6.12 kernels and
+# Build blamer.ko for the Debian 6.1 and 6.12 kernels and
 # register the module's static-check suites.
 #
 #   make modules [KVER=6.1|6.12] [KDIR=/path/to/kernel/build/tree]

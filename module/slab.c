@@ -24,8 +24,11 @@
 
 #include "blamer.h"
 
+/* Protects the slab table and everything below, see blamer.h. */
 DEFINE_MUTEX(blamer_lock);
+/* The slab table: ID -> struct blamer_slab, IDs from 1. */
 DEFINE_XARRAY_ALLOC1(blamer_slabs);
+/* poll() waiters, woken on every event. */
 DECLARE_WAIT_QUEUE_HEAD(blamer_wq);
 
 /* All below are protected by blamer_lock. */

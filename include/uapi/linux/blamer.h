@@ -29,7 +29,10 @@
  * @mmap_offset: out: the offset to pass to mmap() to map this slab
  *
  * The slab is zeroed and owned by the open file the ioctl was issued on.
- * Only that file may map it writable.
+ * Only that file may map it writable, with mmap(MAP_SHARED) at
+ * @mmap_offset (ID << page shift, always below 2^31). The kernel records
+ * the creating process as the owner: its tgid, start time, credentials
+ * and command name.
  */
 struct blamer_create {
 	__u32 size;
@@ -38,6 +41,7 @@ struct blamer_create {
 	__u64 id;
 	__u64 mmap_offset;
 };
+
 #define BLAMER_CREATE_SIZE_VER0	32
 
 /* Values of blamer_slab_info.state */
@@ -62,12 +66,19 @@ struct blamer_create {
  * @create_time_ns: when the slab was created (CLOCK_BOOTTIME, ns)
  * @orphan_time_ns: when it became an orphan (CLOCK_BOOTTIME, ns), or 0
  * @pid: owner tgid as seen in the caller's pid namespace, 0 if not visible
- * @uid: owner uid in the caller's user namespace
+ * @uid: owner's effective uid (at creation) in the caller's user
+ *	namespace, the overflow uid if not mapped
  * @state: BLAMER_SLAB_LIVE or BLAMER_SLAB_ORPHAN
- * @flags: BLAMER_SLAB_* bits
+ * @flags: BLAMER_SLAB_* bits; BLAMER_SLAB_EXITED is set when the owner
+ *	was seen exiting (its descriptor closed by exit), and then
+ *	@exit_code/@exit_signal and BLAMER_SLAB_COREDUMP describe how
  * @exit_code: exit code if BLAMER_SLAB_EXITED and @exit_signal is 0
  * @exit_signal: signal that killed the owner, if BLAMER_SLAB_EXITED
  * @comm: owner's command name at creation, NUL-terminated
+ *
+ * Userspace may pass a larger or smaller entry size in
+ * blamer_list.info_size (at least BLAMER_SLAB_INFO_SIZE_VER0): the kernel
+ * writes what both know and zeroes the rest of each entry.
  */
 struct blamer_slab_info {
 	__u64 id;
@@ -85,6 +96,7 @@ struct blamer_slab_info {
 	__u32 exit_signal;
 	char comm[BLAMER_COMM_LEN];
 };
+
 #define BLAMER_SLAB_INFO_SIZE_VER0	96
 
 /**
@@ -109,6 +121,7 @@ struct blamer_list {
 	__u32 flags;
 	__u64 generation;
 };
+
 #define BLAMER_LIST_SIZE_VER0	40
 
 /**
@@ -125,6 +138,7 @@ struct blamer_release {
 	__u32 flags;
 	__u64 id;
 };
+
 #define BLAMER_RELEASE_SIZE_VER0	16
 
 /**
@@ -152,12 +166,56 @@ struct blamer_status {
 	__u64 max_orphans;
 	__u64 generation;
 };
+
 #define BLAMER_STATUS_SIZE_VER0	72
 
 #define BLAMER_IOC_MAGIC	0xB1
+
+/*
+ * The kernel matches ioctl numbers on magic, number and direction only, so
+ * a program built against a larger (newer) structure keeps working with
+ * an older module, and vice versa, within the rules of the @size field.
+ * Every ioctl fails with EFAULT for a bad pointer, EINVAL for a @size
+ * below the *_SIZE_VER0 constant or above 4096 or for non-zero @flags,
+ * E2BIG when @size is larger than the kernel's structure and the extra
+ * bytes are not zero, and ENOTTY for an unknown command.
+ */
+
+/**
+ * define BLAMER_IOC_CREATE - create a slab owned by this open file
+ *
+ * Argument: struct blamer_create. Errors: EINVAL for a zero @length,
+ * EFBIG for a @length above max_slab_bytes (including any value that
+ * would overflow when rounded up), EDQUOT when the caller's user would
+ * own more than max_owner_bytes of live slabs, ENOSPC when all slabs
+ * together would exceed max_total_bytes or no ID is free, ENOMEM when
+ * memory (or the caller's memory cgroup) is exhausted.
+ */
 #define BLAMER_IOC_CREATE	_IOWR(BLAMER_IOC_MAGIC, 1, struct blamer_create)
+
+/**
+ * define BLAMER_IOC_LIST - describe the slabs the caller may read
+ *
+ * Argument: struct blamer_list. Lists the caller's own live slabs and
+ * every slab it may map read-only, in ID order. Errors: EINVAL for an
+ * @info_size below BLAMER_SLAB_INFO_SIZE_VER0 or above 4096, ENOMEM.
+ * Also marks the current event generation as seen for poll().
+ */
 #define BLAMER_IOC_LIST		_IOWR(BLAMER_IOC_MAGIC, 2, struct blamer_list)
+
+/**
+ * define BLAMER_IOC_RELEASE - free an orphaned slab
+ *
+ * Argument: struct blamer_release. Errors: ENOENT if no slab has that ID,
+ * EACCES if the caller may not read it, EBUSY if it is still live.
+ */
 #define BLAMER_IOC_RELEASE	_IOW(BLAMER_IOC_MAGIC, 3, struct blamer_release)
+
+/**
+ * define BLAMER_IOC_STATUS - device-wide usage and limits
+ *
+ * Argument: struct blamer_status. Never fails but for the common errors.
+ */
 #define BLAMER_IOC_STATUS	_IOWR(BLAMER_IOC_MAGIC, 4, struct blamer_status)
 
 #endif /* _UAPI_LINUX_BLAMER_H */
