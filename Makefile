@@ -4,21 +4,39 @@
 #   make check      every test suite; ends with "N passed, N failed"
 #   make demo       the guided tour in a VM
 #   make bench      benchmarks with ratios against baselines
+#   make deps       install the Debian packages everything needs (cheap
+#                   when done: a stamp in $(BUILD))
 #
-# Each part of the tree owns a fragment included below; a fragment adds
-# its build targets and registers test suites in CHECK_SUITES (names of
-# make targets that write TAP to $(RESULTS)/<name>.tap, see
-# scripts/run-suite).
+# Variables: BUILD=dir (all outputs, default ./build), KVER=6.1|6.12 (the
+# kernel series `make modules` builds for), KDIR=path (a kernel build tree;
+# default: Debian's headers for KVER via scripts/kernel-path, never
+# `uname -r`; see module/module.mk).
+#
+# Each part of the tree owns a fragment included below. A fragment
+#   - hangs its build products on `all`, either with its own `all: foo`
+#     rule or by appending to ALL_TARGETS (all depends on ALL_TARGETS
+#     after every fragment is read, so either order works);
+#   - registers test suites by appending to CHECK_SUITES the names of make
+#     targets that run `scripts/run-suite NAME -- cmd...`, which writes TAP
+#     to $(RESULTS)/NAME.tap. `make check` runs them all with -k and then
+#     scripts/tap-summary, whose exit status is the result of `make check`.
+#   - adds to DEMO_DEPS what `make demo` needs built first.
+# BUILD and RESULTS are exported so scripts (run-suite, tools/vm/run) use
+# the same build directory as make.
 
 SRC      := $(CURDIR)
 BUILD    ?= $(SRC)/build
+override BUILD := $(abspath $(BUILD))
 RESULTS  := $(BUILD)/results
 KVER     ?= 6.1
+export BUILD RESULTS
 
 CC       ?= cc
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 		 -I$(SRC)/include -I$(SRC)/lib
 CHECK_SUITES :=
+ALL_TARGETS  :=
+DEMO_DEPS    :=
 
 .PHONY: all check demo bench deps clean install
 all:
@@ -30,7 +48,12 @@ all:
 -include tools/vm/vm.mk
 -include selftests/selftests.mk
 -include bench/bench.mk
+-include tools/demo/demo.mk
 
+all: $(ALL_TARGETS)
+
+# Suites run with -k so one failure does not hide the others; the summary
+# decides the exit status.
 check: deps
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -k $(CHECK_SUITES) || true

@@ -1,0 +1,51 @@
+#!/bin/bash
+# scripts/deps.sh: install every Debian 12 package blamer needs.
+#
+# Idempotent: asks dpkg what is missing and only then runs apt-get
+# (update + install, as root or through sudo). Prints nothing when there
+# is nothing to do. Kernel packages: 6.1 (linux-*-amd64, the bookworm
+# default) and 6.12 (linux-*-6.12-amd64, from bookworm-security/updates).
+set -eu
+
+pkgs=(
+	# build
+	build-essential make gcc libc6-dev pkg-config git
+	# kernels: headers to build the module, images to boot in the VM
+	linux-headers-amd64 linux-headers-6.12-amd64
+	linux-image-amd64 linux-image-6.12-amd64
+	# kernel source tarball: kselftest harness, checkpatch
+	linux-source-6.1 xz-utils zstd perl
+	# kernel checks
+	sparse
+	# VM test bed (tools/vm/run): qemu, busybox initramfs, cpio, flock
+	qemu-system-x86 busybox-static cpio util-linux kmod
+	# library and tools
+	libkmod-dev liblttng-ust-dev
+	# tests: sanitizers and fuzzing, memory checks, stress
+	clang libclang-rt-14-dev valgrind stress-ng
+	# documentation and exporters
+	man-db python3 python3-prometheus-client
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	case $st in
+	ii*) ;;
+	*) missing+=("$p") ;;
+	esac
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || {
+		echo "deps: need root to install: ${missing[*]}" >&2
+		exit 1
+	}
+	sudo=sudo
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
