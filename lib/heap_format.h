@@ -79,9 +79,31 @@ struct blamer_heap_header {
 	blamer_ref list_head;	/* dummy block heading the iterable list */
 	blamer_ref list_tail;	/* atomic: last block on the list (a hint) */
 	blamer_ref process;	/* atomic: the process record, once made */
-	uint64_t reserved[3];
+	uint32_t grow_claim;	/* atomic: writer-private growth lock, 0 = none */
+	uint32_t backend;	/* BLAMER_BACKEND_ID_* that made the slabs */
+	uint64_t reserved[2];
 	uint64_t slab_ids[BLAMER_MAX_SLABS];
 };
+
+/* blamer_heap_header.backend */
+#define BLAMER_BACKEND_ID_DEVICE	1u
+#define BLAMER_BACKEND_ID_DIR		2u
+#define BLAMER_BACKEND_ID_MEMORY	3u	/* a caller's buffer (tests) */
+
+/*
+ * Fixed places in slab 0: the slab header, the heap header right after it,
+ * then the list's dummy head block (cookie BLAMER_BLOCK_QUEUE, type 0,
+ * size sizeof(struct blamer_block)). The list is circular through the
+ * dummy: the last record's next is BLAMER_LIST_HEAD_REF; next == 0 means
+ * "not on the list". Records of slab 0 start at BLAMER_SLAB0_FIRST_RECORD,
+ * records of other slabs at sizeof(struct blamer_slab_header).
+ */
+#define BLAMER_HEAP_HEADER_OFFSET	64u
+#define BLAMER_LIST_HEAD_OFFSET		(64u + 584u)
+#define BLAMER_LIST_HEAD_REF		((blamer_ref)BLAMER_LIST_HEAD_OFFSET)
+#define BLAMER_SLAB0_FIRST_RECORD	(BLAMER_LIST_HEAD_OFFSET + 24u)
+#define BLAMER_MIN_SLAB_SIZE		4096u
+#define BLAMER_MAX_SLAB_SIZE		(1u << 30)
 
 /* Block header: starts every record (24 bytes). */
 #define BLAMER_BLOCK_COOKIE	0xC8799269u
@@ -182,11 +204,18 @@ struct blamer_thread {
 };
 
 /*
- * User data: a record holding a sequence of fields, each
- * struct blamer_field + name (name_size bytes, padded to 8) + value area
- * (record_size - header - padded name). A field of type BLAMER_FIELD_END
- * (0) ends the sequence. Update in place: value_size = 0 (relaxed),
- * write the value, value_size = n (release).
+ * User data: a record holding a sequence of fields in fields[0..used),
+ * each struct blamer_field + name (name_size bytes, padded to 8) + value
+ * area (record_size - 8 - padded name, a multiple of 8, 8-aligned). A
+ * field of type BLAMER_FIELD_END (0) ends the sequence (it is being
+ * created: its type is stored last, with release).
+ * Values of 8 bytes or less (BOOL, CHAR: 1 byte; SIGNED, UNSIGNED,
+ * DOUBLE: 8 bytes) are written with one atomic store of that size.
+ * Other values (STRING, RAW, *_REF) are written under the field's seq:
+ * the writer CASes seq from even to odd, stores value_size = 0, writes
+ * the bytes, stores value_size = n, then seq + 1 (even) with release. A
+ * reader loads seq (acquire; odd: retry), copies, re-loads seq: a
+ * different value means a torn copy (retry).
  */
 #define BLAMER_FIELD_END	0u
 #define BLAMER_FIELD_RAW	1u
@@ -204,7 +233,7 @@ struct blamer_field {
 	uint8_t name_size;
 	uint16_t value_size;	/* atomic */
 	uint16_t record_size;	/* header + padded name + value area */
-	uint16_t reserved;
+	uint16_t seq;		/* atomic: odd while a multi-byte value changes */
 };
 
 struct blamer_userdata {
@@ -270,8 +299,9 @@ struct blamer_child {
 	struct blamer_block hdr;
 	struct blamer_owner owner;
 	int64_t child_pid;
-	uint64_t launch_time_ns;
-	uint64_t exit_time_ns;	/* 0 while running */
+	int64_t child_start_stamp;	/* child's start time, ns since boot, 0 if unknown */
+	uint64_t launch_time_ns;	/* CLOCK_REALTIME */
+	uint64_t exit_time_ns;	/* CLOCK_REALTIME, 0 while running */
 	int32_t exit_status;	/* wait status as from waitpid() */
 	uint32_t state;		/* atomic: 1 running, 2 exited */
 };
@@ -328,5 +358,15 @@ BLAMER_FORMAT_ASSERT(blamer_owner, 24);
 BLAMER_FORMAT_ASSERT(blamer_activity, 64);
 BLAMER_FORMAT_ASSERT(blamer_field, 8);
 BLAMER_FORMAT_ASSERT(blamer_log_slot, 144);
+BLAMER_FORMAT_ASSERT(blamer_heap_header, 584);
+BLAMER_FORMAT_ASSERT(blamer_process, 336);
+BLAMER_FORMAT_ASSERT(blamer_thread, 112);
+BLAMER_FORMAT_ASSERT(blamer_userdata, 64);
+BLAMER_FORMAT_ASSERT(blamer_module, 368);
+BLAMER_FORMAT_ASSERT(blamer_log, 64);
+BLAMER_FORMAT_ASSERT(blamer_child, 88);
+BLAMER_FORMAT_ASSERT(blamer_dag_node, 96);
+BLAMER_FORMAT_ASSERT(blamer_dag_edge, 64);
+BLAMER_FORMAT_ASSERT(blamer_dag_path, 216);
 
 #endif /* BLAMER_HEAP_FORMAT_H */

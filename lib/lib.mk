@@ -22,6 +22,8 @@ LIB_SOVER  := 1
 LIB_A      := $(LIB_DIR)/libblamer.a
 LIB_SO     := $(LIB_DIR)/libblamer.so
 LIB_LDLIBS := -lpthread
+# <linux/blamer.h> is the uapi header of this tree, not of the system.
+LIB_CFLAGS := -I$(SRC)/include/uapi
 LIB_PC     := $(LIB_DIR)/blamer.pc
 
 PREFIX     ?= /usr/local
@@ -37,7 +39,7 @@ lib: $(LIB_A) $(LIB_SO) $(LIB_PC)
 
 $(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS_COMMON) $(LIB_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -3,7 +3,24 @@
 #ifndef BLAMER_WRITER_H
 #define BLAMER_WRITER_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
 /* Stores a one-line message (with strerror(err) appended if err) and returns -err. */
 int bl_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#endif
+/* sys.c: clocks (vDSO, no system call) and facts about processes. */
+uint64_t bl_monotonic_ns(void);
+uint64_t bl_realtime_ns(void);
+/* Start time of @pid in ns since boot (/proc/PID/stat field 22), or -errno. */
+int64_t bl_proc_start_ns(pid_t pid);
+uint64_t bl_random64(void);
+pid_t bl_gettid(void);
+
+
+
+/* struct blamer_config.backend values (enum blamer_backend in blamer.h). */
+#define BL_BACKEND_AUTO		0
+#define BL_BACKEND_DEVICE	1
+#define BL_BACKEND_DIR		2
+#endif /* BLAMER_WRITER_H */

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Contexts: open/close, the process default, and fork.
+ *
+ * A context owns one heap. Its state word makes heap creation lock-free
+ * for callers: whoever moves NONE -> CREATING makes the heap, everybody
+ * else gets EAGAIN until READY (writers never wait, not even in the fork
+ * child where the heap is made lazily). Live contexts sit in a registry
+ * under a mutex so that the fork handler and thread-exit destructors can
+ * tell a live context from a closed one; the hot paths never touch it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic.h"
+#include "context.h"
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct blamer *reg_head;
+static uint64_t reg_serial;		/* atomic: context serial numbers */
+
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct blamer *_Atomic default_ctx;
+static bool default_failed;		/* under default_lock */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+pthread_key_t bl_thread_key;
+
+void bl_registry_lock(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+void bl_registry_unlock(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* Caller holds the registry lock. */
+bool bl_registry_alive(struct blamer *b, uint64_t serial)
+{
+	struct blamer *c;
+
+	for (c = reg_head; c; c = c->next)
+		if (c == b && c->serial == serial)
+			return true;
+	return false;
+}
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&default_lock);
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&default_lock);
+}
+
+/*
+ * The child must never write the parent's records: every mapping of a
+ * parent heap becomes private scratch memory (so stale pointers stay
+ * harmless), the inherited fds are closed (an inherited /dev/blamer fd is
+ * the parent's open file: it could map the parent's slabs writable), and
+ * the next use makes a fresh heap. gen changes so every thread cache
+ * (only this thread exists now) re-registers.
+ */
+static void atfork_child(void)
+{
+	struct blamer *b;
+
+	for (b = reg_head; b; b = b->next) {
+		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
+			bl_heap_drop_after_fork(&b->heap);
+		memset(&b->heap, 0, sizeof(b->heap));
+		bl_backend_close(&b->be, false, 0);
+		b->process = b->global_data = b->process_data = b->log = 0;
+		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
+		st_relaxed(A32(&b->state), BL_ST_NONE);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&default_lock);
+}
+
+static void init_once(void)
+{
+	pthread_key_create(&bl_thread_key, bl_thread_exit);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static int make_heap(struct blamer *b)
+{
+	int64_t start;
+	int ret;
+
+	b->pid = getpid();
+	start = bl_proc_start_ns(b->pid);
+	if (start < 0)
+		return bl_error((int)-start, "blamer: cannot read /proc/%d/stat", (int)b->pid);
+	b->start_ns = start;
+	ret = bl_backend_open(&b->be, b->requested_backend, b->dir[0] ? b->dir : NULL,
+			      b->pid, b->start_ns);
+	if (ret)
+		return ret;
+	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64());
+	if (ret) {
+		bl_backend_close(&b->be, true, 0);
+		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
+				      : ret;
+	}
+	do
+		b->data_id = (uint32_t)bl_random64();
+	while (!b->data_id);
+	ret = bl_process_create(b);
+	if (ret) {
+		bl_heap_unmap(&b->heap);
+		bl_backend_close(&b->be, true, 0);
+	}
+	return ret;
+}
+
+struct bl_heap *bl_ready(struct blamer *b)
+{
+	/* Acquire: pairs with the release below, so READY implies a fully
+	 * built heap and context fields. */
+	uint32_t st = ld_acquire(A32(&b->state));
+
+	if (st == BL_ST_READY)
+		return &b->heap;
+	if (st == BL_ST_NONE &&
+	    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
+						    memory_order_acquire, memory_order_relaxed)) {
+		int ret = make_heap(b);
+
+		st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
+		return ret ? NULL : &b->heap;
+	}
+	if (st == BL_ST_CREATING || st == BL_ST_NONE)
+		bl_error(EAGAIN, "blamer: the heap is being made by another thread");
+	else
+		bl_error(EIO, "blamer: no heap (making it failed earlier)");
+	return NULL;
+}
+
+int blamer_open(const struct blamer_config *cfg, struct blamer **out)
+{
+	struct blamer_config def = { 0 };
+	struct blamer *b;
+	int ret;
+
+	pthread_once(&once, init_once);
+	*out = NULL;
+	if (!cfg)
+		cfg = &def;
+	if (cfg->slab_size && (cfg->slab_size % 4096 || cfg->slab_size < BLAMER_MIN_SLAB_SIZE ||
+			       cfg->slab_size > BLAMER_MAX_SLAB_SIZE))
+		return bl_error(EINVAL, "blamer: slab_size must be a multiple of 4096 in [4 KiB, 1 GiB]");
+	if (cfg->max_slabs > BLAMER_MAX_SLABS)
+		return bl_error(EINVAL, "blamer: max_slabs must be at most %u", BLAMER_MAX_SLABS);
+	if (cfg->stack_depth > 1024 || cfg->log_slots > 65536)
+		return bl_error(EINVAL, "blamer: stack_depth <= 1024 and log_slots <= 65536");
+	if (cfg->dir && strlen(cfg->dir) >= sizeof(b->dir))
+		return bl_error(ENAMETOOLONG, "blamer: directory name too long");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return bl_error(ENOMEM, "blamer: no memory for a context");
+	b->requested_backend = cfg->backend;
+	b->slab_size = cfg->slab_size ? cfg->slab_size : (1u << 20);
+	b->max_slabs = cfg->max_slabs ? cfg->max_slabs : 16;
+	b->stack_depth = cfg->stack_depth ? cfg->stack_depth : 16;
+	b->log_slots = cfg->log_slots ? cfg->log_slots : 64;
+	b->flags = cfg->flags;
+	if (cfg->dir)
+		strcpy(b->dir, cfg->dir);
+	b->serial = atomic_fetch_add_explicit(A64(&reg_serial), 1, memory_order_relaxed) + 1;
+	b->be.devfd = b->be.dirfd = -1;
+	st_relaxed(A32(&b->state), BL_ST_CREATING);
+	ret = make_heap(b);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	st_release(A32(&b->state), BL_ST_READY);
+	pthread_mutex_lock(&reg_lock);
+	b->next = reg_head;
+	reg_head = b;
+	pthread_mutex_unlock(&reg_lock);
+	if (!(b->flags & BLAMER_OPEN_NO_MODULES))
+		blamer_modules_refresh(b);
+	*out = b;
+	return 0;
+}
+
+static void unregister(struct blamer *b)
+{
+	struct blamer **pp;
+
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_head; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void finish(struct blamer *b, bool clean)
+{
+	if (!b)
+		return;
+	unregister(b);
+	bl_tls_forget(b);
+	if (ld_acquire(A32(&b->state)) == BL_ST_READY) {
+		if (clean && !(bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT)) {
+			struct blamer_process *p = bl_heap_get(&b->heap, b->process,
+							       BLAMER_REC_PROCESS, sizeof(*p));
+			if (p)
+				st_release(A32(&p->phase), BLAMER_PHASE_EXITED_CLEANLY);
+			/* Release: a reader that sees DELETED sees the phase. */
+			st_release(A32(&b->heap.hh->state), BLAMER_HEAP_DELETED);
+		}
+		bl_heap_unmap(&b->heap);
+	}
+	bl_backend_close(&b->be, clean, 0);
+	free(b);
+}
+
+void blamer_close(struct blamer *b)
+{
+	if (!b) {
+		blamer_reset();
+		return;
+	}
+	if (b == atomic_load(&default_ctx)) {
+		blamer_reset();
+		return;
+	}
+	finish(b, true);
+}
+
+void blamer_abandon(struct blamer *b)
+{
+	if (b && b == atomic_load(&default_ctx)) {
+		pthread_mutex_lock(&default_lock);
+		atomic_store(&default_ctx, NULL);
+		pthread_mutex_unlock(&default_lock);
+	}
+	finish(b, false);
+}
+
+int blamer_init(const struct blamer_config *cfg)
+{
+	struct blamer *b;
+	int ret;
+
+	pthread_mutex_lock(&default_lock);
+	if (atomic_load(&default_ctx)) {
+		pthread_mutex_unlock(&default_lock);
+		return bl_error(EBUSY, "blamer: the default context is already set up");
+	}
+	ret = blamer_open(cfg, &b);
+	if (!ret)
+		atomic_store_explicit(&default_ctx, b, memory_order_release);
+	default_failed = ret != 0;
+	pthread_mutex_unlock(&default_lock);
+	return ret;
+}
+
+struct blamer *blamer_default(void)
+{
+	/* Acquire: pairs with the release store once the context is built. */
+	struct blamer *b = atomic_load_explicit(&default_ctx, memory_order_acquire);
+
+	if (b)
+		return b;
+	pthread_mutex_lock(&default_lock);
+	b = atomic_load_explicit(&default_ctx, memory_order_relaxed);
+	if (!b && !default_failed) {
+		if (blamer_open(NULL, &b) == 0)
+			atomic_store_explicit(&default_ctx, b, memory_order_release);
+		else
+			default_failed = true;
+	}
+	pthread_mutex_unlock(&default_lock);
+	if (!b && default_failed)
+		bl_error(ENODEV, "blamer: no default context (setting it up failed)");
+	return b;
+}
+
+void blamer_reset(void)
+{
+	struct blamer *b;
+
+	pthread_mutex_lock(&default_lock);
+	b = atomic_exchange(&default_ctx, NULL);
+	default_failed = false;
+	pthread_mutex_unlock(&default_lock);
+	finish(b, true);
+}
+
+struct blamer *bl_ctx(struct blamer *b)
+{
+	return b ? b : blamer_default();
+}
+
+int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info)
+{
+	struct bl_heap *h;
+
+	memset(info, 0, sizeof(*info));
+	b = bl_ctx(b);
+	if (!b)
+		return -ENODEV;
+	h = bl_ready(b);
+	if (!h)
+		return -EAGAIN;
+	info->backend = b->be.kind == BLAMER_BACKEND_ID_DEVICE ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;
+	info->slab_count = ld_acquire(A32(&h->nslabs));
+	info->max_slabs = h->max_slabs;
+	info->flags = bl_heap_flags(h);
+	info->slab_size = h->slab_size;
+	info->heap_id = h->heap_id;
+	info->bytes_used = bl_heap_used(h);
+	info->pid = b->pid;
+	info->start_ns = b->start_ns;
+	memcpy(info->dir, b->be.dir, sizeof(info->dir));
+	return 0;
+}
+
+void bl_owner_set(struct blamer *b, struct blamer_owner *o)
+{
+	o->pid = b->pid;
+	o->create_stamp = b->start_ns;
+	/* Release, last: a reader that sees the id sees pid and stamp (and
+	 * whatever the record's maker wrote before calling this). */
+	st_release(A32(&o->data_id), b->data_id);
+}
+
+blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse)
+{
+	struct bl_heap *h = bl_ready(b);
+	struct bl_iter it = { 0 };
+	blamer_ref ref;
+	uint32_t t;
+	int err = 0;
+
+	if (!h)
+		return 0;
+	size = (size + 7) & ~7u;
+	if (reuse) {
+		/* The first to change a retired record's type owns it. */
+		while ((ref = bl_heap_next(h, &it, &t)))
+			if (t == BLAMER_RETIRED(type) &&
+			    ((struct blamer_block *)bl_ptr(h, ref))->size == size &&
+			    bl_heap_change_type(h, ref, type, t, true))
+				return ref;
+	}
+	ref = bl_heap_alloc(h, size, type, &err);
+	if (!ref) {
+		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+		return 0;
+	}
+	if (!bl_heap_make_iterable(h, ref)) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	return ref;
+}
+
+void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
+{
+	struct bl_heap *h = &b->heap;
+	struct blamer_block *blk = bl_heap_get(h, ref, type, sizeof(struct blamer_block) +
+					       sizeof(struct blamer_owner));
+
+	if (!blk)
+		return;
+	/* Release: readers that still see the old id saw consistent data;
+	 * those that see 0 skip the record. */
+	st_release(A32(&((struct blamer_owner *)(blk + 1))->data_id), 0);
+	bl_heap_change_type(h, ref, BLAMER_RETIRED(type), type, false);
+}

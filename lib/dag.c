@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The attribution DAG: nodes (id, type, name), parent links (one EDGE
+ * record per link, so a node may have several parents), and paths from
+ * the root as actually walked, each with up to 8 measurements added with
+ * atomic fetch_add. Ids are the application's, the same in every process
+ * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
+ * Finding an existing record walks the list (setup cost, not hot path);
+ * two threads making the same record at once may both make it, and
+ * readers merge records with equal keys.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "atomic.h"
+#include "context.h"
+
+uint64_t blamer_dag_id(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a 64 offset basis */
+
+	for (; name && *name; name++) {
+		h ^= (uint8_t)*name;
+		h *= 0x100000001b3ull;		/* FNV-1a 64 prime */
+	}
+	return h;
+}
+
+/* First live record of @type for which @match returns true. */
+static void *find(struct blamer *b, struct bl_heap *h, uint32_t type, uint32_t size,
+		  bool (*match)(const void *rec, const void *key), const void *key)
+{
+	struct bl_iter it = { 0 };
+	blamer_ref ref;
+	uint32_t t;
+
+	(void)b;
+	while ((ref = bl_heap_next(h, &it, &t))) {
+		const struct blamer_block *r;
+
+		if (t != type)
+			continue;
+		r = bl_heap_get(h, ref, type, size);
+		if (r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
+		    match(r, key))
+			return (void *)r;
+	}
+	return NULL;
+}
+
+static bool node_match(const void *rec, const void *key)
+{
+	return ((const struct blamer_dag_node *)rec)->id == *(const uint64_t *)key;
+}
+
+int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const char *name)
+{
+	struct blamer_dag_node *n;
+	struct bl_heap *h;
+	blamer_ref ref;
+
+	b = bl_ctx(b);
+	if (!b)
+		return -ENODEV;
+	h = bl_ready(b);
+	if (!h)
+		return -EAGAIN;
+	if (find(b, h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
+		return 0;
+	ref = bl_record_new(b, BLAMER_REC_DAG_NODE, sizeof(*n), false);
+	if (!ref)
+		return -ENOSPC;
+	n = bl_ptr(h, ref);
+	n->id = id;
+	n->node_type = node_type;
+	if (name)
+		strncpy(n->name, name, sizeof(n->name) - 1);
+	bl_owner_set(b, &n->owner);
+	return 0;
+}
+
+static bool edge_match(const void *rec, const void *key)
+{
+	const struct blamer_dag_edge *e = rec;
+	const uint64_t *k = key;
+
+	return e->parent_id == k[0] && e->child_id == k[1];
+}
+
+int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
+{
+	uint64_t key[2] = { parent_id, child_id };
+	struct blamer_dag_edge *e;
+	struct bl_heap *h;
+	blamer_ref ref;
+
+	b = bl_ctx(b);
+	if (!b)
+		return -ENODEV;
+	h = bl_ready(b);
+	if (!h)
+		return -EAGAIN;
+	if (parent_id == child_id)
+		return bl_error(EINVAL, "blamer: a node cannot be its own parent");
+	if (find(b, h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))
+		return 0;
+	ref = bl_record_new(b, BLAMER_REC_DAG_EDGE, sizeof(*e), false);
+	if (!ref)
+		return -ENOSPC;
+	e = bl_ptr(h, ref);
+	e->parent_id = parent_id;
+	e->child_id = child_id;
+	bl_owner_set(b, &e->owner);
+	return 0;
+}
+
+struct path_key {
+	const uint64_t *ids;
+	const uint32_t *units;
+	unsigned depth, nunits;
+};
+
+static bool path_match(const void *rec, const void *key)
+{
+	const struct blamer_dag_path *p = rec;
+	const struct path_key *k = key;
+	unsigned i;
+
+	if (p->depth != k->depth || memcmp(p->nodes, k->ids, k->depth * sizeof(uint64_t)))
+		return false;
+	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++)
+		if (p->units[i] != (i < k->nunits ? k->units[i] : BLAMER_UNIT_NONE))
+			return false;
+	return true;
+}
+
+struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
+				    const uint32_t *units, unsigned nunits)
+{
+	struct path_key key = { ids, units, depth, nunits };
+	struct blamer_dag_path *p;
+	struct bl_heap *h;
+	blamer_ref ref;
+
+	b = bl_ctx(b);
+	if (!b)
+		return NULL;
+	if (!depth || depth > BLAMER_DAG_MAX_DEPTH || nunits > BLAMER_DAG_MAX_UNITS ||
+	    !ids || (nunits && !units)) {
+		bl_error(EINVAL, "blamer: a path has 1..%u nodes and at most %u units",
+			 BLAMER_DAG_MAX_DEPTH, BLAMER_DAG_MAX_UNITS);
+		return NULL;
+	}
+	h = bl_ready(b);
+	if (!h)
+		return NULL;
+	p = find(b, h, BLAMER_REC_DAG_PATH, sizeof(*p), path_match, &key);
+	if (p)
+		return (struct blamer_path *)p;
+	ref = bl_record_new(b, BLAMER_REC_DAG_PATH, sizeof(*p), false);
+	if (!ref)
+		return NULL;
+	p = bl_ptr(h, ref);
+	p->depth = depth;
+	memcpy(p->nodes, ids, depth * sizeof(uint64_t));
+	if (nunits)
+		memcpy(p->units, units, nunits * sizeof(uint32_t));
+	bl_owner_set(b, &p->owner);
+	return (struct blamer_path *)p;
+}
+
+void blamer_path_add(struct blamer_path *path, unsigned unit_index, uint64_t value)
+{
+	struct blamer_dag_path *p = (struct blamer_dag_path *)path;
+
+	/* Relaxed: measurements are counters; no other data hangs on them. */
+	if (p && unit_index < BLAMER_DAG_MAX_UNITS)
+		atomic_fetch_add_explicit(A64(&p->values[unit_index]), value,
+					  memory_order_relaxed);
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Loaded shared objects: path, address range and GNU build ID, from
+ * dl_iterate_phdr(). Nothing hooks dlopen()/dlclose(): the application
+ * calls blamer_modules_refresh() after them (blamer_open() calls it once).
+ * A MODULE record changes under its seq (odd while changing); a module
+ * that went away keeps its record with loaded = 0.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic.h"
+#include "context.h"
+
+struct mod {
+	uint64_t base, size;
+	uint32_t build_id_len;
+	uint8_t build_id[BLAMER_BUILD_ID_MAX];
+	char path[BLAMER_PATH_MAX];
+};
+
+struct mods {
+	struct mod *v;
+	size_t n, cap;
+};
+
+static void build_id(struct dl_phdr_info *info, const ElfW(Phdr) *ph, struct mod *m)
+{
+	const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+	const uint8_t *end = p + ph->p_memsz;
+
+	while (p + sizeof(ElfW(Nhdr)) <= end) {
+		const ElfW(Nhdr) *nh = (const void *)p;
+		size_t name = (nh->n_namesz + 3) & ~3u, desc = (nh->n_descsz + 3) & ~3u;
+		const uint8_t *d = p + sizeof(*nh) + name;
+
+		if (d + desc > end)
+			return;
+		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+		    !memcmp(p + sizeof(*nh), "GNU", 4)) {
+			m->build_id_len = nh->n_descsz > BLAMER_BUILD_ID_MAX ? BLAMER_BUILD_ID_MAX
+									     : nh->n_descsz;
+			memcpy(m->build_id, d, m->build_id_len);
+			return;
+		}
+		p = d + desc;
+	}
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct mods *ms = arg;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	struct mod *m;
+	int i;
+
+	(void)size;
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? 2 * ms->cap : 32;
+		struct mod *v = realloc(ms->v, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		ms->v = v;
+		ms->cap = cap;
+	}
+	m = &ms->v[ms->n];
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD) {
+			if (ph->p_vaddr < lo)
+				lo = ph->p_vaddr;
+			if (ph->p_vaddr + ph->p_memsz > hi)
+				hi = ph->p_vaddr + ph->p_memsz;
+		} else if (ph->p_type == PT_NOTE && !m->build_id_len) {
+			build_id(info, ph, m);
+		}
+	}
+	if (lo >= hi)
+		return 0;
+	m->base = info->dlpi_addr + lo;
+	m->size = hi - lo;
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		strncpy(m->path, info->dlpi_name, sizeof(m->path) - 1);
+	} else if (ms->n == 0) {
+		ssize_t n = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+
+		if (n > 0)
+			m->path[n] = 0;
+	}
+	if (!m->path[0])
+		return 0;	/* the vDSO and other nameless objects */
+	ms->n++;
+	return 0;
+}
+
+static void write_module(struct blamer_module *r, const struct mod *m, uint32_t loaded)
+{
+	uint32_t seq = ld_relaxed(A32(&r->seq));
+
+	st_relaxed(A32(&r->seq), seq + 1);
+	/* Release fence: odd seq before the new contents (seqlock write). */
+	atomic_thread_fence(memory_order_release);
+	if (m) {
+		r->base = m->base;
+		r->size = m->size;
+		r->build_id_len = m->build_id_len;
+		memcpy(r->build_id, m->build_id, sizeof(r->build_id));
+		r->path_len = (uint32_t)strnlen(m->path, sizeof(r->path));
+		memcpy(r->path, m->path, sizeof(r->path));
+	}
+	r->loaded = loaded;
+	/* Release: contents complete before seq is even again. */
+	st_release(A32(&r->seq), seq + 2);
+}
+
+int blamer_modules_refresh(struct blamer *b)
+{
+	struct mods ms = { 0 };
+	struct bl_iter it = { 0 };
+	struct bl_heap *h;
+	blamer_ref ref;
+	uint32_t type;
+	bool *seen;
+	size_t i;
+	int count = 0;
+
+	b = bl_ctx(b);
+	if (!b)
+		return -ENODEV;
+	h = bl_ready(b);
+	if (!h)
+		return -EAGAIN;
+	dl_iterate_phdr(collect, &ms);
+	seen = calloc(ms.n + 1, sizeof(*seen));
+	if (!seen) {
+		free(ms.v);
+		return bl_error(ENOMEM, "blamer: no memory for the module list");
+	}
+	/* Update existing records: still loaded, or gone. */
+	while ((ref = bl_heap_next(h, &it, &type))) {
+		struct blamer_module *r;
+		bool found = false;
+
+		if (type != BLAMER_REC_MODULE)
+			continue;
+		r = bl_heap_get(h, ref, BLAMER_REC_MODULE, sizeof(*r));
+		if (!r || !ld_acquire(A32(&r->owner.data_id)))
+			continue;
+		for (i = 0; i < ms.n; i++)
+			if (!seen[i] && ms.v[i].base == r->base &&
+			    !strncmp(ms.v[i].path, r->path, sizeof(r->path))) {
+				seen[i] = found = true;
+				if (!r->loaded)
+					write_module(r, NULL, 1);
+				count++;
+				break;
+			}
+		if (!found && r->loaded)
+			write_module(r, NULL, 0);
+	}
+	for (i = 0; i < ms.n; i++) {
+		struct blamer_module *r;
+
+		if (seen[i])
+			continue;
+		ref = bl_record_new(b, BLAMER_REC_MODULE, sizeof(*r), true);
+		if (!ref)
+			break;
+		r = bl_ptr(h, ref);
+		write_module(r, &ms.v[i], 1);
+		bl_owner_set(b, &r->owner);
+		count++;
+	}
+	free(seen);
+	free(ms.v);
+	return count;
+}
