@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The blamer command: shared options and helpers. One file per
+ * subcommand (cmd_*.c); every view is a function of one snapshot.
+ */
+#ifndef BLAMER_CLI_H
+#define BLAMER_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "blamer.h"
+
+/* exit codes */
+#define EX_OK		0
+#define EX_FAIL		1	/* the command could not do its job */
+#define EX_USAGE	2	/* bad flags or arguments */
+
+/* option bits, so each command can reject flags that are not its own */
+#define OPT_JSON	(1u << 0)
+#define OPT_ONCE	(1u << 1)
+#define OPT_INTERVAL	(1u << 2)
+#define OPT_PROM	(1u << 3)
+#define OPT_OUTPUT	(1u << 4)
+#define OPT_COUNT	(1u << 5)
+#define OPT_ALL		(1u << 6)
+#define OPT_UNIT	(1u << 7)
+
+struct cli {
+	const char *cmd;
+	enum blamer_backend backend;
+	const char *dir;
+	uint32_t seen;		/* OPT_* given */
+	bool json;
+	bool once;
+	double interval;	/* seconds */
+	long count;		/* top: frames, 0 = forever */
+	const char *output;
+	const char *unit;
+	char **args;		/* positional arguments after the command */
+	int nargs;
+};
+
+/* Print "blamer: <msg>" to stderr; returns EX_FAIL for `return err(...)`. */
+int err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open the reader and take a snapshot (flags: BLAMER_READ_*). */
+int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
+	 struct blamer_snapshot **s);
+/* Parse PID arguments; each must name a process of s, else error. */
+int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
+	       size_t *npids);
+bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
+
+void fmt_bytes(char *buf, size_t len, uint64_t v);
+void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v);
+void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
+/* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
+void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
+const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len);
+const char *phase_str(uint32_t phase, char *buf, size_t len);
+void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs);
+void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
+		uint32_t depth);
+
+int cmd_list(struct cli *c);
+int cmd_dump(struct cli *c);
+int cmd_blame(struct cli *c);
+int cmd_top(struct cli *c);
+int cmd_postmortem(struct cli *c);
+int cmd_release(struct cli *c);
+int cmd_export(struct cli *c);
+int cmd_load(struct cli *c);
+int cmd_unload(struct cli *c);
+int cmd_status(struct cli *c);
+
+/* kmod_*.c: libkmod (dynamic build) or raw syscalls (static build) */
+int kmod_insert(const char *path, const char *name, const char *params, char *how,
+		size_t howlen);
+int kmod_remove(const char *name);
+
+#endif /* BLAMER_CLI_H */

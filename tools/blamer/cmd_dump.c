@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blamer dump [PID...]: everything the snapshot holds, readable. Dead
+ * heaps are read in full here (on demand), unlike in list or top.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+#include "heap_format.h"
+
+static void dump_process(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
+{
+	char b1[64], b2[64], b3[160];
+	size_t i, j;
+
+	fmt_bytes(b1, sizeof(b1), p->size);
+	fmt_bytes(b2, sizeof(b2), p->used);
+	fmt_end(b3, sizeof(b3), p);
+	printf("pid %d (%s) uid %u: %s\n", p->pid, p->comm[0] ? p->comm : "?", p->uid, b3);
+	printf("  heap: %u slab%s, %s, %s used, health %s%s%s\n", p->nslabs,
+	       p->nslabs == 1 ? "" : "s", b1, b2, blamer_health_name(p->health),
+	       p->problem[0] ? ": " : "", p->problem);
+	if (p->cmdline[0])
+		printf("  cmdline: %s\n", p->cmdline);
+	if (p->have_record)
+		printf("  phase: %s\n", phase_str(p->phase, b1, sizeof(b1)));
+	if (p->user_data.n) {
+		printf("  process data:\n");
+		print_fields(stdout, "    ", &p->user_data);
+	}
+	if (p->global_data.n) {
+		printf("  global data:\n");
+		print_fields(stdout, "    ", &p->global_data);
+	}
+	for (i = 0; i < p->nthreads; i++) {
+		const struct blamer_snap_thread *t = &p->threads[i];
+
+		printf("  thread %lld \"%s\": depth %u%s", (long long)t->tid, t->name, t->depth,
+		       t->torn ? " (stack kept changing, not shown)" : "");
+		if (t->overflows)
+			printf(", %u pushes beyond %u slots dropped", t->overflows, t->stack_slots);
+		putchar('\n');
+		for (j = t->nacts; j-- > 0;) {
+			const struct blamer_snap_activity *a = &t->acts[j];
+
+			fmt_age(b1, sizeof(b1), s->monotonic_ns, a->time_ns);
+			printf("    #%zu %s \"%s\" since %s ago", j,
+			       blamer_activity_kind_name(a->kind), a->label, b1);
+			if (a->data[0] || a->data[1])
+				printf(" data=%#llx,%#llx", (unsigned long long)a->data[0],
+				       (unsigned long long)a->data[1]);
+			putchar('\n');
+			print_fields(stdout, "       ", &a->fields);
+		}
+	}
+	if (p->nmodules) {
+		printf("  modules:\n");
+		for (i = 0; i < p->nmodules; i++)
+			printf("    %#llx %s%s\n", (unsigned long long)p->modules[i].base,
+			       p->modules[i].path, p->modules[i].loaded ? "" : " (unloaded)");
+	}
+	if (p->nlogs) {
+		printf("  log:\n");
+		for (i = 0; i < p->nlogs; i++)
+			printf("    [%llu] %s\n", (unsigned long long)p->logs[i].number,
+			       p->logs[i].text);
+	}
+	for (i = 0; i < p->nchildren; i++) {
+		const struct blamer_snap_child *ch = &p->children[i];
+
+		printf("  child %lld: ", (long long)ch->pid);
+		if (ch->state != 2)
+			printf("running\n");
+		else if (WIFSIGNALED(ch->exit_status))
+			printf("killed by signal %d\n", WTERMSIG(ch->exit_status));
+		else
+			printf("exited with code %d\n", WEXITSTATUS(ch->exit_status));
+	}
+	if (p->npaths) {
+		printf("  attribution:\n");
+		for (i = 0; i < p->npaths; i++) {
+			const struct blamer_snap_path *sp = &p->paths[i];
+
+			printf("    ");
+			print_path(stdout, s, sp->nodes, sp->depth);
+			for (j = 0; j < sp->nvalues; j++) {
+				const char *un = blamer_unit_name(sp->units[j]);
+
+				fmt_value(b1, sizeof(b1), sp->units[j], sp->values[j]);
+				if (un)
+					printf(" %s=%s", un, b1);
+				else
+					printf(" unit%u=%s", sp->units[j], b1);
+			}
+			putchar('\n');
+		}
+	}
+}
+
+int cmd_dump(struct cli *c)
+{
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	int32_t *pids;
+	size_t npids, i;
+	int ret;
+
+	ret = take(c, BLAMER_READ_DEAD_FULL, &r, &s);
+	if (ret)
+		return ret;
+	ret = parse_pids(c, s, &pids, &npids);
+	if (ret)
+		goto out;
+	if (c->json) {
+		blamer_snapshot_write_json(s, stdout, 0, pids, npids);
+	} else {
+		bool first = true;
+
+		for (i = 0; i < s->nprocs; i++) {
+			if (!pid_wanted(pids, npids, s->procs[i].pid))
+				continue;
+			if (!first)
+				putchar('\n');
+			first = false;
+			dump_process(s, &s->procs[i]);
+		}
+		if (first)
+			printf("no heaps in %s\n", s->source);
+	}
+	free(pids);
+out:
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	return ret;
+}

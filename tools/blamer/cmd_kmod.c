@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blamer load [MODULE.ko] [param=value...], blamer unload, blamer status.
+ *
+ * Which module load uses, first match wins:
+ *   1. an explicit path argument (anything ending in .ko or containing /);
+ *   2. the installed module "blamer" (modules.dep of the running kernel,
+ *      via libkmod; the static build looks in /lib/modules/R/{extra,updates});
+ *   3. ./build/kmod-<major.minor>/blamer.ko of a source tree (cwd);
+ *   4. /blamer.ko (the test VM's location).
+ */
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include <linux/blamer.h>
+
+#include "cli.h"
+
+#define SYS_MODULE	"/sys/module/blamer"
+
+static bool loaded(void)
+{
+	return access(SYS_MODULE, F_OK) == 0;
+}
+
+static int load_error(int e, const char *what)
+{
+	switch (e) {
+	case EPERM:
+	case EACCES:
+		return err("loading %s needs root (CAP_SYS_MODULE): run `sudo blamer load`", what);
+	case EEXIST:
+		return err("module already loaded (see `blamer status`; `blamer unload` first to change parameters)");
+	case ENOEXEC:
+		return err("%s is not a module for this kernel (build it with `make KVER=...`)", what);
+	case EINVAL:
+		return err("%s: the kernel refused it: bad parameter or wrong kernel version (see dmesg)",
+			   what);
+	case ENOENT:
+		return err("%s not found: give the path to blamer.ko (built by `make`)", what);
+	default:
+		return err("loading %s failed: %s", what, strerror(e));
+	}
+}
+
+int cmd_load(struct cli *c)
+{
+	char params[1024] = "", how[256] = "", cand[256];
+	const char *path = NULL;
+	struct utsname u;
+	unsigned maj = 0, min = 0;
+	size_t len = 0;
+	int i, ret;
+
+	for (i = 0; i < c->nargs; i++) {
+		const char *a = c->args[i];
+
+		if (strchr(a, '=')) {
+			int n = snprintf(params + len, sizeof(params) - len, "%s%s",
+					 len ? " " : "", a);
+
+			if (n < 0 || (size_t)n >= sizeof(params) - len)
+				return usage_err("module parameters too long");
+			len += (size_t)n;
+		} else if (!path) {
+			path = a;
+		} else {
+			return usage_err("give one module path and param=value pairs ('%s' is neither)",
+					 a);
+		}
+	}
+	if (loaded())
+		return load_error(EEXIST, "blamer");
+	if (path) {
+		ret = kmod_insert(path, NULL, params, how, sizeof(how));
+		if (ret)
+			return load_error(-ret, path);
+		printf("loaded %s%s%s\n", path, len ? " with " : "", params);
+		return EX_OK;
+	}
+	ret = kmod_insert(NULL, "blamer", params, how, sizeof(how));
+	if (ret == 0) {
+		printf("loaded %s%s%s\n", how, len ? " with " : "", params);
+		return EX_OK;
+	}
+	if (ret != -ENOENT)
+		return load_error(-ret, how[0] ? how : "blamer");
+	if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &maj, &min) == 2) {
+		snprintf(cand, sizeof(cand), "build/kmod-%u.%u/blamer.ko", maj, min);
+		if (access(cand, R_OK) == 0) {
+			ret = kmod_insert(cand, NULL, params, how, sizeof(how));
+			if (ret)
+				return load_error(-ret, cand);
+			printf("loaded %s%s%s\n", cand, len ? " with " : "", params);
+			return EX_OK;
+		}
+	}
+	if (access("/blamer.ko", R_OK) == 0) {
+		ret = kmod_insert("/blamer.ko", NULL, params, how, sizeof(how));
+		if (ret)
+			return load_error(-ret, "/blamer.ko");
+		printf("loaded /blamer.ko%s%s\n", len ? " with " : "", params);
+		return EX_OK;
+	}
+	return err("no blamer module installed for this kernel and no build/kmod-%u.%u/blamer.ko here: give its path (`blamer load path/to/blamer.ko`)",
+		   maj, min);
+}
+
+int cmd_unload(struct cli *c)
+{
+	int ret;
+
+	if (c->nargs)
+		return usage_err("unload takes no arguments");
+	if (!loaded())
+		return err("the blamer module is not loaded (nothing to unload)");
+	ret = kmod_remove("blamer");
+	if (ret == -EBUSY || ret == -EAGAIN || ret == -EWOULDBLOCK)
+		return err("module in use: processes still have /dev/blamer open or slabs mapped (stop them first)");
+	if (ret == -EPERM || ret == -EACCES)
+		return err("unloading modules needs root (CAP_SYS_MODULE): run `sudo blamer unload`");
+	if (ret)
+		return err("unloading failed: %s", strerror(-ret));
+	printf("unloaded blamer\n");
+	return EX_OK;
+}
+
+static void print_params(bool json)
+{
+	struct dirent *de;
+	DIR *d = opendir(SYS_MODULE "/parameters");
+	bool first = true;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[512], val[128] = "";
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), SYS_MODULE "/parameters/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, val, sizeof(val) - 1);
+		close(fd);
+		if (n < 0)
+			n = 0;
+		val[n] = '\0';
+		val[strcspn(val, "\n")] = '\0';
+		if (json)
+			printf("%s\"%s\":\"%s\"", first ? "" : ",", de->d_name, val);
+		else
+			printf("  %-20s %s\n", de->d_name, val);
+		first = false;
+	}
+	closedir(d);
+}
+
+int cmd_status(struct cli *c)
+{
+	struct blamer_status st = { .size = sizeof(st) };
+	char b1[32], b2[32], b3[32], b4[32];
+	int fd;
+
+	if (c->nargs)
+		return usage_err("status takes no arguments");
+	if (c->backend == BLAMER_BACKEND_DIR) {
+		struct blamer_reader *r;
+		struct blamer_snapshot *s;
+		uint64_t bytes = 0;
+		size_t i, dead = 0;
+		int ret = take(c, BLAMER_READ_HEADERS_ONLY, &r, &s);
+
+		if (ret)
+			return ret;
+		for (i = 0; i < s->nprocs; i++) {
+			bytes += s->procs[i].size;
+			dead += s->procs[i].state == BLAMER_PROC_DEAD;
+		}
+		if (c->json)
+			printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"dir\","
+			       "\"source\":\"%s\",\"heaps\":%zu,\"dead\":%zu,\"bytes\":%llu}\n",
+			       BLAMER_JSON_SCHEMA_VERSION, s->source, s->nprocs, dead,
+			       (unsigned long long)bytes);
+		else {
+			fmt_bytes(b1, sizeof(b1), bytes);
+			printf("backend: dir %s\nheaps: %zu (%zu dead)\nbytes: %s\n", s->source,
+			       s->nprocs, dead, b1);
+		}
+		blamer_snapshot_free(s);
+		blamer_reader_close(r);
+		return EX_OK;
+	}
+	if (!loaded())
+		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
+	fd = open(BLAMER_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err("%s: %s (module loaded but the device is missing or not accessible)",
+			   BLAMER_DEVICE_PATH, strerror(errno));
+	if (ioctl(fd, BLAMER_IOC_STATUS, &st)) {
+		int e = errno;
+
+		close(fd);
+		return err("%s: status failed: %s", BLAMER_DEVICE_PATH, strerror(e));
+	}
+	close(fd);
+	if (c->json) {
+		printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"device\","
+		       "\"source\":\"%s\",\"abi_version\":%u,\"slabs\":%llu,\"orphans\":%llu,"
+		       "\"bytes\":%llu,\"max_slab_bytes\":%llu,\"max_owner_bytes\":%llu,"
+		       "\"max_total_bytes\":%llu,\"max_orphans\":%llu,\"generation\":%llu,"
+		       "\"parameters\":{", BLAMER_JSON_SCHEMA_VERSION, BLAMER_DEVICE_PATH,
+		       st.abi_version, (unsigned long long)st.slabs,
+		       (unsigned long long)st.orphans, (unsigned long long)st.bytes,
+		       (unsigned long long)st.max_slab_bytes, (unsigned long long)st.max_owner_bytes,
+		       (unsigned long long)st.max_total_bytes, (unsigned long long)st.max_orphans,
+		       (unsigned long long)st.generation);
+		print_params(true);
+		printf("}}\n");
+		return EX_OK;
+	}
+	fmt_bytes(b1, sizeof(b1), st.bytes);
+	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
+	fmt_bytes(b3, sizeof(b3), st.max_owner_bytes);
+	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
+	printf("module: loaded, ABI %u, %s\n", st.abi_version, BLAMER_DEVICE_PATH);
+	printf("slabs: %llu (%llu orphaned, at most %llu kept)\n",
+	       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
+	       (unsigned long long)st.max_orphans);
+	printf("bytes: %s of %s (per slab at most %s, per owner %s)\n", b1, b4, b2, b3);
+	printf("generation: %llu\nparameters:\n", (unsigned long long)st.generation);
+	print_params(false);
+	return EX_OK;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blamer list: one line per heap. Reads headers only (and the process
+ * record), so listing stays cheap however many dead heaps there are.
+ */
+#include <stdlib.h>
+
+#include "cli.h"
+
+int cmd_list(struct cli *c)
+{
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	size_t i;
+	int ret;
+
+	if (c->nargs)
+		return usage_err("list takes no arguments (did you mean `blamer dump %s`?)",
+				 c->args[0]);
+	ret = take(c, BLAMER_READ_HEADERS_ONLY, &r, &s);
+	if (ret)
+		return ret;
+	if (c->json) {
+		blamer_snapshot_write_json(s, stdout, BLAMER_JSON_SUMMARY | BLAMER_JSON_NO_ATTRIB,
+					   NULL, 0);
+	} else {
+		printf("%7s %-16s %-14s %5s %8s %8s %s\n", "PID", "COMM", "STATE", "SLABS",
+		       "SIZE", "USED", "HEALTH");
+		for (i = 0; i < s->nprocs; i++) {
+			const struct blamer_snap_process *p = &s->procs[i];
+			char size[16], used[16], st[32];
+
+			fmt_bytes(size, sizeof(size), p->size);
+			fmt_bytes(used, sizeof(used), p->used);
+			printf("%7d %-16s %-14s %5u %8s %8s %s\n", p->pid,
+			       p->comm[0] ? p->comm : "?", state_short(p, st, sizeof(st)),
+			       p->nslabs, size, used,
+			       p->health == BLAMER_HEALTH_SUMMARY ? "ok" : blamer_health_name(p->health));
+		}
+	}
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	return EX_OK;
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blamer postmortem [PID...]: what dead processes left behind: how they
+ * ended (from the kernel on the device backend), what every thread was
+ * doing, their data and log. blamer release frees them afterwards.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "heap_format.h"
+
+static void show(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
+{
+	char end[160], b[64];
+	size_t i, j;
+
+	fmt_end(end, sizeof(end), p);
+	printf("pid %d (%s): %s\n", p->pid, p->comm[0] ? p->comm : "?", end);
+	if (p->orphan_time_ns) {
+		/* orphan time is CLOCK_BOOTTIME; the snapshot has MONOTONIC: show as is */
+		printf("  died at %.3fs after boot\n", (double)p->orphan_time_ns / 1e9);
+	}
+	if (p->cmdline[0])
+		printf("  cmdline: %s\n", p->cmdline);
+	if (p->have_record)
+		printf("  last phase: %s\n", phase_str(p->phase, b, sizeof(b)));
+	if (p->health != BLAMER_HEALTH_OK)
+		printf("  heap: %s%s%s\n", blamer_health_name(p->health),
+		       p->problem[0] ? ": " : "", p->problem);
+	printf("  last activities:%s\n", p->nthreads ? "" : " none recorded");
+	for (i = 0; i < p->nthreads; i++) {
+		const struct blamer_snap_thread *t = &p->threads[i];
+
+		printf("    thread %lld \"%s\":%s\n", (long long)t->tid, t->name,
+		       t->torn ? " (stack changing at death, not shown)" :
+		       t->nacts ? "" : " idle");
+		for (j = t->nacts; j-- > 0;) {
+			const struct blamer_snap_activity *a = &t->acts[j];
+
+			printf("      #%zu %s \"%s\"", j, blamer_activity_kind_name(a->kind),
+			       a->label);
+			if (a->calling_address)
+				printf(" from %#llx", (unsigned long long)a->calling_address);
+			putchar('\n');
+			print_fields(stdout, "         ", &a->fields);
+		}
+	}
+	if (p->user_data.n) {
+		printf("  process data:\n");
+		print_fields(stdout, "    ", &p->user_data);
+	}
+	if (p->nlogs) {
+		printf("  log (last %zu):\n", p->nlogs < 10 ? p->nlogs : 10);
+		for (i = p->nlogs > 10 ? p->nlogs - 10 : 0; i < p->nlogs; i++)
+			printf("    [%llu] %s\n", (unsigned long long)p->logs[i].number,
+			       p->logs[i].text);
+	}
+	(void)s;
+}
+
+int cmd_postmortem(struct cli *c)
+{
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	int32_t *pids;
+	size_t npids, i, n = 0;
+	int ret;
+
+	ret = take(c, BLAMER_READ_DEAD_FULL, &r, &s);
+	if (ret)
+		return ret;
+	ret = parse_pids(c, s, &pids, &npids);
+	if (ret)
+		goto out;
+	for (i = 0; i < npids; i++) {
+		size_t j;
+
+		for (j = 0; j < s->nprocs; j++)
+			if (s->procs[j].pid == pids[i] && s->procs[j].state == BLAMER_PROC_DEAD)
+				break;
+		if (j == s->nprocs) {
+			ret = err("pid %d is still running (postmortem shows dead processes; try `blamer dump %d`)",
+				  pids[i], pids[i]);
+			goto out_pids;
+		}
+	}
+	if (c->json) {
+		/* the JSON of dead processes only: filter by their pids */
+		int32_t *dead = calloc(s->nprocs + 1, sizeof(*dead));
+		size_t nd = 0;
+
+		if (!dead) {
+			ret = err("out of memory");
+			goto out_pids;
+		}
+		for (i = 0; i < s->nprocs; i++)
+			if (s->procs[i].state == BLAMER_PROC_DEAD &&
+			    pid_wanted(pids, npids, s->procs[i].pid))
+				dead[nd++] = s->procs[i].pid;
+		if (!nd)
+			dead[nd++] = -1;	/* matches nothing: an empty list */
+		blamer_snapshot_write_json(s, stdout, BLAMER_JSON_NO_ATTRIB, dead, nd);
+		free(dead);
+		goto out_pids;
+	}
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		if (p->state != BLAMER_PROC_DEAD || !pid_wanted(pids, npids, p->pid))
+			continue;
+		if (n++)
+			putchar('\n');
+		show(s, p);
+	}
+	if (!n)
+		printf("no dead processes in %s\n", s->source);
+	else
+		printf("\nfree them with `blamer release PID...` or `blamer release --all`\n");
+out_pids:
+	free(pids);
+out:
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	return ret;
+}
+
+/* blamer release ID|PID... | --all: an argument names a dead pid or a slab ID */
+int cmd_release(struct cli *c)
+{
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	bool all = c->seen & OPT_ALL;
+	bool *pick;
+	size_t i, n = 0;
+	int a, ret;
+
+	if (!all && !c->nargs)
+		return usage_err("release needs PIDs or slab IDs of dead processes, or --all (see `blamer postmortem`)");
+	if (all && c->nargs)
+		return usage_err("give either --all or PIDs/IDs to release, not both");
+	ret = take(c, BLAMER_READ_HEADERS_ONLY, &r, &s);
+	if (ret)
+		return ret;
+	pick = calloc(s->nprocs + 1, sizeof(*pick));
+	if (!pick) {
+		ret = err("out of memory");
+		goto out;
+	}
+	for (a = 0; a < c->nargs; a++) {
+		char *end;
+		unsigned long long v = strtoull(c->args[a], &end, 10);
+		bool found = false;
+
+		if (*end || end == c->args[a] || c->args[a][0] == '-') {
+			ret = usage_err("'%s' is not a PID or slab ID", c->args[a]);
+			goto out;
+		}
+		for (i = 0; i < s->nprocs; i++) {
+			const struct blamer_snap_process *p = &s->procs[i];
+			bool match = (unsigned long long)p->pid == v;
+			uint32_t k;
+
+			for (k = 0; k < p->nslabs && s->backend == BLAMER_BACKEND_DEVICE; k++)
+				match |= p->slab_ids[k] == v;
+			if (!match)
+				continue;
+			if (p->state != BLAMER_PROC_DEAD) {
+				if ((unsigned long long)p->pid == v)
+					continue;	/* a live pid; maybe a dead one reused it */
+			}
+			found = true;
+			pick[i] = true;
+		}
+		if (!found) {
+			for (i = 0; i < s->nprocs; i++)
+				if ((unsigned long long)s->procs[i].pid == v)
+					break;
+			if (i < s->nprocs)
+				ret = err("pid %llu is still running: only dead processes can be released", v);
+			else
+				ret = err("no dead process or slab %llu in %s (see `blamer postmortem`)",
+					  v, s->source);
+			goto out;
+		}
+	}
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+		char e[512];
+
+		if (!(all ? p->state == BLAMER_PROC_DEAD : pick[i]))
+			continue;
+		if (blamer_reader_release(r, p, e, sizeof(e))) {
+			ret = err("%s", e);
+			continue;
+		}
+		n++;
+		printf("released pid %d (%s): %u slab%s\n", p->pid, p->comm[0] ? p->comm : "?",
+		       p->nslabs, p->nslabs == 1 ? "" : "s");
+	}
+	if (all && !n && !ret)
+		printf("no dead processes in %s\n", s->source);
+out:
+	free(pick);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	return ret;
+}

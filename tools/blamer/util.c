@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/* Helpers shared by the subcommands: errors, snapshots, formatting. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "heap_format.h"
+
+int err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("blamer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EX_FAIL;
+}
+
+int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("blamer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EX_USAGE;
+}
+
+int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
+	 struct blamer_snapshot **s)
+{
+	struct blamer_reader_opts o = {
+		.backend = c->backend,
+		.dir = c->dir,
+		.flags = flags,
+	};
+	char e[512];
+	int ret;
+
+	*s = NULL;
+	*r = blamer_reader_open(&o, e, sizeof(e));
+	if (!*r)
+		return err("%s", e);
+	ret = blamer_reader_snapshot(*r, s, e, sizeof(e));
+	if (ret) {
+		blamer_reader_close(*r);
+		*r = NULL;
+		return err("%s", e);
+	}
+	if (c->backend == BLAMER_BACKEND_AUTO && !(*s)->nprocs &&
+	    blamer_reader_backend(*r) == BLAMER_BACKEND_DIR && access("/dev/blamer", F_OK))
+		fprintf(stderr, "blamer: note: no heaps in %s, and /dev/blamer is absent (the module is not loaded: run `blamer load`)\n",
+			(*s)->source);
+	return EX_OK;
+}
+
+bool pid_wanted(const int32_t *pids, size_t n, int32_t pid)
+{
+	size_t i;
+
+	if (!n)
+		return true;
+	for (i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
+	       size_t *npids)
+{
+	int i;
+	size_t j;
+
+	*npids = 0;
+	*pids = calloc((size_t)c->nargs + 1, sizeof(**pids));
+	if (!*pids)
+		return err("out of memory");
+	for (i = 0; i < c->nargs; i++) {
+		char *end;
+		long v = strtol(c->args[i], &end, 10);
+		bool found = false;
+
+		if (*end || end == c->args[i] || v <= 0 || v > INT32_MAX) {
+			free(*pids);
+			return usage_err("'%s' is not a PID (give process IDs as shown by `blamer list`)",
+					 c->args[i]);
+		}
+		for (j = 0; j < s->nprocs; j++)
+			found |= s->procs[j].pid == v;
+		if (!found) {
+			free(*pids);
+			return err("no heap for pid %ld visible in %s (see `blamer list`; other users' processes need permission)",
+				   v, s->source);
+		}
+		(*pids)[(*npids)++] = (int32_t)v;
+	}
+	return EX_OK;
+}
+
+void fmt_bytes(char *buf, size_t len, uint64_t v)
+{
+	static const char units[] = "KMGTPE";
+	double d = (double)v;
+	int u = -1;
+
+	if (v < 1024) {
+		snprintf(buf, len, "%lluB", (unsigned long long)v);
+		return;
+	}
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	snprintf(buf, len, d < 10 ? "%.1f%ci" : "%.0f%ci", d, units[u]);
+}
+
+void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v)
+{
+	switch (unit) {
+	case BLAMER_UNIT_CPU_NS:
+		if (v >= 1000000000ull)
+			snprintf(buf, len, "%.2fs", (double)v / 1e9);
+		else if (v >= 1000000ull)
+			snprintf(buf, len, "%.1fms", (double)v / 1e6);
+		else
+			snprintf(buf, len, "%.1fus", (double)v / 1e3);
+		break;
+	case BLAMER_UNIT_BYTES:
+		fmt_bytes(buf, len, v);
+		break;
+	default:
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	}
+}
+
+void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns)
+{
+	double s;
+
+	if (!then_ns || then_ns > now_ns) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	s = (double)(now_ns - then_ns) / 1e9;
+	if (s < 60)
+		snprintf(buf, len, "%.1fs", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%.0fm", s / 60);
+	else
+		snprintf(buf, len, "%.1fh", s / 3600);
+}
+
+static const char *sig_name(uint32_t sig, char *buf, size_t len)
+{
+	const char *n = sig < 65 ? sigabbrev_np((int)sig) : NULL;
+
+	if (n)
+		snprintf(buf, len, "SIG%s", n);
+	else
+		snprintf(buf, len, "signal %u", sig);
+	return buf;
+}
+
+void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
+{
+	char sb[32];
+
+	if (p->state == BLAMER_PROC_LIVE)
+		snprintf(buf, len, "running");
+	else if (p->exited && p->exit_signal)
+		snprintf(buf, len, "killed by %s (signal %u)%s",
+			 sig_name(p->exit_signal, sb, sizeof(sb)), p->exit_signal,
+			 p->coredump ? ", core dumped" : "");
+	else if (p->exited)
+		snprintf(buf, len, "exited with code %d", p->exit_code);
+	else if (p->kernel_facts)
+		snprintf(buf, len, "gone (closed /dev/blamer before exiting)");
+	else if (p->phase == BLAMER_PHASE_EXITED_CLEANLY)
+		snprintf(buf, len, "exited cleanly (as its heap says; dir backend has no kernel facts)");
+	else
+		snprintf(buf, len, "gone, cause unknown (dir backend has no kernel facts)");
+}
+
+const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len)
+{
+	char sb[32];
+
+	if (p->state == BLAMER_PROC_LIVE)
+		snprintf(buf, len, "live");
+	else if (p->exited && p->exit_signal)
+		snprintf(buf, len, "killed:%s", sig_name(p->exit_signal, sb, sizeof(sb)) + 3);
+	else if (p->exited)
+		snprintf(buf, len, "exit:%d", p->exit_code);
+	else
+		snprintf(buf, len, "dead");
+	return buf;
+}
+
+const char *phase_str(uint32_t phase, char *buf, size_t len)
+{
+	const char *n = blamer_phase_name(phase);
+
+	if (n)
+		return n;
+	snprintf(buf, len, "app:%u", phase >= BLAMER_PHASE_APP_BASE ?
+		 phase - BLAMER_PHASE_APP_BASE : phase);
+	return buf;
+}
+
+static void print_string(FILE *f, const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	fputc('"', f);
+	for (i = 0; i < n && i < 200; i++)
+		fputc(b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '?', f);
+	if (n > 200)
+		fputs("...", f);
+	fputc('"', f);
+}
+
+void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs)
+{
+	size_t i, j;
+
+	for (i = 0; i < fs->n; i++) {
+		const struct blamer_snap_field *x = &fs->v[i];
+
+		fprintf(f, "%s%s = ", indent, x->name);
+		if (x->torn) {
+			fprintf(f, "(changing or unknown %s)\n", blamer_field_type_name(x->type));
+			continue;
+		}
+		switch (x->type) {
+		case BLAMER_FIELD_SIGNED: fprintf(f, "%lld", (long long)x->i); break;
+		case BLAMER_FIELD_UNSIGNED: fprintf(f, "%llu", (unsigned long long)x->u); break;
+		case BLAMER_FIELD_DOUBLE: fprintf(f, "%g", x->d); break;
+		case BLAMER_FIELD_BOOL: fputs(x->u ? "true" : "false", f); break;
+		case BLAMER_FIELD_CHAR:
+			fprintf(f, "'%c'", x->u >= 0x20 && x->u < 0x7f ? (int)x->u : '?');
+			break;
+		case BLAMER_FIELD_STRING: print_string(f, x->bytes, x->len); break;
+		case BLAMER_FIELD_RAW:
+			for (j = 0; j < x->len && j < 64; j++)
+				fprintf(f, "%02x", x->bytes[j]);
+			if (x->len > 64)
+				fputs("...", f);
+			break;
+		default:
+			fprintf(f, "<%s at %#llx, %llu bytes>", blamer_field_type_name(x->type),
+				(unsigned long long)x->u, (unsigned long long)x->ref_size);
+		}
+		fputc('\n', f);
+	}
+}
+
+void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
+		uint32_t depth)
+{
+	uint32_t i;
+
+	for (i = 0; i < depth; i++) {
+		const char *n = blamer_snap_node_name(s, nodes[i]);
+
+		if (n)
+			fprintf(f, "/%s", n);
+		else
+			fprintf(f, "/%#llx", (unsigned long long)nodes[i]);
+	}
+}
