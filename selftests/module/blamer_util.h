@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Small helpers shared by the /dev/blamer selftests: every ioctl wrapped
+ * to return 0 or -errno, so tests compare errnos directly.
+ */
+#ifndef BLAMER_UTIL_H
+#define BLAMER_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/blamer.h>
+
+#define PG 4096UL
+
+static inline int bl_open(int flags)
+{
+	return open(BLAMER_DEVICE_PATH, flags | O_CLOEXEC);
+}
+
+static inline int bl_create(int fd, uint64_t len, struct blamer_create *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->length = len;
+	return ioctl(fd, BLAMER_IOC_CREATE, c) ? -errno : 0;
+}
+
+static inline int bl_status(int fd, struct blamer_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return ioctl(fd, BLAMER_IOC_STATUS, st) ? -errno : 0;
+}
+
+static inline int bl_release(int fd, uint64_t id)
+{
+	struct blamer_release r = { .size = sizeof(r), .id = id };
+
+	return ioctl(fd, BLAMER_IOC_RELEASE, &r) ? -errno : 0;
+}
+
+/* List into a malloc'ed array (caller frees *out); returns count or -errno. */
+static inline int bl_list(int fd, struct blamer_slab_info **out,
+			  struct blamer_list *lp)
+{
+	struct blamer_list l;
+	struct blamer_slab_info *v = NULL;
+	uint32_t cap = 64;
+
+	*out = NULL;
+	for (;;) {
+		free(v);
+		v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(&l, 0, sizeof(l));
+		l.size = sizeof(l);
+		l.info_size = sizeof(*v);
+		l.slabs = (uintptr_t)v;
+		l.capacity = cap;
+		if (ioctl(fd, BLAMER_IOC_LIST, &l)) {
+			int e = -errno;
+
+			free(v);
+			return e;
+		}
+		if (l.total <= cap)
+			break;
+		cap = l.total * 2;
+	}
+	if (lp)
+		*lp = l;
+	*out = v;
+	return (int)l.count;
+}
+
+/* The kernel's facts about slab @id as the caller sees them; 0 or -ENOENT. */
+static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
+{
+	struct blamer_slab_info *v = NULL;
+	int n, i, ret = -ENOENT;
+
+	memset(info, 0, sizeof(*info));
+	n = bl_list(fd, &v, NULL);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++)
+		if (v[i].id == id) {
+			*info = v[i];
+			ret = 0;
+		}
+	free(v);
+	return ret;
+}
+
+/* mmap wrapper: the address or NULL with errno set. */
+static inline void *bl_map(int fd, uint64_t off, size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline int bl_param_get(const char *name, long long *v)
+{
+	char path[128];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%lld", v) == 1;
+	fclose(f);
+	return ok ? 0 : -EINVAL;
+}
+
+static inline int bl_param_set(const char *name, long long v)
+{
+	char path[128];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%lld\n", v) < 0)
+		ret = -EIO;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+#endif
