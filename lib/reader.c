@@ -207,7 +207,8 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 				n++;
 			}
 		}
-		memcpy(nodes + nn, p->nodes, p->nnodes * sizeof(*nodes));
+		if (p->nnodes)
+			memcpy(nodes + nn, p->nodes, p->nnodes * sizeof(*nodes));
 		nn += p->nnodes;
 	}
 	qsort(t, n, sizeof(*t), total_cmp_sort);

@@ -294,8 +294,10 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
 		       live_start == files[i].start;
 		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
-		if (live)
-			snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		if (live) {
+			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
+			memcpy(p->comm, comm, sizeof(p->comm));
+		}
 		p->nslabs = (uint32_t)(j - i);
 		for (k = 0; k < p->nslabs; k++)
 			p->slab_ids[k] = files[i + k].idx;

@@ -349,14 +349,17 @@ static int decode_fields(struct ctx *c, const uint8_t *a, const uint8_t *b,
 		sanitize(sf->name, (const char *)a + pos + sizeof(fa), fa.name_size);
 		val = a + pos + sizeof(fa) + namepad;
 		want = field_value_size(fa.type);
-		if (fa.value_size != fb.value_size ||
-		    memcmp(val, b + (val - a), fa.value_size)) {
-			/* a scalar updated in place is still whole in copy a */
-			if (!(want && fa.value_size == want && fa.value_size == fb.value_size)) {
-				sf->torn = true;
-				torn++;
-				goto next;
-			}
+		/*
+		 * Scalars are single atomic stores: copy a holds a whole value
+		 * even if it changed since. Longer values are under the field's
+		 * seq: odd (being written) or changed between copies = torn.
+		 */
+		if (!(want && fa.value_size == want && fb.value_size == want) &&
+		    (fa.value_size != fb.value_size || (fa.seq & 1) || fa.seq != fb.seq ||
+		     memcmp(val, b + (val - a), fa.value_size))) {
+			sf->torn = true;
+			torn++;
+			goto next;
 		}
 		if (fa.type > BLAMER_FIELD_DOUBLE) {
 			sf->torn = true;	/* unknown type: shown as such */
@@ -762,7 +765,8 @@ static void walk_list(struct ctx *c, const struct blamer_heap_header *hh)
 		return;
 	}
 	refset_add(&seen, ref);
-	for (ref = b.next; ref; ref = b.next) {
+	/* circular through the dummy head; next == 0: the end (mid-append) */
+	for (ref = b.next; ref && ref != hh->list_head; ref = b.next) {
 		int r = refset_add(&seen, ref);
 
 		if (r < 0) {

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Write fixture heaps into a dir-backend directory, for the CLI tests:
+ *   mkheap DIR dead PID START SCALE     a standard heap of a dead process
+ *   mkheap DIR corrupt PID START        a standard heap whose list loops
+ *   mkheap DIR live SCALE               a heap for this process; prints
+ *                                       the pid, then waits to be killed
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+static uint64_t my_start(void)
+{
+	char buf[1024], *p;
+	unsigned long long st = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	int i;
+
+	if (!f || !fgets(buf, sizeof(buf), f))
+		exit(1);
+	fclose(f);
+	p = strrchr(buf, ')') + 2;
+	for (i = 3; i < 22; i++)
+		p = strchr(p, ' ') + 1;
+	sscanf(p, "%llu", &st);
+	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+int main(int argc, char **argv)
+{
+	struct fx_heap h;
+
+	if (argc >= 6 && !strcmp(argv[2], "dead")) {
+		fx_standard(&h, atoll(argv[3]), atoll(argv[4]), strtoull(argv[5], NULL, 0));
+		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
+	}
+	if (argc >= 5 && !strcmp(argv[2], "corrupt")) {
+		fx_standard(&h, atoll(argv[3]), atoll(argv[4]), 1);
+		/* the 5th record points back at the 2nd */
+		{
+			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
+			blamer_ref second;
+			int i;
+
+			r = ((struct blamer_block *)fx_at(&h, r))->next;
+			second = r;
+			for (i = 0; i < 3; i++)
+				r = ((struct blamer_block *)fx_at(&h, r))->next;
+			((struct blamer_block *)fx_at(&h, r))->next = second;
+		}
+		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
+	}
+	if (argc >= 4 && !strcmp(argv[2], "live")) {
+		fx_standard(&h, getpid(), (int64_t)my_start(), strtoull(argv[3], NULL, 0));
+		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
+			return 1;
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		pause();
+		return 0;
+	}
+	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE\n");
+	return 2;
+}

@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reader-unit: the reader against hand-made heaps (selftests/reader/
+ * fixture.h): valid, reordered, truncated, torn, hostile (list loops,
+ * huge counts, bad references), plus the dir backend (liveness, dead
+ * heaps read on demand, files that are not what they claim) and replay
+ * of fuzz/regressions. Built with ASan and UBSan.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#include "fixture.h"
+#include "fuzz_one.h"
+
+#ifndef FUZZ_DIR
+#define FUZZ_DIR "fuzz"
+#endif
+
+static struct blamer_snapshot *read_heap(struct fx_heap *h)
+{
+	struct blamer_mem_slab m[FX_MAX_SLABS];
+	struct blamer_snapshot *s = NULL;
+
+	fx_mem(h, m);
+	if (blamer_snapshot_from_memory(m, h->nslabs, &s))
+		return NULL;
+	return s;
+}
+
+static const struct blamer_snap_field *field(const struct blamer_snap_fields *f,
+					     const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].name, name))
+			return &f->v[i];
+	return NULL;
+}
+
+TEST(valid_heap_reads_completely)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	const struct blamer_snap_field *f;
+
+	fx_standard(&h, 4242, 777, 1);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(1, s->nprocs);
+	p = &s->procs[0];
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health);
+	EXPECT_STREQ("", p->problem);
+	EXPECT_TRUE(p->have_record);
+	EXPECT_EQ(4242, p->rec_pid);
+	EXPECT_EQ(BLAMER_PHASE_MAIN_LOOP, p->phase);
+	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
+	ASSERT_EQ(2, p->nthreads);
+	EXPECT_STREQ("main", p->threads[0].name);
+	ASSERT_EQ(3, p->threads[0].nacts);
+	EXPECT_STREQ("main-loop", p->threads[0].acts[0].label);
+	EXPECT_STREQ("cache-lock", p->threads[0].acts[2].label);
+	EXPECT_EQ(BLAMER_ACT_LOCK_ACQUIRE, p->threads[0].acts[2].kind);
+	f = field(&p->threads[0].acts[1].fields, "url_id");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(77, f->u);
+	EXPECT_EQ(1, p->threads[1].nacts);
+	f = field(&p->user_data, "requests");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(12, f->u);
+	f = field(&p->user_data, "role");
+	ASSERT_NE(NULL, f);
+	EXPECT_STREQ("worker", (const char *)f->bytes);
+	f = field(&p->global_data, "debug");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(1, f->u);
+	ASSERT_EQ(1, p->nmodules);
+	EXPECT_STREQ("/usr/lib/libfoo.so", p->modules[0].path);
+	ASSERT_EQ(3, p->nlogs);
+	EXPECT_STREQ("started", p->logs[0].text);
+	EXPECT_STREQ("cache warm", p->logs[2].text);
+	ASSERT_EQ(1, p->nchildren);
+	EXPECT_EQ(11, p->children[0].exit_status);
+	EXPECT_EQ(4, p->nnodes);
+	EXPECT_EQ(3, p->nedges);
+	EXPECT_EQ(4, p->npaths);
+	/* 4 paths x (cpu_ns, bytes) */
+	EXPECT_EQ(8, s->ntotals);
+	EXPECT_STREQ("frame", blamer_snap_node_name(s, FX_FRAME));
+	EXPECT_EQ(2 * FX_SLAB, p->size);
+	EXPECT_GT(p->used, 2 * 64);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(slabs_in_any_order)
+{
+	struct fx_heap h;
+	struct blamer_mem_slab m[2], r[2];
+	struct blamer_snapshot *s;
+
+	fx_standard(&h, 1, 1, 1);
+	fx_mem(&h, m);
+	r[0] = m[1];
+	r[1] = m[0];
+	ASSERT_EQ(0, blamer_snapshot_from_memory(r, 2, &s));
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(4, s->procs[0].npaths);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(every_truncation_is_safe)
+{
+	struct fx_heap h;
+	struct blamer_mem_slab m[2];
+	size_t cut, slab;
+
+	fx_standard(&h, 1, 1, 1);
+	fx_mem(&h, m);
+	for (slab = 0; slab < 2; slab++) {
+		struct blamer_slab_header *sh = (void *)h.slab[slab];
+
+		for (cut = 0; cut < FX_SLAB; cut += 8) {
+			struct blamer_mem_slab t[2] = { m[0], m[1] };
+			struct blamer_snapshot *s;
+			uint8_t *copy = malloc(cut ? cut : 1);
+
+			memcpy(copy, h.slab[slab], cut);
+			t[slab].data = copy;
+			t[slab].size = cut;
+			ASSERT_EQ(0, blamer_snapshot_from_memory(t, 2, &s));
+			/* cutting into used bytes can never look healthy */
+			if (cut < sh->freeptr)
+				EXPECT_NE(BLAMER_HEALTH_OK, s->procs[0].health);
+			blamer_snapshot_free(s);
+			free(copy);
+		}
+	}
+	fx_free(&h);
+}
+
+static blamer_ref nth_record(struct fx_heap *h, int n)
+{
+	blamer_ref r = ((struct blamer_block *)fx_at(h, BLAMER_LIST_HEAD_REF))->next;
+
+	while (n-- > 0)
+		r = ((struct blamer_block *)fx_at(h, r))->next;
+	return r;
+}
+
+TEST(list_loops_terminate_as_corrupt)
+{
+	int from, to;
+
+	/* 4->4, 4->3, 4->1 as in Chromium's MaliciousTest, and more */
+	for (from = 0; from < 6; from++) {
+		for (to = 0; to <= from; to++) {
+			struct fx_heap h;
+			struct blamer_snapshot *s;
+
+			fx_standard(&h, 1, 1, 1);
+			((struct blamer_block *)fx_at(&h, nth_record(&h, from)))->next =
+				nth_record(&h, to);
+			s = read_heap(&h);
+			ASSERT_NE(NULL, s);
+			EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+			EXPECT_NE(NULL, strstr(s->procs[0].problem, "loop"));
+			blamer_snapshot_free(s);
+			fx_free(&h);
+		}
+	}
+}
+
+TEST(bad_references_are_corrupt_not_fatal)
+{
+	blamer_ref bad[] = {
+		blamer_make_ref(7, 64),		/* no such slab */
+		blamer_make_ref(0, 12),		/* inside the slab header */
+		blamer_make_ref(0, 1001),	/* misaligned */
+		blamer_make_ref(1, FX_SLAB - 8), /* block header past the end */
+		blamer_make_ref(0, 0xfffffff8u),
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fx_heap h;
+		struct blamer_snapshot *s;
+
+		fx_standard(&h, 1, 1, 1);
+		((struct blamer_block *)fx_at(&h, nth_record(&h, 3)))->next = bad[i];
+		s = read_heap(&h);
+		ASSERT_NE(NULL, s);
+		EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+		/* what came before the bad link is still there */
+		EXPECT_TRUE(s->procs[0].have_record);
+		EXPECT_GE(s->procs[0].nthreads, 1);
+		blamer_snapshot_free(s);
+		fx_free(&h);
+	}
+}
+
+TEST(huge_counts_are_refused)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	struct blamer_thread *t;
+	struct blamer_log *l;
+	struct blamer_userdata *u;
+	blamer_ref tr, lr, ur;
+
+	fx_init(&h, 1, FX_SLAB, 5, 5);
+	fx_process(&h, 1, "x");
+	tr = fx_thread(&h, 5, "t", 2);
+	lr = fx_log(&h, 1);
+	ur = fx_userdata(&h, BLAMER_SCOPE_PROCESS, 64, 1);
+	t = fx_at(&h, tr);
+	t->stack_slots = 0xffffffffu;
+	t->depth = 0xfffffff0u;
+	l = fx_at(&h, lr);
+	l->slot_count = 1u << 30;
+	u = fx_at(&h, ur);
+	u->capacity = 0xffffff00u;
+	u->used = 0xffffff00u;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(0, s->procs[0].nthreads);
+	EXPECT_EQ(0, s->procs[0].nlogs);
+	EXPECT_EQ(0, s->procs[0].user_data.n);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+
+	/* a zero record_size field must not loop forever */
+	fx_init(&h, 1, FX_SLAB, 5, 5);
+	fx_process(&h, 1, "x");
+	ur = fx_userdata(&h, BLAMER_SCOPE_PROCESS, 64, 1);
+	fx_field_u64(&h, ur, "a", 1);
+	((struct blamer_field *)((struct blamer_userdata *)fx_at(&h, ur))->fields)->record_size = 0;
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ur;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+
+	/* path depth beyond the format's maximum */
+	fx_init(&h, 1, FX_SLAB, 5, 5);
+	{
+		uint64_t n[1] = { 1 };
+		blamer_ref pr = fx_path(&h, n, 1, 1, 1);
+
+		((struct blamer_dag_path *)fx_at(&h, pr))->depth = 9;
+	}
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(0, s->ntotals);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(torn_records_are_marked_not_shown)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	struct blamer_log *l;
+	const struct blamer_snap_field *f;
+	struct blamer_field *fld;
+	blamer_ref ud;
+
+	fx_standard(&h, 1, 1, 1);
+	/* a log slot and a string field frozen mid-write (odd seq) */
+	l = fx_at(&h, ((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->log);
+	l->slots[1].seq = 3;
+	ud = ((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data;
+	fld = (struct blamer_field *)((struct blamer_userdata *)fx_at(&h, ud))->fields;
+	fld = (struct blamer_field *)((uint8_t *)fld + fld->record_size);	/* "role" */
+	fld->seq = 1;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_TORN, s->procs[0].health);
+	EXPECT_EQ(2, s->procs[0].torn_records);
+	EXPECT_EQ(2, s->procs[0].nlogs);	/* the torn one left out */
+	f = field(&s->procs[0].user_data, "role");
+	ASSERT_NE(NULL, f);
+	EXPECT_TRUE(f->torn);
+	EXPECT_EQ(NULL, f->bytes);
+	f = field(&s->procs[0].user_data, "requests");
+	ASSERT_NE(NULL, f);
+	EXPECT_FALSE(f->torn);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(uninitialized_and_flagged_heaps)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+
+	fx_standard(&h, 1, 1, 1);
+	fx_hh(&h)->state = BLAMER_HEAP_UNINIT;
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_EMPTY, s->procs[0].health);
+	blamer_snapshot_free(s);
+	fx_hh(&h)->state = 77;
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	blamer_snapshot_free(s);
+	fx_hh(&h)->state = BLAMER_HEAP_READY;
+	fx_hh(&h)->flags = BLAMER_HEAP_F_CORRUPT;
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(4, s->procs[0].npaths);	/* still read */
+	blamer_snapshot_free(s);
+	((struct blamer_slab_header *)h.slab[0])->magic = 0xdead;
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_EMPTY, s->procs[0].health);
+	blamer_snapshot_free(s);
+	/* two slabs claiming the same index */
+	((struct blamer_slab_header *)h.slab[0])->magic = BLAMER_HEAP_MAGIC;
+	((struct blamer_slab_header *)h.slab[1])->slab_index = 0;
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(stale_owner_records_are_skipped)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	blamer_ref t;
+
+	fx_standard(&h, 10, 10, 1);
+	h.pid = 99;	/* records made by someone else (e.g. before a fork) */
+	t = fx_thread(&h, 99, "stale", 1);
+	fx_push(&h, t, BLAMER_ACT_TASK, "x", 1, 0);
+	s = read_heap(&h);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(2, s->procs[0].nthreads);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+TEST(hostile_strings_stay_printable)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	struct blamer_dag_node *n;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	size_t i;
+
+	fx_standard(&h, 1, 1, 1);
+	for (i = 0; (n = fx_at(&h, nth_record(&h, (int)i)))->hdr.type != BLAMER_REC_DAG_NODE; i++)
+		ASSERT_LT(i, 20);	/* the first DAG node */
+	memcpy(n->name, "a\"b\\c\nd\x01\xff", 10);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	f = open_memstream(&buf, &len);
+	blamer_snapshot_write_json(s, f, 0, NULL, 0);
+	blamer_snapshot_write_prometheus(s, f);
+	fclose(f);
+	for (i = 0; i < len; i++)
+		ASSERT_TRUE(buf[i] == '\n' || (buf[i] >= 0x20 && buf[i] < 0x7f));
+	free(buf);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/* ---- dir backend ---- */
+
+static char tmpdir[64];
+
+static struct blamer_snapshot *dir_snapshot(uint32_t flags)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .dir = tmpdir,
+					.flags = flags, .max_slab_bytes = 1 << 20 };
+	struct blamer_reader *r = blamer_reader_open(&o, NULL, 0);
+	struct blamer_snapshot *s = NULL;
+
+	if (!r)
+		return NULL;
+	if (blamer_reader_snapshot(r, &s, NULL, 0))
+		s = NULL;
+	blamer_reader_close(r);
+	return s;
+}
+
+static uint64_t my_start(void)
+{
+	char buf[1024], *p;
+	unsigned long long st = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	int i;
+
+	if (!f || !fgets(buf, sizeof(buf), f))
+		return 0;
+	fclose(f);
+	p = strrchr(buf, ')') + 2;
+	for (i = 3; i < 22; i++)
+		p = strchr(p, ' ') + 1;
+	sscanf(p, "%llu", &st);
+	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+static void rm_tmpdir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd))
+		return;
+}
+
+static const struct blamer_snap_process *by_pid(const struct blamer_snapshot *s, int32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+TEST(dir_live_dead_and_aggregation)
+{
+	struct fx_heap a, b;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	size_t i;
+	char path[256];
+	int fd;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	/* live: our own pid and start time; dead: a pid with another start */
+	fx_standard(&a, getpid(), (int64_t)my_start(), 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), my_start()));
+	fx_standard(&b, 3999001, 5, 2);
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999001, 5));
+	/* junk that must be ignored or refused, never trusted */
+	snprintf(path, sizeof(path), "%s/notes.txt", tmpdir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/12-34.0.slab", tmpdir);
+	ASSERT_EQ(0, mkdir(path, 0700));	/* a directory named like a slab */
+	snprintf(path, sizeof(path), "%s/13-34.0.slab", tmpdir);
+	ASSERT_EQ(0, symlink("/etc/passwd", path));
+
+	s = dir_snapshot(0);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(4, s->nprocs);
+	p = by_pid(s, getpid());
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(BLAMER_PROC_LIVE, p->state);
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health);
+	EXPECT_EQ(4, p->npaths);
+	p = by_pid(s, 3999001);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(BLAMER_PROC_DEAD, p->state);
+	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);	/* not opened */
+	EXPECT_EQ(0, p->npaths);
+	EXPECT_EQ(BLAMER_PROC_DEAD, by_pid(s, 13)->state);
+	/* only the live heap counts in the totals */
+	for (i = 0; i < s->ntotals; i++)
+		EXPECT_EQ(1, s->totals[i].nprocs);
+	blamer_snapshot_free(s);
+
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
+	p = by_pid(s, 3999001);
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health);
+	EXPECT_STREQ("app", p->comm);	/* from the heap's argv[0] */
+	EXPECT_EQ(BLAMER_HEALTH_UNREADABLE, by_pid(s, 13)->health); /* O_NOFOLLOW */
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, by_pid(s, 12)->health);	/* not a file */
+	for (i = 0; i < s->ntotals; i++) {
+		const struct blamer_snap_total *t = &s->totals[i];
+
+		EXPECT_EQ(2, t->nprocs);
+		if (t->depth == 3 && t->unit == BLAMER_UNIT_CPU_NS)
+			EXPECT_EQ(3 * 5000000ull, t->value);	/* scale 1 + scale 2 */
+	}
+	blamer_snapshot_free(s);
+
+	s = dir_snapshot(BLAMER_READ_HEADERS_ONLY);
+	ASSERT_NE(NULL, s);
+	p = by_pid(s, getpid());
+	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);
+	EXPECT_EQ(0, p->nthreads);
+	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
+	EXPECT_EQ(2 * FX_SLAB, p->size);
+	EXPECT_GT(p->used, 1000);
+	blamer_snapshot_free(s);
+
+	/* truncated and oversized files */
+	snprintf(path, sizeof(path), "%s/3999001-5.1.slab", tmpdir);
+	ASSERT_EQ(0, truncate(path, 100));
+	snprintf(path, sizeof(path), "%s/3999001-5.0.slab", tmpdir);
+	ASSERT_EQ(0, truncate(path, 2 << 20));
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, by_pid(s, 3999001)->health);
+	blamer_snapshot_free(s);
+
+	rm_tmpdir();
+	fx_free(&a);
+	fx_free(&b);
+}
+
+TEST(dir_release_removes_dead_only)
+{
+	struct fx_heap a;
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	char e[256];
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_standard(&a, getpid(), (int64_t)my_start(), 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), my_start()));
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999002, 9));
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e)));
+	ASSERT_EQ(2, s->nprocs);
+	EXPECT_EQ(-EBUSY, blamer_reader_release(r, by_pid(s, getpid()), e, sizeof(e)));
+	EXPECT_EQ(0, blamer_reader_release(r, by_pid(s, 3999002), e, sizeof(e)));
+	blamer_snapshot_free(s);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e)));
+	EXPECT_EQ(1, s->nprocs);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+	fx_free(&a);
+}
+
+TEST(missing_dir_is_empty_and_device_error_says_load)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.dir = "/nonexistent/blamer" };
+	struct blamer_reader *r = blamer_reader_open(&o, NULL, 0);
+	struct blamer_snapshot *s;
+	char e[256];
+
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	EXPECT_EQ(0, s->nprocs);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	o.backend = BLAMER_BACKEND_DEVICE;
+	o.device = "/nonexistent/blamer-dev";
+	EXPECT_EQ(NULL, blamer_reader_open(&o, e, sizeof(e)));
+	EXPECT_NE(NULL, strstr(e, "blamer load"));
+}
+
+/* Every file in fuzz/regressions and fuzz/corpus, through the fuzz path. */
+static int replay_dir(const char *dir)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	FILE *sink = fopen("/dev/null", "w");
+	int n = 0;
+
+	if (!d || !sink)
+		return -1;
+	while ((de = readdir(d))) {
+		uint8_t *buf;
+		FILE *f;
+		long len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		f = fopen(path, "rb");
+		if (!f)
+			continue;
+		fseek(f, 0, SEEK_END);
+		len = ftell(f);
+		rewind(f);
+		buf = malloc(len > 0 ? (size_t)len : 1);
+		if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) {
+			fuzz_one(buf, (size_t)len, sink);
+			n++;
+		}
+		free(buf);
+		fclose(f);
+	}
+	closedir(d);
+	fclose(sink);
+	return n;
+}
+
+TEST(fuzz_regressions_replay)
+{
+	EXPECT_GE(replay_dir(FUZZ_DIR "/regressions"), 0);
+	EXPECT_GT(replay_dir(FUZZ_DIR "/corpus"), 0);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,69 @@
+# Reader test suites (reader owns this fragment).
+#
+#   reader-unit    the reader against fixture heaps, ASan + UBSan
+#   cli            every blamer subcommand and error, dir backend, golden output
+#   json-schema    JSON output checked against Documentation/blamer-json-schema.json
+#   prometheus     export --prometheus through prometheus_client's parser
+#   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
+#   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
+RT_DIR     := $(BUILD)/reader-tests
+RT_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/selftests/reader \
+	      -I$(SRC)/fuzz -I$(KSELFTEST_DIR) -DFUZZ_DIR='"$(SRC)/fuzz"'
+RT_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
+	      $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h
+FUZZ_SECONDS ?= 60
+
+CHECK_SUITES += reader-unit cli json-schema prometheus fuzz vm-reader-6.1 vm-reader-6.12
+.PHONY: reader-unit cli json-schema prometheus fuzz vm-reader-6.1 vm-reader-6.12 \
+	fuzz-corpus reader-tests
+
+reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
+
+$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(LIB_READER_SRCS) \
+		$(RT_HDRS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) $(RT_SAN) -O1 -Wno-unused-parameter -Wno-sign-compare \
+		-o $@ $< $(LIB_READER_SRCS) -lm
+
+$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -o $@ $<
+
+$(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -o $@ $<
+
+# -O1 keeps the fuzzer fast enough; the reader sources go in whole.
+$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(LIB_READER_SRCS) $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I$(SRC)/include -I$(SRC)/include/uapi -I$(SRC)/lib \
+		-I$(SRC)/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ $< $(LIB_READER_SRCS) -lm
+
+fuzz-corpus: $(RT_DIR)/mkcorpus
+	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus
+
+reader-unit: $(RT_DIR)/reader_test
+	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/reader_test
+
+cli: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/cli-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+json-schema: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/json-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/prom-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+fuzz: $(RT_DIR)/fuzz_reader
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/fuzz/run-fuzz.sh $(RT_DIR)/fuzz_reader \
+		$(SRC)/fuzz/corpus $(FUZZ_SECONDS) $(RT_DIR)/fuzz-work
+
+vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(RT_DIR)/vm-app
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 240 --quiet \
+		--add $(BUILD)/static/blamer --add $(RT_DIR)/vm-app \
+		--add $(SRC)/selftests/reader/vm-test.sh -- 'sh /bin/vm-test.sh'
