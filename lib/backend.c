@@ -63,10 +63,14 @@ int bl_dir_open(const char *dir, char *path, size_t pathlen)
 		return bl_error(errno, "blamer: cannot create %s", path);
 	/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return bl_error(errno == ELOOP ? EPERM : errno,
-				"blamer: cannot open directory %s%s", path,
-				errno == ELOOP ? " (it is a symlink)" : "");
+	if (fd < 0) {
+		struct stat st;
+		int err = errno;
+
+		if (!lstat(path, &st) && S_ISLNK(st.st_mode))
+			return bl_error(EPERM, "blamer: %s is a symlink: refused", path);
+		return bl_error(err, "blamer: cannot open directory %s", path);
+	}
 	ret = check_dir_fd(fd, path);
 	if (ret) {
 		close(fd);

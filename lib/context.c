@@ -109,7 +109,9 @@ static int make_heap(struct blamer *b)
 		return ret;
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64());
 	if (ret) {
-		bl_backend_close(&b->be, true, 0);
+		/* Nothing of ours to remove: a file already there (EEXIST) is
+		 * somebody else's, and a failed create removed its own file. */
+		bl_backend_close(&b->be, false, 0);
 		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
 				      : ret;
 	}
@@ -130,8 +132,15 @@ struct bl_heap *bl_ready(struct blamer *b)
 	 * built heap and context fields. */
 	uint32_t st = ld_acquire(A32(&b->state));
 
-	if (st == BL_ST_READY)
+	if (st == BL_ST_READY) {
+		/* A corrupt heap is never written again (only handles taken
+		 * before, which point at known-good places, still are). */
+		if (ld_relaxed(A32(&b->heap.corrupt))) {
+			bl_error(EIO, "blamer: the heap is corrupt");
+			return NULL;
+		}
 		return &b->heap;
+	}
 	if (st == BL_ST_NONE &&
 	    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
 						    memory_order_acquire, memory_order_relaxed)) {
@@ -316,7 +325,8 @@ int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info)
 	b = bl_ctx(b);
 	if (!b)
 		return -ENODEV;
-	h = bl_ready(b);
+	/* Also for a corrupt heap: reporting it is the point. */
+	h = ld_acquire(A32(&b->state)) == BL_ST_READY ? &b->heap : bl_ready(b);
 	if (!h)
 		return -EAGAIN;
 	info->backend = b->be.kind == BLAMER_BACKEND_ID_DEVICE ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;

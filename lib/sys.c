@@ -55,9 +55,9 @@ int64_t bl_proc_start_ns(pid_t pid)
 	p = strrchr(buf, ')');
 	if (!p)
 		return -EIO;
-	/* after ") " comes field 3 (state); advance to field 22 */
+	/* p is at the space before field 3 (state); each step moves one field on */
 	p++;
-	for (field = 2; field < 22 && p; field++)
+	for (field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu", &ticks) != 1 || hz <= 0)
 		return -EIO;

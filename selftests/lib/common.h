@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared helpers of the library tests. The tests are built from the
+ * library sources (with sanitizers), so they may look inside a context
+ * (lib/context.h) to check what the writer wrote.
+ *
+ * BLAMER_TEST_BACKEND=device runs the backend-neutral tests against
+ * /dev/blamer (in the VM); the default is the dir backend in a private
+ * temporary directory per test.
+ */
+#ifndef BLAMER_TEST_COMMON_H
+#define BLAMER_TEST_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blamer.h"
+#include "context.h"
+#include "validate.h"
+
+static inline int t_backend(void)
+{
+	const char *e = getenv("BLAMER_TEST_BACKEND");
+
+	return e && !strcmp(e, "device") ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;
+}
+
+/* A private 0700 directory for dir heaps (also used by device tests). */
+static inline void t_mkdir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/blamer-test-XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+}
+
+static inline void t_rmdir(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "# cleanup of %s failed\n", dir);
+}
+
+static inline struct blamer_config t_cfg(const char *dir, uint64_t slab_size, uint32_t max_slabs)
+{
+	struct blamer_config c = { 0 };
+
+	c.backend = t_backend();
+	c.dir = dir;
+	c.slab_size = slab_size;
+	c.max_slabs = max_slabs;
+	c.flags = BLAMER_OPEN_NO_MODULES;
+	return c;
+}
+
+/* The context's own mappings, for v_check(). */
+static inline void t_view(struct blamer *b, struct v_heap *v)
+{
+	uint32_t i;
+
+	memset(v, 0, sizeof(*v));
+	v->n = __atomic_load_n(&b->heap.nslabs, __ATOMIC_ACQUIRE);
+	for (i = 0; i < v->n; i++) {
+		v->slab[i] = b->heap.slabs[i].base;
+		v->size[i] = b->heap.slabs[i].size;
+	}
+}
+
+/* Another process's heap, through its files or the device. */
+static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct v_heap *v)
+{
+	if (t_backend() == BL_BACKEND_DEVICE)
+		return v_load_device(pid, v);
+	return v_load_dir(dir, pid, start_ns, v);
+}
+
+/* A record type for allocator tests (any live type would do). */
+#define T_REC_TEST 15u
+
+#endif

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Concurrency tests of the writer (run under TSan as suite lib-tsan and
+ * under ASan/UBSan with the others): allocation to full from 16 threads,
+ * walking the list while others append, re-typing races, growth races,
+ * thread churn, atomic measurements, pushes from signal handlers.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/time.h>
+
+#include "kselftest_harness.h"
+#include "common.h"
+
+#define NTHREADS 16
+
+struct payload {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t writer, seq;
+};
+
+struct alloc_arg {
+	struct blamer *b;
+	int id;
+	pthread_barrier_t *go;
+	blamer_ref *refs;
+	size_t n, cap;
+	int err;
+};
+
+static void *alloc_until_full(void *p)
+{
+	struct alloc_arg *a = p;
+	struct bl_heap *h = &a->b->heap;
+
+	pthread_barrier_wait(a->go);
+	for (;;) {
+		uint32_t size = sizeof(struct payload) + 8 * ((a->id + a->n) % 5);
+		int err = 0;
+		blamer_ref r = bl_heap_alloc(h, size, T_REC_TEST, &err);
+		struct payload *pl;
+
+		if (!r) {
+			if (err == EAGAIN)
+				continue;	/* another thread is adding a slab */
+			a->err = err;
+			return NULL;
+		}
+		pl = bl_ptr(h, r);
+		pl->writer = a->id;
+		pl->seq = a->n;
+		if (!bl_heap_make_iterable(h, r)) {
+			a->err = EIO;
+			return NULL;
+		}
+		if (a->n == a->cap)
+			return NULL;
+		a->refs[a->n++] = r;
+	}
+}
+
+static int cmp_ref(const void *x, const void *y)
+{
+	blamer_ref a = *(const blamer_ref *)x, b = *(const blamer_ref *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+TEST(alloc_16_threads_until_full)
+{
+	struct alloc_arg args[NTHREADS];
+	pthread_t th[NTHREADS];
+	pthread_barrier_t go;
+	struct blamer_config c;
+	blamer_ref *all, r;
+	struct bl_iter it = { 0 };
+	struct v_stats st;
+	struct v_heap v;
+	size_t total = 0, listed = 0, i;
+	char dir[64];
+	struct blamer *b;
+	uint32_t t;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 65536, 8);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	pthread_barrier_init(&go, NULL, NTHREADS);
+	for (i = 0; i < NTHREADS; i++) {
+		args[i] = (struct alloc_arg){ .b = b, .id = i, .go = &go, .cap = 65536 };
+		args[i].refs = calloc(args[i].cap, sizeof(blamer_ref));
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, alloc_until_full, &args[i]));
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_EQ(ENOSPC, args[i].err);
+		total += args[i].n;
+	}
+	ASSERT_EQ(8, b->heap.hh->slab_count);
+	ASSERT_TRUE(bl_heap_flags(&b->heap) & BLAMER_HEAP_F_FULL);
+	ASSERT_GT(total, 8 * 65536 / 96);
+	all = calloc(total + 1, sizeof(*all));
+	/* every allocation is on the list exactly once, nothing else is */
+	while ((r = bl_heap_next(&b->heap, &it, &t))) {
+		if (t != T_REC_TEST)
+			continue;
+		ASSERT_LT(listed, total);
+		all[listed++] = r;
+	}
+	ASSERT_EQ(total, listed);
+	qsort(all, listed, sizeof(*all), cmp_ref);
+	for (i = 1; i < listed; i++)
+		ASSERT_NE(all[i - 1], all[i]);
+	/* and every record is the one its thread made */
+	for (i = 0; i < NTHREADS; i++) {
+		size_t k;
+
+		for (k = 0; k < args[i].n; k++) {
+			struct payload *pl = bl_ptr(&b->heap, args[i].refs[k]);
+
+			ASSERT_EQ(i, pl->writer);
+			ASSERT_EQ(k, pl->seq);
+		}
+		free(args[i].refs);
+	}
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(total, st.by_type[T_REC_TEST]);
+	free(all);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+struct walk_arg {
+	struct blamer *b;
+	atomic_int *stop;
+	pthread_barrier_t *go;
+	int walks, bad;
+	char why[96];
+};
+
+#define APPENDERS 4
+#define PER_APPENDER 4000
+
+static void *walker(void *p)
+{
+	struct walk_arg *w = p;
+
+	pthread_barrier_wait(w->go);
+	do {
+		uint32_t last[APPENDERS] = { 0 }, t;
+		bool seen[APPENDERS] = { 0 };
+		struct bl_iter it = { 0 };
+		blamer_ref r;
+
+		while ((r = bl_heap_next(&w->b->heap, &it, &t))) {
+			struct payload *pl;
+
+			if (t != T_REC_TEST)
+				continue;
+			pl = bl_heap_get(&w->b->heap, r, T_REC_TEST, sizeof(*pl));
+			if (!pl || pl->writer >= APPENDERS) {
+				snprintf(w->why, sizeof(w->why), "bad record");
+				w->bad++;
+				break;
+			}
+			/* each appender's records appear in its order, once */
+			if (seen[pl->writer] && pl->seq != last[pl->writer] + 1) {
+				snprintf(w->why, sizeof(w->why), "writer %u: %u after %u",
+					 pl->writer, pl->seq, last[pl->writer]);
+				w->bad++;
+			}
+			seen[pl->writer] = true;
+			last[pl->writer] = pl->seq;
+		}
+		w->walks++;
+	} while (!atomic_load(w->stop));
+	return NULL;
+}
+
+static void *appender(void *p)
+{
+	struct alloc_arg *a = p;
+	uint32_t k;
+
+	pthread_barrier_wait(a->go);
+	for (k = 0; k < PER_APPENDER; k++) {
+		int err = 0;
+		blamer_ref r;
+		struct payload *pl;
+
+		do
+			r = bl_heap_alloc(&a->b->heap, sizeof(*pl), T_REC_TEST, &err);
+		while (!r && err == EAGAIN);
+		if (!r) {
+			a->err = err;
+			return NULL;
+		}
+		pl = bl_ptr(&a->b->heap, r);
+		pl->writer = a->id;
+		pl->seq = k;
+		bl_heap_make_iterable(&a->b->heap, r);
+		a->n++;
+	}
+	return NULL;
+}
+
+TEST(walk_while_appending)
+{
+	struct alloc_arg args[APPENDERS];
+	struct walk_arg w[2];
+	pthread_t th[APPENDERS], wt[2];
+	atomic_int stop = 0;
+	struct blamer_config c;
+	struct bl_iter it = { 0 };
+	char dir[64];
+	struct blamer *b;
+	size_t listed = 0;
+	uint32_t t;
+	int i;
+
+	pthread_barrier_t go;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 262144, 8);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	pthread_barrier_init(&go, NULL, 2 + APPENDERS);
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct walk_arg){ .b = b, .stop = &stop, .go = &go };
+		ASSERT_EQ(0, pthread_create(&wt[i], NULL, walker, &w[i]));
+	}
+	for (i = 0; i < APPENDERS; i++) {
+		args[i] = (struct alloc_arg){ .b = b, .id = i, .go = &go };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, appender, &args[i]));
+	}
+	for (i = 0; i < APPENDERS; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_EQ(0, args[i].err);
+		ASSERT_EQ(PER_APPENDER, args[i].n);
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < 2; i++) {
+		pthread_join(wt[i], NULL);
+		ASSERT_EQ(0, w[i].bad) TH_LOG("%s", w[i].why);
+		ASSERT_GT(w[i].walks, 0);
+	}
+	while (bl_heap_next(&b->heap, &it, &t))
+		listed += t == T_REC_TEST;
+	ASSERT_EQ(APPENDERS * PER_APPENDER, listed);
+	ASSERT_EQ(0, bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+#define RETYPE_RECORDS 512
+
+struct retype_arg {
+	struct blamer *b;
+	blamer_ref *refs;
+	pthread_barrier_t *go;
+	int id, wins;
+};
+
+static void *retyper(void *p)
+{
+	struct retype_arg *a = p;
+	int i;
+
+	pthread_barrier_wait(a->go);
+	for (i = 0; i < RETYPE_RECORDS; i++) {
+		if (bl_heap_change_type(&a->b->heap, a->refs[i], T_REC_TEST,
+					BLAMER_RETIRED(T_REC_TEST), true)) {
+			struct payload *pl = bl_ptr(&a->b->heap, a->refs[i]);
+
+			/* zeroed for us, and ours alone */
+			if (pl->writer || pl->seq)
+				return NULL;
+			pl->writer = a->id + 1;
+			pl->seq = i;
+			a->wins++;
+		}
+	}
+	return NULL;
+}
+
+TEST(retype_race)
+{
+	struct retype_arg args[8];
+	pthread_t th[8];
+	pthread_barrier_t go;
+	blamer_ref refs[RETYPE_RECORDS];
+	struct blamer_config c;
+	char dir[64];
+	struct blamer *b;
+	int i, wins = 0, err = 0;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 262144, 2);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	for (i = 0; i < RETYPE_RECORDS; i++) {
+		struct payload *pl;
+
+		refs[i] = bl_heap_alloc(&b->heap, sizeof(*pl), T_REC_TEST, &err);
+		ASSERT_NE(0, refs[i]);
+		pl = bl_ptr(&b->heap, refs[i]);
+		pl->writer = 1000;	/* old contents, to be zeroed */
+		pl->seq = 1000;
+		ASSERT_TRUE(bl_heap_make_iterable(&b->heap, refs[i]));
+		ASSERT_TRUE(bl_heap_change_type(&b->heap, refs[i], BLAMER_RETIRED(T_REC_TEST),
+						T_REC_TEST, false));
+	}
+	pthread_barrier_init(&go, NULL, 8);
+	for (i = 0; i < 8; i++) {
+		args[i] = (struct retype_arg){ .b = b, .refs = refs, .go = &go, .id = i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, retyper, &args[i]));
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		wins += args[i].wins;
+	}
+	/* every record reused exactly once */
+	ASSERT_EQ(RETYPE_RECORDS, wins);
+	for (i = 0; i < RETYPE_RECORDS; i++) {
+		struct payload *pl = bl_ptr(&b->heap, refs[i]);
+
+		ASSERT_EQ(T_REC_TEST, pl->hdr.type);
+		ASSERT_GE(pl->writer, 1);
+		ASSERT_LE(pl->writer, 8);
+		ASSERT_EQ(i, pl->seq);
+	}
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+struct churn_arg {
+	struct blamer *b;
+	int ok;
+};
+
+static void *churner(void *p)
+{
+	struct churn_arg *a = p;
+
+	a->ok = blamer_push(a->b, BLAMER_ACTIVITY_TASK, "churn", 0, 0) == 1 &&
+		blamer_set_uint(a->b, BLAMER_DATA_ACTIVITY, "n", 1) != NULL;
+	blamer_pop(a->b);
+	return NULL;
+}
+
+TEST(thread_churn_reuses_records)
+{
+	struct churn_arg args[8];
+	pthread_t th[8];
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	char dir[64];
+	struct blamer *b;
+	int round, i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	for (round = 0; round < 25; round++) {
+		for (i = 0; i < 8; i++) {
+			args[i] = (struct churn_arg){ .b = b };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, churner, &args[i]));
+		}
+		for (i = 0; i < 8; i++) {
+			pthread_join(th[i], NULL);
+			ASSERT_TRUE(args[i].ok);
+		}
+	}
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	/* 200 threads, at most 8 at a time: records are reused */
+	ASSERT_EQ(0, st.by_type[BLAMER_REC_THREAD]);
+	ASSERT_LE(st.retired[BLAMER_REC_THREAD], 8);
+	ASSERT_GE(st.retired[BLAMER_REC_THREAD], 1);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+struct add_arg {
+	struct blamer_path *p;
+	struct blamer_value *v;
+};
+
+static void *adder(void *p)
+{
+	struct add_arg *a = p;
+	int i;
+
+	for (i = 0; i < 100000; i++) {
+		blamer_path_add(a->p, 0, 1);
+		blamer_path_add(a->p, 1, 3);
+		blamer_value_add(a->v, 2);
+	}
+	return NULL;
+}
+
+TEST(measurements_are_exact)
+{
+	uint64_t ids[2] = { blamer_dag_id("root"), blamer_dag_id("leaf") };
+	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
+	struct blamer_dag_path *rec;
+	struct add_arg a;
+	pthread_t th[4];
+	struct blamer_config c;
+	char dir[64];
+	struct blamer *b;
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	a.p = blamer_path_get(b, ids, 2, units, 2);
+	a.v = blamer_set_uint(b, BLAMER_DATA_PROCESS, "ops", 0);
+	ASSERT_NE(NULL, a.p);
+	ASSERT_NE(NULL, a.v);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, adder, &a));
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	rec = (struct blamer_dag_path *)a.p;
+	ASSERT_EQ(400000, rec->values[0]);
+	ASSERT_EQ(1200000, rec->values[1]);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+struct field_arg {
+	struct blamer *b;
+	int id, ok;
+};
+
+static void *field_maker(void *p)
+{
+	struct field_arg *a = p;
+	char name[32];
+	int i;
+
+	a->ok = 1;
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "t%d-f%d", a->id, i);
+		a->ok &= blamer_set_int(a->b, BLAMER_DATA_GLOBAL, name, a->id * 100 + i) != NULL;
+		a->ok &= blamer_set_string(a->b, BLAMER_DATA_GLOBAL, "shared", name) != NULL;
+	}
+	return NULL;
+}
+
+TEST(user_data_from_many_threads)
+{
+	struct field_arg args[8];
+	pthread_t th[8];
+	struct blamer_config c;
+	struct blamer_userdata *u;
+	char dir[64];
+	struct blamer *b;
+	uint32_t off = 0, fields = 0;
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	for (i = 0; i < 8; i++) {
+		args[i] = (struct field_arg){ .b = b, .id = i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, field_maker, &args[i]));
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_TRUE(args[i].ok);
+	}
+	u = bl_ptr(&b->heap, b->global_data);
+	while (off + 8 <= u->used) {
+		struct blamer_field *f = (void *)(u->fields + off);
+
+		ASSERT_NE(0, f->type);
+		ASSERT_EQ(0, f->seq % 2);
+		fields++;
+		off += f->record_size;
+	}
+	ASSERT_EQ(off, u->used);
+	/* 160 distinct names, and "shared" once or (racing first sets) a few times */
+	ASSERT_GE(fields, 161);
+	ASSERT_LE(fields, 168);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+static struct blamer *sig_ctx;
+static volatile sig_atomic_t sig_count;
+
+static void on_alarm(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (blamer_push(sig_ctx, BLAMER_ACTIVITY_GENERIC, "signal", 1, 2) > 0)
+		blamer_pop(sig_ctx);
+	sig_count++;
+	errno = saved;
+}
+
+TEST(push_pop_from_signal_handler)
+{
+	struct itimerval tv = { { 0, 200 }, { 0, 200 } };
+	struct blamer_config c;
+	struct blamer_thread *t;
+	struct sigaction sa = { .sa_handler = on_alarm };
+	char dir[64];
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &sig_ctx));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &tv, NULL));
+	for (i = 0; i < 300000 || sig_count < 20; i++) {
+		blamer_push(sig_ctx, BLAMER_ACTIVITY_TASK, "main", i, 0);
+		blamer_push(sig_ctx, BLAMER_ACTIVITY_LOCK_ACQUIRE, "lock", i, 0);
+		blamer_pop(sig_ctx);
+		blamer_pop(sig_ctx);
+		if (i > 50000000)
+			break;
+	}
+	memset(&tv, 0, sizeof(tv));
+	setitimer(ITIMER_REAL, &tv, NULL);
+	ASSERT_GE(sig_count, 20);
+	t = bl_thread_get(sig_ctx)->rec;
+	ASSERT_EQ(0, t->depth);
+	ASSERT_EQ(0, t->overflows);
+	blamer_close(sig_ctx);
+	t_rmdir(dir);
+}
+
+TEST_HARNESS_MAIN
