@@ -76,6 +76,15 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 	r->backend = r->opts.backend;
 	dev = r->opts.device ? r->opts.device : "/dev/blamer";
 	if (r->backend == BLAMER_BACKEND_AUTO) {
+		/* as the writer: $BLAMER_BACKEND=device|dir, else auto */
+		const char *env = getenv("BLAMER_BACKEND");
+
+		if (env && !strcmp(env, "device"))
+			r->backend = BLAMER_BACKEND_DEVICE;
+		else if (env && !strcmp(env, "dir"))
+			r->backend = BLAMER_BACKEND_DIR;
+	}
+	if (r->backend == BLAMER_BACKEND_AUTO) {
 		/* an explicit directory wins; else the device when it exists */
 		if (r->opts.dir || getenv("BLAMER_DIR") || access(dev, F_OK))
 			r->backend = BLAMER_BACKEND_DIR;

@@ -26,6 +26,7 @@
 #define OPT_COUNT	(1u << 5)
 #define OPT_ALL		(1u << 6)
 #define OPT_UNIT	(1u << 7)
+#define OPT_DEAD	(1u << 8)	/* dir: read dead heaps too */
 
 struct cli {
 	const char *cmd;
@@ -38,6 +39,7 @@ struct cli {
 	long count;		/* top: frames, 0 = forever */
 	const char *output;
 	const char *unit;
+	bool dead;
 	char **args;		/* positional arguments after the command */
 	int nargs;
 };

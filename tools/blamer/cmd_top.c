@@ -139,7 +139,8 @@ int cmd_top(struct cli *c)
 {
 	struct blamer_snapshot *s = NULL, *prev = NULL;
 	struct blamer_reader *r;
-	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir };
+	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
+					.flags = c->dead ? BLAMER_READ_DEAD_FULL : 0 };
 	bool tty = isatty(STDOUT_FILENO);
 	long frames = 0;
 	char e[512];

@@ -18,14 +18,14 @@ static const struct command {
 } commands[] = {
 	{ "list", cmd_list, OPT_JSON, "one line per heap: pid, comm, state, slabs, size, used" },
 	{ "dump", cmd_dump, OPT_JSON, "[PID...] everything the heaps say, readable" },
-	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT,
+	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT | OPT_DEAD,
 	  "the attribution tree summed over processes, largest first" },
-	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT,
+	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT | OPT_DEAD,
 	  "live view: phase, current activity, attribution totals and rates" },
 	{ "postmortem", cmd_postmortem, OPT_JSON,
 	  "[PID...] dead processes: how they ended, last activities, data, log" },
 	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all  free dead processes' heaps" },
-	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT,
+	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD,
 	  "--prometheus [--output FILE]  text exposition for node_exporter" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]  load the kernel module" },
 	{ "unload", cmd_unload, 0, "unload the kernel module" },
@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		"  --json                JSON output (schema: Documentation/blamer-json-schema.json)\n"
 		"  --once, --interval S, --count N   top: one frame, refresh period, frames\n"
 		"  --unit NAME           blame: sort by this unit (cpu_ns, bytes, count, N)\n"
+		"  --dead                blame, top, export: include dead heaps of the dir backend\n"
 		"See blamer(1).\n");
 }
 
@@ -60,6 +61,7 @@ static const char *opt_name(uint32_t bit)
 	case OPT_COUNT: return "--count";
 	case OPT_ALL: return "--all";
 	case OPT_UNIT: return "--unit";
+	case OPT_DEAD: return "--dead";
 	}
 	return "?";
 }
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "unit", required_argument, NULL, 'u' },
+		{ "dead", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
 		case 'o': c.seen |= OPT_OUTPUT; c.output = optarg; break;
 		case 'a': c.seen |= OPT_ALL; break;
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
+		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
 		case 'h':
 			usage(stdout);
 			return EX_OK;
