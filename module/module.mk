@@ -9,6 +9,7 @@
 # sources in $(BUILD)/kmod-<KVER>/src. KDIR defaults to the installed
 # Debian headers, found by glob (never `uname -r`, see scripts/kernel-path).
 
+KMOD_MK := $(lastword $(MAKEFILE_LIST))
 KMOD_KVERS := 6.1 6.12
 KMOD_SRCS := $(SRC)/Kbuild $(SRC)/module/Kbuild \
 	$(wildcard $(SRC)/module/*.c $(SRC)/module/*.h) \
@@ -35,27 +36,38 @@ $(BUILD)/kmod-%/blamer.ko: $(KMOD_SRCS)
 		M=$(BUILD)/kmod-$*/src modules
 	cp $(BUILD)/kmod-$*/src/module/blamer.ko $@
 
-# ---- test suites ----------------------------------------------------------
-CHECKPATCH_DIR := $(BUILD)/kernel-scripts
-KSRC_TARBALL := $(firstword $(wildcard /usr/src/linux-source-6.1.tar.xz))
+# ---- static checks (host-side TAP suites) ---------------------------------
+# checkpatch.pl and its data files come from Debian's kernel source tarball
+# into $(BUILD)/kernel-scripts at build time; they are never committed.
+KSCRIPTS_DIR := $(BUILD)/kernel-scripts
+KSCRIPTS_TARBALL := /usr/src/linux-source-6.1.tar.xz
+KSCRIPTS := checkpatch.pl spelling.txt const_structs.checkpatch
+KMOD_CHECKS := $(SRC)/selftests/module
 
-# checkpatch.pl and its data files, extracted from Debian's kernel source.
-$(CHECKPATCH_DIR)/checkpatch.pl:
-	@mkdir -p $(CHECKPATCH_DIR)
-	tar -xJf $(KSRC_TARBALL) -C $(CHECKPATCH_DIR) --strip-components=2 \
-		linux-source-6.1/scripts/checkpatch.pl \
-		linux-source-6.1/scripts/spelling.txt \
-		linux-source-6.1/scripts/const_structs.checkpatch
-	@touch $@
+$(KSCRIPTS_DIR)/checkpatch.pl:
+	@test -f $(KSCRIPTS_TARBALL) || \
+		{ echo "module: $(KSCRIPTS_TARBALL) missing (run: make deps)" >&2; exit 1; }
+	@mkdir -p $(KSCRIPTS_DIR)
+	@t=$$(mktemp -d $(KSCRIPTS_DIR)/.x.XXXXXX) && \
+	tar -xJf $(KSCRIPTS_TARBALL) -C $$t --strip-components=2 --touch \
+		$(addprefix linux-source-6.1/scripts/,$(KSCRIPTS)) && \
+	mv -f $(addprefix $$t/,$(KSCRIPTS)) $(KSCRIPTS_DIR)/ && rm -rf $$t || \
+		{ rm -rf $$t; exit 1; }
+
+# The kernel trees, as KVER=KDIR pairs for the check scripts.
+KMOD_TREES = $(foreach k,$(KMOD_KVERS),$(k)=$(call kmod_kdir,$(k)))
 
 CHECK_SUITES += module-build module-sparse module-checkpatch
 .PHONY: module-build module-sparse module-checkpatch
 module-build:
-	@$(SRC)/scripts/run-suite $@ -- $(SRC)/module/check-build build \
-		$(BUILD) $(foreach k,$(KMOD_KVERS),$(k)=$(call kmod_kdir,$(k)))
+	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-build build \
+		$(SRC) $(BUILD)/kmod-check $(KMOD_TREES)
 module-sparse:
-	@$(SRC)/scripts/run-suite $@ -- $(SRC)/module/check-build sparse \
-		$(BUILD) $(foreach k,$(KMOD_KVERS),$(k)=$(call kmod_kdir,$(k)))
-module-checkpatch: $(CHECKPATCH_DIR)/checkpatch.pl
-	@$(SRC)/scripts/run-suite $@ -- $(SRC)/module/check-checkpatch \
-		$(CHECKPATCH_DIR)/checkpatch.pl $(addprefix $(SRC)/,$(KMOD_FILES))
+	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-build sparse \
+		$(SRC) $(BUILD)/kmod-check $(KMOD_TREES)
+# Extraction happens in the recipe so a failure is reported by the suite.
+module-checkpatch:
+	@$(MAKE) --no-print-directory $(KSCRIPTS_DIR)/checkpatch.pl
+	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-checkpatch \
+		$(KSCRIPTS_DIR)/checkpatch.pl $(SRC) $(KMOD_FILES) \
+		$(KMOD_MK:$(SRC)/%=%)

@@ -1,0 +1,42 @@
+# selftests/module: tests of the kernel module in the QEMU test bed, on
+# both kernels (suites vm-module-6.1 and vm-module-6.12).
+#
+# blamer_module_test (kselftest harness) and blamer_slabctl are linked
+# statically for the busybox guest; vm-module.sh drives them there, as root
+# and as the unprivileged users, with Debian's stress-ng added with its
+# libraries (--add-dynamic).
+
+MODTEST_DIR := $(BUILD)/static/module
+MODTEST_BINS := $(MODTEST_DIR)/blamer_module_test $(MODTEST_DIR)/blamer_slabctl
+# The harness is not -Wextra clean; it builds with -Wall in the kernel.
+MODTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-unused-parameter -Wno-sign-compare \
+	-Wno-clobbered -I$(SRC)/include/uapi -I$(KSELFTEST_DIR) -static -pthread
+MODTEST_DEPS := $(SRC)/selftests/module/blamer_util.h \
+	$(SRC)/include/uapi/linux/blamer.h
+
+$(MODTEST_DIR)/blamer_module_test: $(SRC)/selftests/module/blamer_test.c \
+		$(MODTEST_DEPS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(@D)
+	$(CC) $(MODTEST_CFLAGS) -o $@ $<
+
+$(MODTEST_DIR)/blamer_slabctl: $(SRC)/selftests/module/blamer_slabctl.c \
+		$(MODTEST_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(MODTEST_CFLAGS) -o $@ $<
+
+.PHONY: module-selftests
+module-selftests: $(MODTEST_BINS)
+
+VM_MODULE_SUITES := vm-module-6.1 vm-module-6.12
+CHECK_SUITES += $(VM_MODULE_SUITES)
+.PHONY: $(VM_MODULE_SUITES)
+# Built inside the recipe: a build failure is reported by the suite
+# (selftests/module/vm-suite prints the log and fails) instead of
+# stopping `make check`.
+$(VM_MODULE_SUITES): vm-module-%:
+	@mkdir -p $(BUILD)/results
+	@$(MAKE) --no-print-directory $(BUILD)/kmod-$*/blamer.ko module-selftests \
+		>$(BUILD)/vm-module-$*-build.log 2>&1; \
+	BUILD=$(BUILD) $(SRC)/scripts/run-suite $@ -- \
+		$(SRC)/selftests/module/vm-suite $* $$? \
+		$(BUILD)/vm-module-$*-build.log

@@ -1,0 +1,136 @@
+#!/bin/sh
+# Guest side of the vm-module-<KVER> suites: runs inside the test VM
+# (tools/vm/run) as root and prints TAP. selftests/module/suite.mk adds
+# this script as /bin/vm-module with blamer_module_test, blamer_slabctl
+# and stress-ng (with its libraries).
+#
+#   1. load the module with small limits; device mode and parameters
+#   2. the kselftest harness tests as root, then as the unprivileged user
+#   3. cross-user rules between two unprivileged users (as-user/as-user2),
+#      a slab whose owner is SIGKILLed, listed and released
+#   4. unload: refused while an fd or a mapping is open, orphans freed
+#   5. stress-ng's device stressor against /dev/blamer, root and user
+#   6. no kernel message above info level at any point (the host runner
+#      separately fails the run on any BUG/WARNING/Oops on the console)
+set -u -o pipefail
+
+T=/bin/blamer_module_test
+C=/bin/blamer_slabctl
+PARAMS="max_slab_bytes=4194304 max_owner_bytes=16777216 max_total_bytes=67108864 max_orphans=32"
+fails=0
+
+check() {	# check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@"; then
+		echo "ok - $d"
+	else
+		echo "not ok - $d"
+		fails=$((fails + 1))
+	fi
+}
+# Prefix kselftest result lines so root and user runs stay distinct.
+tag() {
+	sed -E "s/^((not )?ok [0-9]+) /\\1 $1: /"
+}
+# Wait for FILE to hold a line (a background slab holder's ID).
+wait_line() {
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$1" ]
+}
+eq() { [ "$1" = "$2" ] || { echo "# got '$1', want '$2'"; return 1; }; }
+
+dmesg -c >/dev/null
+
+# ---- 1. load --------------------------------------------------------------
+check "insmod with parameters" insmod /blamer.ko $PARAMS
+check "/dev/blamer is a 0666 character device" \
+	sh -c 'ls -l /dev/blamer | grep -q "^crw-rw-rw-"'
+check "parameters readable by any user" \
+	eq "$(as-user cat /sys/module/blamer/parameters/max_slab_bytes)" 4194304
+check "parameters not writable by users" \
+	sh -c '! as-user sh -c "echo 8192 > /sys/module/blamer/parameters/max_slab_bytes" 2>/dev/null'
+check "/proc/blamer is root-only (0400)" \
+	sh -c 'ls -l /proc/blamer | grep -q "^-r--------" && ! as-user cat /proc/blamer 2>/dev/null'
+
+# ---- 2. harness -----------------------------------------------------------
+echo "# kselftest harness as root"
+$T 2>&1 | tag root || fails=$((fails + 1))
+echo "# kselftest harness as uid 1000"
+as-user $T 2>&1 | tag user || fails=$((fails + 1))
+
+# ---- 3. cross-user, SIGKILL postmortem ------------------------------------
+rm -f /tmp/h1
+as-user $C hold 8192 >/tmp/h1 &
+hp=$!
+check "as-user holds a live slab" wait_line /tmp/h1
+id=$(cat /tmp/h1)
+check "as-user2 cannot map as-user's live slab (EACCES)" \
+	eq "$(as-user2 $C map "$id")" EACCES
+check "another as-user process maps it read-only" eq "$(as-user $C map "$id")" ok
+check "root maps it (CAP_SYS_PTRACE)" eq "$($C map "$id")" ok
+check "as-user2 cannot release it (EACCES)" eq "$(as-user2 $C release "$id")" EACCES
+check "a live slab cannot be released (EBUSY)" eq "$(as-user $C release "$id")" EBUSY
+kill -KILL $hp
+wait $hp 2>/dev/null
+check "/proc/blamer lists it as an orphan killed by SIGKILL" \
+	grep -q "^$id 8192 orphan .* signal=9\$" /proc/blamer
+check "as-user2 still cannot map the orphan (EACCES)" \
+	eq "$(as-user2 $C map "$id")" EACCES
+check "as-user maps the orphan, contents intact" eq "$(as-user $C map "$id")" ok
+check "as-user2 cannot release the orphan (EACCES)" \
+	eq "$(as-user2 $C release "$id")" EACCES
+check "as-user releases the orphan" eq "$(as-user $C release "$id")" ok
+check "a released slab is gone (ENOENT)" eq "$(as-user $C release "$id")" ENOENT
+
+# ---- 4. unload --------------------------------------------------------------
+exec 3</dev/blamer
+check "module refcount held by an open fd" \
+	sh -c '[ "$(cat /sys/module/blamer/refcnt)" -ge 1 ]'
+check "rmmod fails while an fd is open" sh -c '! rmmod blamer 2>/tmp/rmmod.err'
+sed 's/^/# /' /tmp/rmmod.err
+exec 3<&-
+check "rmmod succeeds after close" rmmod blamer
+check "reload" insmod /blamer.ko $PARAMS
+rm -f /tmp/m1
+$C mapheld 4096 >/tmp/m1 &
+mp=$!
+check "a process keeps only a mapping" wait_line /tmp/m1
+check "rmmod fails while a mapping exists" sh -c '! rmmod blamer 2>/dev/null'
+kill -KILL $mp
+wait $mp 2>/dev/null
+check "after the mapping is gone, an orphan remains" eq "$($C count)" 1
+$C orphans 3 >/dev/null
+check "orphans listed" eq "$($C count)" 4
+check "rmmod with orphans succeeds" rmmod blamer
+check "reload starts empty (orphans were freed)" \
+	sh -c "insmod /blamer.ko $PARAMS && [ \"\$($C count)\" = 0 ]"
+
+# ---- 5. stress-ng -------------------------------------------------------------
+if command -v stress-ng >/dev/null; then
+	check "stress-ng --dev on /dev/blamer as root" \
+		sh -c 'stress-ng --dev 2 --dev-file /dev/blamer --timeout 8s --temp-path /tmp --metrics-brief >/tmp/sng.log 2>&1 || { cat /tmp/sng.log; false; }'
+	sed 's/^/# /' /tmp/sng.log
+	check "stress-ng --dev on /dev/blamer as user" \
+		sh -c 'as-user stress-ng --dev 2 --dev-file /dev/blamer --timeout 8s --temp-path /tmp >/tmp/sng.log 2>&1 || { cat /tmp/sng.log; false; }'
+else
+	echo "ok - stress-ng # SKIP stress-ng not in the guest"
+fi
+check "rmmod at the end" rmmod blamer
+
+# ---- 6. kernel log ------------------------------------------------------------
+# Raw levels <0>..<4> are emerg..warning. Loading any out-of-tree,
+# unsigned module makes the module loader itself warn about the taint.
+dmesg -r | grep -v -e 'loading out-of-tree module taints kernel' \
+	-e 'module verification failed' >/tmp/dmesg
+if grep -E '^<[0-4]>' /tmp/dmesg >/tmp/loud; then
+	sed 's/^/# /' /tmp/loud
+	check "no kernel message above info level" false
+else
+	check "no kernel message above info level" true
+fi
+[ $fails -eq 0 ]
