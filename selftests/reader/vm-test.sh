@@ -1,0 +1,76 @@
+#!/bin/sh
+# vm-reader-*: the blamer CLI against /dev/blamer in the VM, as root and as
+# two unprivileged users: load/status/unload, list/dump/blame/top/export,
+# postmortem after SIGSEGV and SIGKILL with the kernel's exit facts,
+# release, and what each user may see. Prints TAP; runs as root in the guest.
+n=0
+fails=0
+OUT=/tmp/out
+export OUT
+
+t() {	# t DESCRIPTION COMMAND...: the command's status decides
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@" >$OUT 2>&1; then
+		echo "ok $n - $desc"
+	else
+		fails=$((fails + 1))
+		echo "not ok $n - $desc"
+		sed 's/^/#   /' $OUT | head -25
+	fi
+}
+has() { grep -q -- "$1" $OUT; }
+wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
+
+echo "TAP version 13"
+echo "1..24"
+
+t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
+t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
+t "blamer load finds /blamer.ko" sh -c 'blamer load max_orphans=64 && test -e /dev/blamer'
+t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_orphans *64"'
+t "a second load is refused clearly" sh -c '! blamer load 2>$OUT.e; grep -q "already loaded" $OUT.e'
+
+# root's app: 3 workers, worker 1 dies of SIGSEGV mid-render
+demo-app --workers 3 --crash 1 --iterations 6 --ready /tmp/ready &
+APP=$!
+wait_file /tmp/ready
+set -- $(cat /tmp/ready)
+PARENT=$1 W0=$2 W1=$3 W2=$4
+t "list shows the 3 live processes and the crashed one" sh -c "blamer list | tee $OUT.l; [ \$(grep -c ' live ' $OUT.l) -eq 3 ] && grep -q '^ *$W1 .*killed:SEGV' $OUT.l"
+t "postmortem names the crashed worker and SIGSEGV" sh -c "blamer postmortem | tee /dev/stderr | grep -q '^pid $W1 (demo-app): killed by SIGSEGV (signal 11)'"
+t "postmortem shows its last activity (render) and log" sh -c "blamer postmortem $W1 > $OUT.p; grep -q 'task \"render\"' $OUT.p && grep -q 'bad pointer' $OUT.p"
+t "dump of a worker: phase, idle activity, attribution" sh -c "blamer dump $W0 | tee $OUT.d; grep -q 'phase: main-loop' $OUT.d && grep -q 'idle-wait' $OUT.d && grep -q '/app/worker-0/render' $OUT.d"
+t "blame sums workers under app" sh -c "blamer blame | tee $OUT.b; grep -q '^ .* app\$' $OUT.b && grep -q 'worker-2' $OUT.b"
+t "dump --json carries kernel facts" sh -c "blamer dump $W1 --json | grep -q '\"kernel_facts\":true,\"exited\":true,\"exit_code\":0,\"exit_signal\":11'"
+t "top --once and a polled frame" sh -c "blamer top --once | grep -q 'idle-wait' && blamer top --count 2 --interval 0.2 | grep -c '^blamer top' | grep -q 2"
+t "export --prometheus has the exit signal" sh -c "blamer export --prometheus | grep -q '^blamer_process_exit_signal{pid=\"$W1\".*} 11'"
+
+# SIGKILL a worker: the kernel records it
+kill -9 $W2
+sleep 0.5
+t "postmortem after SIGKILL" sh -c "blamer postmortem $W2 | grep -q 'killed by SIGKILL (signal 9)'"
+
+# permissions: an unprivileged user sees its own heaps, not root's
+as-user demo-app --workers 1 --iterations 4 --ready /tmp/ready-u &
+wait_file /tmp/ready-u
+set -- $(cat /tmp/ready-u)
+UP=$1 UW=$2
+t "user sees its own processes only" sh -c "as-user blamer list | tee $OUT.u; grep -q '^ *$UP ' $OUT.u && ! grep -q '^ *$PARENT ' $OUT.u"
+t "user cannot dump root's process" sh -c "as-user blamer dump $PARENT 2>&1 | grep -q 'no heap for pid $PARENT'"
+t "another user sees neither" sh -c "as-user2 blamer list > $OUT.o; ! grep -q '^ *$UP ' $OUT.o && ! grep -q '^ *$PARENT ' $OUT.o"
+t "root sees everyone" sh -c "blamer list | grep -q '^ *$UP ' && blamer list | grep -q '^ *$PARENT '"
+kill -9 $UW
+sleep 0.5
+t "user's postmortem of its own SIGKILLed worker" sh -c "as-user blamer postmortem $UW | grep -q 'killed by SIGKILL'"
+t "other user cannot release it" sh -c "! as-user2 blamer release $UW"
+t "user releases its own dead worker" sh -c "as-user blamer release $UW | grep -q 'released pid $UW' && ! blamer list | grep -q '^ *$UW '"
+t "root releases the crashed worker" sh -c "blamer release $W1 && ! blamer list | grep -q '^ *$W1 '"
+t "unload while in use is refused with a hint" sh -c "blamer unload 2>&1 | grep -q 'in use'"
+
+kill $APP $UP 2>/dev/null
+wait 2>/dev/null
+blamer release --all >/dev/null 2>&1
+t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"
+[ $fails -eq 0 ]
