@@ -9,6 +9,7 @@
  *                                keep only the mapping
  *   blamer_slabctl orphans N     create N one-page slabs, print their IDs,
  *                                exit (they become orphans)
+ *   blamer_slabctl create LEN    create one slab, print "ok", exit
  *   blamer_slabctl map ID        map slab ID read-only, check the 'B' fill
  *   blamer_slabctl release ID    release orphan ID
  *   blamer_slabctl count         print the number of slabs (status ioctl)
@@ -65,7 +66,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: blamer_slabctl hold|mapheld|orphans|map|release ARG | count\n");
+		fprintf(stderr, "usage: blamer_slabctl hold|mapheld|orphans|create|map|release ARG | count\n");
 		return 2;
 	}
 	arg = strtoull(argv[2], NULL, 0);
@@ -76,6 +77,15 @@ int main(int argc, char **argv)
 	fd = bl_open(O_RDONLY);
 	if (fd < 0)
 		return fail("open", errno);
+	if (!strcmp(argv[1], "create")) {
+		close(fd);
+		fd = bl_open(O_RDWR);
+		err = bl_create(fd, arg, &c);
+		if (err)
+			return fail("create", -err);
+		printf("ok\n");
+		return 0;
+	}
 	if (!strcmp(argv[1], "orphans")) {
 		close(fd);
 		fd = bl_open(O_RDWR);

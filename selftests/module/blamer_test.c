@@ -639,9 +639,22 @@ TEST(sigkill_orphan_read_release_read)
 	EXPECT_EQ(0, bl_release(fd, h.id));
 	EXPECT_EQ(-ENOENT, bl_find(fd, h.id, &info));
 	EXPECT_EQ(-ENOENT, bl_release(fd, h.id));
-	/* The old mapping still reads the last contents. */
-	EXPECT_EQ('B', ro[0]);
-	EXPECT_EQ('B', ro[2 * PG - 1]);
+	/*
+	 * The old mapping still reads the last contents, even after new
+	 * slabs were allocated and written: its pages were not reused.
+	 */
+	for (int i = 0; i < 8; i++) {
+		struct blamer_create c;
+		unsigned char *q;
+
+		ASSERT_EQ(0, bl_create(fd, 2 * PG, &c));
+		q = bl_map(fd, c.mmap_offset, 2 * PG, PROT_READ | PROT_WRITE);
+		ASSERT_NE(NULL, q);
+		memset(q, 'X', 2 * PG);
+		munmap(q, 2 * PG);
+	}
+	for (size_t i = 0; i < 2 * PG; i++)
+		ASSERT_EQ('B', ro[i]);
 	EXPECT_EQ(0, munmap(ro, 2 * PG));
 	close(fd);
 }
@@ -811,6 +824,7 @@ TEST(eviction_under_retention_limit)
 {
 	struct blamer_slab_info info;
 	struct blamer_create c[4];
+	unsigned char *p, *ro;
 	long long old;
 	int fd = bl_open(O_RDWR), fd2, i;
 
@@ -822,8 +836,17 @@ TEST(eviction_under_retention_limit)
 	fd2 = bl_open(O_RDWR);
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(0, bl_create(fd2, PG, &c[i]));
+	p = bl_map(fd2, c[0].mmap_offset, PG, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	p[0] = 'e';
+	/* The mapping holds the file: unmap later through a reader's map. */
+	ro = bl_map(fd, c[0].mmap_offset, PG, PROT_READ);
+	ASSERT_NE(NULL, ro);
+	munmap(p, PG);
 	close(fd2);
 	EXPECT_EQ(-ENOENT, bl_find(fd, c[0].id, &info));
+	EXPECT_EQ('e', ro[0]);	/* evicted while mapped: still readable */
+	munmap(ro, PG);
 	EXPECT_EQ(-ENOENT, bl_find(fd, c[1].id, &info));
 	EXPECT_EQ(0, bl_find(fd, c[2].id, &info));
 	EXPECT_EQ(0, bl_find(fd, c[3].id, &info));

@@ -87,6 +87,36 @@ check "as-user2 cannot release the orphan (EACCES)" \
 check "as-user releases the orphan" eq "$(as-user $C release "$id")" ok
 check "a released slab is gone (ENOENT)" eq "$(as-user $C release "$id")" ENOENT
 
+# ---- 3b. memory cgroup accounting ------------------------------------------
+cg=/sys/fs/cgroup/blamer-test
+if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control && mkdir $cg &&
+	echo 6M >$cg/memory.max; then
+	before=$(cat $cg/memory.current)
+	rm -f /tmp/c1
+	sh -c "echo \$\$ >$cg/cgroup.procs && exec $C hold 4194304" >/tmp/c1 &
+	cp=$!
+	check "a holder runs in a cgroup with memory.max=6M" wait_line /tmp/c1
+	id=$(cat /tmp/c1)
+	after=$(cat $cg/memory.current)
+	echo "# memory.current $before -> $after"
+	check "a 4 MiB slab is charged to the creator's cgroup" \
+		[ $((after - before)) -ge 4194304 ]
+	check "a slab beyond memory.max fails with ENOMEM" \
+		eq "$(sh -c "echo \$\$ >$cg/cgroup.procs && exec $C create 4194304")" ENOMEM
+	check "... without an OOM kill" grep -q '^oom_kill 0$' $cg/memory.events
+	kill -KILL $cp
+	wait $cp 2>/dev/null
+	check "the orphan stays charged" \
+		[ "$(cat $cg/memory.current)" -ge 4194304 ]
+	check "release the orphan" eq "$($C release "$id")" ok
+	check "its pages are uncharged (freed)" \
+		[ "$(cat $cg/memory.current)" -lt 4194304 ]
+	rmdir $cg
+else
+	echo "ok - memory cgroup accounting # SKIP no cgroup2 memory controller"
+fi
+
 # ---- 4. unload --------------------------------------------------------------
 exec 3</dev/blamer
 check "module refcount held by an open fd" \
