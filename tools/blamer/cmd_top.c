@@ -84,7 +84,7 @@ static void frame(struct cli *c, const struct blamer_snapshot *s,
 	       "device" : "dir", s->source, live, dead);
 	if (s->backend == BLAMER_BACKEND_DEVICE)
 		printf(", generation %llu", (unsigned long long)s->generation);
-	printf("\n\n%7s %-16s %-8s %-14s %3s  %s\n", "PID", "COMM", "STATE", "PHASE", "THR",
+	printf("\n\n%7s %-16s %-12s %-14s %3s  %s\n", "PID", "COMM", "STATE", "PHASE", "THR",
 	       "ACTIVITY");
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
@@ -92,7 +92,7 @@ static void frame(struct cli *c, const struct blamer_snapshot *s,
 		const struct blamer_snap_activity *a = current(p, &th);
 		char st[32], ph[32], age[32];
 
-		printf("%7d %-16s %-8s %-14s %3zu  ", p->pid, p->comm[0] ? p->comm : "?",
+		printf("%7d %-16s %-12s %-14s %3zu  ", p->pid, p->comm[0] ? p->comm : "?",
 		       state_short(p, st, sizeof(st)),
 		       p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads);
 		if (a) {
