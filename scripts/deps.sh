@@ -19,8 +19,9 @@ pkgs=(
 	sparse
 	# VM test bed (tools/vm/run): qemu, busybox initramfs, cpio, flock
 	qemu-system-x86 busybox-static cpio util-linux kmod
-	# library and tools
-	libkmod-dev liblttng-ust-dev
+	# library and tools; lttng-tools lets `make bench` time an enabled
+	# LTTng-UST tracepoint
+	libkmod-dev liblttng-ust-dev lttng-tools
 	# tests: sanitizers and fuzzing, memory checks, stress
 	clang libclang-rt-14-dev valgrind stress-ng
 	# documentation and exporters
