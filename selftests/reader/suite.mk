@@ -5,6 +5,7 @@
 #   json-schema    JSON output checked against Documentation/blamer-json-schema.json
 #   prometheus     export --prometheus through prometheus_client's parser
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
+#   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
 #   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/selftests/reader \
@@ -14,8 +15,8 @@ RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
 	      $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h
 FUZZ_SECONDS ?= 60
 
-CHECK_SUITES += reader-unit cli json-schema prometheus fuzz vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli json-schema prometheus fuzz vm-reader-6.1 vm-reader-6.12 \
+CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale vm-reader-6.1 vm-reader-6.12
+.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale vm-reader-6.1 vm-reader-6.12 \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -58,6 +59,10 @@ json-schema: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/prom-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/scale-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap 2000
 
 fuzz: $(RT_DIR)/fuzz_reader
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/fuzz/run-fuzz.sh $(RT_DIR)/fuzz_reader \
