@@ -31,7 +31,7 @@ run() {
 }
 
 norm() {
-	sed -e "s/\b$livepid\b/LIVEPID/g" -e 's/[0-9.]*[smh] ago/AGE ago/g' \
+	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e 's/[0-9.]*[smh] ago/AGE ago/g' \
 	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g"
 }
 
