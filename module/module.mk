@@ -37,22 +37,24 @@ $(BUILD)/kmod-%/blamer.ko: $(KMOD_SRCS)
 	cp $(BUILD)/kmod-$*/src/module/blamer.ko $@
 
 # ---- static checks (host-side TAP suites) ---------------------------------
-# checkpatch.pl and its data files come from Debian's kernel source tarball
+# checkpatch.pl, its data files and kernel-doc come from Debian's kernel source tarball
 # into $(BUILD)/kernel-scripts at build time; they are never committed.
 KSCRIPTS_DIR := $(BUILD)/kernel-scripts
 KSCRIPTS_TARBALL := /usr/src/linux-source-6.1.tar.xz
-KSCRIPTS := checkpatch.pl spelling.txt const_structs.checkpatch
+KSCRIPTS := checkpatch.pl spelling.txt const_structs.checkpatch kernel-doc
 KMOD_CHECKS := $(SRC)/selftests/module
 
-$(KSCRIPTS_DIR)/checkpatch.pl:
+# The stamp names the version of the list, so adding a script re-extracts.
+KSCRIPTS_STAMP := $(KSCRIPTS_DIR)/.extracted-2
+$(KSCRIPTS_STAMP):
 	@test -f $(KSCRIPTS_TARBALL) || \
 		{ echo "module: $(KSCRIPTS_TARBALL) missing (run: make deps)" >&2; exit 1; }
 	@mkdir -p $(KSCRIPTS_DIR)
 	@t=$$(mktemp -d $(KSCRIPTS_DIR)/.x.XXXXXX) && \
 	tar -xJf $(KSCRIPTS_TARBALL) -C $$t --strip-components=2 --touch \
 		$(addprefix linux-source-6.1/scripts/,$(KSCRIPTS)) && \
-	mv -f $(addprefix $$t/,$(KSCRIPTS)) $(KSCRIPTS_DIR)/ && rm -rf $$t || \
-		{ rm -rf $$t; exit 1; }
+	mv -f $(addprefix $$t/,$(KSCRIPTS)) $(KSCRIPTS_DIR)/ && rm -rf $$t && \
+	touch $@ || { rm -rf $$t; exit 1; }
 
 # The kernel trees, as KVER=KDIR pairs for the check scripts.
 KMOD_TREES = $(foreach k,$(KMOD_KVERS),$(k)=$(call kmod_kdir,$(k)))
@@ -67,7 +69,7 @@ module-sparse:
 		$(SRC) $(BUILD)/kmod-check $(KMOD_TREES)
 # Extraction happens in the recipe so a failure is reported by the suite.
 module-checkpatch:
-	@$(MAKE) --no-print-directory $(KSCRIPTS_DIR)/checkpatch.pl
+	@$(MAKE) --no-print-directory $(KSCRIPTS_STAMP)
 	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-checkpatch \
 		$(KSCRIPTS_DIR)/checkpatch.pl $(SRC) $(KMOD_FILES) \
 		$(KMOD_MK:$(SRC)/%=%)

@@ -119,7 +119,7 @@ static struct blamer_user *blamer_user_get(kuid_t uid)
 	list_for_each_entry(user, &blamer_users, node)
 		if (uid_eq(user->uid, uid))
 			return user;
-	user = kzalloc(sizeof(*user), GFP_KERNEL);
+	user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
 	if (!user)
 		return NULL;
 	user->uid = uid;
@@ -239,7 +239,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, u64 length, u32 *idp,
 	mutex_lock(&blamer_lock);
 	err = xa_alloc_cyclic(&blamer_slabs, &id, slab,
 			      XA_LIMIT(1, BLAMER_ID_MAX), &blamer_next_id,
-			      GFP_KERNEL);
+			      GFP_KERNEL_ACCOUNT);
 	if (err < 0) {
 		if (err == -EBUSY)
 			err = -ENOSPC;

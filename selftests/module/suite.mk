@@ -24,6 +24,15 @@ $(MODTEST_DIR)/blamer_slabctl: $(SRC)/selftests/module/blamer_slabctl.c \
 	@mkdir -p $(@D)
 	$(CC) $(MODTEST_CFLAGS) -o $@ $<
 
+# The same tests as a 32-bit program exercise the compat ioctl path and the
+# "same layout on 32 and 64 bit" promise. Needs gcc-multilib; optional: if
+# it cannot be built the guest reports a SKIP. (The harness compares
+# pointers through intmax_t casts, hence -Wno-pointer-to-int-cast.)
+$(MODTEST_DIR)/blamer_module_test32: $(SRC)/selftests/module/blamer_test.c \
+		$(MODTEST_DEPS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(@D)
+	$(CC) -m32 $(MODTEST_CFLAGS) -Wno-pointer-to-int-cast -o $@ $<
+
 .PHONY: module-selftests
 module-selftests: $(MODTEST_BINS)
 
@@ -35,6 +44,9 @@ CHECK_SUITES += $(VM_MODULE_SUITES)
 # stopping `make check`.
 $(VM_MODULE_SUITES): vm-module-%:
 	@mkdir -p $(BUILD)/results
+	@-$(MAKE) --no-print-directory $(MODTEST_DIR)/blamer_module_test32 \
+		>$(BUILD)/vm-module-$*-build32.log 2>&1 || \
+		rm -f $(MODTEST_DIR)/blamer_module_test32
 	@$(MAKE) --no-print-directory $(BUILD)/kmod-$*/blamer.ko module-selftests \
 		>$(BUILD)/vm-module-$*-build.log 2>&1; \
 	BUILD=$(BUILD) $(SRC)/scripts/run-suite $@ -- \

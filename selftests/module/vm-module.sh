@@ -5,7 +5,8 @@
 # and stress-ng (with its libraries).
 #
 #   1. load the module with small limits; device mode and parameters
-#   2. the kselftest harness tests as root, then as the unprivileged user
+#   2. the kselftest harness tests as root, then as the unprivileged user,
+#      then the 32-bit build as root (compat ioctls), if it was built
 #   3. cross-user rules between two unprivileged users (as-user/as-user2),
 #      a slab whose owner is SIGKILLed, listed and released
 #   4. unload: refused while an fd or a mapping is open, orphans freed
@@ -62,6 +63,13 @@ echo "# kselftest harness as root"
 $T 2>&1 | tag root || fails=$((fails + 1))
 echo "# kselftest harness as uid 1000"
 as-user $T 2>&1 | tag user || fails=$((fails + 1))
+
+if [ -x /bin/blamer_module_test32 ]; then
+	echo "# kselftest harness, 32-bit build (compat ioctls), as root"
+	blamer_module_test32 2>&1 | tag compat32 || fails=$((fails + 1))
+else
+	echo "ok - 32-bit harness run # SKIP no 32-bit build (gcc-multilib)"
+fi
 
 # ---- 3. cross-user, SIGKILL postmortem ------------------------------------
 rm -f /tmp/h1

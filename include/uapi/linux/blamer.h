@@ -212,7 +212,7 @@ struct blamer_status {
 #define BLAMER_IOC_RELEASE	_IOW(BLAMER_IOC_MAGIC, 3, struct blamer_release)
 
 /**
- * define BLAMER_IOC_STATUS - device-wide usage and limits
+ * define BLAMER_IOC_STATUS - usage and limits of the whole device
  *
  * Argument: struct blamer_status. Never fails but for the common errors.
  */
