@@ -76,7 +76,7 @@ static int dfile_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Start time (ns since boot) and comm of a live pid; false if gone. */
+/* Start time (ns since boot) and comm of a live pid; false if gone or a zombie. */
 static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 {
 	char path[64], buf[1024], *rp, *lp, *f;
@@ -108,6 +108,8 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 	}
 	/* after ") " comes field 3 (state); starttime is field 22 */
 	f = rp + 2;
+	if (*f == 'Z' || *f == 'X')
+		return false;	/* a zombie has exited: its heap is dead */
 	for (i = 3; i < 22 && f; i++) {
 		f = strchr(f, ' ');
 		if (f)

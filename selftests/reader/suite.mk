@@ -6,6 +6,7 @@
 #   prometheus     export --prometheus through prometheus_client's parser
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
+#   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
 #   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/selftests/reader \
@@ -15,8 +16,10 @@ RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
 	      $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h
 FUZZ_SECONDS ?= 60
 
-CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale vm-reader-6.1 vm-reader-6.12 \
+CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
+		vm-reader-6.1 vm-reader-6.12
+.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
+	vm-reader-6.1 vm-reader-6.12 \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -63,6 +66,10 @@ prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/scale-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap 2000
+
+reader-interop: $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/interop-test.sh \
+		$(TOOLS_DIR)/blamer $(BUILD)/static/demo-app
 
 fuzz: $(RT_DIR)/fuzz_reader
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/fuzz/run-fuzz.sh $(RT_DIR)/fuzz_reader \

@@ -3,7 +3,7 @@
  * demo-app: a small multi-process application instrumented with libblamer,
  * for `make demo` and the VM reader tests.
  *
- *   demo-app [--workers N] [--crash I] [--iterations K] [--ready FILE]
+ *   demo-app [--workers N] [--crash I] [--iterations K] [--ready FILE] [--busy]
  *
  * The parent forks N workers and records them as children. Each worker
  * opens its own heap, names its thread, and runs K requests: nested
@@ -13,7 +13,9 @@
  * middle of a render (SIGSEGV). The others then wait, idle, in an
  * "idle-wait" activity. When every worker is done (or dead) the parent
  * writes "PARENT W1 W2 ..." to --ready FILE and waits for SIGTERM, which
- * it passes on to the workers before exiting cleanly.
+ * it passes on to the workers before exiting cleanly. With --busy the
+ * workers keep serving requests until SIGTERM instead of idling (tests
+ * read their heaps while they change).
  */
 #include <errno.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "blamer.h"
 
 static volatile sig_atomic_t stop;
+static int busy;
 
 static void on_term(int sig)
 {
@@ -95,7 +98,7 @@ static int worker(int idx, int crash, int iterations, int done_fd)
 		die("worker: blamer_path_get");
 	blamer_set_phase(b, BLAMER_PHASE_MAIN_LOOP);
 	blamer_log(b, "%s started", name);
-	for (it = 0; it < iterations; it++) {
+	for (it = 0; it < iterations || (busy && !stop); it++) {
 		struct blamer_value *served;
 		uint64_t t0;
 
@@ -120,10 +123,12 @@ static int worker(int idx, int crash, int iterations, int done_fd)
 		blamer_pop(b);
 		served = blamer_set_uint(b, BLAMER_DATA_PROCESS, "requests_served", 0);
 		blamer_value_uint(served, (uint64_t)it + 1);
+		if (busy && it == iterations - 1 && write(done_fd, "d", 1) != 1)
+			return 1;
 	}
 	blamer_log(b, "%s finished %d requests", name, iterations);
 	blamer_push(b, BLAMER_ACTIVITY_EVENT_WAIT, "idle-wait", 0, 0);
-	if (write(done_fd, "d", 1) != 1)
+	if (!busy && write(done_fd, "d", 1) != 1)
 		return 1;
 	while (!stop)
 		pause();
@@ -151,8 +156,10 @@ int main(int argc, char **argv)
 			iterations = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
 			ready = argv[++i];
+		else if (!strcmp(argv[i], "--busy"))
+			busy = 1;
 		else {
-			fprintf(stderr, "usage: demo-app [--workers N] [--crash I] [--iterations K] [--ready FILE]\n");
+			fprintf(stderr, "usage: demo-app [--workers N] [--crash I] [--iterations K] [--ready FILE] [--busy]\n");
 			return 2;
 		}
 	}
