@@ -152,6 +152,9 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 	slab_name(name, sizeof(name), be->pid, be->start_ns, index);
 	/* O_EXCL|O_NOFOLLOW: never reuse or follow something already there. */
 	fd = openat(be->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && index == 0)
+		return bl_error(EEXIST, "blamer: %s/%s exists: this process already has a heap "
+				"there, or something was planted", be->dir, name);
 	if (fd < 0)
 		return bl_error(errno, "blamer: cannot create %s/%s", be->dir, name);
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
@@ -171,7 +174,7 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 		err = bl_error(err, "blamer: cannot allocate %s/%s", be->dir, name);
 		goto fail;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (p == MAP_FAILED) {
 		err = bl_error(errno, "blamer: cannot map %s/%s", be->dir, name);
 		goto fail;

@@ -11,7 +11,8 @@
  *  - Memory is only ever handed out by a CAS on a slab's freeptr and is
  *    never given back: a record is retired by changing its type, and who
  *    changes a retired type to a live one owns the record.
- *  - Allocation happens in the last published slab. When it is full, one
+ *  - Allocation happens in the last published slab (small records from a
+ *    per-thread 4 KiB chunk claimed there, see tlab_alloc). When it is full, one
  *    thread wins a CAS on heap_header.grow_claim, asks the backend for a
  *    slab, fills the slab header, stores slab_ids[n] and then publishes
  *    slab_count = n + 1 with release; concurrent growers see the claim
@@ -230,9 +231,121 @@ static int grow(struct bl_heap *h, uint32_t n)
 	return 0;
 }
 
-blamer_ref bl_heap_alloc(struct bl_heap *h, uint32_t size, uint32_t type, int *err)
+/*
+ * Claims @size fresh bytes at the end of the last slab (growing the heap
+ * when it is full): *slab and *off on success, else *err.
+ */
+static bool claim(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_t *off, int *err)
 {
 	uint32_t tries;
+
+	/* Bounded: each round either claims, fails, or sees a new slab. */
+	for (tries = 0; tries <= BLAMER_MAX_SLABS + 1; tries++) {
+		uint32_t n = ld_acquire(A32(&h->nslabs));
+		struct bl_slab_map *m;
+		struct blamer_slab_header *sh;
+		uint32_t free, first;
+		int ret;
+
+		if (is_corrupt(h) || n == 0) {
+			*err = EIO;
+			return false;
+		}
+		m = &h->slabs[n - 1];
+		sh = (void *)m->base;
+		first = n > 1 ? sizeof(*sh) : BLAMER_SLAB0_FIRST_RECORD;
+		/* Relaxed: freeptr publishes nothing. The bytes it hands out
+		 * are zero since the slab was made, and the CAS gives this
+		 * thread exclusive ownership of them; a record becomes
+		 * visible to others only through make_iterable (release). */
+		free = ld_relaxed(A32(&sh->freeptr));
+		for (;;) {
+			if (free < first || free > m->size || free % BLAMER_ALIGN) {
+				bl_heap_set_corrupt(h);
+				*err = EIO;
+				return false;
+			}
+			if ((uint64_t)free + size > m->size)
+				break;
+			if (atomic_compare_exchange_weak_explicit(A32(&sh->freeptr), &free,
+								  free + size,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				*slab = n - 1;
+				*off = free;
+				return true;
+			}
+		}
+		ret = grow(h, n);
+		if (ret) {
+			*err = -ret;
+			return false;
+		}
+	}
+	*err = EAGAIN;
+	return false;
+}
+
+/*
+ * Thread-local allocation buffers: small records are carved out of a
+ * 4 KiB chunk the thread claimed from freeptr with one CAS, so the common
+ * allocation has no atomic operation and threads do not fight over the
+ * freeptr cache line. The chunk's unused rest is zero memory that no list
+ * points to (readers never walk slabs linearly). busy keeps a signal
+ * handler that allocates while the thread is inside this code off the
+ * buffer (it takes the shared path instead), so the bump stays
+ * async-signal-safe without an atomic.
+ */
+#define TLAB_CHUNK	4096u
+#define TLAB_MAX_RECORD	512u
+
+struct bl_tlab {
+	struct bl_heap *h;
+	uint64_t heap_id;	/* with h: a new heap at the same address differs */
+	uint32_t slab, cur, end;
+	volatile uint32_t busy;
+};
+
+static __thread struct bl_tlab tlab __attribute__((tls_model("initial-exec")));
+
+static bool tlab_alloc(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_t *off)
+{
+	struct bl_tlab *t = &tlab;
+	bool ok = false;
+	int err;
+
+	if (t->busy)
+		return false;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (t->h != h || t->heap_id != h->heap_id || t->cur + size > t->end) {
+		uint32_t s, o;
+
+		/* Only whole chunks: a slab's last < 4 KiB is left to
+		 * per-record claims, so "full" still means full. */
+		if (claim(h, TLAB_CHUNK, &s, &o, &err)) {
+			t->h = h;
+			t->heap_id = h->heap_id;
+			t->slab = s;
+			t->cur = o;
+			t->end = o + TLAB_CHUNK;
+		}
+	}
+	if (t->h == h && t->heap_id == h->heap_id && t->cur + size <= t->end) {
+		*slab = t->slab;
+		*off = t->cur;
+		t->cur += size;
+		ok = true;
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+	return ok;
+}
+
+blamer_ref bl_heap_alloc(struct bl_heap *h, uint32_t size, uint32_t type, int *err)
+{
+	struct blamer_block *b;
+	uint32_t slab, off;
 
 	size = (size + BLAMER_ALIGN - 1) & ~(BLAMER_ALIGN - 1);
 	if (size < BLOCK_SIZE || size > h->slab_size - BLAMER_SLAB0_FIRST_RECORD ||
@@ -240,64 +353,26 @@ blamer_ref bl_heap_alloc(struct bl_heap *h, uint32_t size, uint32_t type, int *e
 		*err = EINVAL;
 		return 0;
 	}
-	/* Bounded: each round either allocates, fails, or sees a new slab. */
-	for (tries = 0; tries <= BLAMER_MAX_SLABS + 1; tries++) {
-		uint32_t n = ld_acquire(A32(&h->nslabs));
-		struct bl_slab_map *m;
-		struct blamer_slab_header *sh;
-		struct blamer_block *b;
-		uint32_t free, first;
-		int ret;
-
-		if (is_corrupt(h) || n == 0) {
-			*err = EIO;
-			return 0;
-		}
-		m = &h->slabs[n - 1];
-		sh = (void *)m->base;
-		first = n > 1 ? sizeof(*sh) : BLAMER_SLAB0_FIRST_RECORD;
-		/* Relaxed: freeptr publishes nothing. The bytes it hands out
-		 * are zero since the slab was made, and the CAS gives this
-		 * thread exclusive ownership of them; the record becomes
-		 * visible to others only through make_iterable (release). */
-		free = ld_relaxed(A32(&sh->freeptr));
-		for (;;) {
-			if (free < first || free > m->size || free % BLAMER_ALIGN) {
-				bl_heap_set_corrupt(h);
-				*err = EIO;
-				return 0;
-			}
-			if ((uint64_t)free + size > m->size)
-				break;
-			if (atomic_compare_exchange_weak_explicit(A32(&sh->freeptr), &free,
-								  free + size,
-								  memory_order_relaxed,
-								  memory_order_relaxed))
-				goto claimed;
-		}
-		ret = grow(h, n);
-		if (ret) {
-			*err = -ret;
-			return 0;
-		}
-		continue;
-claimed:
-		b = (void *)(m->base + free);
-		/* Never-used memory must be zero; anything else means someone
-		 * wrote where they had no record. */
-		if (b->size || b->cookie || ld_relaxed(A32(&b->type)) || ld_relaxed(A64(&b->next))) {
-			bl_heap_set_corrupt(h);
-			*err = EIO;
-			return 0;
-		}
-		b->size = size;
-		b->cookie = BLAMER_BLOCK_COOKIE;
-		/* Release: whoever acquires the type sees size and cookie. */
-		st_release(A32(&b->type), type);
-		return blamer_make_ref(n - 1, free);
+	if (is_corrupt(h)) {
+		*err = EIO;
+		return 0;
 	}
-	*err = EAGAIN;
-	return 0;
+	if (!(size <= TLAB_MAX_RECORD && tlab_alloc(h, size, &slab, &off)) &&
+	    !claim(h, size, &slab, &off, err))
+		return 0;
+	b = (void *)(h->slabs[slab].base + off);
+	/* Never-used memory must be zero; anything else means someone
+	 * wrote where they had no record. */
+	if (b->size || b->cookie || ld_relaxed(A32(&b->type)) || ld_relaxed(A64(&b->next))) {
+		bl_heap_set_corrupt(h);
+		*err = EIO;
+		return 0;
+	}
+	b->size = size;
+	b->cookie = BLAMER_BLOCK_COOKIE;
+	/* Release: whoever acquires the type sees size and cookie. */
+	st_release(A32(&b->type), type);
+	return blamer_make_ref(slab, off);
 }
 
 bool bl_heap_make_iterable(struct bl_heap *h, blamer_ref ref)

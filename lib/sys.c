@@ -12,23 +12,6 @@
 
 #include "writer.h"
 
-/* glibc routes CLOCK_MONOTONIC/REALTIME through the vDSO: no system call. */
-uint64_t bl_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
-uint64_t bl_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
 /*
  * Field 22 of /proc/PID/stat, in clock ticks since boot, scaled to ns the
  * way CONVENTIONS.md fixes for dir file names. The comm field may hold

@@ -91,6 +91,17 @@ struct bl_tls_ent *bl_thread_get(struct blamer *b)
 	return thread_register(b);
 }
 
+/* The hot path: the thread's record for @b, normally the first entry. */
+static inline struct bl_tls_ent *thread_fast(struct blamer *b)
+{
+	struct bl_tls_ent *e = &bl_tls.e[0];
+
+	if (__builtin_expect(e->b == b && e->serial == b->serial &&
+			     e->gen == ld_relaxed(A32(&b->gen)), 1))
+		return e;
+	return bl_thread_get(b);
+}
+
 static void retire_entry(struct bl_tls_ent *e)
 {
 	struct blamer *b = e->b;
@@ -139,10 +150,9 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 	struct blamer_thread *t;
 	uint32_t d;
 
-	b = bl_ctx(b);
-	if (!b)
+	if (!b && !(b = blamer_default()))
 		return -ENODEV;
-	e = bl_thread_get(b);
+	e = thread_fast(b);
 	if (!e)
 		return -EAGAIN;
 	if (ld_relaxed(A32(&b->heap.corrupt)))
@@ -152,7 +162,7 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 	d = ld_relaxed(A32(&t->depth));
 	if (d < t->stack_slots) {
 		struct blamer_activity *a = &t->stack[d];
-		uint32_t i;
+		size_t n = label ? strnlen(label, sizeof(a->label)) : 0;
 
 		a->time_ns = bl_monotonic_ns();
 		a->calling_address = (uint64_t)(uintptr_t)caller;
@@ -160,13 +170,10 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 		a->data[1] = data1;
 		a->user_data = 0;
 		a->kind = kind;
-		for (i = 0; i < sizeof(a->label); i++) {
-			a->label[i] = label ? label[i] : 0;
-			if (!a->label[i])
-				break;
-		}
-		for (; i < sizeof(a->label); i++)
-			a->label[i] = 0;
+		/* strnlen, memcpy and memset are async-signal-safe. */
+		memset(a->label, 0, sizeof(a->label));
+		if (n)
+			memcpy(a->label, label, n);
 	} else {
 		/* Not recorded, but counted: a reader shows "N more". */
 		st_relaxed(A32(&t->overflows), ld_relaxed(A32(&t->overflows)) + 1);
@@ -182,10 +189,9 @@ void blamer_pop(struct blamer *b)
 	struct blamer_thread *t;
 	uint32_t d;
 
-	b = bl_ctx(b);
-	if (!b)
+	if (!b && !(b = blamer_default()))
 		return;
-	e = bl_thread_get(b);
+	e = thread_fast(b);
 	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
 		return;
 	t = e->rec;

@@ -61,6 +61,6 @@ LIBT_VM_CMD := insmod /blamer.ko && \
 
 CHECK_SUITES += vm-lib-6.1 vm-lib-6.12
 vm-lib-6.1 vm-lib-6.12: vm-lib-%: $(LIBT_STATIC)
-	@if [ ! -f $(BUILD)/kmod-$*/blamer.ko ]; then $(MAKE) --no-print-directory KVER=$* module; fi
+	@if [ ! -f $(BUILD)/kmod-$*/blamer.ko ]; then $(MAKE) --no-print-directory KVER=$* modules; fi
 	@BUILD=$(BUILD) $(SRC)/scripts/run-suite vm-lib-$* -- $(SRC)/tools/vm/run --kernel $* \
 		--timeout 600 --quiet $(foreach t,$(LIBT_STATIC),--add $(t)) -- '$(LIBT_VM_CMD)'

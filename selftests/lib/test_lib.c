@@ -588,10 +588,11 @@ TEST(corrupt_heap_is_not_written)
 	ASSERT_EQ(0, blamer_open(&c, &b));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0));
 	blamer_pop(b);
-	/* somebody scribbles over the next record to be handed out */
+	/* somebody scribbles over the next record to be handed out (a large
+	 * one: small ones come from the thread's buffer) */
 	sh = (void *)b->heap.slabs[0].base;
 	b->heap.slabs[0].base[sh->freeptr + 4] = 0x55;
-	ASSERT_EQ(0, bl_heap_alloc(&b->heap, 64, T_REC_TEST, &err));
+	ASSERT_EQ(0, bl_heap_alloc(&b->heap, 1024, T_REC_TEST, &err));
 	ASSERT_EQ(EIO, err);
 	ASSERT_EQ(0, blamer_heap_info(b, &info));
 	ASSERT_TRUE(info.flags & BLAMER_HEAP_F_CORRUPT);

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blamer benchmarks: the median cost of each writer operation and its
+ * ratio to baselines measured in the same run (clock_gettime, a Unix
+ * datagram socket, an LTTng-UST tracepoint pair, glibc malloc).
+ *
+ *   bench [--quick] [--lttng-only]
+ *
+ * Every figure is the median of REPS runs of ITERS operations each (the
+ * loop overhead is included and is the same for every operation). The
+ * PASS/FAIL marks compare against the targets in
+ * Documentation/performance.rst; they are information, the benchmark
+ * always exits 0 unless it cannot run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blamer.h"
+#include "context.h"
+#include "heap.h"
+
+#ifdef BENCH_LTTNG
+#include "bench_tp.h"
+#endif
+
+#define REPS 11
+
+static volatile uint64_t sink;
+static int quick;
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+typedef void (*op_fn)(uint64_t iters, void *arg);
+
+/* Median ns per operation over REPS runs (after one warm-up run). */
+static double measure(op_fn fn, void *arg, uint64_t iters)
+{
+	double v[REPS];
+	int r;
+
+	if (quick)
+		iters /= 10;
+	fn(iters / 10 + 1, arg);
+	for (r = 0; r < REPS; r++) {
+		double t0 = now_ns();
+
+		fn(iters, arg);
+		v[r] = (now_ns() - t0) / iters;
+	}
+	qsort(v, REPS, sizeof(v[0]), cmp_double);
+	return v[REPS / 2];
+}
+
+/* ---- operations ---- */
+
+/*
+ * A and B run alternately, REPS times each, so that both see the same
+ * machine (this matters on a shared VM whose load changes by the
+ * second). *a and *b get the medians, the result is the median of the
+ * per-round ratios B/A.
+ */
+static double compare(op_fn fa, void *aa, uint64_t na, op_fn fb, void *ab, uint64_t nb,
+		      double *a, double *b)
+{
+	double va[REPS], vb[REPS], ratio[REPS];
+	int r;
+
+	if (quick) {
+		na /= 10;
+		nb /= 10;
+	}
+	fa(na / 10 + 1, aa);
+	fb(nb / 10 + 1, ab);
+	for (r = 0; r < REPS; r++) {
+		double t0 = now_ns();
+
+		fa(na, aa);
+		va[r] = (now_ns() - t0) / na;
+		t0 = now_ns();
+		fb(nb, ab);
+		vb[r] = (now_ns() - t0) / nb;
+		ratio[r] = vb[r] / va[r];
+	}
+	qsort(va, REPS, sizeof(va[0]), cmp_double);
+	qsort(vb, REPS, sizeof(vb[0]), cmp_double);
+	qsort(ratio, REPS, sizeof(ratio[0]), cmp_double);
+	*a = va[REPS / 2];
+	*b = vb[REPS / 2];
+	return ratio[REPS / 2];
+}
+
+static void op_clock(uint64_t n, void *arg)
+{
+	struct timespec ts;
+	uint64_t s = 0;
+
+	(void)arg;
+	while (n--) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s += ts.tv_nsec;
+	}
+	sink = s;
+}
+
+/* The hardware floor of an atomic add: lock xadd on a private word. */
+static void op_raw_xadd(uint64_t n, void *arg)
+{
+	uint64_t *w = arg;
+
+	while (n--)
+		__atomic_fetch_add(w, 1, __ATOMIC_RELAXED);
+}
+
+static void op_push_pop(uint64_t n, void *arg)
+{
+	struct blamer *b = arg;
+
+	while (n--) {
+		blamer_push(b, BLAMER_ACTIVITY_TASK, "bench", n, 0);
+		blamer_pop(b);
+	}
+}
+
+static void op_value_set(uint64_t n, void *arg)
+{
+	struct blamer_value *v = arg;
+
+	while (n--)
+		blamer_value_uint(v, n);
+}
+
+static void op_value_add(uint64_t n, void *arg)
+{
+	struct blamer_value *v = arg;
+
+	while (n--)
+		blamer_value_add(v, 1);
+}
+
+static void op_path_add(uint64_t n, void *arg)
+{
+	struct blamer_path *p = arg;
+
+	while (n--)
+		blamer_path_add(p, 0, 1);
+}
+
+static void op_set_by_name(uint64_t n, void *arg)
+{
+	struct blamer *b = arg;
+
+	while (n--)
+		blamer_set_uint(b, BLAMER_DATA_PROCESS, "bench.by_name", n);
+}
+
+static void op_log(uint64_t n, void *arg)
+{
+	struct blamer *b = arg;
+
+	while (n--)
+		blamer_log(b, "bench message %llu", (unsigned long long)n);
+}
+
+/* The same record over a Unix datagram socket: send, and the receiver's
+ * recv (what it costs to get the record to another process). */
+static void op_unix_dgram(uint64_t n, void *arg)
+{
+	int *sv = arg;
+	struct blamer_activity a = { .kind = BLAMER_ACT_TASK };
+	struct blamer_activity in;
+
+	memcpy(a.label, "bench", 6);
+	while (n--) {
+		a.time_ns = n;
+		if (send(sv[0], &a, sizeof(a), 0) != sizeof(a) ||
+		    recv(sv[1], &in, sizeof(in), 0) != sizeof(in))
+			abort();
+	}
+}
+
+#ifdef BENCH_LTTNG
+static void op_tracepoint_pair(uint64_t n, void *arg)
+{
+	(void)arg;
+	while (n--) {
+		tracepoint(blamer_bench, enter, n, 0, "bench");
+		tracepoint(blamer_bench, exit, 0);
+	}
+}
+#endif
+
+/* ---- allocation throughput ---- */
+
+#define ALLOC_SIZE 64
+
+struct alloc_job {
+	struct bl_heap *h;
+	uint64_t n;
+	int kind;	/* 0 blamer, 1 malloc, 2 calloc */
+	void **keep;
+	pthread_barrier_t *go;
+	double t0, t1;
+	int failed;
+};
+
+static void *alloc_worker(void *p)
+{
+	struct alloc_job *j = p;
+	uint64_t i;
+	int err;
+
+	/* Steady state for malloc too: this thread's arena already holds the
+	 * pages (the heap's slabs were made and prefaulted at open). */
+	if (j->kind) {
+		for (i = 0; i < j->n; i++)
+			j->keep[i] = malloc(ALLOC_SIZE);
+		for (i = 0; i < j->n; i++)
+			free(j->keep[i]);
+	}
+	pthread_barrier_wait(j->go);
+	j->t0 = now_ns();
+	for (i = 0; i < j->n; i++) {
+		void *q;
+
+		if (j->kind == 0) {
+			blamer_ref r = bl_heap_alloc(j->h, ALLOC_SIZE, 15, &err);
+
+			if (!r && err == EAGAIN) {
+				i--;
+				continue;
+			}
+			if (!r) {
+				j->failed = 1;
+				break;
+			}
+			continue;
+		}
+		q = j->kind == 1 ? malloc(ALLOC_SIZE) : calloc(1, ALLOC_SIZE);
+		if (!q) {
+			j->failed = 1;
+			break;
+		}
+		j->keep[i] = q;
+	}
+	j->t1 = now_ns();
+	return NULL;
+}
+
+/* ns per allocation (wall time from the first thread's start to the last
+ * one's end, over all allocations) of one steady-state run. */
+static double alloc_once(int kind, int threads, uint64_t per_thread)
+{
+	struct blamer_config c = { .slab_size = 64u << 20, .max_slabs = 4,
+				   .flags = BLAMER_OPEN_NO_MODULES };
+	struct alloc_job jobs[8];
+	pthread_barrier_t go;
+	pthread_t th[8];
+	struct blamer *b = NULL;
+	double t0 = 1e300, t1 = 0;
+	int t;
+
+	if (kind == 0 && blamer_open(&c, &b)) {
+		fprintf(stderr, "bench: %s\n", blamer_errmsg());
+		exit(1);
+	}
+	pthread_barrier_init(&go, NULL, threads);
+	for (t = 0; t < threads; t++) {
+		jobs[t] = (struct alloc_job){ .h = b ? &b->heap : NULL, .n = per_thread,
+					      .kind = kind, .go = &go };
+		if (kind)
+			jobs[t].keep = calloc(per_thread, sizeof(void *));
+		pthread_create(&th[t], NULL, alloc_worker, &jobs[t]);
+	}
+	for (t = 0; t < threads; t++) {
+		uint64_t i;
+
+		pthread_join(th[t], NULL);
+		if (jobs[t].failed) {
+			fprintf(stderr, "bench: allocation failed (kind %d)\n", kind);
+			exit(1);
+		}
+		if (jobs[t].t0 < t0)
+			t0 = jobs[t].t0;
+		if (jobs[t].t1 > t1)
+			t1 = jobs[t].t1;
+		if (kind) {
+			for (i = 0; i < per_thread; i++)
+				free(jobs[t].keep[i]);
+			free(jobs[t].keep);
+		}
+	}
+	pthread_barrier_destroy(&go);
+	if (b)
+		blamer_close(b);
+	return (t1 - t0) / (per_thread * threads);
+}
+
+/* Interleaved rounds of kinds @ka and @kb; medians and median ratio b/a. */
+static double alloc_compare(int ka, int kb, int threads, double *a, double *b)
+{
+	double va[7], vb[7], ratio[7];
+	uint64_t n = quick ? 40000 : 400000;
+	int r;
+
+	for (r = 0; r < 7; r++) {
+		va[r] = alloc_once(ka, threads, n);
+		vb[r] = alloc_once(kb, threads, n);
+		ratio[r] = vb[r] / va[r];
+	}
+	qsort(va, 7, sizeof(va[0]), cmp_double);
+	qsort(vb, 7, sizeof(vb[0]), cmp_double);
+	qsort(ratio, 7, sizeof(ratio[0]), cmp_double);
+	*a = va[3];
+	*b = vb[3];
+	return ratio[3];
+}
+
+/* One line: name, median ns, and (if @vs) the median ratio against @vs. */
+static void row(const char *name, double ns, const char *vs, double ratio, const char *target,
+		int pass)
+{
+	printf("%-42s %9.2f ns", name, ns);
+	if (vs)
+		printf("  %8.3fx %-18s", ratio, vs);
+	else
+		printf("  %9s %-18s", "", "");
+	if (target)
+		printf(" %s%s", target, pass < 0 ? "" : pass ? "  PASS" : "  FAIL");
+	printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t ids[3] = { blamer_dag_id("bench"), blamer_dag_id("bench/a"),
+			    blamer_dag_id("bench/a/b") };
+	uint32_t units[1] = { BLAMER_UNIT_COUNT };
+	struct blamer_heap_info info;
+	struct blamer_config c = { .flags = BLAMER_OPEN_NO_MODULES };
+	static uint64_t word;
+	struct blamer_value *v;
+	struct blamer_path *p;
+	double clk, pp, x, y, r;
+	struct blamer *b;
+	int lttng_only = 0, i, sv[2];
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[i], "--lttng-only"))
+			lttng_only = 1;
+		else {
+			fprintf(stderr, "usage: bench [--quick] [--lttng-only]\n");
+			return 2;
+		}
+	}
+	if (blamer_open(&c, &b)) {
+		fprintf(stderr, "bench: %s\n", blamer_errmsg());
+		return 1;
+	}
+	blamer_heap_info(b, &info);
+	v = blamer_set_uint(b, BLAMER_DATA_PROCESS, "bench.value", 0);
+	p = blamer_path_get(b, ids, 3, units, 1);
+	if (!v || !p) {
+		fprintf(stderr, "bench: %s\n", blamer_errmsg());
+		return 1;
+	}
+	printf("# blamer bench: backend %s, %ld CPUs, medians of %d interleaved rounds%s\n",
+	       info.backend == 1 ? "device" : "dir", sysconf(_SC_NPROCESSORS_ONLN), REPS,
+	       quick ? " (quick)" : "");
+	printf("%-42s %12s  %9s %-18s %s\n", "operation", "median", "ratio", "against", "target");
+	r = compare(op_clock, NULL, 2000000, op_push_pop, b, 2000000, &clk, &pp);
+	row("clock_gettime(CLOCK_MONOTONIC)", clk, NULL, 0, "(baseline)", -1);
+	row("activity push+pop (with timestamp)", pp, "clock_gettime", r, "<= 1.5x", r <= 1.5);
+#ifdef BENCH_LTTNG
+	if (lttng_only) {
+		/* A snapshot (flight recorder) session: events go to the ring
+		 * buffer only, LTTng's cheapest enabled mode. */
+		r = compare(op_tracepoint_pair, NULL, 200000, op_push_pop, b, 200000, &x, &y);
+		row("LTTng-UST tracepoint pair (ENABLED)", x, NULL, 0, NULL, -1);
+		row("  push+pop vs tracepoint pair", y, "tracepoint pair", r, "< 1x", r < 1);
+		blamer_close(b);
+		return 0;
+	}
+#else
+	if (lttng_only) {
+		printf("# LTTng-UST: not built in\n");
+		return 0;
+	}
+#endif
+	r = compare(op_raw_xadd, &word, 20000000, op_value_set, v, 20000000, &x, &y);
+	row("user-data set (handle)", y, NULL, 0, "< 10 ns", y < 10);
+	r = compare(op_raw_xadd, &word, 20000000, op_value_add, v, 20000000, &x, &y);
+	row("raw lock xadd, private word", x, NULL, 0, "(baseline: hardware floor)", -1);
+	row("user-data atomic add (handle)", y, "lock xadd", r, "< 10 ns", y < 10);
+	r = compare(op_raw_xadd, &word, 20000000, op_path_add, p, 20000000, &x, &y);
+	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
+	row("user-data set by name (lookup)", measure(op_set_by_name, b, 2000000), NULL, 0, NULL,
+	    -1);
+	row("log message (blamer_log, vsnprintf)", measure(op_log, b, 500000), NULL, 0, NULL, -1);
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv)) {
+		perror("bench: socketpair");
+		return 1;
+	}
+	r = compare(op_unix_dgram, sv, 200000, op_push_pop, b, 2000000, &x, &y);
+	row("Unix datagram, 64 B record, send+recv", x, NULL, 0, NULL, -1);
+	row("  push+pop vs 1 datagram", y, "1 datagram", r, "<= 0.02x", r <= 0.02);
+	row("  push+pop vs 2 datagrams (enter+exit)", y, "2 datagrams", r / 2, "<= 0.02x",
+	    r / 2 <= 0.02);
+	close(sv[0]);
+	close(sv[1]);
+#ifdef BENCH_LTTNG
+	r = compare(op_tracepoint_pair, NULL, 2000000, op_push_pop, b, 2000000, &x, &y);
+	row("LTTng-UST tracepoint pair (no session)", x, NULL, 0, "(disabled: a branch)", -1);
+	row("  push+pop vs disabled tracepoints", y, "tracepoint pair", r, NULL, -1);
+#endif
+	/* The allocation runs make heaps of their own: in the dir backend a
+	 * process has one heap (file names are per process). */
+	blamer_close(b);
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		int nt = cpus >= 2 ? 2 : 1;
+
+		r = alloc_compare(1, 2, 1, &x, &y);
+		row("malloc(64), 1 thread", x, NULL, 0, "(baseline)", -1);
+		row("calloc(1, 64), 1 thread", y, "malloc", r, NULL, -1);
+		r = alloc_compare(1, 0, 1, &x, &y);
+		row("heap alloc 64 B (zeroed), 1 thread", y, "malloc", r, "<= 1x", r <= 1);
+		r = alloc_compare(1, 0, nt, &x, &y);
+		row(nt == 2 ? "malloc(64), 2 threads" : "malloc(64), 1 CPU only", x, NULL, 0,
+		    "(baseline: wall time / allocation)", -1);
+		row(nt == 2 ? "heap alloc 64 B, 2 threads" : "heap alloc 64 B, 1 CPU only", y,
+		    "malloc", r, "<= 1x", r <= 1);
+	}
+	return 0;
+}
