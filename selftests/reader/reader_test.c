@@ -7,6 +7,7 @@
  * of fuzz/regressions. Built with ASan and UBSan.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +376,76 @@ TEST(hostile_strings_stay_printable)
 	free(buf);
 	blamer_snapshot_free(s);
 	fx_free(&h);
+}
+
+/*
+ * A real writer thread pushing and popping on a heap in memory while the
+ * reader reads it: a stack the reader accepts (not torn) must be one the
+ * writer really had. Each push stamps data[0] with a growing counter, so
+ * in any real state the stamps grow from the bottom up; a copy mixing two
+ * states (slot 1 from after a re-push, slot 2 from before) would not.
+ */
+struct race {
+	struct fx_heap h;
+	blamer_ref t;
+	volatile int stop;
+};
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	struct blamer_thread *t = fx_at(&r->h, r->t);
+	uint64_t stamp = 1;
+	unsigned seed = 1;
+
+	while (!r->stop) {
+		uint32_t d = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
+
+		seed = seed * 1103515245u + 12345u;
+		if (d < 4 && (d == 0 || (seed >> 16) & 1)) {
+			t->stack[d].data[0] = stamp++;
+			t->stack[d].kind = BLAMER_ACT_TASK;
+			__atomic_store_n(&t->depth, d + 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&t->depth, d - 1, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&t->data_version, 1, __ATOMIC_RELEASE);
+		}
+	}
+	return NULL;
+}
+
+TEST(concurrent_writer_never_yields_a_mixed_stack)
+{
+	struct race r = { 0 };
+	pthread_t th;
+	int i, torn = 0, ok = 0;
+
+	fx_init(&r.h, 1, FX_SLAB, 1, 1);
+	fx_process(&r.h, 1, "race");
+	r.t = fx_thread(&r.h, 1, "w", 4);
+	ASSERT_EQ(0, pthread_create(&th, NULL, race_writer, &r));
+	for (i = 0; i < 20000; i++) {
+		struct blamer_snapshot *s = read_heap(&r.h);
+		const struct blamer_snap_thread *t;
+		size_t k;
+
+		ASSERT_NE(NULL, s);
+		ASSERT_EQ(1, s->procs[0].nthreads);
+		t = &s->procs[0].threads[0];
+		if (t->torn) {
+			torn++;
+		} else {
+			ok++;
+			for (k = 1; k < t->nacts; k++)
+				ASSERT_LT(t->acts[k - 1].data[0], t->acts[k].data[0]);
+		}
+		blamer_snapshot_free(s);
+	}
+	r.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%d consistent reads, %d marked torn", ok, torn);
+	EXPECT_GT(ok, 0);
+	fx_free(&r.h);
 }
 
 /* ---- dir backend ---- */

@@ -28,7 +28,7 @@ $(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(LIB_READER_SRCS) 
 		$(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(RT_CFLAGS) $(RT_SAN) -O1 -Wno-unused-parameter -Wno-sign-compare \
-		-o $@ $< $(LIB_READER_SRCS) -lm
+		-o $@ $< $(LIB_READER_SRCS) -lm -lpthread
 
 $(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS)
 	@mkdir -p $(dir $@)
@@ -43,7 +43,7 @@ $(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(LIB_READER_SRCS) $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I$(SRC)/include -I$(SRC)/include/uapi -I$(SRC)/lib \
 		-I$(SRC)/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_READER_SRCS) -lm
+		-o $@ $< $(LIB_READER_SRCS) -lm -lpthread
 
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus

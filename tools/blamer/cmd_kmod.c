@@ -157,8 +157,12 @@ static void print_params(bool json)
 			n = 0;
 		val[n] = '\0';
 		val[strcspn(val, "\n")] = '\0';
-		if (json)
-			printf("%s\"%s\":\"%s\"", first ? "" : ",", de->d_name, val);
+		if (json) {
+			printf("%s", first ? "" : ",");
+			json_string(stdout, de->d_name);
+			putchar(':');
+			json_string(stdout, val);
+		}
 		else
 			printf("  %-20s %s\n", de->d_name, val);
 		first = false;
@@ -188,10 +192,13 @@ int cmd_status(struct cli *c)
 			dead += s->procs[i].state == BLAMER_PROC_DEAD;
 		}
 		if (c->json)
+		{
 			printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"dir\","
-			       "\"source\":\"%s\",\"heaps\":%zu,\"dead\":%zu,\"bytes\":%llu}\n",
-			       BLAMER_JSON_SCHEMA_VERSION, s->source, s->nprocs, dead,
+			       "\"source\":", BLAMER_JSON_SCHEMA_VERSION);
+			json_string(stdout, s->source);
+			printf(",\"heaps\":%zu,\"dead\":%zu,\"bytes\":%llu}\n", s->nprocs, dead,
 			       (unsigned long long)bytes);
+		}
 		else {
 			fmt_bytes(b1, sizeof(b1), bytes);
 			printf("backend: dir %s\nheaps: %zu (%zu dead)\nbytes: %s\n", s->source,

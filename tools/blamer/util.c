@@ -277,3 +277,19 @@ void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 			fprintf(f, "/%#llx", (unsigned long long)nodes[i]);
 	}
 }
+
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
