@@ -16,7 +16,8 @@
  *  - never executable.
  * The pages are inserted with vm_insert_pages(), which takes a reference
  * on each page, and each VMA holds a reference on the page array, so a
- * mapping outlives the slab safely.
+ * mapping outlives the slab safely (and ->fault can always hand the same
+ * page back after MADV_DONTNEED).
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -40,10 +41,28 @@ static int blamer_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
 	return -EINVAL;
 }
 
+/*
+ * Every page is inserted at mmap time; a fault only happens after the
+ * process zapped its own page table entries (MADV_DONTNEED). Hand the
+ * same page back, so the mapping keeps showing the slab, not SIGBUS.
+ */
+static vm_fault_t blamer_vm_fault(struct vm_fault *vmf)
+{
+	struct blamer_buf *buf = vmf->vma->vm_private_data;
+	unsigned long i = vmf->pgoff - vmf->vma->vm_pgoff;
+
+	if (i >= buf->nr_pages)
+		return VM_FAULT_SIGBUS;
+	vmf->page = buf->pages[i];
+	get_page(vmf->page);
+	return 0;
+}
+
 static const struct vm_operations_struct blamer_vm_ops = {
 	.open = blamer_vm_open,
 	.close = blamer_vm_close,
 	.may_split = blamer_vm_may_split,
+	.fault = blamer_vm_fault,
 };
 
 /**

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "blamer_util.h"
@@ -303,6 +304,9 @@ TEST(struct_size_rules)
 	c.length = PG;
 	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
 	EXPECT_EQ(EINVAL, errno);
+	c.size = 4097;
+	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
 	c.size = sizeof(c);
 	c.flags = 1;
 	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
@@ -568,6 +572,54 @@ TEST_F(mapped, bad_offsets_and_lengths)
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ('B', p[0]);
 	munmap(p, PG);
+}
+
+TEST_F(mapped, no_dontunmap_move)
+{
+	void *p = mremap(self->rw, 2 * PG, 2 * PG,
+			 MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ('B', self->rw[0]);
+}
+
+/* Zapping one's own page table entries does not lose the slab. */
+TEST_F(mapped, madv_dontneed_refaults_same_pages)
+{
+	unsigned char *ro = bl_map(self->reader, self->c.mmap_offset, 2 * PG,
+				   PROT_READ);
+
+	ASSERT_NE(NULL, ro);
+	self->rw[PG] = 'z';
+	ASSERT_EQ(0, madvise(self->rw, 2 * PG, MADV_DONTNEED));
+	ASSERT_EQ(0, madvise(ro, 2 * PG, MADV_DONTNEED));
+	EXPECT_EQ('z', self->rw[PG]);
+	EXPECT_EQ('z', ro[PG]);
+	EXPECT_EQ('B', ro[0]);
+	self->rw[0] = 'w';	/* write fault on a shared mapping */
+	EXPECT_EQ('w', ro[0]);
+	munmap(ro, 2 * PG);
+}
+
+/* Slab memory works as a syscall buffer but is closed to GUP users. */
+TEST_F(mapped, syscall_buffers_but_no_gup)
+{
+	struct iovec local, remote;
+	char buf[16];
+	int p[2];
+
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(8, write(p[1], self->rw, 8));		/* copy_from_user */
+	ASSERT_EQ(8, read(p[0], self->rw + PG, 8));	/* copy_to_user */
+	EXPECT_EQ(0, memcmp(self->rw, self->rw + PG, 8));
+	close(p[0]);
+	close(p[1]);
+	local.iov_base = buf;
+	local.iov_len = sizeof(buf);
+	remote.iov_base = self->rw;
+	remote.iov_len = sizeof(buf);
+	EXPECT_EQ(-1, process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
+	EXPECT_EQ(EFAULT, errno);
 }
 
 TEST_F(mapped, owner_may_upgrade_own_mapping)
