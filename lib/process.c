@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atomic.h"
@@ -145,8 +146,11 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	st_release(A32(&found->state), 2);
 	/* Dir backend: the child's heap files are ours to clean up, but only
 	 * the files of that very process (pid AND start time): a reused pid
-	 * with another start time is another process. */
-	if (b->be.kind == BLAMER_BACKEND_ID_DIR && found->child_start_stamp > 0)
+	 * with another start time is another process. And only after a
+	 * clean exit: the heap of a child that crashed or failed is what a
+	 * postmortem wants to read (`blamer release` frees it later). */
+	if (b->be.kind == BLAMER_BACKEND_ID_DIR && found->child_start_stamp > 0 &&
+	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0)
 		removed = bl_dir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
 	return removed < 0 ? 0 : removed;
 }

@@ -741,7 +741,7 @@ TEST(child_exit_cleans_up_only_that_process)
 	c = t_cfg(dir, 0, 0);
 	c.backend = BL_BACKEND_DIR;
 	ASSERT_EQ(0, blamer_open(&c, &b));
-	pid = child_with_heap(dir, 3);
+	pid = child_with_heap(dir, 0);
 	ASSERT_GT(pid, 0);
 	ASSERT_EQ(0, blamer_process_launched(b, pid));
 	/* the child is a zombie until reaped: its stamp is still readable */
@@ -773,10 +773,18 @@ TEST(child_exit_cleans_up_only_that_process)
 	ASSERT_EQ(stamp, rec->child_start_stamp);
 	ASSERT_EQ(2, rec->state);
 	ASSERT_TRUE(WIFEXITED(rec->exit_status));
-	ASSERT_EQ(3, WEXITSTATUS(rec->exit_status));
+	ASSERT_EQ(0, WEXITSTATUS(rec->exit_status));
 	ASSERT_NE(0, rec->exit_time_ns);
 	/* unknown pids are an error */
 	ASSERT_EQ(-ESRCH, blamer_process_exited(b, pid, 0));
+	/* a child that failed keeps its heap for postmortem */
+	pid = child_with_heap(dir, 3);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(0, blamer_process_launched(b, pid));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, blamer_process_exited(b, pid, status));
+	snprintf(prefix, sizeof(prefix), "%d-", pid);
+	ASSERT_EQ(1, count_files(dir, prefix));
 	blamer_close(b);
 	t_rmdir(dir);
 }
@@ -805,8 +813,6 @@ TEST(writer_killed_mid_update)
 
 		if (blamer_open(&c, &b) || blamer_heap_info(b, &info))
 			_exit(99);
-		if (write(pipefd[1], &info.start_ns, sizeof(info.start_ns)) != sizeof(info.start_ns))
-			_exit(98);
 		for (;; n++) {
 			char s[32];
 
@@ -822,6 +828,9 @@ TEST(writer_killed_mid_update)
 				blamer_path_add(blamer_path_get(b, ids, 2, NULL, 0), 0, 1);
 			}
 			blamer_pop(b);
+			/* the reader starts once every kind of record exists */
+			if (n == 0 && write(pipefd[1], &info.start_ns, 8) != 8)
+				_exit(98);
 		}
 	}
 	close(pipefd[1]);
