@@ -86,8 +86,10 @@ int blamer_set_phase(struct blamer *b, uint32_t phase);	/* BLAMER_PHASE_* or >= 
 int blamer_process_launched(struct blamer *b, pid_t pid);
 /*
  * Call after waitpid(): records the exit status and, in the dir backend,
- * removes the child's heap files if pid AND start time match the launch
- * record (a reused pid with another start time is left alone).
+ * if the child exited with status 0, removes its heap files when pid AND
+ * start time match the launch record (a reused pid with another start
+ * time is left alone; a crashed child's heap stays for postmortem).
+ * Returns the number of files removed.
  */
 int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status);
 
