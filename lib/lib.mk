@@ -52,6 +52,8 @@ $(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
 		$(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libblamer.so.$(LIB_SOVER) $@
 
+# (for in-tree use; install-lib writes the installed one with the PREFIX
+# given to make install)
 $(LIB_PC): $(SRC)/blamer.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -70,4 +72,16 @@ install-lib: lib
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libblamer.a
 	install -m 0755 $(LIB_SO).$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so.$(LIB_SOVER)
 	ln -sf libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
-	install -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    $(SRC)/blamer.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
+
+# examples/: built against the static library, as an application would.
+EXAMPLES := $(patsubst $(SRC)/examples/%.c,$(BUILD)/examples/%,$(wildcard $(SRC)/examples/*.c))
+.PHONY: examples
+all: examples
+examples: $(EXAMPLES)
+$(BUILD)/examples/%: $(SRC)/examples/%.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) $(LIB_LDLIBS)
