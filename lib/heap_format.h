@@ -88,7 +88,6 @@ struct blamer_heap_header {
 /* blamer_heap_header.backend */
 #define BLAMER_BACKEND_ID_DEVICE	1u
 #define BLAMER_BACKEND_ID_DIR		2u
-#define BLAMER_BACKEND_ID_MEMORY	3u	/* a caller's buffer (tests) */
 
 /*
  * Fixed places in slab 0: the slab header, the heap header right after it,

@@ -54,7 +54,7 @@ lib-tsan: $(LIBT_TSAN)
 
 # In the VM: load the module, run every test as an unprivileged user
 # against the device (dir-specific tests use a private directory).
-LIBT_VM_CMD := insmod /blamer.ko && \
+LIBT_VM_CMD := insmod /blamer.ko || exit 1; \
 	as-user env BLAMER_TEST_BACKEND=device /bin/test_lib; a=$$?; \
 	as-user env BLAMER_TEST_BACKEND=device /bin/test_concurrency; b=$$?; \
 	[ $$a = 0 ] && [ $$b = 0 ]
