@@ -1167,12 +1167,24 @@ static void *churn(void *arg)
 			munmap(p, c[i].length);
 		}
 		close(fd);
+		/*
+		 * Map each orphan, release it while mapped, read the mapping.
+		 * Another thread's orphans may have evicted ours (ENXIO,
+		 * ENOENT): eviction is part of the race being tested.
+		 */
 		fd = bl_open(O_RDONLY);
 		for (i = 0; i < n; i++) {
+			p = bl_map(fd, c[i].mmap_offset, c[i].length, PROT_READ);
+			if (!p && errno != ENXIO)
+				bad++;
 			err = bl_release(fd, c[i].id);
-			/* Another thread's orphans may have evicted ours. */
 			if (err && err != -ENOENT)
 				bad++;
+			if (p) {
+				if (p[0] != (unsigned char)r)
+					bad++;
+				munmap(p, c[i].length);
+			}
 		}
 		close(fd);
 	}
