@@ -16,14 +16,17 @@ static __thread char errbuf[256];
 
 int bl_error(int err, const char *fmt, ...)
 {
+	const char *desc;
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
 	n = vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
 	va_end(ap);
+	/* strerrordesc_np: no locale, no buffer: usable where strerror is not */
+	desc = err ? strerrordesc_np(err) : NULL;
 	if (err && n >= 0 && (size_t)n < sizeof(errbuf))
-		snprintf(errbuf + n, sizeof(errbuf) - n, ": %s", strerror(err));
+		snprintf(errbuf + n, sizeof(errbuf) - n, ": %s", desc ? desc : "unknown error");
 	return -err;
 }
 
