@@ -11,6 +11,23 @@
 
 static struct proc_dir_entry *blamer_proc;
 
+/*
+ * Command names are chosen by the owner (prctl(PR_SET_NAME)): escape
+ * blanks, controls and backslashes as octal so that one slab is always
+ * one line of space-separated fields.
+ */
+static void blamer_proc_comm(struct seq_file *m, const char *comm)
+{
+	for (; *comm; comm++) {
+		unsigned char c = *comm;
+
+		if (c <= ' ' || c == '\\' || c >= 0x7f)
+			seq_printf(m, "\\%03o", c);
+		else
+			seq_putc(m, c);
+	}
+}
+
 static void blamer_proc_exit_text(struct seq_file *m,
 				  const struct blamer_slab_info *info)
 {
@@ -38,11 +55,13 @@ static int blamer_proc_show(struct seq_file *m, void *v)
 	xa_for_each(&blamer_slabs, id, slab) {
 		memset(&info, 0, sizeof(info));
 		blamer_slab_fill_info(slab, NULL, &info);
-		seq_printf(m, "%llu %llu %s %llu %d %llu %u %s %llu %llu ",
+		seq_printf(m, "%llu %llu %s %llu %d %llu %u ",
 			   info.id, info.size,
 			   info.state == BLAMER_SLAB_LIVE ? "live" : "orphan",
 			   info.owner_serial, info.pid, info.start_time_ns,
-			   info.uid, info.comm, info.create_time_ns,
+			   info.uid);
+		blamer_proc_comm(m, info.comm);
+		seq_printf(m, " %llu %llu ", info.create_time_ns,
 			   info.orphan_time_ns);
 		blamer_proc_exit_text(m, &info);
 		seq_putc(m, '\n');

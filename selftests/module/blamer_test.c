@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -1084,6 +1085,48 @@ TEST(proc_listing)
 	EXPECT_NE(NULL, strstr(buf, want));
 	EXPECT_NE(NULL, strstr(buf, "# slabs "));
 	close(fd);
+}
+
+/* A hostile command name cannot forge lines or fields in /proc/blamer. */
+static int read_proc_has(const char *needle)
+{
+	static char buf[65536];
+	ssize_t n, len = 0;
+	int pfd = open("/proc/blamer", O_RDONLY);
+
+	if (pfd < 0)
+		return 0;
+	while ((n = read(pfd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	buf[len] = 0;
+	close(pfd);
+	return strstr(buf, needle) != NULL;
+}
+
+TEST(proc_listing_escapes_comm)
+{
+	struct holder h;
+	int status;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "needs root");
+	/* The holder inherits the name set in this throwaway child. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int found;
+
+		prctl(PR_SET_NAME, "a b\nc\\d");
+		if (holder_start(&h, PG, -1, -1, 0, 0))
+			_exit(1);
+		found = read_proc_has(" a\\040b\\012c\\134d ");
+		holder_finish(&h);
+		_exit(found ? 0 : 2);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 /* --------------------------------------------------------------- events */
