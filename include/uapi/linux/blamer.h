@@ -62,7 +62,9 @@ struct blamer_create {
  * @owner_serial: identifies the owning open file; slabs created through
  *	the same open file share it, so it groups the slabs of one heap
  * @start_time_ns: owner's process start time (boot-based clock, ns), the
- *	PID-reuse guard; as /proc/PID/stat field 22 but in nanoseconds
+ *	PID-reuse guard; /proc/PID/stat field 22 (clock ticks) equals
+ *	@start_time_ns / (1000000000 / sysconf(_SC_CLK_TCK)), truncated,
+ *	outside time namespaces
  * @create_time_ns: when the slab was created (CLOCK_BOOTTIME, ns)
  * @orphan_time_ns: when it became an orphan (CLOCK_BOOTTIME, ns), or 0
  * @pid: owner tgid as seen in the caller's pid namespace, 0 if not visible
