@@ -173,7 +173,7 @@ static inline void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
 
 		a->kind = kind;
 		a->time_ns = time_ns;
-		a->calling_address = 0x400000 + t->depth;
+		a->calling_address = 0x7f0000000100ull + t->depth * 0x10u; /* in libfoo.so */
 		a->user_data = ud;
 		strncpy(a->label, label, sizeof(a->label));
 	} else {

@@ -48,6 +48,10 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			fmt_age(b1, sizeof(b1), s->monotonic_ns, a->time_ns);
 			printf("    #%zu %s \"%s\" since %s ago", j,
 			       blamer_activity_kind_name(a->kind), a->label, b1);
+			if (a->calling_address) {
+				fmt_addr(b2, sizeof(b2), p, a->calling_address);
+				printf(" from %s", b2);
+			}
 			if (a->data[0] || a->data[1])
 				printf(" data=%#llx,%#llx", (unsigned long long)a->data[0],
 				       (unsigned long long)a->data[1]);

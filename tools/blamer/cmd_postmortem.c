@@ -40,8 +40,10 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 
 			printf("      #%zu %s \"%s\"", j, blamer_activity_kind_name(a->kind),
 			       a->label);
-			if (a->calling_address)
-				printf(" from %#llx", (unsigned long long)a->calling_address);
+			if (a->calling_address) {
+				fmt_addr(b, sizeof(b), p, a->calling_address);
+				printf(" from %s", b);
+			}
 			putchar('\n');
 			print_fields(stdout, "         ", &a->fields);
 		}

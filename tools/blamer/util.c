@@ -293,3 +293,25 @@ void json_string(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr)
+{
+	const struct blamer_snap_module *best = NULL;
+	const char *base;
+	size_t i;
+
+	/* the module containing addr, as the process reported its mappings */
+	for (i = 0; i < p->nmodules; i++) {
+		const struct blamer_snap_module *m = &p->modules[i];
+
+		if (m->loaded && addr >= m->base && addr - m->base < m->size)
+			best = m;
+	}
+	if (!best) {
+		snprintf(buf, len, "%#llx", (unsigned long long)addr);
+		return;
+	}
+	base = strrchr(best->path, '/');
+	base = base ? base + 1 : best->path;
+	snprintf(buf, len, "%s+%#llx", base, (unsigned long long)(addr - best->base));
+}
