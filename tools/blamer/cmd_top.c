@@ -101,7 +101,9 @@ static void frame(struct cli *c, const struct blamer_snapshot *s,
 			       blamer_activity_kind_name(a->kind), a->label, age,
 			       th->name[0] ? th->name : "?", th->depth);
 		} else {
+			/* summary: a dead dir heap not read (see --dead) */
 			printf("%s\n", p->health == BLAMER_HEALTH_OK ? "idle" :
+			       p->health == BLAMER_HEALTH_SUMMARY ? "-" :
 			       blamer_health_name(p->health));
 		}
 	}
