@@ -2,6 +2,7 @@
 #
 #   make            library, tool and module (KVER=6.1 by default)
 #   make check      every test suite; ends with "N passed, N failed"
+#                   (CHECK_JOBS=2 suites at a time unless -jN is given)
 #   make demo       the guided tour in a VM
 #   make bench      benchmarks with ratios against baselines
 #   make deps       install the Debian packages everything needs (cheap
@@ -53,10 +54,15 @@ all:
 all: $(ALL_TARGETS)
 
 # Suites run with -k so one failure does not hide the others; the summary
-# decides the exit status.
+# decides the exit status. Suites are independent targets, so unless the
+# caller chose a -j of their own they run CHECK_JOBS at a time, with each
+# suite's output kept together (-Otarget).
+CHECK_JOBS ?= 2
 check: deps
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -k $(CHECK_SUITES) || true
+	@case " $$MAKEFLAGS" in *" -j"* | *jobserver*) j= ;; \
+	 *) j="-j$(CHECK_JOBS) -Otarget" ;; esac; \
+	$(MAKE) --no-print-directory -k $$j $(CHECK_SUITES) || true
 	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_SUITES)
 
 clean:
