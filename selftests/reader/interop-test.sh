@@ -16,7 +16,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 
 echo "TAP version 13"
-echo "1..5"
+echo "1..7"
 "$APP" --workers 3 --iterations 5 --busy --ready "$D.ready" &
 app=$!
 for _ in $(seq 200); do [ -s "$D.ready" ] && break; sleep 0.05; done
@@ -56,4 +56,22 @@ sleep 0.3
 	{ nok "release --all"; ls "$D" | sed 's/^/#   /'; }
 wait $app 2>/dev/null
 app= parent= w0= w1= w2=
+
+# a worker dies of SIGSEGV; its supervisor reaps it and keeps running:
+# the crashed heap stays for postmortem (only clean exits are cleaned up)
+rm -f "$D.ready"
+"$APP" --workers 2 --crash 1 --iterations 6 --ready "$D.ready" &
+app=$!
+for _ in $(seq 200); do [ -s "$D.ready" ] && break; sleep 0.05; done
+read -r parent w0 w1 <"$D.ready"
+"$B" postmortem "$w1" >"$D.p" 2>&1 && grep -q "^pid $w1 (.*): gone, cause unknown" "$D.p" &&
+	grep -q 'task "render"' "$D.p" && grep -q 'bad pointer' "$D.p" &&
+	ok "postmortem of a crashed worker its supervisor reaped: last activity and log" ||
+	{ nok "postmortem of a reaped crash"; sed 's/^/#   /' "$D.p" | head -20; }
+kill "$app"
+wait "$app" 2>/dev/null
+app= parent= w0= w1=
+"$B" list >"$D.l" && [ "$(tail -n +2 "$D.l" | wc -l)" -eq 1 ] &&
+	ok "after a clean shutdown only the crashed worker's heap is left" ||
+	{ nok "leftover heaps after clean shutdown"; sed 's/^/#   /' "$D.l"; }
 [ $fails -eq 0 ]
