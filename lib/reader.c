@@ -49,7 +49,7 @@ static const char *default_dir(char *buf, size_t len)
 
 	if (env && *env)
 		return env;
-	snprintf(buf, len, "/dev/shm/blamer-%u", (unsigned)getuid());
+	snprintf(buf, len, "/dev/shm/blamer-%u", (unsigned)geteuid());	/* as the writer */
 	return buf;
 }
 
