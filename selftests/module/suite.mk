@@ -1,13 +1,14 @@
 # selftests/module: tests of the kernel module in the QEMU test bed, on
 # both kernels (suites vm-module-6.1 and vm-module-6.12).
 #
-# blamer_module_test (kselftest harness) and blamer_slabctl are linked
-# statically for the busybox guest; vm-module.sh drives them there, as root
+# blamer_module_test (kselftest harness), blamer_slabctl and blamer_fuzz
+# are linked statically for the busybox guest; vm-module.sh drives them there, as root
 # and as the unprivileged users, with Debian's stress-ng added with its
 # libraries (--add-dynamic).
 
 MODTEST_DIR := $(BUILD)/static/module
-MODTEST_BINS := $(MODTEST_DIR)/blamer_module_test $(MODTEST_DIR)/blamer_slabctl
+MODTEST_BINS := $(MODTEST_DIR)/blamer_module_test $(MODTEST_DIR)/blamer_slabctl \
+	$(MODTEST_DIR)/blamer_fuzz
 # The harness is not -Wextra clean; it builds with -Wall in the kernel.
 MODTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-clobbered -I$(SRC)/include/uapi -I$(KSELFTEST_DIR) -static -pthread
@@ -20,6 +21,11 @@ $(MODTEST_DIR)/blamer_module_test: $(SRC)/selftests/module/blamer_test.c \
 	$(CC) $(MODTEST_CFLAGS) -o $@ $<
 
 $(MODTEST_DIR)/blamer_slabctl: $(SRC)/selftests/module/blamer_slabctl.c \
+		$(MODTEST_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(MODTEST_CFLAGS) -o $@ $<
+
+$(MODTEST_DIR)/blamer_fuzz: $(SRC)/selftests/module/blamer_fuzz.c \
 		$(MODTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(MODTEST_CFLAGS) -o $@ $<

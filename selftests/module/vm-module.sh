@@ -10,7 +10,8 @@
 #   3. cross-user rules between two unprivileged users (as-user/as-user2),
 #      a slab whose owner is SIGKILLed, listed and released
 #   4. unload: refused while an fd or a mapping is open, orphans freed
-#   5. stress-ng's device stressor against /dev/blamer, root and user
+#   5. stress-ng's device stressor against /dev/blamer, root and user, and
+#      blamer_fuzz (a random syscall exerciser), root and user
 #   6. no kernel message above info level at any point (the host runner
 #      separately fails the run on any BUG/WARNING/Oops on the console)
 set -u -o pipefail
@@ -158,6 +159,13 @@ if command -v stress-ng >/dev/null; then
 else
 	echo "ok - stress-ng # SKIP stress-ng not in the guest"
 fi
+# ---- 5b. random exerciser ------------------------------------------------------
+seed=$(date +%s)
+check "blamer_fuzz 10 s, 4 processes, as root (seed $seed)" \
+	blamer_fuzz 10 4 "$seed"
+check "blamer_fuzz 10 s, 4 processes, as user (seed $((seed + 100)))" \
+	as-user blamer_fuzz 10 4 $((seed + 100))
+check "the device still lists after fuzzing" sh -c "$C count >/dev/null"
 check "rmmod at the end" rmmod blamer
 
 # ---- 6. kernel log ------------------------------------------------------------
