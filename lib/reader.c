@@ -183,11 +183,26 @@ static int node_cmp(const void *a, const void *b)
 	return (x->name[0] == 0) - (y->name[0] == 0);
 }
 
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_process *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start_time_ns != y->start_time_ns)
+		return x->start_time_ns < y->start_time_ns ? -1 : 1;
+	return x->heap_key < y->heap_key ? -1 : x->heap_key > y->heap_key;
+}
+
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	size_t i, j, k, n = 0, nn = 0;
 	struct blamer_snap_total *t;
 	struct blamer_snap_node *nodes;
+
+	/* views list processes by pid (then start time: a reused pid's old heap first) */
+	if (s->nprocs > 1)
+		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
 
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].npaths; j++)
