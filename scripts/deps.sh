@@ -10,6 +10,8 @@ set -eu
 pkgs=(
 	# build
 	build-essential make gcc libc6-dev pkg-config git
+	# 32-bit static test binaries (the module's compat ioctl path)
+	gcc-multilib
 	# kernels: headers to build the module, images to boot in the VM
 	linux-headers-amd64 linux-headers-6.12-amd64
 	linux-image-amd64 linux-image-6.12-amd64
