@@ -1,12 +1,14 @@
 # make demo: the guided tour in a VM (tools/demo/run-demo).
 #
 # Other fragments add what the tour needs built to DEMO_DEPS; this file is
-# included last so they all count. The module for KVER is always needed.
-# DEMO_DEPS are built by a sub-make so that, even with -j, nothing starts
-# compiling before `deps` has installed the compilers and kernel headers.
+# included last so they all count. The tour runs the static blamer tool
+# and tools/demo/demo-app (linked with libblamer.a) in the guest.
 
-DEMO_DEPS += $(BUILD)/kmod-$(KVER)/blamer.ko
+DEMO_DEPS += $(BUILD)/kmod-$(KVER)/blamer.ko $(BUILD)/static/blamer $(BUILD)/static/demo-app
 
-demo: deps
-	@$(MAKE) --no-print-directory $(DEMO_DEPS)
-	@KVER=$(KVER) $(SRC)/tools/demo/run-demo
+$(BUILD)/static/demo-app: $(SRC)/tools/demo/demo-app.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -static -o $@ $< $(LIB_A) -lpthread
+
+demo: deps $(DEMO_DEPS)
+	@KVER=$(KVER) BUILD=$(BUILD) $(SRC)/tools/demo/run-demo
