@@ -75,8 +75,9 @@ fuzz: $(RT_DIR)/fuzz_reader
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/fuzz/run-fuzz.sh $(RT_DIR)/fuzz_reader \
 		$(SRC)/fuzz/corpus $(FUZZ_SECONDS) $(RT_DIR)/fuzz-work
 
-vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app \
+vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer \
 		$(BUILD)/kmod-%/blamer.ko
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 300 --quiet \
 		--add $(BUILD)/static/blamer --add $(BUILD)/static/demo-app \
+		--add-dynamic $(TOOLS_DIR)/blamer:/bin/blamer-kmod \
 		--add $(SRC)/selftests/reader/vm-test.sh -- 'sh /bin/vm-test.sh'

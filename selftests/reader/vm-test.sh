@@ -24,7 +24,7 @@ has() { grep -q -- "$1" $OUT; }
 wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
 
 echo "TAP version 13"
-echo "1..24"
+echo "1..26"
 
 t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
@@ -73,4 +73,7 @@ kill $APP $UP 2>/dev/null
 wait 2>/dev/null
 blamer release --all >/dev/null 2>&1
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"
+# the dynamically linked build loads through libkmod (by name, then paths)
+t "libkmod build: load with no path falls back to /blamer.ko" sh -c "blamer-kmod load max_orphans=8 && blamer-kmod status | grep -q '^  max_orphans *8'"
+t "libkmod build: unload" sh -c "blamer-kmod unload && ! test -e /dev/blamer"
 [ $fails -eq 0 ]
