@@ -43,6 +43,7 @@ DEMO_DEPS    :=
 all:
 
 -include mk/deps.mk
+-include mk/check.mk
 -include lib/lib.mk
 -include tools/tools.mk
 -include module/module.mk
