@@ -1,14 +1,15 @@
 #!/bin/bash
 # reader-scale: the cost of a snapshot grows with live data, not with dead
 # history (Prometheus multiprocess mode took 40 s for 6,800 leftover files).
-#   scale-test.sh BLAMER MKHEAP [NDEAD]
+#   scale-test.sh BLAMER MKHEAP [NDEAD [WRITER_BENCH]]
 # Times `blamer blame` (live heaps read in full, dead ones from their file
 # names only), `blamer list` (headers of every heap) and `blamer dump`
 # (everything, on demand) with 0 and NDEAD dead heaps next to 4 live ones.
 # The times are reported, not asserted (machines differ); what is asserted
-# is that every heap is accounted for.
+# is that every heap is accounted for. With WRITER_BENCH it also reports
+# a writer's push/pop rate alone and while blamer reads its heap in a loop.
 set -u
-B=$1 MK=$2 NDEAD=${3:-2000}
+B=$1 MK=$2 NDEAD=${3:-2000} WB=${4:-}
 D=$(mktemp -d /tmp/blamer-scale.XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$D" "$D".live*' EXIT
@@ -33,7 +34,7 @@ ms() {	# ms CMD...: wall time of the best of 3 runs, in milliseconds
 }
 
 echo "TAP version 13"
-echo "1..2"
+echo "1..3"
 b0=$(ms "$B" blame) l0=$(ms "$B" list) d0=$(ms "$B" dump)
 for ((i = 0; i < NDEAD; i++)); do
 	"$MK" "$D" dead $((3000000 + i)) 7 1 || { echo "not ok 1 - fixtures"; exit 1; }
@@ -52,4 +53,40 @@ if [ "$procs" = 4 ]; then
 	echo "ok 2 - blame sums the 4 live heaps only (dead ones need --dead)"
 else
 	echo "not ok 2 - blame counted $procs processes"
+fi
+
+# does reading slow a writer? A writer thread pushes and pops for 1 s, alone
+# and while one long-lived reader (blamer top --interval 0.01: 100 snapshots
+# a second) reads its heap; 3 interleaved rounds, medians reported. Pinned
+# to different CPUs when taskset exists. (A reader started once per
+# snapshot measures process churn instead: fork+exec of /bin/true in a loop
+# on the other CPU slows this VM's writer 2-4x by itself.)
+if [ -n "$WB" ]; then
+	W=$(mktemp -d /tmp/blamer-wb.XXXXXX)
+	pin0= pin1=
+	if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+		pin0="taskset -c 0" pin1="taskset -c 1"
+	fi
+	alone=() read=()
+	for _ in 1 2 3; do
+		alone+=("$(BLAMER_DIR=$W BLAMER_BACKEND=dir $pin0 "$WB" 1 | sed -n 's/^ops_per_sec //p')")
+		BLAMER_DIR=$W BLAMER_BACKEND=dir $pin0 "$WB" 1 >"$W.out" &
+		wb=$!
+		sleep 0.05
+		BLAMER_DIR=$W $pin1 "$B" top --interval 0.01 --count 90 --json >"$W.top"
+		wait $wb
+		read+=("$(sed -n 's/^ops_per_sec //p' "$W.out")")
+	done
+	rm -rf "$W" "$W.out" "$W.top"
+	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	a=$(med "${alone[@]}") r=$(med "${read[@]}")
+	if [ -n "$a" ] && [ -n "$r" ] && [ "$a" -gt 0 ]; then
+		echo "# writer push/pop iterations/s (median of 3): alone $a, while blamer top reads it 100 times/s: $r ($(( 100 * r / a ))%)"
+		echo "# rounds alone: ${alone[*]}; with reader: ${read[*]}"
+		echo "ok 3 - writer measured alone and under a reader"
+	else
+		echo "not ok 3 - writer bench did not report"
+	fi
+else
+	echo "ok 3 # SKIP no writer bench given"
 fi

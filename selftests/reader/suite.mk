@@ -63,9 +63,9 @@ prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/prom-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
 
-reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer $(RT_DIR)/writer-bench
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/scale-test.sh \
-		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap 2000
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap 2000 $(RT_DIR)/writer-bench
 
 reader-interop: $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/interop-test.sh \
@@ -81,3 +81,7 @@ vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(BUILD)/stati
 		--add $(BUILD)/static/blamer --add $(BUILD)/static/demo-app \
 		--add-dynamic $(TOOLS_DIR)/blamer:/bin/blamer-kmod \
 		--add $(SRC)/selftests/reader/vm-test.sh -- 'sh /bin/vm-test.sh'
+
+$(RT_DIR)/writer-bench: $(SRC)/selftests/reader/writer-bench.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
