@@ -24,13 +24,27 @@ has() { grep -q -- "$1" $OUT; }
 wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
 
 echo "TAP version 13"
-echo "1..26"
+echo "1..27"
 
 t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
 t "blamer load finds /blamer.ko" sh -c 'blamer load max_orphans=64 && test -e /dev/blamer'
 t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_orphans *64"'
 t "a second load is refused clearly" sh -c '! blamer load 2>$OUT.e; grep -q "already loaded" $OUT.e'
+
+# top sleeps in poll(): a new heap must wake it long before --interval 30
+blamer top --interval 30 --count 2 --json >/tmp/top.out 2>&1 &
+TOP=$!
+sleep 1
+demo-app --workers 1 --iterations 2 --ready /tmp/ready0 &
+APP0=$!
+i=0
+while [ "$(wc -l </tmp/top.out)" -lt 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+cp /tmp/top.out $OUT.t
+t "top wakes on a new heap (poll on /dev/blamer), not after --interval" sh -c "[ \$(wc -l <$OUT.t) -eq 2 ]"
+kill $TOP $APP0 2>/dev/null
+wait $APP0 2>/dev/null
+blamer release --all >/dev/null 2>&1
 
 # root's app: 3 workers, worker 1 dies of SIGSEGV mid-render
 demo-app --workers 3 --crash 1 --iterations 6 --ready /tmp/ready &
