@@ -45,13 +45,13 @@ struct tree {
 	int ncol, sortcol;
 };
 
-static int g_sortcol;
-static int incl_cmp(const void *a, const void *b)
+static int incl_cmp(const void *a, const void *b, void *arg)
 {
 	const struct entry *x = *(struct entry *const *)a, *y = *(struct entry *const *)b;
+	int col = *(const int *)arg;
 
-	if (x->incl[g_sortcol] != y->incl[g_sortcol])
-		return x->incl[g_sortcol] > y->incl[g_sortcol] ? -1 : 1;
+	if (x->incl[col] != y->incl[col])
+		return x->incl[col] > y->incl[col] ? -1 : 1;
 	return key_cmp(x, y);
 }
 
@@ -68,8 +68,7 @@ static void print_level(struct tree *t, size_t from, size_t to, uint32_t d)
 	for (i = from; i < to; i++)
 		if (t->e[i].depth == d)
 			kids[k++] = &t->e[i];
-	g_sortcol = t->sortcol;
-	qsort(kids, k, sizeof(*kids), incl_cmp);
+	qsort_r(kids, k, sizeof(*kids), incl_cmp, &t->sortcol);
 	for (i = 0; i < k; i++) {
 		struct entry *e = kids[i];
 		const char *name = blamer_snap_node_name(t->s, e->nodes[d - 1]);
