@@ -176,6 +176,15 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 
 	if (p->state == BLAMER_PROC_LIVE)
 		snprintf(buf, len, "running");
+	else if (p->heap_state == BLAMER_HEAP_DELETED && !(p->exited && p->exit_signal)) {
+		/* blamer_close(): a clean end, whatever the exit code says after */
+		if (p->exited && p->exit_code)
+			snprintf(buf, len, "closed its heap, then exited with code %d", p->exit_code);
+		else if (p->exited)
+			snprintf(buf, len, "exited cleanly (closed its heap)");
+		else
+			snprintf(buf, len, "closed its heap cleanly");
+	}
 	else if (p->exited && p->exit_signal)
 		snprintf(buf, len, "killed by %s (signal %u)%s",
 			 sig_name(p->exit_signal, sb, sizeof(sb)), p->exit_signal,
