@@ -235,7 +235,8 @@ static int grow(struct bl_heap *h, uint32_t n)
  * Claims @size fresh bytes at the end of the last slab (growing the heap
  * when it is full): *slab and *off on success, else *err.
  */
-static bool claim(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_t *off, int *err)
+static bool claim(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_t *off, int *err,
+		  bool grow_ok)
 {
 	uint32_t tries;
 
@@ -275,6 +276,10 @@ static bool claim(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_t *of
 				*off = free;
 				return true;
 			}
+		}
+		if (!grow_ok) {
+			*err = ENOSPC;
+			return false;
 		}
 		ret = grow(h, n);
 		if (ret) {
@@ -321,9 +326,10 @@ static bool tlab_alloc(struct bl_heap *h, uint32_t size, uint32_t *slab, uint32_
 	if (t->h != h || t->heap_id != h->heap_id || t->cur + size > t->end) {
 		uint32_t s, o;
 
-		/* Only whole chunks: a slab's last < 4 KiB is left to
-		 * per-record claims, so "full" still means full. */
-		if (claim(h, TLAB_CHUNK, &s, &o, &err)) {
+		/* Only whole chunks, and never a reason to grow: a slab's
+		 * last < 4 KiB is left to per-record claims, so the heap grows
+		 * (and is full) exactly when a record does not fit. */
+		if (claim(h, TLAB_CHUNK, &s, &o, &err, false)) {
 			t->h = h;
 			t->heap_id = h->heap_id;
 			t->slab = s;
@@ -358,7 +364,7 @@ blamer_ref bl_heap_alloc(struct bl_heap *h, uint32_t size, uint32_t type, int *e
 		return 0;
 	}
 	if (!(size <= TLAB_MAX_RECORD && tlab_alloc(h, size, &slab, &off)) &&
-	    !claim(h, size, &slab, &off, err))
+	    !claim(h, size, &slab, &off, err, true))
 		return 0;
 	b = (void *)(h->slabs[slab].base + off);
 	/* Never-used memory must be zero; anything else means someone

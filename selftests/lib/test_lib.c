@@ -573,6 +573,32 @@ TEST(full_heap)
 	t_rmdir(dir);
 }
 
+/* Per-thread chunks never make the heap grow early or waste a slab. */
+TEST(small_slabs_fill_up)
+{
+	struct blamer_config c;
+	struct blamer_heap_info info;
+	char dir[64];
+	struct blamer *b;
+	uint64_t used0;
+	int err = 0, n = 0;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 16384, 4);
+	ASSERT_EQ(0, blamer_open(&c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	used0 = info.bytes_used + (uint64_t)(4 - info.slab_count) * 64;
+	while (bl_heap_alloc(&b->heap, 64, T_REC_TEST, &err))
+		n++;
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	ASSERT_EQ(4, info.slab_count);
+	/* every byte was handed out (but rounding slack): slab tails too */
+	ASSERT_GE((uint64_t)n * 64, 4 * 16384 - used0 - 4 * 64);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
 TEST(corrupt_heap_is_not_written)
 {
 	struct blamer_config c;
