@@ -74,6 +74,8 @@ static void atfork_child(void)
 {
 	struct blamer *b;
 
+	/* Relaxed throughout: the child has one thread, and the registry
+	 * lock (taken in prepare) orders us after every other user. */
 	for (b = reg_head; b; b = b->next) {
 		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
 			bl_heap_drop_after_fork(&b->heap);
@@ -186,8 +188,10 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	b->flags = cfg->flags;
 	if (cfg->dir)
 		strcpy(b->dir, cfg->dir);
+	/* Relaxed: a serial only needs to be unique. */
 	b->serial = atomic_fetch_add_explicit(A64(&reg_serial), 1, memory_order_relaxed) + 1;
 	b->be.devfd = b->be.dirfd = -1;
+	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
 	ret = make_heap(b);
 	if (ret) {

@@ -45,6 +45,7 @@ int bl_process_create(struct blamer *b)
 		return bl_error(err, "blamer: cannot allocate the process record");
 	p = bl_ptr(h, ref);
 	read_cmdline(p);
+	/* Relaxed: published with the record (owner release, list append). */
 	st_relaxed(A32(&p->phase), BLAMER_PHASE_LAUNCHED);
 	b->process = ref;
 	b->global_data = bl_userdata_new(b, BLAMER_SCOPE_GLOBAL, GLOBAL_DATA_BYTES);
@@ -109,6 +110,7 @@ int blamer_process_launched(struct blamer *b, pid_t pid)
 	c->child_pid = pid;
 	c->child_start_stamp = stamp > 0 ? stamp : 0;
 	c->launch_time_ns = bl_realtime_ns();
+	/* Relaxed: published by bl_owner_set()'s release just below. */
 	st_relaxed(A32(&c->state), 1);
 	bl_owner_set(b, &c->owner);
 	return 0;
