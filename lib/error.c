@@ -13,6 +13,7 @@
 #include "writer.h"
 
 static __thread char errbuf[256];
+static __thread int lasterr;
 
 int bl_error(int err, const char *fmt, ...)
 {
@@ -20,6 +21,7 @@ int bl_error(int err, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	lasterr = err;
 	va_start(ap, fmt);
 	n = vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
 	va_end(ap);
@@ -28,6 +30,11 @@ int bl_error(int err, const char *fmt, ...)
 	if (err && n >= 0 && (size_t)n < sizeof(errbuf))
 		snprintf(errbuf + n, sizeof(errbuf) - n, ": %s", desc ? desc : "unknown error");
 	return -err;
+}
+
+int bl_last_error(void)
+{
+	return lasterr ? lasterr : EIO;
 }
 
 const char *blamer_errmsg(void)

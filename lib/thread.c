@@ -154,7 +154,7 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 		return -ENODEV;
 	e = thread_fast(b);
 	if (!e)
-		return -EAGAIN;
+		return -bl_last_error();	/* ENOSPC, EAGAIN, EIO... */
 	if (ld_relaxed(A32(&b->heap.corrupt)))
 		return -EIO;
 	t = e->rec;
@@ -229,7 +229,7 @@ int blamer_thread_set_name(struct blamer *b, const char *name)
 		return -ENODEV;
 	e = bl_thread_get(b);
 	if (!e)
-		return -EAGAIN;
+		return -bl_last_error();
 	/* A name is a debugging aid: a reader may see it half-written. */
 	memset(e->rec->name, 0, sizeof(e->rec->name));
 	strncpy(e->rec->name, name, sizeof(e->rec->name) - 1);

@@ -8,6 +8,8 @@
 
 /* Stores a one-line message (with strerror(err) appended if err) and returns -err. */
 int bl_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The errno of the calling thread's last bl_error() (EIO if none). */
+int bl_last_error(void);
 
 /* Clocks: glibc routes CLOCK_MONOTONIC/REALTIME through the vDSO (no
  * system call). Inline: the activity push pays for nothing but the read. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -543,6 +544,11 @@ TEST(default_context_and_reset)
 	t_rmdir(dir);
 }
 
+static void *push_in_thread(void *b)
+{
+	return (void *)(intptr_t)blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0);
+}
+
 TEST(full_heap)
 {
 	struct blamer_config c;
@@ -565,7 +571,15 @@ TEST(full_heap)
 	ASSERT_EQ(2, info.slab_count);
 	ASSERT_TRUE(info.flags & BLAMER_HEAP_F_FULL);
 	ASSERT_FALSE(info.flags & BLAMER_HEAP_F_CORRUPT);
-	/* users get errors, not crashes */
+	/* users get errors, not crashes; a new thread cannot register */
+	{
+		pthread_t th;
+		void *ret;
+
+		ASSERT_EQ(0, pthread_create(&th, NULL, push_in_thread, b));
+		ASSERT_EQ(0, pthread_join(th, &ret));
+		ASSERT_EQ(-ENOSPC, (int)(intptr_t)ret);
+	}
 	ASSERT_EQ(NULL, blamer_path_get(b, (uint64_t[]){ 1 }, 1, NULL, 0));
 	ASSERT_EQ(-ENOSPC, blamer_dag_node(b, 1, 1, "n"));
 	ASSERT_NE(NULL, strstr(blamer_errmsg(), "allocate"));
