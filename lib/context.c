@@ -392,8 +392,8 @@ void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
 	struct blamer_block *blk = bl_heap_get(h, ref, type, sizeof(struct blamer_block) +
 					       sizeof(struct blamer_owner));
 
-	if (!blk)
-		return;
+	if (!blk || ld_relaxed(A32(&h->corrupt)))
+		return;	/* a corrupt heap is not written */
 	/* Release: readers that still see the old id saw consistent data;
 	 * those that see 0 skip the record. */
 	st_release(A32(&((struct blamer_owner *)(blk + 1))->data_id), 0);
