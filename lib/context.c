@@ -291,17 +291,21 @@ struct blamer *blamer_default(void)
 
 	if (b)
 		return b;
+	bool tried = false;
+
 	pthread_mutex_lock(&default_lock);
 	b = atomic_load_explicit(&default_ctx, memory_order_relaxed);
 	if (!b && !default_failed) {
+		tried = true;
 		if (blamer_open(NULL, &b) == 0)
 			atomic_store_explicit(&default_ctx, b, memory_order_release);
 		else
-			default_failed = true;
+			default_failed = true;	/* blamer_open() said why */
 	}
 	pthread_mutex_unlock(&default_lock);
-	if (!b && default_failed)
-		bl_error(ENODEV, "blamer: no default context (setting it up failed)");
+	if (!b && !tried)
+		bl_error(ENODEV, "blamer: no default context (setting it up failed earlier; "
+			 "blamer_reset() to retry)");
 	return b;
 }
 
