@@ -266,8 +266,9 @@ int bl_dir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
 		strtoul(de->d_name + plen, &end, 10);
 		if (end == de->d_name + plen || strcmp(end, ".slab"))
 			continue;
+		/* only what the library could have made: plain, ours, one link */
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
 			continue;
 		if (!unlinkat(dirfd, de->d_name, 0))
 			removed++;

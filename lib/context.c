@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic.h"
@@ -95,6 +96,30 @@ static void init_once(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/*
+ * True if no live context of this process writes a dir heap in b's
+ * directory (same device and inode). Only on the rare EEXIST path: takes
+ * the registry lock, which the lazy (fork child) path never needs since
+ * a child has a new pid.
+ */
+static bool stale_own_heap(struct blamer *b)
+{
+	struct stat mine, other;
+	struct blamer *c;
+	bool stale = true;
+
+	if (fstat(b->be.dirfd, &mine))
+		return false;
+	pthread_mutex_lock(&reg_lock);
+	for (c = reg_head; c; c = c->next)
+		if (c != b && c->be.kind == BLAMER_BACKEND_ID_DIR && c->be.dirfd >= 0 &&
+		    !fstat(c->be.dirfd, &other) && other.st_dev == mine.st_dev &&
+		    other.st_ino == mine.st_ino)
+			stale = false;
+	pthread_mutex_unlock(&reg_lock);
+	return stale;
+}
+
 static int make_heap(struct blamer *b)
 {
 	int64_t start;
@@ -110,6 +135,16 @@ static int make_heap(struct blamer *b)
 	if (ret)
 		return ret;
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64());
+	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_ID_DIR && stale_own_heap(b)) {
+		/* Files named after this very process (pid and start time)
+		 * that no live context of ours owns: left by the program this
+		 * process was before execve(). Ours to replace; only plain
+		 * singly-linked files of ours are removed, so a planted link
+		 * still makes us fail. */
+		bl_dir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
+		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
+				     bl_random64());
+	}
 	if (ret) {
 		/* Nothing of ours to remove: a file already there (EEXIST) is
 		 * somebody else's, and a failed create removed its own file. */

@@ -115,6 +115,28 @@ TEST(dir_refuses_unsafe_places)
 	t_rmdir(dir);
 }
 
+/* After execve() a process keeps its pid and start time: the heap files
+ * of its former image are replaced, those of a live context are not. */
+TEST(heap_left_before_exec_is_replaced)
+{
+	struct blamer_config c = t_cfg(NULL, 65536, 2);
+	struct blamer *a, *b, *d;
+	char dir[64];
+
+	t_mkdir(dir, sizeof(dir));
+	c.backend = BL_BACKEND_DIR;
+	c.dir = dir;
+	ASSERT_EQ(0, blamer_open(&c, &a));
+	/* a live context of ours is there: a second one is refused */
+	ASSERT_EQ(-EEXIST, blamer_open(&c, &d));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "already has a heap"));
+	blamer_abandon(a);	/* as if the image that made it exec'd */
+	ASSERT_EQ(0, blamer_open(&c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "after-exec", 0, 0));
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
 TEST(backend_choice_is_explicit)
 {
 	struct blamer_config c = t_cfg(NULL, 0, 0);
