@@ -373,6 +373,25 @@ TEST(param_validation)
 	ASSERT_EQ(0, bl_param_set("max_slab_bytes", old));
 }
 
+/* A changed limit applies to the next request. */
+TEST(param_change_applies)
+{
+	struct blamer_create c;
+	long long old;
+	int fd = bl_open(O_RDWR);
+
+	if (geteuid())
+		SKIP(return, "needs root");
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, bl_param_get("max_slab_bytes", &old));
+	ASSERT_EQ(0, bl_param_set("max_slab_bytes", 2 * PG));
+	EXPECT_EQ(-EFBIG, bl_create(fd, 2 * PG + 1, &c));
+	EXPECT_EQ(0, bl_create(fd, 2 * PG, &c));
+	ASSERT_EQ(0, bl_param_set("max_slab_bytes", old));
+	EXPECT_EQ(0, bl_create(fd, 2 * PG + 1, &c));
+	close(fd);
+}
+
 /* ---------------------------------------------------------------- quotas */
 
 TEST(owner_quota_exhaustion_and_recovery)
@@ -765,6 +784,70 @@ TEST(signal_with_core_dump)
 	}
 	ASSERT_EQ(0, chdir(cwd));
 	rmdir(dir);
+	close(fd);
+}
+
+static void *exit_from_thread(void *arg)
+{
+	exit((int)(long)arg);
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * A multi-threaded owner: exit() from a secondary thread ends the group
+ * with that code; a main thread that leaves with pthread_exit() while
+ * another thread later returns 0 ends it with 0.
+ */
+TEST(exit_code_from_threads)
+{
+	struct blamer_slab_info info;
+	int up[2], fd = bl_open(O_RDWR), status, round;
+	uint64_t id;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, pipe(up));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct blamer_create c;
+			int cfd = bl_open(O_RDWR);
+			pthread_t t;
+
+			if (cfd < 0 || bl_create(cfd, PG, &c))
+				_exit(1);
+			if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+				_exit(1);
+			if (round == 0) {
+				pthread_create(&t, NULL, sleeper, NULL);
+				pthread_create(&t, NULL, exit_from_thread,
+					       (void *)5L);
+				pause();
+			}
+			pthread_create(&t, NULL, exit_from_thread, (void *)0L);
+			pthread_exit(NULL);
+		}
+		close(up[1]);
+		ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+		close(up[0]);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		ASSERT_EQ(0, bl_find(fd, id, &info));
+		EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+		EXPECT_TRUE(info.flags & BLAMER_SLAB_EXITED);
+		EXPECT_EQ(0, info.exit_signal);
+		EXPECT_EQ(WEXITSTATUS(status), info.exit_code);
+		EXPECT_EQ(round ? 0 : 5, info.exit_code);
+		EXPECT_EQ(0, bl_release(fd, id));
+	}
 	close(fd);
 }
 
