@@ -8,7 +8,7 @@
  * apply). The owner's credentials are those it had when it created the
  * slab.
  *
- *  - the owner's own thread group may always read;
+ *  - the owner's own thread group may read its live slabs;
  *  - while the owner process lives: the caller's fsuid must equal the
  *    owner's uid, euid and suid, and its fsgid the owner's gid, egid and
  *    sgid, as ptrace requires;
