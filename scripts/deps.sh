@@ -6,6 +6,7 @@
 # is nothing to do. Kernel packages: 6.1 (linux-*-amd64, the bookworm
 # default) and 6.12 (linux-*-6.12-amd64, from bookworm-security/updates).
 set -eu
+{ # parsed as a whole before it runs, so editing this file cannot break a run in progress
 
 pkgs=(
 	# build
@@ -52,3 +53,5 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+exit
+}
