@@ -171,8 +171,12 @@ check "rmmod at the end" rmmod blamer
 # ---- 6. kernel log ------------------------------------------------------------
 # Raw levels <0>..<4> are emerg..warning. Loading any out-of-tree,
 # unsigned module makes the module loader itself warn about the taint.
+# Under TCG on a busy host the emulated clock stalls now and then, and
+# the timekeeping code says so (clocksource watchdog, slow hrtimer
+# interrupt): noise from the emulator, not from this module.
 dmesg -r | grep -v -e 'loading out-of-tree module taints kernel' \
-	-e 'module verification failed' >/tmp/dmesg
+	-e 'module verification failed' \
+	-e ' clocksource: ' -e ' hrtimer: interrupt took ' >/tmp/dmesg
 if grep -E '^<[0-4]>' /tmp/dmesg >/tmp/loud; then
 	sed 's/^/# /' /tmp/loud
 	check "no kernel message above info level" false
