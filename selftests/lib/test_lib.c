@@ -287,6 +287,57 @@ TEST(activity_stack)
 	t_rmdir(dir);
 }
 
+/*
+ * Labels are copied a word at a time when that cannot cross a page: every
+ * length from 0 to 20 at every offset around a page boundary (the last
+ * byte before an unmapped page included) must come out NUL-padded and cut
+ * at 16 bytes, exactly as a byte loop would copy it.
+ */
+TEST(activity_label_every_length_and_offset)
+{
+	struct blamer_config c;
+	struct blamer_thread *t;
+	char dir[64], want[16];
+	struct blamer *b;
+	long pg = sysconf(_SC_PAGESIZE);
+	char *mem;
+	int len, off;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	c.stack_depth = 4;
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	/* Two pages, the second made inaccessible: a read past the end of
+	 * the first page would fault. */
+	mem = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_EQ(0, mprotect(mem + pg, pg, PROT_NONE));
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, NULL, 0, 0));
+	t = bl_thread_get(b)->rec;
+	ASSERT_EQ(0, memcmp(t->stack[0].label, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16));
+	blamer_pop(b);
+	for (len = 0; len <= 20; len++) {
+		for (off = pg - 40; off <= pg - len - 1; off++) {
+			char *s = mem + off;
+			int i;
+
+			memset(mem + pg - 48, 'x', 48);	/* garbage after the NUL */
+			for (i = 0; i < len; i++)
+				s[i] = (char)('a' + (i + off) % 26);
+			s[len] = '\0';
+			memset(want, 0, sizeof(want));
+			memcpy(want, s, len < 16 ? len : 16);
+			ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, s, 0, 0));
+			ASSERT_EQ(0, memcmp(t->stack[0].label, want, 16))
+				TH_LOG("length %d at page offset %d", len, off);
+			blamer_pop(b);
+		}
+	}
+	munmap(mem, 2 * pg);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
 static struct blamer_field *field(struct blamer_userdata *u, const char *name)
 {
 	uint32_t off = 0;
