@@ -10,5 +10,12 @@ $(BUILD)/static/demo-app: $(SRC)/tools/demo/demo-app.c $(LIB_A) $(SRC)/include/b
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -static -o $@ $< $(LIB_A) -lpthread
 
-demo: deps $(DEMO_DEPS)
+# Two stages: on a fresh machine `make deps` installs the compilers and
+# kernel headers the build needs, so nothing may start building before it
+# finishes (with -j, prerequisites of one rule run in parallel).
+.PHONY: demo-run
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: $(DEMO_DEPS)
 	@KVER=$(KVER) BUILD=$(BUILD) $(SRC)/tools/demo/run-demo
