@@ -68,8 +68,8 @@ blamer postmortem || fail "blamer postmortem failed"
 blamer postmortem | grep -q "^pid $W1 (demo-app): killed by SIGSEGV" ||
 	fail "postmortem does not name worker $W1 and SIGSEGV"
 
-step "For monitoring: blamer export --prometheus (first lines)"
-blamer export --prometheus | grep -E '^(# TYPE|blamer_attribution_cpu|blamer_process_exit)' | head -12
+step "For monitoring: blamer export --prometheus (two of its metric families)"
+blamer export --prometheus | grep -E '^(# (HELP|TYPE) )?blamer_(process_exit_signal|attribution_cpu_seconds_total)' | head -12
 
 step "Free the dead worker's memory: blamer release $W1"
 blamer release "$W1" || fail "blamer release failed"
