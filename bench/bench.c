@@ -132,6 +132,53 @@ static void op_raw_xadd(uint64_t n, void *arg)
 		__atomic_fetch_add(w, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The floor of any push+pop with a timestamp: one clock read, the stores
+ * that fill a slot and the release stores of depth and version, with no
+ * library around them. Comparing push+pop with this tells the cost of the
+ * library from the cost of the work itself on this machine.
+ */
+struct floor_stack {
+	uint32_t depth, version;
+	struct blamer_activity slot[4];
+};
+
+__attribute__((noinline)) static void floor_push(struct floor_stack *t, const char *label,
+						 uint64_t d0)
+{
+	uint32_t d = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
+	struct blamer_activity *a = &t->slot[d & 3];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	a->time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	a->calling_address = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	a->data[0] = d0;
+	a->data[1] = 0;
+	a->user_data = 0;
+	a->kind = BLAMER_ACTIVITY_TASK;
+	strncpy(a->label, label, sizeof(a->label));
+	__atomic_store_n(&t->depth, d + 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((noinline)) static void floor_pop(struct floor_stack *t)
+{
+	uint32_t d = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&t->depth, d - 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->version, t->version + 1, __ATOMIC_RELEASE);
+}
+
+static void op_push_pop_floor(uint64_t n, void *arg)
+{
+	struct floor_stack *t = arg;
+
+	while (n--) {
+		floor_push(t, "bench", n);
+		floor_pop(t);
+	}
+}
+
 static void op_push_pop(uint64_t n, void *arg)
 {
 	struct blamer *b = arg;
@@ -434,6 +481,16 @@ int main(int argc, char **argv)
 	r = compare(op_clock, NULL, 2000000, op_push_pop, b, 2000000, &clk, &pp);
 	row("clock_gettime(CLOCK_MONOTONIC)", clk, NULL, 0, "(baseline)", -1);
 	row("activity push+pop (with timestamp)", pp, "clock_gettime", r, "<= 1.5x", r <= 1.5);
+	{
+		static struct floor_stack fs;
+		double fl, pp2;
+
+		r = compare(op_clock, NULL, 2000000, op_push_pop_floor, &fs, 2000000, &clk, &fl);
+		row("  floor: bare clock read + slot stores", fl, "clock_gettime", r,
+		    "(no library)", -1);
+		r = compare(op_push_pop_floor, &fs, 2000000, op_push_pop, b, 2000000, &fl, &pp2);
+		row("  push+pop vs that floor", pp2, "floor", r, NULL, -1);
+	}
 #ifdef BENCH_LTTNG
 	if (lttng_only) {
 		/* A snapshot (flight recorder) session: events go to the ring
