@@ -193,6 +193,21 @@ struct bl_heap *bl_ready(struct blamer *b)
 	return NULL;
 }
 
+struct bl_heap *bl_heap_for(struct blamer **bp, int *err)
+{
+	struct bl_heap *h;
+
+	*bp = bl_ctx(*bp);
+	if (!*bp) {
+		*err = -ENODEV;
+		return NULL;
+	}
+	h = bl_ready(*bp);
+	if (!h)
+		*err = -EAGAIN;
+	return h;
+}
+
 int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 {
 	struct blamer_config def = { 0 };

@@ -62,6 +62,10 @@ struct blamer {
 struct blamer *bl_ctx(struct blamer *b);
 /* The heap, made now if needed (after fork); NULL with a message if not. */
 struct bl_heap *bl_ready(struct blamer *b);
+/* The entry of most API calls: *@bp becomes the context (NULL: the
+ * default) and its heap is returned, made now if needed; NULL with *@err
+ * set to -ENODEV (no context) or -EAGAIN (no heap to write) otherwise. */
+struct bl_heap *bl_heap_for(struct blamer **bp, int *err);
 /* Fills an owner field; data_id last (release). */
 void bl_owner_set(struct blamer *b, struct blamer_owner *o);
 /* Allocates a zeroed, typed, listed record; reuses a retired one of the

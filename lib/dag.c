@@ -57,14 +57,12 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 {
 	struct blamer_dag_node *n;
 	struct bl_heap *h;
+	int err;
 	blamer_ref ref;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	if (find(b, h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
 		return 0;
 	ref = bl_record_new(b, BLAMER_REC_DAG_NODE, sizeof(*n), false);
@@ -92,14 +90,12 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 	uint64_t key[2] = { parent_id, child_id };
 	struct blamer_dag_edge *e;
 	struct bl_heap *h;
+	int err;
 	blamer_ref ref;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	if (parent_id == child_id)
 		return bl_error(EINVAL, "blamer: a node cannot be its own parent");
 	if (find(b, h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))

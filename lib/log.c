@@ -22,16 +22,14 @@ int blamer_log(struct blamer *b, const char *fmt, ...)
 	struct blamer_log_slot *s;
 	struct blamer_log *log;
 	struct bl_heap *h;
+	int err;
 	uint64_t n;
 	va_list ap;
 	int len;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	log = bl_heap_get(h, b->log, BLAMER_REC_LOG, sizeof(*log));
 	if (!log || !log->slot_count ||
 	    log->hdr.size < sizeof(*log) + (uint64_t)log->slot_count * sizeof(*s))

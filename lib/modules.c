@@ -125,18 +125,16 @@ int blamer_modules_refresh(struct blamer *b)
 	struct mods ms = { 0 };
 	struct bl_iter it = { 0 };
 	struct bl_heap *h;
+	int err;
 	blamer_ref ref;
 	uint32_t type;
 	bool *seen;
 	size_t i;
 	int count = 0;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	dl_iterate_phdr(collect, &ms);
 	seen = calloc(ms.n + 1, sizeof(*seen));
 	if (!seen) {

@@ -73,13 +73,11 @@ int blamer_set_phase(struct blamer *b, uint32_t phase)
 {
 	struct blamer_process *p;
 	struct bl_heap *h;
+	int err;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
 	if (!p)
 		return bl_error(EIO, "blamer: process record lost");
@@ -121,16 +119,14 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	struct blamer_child *c, *found = NULL;
 	struct bl_iter it = { 0 };
 	struct bl_heap *h;
+	int err;
 	blamer_ref ref;
 	uint32_t type;
 	int removed = 0;
 
-	b = bl_ctx(b);
-	if (!b)
-		return -ENODEV;
-	h = bl_ready(b);
+	h = bl_heap_for(&b, &err);
 	if (!h)
-		return -EAGAIN;
+		return err;
 	/* The most recent running record of this pid: the latest launch. */
 	while ((ref = bl_heap_next(h, &it, &type))) {
 		if (type != BLAMER_REC_CHILD)
