@@ -22,6 +22,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "blamer.h"
 #include "context.h"
@@ -131,6 +134,19 @@ static void op_raw_xadd(uint64_t n, void *arg)
 	while (n--)
 		__atomic_fetch_add(w, 1, __ATOMIC_RELAXED);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The clock's own floor: the vDSO clock is a TSC read plus arithmetic. */
+static void op_rdtsc(uint64_t n, void *arg)
+{
+	uint64_t s = 0;
+
+	(void)arg;
+	while (n--)
+		s += __rdtsc();
+	sink = s;
+}
+#endif
 
 /*
  * The floor of any push+pop with a timestamp: one clock read, the stores
@@ -490,6 +506,10 @@ int main(int argc, char **argv)
 		    "(no library)", -1);
 		r = compare(op_push_pop_floor, &fs, 2000000, op_push_pop, b, 2000000, &fl, &pp2);
 		row("  push+pop vs that floor", pp2, "floor", r, NULL, -1);
+#if defined(__x86_64__) || defined(__i386__)
+		r = compare(op_clock, NULL, 2000000, op_rdtsc, NULL, 2000000, &clk, &fl);
+		row("  rdtsc alone (the clock's floor)", fl, "clock_gettime", r, NULL, -1);
+#endif
 	}
 #ifdef BENCH_LTTNG
 	if (lttng_only) {
