@@ -3,7 +3,7 @@
  * hello-blamer: the writer API in one small program.
  *
  *   cc -o hello-blamer hello-blamer.c $(pkg-config --cflags --libs blamer)
- *   ./hello-blamer            # then, while it sleeps: blamer top / blamer show
+ *   ./hello-blamer            # then, while it sleeps: blamer top / blamer dump
  *
  * It describes itself (phase, version, a request counter), works through
  * a few "requests" as activities with per-activity data, attributes their
