@@ -22,6 +22,18 @@ t() {	# t DESCRIPTION COMMAND...: the command's status decides
 }
 has() { grep -q -- "$1" $OUT; }
 wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
+# A killed process has released its files (so the kernel orphaned its
+# slabs) once it is a zombie or gone; a fixed sleep is a guess under TCG.
+wait_gone() {
+	i=0
+	while [ $i -lt 100 ]; do
+		st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+		[ "$st" = Z ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 
 echo "TAP version 13"
 echo "1..27"
@@ -63,7 +75,7 @@ t "export --prometheus has the exit signal" sh -c "blamer export --prometheus | 
 
 # SIGKILL a worker: the kernel records it
 kill -9 $W2
-sleep 0.5
+wait_gone $W2
 t "postmortem after SIGKILL" sh -c "blamer postmortem $W2 | grep -q 'killed by SIGKILL (signal 9)'"
 
 # permissions: an unprivileged user sees its own heaps, not root's
@@ -76,7 +88,7 @@ t "user cannot dump root's process" sh -c "as-user blamer dump $PARENT 2>&1 | gr
 t "another user sees neither" sh -c "as-user2 blamer list > $OUT.o; ! grep -q '^ *$UP ' $OUT.o && ! grep -q '^ *$PARENT ' $OUT.o"
 t "root sees everyone" sh -c "blamer list | grep -q '^ *$UP ' && blamer list | grep -q '^ *$PARENT '"
 kill -9 $UW
-sleep 0.5
+wait_gone $UW
 t "user's postmortem of its own SIGKILLed worker" sh -c "as-user blamer postmortem $UW | grep -q 'killed by SIGKILL'"
 t "other user cannot release it" sh -c "! as-user2 blamer release $UW"
 t "user releases its own dead worker" sh -c "as-user blamer release $UW | grep -q 'released pid $UW' && ! blamer list | grep -q '^ *$UW '"
