@@ -403,4 +403,29 @@ static inline int fx_write_dir(struct fx_heap *h, const char *dir, int64_t pid,
 	return 0;
 }
 
+/*
+ * This process's start time in ns since boot, the scale of the dir
+ * backend's file names (/proc/self/stat field 22 in clock ticks), or 0.
+ */
+static inline uint64_t fx_self_start_ns(void)
+{
+	char buf[1024], *p;
+	unsigned long long st = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	int i;
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	p = strrchr(buf, ')') + 2;
+	for (i = 3; i < 22; i++)
+		p = strchr(p, ' ') + 1;
+	sscanf(p, "%llu", &st);
+	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
 #endif /* BLAMER_FIXTURE_H */

@@ -12,21 +12,14 @@
 
 #include "fixture.h"
 
+/* Exits rather than write a heap no reader would take for this process. */
 static uint64_t my_start(void)
 {
-	char buf[1024], *p;
-	unsigned long long st = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
-	int i;
+	uint64_t st = fx_self_start_ns();
 
-	if (!f || !fgets(buf, sizeof(buf), f))
+	if (!st)
 		exit(1);
-	fclose(f);
-	p = strrchr(buf, ')') + 2;
-	for (i = 3; i < 22; i++)
-		p = strchr(p, ' ') + 1;
-	sscanf(p, "%llu", &st);
-	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	return st;
 }
 
 int main(int argc, char **argv)

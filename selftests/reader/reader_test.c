@@ -469,23 +469,6 @@ static struct blamer_snapshot *dir_snapshot(uint32_t flags)
 	return s;
 }
 
-static uint64_t my_start(void)
-{
-	char buf[1024], *p;
-	unsigned long long st = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
-	int i;
-
-	if (!f || !fgets(buf, sizeof(buf), f))
-		return 0;
-	fclose(f);
-	p = strrchr(buf, ')') + 2;
-	for (i = 3; i < 22; i++)
-		p = strchr(p, ' ') + 1;
-	sscanf(p, "%llu", &st);
-	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
-}
-
 static void rm_tmpdir(void)
 {
 	char cmd[128];
@@ -517,8 +500,8 @@ TEST(dir_live_dead_and_aggregation)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	/* live: our own pid and start time; dead: a pid with another start */
-	fx_standard(&a, getpid(), (int64_t)my_start(), 1);
-	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), my_start()));
+	fx_standard(&a, getpid(), (int64_t)fx_self_start_ns(), 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), fx_self_start_ns()));
 	fx_standard(&b, 3999001, 5, 2);
 	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999001, 5));
 	/* junk that must be ignored or refused, never trusted */
@@ -650,8 +633,8 @@ TEST(dir_release_removes_dead_only)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	o.dir = tmpdir;
-	fx_standard(&a, getpid(), (int64_t)my_start(), 1);
-	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), my_start()));
+	fx_standard(&a, getpid(), (int64_t)fx_self_start_ns(), 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), fx_self_start_ns()));
 	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999002, 9));
 	r = blamer_reader_open(&o, e, sizeof(e));
 	ASSERT_NE(NULL, r);
