@@ -149,13 +149,14 @@ static void op_rdtsc(uint64_t n, void *arg)
 #endif
 
 /*
- * The floor of any push+pop with a timestamp: one clock read, the stores
+ * The floor of any push+pop with a timestamp: one read of the heap's
+ * clock (the TSC or the vDSO clock, clock.h), the stores
  * that fill a slot and the release stores of depth and version, with no
  * library around them. Comparing push+pop with this tells the cost of the
  * library from the cost of the work itself on this machine.
  */
 struct floor_stack {
-	uint32_t depth, version;
+	uint32_t depth, version, clock;	/* clock: the bench heap's BLAMER_CLOCK_* */
 	struct blamer_activity slot[4];
 };
 
@@ -164,10 +165,8 @@ __attribute__((noinline)) static void floor_push(struct floor_stack *t, const ch
 {
 	uint32_t d = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
 	struct blamer_activity *a = &t->slot[d & 3];
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	a->time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	a->timestamp = t->clock == BLAMER_CLOCK_TSC ? bl_tsc() : bl_clock_monotonic_ns();
 	a->calling_address = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	a->data[0] = d0;
 	a->data[1] = 0;
@@ -255,7 +254,7 @@ static void op_unix_dgram(uint64_t n, void *arg)
 
 	memcpy(a.label, "bench", 6);
 	while (n--) {
-		a.time_ns = n;
+		a.timestamp = n;
 		if (send(sv[0], &a, sizeof(a), 0) != sizeof(a) ||
 		    recv(sv[1], &in, sizeof(in), 0) != sizeof(in))
 			abort();
@@ -280,9 +279,9 @@ static void dgram_receiver(int fd)
 		ssize_t n = recv(fd, &in, sizeof(in), 0);
 
 		/* (a datagram socket sees no end of file: the sender says bye) */
-		if (n <= 0 || in.time_ns == DGRAM_BYE)
+		if (n <= 0 || in.timestamp == DGRAM_BYE)
 			_exit(0);
-		if (in.time_ns == DGRAM_END && send(fd, &ack, 1, 0) != 1)
+		if (in.timestamp == DGRAM_END && send(fd, &ack, 1, 0) != 1)
 			_exit(1);
 	}
 }
@@ -295,11 +294,11 @@ static void op_unix_dgram_proc(uint64_t n, void *arg)
 
 	memcpy(a.label, "bench", 6);
 	while (n--) {
-		a.time_ns = n;
+		a.timestamp = n;
 		if (send(sv[0], &a, sizeof(a), 0) != sizeof(a))
 			abort();
 	}
-	a.time_ns = DGRAM_END;
+	a.timestamp = DGRAM_END;
 	if (send(sv[0], &a, sizeof(a), 0) != sizeof(a) || recv(sv[0], &ack, 1, 0) != 1)
 		abort();
 }
@@ -441,6 +440,35 @@ static double alloc_compare(int ka, int kb, int threads, double *a, double *b)
 	return ratio[3];
 }
 
+/*
+ * A second context whose heap stamps activities with CLOCK_MONOTONIC, to
+ * show what the TSC saves. Its own directory: the dir backend keeps one
+ * heap per process per directory. NULL if it cannot be made.
+ */
+static char monotonic_dir[] = "/tmp/blamer-bench.XXXXXX";
+
+static struct blamer *open_monotonic(void)
+{
+	struct blamer_config c = { .flags = BLAMER_OPEN_NO_MODULES, .dir = monotonic_dir };
+	struct blamer *b;
+
+	if (!mkdtemp(monotonic_dir))
+		return NULL;
+	setenv("BLAMER_CLOCK", "monotonic", 1);
+	if (blamer_open(&c, &b))
+		b = NULL;
+	unsetenv("BLAMER_CLOCK");
+	if (!b)
+		rmdir(monotonic_dir);
+	return b;
+}
+
+static void close_monotonic(struct blamer *b)
+{
+	blamer_close(b);	/* removes its files */
+	rmdir(monotonic_dir);
+}
+
 /* One line: name, median ns, and (if @vs) the median ratio against @vs. */
 static void row(const char *name, double ns, const char *vs, double ratio, const char *target,
 		int pass)
@@ -490,9 +518,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: %s\n", blamer_errmsg());
 		return 1;
 	}
-	printf("# blamer bench: backend %s, %ld CPUs, medians of %d interleaved rounds%s\n",
-	       info.backend == 1 ? "device" : "dir", sysconf(_SC_NPROCESSORS_ONLN), REPS,
-	       quick ? " (quick)" : "");
+	printf("# blamer bench: backend %s, activity clock %s, %ld CPUs, medians of %d interleaved rounds%s\n",
+	       info.backend == 1 ? "device" : "dir",
+	       b->clock == BLAMER_CLOCK_TSC ? "tsc" : "monotonic",
+	       sysconf(_SC_NPROCESSORS_ONLN), REPS, quick ? " (quick)" : "");
 	printf("%-42s %12s  %9s %-18s %s\n", "operation", "median", "ratio", "against", "target");
 	r = compare(op_clock, NULL, 2000000, op_push_pop, b, 2000000, &clk, &pp);
 	row("clock_gettime(CLOCK_MONOTONIC)", clk, NULL, 0, "(baseline)", -1);
@@ -500,7 +529,9 @@ int main(int argc, char **argv)
 	{
 		static struct floor_stack fs;
 		double fl, pp2;
+		struct blamer *bm;
 
+		fs.clock = b->clock;
 		r = compare(op_clock, NULL, 2000000, op_push_pop_floor, &fs, 2000000, &clk, &fl);
 		row("  floor: bare clock read + slot stores", fl, "clock_gettime", r,
 		    "(no library)", -1);
@@ -510,6 +541,13 @@ int main(int argc, char **argv)
 		r = compare(op_clock, NULL, 2000000, op_rdtsc, NULL, 2000000, &clk, &fl);
 		row("  rdtsc alone (the clock's floor)", fl, "clock_gettime", r, NULL, -1);
 #endif
+		bm = open_monotonic();
+		if (bm && b->clock == BLAMER_CLOCK_TSC) {
+			r = compare(op_clock, NULL, 2000000, op_push_pop, bm, 2000000, &clk, &pp2);
+			row("  push+pop, BLAMER_CLOCK=monotonic", pp2, "clock_gettime", r, NULL, -1);
+		}
+		if (bm)
+			close_monotonic(bm);
 	}
 #ifdef BENCH_LTTNG
 	if (lttng_only) {
@@ -562,7 +600,7 @@ int main(int argc, char **argv)
 			dgram_receiver(sv[1]);
 		}
 		close(sv[1]);
-		struct blamer_activity bye = { .time_ns = DGRAM_BYE };
+		struct blamer_activity bye = { .timestamp = DGRAM_BYE };
 
 		r = compare(op_unix_dgram_proc, sv, 200000, op_push_pop, b, 2000000, &x, &y);
 		if (send(sv[0], &bye, sizeof(bye), 0) != sizeof(bye))

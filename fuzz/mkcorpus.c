@@ -60,6 +60,10 @@ int main(int argc, char **argv)
 		fx_field_str(&h, ud, "s", "hello");
 		((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ud;
 		ret |= put(dir, "thread-userdata", &h, 0);
+		/* the same, stamped with a TSC: the reader converts */
+		fx_clock(&h, BLAMER_CLOCK_TSC, 1000000, 2000000);
+		ret |= put(dir, "thread-tsc", &h, 0);
+		fx_clock(&h, BLAMER_CLOCK_MONOTONIC, 0, 0);
 		/* a self loop */
 		((struct blamer_block *)fx_at(&h, t))->next = t;
 		ret |= put(dir, "loop", &h, 0);

@@ -122,6 +122,7 @@ static bool stale_own_heap(struct blamer *b)
 
 static int make_heap(struct blamer *b)
 {
+	struct bl_clock clock;
 	int64_t start;
 	int ret;
 
@@ -134,7 +135,10 @@ static int make_heap(struct blamer *b)
 			      b->pid, b->start_ns);
 	if (ret)
 		return ret;
-	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64());
+	/* A fresh anchor per heap: a fork child's heap is new. */
+	bl_clock_start(&clock, b->clock);
+	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64(),
+			     &clock);
 	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_ID_DIR && stale_own_heap(b)) {
 		/* Files named after this very process (pid and start time)
 		 * that no live context of ours owns: left by the program this
@@ -143,7 +147,7 @@ static int make_heap(struct blamer *b)
 		 * still makes us fail. */
 		bl_dir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
 		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
-				     bl_random64());
+				     bl_random64(), &clock);
 	}
 	if (ret) {
 		/* Nothing of ours to remove: a file already there (EEXIST) is
@@ -236,6 +240,11 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	b->stack_depth = cfg->stack_depth ? cfg->stack_depth : 16;
 	b->log_slots = cfg->log_slots ? cfg->log_slots : 64;
 	b->flags = cfg->flags;
+	ret = bl_clock_choose(getenv("BLAMER_CLOCK"), &b->clock);
+	if (ret) {
+		free(b);
+		return ret;
+	}
 	if (cfg->dir)
 		strcpy(b->dir, cfg->dir);
 	/* Relaxed: a serial only needs to be unique. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "blamer.h"
 #include "heap.h"
 #include "writer.h"
@@ -48,6 +49,7 @@ struct blamer {
 	uint32_t state;		/* atomic: BL_ST_* */
 	int requested_backend;
 	uint32_t max_slabs, stack_depth, log_slots, flags;
+	uint32_t clock;		/* BLAMER_CLOCK_* of activity timestamps */
 	uint64_t slab_size;
 	char dir[256];
 	struct bl_backend be;

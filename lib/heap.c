@@ -76,7 +76,7 @@ static void init_slab_header(struct bl_heap *h, struct bl_slab_map *m, uint32_t 
 }
 
 int bl_heap_create(struct bl_heap *h, struct bl_backend *be, uint64_t slab_size,
-		   uint32_t max_slabs, uint64_t heap_id)
+		   uint32_t max_slabs, uint64_t heap_id, const struct bl_clock *clock)
 {
 	struct blamer_heap_header *hh;
 	struct blamer_block *head;
@@ -103,6 +103,9 @@ int bl_heap_create(struct bl_heap *h, struct bl_backend *be, uint64_t slab_size,
 	hh->create_time_ns = bl_realtime_ns();
 	hh->list_head = BLAMER_LIST_HEAD_REF;
 	hh->backend = be->kind;
+	hh->clock = clock->kind;
+	hh->clock_anchor_tsc = clock->anchor_tsc;
+	hh->clock_anchor_ns = clock->anchor_ns;
 	hh->slab_ids[0] = id;
 	head = (void *)(m.base + BLAMER_LIST_HEAD_OFFSET);
 	head->size = BLOCK_SIZE;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "heap_format.h"
 
 struct bl_backend;
@@ -36,7 +37,7 @@ struct bl_heap {
 
 /* Allocation failures (besides 0 = success) reported through *err. */
 int bl_heap_create(struct bl_heap *h, struct bl_backend *be, uint64_t slab_size,
-		   uint32_t max_slabs, uint64_t heap_id);
+		   uint32_t max_slabs, uint64_t heap_id, const struct bl_clock *clock);
 /* Writes nothing: the process lost the right to (fork) or is done. */
 void bl_heap_unmap(struct bl_heap *h);
 /* After fork: replace the parent's mappings by private scratch memory. */

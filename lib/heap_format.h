@@ -29,7 +29,7 @@
 #include <stddef.h>
 
 #define BLAMER_HEAP_MAGIC	0x524d4c42u	/* "BLMR" */
-#define BLAMER_HEAP_VERSION	1u
+#define BLAMER_HEAP_VERSION	2u	/* 2: activity timestamps in the heap's clock */
 #define BLAMER_ALIGN		8u
 #define BLAMER_MAX_SLABS	64u
 
@@ -81,9 +81,27 @@ struct blamer_heap_header {
 	blamer_ref process;	/* atomic: the process record, once made */
 	uint32_t grow_claim;	/* atomic: writer-private growth lock, 0 = none */
 	uint32_t backend;	/* BLAMER_BACKEND_ID_* that made the slabs */
-	uint64_t reserved[2];
+	uint32_t clock;		/* BLAMER_CLOCK_*: unit of blamer_activity.timestamp */
+	uint32_t reserved;
+	uint64_t clock_anchor_tsc;	/* BLAMER_CLOCK_TSC: a TSC reading ... */
+	uint64_t clock_anchor_ns;	/* ... and CLOCK_MONOTONIC at that instant */
 	uint64_t slab_ids[BLAMER_MAX_SLABS];
 };
+
+/*
+ * blamer_heap_header.clock. MONOTONIC: activity timestamps are
+ * CLOCK_MONOTONIC nanoseconds. TSC: they are raw x86 time-stamp counter
+ * readings (half the cost of the vDSO clock, which reads the same
+ * counter and then scales it), taken only where the kernel itself uses
+ * the TSC as its clocksource, so it is invariant and synchronised across
+ * CPUs. A reader converts a reading to CLOCK_MONOTONIC by interpolating
+ * between the heap's anchor pair and a pair of its own taken later:
+ * exact at both ends, in between off by the drift between the TSC and
+ * CLOCK_MONOTONIC (NTP slew, parts per million). Both clocks only mean
+ * something during the boot that wrote them.
+ */
+#define BLAMER_CLOCK_MONOTONIC	0u
+#define BLAMER_CLOCK_TSC	1u
 
 /* blamer_heap_header.backend */
 #define BLAMER_BACKEND_ID_DEVICE	1u
@@ -98,7 +116,7 @@ struct blamer_heap_header {
  * records of other slabs at sizeof(struct blamer_slab_header).
  */
 #define BLAMER_HEAP_HEADER_OFFSET	64u
-#define BLAMER_LIST_HEAD_OFFSET		(64u + 584u)
+#define BLAMER_LIST_HEAD_OFFSET		(64u + 592u)
 #define BLAMER_LIST_HEAD_REF		((blamer_ref)BLAMER_LIST_HEAD_OFFSET)
 #define BLAMER_SLAB0_FIRST_RECORD	(BLAMER_LIST_HEAD_OFFSET + 24u)
 #define BLAMER_MIN_SLAB_SIZE		4096u
@@ -173,7 +191,7 @@ struct blamer_process {
 
 /* One slot of a thread's activity stack (64 bytes). */
 struct blamer_activity {
-	uint64_t time_ns;	/* CLOCK_MONOTONIC at push */
+	uint64_t timestamp;	/* at push, in the heap's clock (BLAMER_CLOCK_*) */
 	uint64_t calling_address; /* return address of the push */
 	uint64_t data[2];	/* kind-specific: lock address, pid, id, ... */
 	blamer_ref user_data;	/* per-activity USERDATA, or 0 */
@@ -357,7 +375,7 @@ BLAMER_FORMAT_ASSERT(blamer_owner, 24);
 BLAMER_FORMAT_ASSERT(blamer_activity, 64);
 BLAMER_FORMAT_ASSERT(blamer_field, 8);
 BLAMER_FORMAT_ASSERT(blamer_log_slot, 144);
-BLAMER_FORMAT_ASSERT(blamer_heap_header, 584);
+BLAMER_FORMAT_ASSERT(blamer_heap_header, 592);
 BLAMER_FORMAT_ASSERT(blamer_process, 336);
 BLAMER_FORMAT_ASSERT(blamer_thread, 112);
 BLAMER_FORMAT_ASSERT(blamer_userdata, 64);

@@ -203,7 +203,23 @@ struct ctx {
 	blamer_ref ud_process, ud_global;	/* first list USERDATA by scope */
 	blamer_ref logs[16];
 	unsigned nlogs;
+	struct bl_clock clock;	/* the heap's activity clock */
+	struct bl_clock now;	/* ours, taken after the first stamps were read */
+	bool have_now;
 };
+
+/* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown). Called after
+ * the stamp was copied, so the reader's pair comes after it. */
+static uint64_t stamp_ns(struct ctx *c, uint64_t stamp)
+{
+	if (c->clock.kind == BLAMER_CLOCK_TSC && !c->have_now) {
+		c->now.kind = BLAMER_CLOCK_TSC;
+		if (BL_HAVE_TSC)
+			bl_clock_pair(&c->now.anchor_tsc, &c->now.anchor_ns);
+		c->have_now = true;
+	}
+	return bl_clock_to_ns(&c->clock, &c->now, stamp);
+}
 
 /* Validate a block header at ref for a record of at least min bytes. */
 static bool get_block(struct ctx *c, blamer_ref ref, size_t min, uint32_t type,
@@ -524,7 +540,7 @@ static void parse_thread(struct ctx *c, blamer_ref ref)
 	for (i = 0; i < n; i++) {
 		struct blamer_snap_activity *sa = &st->acts[i];
 
-		sa->time_ns = acts[i].time_ns;
+		sa->time_ns = stamp_ns(c, acts[i].timestamp);
 		sa->calling_address = acts[i].calling_address;
 		sa->data[0] = acts[i].data[0];
 		sa->data[1] = acts[i].data[1];
@@ -868,6 +884,9 @@ void rd_heap_parse(struct rd_heap *h)
 	p->heap_state = hh.state;
 	p->heap_flags = hh.flags;
 	p->heap_create_time_ns = hh.create_time_ns;
+	c.clock.kind = hh.clock;
+	c.clock.anchor_tsc = hh.clock_anchor_tsc;
+	c.clock.anchor_ns = hh.clock_anchor_ns;
 	if (hh.state == BLAMER_HEAP_UNINIT) {
 		rd_problem(p, BLAMER_HEALTH_EMPTY, "heap not initialized yet");
 		return;
@@ -878,6 +897,8 @@ void rd_heap_parse(struct rd_heap *h)
 	}
 	if (hh.flags & BLAMER_HEAP_F_CORRUPT)
 		rd_problem(p, BLAMER_HEALTH_CORRUPT, "the writer marked the heap corrupt");
+	if (hh.clock != BLAMER_CLOCK_MONOTONIC && hh.clock != BLAMER_CLOCK_TSC)
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "unknown activity clock %u", hh.clock);
 	if (hh.max_slabs > BLAMER_MAX_SLABS || hh.slab_count > hh.max_slabs) {
 		rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab count %u / max %u out of range",
 			   hh.slab_count, hh.max_slabs);

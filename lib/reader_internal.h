@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "blamer.h"
+#include "clock.h"
 #include "heap_format.h"
 
 #define RD_DEFAULT_RETRIES	10u

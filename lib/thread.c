@@ -91,6 +91,15 @@ struct bl_tls_ent *bl_thread_get(struct blamer *b)
 	return thread_register(b);
 }
 
+/* The activity clock of @b's heap (clock.h): a TSC read where the kernel
+ * trusts the TSC, else the vDSO clock. */
+static inline uint64_t bl_timestamp(const struct blamer *b)
+{
+	if (BL_HAVE_TSC && __builtin_expect(b->clock == BLAMER_CLOCK_TSC, 1))
+		return bl_tsc();
+	return bl_monotonic_ns();
+}
+
 /* The hot path: the thread's record for @b, normally the first entry. */
 static inline struct bl_tls_ent *thread_fast(struct blamer *b)
 {
@@ -162,23 +171,21 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 	d = ld_relaxed(A32(&t->depth));
 	if (d < t->stack_slots) {
 		struct blamer_activity *a = &t->stack[d];
-		union {
-			char c[16];
-			uint64_t q[2];
-		} l = { .q = { 0, 0 } };
 		uint32_t i;
 
-		/* Labels are short: a byte loop into a register pair beats
-		 * three library calls (strnlen, memset, memcpy). */
-		for (i = 0; label && i < sizeof(l.c) && label[i]; i++)
-			l.c[i] = label[i];
-		a->time_ns = bl_monotonic_ns();
+		a->timestamp = bl_timestamp(b);
 		a->calling_address = (uint64_t)(uintptr_t)caller;
 		a->data[0] = data0;
 		a->data[1] = data1;
 		a->user_data = 0;
 		a->kind = kind;
-		memcpy(a->label, l.c, sizeof(l.c));	/* constant size: two stores */
+		/* Labels are short: zero the 16 bytes with two stores, then a
+		 * byte loop straight into the slot. (Gathering the bytes in a
+		 * local and storing it whole costs a failed store-to-load
+		 * forward; strncpy costs a call.) */
+		memset(a->label, 0, sizeof(a->label));
+		for (i = 0; label && i < sizeof(a->label) && label[i]; i++)
+			a->label[i] = label[i];
 	} else {
 		/* Not recorded, but counted: a reader shows "N more". */
 		st_relaxed(A32(&t->overflows), ld_relaxed(A32(&t->overflows)) + 1);

@@ -267,8 +267,7 @@ TEST(activity_stack)
 	ASSERT_EQ(7, t->stack[0].data[0]);
 	ASSERT_EQ(8, t->stack[0].data[1]);
 	ASSERT_EQ(0, memcmp(t->stack[0].label, "a-very-long-labe", 16));
-	ASSERT_NE(0, t->stack[0].time_ns);
-	ASSERT_GE(bl_monotonic_ns(), t->stack[0].time_ns);
+	ASSERT_NE(0, t->stack[0].timestamp);	/* its meaning: activity_timestamps */
 	ASSERT_NE(0, t->stack[0].calling_address);
 	for (i = 2; i <= 6; i++)
 		ASSERT_EQ(i, blamer_push(b, BLAMER_ACTIVITY_LOCK_ACQUIRE, "lock", i, 0));
@@ -288,10 +287,10 @@ TEST(activity_stack)
 }
 
 /*
- * Labels are copied a word at a time when that cannot cross a page: every
- * length from 0 to 20 at every offset around a page boundary (the last
- * byte before an unmapped page included) must come out NUL-padded and cut
- * at 16 bytes, exactly as a byte loop would copy it.
+ * Labels: every length from 0 to 20 at every offset around a page
+ * boundary (the last byte before an unmapped page included) must come
+ * out NUL-padded and cut at 16 bytes, as strncpy would copy it, and the
+ * copy must never read past the terminating NUL.
  */
 TEST(activity_label_every_length_and_offset)
 {
@@ -357,6 +356,102 @@ static struct blamer_field *field(struct blamer_userdata *u, const char *name)
 static void *fval(struct blamer_field *f)
 {
 	return (uint8_t *)(f + 1) + ((f->name_size + 7) & ~7u);
+}
+
+/* A heap stamp as CLOCK_MONOTONIC ns, the way a reader converts it. */
+static uint64_t stamp_ns(struct blamer *b, uint64_t stamp)
+{
+	const struct blamer_heap_header *hh = b->heap.hh;
+	struct bl_clock heap = { hh->clock, hh->clock_anchor_tsc, hh->clock_anchor_ns };
+	struct bl_clock now = { BLAMER_CLOCK_TSC, 0, 0 };
+
+	bl_clock_pair(&now.anchor_tsc, &now.anchor_ns);
+	return bl_clock_to_ns(&heap, &now, stamp);
+}
+
+/* What BLAMER_CLOCK=auto must choose, found independently of clock.c:
+ * the kernel's clocksource and its "nonstop_tsc" CPU flag. */
+static uint32_t expected_auto_clock(void)
+{
+	char line[4096], cs[16] = "";
+	bool nonstop = false;
+	FILE *f;
+
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	if (f) {
+		if (!fgets(cs, sizeof(cs), f))
+			cs[0] = 0;
+		fclose(f);
+	}
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5) && strstr(line, " nonstop_tsc"))
+			nonstop = true;
+	if (f)
+		fclose(f);
+	return !strcmp(cs, "tsc\n") && nonstop ? BLAMER_CLOCK_TSC : BLAMER_CLOCK_MONOTONIC;
+}
+
+/*
+ * Activity timestamps, in every clock this machine allows: each stamp,
+ * converted as a reader does, lies between CLOCK_MONOTONIC reads taken
+ * around its push, and two pushes 20 ms apart convert 20 ms apart (a rate
+ * or unit mistake is off by far more than the tolerance). A bad
+ * BLAMER_CLOCK is an error, and so is "tsc" where there is none.
+ */
+TEST(activity_timestamps)
+{
+	static const char *const clocks[] = { "monotonic", "tsc", "auto", NULL };
+	const uint64_t slack = 20000;	/* ns: the anchor pairs' brackets */
+	struct blamer_config c;
+	struct blamer *none;
+	char dir[64];
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	setenv("BLAMER_CLOCK", "sundial", 1);
+	ASSERT_EQ(-EINVAL, blamer_open(&c, &none));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "BLAMER_CLOCK"));
+	for (i = 0; clocks[i]; i++) {
+		uint64_t t0, t1, t2, ns0, ns1;
+		struct blamer_thread *t;
+		struct blamer *b;
+		int ret;
+
+		setenv("BLAMER_CLOCK", clocks[i], 1);
+		ret = blamer_open(&c, &b);
+		unsetenv("BLAMER_CLOCK");
+		if (ret && !strcmp(clocks[i], "tsc") &&
+		    expected_auto_clock() == BLAMER_CLOCK_MONOTONIC) {
+			ASSERT_EQ(-EINVAL, ret);
+			ASSERT_NE(NULL, strstr(blamer_errmsg(), "invariant TSC"));
+			TH_LOG("no invariant TSC here: the TSC clock is not tested");
+			continue;
+		}
+		ASSERT_EQ(0, ret) TH_LOG("BLAMER_CLOCK=%s: %s", clocks[i], blamer_errmsg());
+		ASSERT_EQ(i == 0 ? BLAMER_CLOCK_MONOTONIC :
+			  i == 1 ? BLAMER_CLOCK_TSC : expected_auto_clock(), b->heap.hh->clock);
+		if (b->heap.hh->clock == BLAMER_CLOCK_TSC)
+			ASSERT_NE(0, b->heap.hh->clock_anchor_tsc);
+		t0 = bl_monotonic_ns();
+		ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "first", 0, 0));
+		t1 = bl_monotonic_ns();
+		usleep(20000);
+		ASSERT_EQ(2, blamer_push(b, BLAMER_ACTIVITY_TASK, "second", 0, 0));
+		t2 = bl_monotonic_ns();
+		t = bl_thread_get(b)->rec;
+		ns0 = stamp_ns(b, t->stack[0].timestamp);
+		ns1 = stamp_ns(b, t->stack[1].timestamp);
+		TH_LOG("%s: push %llu ns after t0, second %llu ns later", clocks[i],
+		       (unsigned long long)(ns0 - t0), (unsigned long long)(ns1 - ns0));
+		ASSERT_GE(ns0 + slack, t0);
+		ASSERT_LE(ns0, t1 + slack);
+		ASSERT_GE(ns1 + slack, t1 + 20000000);
+		ASSERT_LE(ns1, t2 + slack);
+		blamer_close(b);
+	}
+	t_rmdir(dir);
 }
 
 TEST(user_data_all_types)

@@ -43,6 +43,17 @@ static inline struct blamer_heap_header *fx_hh(struct fx_heap *h)
 	return (struct blamer_heap_header *)(h->slab[0] + BLAMER_HEAP_HEADER_OFFSET);
 }
 
+/* Activity stamps of this heap are in @kind (BLAMER_CLOCK_*), anchored at the pair. */
+static inline void fx_clock(struct fx_heap *h, uint32_t kind, uint64_t anchor_tsc,
+			    uint64_t anchor_ns)
+{
+	struct blamer_heap_header *hh = fx_hh(h);
+
+	hh->clock = kind;
+	hh->clock_anchor_tsc = anchor_tsc;
+	hh->clock_anchor_ns = anchor_ns;
+}
+
 /* A heap of nslabs slabs of slab_size bytes; slab IDs are 0..n-1 (dir style). */
 static inline void fx_init(struct fx_heap *h, unsigned nslabs, size_t slab_size,
 			   int64_t pid, int64_t stamp)
@@ -164,7 +175,7 @@ static inline blamer_ref fx_thread(struct fx_heap *h, int64_t tid, const char *n
 }
 
 static inline void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
-			   const char *label, uint64_t time_ns, blamer_ref ud)
+			   const char *label, uint64_t timestamp, blamer_ref ud)
 {
 	struct blamer_thread *t = fx_at(h, thread);
 
@@ -172,7 +183,7 @@ static inline void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
 		struct blamer_activity *a = &t->stack[t->depth];
 
 		a->kind = kind;
-		a->time_ns = time_ns;
+		a->timestamp = timestamp;
 		a->calling_address = 0x7f0000000100ull + t->depth * 0x10u; /* in libfoo.so */
 		a->user_data = ud;
 		strncpy(a->label, label, sizeof(a->label));

@@ -22,20 +22,30 @@ app=$!
 for _ in $(seq 200); do [ -s "$D.ready" ] && break; sleep 0.05; done
 read -r parent w0 w1 w2 <"$D.ready"
 
-# 100 snapshots while 3 workers push, pop and count as fast as they can
+# 100 snapshots while 3 workers push, pop and count as fast as they can.
+# Every activity time (the heap's clock, TSC or not, converted by the
+# reader) must lie between its thread's registration (CLOCK_MONOTONIC,
+# written as such) and the moment the snapshot was read.
 bad=0 torn=0
 for i in $(seq 100); do
 	"$B" dump --json >"$D.j" 2>"$D.e" || { bad=$((bad + 1)); continue; }
 	r=$($PY -c '
-import json, sys
+import json, sys, time
+now = time.monotonic_ns()
 d = json.load(open(sys.argv[1]))
 h = [p["health"] for p in d["processes"]]
-print(len(h), h.count("corrupt") + h.count("unreadable") + h.count("empty"), h.count("torn"))' "$D.j")
+when = [a["time_ns"] - t["start_time_ns"] for p in d["processes"] for t in p.get("threads", [])
+        for a in t["activities"]]
+wrong = sum(1 for p in d["processes"] for t in p.get("threads", []) for a in t["activities"]
+            if not t["start_time_ns"] - 1000000 <= a["time_ns"] <= now)
+print(len(h), h.count("corrupt") + h.count("unreadable") + h.count("empty"), h.count("torn"),
+      len(when), wrong)' "$D.j")
 	set -- $r
-	[ "$1" -eq 4 ] && [ "$2" -eq 0 ] || { bad=$((bad + 1)); echo "# snapshot $i: $r"; }
+	[ "$1" -eq 4 ] && [ "$2" -eq 0 ] && [ "$4" -gt 0 ] && [ "$5" -eq 0 ] ||
+		{ bad=$((bad + 1)); echo "# snapshot $i: heaps, bad, torn, activities, wrong times: $r"; }
 	torn=$((torn + $3))
 done
-[ $bad -eq 0 ] && ok "100 snapshots of 4 busy heaps: none corrupt ($torn heaps with torn records, retried and marked)" ||
+[ $bad -eq 0 ] && ok "100 snapshots of 4 busy heaps: none corrupt, activity times in range ($torn heaps with torn records, retried and marked)" ||
 	nok "$bad of 100 snapshots of busy heaps were wrong"
 "$B" blame >"$D.b" && grep -q '^ .* app$' "$D.b" && grep -q 'worker-2' "$D.b" && grep -q '      parse$' "$D.b" &&
 	ok "blame of writer-made heaps: app/worker-N/parse|render" || { nok "blame"; sed 's/^/#   /' "$D.b"; }

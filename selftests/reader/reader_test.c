@@ -19,6 +19,7 @@
 
 #include "kselftest_harness.h"
 
+#include "clock.h"
 #include "fixture.h"
 #include "fuzz_one.h"
 
@@ -100,6 +101,85 @@ TEST(valid_heap_reads_completely)
 	EXPECT_STREQ("frame", blamer_snap_node_name(s, FX_FRAME));
 	EXPECT_EQ(2 * FX_SLAB, p->size);
 	EXPECT_GT(p->used, 2 * 64);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/* The conversion of heap stamps, on numbers worked out by hand. */
+TEST(clock_conversion)
+{
+	const struct bl_clock mono = { BLAMER_CLOCK_MONOTONIC, 0, 0 };
+	const struct bl_clock heap = { BLAMER_CLOCK_TSC, 1000000, 5000000 };
+	const struct bl_clock now = { BLAMER_CLOCK_TSC, 3000000, 6000000 }; /* 0.5 ns/tick */
+	struct bl_clock bad;
+
+	EXPECT_EQ(123456789, bl_clock_to_ns(&mono, &now, 123456789));
+	EXPECT_EQ(5000000, bl_clock_to_ns(&heap, &now, 1000000));	/* the anchor */
+	EXPECT_EQ(6000000, bl_clock_to_ns(&heap, &now, 3000000));	/* ours */
+	EXPECT_EQ(5500000, bl_clock_to_ns(&heap, &now, 2000000));
+	EXPECT_EQ(6500000, bl_clock_to_ns(&heap, &now, 4000000));	/* pushed after our pair */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &now, 0));			/* never stamped */
+	EXPECT_EQ(4750000, bl_clock_to_ns(&heap, &now, 500000));	/* 0.25 ms early */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &now, heap.anchor_tsc - 4000000000ull)); /* 2 s early */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &now, 1ull << 62));		/* years after ours */
+	EXPECT_EQ(60006000000, bl_clock_to_ns(&heap, &now, 120003000000ull)); /* 60 s after */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &now, 120005000000ull));	/* 61 s after */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &mono, 2000000));	/* a reader without a TSC */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &heap, 2000000));	/* no interval */
+	bad = now;
+	bad.anchor_tsc = 500000;	/* reader's TSC before the heap's: another boot */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &bad, 2000000));
+	bad = now;
+	bad.anchor_tsc = 1000001;	/* 1 ms in one tick: no TSC is that slow */
+	EXPECT_EQ(0, bl_clock_to_ns(&heap, &bad, 1000001));
+	bad = heap;
+	bad.kind = 7;
+	EXPECT_EQ(0, bl_clock_to_ns(&bad, &now, 2000000));
+}
+
+/*
+ * A heap stamped with this machine's TSC reads back as CLOCK_MONOTONIC:
+ * an anchor taken now, an activity stamped 10 ms later, both converted by
+ * the snapshot. Unknown clocks are reported, and their stamps are 0.
+ */
+TEST(tsc_heap_reads_as_monotonic)
+{
+	uint64_t anchor_tsc, anchor_ns, t0, t1;
+	const struct blamer_snap_activity *a;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	blamer_ref th;
+
+	if (!BL_HAVE_TSC)
+		SKIP(return, "no TSC on this architecture");
+	fx_init(&h, 1, FX_SLAB, 4242, 777);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "tsc-app");
+	bl_clock_pair(&anchor_tsc, &anchor_ns);
+	fx_clock(&h, BLAMER_CLOCK_TSC, anchor_tsc, anchor_ns);
+	th = fx_thread(&h, 4242, "main", 4);
+	usleep(10000);
+	t0 = bl_clock_monotonic_ns();
+	fx_push(&h, th, BLAMER_ACT_TASK, "stamped", bl_tsc(), 0);
+	t1 = bl_clock_monotonic_ns();
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(1, s->nprocs);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	ASSERT_EQ(1, s->procs[0].nthreads);
+	ASSERT_EQ(1, s->procs[0].threads[0].nacts);
+	a = &s->procs[0].threads[0].acts[0];
+	EXPECT_GE(a->time_ns + 20000, t0);
+	EXPECT_LE(a->time_ns, t1 + 20000);
+	EXPECT_GE(a->time_ns, anchor_ns + 10000000);
+	blamer_snapshot_free(s);
+
+	fx_clock(&h, 9, anchor_tsc, anchor_ns);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_NE(NULL, strstr(s->procs[0].problem, "clock"));
+	ASSERT_EQ(1, s->procs[0].nthreads);
+	EXPECT_EQ(0, s->procs[0].threads[0].acts[0].time_ns);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 }
