@@ -806,7 +806,7 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 	struct blamer_slab_header sh, sh0;
 	uint64_t heap_id = 0;
 	bool have0 = false;
-	uint32_t i;
+	uint32_t i, other_version = 0;
 
 	h->nslabs = 0;
 	for (i = 0; i < n; i++) {
@@ -818,7 +818,15 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 			have0 = true;
 			heap_id = sh.heap_id;
 			sh0 = sh;
+		} else if (sh.magic == BLAMER_HEAP_MAGIC && sh.slab_index == 0) {
+			other_version = sh.version;
 		}
+	}
+	if (!have0 && other_version) {
+		rd_problem(h->p, BLAMER_HEALTH_UNREADABLE,
+			   "heap format version %u (this reader reads %u)", other_version,
+			   BLAMER_HEAP_VERSION);
+		return false;
 	}
 	if (!have0) {
 		rd_problem(h->p, BLAMER_HEALTH_EMPTY, "no initialized slab 0");

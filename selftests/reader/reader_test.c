@@ -184,6 +184,22 @@ TEST(tsc_heap_reads_as_monotonic)
 	fx_free(&h);
 }
 
+TEST(other_format_versions_are_named)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+
+	fx_standard(&h, 4242, 777, 1);
+	((struct blamer_slab_header *)h.slab[0])->version = 1;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(1, s->nprocs);
+	EXPECT_EQ(BLAMER_HEALTH_UNREADABLE, s->procs[0].health);
+	EXPECT_STREQ("heap format version 1 (this reader reads 2)", s->procs[0].problem);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 TEST(slabs_in_any_order)
 {
 	struct fx_heap h;
