@@ -91,15 +91,6 @@ struct bl_tls_ent *bl_thread_get(struct blamer *b)
 	return thread_register(b);
 }
 
-/* The activity clock of @b's heap (clock.h): a TSC read where the kernel
- * trusts the TSC, else the vDSO clock. */
-static inline uint64_t bl_timestamp(const struct blamer *b)
-{
-	if (BL_HAVE_TSC && __builtin_expect(b->clock == BLAMER_CLOCK_TSC, 1))
-		return bl_tsc();
-	return bl_monotonic_ns();
-}
-
 /* The hot path: the thread's record for @b, normally the first entry. */
 static inline struct bl_tls_ent *thread_fast(struct blamer *b)
 {
@@ -151,29 +142,52 @@ void bl_tls_forget(struct blamer *b)
 			memset(&bl_tls.e[i], 0, sizeof(bl_tls.e[i]));
 }
 
-int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t data0,
-		uint64_t data1)
+/* The thread's record if @b's fast path applies: the cached entry is for
+ * this very context and heap, and the heap is not corrupt. */
+static inline struct blamer_thread *thread_rec_fast(struct blamer *b)
 {
-	void *caller = __builtin_return_address(0);
-	struct bl_tls_ent *e;
-	struct blamer_thread *t;
-	uint32_t d;
+	struct bl_tls_ent *e = &bl_tls.e[0];
 
-	if (!b && !(b = blamer_default()))
-		return -ENODEV;
-	e = thread_fast(b);
-	if (!e)
-		return -bl_last_error();	/* ENOSPC, EAGAIN, EIO... */
-	if (ld_relaxed(A32(&b->heap.corrupt)))
-		return -EIO;
-	t = e->rec;
+	if (__builtin_expect(b && e->b == b && e->serial == b->serial &&
+			     e->gen == ld_relaxed(A32(&b->gen)) &&
+			     !ld_relaxed(A32(&b->heap.corrupt)), 1))
+		return e->rec;
+	return NULL;
+}
+
+/* The thread's record the slow way (default context, first push of the
+ * thread, after fork), or NULL with *@err set. */
+static struct bl_tls_ent *thread_entry_slow(struct blamer **bp, int *err)
+{
+	struct bl_tls_ent *e;
+
+	if (!*bp && !(*bp = blamer_default())) {
+		*err = -ENODEV;
+		return NULL;
+	}
+	e = thread_fast(*bp);
+	if (!e) {
+		*err = -bl_last_error();	/* ENOSPC, EAGAIN, EIO... */
+		return NULL;
+	}
+	if (ld_relaxed(A32(&(*bp)->heap.corrupt))) {
+		*err = -EIO;
+		return NULL;
+	}
+	return e;
+}
+
+static inline int push_on(struct blamer_thread *t, uint64_t stamp, uint32_t kind,
+			  const char *label, uint64_t data0, uint64_t data1, void *caller)
+{
 	/* Relaxed: this thread is the only writer of depth. */
-	d = ld_relaxed(A32(&t->depth));
+	uint32_t d = ld_relaxed(A32(&t->depth));
+
 	if (d < t->stack_slots) {
 		struct blamer_activity *a = &t->stack[d];
 		uint32_t i;
 
-		a->timestamp = bl_timestamp(b);
+		a->timestamp = stamp;
 		a->calling_address = (uint64_t)(uintptr_t)caller;
 		a->data[0] = data0;
 		a->data[1] = data1;
@@ -195,36 +209,99 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 	return (int)(d + 1);
 }
 
-void blamer_pop(struct blamer *b)
+/* The activity clock of @b's heap (clock.h). */
+static inline uint64_t timestamp(const struct blamer *b)
+{
+	if (BL_HAVE_TSC && b->clock == BLAMER_CLOCK_TSC)
+		return bl_tsc();
+	return bl_monotonic_ns();
+}
+
+/* A heap stamped with the vDSO clock: its read is a call. */
+static __attribute__((noinline)) int push_monotonic(struct blamer_thread *t, uint32_t kind,
+						    const char *label, uint64_t data0,
+						    uint64_t data1, void *caller)
+{
+	return push_on(t, bl_monotonic_ns(), kind, label, data0, data1, caller);
+}
+
+/* The default context, a thread's first push, after fork. */
+static __attribute__((noinline)) int push_slow(struct blamer *b, uint32_t kind,
+					       const char *label, uint64_t data0,
+					       uint64_t data1, void *caller)
 {
 	struct bl_tls_ent *e;
-	struct blamer_thread *t;
-	uint32_t d;
+	int err;
 
-	if (!b && !(b = blamer_default()))
-		return;
-	e = thread_fast(b);
-	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
-		return;
-	t = e->rec;
-	d = ld_relaxed(A32(&t->depth));
+	e = thread_entry_slow(&b, &err);
+	if (!e)
+		return err;
+	return push_on(e->rec, timestamp(b), kind, label, data0, data1, caller);
+}
+
+/*
+ * The fast path is a leaf: the TSC is read inline, and whatever needs a
+ * call is reached by a tail call, so no register is saved on the way.
+ */
+int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t data0,
+		uint64_t data1)
+{
+	void *caller = __builtin_return_address(0);
+	struct blamer_thread *t = thread_rec_fast(b);
+
+	if (__builtin_expect(!t, 0))
+		return push_slow(b, kind, label, data0, data1, caller);
+	if (!BL_HAVE_TSC || b->clock != BLAMER_CLOCK_TSC)
+		return push_monotonic(t, kind, label, data0, data1, caller);
+	return push_on(t, bl_tsc(), kind, label, data0, data1, caller);
+}
+
+/* An activity with data ends: retire its data record, and keep it for
+ * this thread's next activity data (no list scan then). */
+static __attribute__((noinline)) void pop_data(struct blamer *b, struct blamer_activity *a)
+{
+	blamer_ref ud = a->user_data;
+	struct bl_tls_ent *e = thread_fast(b);
+
+	st_release(A64(&a->user_data), 0);
+	bl_record_retire(b, ud, BLAMER_REC_USERDATA);
+	if (e && e->nspare < BL_SPARE_DATA)
+		e->spare[e->nspare++] = ud;
+}
+
+static inline void pop_on(struct blamer *b, struct blamer_thread *t)
+{
+	uint32_t d = ld_relaxed(A32(&t->depth));
+
 	if (!d)
 		return;	/* unbalanced pop: nothing to undo */
-	if (d <= t->stack_slots && t->stack[d - 1].user_data) {
-		blamer_ref ud = t->stack[d - 1].user_data;
-
-		/* The activity's data ends with it: retire it, and keep it for
-		 * this thread's next activity data (no list scan then). */
-		st_release(A64(&t->stack[d - 1].user_data), 0);
-		bl_record_retire(b, ud, BLAMER_REC_USERDATA);
-		if (e->nspare < BL_SPARE_DATA)
-			e->spare[e->nspare++] = ud;
-	}
+	if (d <= t->stack_slots && t->stack[d - 1].user_data)
+		pop_data(b, &t->stack[d - 1]);
 	/* Release: readers see the shorter stack only after its contents. */
 	st_release(A32(&t->depth), d - 1);
 	/* Release: tells a reader that copied slot d - 1 that it may have
 	 * changed under it. */
 	st_release(A32(&t->data_version), ld_relaxed(A32(&t->data_version)) + 1);
+}
+
+static __attribute__((noinline)) void pop_slow(struct blamer *b)
+{
+	struct bl_tls_ent *e;
+	int err;
+
+	e = thread_entry_slow(&b, &err);
+	if (e)
+		pop_on(b, e->rec);
+}
+
+void blamer_pop(struct blamer *b)
+{
+	struct blamer_thread *t = thread_rec_fast(b);
+
+	if (!t)
+		pop_slow(b);
+	else
+		pop_on(b, t);
 }
 
 int blamer_thread_set_name(struct blamer *b, const char *name)
