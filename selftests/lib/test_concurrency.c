@@ -405,8 +405,10 @@ TEST(measurements_are_exact)
 {
 	uint64_t ids[2] = { blamer_dag_id("root"), blamer_dag_id("leaf") };
 	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
-	struct blamer_dag_path *rec;
+	uint64_t sum[BLAMER_DAG_MAX_UNITS], nshards;
 	struct add_arg a;
+	struct v_heap v;
+	char why[64];
 	pthread_t th[4];
 	struct blamer_config c;
 	char dir[64];
@@ -424,9 +426,10 @@ TEST(measurements_are_exact)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, adder, &a));
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
-	rec = (struct blamer_dag_path *)a.p;
-	ASSERT_EQ(400000, rec->values[0]);
-	ASSERT_EQ(1200000, rec->values[1]);
+	t_view(b, &v);
+	ASSERT_EQ(0, v_path_values(&v, a.p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(400000, sum[0]);
+	ASSERT_EQ(1200000, sum[1]);
 	blamer_close(b);
 	t_rmdir(dir);
 }

@@ -542,9 +542,10 @@ TEST(dag_nodes_links_paths)
 	struct blamer_config c;
 	struct blamer_path *p, *q;
 	struct blamer_dag_path *rec;
+	uint64_t sum[BLAMER_DAG_MAX_UNITS], nshards;
 	struct v_stats st;
 	struct v_heap v;
-	char dir[64];
+	char dir[64], why[64];
 	struct blamer *b;
 
 	/* FNV-1a 64 test vectors */
@@ -575,17 +576,22 @@ TEST(dag_nodes_links_paths)
 	blamer_path_add(p, 0, 234);
 	blamer_path_add(p, 1, 4096);
 	blamer_path_add(p, 8, 1);	/* out of range: ignored */
-	rec = (struct blamer_dag_path *)p;
+	rec = p->rec;
 	ASSERT_EQ(3, rec->depth);
 	ASSERT_EQ(ids[2], rec->nodes[2]);
 	ASSERT_EQ(BLAMER_UNIT_BYTES, rec->units[1]);
-	ASSERT_EQ(1234, rec->values[0]);
-	ASSERT_EQ(4096, rec->values[1]);
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(3, st.by_type[BLAMER_REC_DAG_NODE]);
 	ASSERT_EQ(3, st.by_type[BLAMER_REC_DAG_EDGE]);
 	ASSERT_EQ(2, st.by_type[BLAMER_REC_DAG_PATH]);
+	/* one thread added: one shard holds it all */
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_DAG_SHARD]);
+	ASSERT_EQ(0, v_path_values(&v, p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(1, nshards);
+	ASSERT_EQ(1234, sum[0]);
+	ASSERT_EQ(4096, sum[1]);
+	ASSERT_EQ(0, rec->values[0]);
 	blamer_close(b);
 	t_rmdir(dir);
 }
