@@ -228,6 +228,53 @@ static void op_path_add(uint64_t n, void *arg)
 		blamer_path_add(p, 0, 1);
 }
 
+/*
+ * Two threads doing @op n/2 times each on the same target at once; a
+ * run's time (as measure() and compare() take it) is the wall time of
+ * both, so ns per operation is wall time over all operations.
+ */
+struct pair_job {
+	op_fn op;
+	void *arg;
+	uint64_t n;
+	pthread_barrier_t *go;
+};
+
+static void *pair_worker(void *p)
+{
+	struct pair_job *j = p;
+
+	pthread_barrier_wait(j->go);
+	j->op(j->n, j->arg);
+	return NULL;
+}
+
+static void run_pair(op_fn op, void *arg, uint64_t n)
+{
+	pthread_barrier_t go;
+	struct pair_job j = { op, arg, n / 2, &go };
+	pthread_t th[2];
+	int t;
+
+	pthread_barrier_init(&go, NULL, 2);
+	for (t = 0; t < 2; t++)
+		pthread_create(&th[t], NULL, pair_worker, &j);
+	for (t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	pthread_barrier_destroy(&go);
+}
+
+/* The multi-writer floor: two cores' lock xadd on one word bounce its line. */
+static void op_pair_xadd(uint64_t n, void *arg)
+{
+	run_pair(op_raw_xadd, arg, n);
+}
+
+static void op_pair_path_add(uint64_t n, void *arg)
+{
+	run_pair(op_path_add, arg, n);
+}
+
 static void op_set_by_name(uint64_t n, void *arg)
 {
 	struct blamer *b = arg;
@@ -572,6 +619,12 @@ int main(int argc, char **argv)
 	row("user-data atomic add (handle)", y, "lock xadd", r, "< 10 ns", y < 10);
 	r = compare(op_raw_xadd, &word, 20000000, op_path_add, p, 20000000, &x, &y);
 	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+		r = compare(op_pair_xadd, &word, 20000000, op_pair_path_add, p, 20000000, &x, &y);
+		row("2 threads, lock xadd on one word", x, NULL, 0,
+		    "(baseline: wall time / add)", -1);
+		row("2 threads, blamer_path_add, one path", y, "shared xadd", r, "< 1x", r < 1);
+	}
 	row("user-data set by name (lookup)", measure(op_set_by_name, b, 2000000), NULL, 0, NULL,
 	    -1);
 	row("log message (blamer_log, vsnprintf)", measure(op_log, b, 500000), NULL, 0, NULL, -1);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Seeds for fuzz/corpus: valid heaps from the fixture builder and
- * truncated / looping variants, in the fuzz input format (byte 0 = slab
- * count - 1, then the slabs back to back). `make fuzz-corpus` rewrites them.
+ * truncated / looping variants (of the record list and of a path's shard
+ * chain), in the fuzz input format (byte 0 = slab count - 1, then the
+ * slabs back to back). `make fuzz-corpus` rewrites them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +68,21 @@ int main(int argc, char **argv)
 		/* a self loop */
 		((struct blamer_block *)fx_at(&h, t))->next = t;
 		ret |= put(dir, "loop", &h, 0);
+	}
+	fx_free(&h);
+
+	fx_init(&h, 1, 4096, 8, 8);
+	fx_process(&h, 2, "shards");
+	{
+		uint64_t ids[2] = { FX_ROOT, FX_TAB };
+		blamer_ref p = fx_path(&h, ids, 2, 100, 4096), s;
+
+		fx_shard(&h, p, 8, 20, 512);
+		s = fx_shard(&h, p, 0, 3, 64);
+		ret |= put(dir, "shards", &h, 0);
+		/* the newest shard links back to itself */
+		((struct blamer_dag_shard *)fx_at(&h, s))->next_shard = s;
+		ret |= put(dir, "shard-loop", &h, 0);
 	}
 	fx_free(&h);
 	if (ret)

@@ -237,7 +237,7 @@ struct blamer_snap_fields {
 };
 
 struct blamer_snap_activity {
-	uint64_t time_ns;	/* CLOCK_MONOTONIC at push */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC at push (converted from the heap's clock), 0: unknown */
 	uint64_t calling_address;
 	uint64_t data[2];
 	uint32_t kind;		/* BLAMER_ACT_* */

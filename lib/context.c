@@ -69,11 +69,16 @@ static void atfork_parent(void)
  * harmless), the inherited fds are closed (an inherited /dev/blamer fd is
  * the parent's open file: it could map the parent's slabs writable), and
  * the next use makes a fresh heap. gen changes so every thread cache
- * (only this thread exists now) re-registers.
+ * (only this thread exists now) re-registers, and the thread's shard
+ * cache is emptied: its slots point at shards of the parent's heap
+ * (scratch memory now), and handles made before the fork keep adding to
+ * scratch through the slow path, never to the child's heap.
  */
 static void atfork_child(void)
 {
 	struct blamer *b;
+
+	bl_shard_cache_clear(&bl_tls);
 
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
@@ -299,6 +304,7 @@ static void finish(struct blamer *b, bool clean)
 		bl_heap_unmap(&b->heap);
 	}
 	bl_backend_close(&b->be, clean, 0);
+	bl_paths_free(b);
 	free(b);
 }
 

@@ -34,11 +34,42 @@ struct bl_tls_ent {
 	struct blamer_thread *rec;
 	blamer_ref ref;
 	blamer_ref spare[BL_SPARE_DATA];	/* retired per-activity data records */
+	bool claimed_shards;	/* this thread claimed DAG shards in b's heap */
 };
 
-#define BL_TLS_ENTS 4u
+/*
+ * What blamer_path_get() returns: process memory, not the heap record,
+ * because blamer_path_add() takes no context and its slow path needs
+ * one. Made once per path record and context incarnation (a fork child
+ * makes new ones); freed when the context closes.
+ */
+struct blamer_path {
+	uint64_t id;		/* process-unique, never reused: the shard cache key */
+	struct blamer *b;
+	uint32_t gen;		/* b->gen when made: older means a fork, rec is scratch */
+	struct blamer_dag_path *rec;
+	blamer_ref ref;
+	struct blamer_path *next;	/* b->paths */
+};
+
+/*
+ * A thread's shard cache: direct-mapped by blamer_path.id, so no slot is
+ * ever valid for another path, context or process (ids are not reused).
+ * values == NULL: no shard could be had, add to the path record itself.
+ */
+struct bl_shard_slot {
+	uint64_t path_id;	/* 0: empty */
+	uint64_t *values;	/* this thread's shard of that path */
+};
+
+#define BL_TLS_ENTS	4u
+#define BL_SHARD_SLOTS	16u	/* a power of two */
 struct bl_tls {
 	struct bl_tls_ent e[BL_TLS_ENTS];
+	struct bl_shard_slot shard[BL_SHARD_SLOTS];
+	uint32_t shard_seq;	/* odd while this thread rewrites a slot */
+	uint32_t shard_retry;	/* adds through empty slots (values NULL) until a retry */
+	int64_t tid;		/* this thread's, set when it registers: its shard claim */
 	uint32_t next_victim;
 	bool key_set;
 };
@@ -57,6 +88,7 @@ struct blamer {
 	int64_t pid, start_ns;
 	uint32_t data_id;
 	blamer_ref process, global_data, process_data, log;
+	struct blamer_path *_Atomic paths;	/* handles made by blamer_path_get() */
 	struct blamer *next;	/* registry */
 };
 
@@ -87,6 +119,15 @@ void bl_thread_exit(void *arg);
 void bl_tls_forget(struct blamer *b);
 extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
 extern pthread_key_t bl_thread_key;
+
+/* dag.c: frees the handles of blamer_path_get() (the context is closing). */
+void bl_paths_free(struct blamer *b);
+
+/* dag_shard.c */
+/* Stores 0 with release in the claim of every shard of @tid in @b's heap. */
+void bl_shards_release(struct blamer *b, int64_t tid);
+/* Empties @t's shard cache (thread exit, fork child); claims stay. */
+void bl_shard_cache_clear(struct bl_tls *t);
 
 /* process.c: the process record and its companions, at heap creation */
 int bl_process_create(struct blamer *b);

@@ -2,14 +2,15 @@
 /*
  * The attribution DAG: nodes (id, type, name), parent links (one EDGE
  * record per link, so a node may have several parents), and paths from
- * the root as actually walked, each with up to 8 measurements added with
- * atomic fetch_add. Ids are the application's, the same in every process
+ * the root as actually walked, each with up to 8 measurements (added in
+ * dag_shard.c). Ids are the application's, the same in every process
  * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
  * Finding an existing record walks the list (setup cost, not hot path);
  * two threads making the same record at once may both make it, and
  * readers merge records with equal keys.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atomic.h"
@@ -26,15 +27,14 @@ uint64_t blamer_dag_id(const char *name)
 	return h;
 }
 
-/* First live record of @type for which @match returns true. */
-static void *find(struct blamer *b, struct bl_heap *h, uint32_t type, uint32_t size,
-		  bool (*match)(const void *rec, const void *key), const void *key)
+/* The first live record of @type for which @match returns true, or 0. */
+static blamer_ref find(struct bl_heap *h, uint32_t type, uint32_t size,
+		       bool (*match)(const void *rec, const void *key), const void *key)
 {
 	struct bl_iter it = { 0 };
 	blamer_ref ref;
 	uint32_t t;
 
-	(void)b;
 	while ((ref = bl_heap_next(h, &it, &t))) {
 		const struct blamer_block *r;
 
@@ -43,9 +43,9 @@ static void *find(struct blamer *b, struct bl_heap *h, uint32_t type, uint32_t s
 		r = bl_heap_get(h, ref, type, size);
 		if (r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
 		    match(r, key))
-			return (void *)r;
+			return ref;
 	}
-	return NULL;
+	return 0;
 }
 
 static bool node_match(const void *rec, const void *key)
@@ -63,7 +63,7 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	h = bl_heap_for(&b, &err);
 	if (!h)
 		return err;
-	if (find(b, h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
+	if (find(h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
 		return 0;
 	ref = bl_record_new(b, BLAMER_REC_DAG_NODE, sizeof(*n), false);
 	if (!ref)
@@ -98,7 +98,7 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 		return err;
 	if (parent_id == child_id)
 		return bl_error(EINVAL, "blamer: a node cannot be its own parent");
-	if (find(b, h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))
+	if (find(h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))
 		return 0;
 	ref = bl_record_new(b, BLAMER_REC_DAG_EDGE, sizeof(*e), false);
 	if (!ref)
@@ -130,6 +130,64 @@ static bool path_match(const void *rec, const void *key)
 	return true;
 }
 
+/* Handle ids: never reused, so a thread's shard cache needs no invalidation. */
+static uint64_t path_ids;	/* atomic: the last id handed out */
+
+/*
+ * The handle of path record @ref in @b's current heap, made on first use.
+ * Lock-free: a new handle is pushed with a CAS on b->paths, after looking
+ * again at whatever other threads pushed meanwhile, so each record has
+ * one handle per heap (a fork child's heap is another heap).
+ */
+static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
+{
+	uint32_t gen = ld_relaxed(A32(&b->gen));
+	struct blamer_dag_path *rec = bl_ptr(&b->heap, ref);
+	struct blamer_path *head, *seen = NULL, *q, *mine = NULL;
+
+	/* Acquire: pairs with the release CAS below, so the handles found
+	 * are complete. */
+	head = atomic_load_explicit(&b->paths, memory_order_acquire);
+	for (;;) {
+		for (q = head; q != seen; q = q->next) {
+			if (q->rec == rec && q->gen == gen) {
+				free(mine);
+				return q;
+			}
+		}
+		if (!mine) {
+			mine = malloc(sizeof(*mine));
+			if (!mine) {
+				bl_error(ENOMEM, "blamer: no memory for a path handle");
+				return NULL;
+			}
+			/* Relaxed: an id only needs to be unique. */
+			mine->id = atomic_fetch_add_explicit(A64(&path_ids), 1,
+							     memory_order_relaxed) + 1;
+			mine->b = b;
+			mine->gen = gen;
+			mine->rec = rec;
+			mine->ref = ref;
+		}
+		mine->next = head;
+		seen = head;
+		if (atomic_compare_exchange_weak_explicit(&b->paths, &head, mine,
+							  memory_order_release,
+							  memory_order_acquire))
+			return mine;
+	}
+}
+
+void bl_paths_free(struct blamer *b)
+{
+	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
+
+	for (; q; q = next) {
+		next = q->next;
+		free(q);
+	}
+}
+
 struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits)
 {
@@ -150,9 +208,9 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	h = bl_ready(b);
 	if (!h)
 		return NULL;
-	p = find(b, h, BLAMER_REC_DAG_PATH, sizeof(*p), path_match, &key);
-	if (p)
-		return (struct blamer_path *)p;
+	ref = find(h, BLAMER_REC_DAG_PATH, sizeof(*p), path_match, &key);
+	if (ref)
+		return path_handle(b, ref);
 	ref = bl_record_new(b, BLAMER_REC_DAG_PATH, sizeof(*p), false);
 	if (!ref)
 		return NULL;
@@ -162,15 +220,5 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	if (nunits)
 		memcpy(p->units, units, nunits * sizeof(uint32_t));
 	bl_owner_set(b, &p->owner);
-	return (struct blamer_path *)p;
-}
-
-void blamer_path_add(struct blamer_path *path, unsigned unit_index, uint64_t value)
-{
-	struct blamer_dag_path *p = (struct blamer_dag_path *)path;
-
-	/* Relaxed: measurements are counters; no other data hangs on them. */
-	if (p && unit_index < BLAMER_DAG_MAX_UNITS)
-		atomic_fetch_add_explicit(A64(&p->values[unit_index]), value,
-					  memory_order_relaxed);
+	return path_handle(b, ref);
 }

@@ -145,6 +145,7 @@ struct blamer_block {
 #define BLAMER_REC_DAG_EDGE	7u
 #define BLAMER_REC_DAG_PATH	8u
 #define BLAMER_REC_CHILD	9u	/* a child process launched/exited */
+#define BLAMER_REC_DAG_SHARD	10u	/* one thread's part of a path's values */
 #define BLAMER_RETIRED(t)	(~(uint32_t)(t))
 
 /*
@@ -328,7 +329,11 @@ struct blamer_child {
  * (derived by the application, e.g. a hash of a stable name). A node may
  * have several parents: each parent link is one DAG_EDGE record. A path
  * is the list of node IDs from the root to a node as actually walked;
- * measurements are attached to paths and added with atomic fetch_add.
+ * measurements are attached to paths. A path's value of unit i is its own
+ * values[i] plus values[i] of every shard on its chain (unsigned, modulo
+ * 2^64): each writing thread adds to a shard of its own, so adds are
+ * single-writer and threads never share the cache line; values[] of the
+ * path itself takes atomic fetch_adds when no shard could be had.
  */
 #define BLAMER_DAG_MAX_DEPTH	8u
 #define BLAMER_DAG_MAX_UNITS	8u
@@ -364,6 +369,25 @@ struct blamer_dag_path {
 	uint64_t nodes[BLAMER_DAG_MAX_DEPTH];	/* root first */
 	uint32_t units[BLAMER_DAG_MAX_UNITS];	/* BLAMER_UNIT_* of each value */
 	uint64_t values[BLAMER_DAG_MAX_UNITS];	/* atomic fetch_add */
+	blamer_ref shards;	/* atomic: newest DAG_SHARD of this path, 0 if none */
+};
+
+/*
+ * A thread's share of one path's values. Made by the first add of a
+ * thread to the path, then pushed at the head of the path's chain with a
+ * release CAS of path.shards (next_shard, path and owner are written
+ * before and never change). Shards are never retired, unlinked or
+ * zeroed: a path's sum only grows. claim says which thread adds to
+ * values[] (the only writer); its exit stores 0 with release, and a later
+ * thread takes the shard over with a CAS 0 -> its id (acquire).
+ */
+struct blamer_dag_shard {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	blamer_ref path;	/* the DAG_PATH record this shard adds to */
+	blamer_ref next_shard;	/* older shard of the same path, 0: the last */
+	uint64_t claim;		/* atomic: 0 free, else the writing thread's tid */
+	uint64_t values[BLAMER_DAG_MAX_UNITS];	/* single writer: the claimer */
 };
 
 #define BLAMER_FORMAT_ASSERT(t, n) \
@@ -384,6 +408,7 @@ BLAMER_FORMAT_ASSERT(blamer_log, 64);
 BLAMER_FORMAT_ASSERT(blamer_child, 88);
 BLAMER_FORMAT_ASSERT(blamer_dag_node, 96);
 BLAMER_FORMAT_ASSERT(blamer_dag_edge, 64);
-BLAMER_FORMAT_ASSERT(blamer_dag_path, 216);
+BLAMER_FORMAT_ASSERT(blamer_dag_path, 224);
+BLAMER_FORMAT_ASSERT(blamer_dag_shard, 136);
 
 #endif /* BLAMER_HEAP_FORMAT_H */

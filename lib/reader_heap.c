@@ -90,6 +90,28 @@ static bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *d
 }
 
 /*
+ * Counters a live writer keeps adding to: @n u64 at @ref, each read with
+ * one 8-byte load where the copy is aligned (a byte-wise copy could tear
+ * a value, and a counter that looks smaller than before is a reset to
+ * Prometheus). Bounds as rd_copy().
+ */
+static bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst)
+{
+	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
+	const uint8_t *src;
+	size_t i;
+
+	if (!rd_copy(h, ref, n * sizeof(*dst), dst))
+		return false;
+	src = h->slabs[slab].buf + off;
+	if ((uintptr_t)src % sizeof(*dst))
+		return true;	/* caller's unaligned buffer: no writer there */
+	for (i = 0; i < n; i++)
+		dst[i] = __atomic_load_n((const uint64_t *)src + i, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
  * Re-fetch a range from its source before a re-read. Device slabs are live
  * mappings (nothing to do); dir slabs are private copies, re-read with
  * pread() so a record torn in the first bulk copy can be seen whole.
@@ -206,6 +228,7 @@ struct ctx {
 	struct bl_clock clock;	/* the heap's activity clock */
 	struct bl_clock now;	/* ours, taken after the first stamps were read */
 	bool have_now;
+	struct refset shards;	/* DAG shards summed so far: each counts once */
 };
 
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown). Called after
@@ -701,8 +724,53 @@ static void parse_edge(struct ctx *c, blamer_ref ref)
 	se->child = r.child_id;
 }
 
+/*
+ * Adds to @sum the values of the shards on the chain from @ref of the
+ * path at @path (unsigned, wrapping like the writer's adds). A shard is
+ * on one chain, once; one met twice (a loop, or chains that merge), one
+ * that is not a shard of this path, or a bad link is corruption: the
+ * walk stops there and the sum keeps what came before.
+ */
+static void add_shards(struct ctx *c, blamer_ref path, blamer_ref ref, uint64_t *sum)
+{
+	for (; ref; ) {
+		struct blamer_dag_shard s;
+		uint64_t v[BLAMER_DAG_MAX_UNITS];
+		struct blamer_block b;
+		int fresh = refset_add(&c->shards, ref);
+		uint32_t i;
+
+		if (fresh <= 0) {
+			if (fresh < 0)
+				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+			else
+				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+					   "path at %#llx: shard %#llx is on a chain twice",
+					   (unsigned long long)path, (unsigned long long)ref);
+			return;
+		}
+		if (!get_block(c, ref, sizeof(b), 0, &b))
+			return;
+		if (b.type != BLAMER_REC_DAG_SHARD || b.size < sizeof(s) ||
+		    !rd_copy(c->h, ref, sizeof(s), &s) || !owner_ok(c, &s.owner) ||
+		    s.path != path) {
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+				   "path at %#llx: %#llx is not one of its shards",
+				   (unsigned long long)path, (unsigned long long)ref);
+			return;
+		}
+		if (!rd_load_u64s(c->h, ref + offsetof(struct blamer_dag_shard, values),
+				  BLAMER_DAG_MAX_UNITS, v))
+			return;
+		for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++)
+			sum[i] += v[i];
+		ref = s.next_shard;
+	}
+}
+
 static void parse_path(struct ctx *c, blamer_ref ref)
 {
+	uint64_t sum[BLAMER_DAG_MAX_UNITS];
 	struct blamer_dag_path r;
 	struct blamer_block b;
 	struct blamer_snap_path *sp;
@@ -716,16 +784,20 @@ static void parse_path(struct ctx *c, blamer_ref ref)
 			   (unsigned long long)ref, r.depth);
 		return;
 	}
+	if (!rd_load_u64s(c->h, ref + offsetof(struct blamer_dag_path, values),
+			  BLAMER_DAG_MAX_UNITS, sum))
+		return;
+	add_shards(c, ref, r.shards, sum);
 	sp = push((void **)&c->p->paths, &c->p->npaths, sizeof(*sp), c->p);
 	if (!sp)
 		return;
 	sp->depth = r.depth;
 	memcpy(sp->nodes, r.nodes, r.depth * sizeof(r.nodes[0]));
 	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++) {
-		if (r.units[i] == BLAMER_UNIT_NONE && r.values[i] == 0)
+		if (r.units[i] == BLAMER_UNIT_NONE && sum[i] == 0)
 			continue;
 		sp->units[sp->nvalues] = r.units[i];
-		sp->values[sp->nvalues++] = r.values[i];
+		sp->values[sp->nvalues++] = sum[i];
 	}
 }
 
@@ -746,6 +818,7 @@ static void dispatch(struct ctx *c, blamer_ref ref, uint32_t type)
 	case BLAMER_REC_DAG_NODE: parse_node(c, ref); break;
 	case BLAMER_REC_DAG_EDGE: parse_edge(c, ref); break;
 	case BLAMER_REC_DAG_PATH: parse_path(c, ref); break;
+	case BLAMER_REC_DAG_SHARD: break;	/* summed through its path's chain */
 	case BLAMER_REC_USERDATA: {
 		struct blamer_userdata u;
 
@@ -938,6 +1011,7 @@ void rd_heap_parse(struct rd_heap *h)
 		return;
 	}
 	walk_list(&c, &hh);
+	free(c.shards.v);
 	parse_userdata(&c, c.ud_process, &p->user_data);
 	parse_userdata(&c, c.ud_global, &p->global_data);
 	for (i = 0; i < c.nlogs; i++) {

@@ -54,7 +54,8 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 	if (!ref)
 		return NULL;
 	rec = bl_ptr(&b->heap, ref);
-	rec->tid = bl_gettid();
+	t->tid = bl_gettid();
+	rec->tid = t->tid;
 	rec->start_time_ns = bl_monotonic_ns();
 	rec->stack_slots = b->stack_depth;
 	prctl(PR_GET_NAME, rec->name);	/* 16 bytes, NUL-terminated */
@@ -102,13 +103,15 @@ static inline struct bl_tls_ent *thread_fast(struct blamer *b)
 	return bl_thread_get(b);
 }
 
-static void retire_entry(struct bl_tls_ent *e)
+static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 {
 	struct blamer *b = e->b;
 	uint32_t i;
 
 	if (ld_acquire(A32(&b->state)) != BL_ST_READY || e->gen != ld_relaxed(A32(&b->gen)))
 		return;
+	if (e->claimed_shards)
+		bl_shards_release(b, tid);
 	for (i = 0; i < e->nspare; i++)
 		bl_record_retire(b, e->spare[i], BLAMER_REC_USERDATA);
 	bl_record_retire(b, e->ref, BLAMER_REC_THREAD);
@@ -120,12 +123,15 @@ void bl_thread_exit(void *arg)
 	struct bl_tls *t = arg;
 	uint32_t i;
 
+	/* First: an add after this (a later destructor) must not reach a
+	 * shard that another thread may claim once released below. */
+	bl_shard_cache_clear(t);
 	bl_registry_lock();
 	for (i = 0; i < BL_TLS_ENTS; i++) {
 		struct bl_tls_ent *e = &t->e[i];
 
 		if (e->b && bl_registry_alive(e->b, e->serial))
-			retire_entry(e);
+			retire_entry(e, t->tid);
 		memset(e, 0, sizeof(*e));
 	}
 	bl_registry_unlock();

@@ -4,12 +4,12 @@
 #   vm-lib-6.1    the same tests in the VM against /dev/blamer (static gcc build)
 #   vm-lib-6.12
 # The tests build the writer sources in with the sanitizer flags (not the
-# installed library) so that the sanitizers see every access.
+# installed library) so that the sanitizers see every access; the reader
+# sources too, so a test can read what the writer wrote as blamer does.
 
 LIBT_SRC   := $(SRC)/selftests/lib
 LIBT_TESTS := test_lib test_concurrency
-# The writer, plus the reader's timestamp conversion the tests check stamps with.
-LIBT_LIBSRCS := $(LIB_WRITER_SRCS) $(SRC)/lib/reader_clock.c
+LIBT_LIBSRCS := $(LIB_WRITER_SRCS) $(LIB_READER_SRCS)
 LIBT_DEPS  := $(LIBT_LIBSRCS) $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h \
 	      $(LIBT_SRC)/validate.c $(wildcard $(LIBT_SRC)/*.h) $(KSELFTEST_HARNESS)
 LIBT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -g \
@@ -30,17 +30,17 @@ lib-tests: $(LIBT_ASAN) $(LIBT_TSAN) $(LIBT_STATIC)
 $(BUILD)/asan/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
 	@mkdir -p $(dir $@)
 	$(LIBT_CLANG) $(LIBT_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lpthread
+		$(LIBT_LIBSRCS) -lm -lpthread
 
 $(BUILD)/tsan/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
 	@mkdir -p $(dir $@)
 	$(LIBT_CLANG) $(LIBT_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lpthread
+		$(LIBT_LIBSRCS) -lm -lpthread
 
 $(BUILD)/static/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIBT_CFLAGS) -Wno-format-truncation -O2 -static -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lpthread
+		$(LIBT_LIBSRCS) -lm -lpthread
 
 CHECK_SUITES += lib-asan lib-tsan
 lib-asan: $(LIBT_ASAN)

@@ -3,7 +3,8 @@
  * Concurrency tests of the writer (run under TSan as suite lib-tsan and
  * under ASan/UBSan with the others): allocation to full from 16 threads,
  * walking the list while others append, re-typing races, growth races,
- * thread churn, atomic measurements, pushes from signal handlers.
+ * thread churn, measurements (exact, read while added, from signal
+ * handlers, over thread churn), pushes from signal handlers.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -405,8 +406,10 @@ TEST(measurements_are_exact)
 {
 	uint64_t ids[2] = { blamer_dag_id("root"), blamer_dag_id("leaf") };
 	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
-	struct blamer_dag_path *rec;
+	uint64_t sum[BLAMER_DAG_MAX_UNITS], nshards;
 	struct add_arg a;
+	struct v_heap v;
+	char why[64];
 	pthread_t th[4];
 	struct blamer_config c;
 	char dir[64];
@@ -424,9 +427,193 @@ TEST(measurements_are_exact)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, adder, &a));
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
-	rec = (struct blamer_dag_path *)a.p;
-	ASSERT_EQ(400000, rec->values[0]);
-	ASSERT_EQ(1200000, rec->values[1]);
+	t_view(b, &v);
+	ASSERT_EQ(0, v_path_values(&v, a.p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(400000, sum[0]);
+	ASSERT_EQ(1200000, sum[1]);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+#define SHARD_PATHS	3
+#define SHARD_ADDERS	4
+#define SHARD_ADDS	100000
+
+struct shard_run {
+	struct blamer *b;
+	struct blamer_path *p[SHARD_PATHS];
+	pthread_barrier_t *go;
+	atomic_int *stop;
+	int adds;
+	/* reader: the most adds there will be, snapshots taken, first problem */
+	uint64_t max;
+	int reads;
+	char why[96];
+};
+
+static void *shard_adder(void *arg)
+{
+	struct shard_run *r = arg;
+	int i, k;
+
+	if (r->go)
+		pthread_barrier_wait(r->go);
+	for (i = 0; i < r->adds; i++)
+		for (k = 0; k < SHARD_PATHS; k++) {
+			blamer_path_add(r->p[k], 0, 1);
+			blamer_path_add(r->p[k], 1, k + 1);
+		}
+	return NULL;
+}
+
+/* Reads the paths as a reader would, while adders run: never less than before. */
+static void *shard_watcher(void *arg)
+{
+	struct shard_run *r = arg;
+	uint64_t last[SHARD_PATHS][BLAMER_DAG_MAX_UNITS] = { { 0 } };
+
+	pthread_barrier_wait(r->go);
+	do {
+		struct v_heap v;
+		int k, u;
+
+		t_view(r->b, &v);
+		for (k = 0; k < SHARD_PATHS && !r->why[0]; k++) {
+			uint64_t sum[BLAMER_DAG_MAX_UNITS], n;
+			char why[64];
+
+			if (v_path_values(&v, r->p[k]->ref, sum, &n, why)) {
+				snprintf(r->why, sizeof(r->why), "path %d: %s", k, why);
+				break;
+			}
+			for (u = 0; u < 2; u++) {
+				if (sum[u] < last[k][u] || sum[u] > r->max * (u ? k + 1 : 1))
+					snprintf(r->why, sizeof(r->why),
+						 "path %d unit %d: %llu after %llu", k, u,
+						 (unsigned long long)sum[u],
+						 (unsigned long long)last[k][u]);
+				last[k][u] = sum[u];
+			}
+		}
+		r->reads++;
+	} while (!atomic_load(r->stop) && !r->why[0]);
+	return NULL;
+}
+
+static void shard_paths(struct blamer *b, struct blamer_path **p)
+{
+	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
+	uint64_t ids[2] = { blamer_dag_id("root"), 0 };
+	int k;
+
+	for (k = 0; k < SHARD_PATHS; k++) {
+		ids[1] = k + 1;
+		p[k] = blamer_path_get(b, ids, 2, units, 2);
+	}
+}
+
+/* Shards of @path, 0 if its values are not what @adds adds of every kind made. */
+static uint64_t shard_check(struct blamer *b, struct blamer_path *path, int k, uint64_t adds,
+			    char *why)
+{
+	uint64_t sum[BLAMER_DAG_MAX_UNITS], n;
+	struct v_heap v;
+
+	t_view(b, &v);
+	if (v_path_values(&v, path->ref, sum, &n, why))
+		return 0;
+	if (sum[0] != adds || sum[1] != adds * (k + 1)) {
+		snprintf(why, 64, "path %d: %llu, %llu", k, (unsigned long long)sum[0],
+			 (unsigned long long)sum[1]);
+		return 0;
+	}
+	return n;
+}
+
+TEST(shard_adds_race_a_reader)
+{
+	struct shard_run run = { .adds = SHARD_ADDS, .max = SHARD_ADDERS * SHARD_ADDS }, watch;
+	pthread_t th[SHARD_ADDERS], wt;
+	atomic_int stop = 0;
+	pthread_barrier_t go;
+	struct blamer_config c;
+	char dir[64], why[64] = "";
+	struct blamer *b;
+	int i, k;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	shard_paths(b, run.p);
+	pthread_barrier_init(&go, NULL, SHARD_ADDERS + 1);
+	run.b = b;
+	run.go = &go;
+	run.stop = &stop;
+	watch = run;
+	ASSERT_EQ(0, pthread_create(&wt, NULL, shard_watcher, &watch));
+	for (i = 0; i < SHARD_ADDERS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, shard_adder, &run));
+	for (i = 0; i < SHARD_ADDERS; i++)
+		pthread_join(th[i], NULL);
+	atomic_store(&stop, 1);
+	pthread_join(wt, NULL);
+	ASSERT_EQ(0, watch.why[0]) TH_LOG("%s", watch.why);
+	ASSERT_GT(watch.reads, 0);
+	for (k = 0; k < SHARD_PATHS; k++) {
+		uint64_t n = shard_check(b, run.p[k], k, (uint64_t)SHARD_ADDERS * SHARD_ADDS, why);
+
+		ASSERT_GE(n, 1) TH_LOG("%s", why);
+		ASSERT_LE(n, SHARD_ADDERS);
+	}
+	pthread_barrier_destroy(&go);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+/* Threads come and go, shards pass from one to the next, a reader watches. */
+TEST(shard_churn_is_bounded_and_exact)
+{
+	enum { ROUNDS = 25, THREADS = 8, ADDS = 1000 };
+	struct shard_run run = { .adds = ADDS }, watch;
+	pthread_t th[THREADS], wt;
+	atomic_int stop = 0;
+	pthread_barrier_t go;
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	char dir[64], why[64] = "";
+	struct blamer *b;
+	int round, i, k;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	shard_paths(b, run.p);
+	pthread_barrier_init(&go, NULL, 1);
+	watch = (struct shard_run){ .b = b, .go = &go, .stop = &stop,
+				    .max = ROUNDS * THREADS * ADDS };
+	memcpy(watch.p, run.p, sizeof(run.p));
+	ASSERT_EQ(0, pthread_create(&wt, NULL, shard_watcher, &watch));
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < THREADS; i++)
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, shard_adder, &run));
+		for (i = 0; i < THREADS; i++)
+			pthread_join(th[i], NULL);
+	}
+	atomic_store(&stop, 1);
+	pthread_join(wt, NULL);
+	pthread_barrier_destroy(&go);
+	ASSERT_EQ(0, watch.why[0]) TH_LOG("%s", watch.why);
+	/* 200 threads, at most 8 at a time: at most 8 shards per path */
+	for (k = 0; k < SHARD_PATHS; k++) {
+		uint64_t n = shard_check(b, run.p[k], k, (uint64_t)ROUNDS * THREADS * ADDS, why);
+
+		ASSERT_GE(n, 1) TH_LOG("%s", why);
+		ASSERT_LE(n, THREADS);
+	}
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_LE(st.by_type[BLAMER_REC_DAG_SHARD], SHARD_PATHS * THREADS);
 	blamer_close(b);
 	t_rmdir(dir);
 }
@@ -535,6 +722,81 @@ TEST(push_pop_from_signal_handler)
 	ASSERT_EQ(0, t->depth);
 	ASSERT_EQ(0, t->overflows);
 	blamer_close(sig_ctx);
+	t_rmdir(dir);
+}
+
+/*
+ * Two paths whose handles share a cache slot, so every add of the main
+ * thread rewrites the slot, and a handler that adds to the path the main
+ * thread is at: a handler that ran between the stores of a rewrite, and
+ * trusted the half-written slot, would add to the other path's shard.
+ */
+static struct blamer_path *sig_path[2];
+static uint64_t sig_adds[2];
+static volatile int sig_at;
+
+static void on_alarm_add(int sig)
+{
+	int k = sig_at;
+
+	(void)sig;
+	blamer_path_add(sig_path[k], 0, 1000);
+	sig_adds[k] += 1000;
+	sig_count++;
+}
+
+TEST(path_add_from_signal_handler)
+{
+	struct itimerval tv = { { 0, 100 }, { 0, 100 } };
+	struct sigaction sa = { .sa_handler = on_alarm_add };
+	uint64_t ids[2] = { blamer_dag_id("sig"), 0 }, main_adds[2] = { 0 };
+	struct blamer_path *p;
+	struct blamer_config c;
+	char dir[64];
+	struct blamer *b;
+	int i, k;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	/* handles get consecutive ids: the first and the one BL_SHARD_SLOTS later collide */
+	for (k = 0; k <= (int)BL_SHARD_SLOTS; k++) {
+		ids[1] = k + 1;
+		p = blamer_path_get(b, ids, 2, NULL, 0);
+		ASSERT_NE(NULL, p);
+		if (k == 0 || k == BL_SHARD_SLOTS)
+			sig_path[k != 0] = p;
+	}
+	ASSERT_EQ(sig_path[0]->id % BL_SHARD_SLOTS, sig_path[1]->id % BL_SHARD_SLOTS);
+	/* the shards exist before any signal: a handler that interrupts the
+	 * making of one may rightly make a second */
+	blamer_path_add(sig_path[0], 0, 0);
+	blamer_path_add(sig_path[1], 0, 0);
+	sig_count = 0;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &tv, NULL));
+	for (i = 0; sig_count < 2000 && i < 100000000; i++) {
+		k = i & 1;
+		sig_at = k;
+		blamer_path_add(sig_path[k], 0, 1);
+		main_adds[k]++;
+	}
+	memset(&tv, 0, sizeof(tv));
+	setitimer(ITIMER_REAL, &tv, NULL);
+	ASSERT_GE(sig_count, 2000);
+	for (k = 0; k < 2; k++) {
+		uint64_t sum[BLAMER_DAG_MAX_UNITS], n;
+		struct v_heap v;
+		char why[64];
+
+		t_view(b, &v);
+		ASSERT_EQ(0, v_path_values(&v, sig_path[k]->ref, sum, &n, why)) TH_LOG("%s", why);
+		ASSERT_EQ(main_adds[k] + sig_adds[k], sum[0]) TH_LOG("path %d", k);
+		ASSERT_EQ(1, n);	/* one thread: one shard, handler or not */
+	}
+	blamer_close(b);
 	t_rmdir(dir);
 }
 

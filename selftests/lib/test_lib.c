@@ -637,9 +637,10 @@ TEST(dag_nodes_links_paths)
 	struct blamer_config c;
 	struct blamer_path *p, *q;
 	struct blamer_dag_path *rec;
+	uint64_t sum[BLAMER_DAG_MAX_UNITS], nshards;
 	struct v_stats st;
 	struct v_heap v;
-	char dir[64];
+	char dir[64], why[64];
 	struct blamer *b;
 
 	/* FNV-1a 64 test vectors */
@@ -670,17 +671,247 @@ TEST(dag_nodes_links_paths)
 	blamer_path_add(p, 0, 234);
 	blamer_path_add(p, 1, 4096);
 	blamer_path_add(p, 8, 1);	/* out of range: ignored */
-	rec = (struct blamer_dag_path *)p;
+	rec = p->rec;
 	ASSERT_EQ(3, rec->depth);
 	ASSERT_EQ(ids[2], rec->nodes[2]);
 	ASSERT_EQ(BLAMER_UNIT_BYTES, rec->units[1]);
-	ASSERT_EQ(1234, rec->values[0]);
-	ASSERT_EQ(4096, rec->values[1]);
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(3, st.by_type[BLAMER_REC_DAG_NODE]);
 	ASSERT_EQ(3, st.by_type[BLAMER_REC_DAG_EDGE]);
 	ASSERT_EQ(2, st.by_type[BLAMER_REC_DAG_PATH]);
+	/* one thread added: one shard holds it all */
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_DAG_SHARD]);
+	ASSERT_EQ(0, v_path_values(&v, p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(1, nshards);
+	ASSERT_EQ(1234, sum[0]);
+	ASSERT_EQ(4096, sum[1]);
+	ASSERT_EQ(0, rec->values[0]);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+/*
+ * What blamer shows for path @ids in @unit: the reader run on the
+ * context's own mappings. 0 if the heap reads healthy and has the path.
+ */
+static int reader_total(struct blamer *b, const uint64_t *ids, uint32_t depth, uint32_t unit,
+			uint64_t *total)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	struct blamer_snapshot *s;
+	uint32_t i, n = b->heap.nslabs;
+	int ret = -1;
+
+	for (i = 0; i < n; i++) {
+		m[i].data = b->heap.slabs[i].base;
+		m[i].size = b->heap.slabs[i].size;
+	}
+	if (blamer_snapshot_from_memory(m, n, &s))
+		return -1;
+	for (i = 0; i < s->ntotals && s->procs[0].health == BLAMER_HEALTH_OK; i++) {
+		const struct blamer_snap_total *t = &s->totals[i];
+
+		if (t->depth == depth && !memcmp(t->nodes, ids, depth * sizeof(*ids)) &&
+		    t->unit == unit) {
+			*total = t->value;
+			ret = 0;
+		}
+	}
+	blamer_snapshot_free(s);
+	return ret;
+}
+
+/* Shard records in @b's heap, live (type DAG_SHARD), and how many are claimed. */
+static uint64_t count_shards(struct blamer *b, uint64_t *claimed)
+{
+	struct bl_iter it = { 0 };
+	uint64_t n = 0;
+	blamer_ref r;
+	uint32_t t;
+
+	*claimed = 0;
+	while ((r = bl_heap_next(&b->heap, &it, &t))) {
+		struct blamer_dag_shard *sh;
+
+		if (t != BLAMER_REC_DAG_SHARD)
+			continue;
+		sh = bl_heap_get(&b->heap, r, t, sizeof(*sh));
+		n++;
+		*claimed += sh && __atomic_load_n(&sh->claim, __ATOMIC_ACQUIRE) != 0;
+	}
+	return n;
+}
+
+TEST(path_add_totals_through_the_reader)
+{
+	uint64_t ids[2] = { blamer_dag_id("app"), blamer_dag_id("parse") }, total, claimed;
+	uint32_t units[2] = { BLAMER_UNIT_CPU_NS, BLAMER_UNIT_COUNT };
+	struct blamer_config c;
+	struct blamer_path *p;
+	char dir[64];
+	struct blamer *b;
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	p = blamer_path_get(b, ids, 2, units, 2);
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < 1000; i++) {
+		blamer_path_add(p, 0, i);
+		blamer_path_add(p, 1, 1);
+	}
+	ASSERT_EQ(0, reader_total(b, ids, 2, BLAMER_UNIT_CPU_NS, &total));
+	ASSERT_EQ(999 * 1000 / 2, total);
+	ASSERT_EQ(0, reader_total(b, ids, 2, BLAMER_UNIT_COUNT, &total));
+	ASSERT_EQ(1000, total);
+	/* all of it in this thread's shard, claimed while the thread lives */
+	ASSERT_EQ(1, count_shards(b, &claimed));
+	ASSERT_EQ(1, claimed);
+	ASSERT_EQ(0, p->rec->values[0]);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+/* More paths than cache slots: slots are lost and the shards found again. */
+TEST(path_add_beyond_the_cache_is_exact)
+{
+	enum { NPATHS = 3 * BL_SHARD_SLOTS + 5, ROUNDS = 50 };
+	uint64_t ids[2] = { blamer_dag_id("root"), 0 }, total, claimed;
+	uint32_t unit = BLAMER_UNIT_BYTES;
+	struct blamer_path *p[NPATHS];
+	struct blamer_config c;
+	char dir[64];
+	struct blamer *b;
+	int i, round;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	for (i = 0; i < NPATHS; i++) {
+		ids[1] = i + 1;
+		p[i] = blamer_path_get(b, ids, 2, &unit, 1);
+		ASSERT_NE(NULL, p[i]);
+	}
+	for (round = 0; round < ROUNDS; round++)
+		for (i = 0; i < NPATHS; i++)
+			blamer_path_add(p[i], 0, i + 1);
+	for (i = 0; i < NPATHS; i++) {
+		ids[1] = i + 1;
+		ASSERT_EQ(0, reader_total(b, ids, 2, unit, &total)) TH_LOG("path %d", i);
+		ASSERT_EQ((uint64_t)ROUNDS * (i + 1), total) TH_LOG("path %d", i);
+	}
+	/* one thread, one shard per path, however often its slot was lost */
+	ASSERT_EQ(NPATHS, count_shards(b, &claimed));
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+struct adder {
+	struct blamer_path *p[2];
+	int n;
+	pthread_barrier_t *hold;	/* if set: stay alive until all have added */
+};
+
+static void *add_then_exit(void *arg)
+{
+	struct adder *a = arg;
+	int i;
+
+	for (i = 0; i < a->n; i++) {
+		blamer_path_add(a->p[0], 0, 1);
+		blamer_path_add(a->p[1], 0, 2);
+	}
+	if (a->hold)
+		pthread_barrier_wait(a->hold);
+	return NULL;
+}
+
+TEST(exited_threads_leave_shards_for_the_next)
+{
+	uint64_t ids[2] = { blamer_dag_id("root"), 0 }, total, claimed;
+	uint32_t unit = BLAMER_UNIT_COUNT;
+	struct adder a = { .n = 1000 };
+	pthread_barrier_t hold;
+	struct blamer_config c;
+	pthread_t th[2];
+	char dir[64];
+	struct blamer *b;
+	int i;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 0, 0);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	for (i = 0; i < 2; i++) {
+		ids[1] = i + 1;
+		a.p[i] = blamer_path_get(b, ids, 2, &unit, 1);
+		ASSERT_NE(NULL, a.p[i]);
+	}
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, add_then_exit, &a));
+	ASSERT_EQ(0, pthread_join(th[0], NULL));
+	ASSERT_EQ(2, count_shards(b, &claimed));
+	ASSERT_EQ(0, claimed);	/* released at exit */
+	/* the next thread takes them over: no new shard */
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, add_then_exit, &a));
+	ASSERT_EQ(0, pthread_join(th[0], NULL));
+	ASSERT_EQ(2, count_shards(b, &claimed));
+	ASSERT_EQ(0, claimed);
+	/* two at a time need two per path, and no more */
+	pthread_barrier_init(&hold, NULL, 2);
+	a.hold = &hold;
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, add_then_exit, &a));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	pthread_barrier_destroy(&hold);
+	ASSERT_EQ(4, count_shards(b, &claimed));
+	ASSERT_EQ(0, claimed);
+	ids[1] = 1;
+	ASSERT_EQ(0, reader_total(b, ids, 2, unit, &total));
+	ASSERT_EQ(4000, total);
+	ids[1] = 2;
+	ASSERT_EQ(0, reader_total(b, ids, 2, unit, &total));
+	ASSERT_EQ(8000, total);
+	blamer_close(b);
+	t_rmdir(dir);
+}
+
+TEST(full_heap_adds_to_the_path_record)
+{
+	uint64_t ids[1] = { blamer_dag_id("root") }, total, claimed;
+	uint32_t unit = BLAMER_UNIT_COUNT;
+	struct adder a = { .n = 1000 };
+	struct blamer_config c;
+	struct blamer_path *p;
+	pthread_t th;
+	char dir[64];
+	struct blamer *b;
+	int i, err = 0;
+
+	t_mkdir(dir, sizeof(dir));
+	c = t_cfg(dir, 16384, 2);
+	ASSERT_EQ(0, blamer_open(&c, &b));
+	p = blamer_path_get(b, ids, 1, &unit, 1);
+	ASSERT_NE(NULL, p);
+	a.p[0] = a.p[1] = p;
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "registered", 0, 0));
+	blamer_pop(b);
+	while (bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err))
+		;
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	ASSERT_EQ(ENOSPC, err);
+	/* a registered thread with no room for a shard */
+	for (i = 0; i < 100; i++)
+		blamer_path_add(p, 0, 1);
+	/* a thread with no room for its thread record either */
+	ASSERT_EQ(0, pthread_create(&th, NULL, add_then_exit, &a));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, count_shards(b, &claimed));
+	ASSERT_EQ(100 + 1000 * 3, p->rec->values[0]);
+	ASSERT_EQ(0, reader_total(b, ids, 1, unit, &total));
+	ASSERT_EQ(100 + 1000 * 3, total);
 	blamer_close(b);
 	t_rmdir(dir);
 }
@@ -864,6 +1095,12 @@ TEST(forked_child_gets_own_heap)
 	ASSERT_EQ(0, blamer_heap_info(b, &pinfo));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "parent", 1, 0));
 	struct blamer_value *h = blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 1);
+	uint64_t ids[1] = { 42 }, sum[BLAMER_DAG_MAX_UNITS], nshards;
+	struct blamer_path *path = blamer_path_get(b, ids, 1, NULL, 0);
+	char why[64];
+
+	ASSERT_NE(NULL, path);
+	blamer_path_add(path, 0, 3);	/* this thread's shard, in its cache */
 
 	t = bl_thread_get(b)->rec;
 	before = malloc(b->heap.slabs[0].size);
@@ -876,11 +1113,23 @@ TEST(forked_child_gets_own_heap)
 		struct blamer_heap_info info;
 		int ok = 1;
 
-		/* stale handle and pointers write to scratch, not the parent */
+		struct blamer_path *mine;
+		struct v_heap v;
+
+		/* stale handles and pointers write to scratch, not the parent */
 		blamer_value_uint(h, 999);
+		blamer_path_add(path, 0, 1000);
 		t->depth = 77;
 		/* the child's first use makes its own heap */
 		ok &= blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 2, 0) == 1;
+		blamer_path_add(path, 0, 1000);
+		/* where a new handle adds to the child's own path */
+		mine = blamer_path_get(b, ids, 1, NULL, 0);
+		ok &= mine && mine != path;
+		blamer_path_add(mine, 0, 7);
+		t_view(b, &v);
+		ok &= mine && v_path_values(&v, mine->ref, sum, &nshards, why) == 0 &&
+		      sum[0] == 7 && nshards == 1;
 		ok &= blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 2) != NULL;
 		ok &= blamer_heap_info(b, &info) == 0;
 		ok &= info.pid == getpid() && info.heap_id != pinfo.heap_id;
@@ -894,6 +1143,14 @@ TEST(forked_child_gets_own_heap)
 	/* the parent's heap is byte for byte what it was */
 	ASSERT_EQ(0, memcmp(before, b->heap.slabs[0].base, b->heap.slabs[0].size));
 	ASSERT_EQ(1, t->depth);
+	{
+		struct v_heap v;
+
+		blamer_path_add(path, 0, 4);
+		t_view(b, &v);
+		ASSERT_EQ(0, v_path_values(&v, path->ref, sum, &nshards, why)) TH_LOG("%s", why);
+		ASSERT_EQ(7, sum[0]);
+	}
 	/* and the child's heap is valid and its own */
 	{
 		struct v_stats st;

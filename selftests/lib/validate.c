@@ -99,6 +99,49 @@ int v_check(const struct v_heap *h, struct v_stats *st)
 	return 0;
 }
 
+#undef FAIL
+#define FAIL(...) do { snprintf(why, 64, __VA_ARGS__); return -1; } while (0)
+
+static void add_values(uint64_t *sum, const uint64_t *v)
+{
+	uint32_t i;
+
+	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++)
+		sum[i] += __atomic_load_n(&v[i], __ATOMIC_RELAXED);
+}
+
+int v_path_values(const struct v_heap *h, blamer_ref path,
+		  uint64_t values[BLAMER_DAG_MAX_UNITS], uint64_t *nshards, char *why)
+{
+	const struct blamer_dag_path *p = (const void *)block(h, path, false);
+	blamer_ref ref;
+	uint64_t limit = 0;
+	uint32_t i;
+
+	memset(values, 0, BLAMER_DAG_MAX_UNITS * sizeof(*values));
+	*nshards = 0;
+	if (!p || p->hdr.size < sizeof(*p) ||
+	    __atomic_load_n(&p->hdr.type, __ATOMIC_ACQUIRE) != BLAMER_REC_DAG_PATH)
+		FAIL("%#" PRIx64 " is not a path", path);
+	add_values(values, p->values);
+	for (i = 0; i < h->n; i++)
+		limit += h->size[i] / sizeof(struct blamer_dag_shard);
+	for (ref = __atomic_load_n(&p->shards, __ATOMIC_ACQUIRE); ref;) {
+		const struct blamer_dag_shard *s = (const void *)block(h, ref, false);
+
+		if (!s || s->hdr.size < sizeof(*s) ||
+		    __atomic_load_n(&s->hdr.type, __ATOMIC_ACQUIRE) != BLAMER_REC_DAG_SHARD)
+			FAIL("shard %#" PRIx64 " is not a shard", ref);
+		if (s->path != path)
+			FAIL("shard %#" PRIx64 " is of path %#" PRIx64, ref, s->path);
+		if (++*nshards > limit)
+			FAIL("the shard chain loops");
+		add_values(values, s->values);
+		ref = s->next_shard;
+	}
+	return 0;
+}
+
 static int map_ro(int fd, uint64_t size, off_t off, const uint8_t **out)
 {
 	void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, off);

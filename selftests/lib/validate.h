@@ -34,6 +34,14 @@ struct v_stats {
 
 /* 0 if valid, -1 with st->why otherwise. */
 int v_check(const struct v_heap *h, struct v_stats *st);
+/*
+ * What a reader shows for the DAG_PATH at @path: its own values plus
+ * those of every shard on its chain, each loaded with one 8-byte load
+ * (so it may run while writers add). *nshards: shards on the chain.
+ * 0, or -1 with @why (64 bytes) if the path or a shard is not valid.
+ */
+int v_path_values(const struct v_heap *h, blamer_ref path,
+		  uint64_t values[BLAMER_DAG_MAX_UNITS], uint64_t *nshards, char *why);
 /* Maps read-only the slabs of heap <pid>-<start_ns> in @dir; 0 or -errno. */
 int v_load_dir(const char *dir, int64_t pid, int64_t start_ns, struct v_heap *h);
 /* Maps read-only the slabs of @pid's live heap via /dev/blamer; 0 or -errno. */

@@ -321,11 +321,30 @@ static inline blamer_ref fx_path(struct fx_heap *h, const uint64_t *nodes, uint3
 	return ref;
 }
 
+/* A shard of @path pushed at the head of its chain, as a writer thread does. */
+static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t claim,
+				  uint64_t cpu_ns, uint64_t bytes)
+{
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_SHARD, sizeof(struct blamer_dag_shard), 1);
+	struct blamer_dag_shard *s = fx_at(h, ref);
+	struct blamer_dag_path *p = fx_at(h, path);
+
+	s->path = path;
+	s->claim = claim;
+	s->values[0] = cpu_ns;
+	s->values[1] = bytes;
+	s->next_shard = p->shards;
+	p->shards = ref;
+	return ref;
+}
+
 /*
  * The standard valid heap: a process "app" with two threads (one with
  * nested activities and activity user data), process and global data,
  * a module, a log, a child, DAG nodes root -> {tab, gpu}, tab -> frame,
- * and paths with CPU time and bytes. Slab 1 holds the later records.
+ * and paths with CPU time and bytes; those of root/tab/frame are partly
+ * in two shards (one of an exited thread), so a reader that does not sum
+ * shards shows other totals. Slab 1 holds the later records.
  */
 #define FX_SLAB	4096u
 #define FX_ROOT	0x100ull
@@ -338,7 +357,7 @@ static inline void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
 {
 	uint64_t p1[] = { FX_ROOT }, p2[] = { FX_ROOT, FX_TAB }, p3[] = { FX_ROOT, FX_TAB, FX_FRAME },
 		 p4[] = { FX_ROOT, FX_GPU };
-	blamer_ref t1, t2, ud, gd, ad, log;
+	blamer_ref t1, t2, ud, gd, ad, log, frame;
 	uint64_t one = 1;
 
 	fx_init(h, 2, FX_SLAB, pid, stamp);
@@ -375,8 +394,10 @@ static inline void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
 	fx_edge(h, FX_ROOT, FX_GPU);
 	fx_path(h, p1, 1, 1000000 * scale, 4096 * scale);
 	fx_path(h, p2, 2, 2000000 * scale, 0);
-	fx_path(h, p3, 3, 5000000 * scale, 65536 * scale);
+	frame = fx_path(h, p3, 3, 2000000 * scale, 16384 * scale);
 	fx_path(h, p4, 2, 500000 * scale, 1024 * scale);
+	fx_shard(h, frame, 0, 1000000 * scale, 16384 * scale);	/* released */
+	fx_shard(h, frame, (uint64_t)pid, 2000000 * scale, 32768 * scale);
 	h->cur = 0;
 }
 

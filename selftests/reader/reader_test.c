@@ -366,6 +366,105 @@ TEST(huge_counts_are_refused)
 	fx_free(&h);
 }
 
+TEST(shards_add_up_with_their_path)
+{
+	uint64_t ids[2] = { FX_ROOT, FX_TAB };
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_path *sp;
+	blamer_ref path;
+
+	fx_init(&h, 1, FX_SLAB, 9, 9);
+	fx_process(&h, 1, "x");
+	path = fx_path(&h, ids, 2, 10, UINT64_MAX);
+	fx_shard(&h, path, 9, 5, 2);	/* bytes wrap around, as the writer's adds */
+	fx_shard(&h, path, 0, 7, 0);	/* released by an exited thread: still counts */
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	ASSERT_EQ(1, s->procs[0].npaths);
+	sp = &s->procs[0].paths[0];
+	ASSERT_EQ(2, sp->nvalues);
+	EXPECT_EQ(BLAMER_UNIT_CPU_NS, sp->units[0]);
+	EXPECT_EQ(22, sp->values[0]);
+	EXPECT_EQ(1, sp->values[1]);
+	ASSERT_EQ(2, s->ntotals);
+	EXPECT_EQ(22, s->totals[0].value);
+	EXPECT_EQ(1, s->totals[1].value);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/* A path of CPU time 10 whose chain is shard[1] (7) -> shard[0] (5), and another path. */
+struct shard_heap {
+	struct fx_heap h;
+	blamer_ref path, other, shard[2];
+};
+
+static void shard_heap(struct shard_heap *sh)
+{
+	uint64_t one[1] = { FX_ROOT }, two[1] = { FX_GPU };
+
+	fx_init(&sh->h, 1, FX_SLAB, 9, 9);
+	fx_process(&sh->h, 1, "x");
+	sh->path = fx_path(&sh->h, one, 1, 10, 0);
+	sh->other = fx_path(&sh->h, two, 1, 0, 0);
+	sh->shard[0] = fx_shard(&sh->h, sh->path, 9, 5, 0);
+	sh->shard[1] = fx_shard(&sh->h, sh->path, 0, 7, 0);
+}
+
+TEST(bad_shard_chains_are_corrupt_not_fatal)
+{
+	static const struct {
+		const char *what, *problem;
+		uint64_t cpu;	/* what is summed before the bad link */
+	} cases[] = {
+		{ "a shard of another path", "not one of its shards", 17 },
+		{ "a loop", "twice", 22 },
+		{ "a link out of the heap", "bad reference", 17 },
+		{ "a link to a node record", "not one of its shards", 10 },
+		{ "two chains sharing a shard", "twice", 22 },
+		{ "a shard without an owner", "not one of its shards", 17 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct shard_heap sh;
+		struct blamer_snapshot *s;
+		struct blamer_dag_shard *s0, *s1;
+		const struct blamer_snap_process *p;
+
+		shard_heap(&sh);
+		s0 = fx_at(&sh.h, sh.shard[0]);
+		s1 = fx_at(&sh.h, sh.shard[1]);
+		switch (i) {
+		case 0: s0->path = sh.other; break;
+		case 1: s0->next_shard = sh.shard[1]; break;
+		case 2: s1->next_shard = blamer_make_ref(5, 64); break;
+		case 3:
+			fx_node(&sh.h, FX_ROOT, "root");
+			((struct blamer_dag_path *)fx_at(&sh.h, sh.path))->shards = sh.h.tail;
+			break;
+		case 4:
+			((struct blamer_dag_path *)fx_at(&sh.h, sh.other))->shards = sh.shard[1];
+			break;
+		case 5: s0->owner.data_id = 0; break;
+		}
+		s = read_heap(&sh.h);
+		ASSERT_NE(NULL, s);
+		p = &s->procs[0];
+		EXPECT_EQ(BLAMER_HEALTH_CORRUPT, p->health) TH_LOG("%s", cases[i].what);
+		EXPECT_NE(NULL, strstr(p->problem, cases[i].problem))
+			TH_LOG("%s: %s", cases[i].what, p->problem);
+		/* both paths are still shown, with what could be read */
+		ASSERT_EQ(2, p->npaths) TH_LOG("%s", cases[i].what);
+		EXPECT_EQ(cases[i].cpu, p->paths[0].values[0]) TH_LOG("%s", cases[i].what);
+		EXPECT_EQ(0, p->paths[1].values[0]) TH_LOG("%s", cases[i].what);
+		blamer_snapshot_free(s);
+		fx_free(&sh.h);
+	}
+}
+
 TEST(torn_records_are_marked_not_shown)
 {
 	struct fx_heap h;
