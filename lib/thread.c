@@ -18,7 +18,8 @@
  *  - The first push of a thread registers it: a retired thread record of
  *    the same size is taken over by changing its type (whoever wins the
  *    CAS), else a new one is allocated (lock-free). The thread-exit
- *    destructor retires the record by changing its type back.
+ *    destructor retires the record by changing its type back, after it
+ *    released the DAG shards the thread claimed (dag_shard.c).
  */
 #include <errno.h>
 #include <string.h>
