@@ -51,6 +51,7 @@ all:
 -include selftests/selftests.mk
 -include bench/bench.mk
 -include tools/demo/demo.mk
+-include Documentation/docs.mk
 
 all: $(ALL_TARGETS)
 

@@ -28,7 +28,7 @@ pkgs=(
 	# tests: sanitizers and fuzzing, memory checks, stress
 	clang libclang-rt-14-dev valgrind stress-ng
 	# documentation and exporters
-	man-db python3 python3-prometheus-client
+	man-db python3 python3-prometheus-client python3-docutils
 )
 
 missing=()
