@@ -52,6 +52,7 @@ all:
 -include bench/bench.mk
 -include tools/demo/demo.mk
 -include Documentation/docs.mk
+-include examples/examples.mk
 
 all: $(ALL_TARGETS)
 
