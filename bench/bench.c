@@ -166,7 +166,7 @@ __attribute__((noinline)) static void floor_push(struct floor_stack *t, const ch
 	uint32_t d = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
 	struct blamer_activity *a = &t->slot[d & 3];
 
-	a->timestamp = t->clock == BLAMER_CLOCK_TSC ? bl_tsc() : bl_clock_monotonic_ns();
+	a->timestamp = t->clock == BLAMER_CLOCK_TSC ? bl_tsc() : bl_monotonic_ns();
 	a->calling_address = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	a->data[0] = d0;
 	a->data[1] = 0;

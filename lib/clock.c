@@ -72,11 +72,3 @@ int bl_clock_choose(const char *env, uint32_t *kind)
 	return bl_error(EINVAL, "blamer: BLAMER_CLOCK must be auto, tsc or monotonic, not \"%.32s\"",
 			env);
 }
-
-void bl_clock_start(struct bl_clock *c, uint32_t kind)
-{
-	memset(c, 0, sizeof(*c));
-	c->kind = kind;
-	if (kind == BLAMER_CLOCK_TSC)
-		bl_clock_pair(&c->anchor_tsc, &c->anchor_ns);
-}

@@ -35,7 +35,8 @@ static inline uint64_t bl_tsc(void)
 }
 #endif
 
-static inline uint64_t bl_clock_monotonic_ns(void)
+/* CLOCK_MONOTONIC through the vDSO (no system call). */
+static inline uint64_t bl_monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -62,9 +63,9 @@ static inline void bl_clock_pair(uint64_t *tsc, uint64_t *ns)
 	int i;
 
 	for (i = 0; i < 5; i++) {
-		uint64_t t0 = bl_clock_monotonic_ns();
+		uint64_t t0 = bl_monotonic_ns();
 		uint64_t c = bl_tsc();
-		uint64_t t1 = bl_clock_monotonic_ns();
+		uint64_t t1 = bl_monotonic_ns();
 
 		if (t1 - t0 < best) {
 			best = t1 - t0;
@@ -72,6 +73,16 @@ static inline void bl_clock_pair(uint64_t *tsc, uint64_t *ns)
 			*ns = t0 + (t1 - t0) / 2;
 		}
 	}
+}
+
+/* @c in clock @kind as of now: for the TSC, a fresh anchor pair (a new
+ * heap's, or a reader's second point). */
+static inline void bl_clock_start(struct bl_clock *c, uint32_t kind)
+{
+	c->kind = kind;
+	c->anchor_tsc = c->anchor_ns = 0;
+	if (kind == BLAMER_CLOCK_TSC)
+		bl_clock_pair(&c->anchor_tsc, &c->anchor_ns);
 }
 
 /*
@@ -82,8 +93,6 @@ static inline void bl_clock_pair(uint64_t *tsc, uint64_t *ns)
  * message.
  */
 int bl_clock_choose(const char *env, uint32_t *kind);
-/* Writer: @c for a new heap now (a fresh anchor if it uses the TSC). */
-void bl_clock_start(struct bl_clock *c, uint32_t kind);
 
 /*
  * Reader: @stamp, a reading of the heap clock @heap, as CLOCK_MONOTONIC

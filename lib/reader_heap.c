@@ -236,9 +236,7 @@ struct ctx {
 static uint64_t stamp_ns(struct ctx *c, uint64_t stamp)
 {
 	if (c->clock.kind == BLAMER_CLOCK_TSC && !c->have_now) {
-		c->now.kind = BLAMER_CLOCK_TSC;
-		if (BL_HAVE_TSC)
-			bl_clock_pair(&c->now.anchor_tsc, &c->now.anchor_ns);
+		bl_clock_start(&c->now, BLAMER_CLOCK_TSC);
 		c->have_now = true;
 	}
 	return bl_clock_to_ns(&c->clock, &c->now, stamp);

@@ -363,9 +363,9 @@ static uint64_t stamp_ns(struct blamer *b, uint64_t stamp)
 {
 	const struct blamer_heap_header *hh = b->heap.hh;
 	struct bl_clock heap = { hh->clock, hh->clock_anchor_tsc, hh->clock_anchor_ns };
-	struct bl_clock now = { BLAMER_CLOCK_TSC, 0, 0 };
+	struct bl_clock now;
 
-	bl_clock_pair(&now.anchor_tsc, &now.anchor_ns);
+	bl_clock_start(&now, BLAMER_CLOCK_TSC);
 	return bl_clock_to_ns(&heap, &now, stamp);
 }
 

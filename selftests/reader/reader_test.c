@@ -158,9 +158,9 @@ TEST(tsc_heap_reads_as_monotonic)
 	fx_clock(&h, BLAMER_CLOCK_TSC, anchor_tsc, anchor_ns);
 	th = fx_thread(&h, 4242, "main", 4);
 	usleep(10000);
-	t0 = bl_clock_monotonic_ns();
+	t0 = bl_monotonic_ns();
 	fx_push(&h, th, BLAMER_ACT_TASK, "stamped", bl_tsc(), 0);
-	t1 = bl_clock_monotonic_ns();
+	t1 = bl_monotonic_ns();
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(1, s->nprocs);
