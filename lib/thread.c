@@ -75,19 +75,22 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 	return e;
 }
 
+/* @e caches this thread's record of context @b as it is now: the same
+ * context (not a new one at an old address), not forked since. */
+static inline bool ent_is_current(const struct bl_tls_ent *e, struct blamer *b)
+{
+	/* gen is only written by the fork child while it is the sole
+	 * thread: relaxed is enough. */
+	return e->b == b && e->serial == b->serial && e->gen == ld_relaxed(A32(&b->gen));
+}
+
 struct bl_tls_ent *bl_thread_get(struct blamer *b)
 {
-	struct bl_tls *t = &bl_tls;
 	uint32_t i;
 
-	for (i = 0; i < BL_TLS_ENTS; i++) {
-		struct bl_tls_ent *e = &t->e[i];
-
-		/* gen is only written by the fork child while it is the sole
-		 * thread: relaxed is enough. */
-		if (e->b == b && e->serial == b->serial && e->gen == ld_relaxed(A32(&b->gen)))
-			return e;
-	}
+	for (i = 0; i < BL_TLS_ENTS; i++)
+		if (ent_is_current(&bl_tls.e[i], b))
+			return &bl_tls.e[i];
 	if (!bl_ready(b))
 		return NULL;
 	return thread_register(b);
@@ -98,8 +101,7 @@ static inline struct bl_tls_ent *thread_fast(struct blamer *b)
 {
 	struct bl_tls_ent *e = &bl_tls.e[0];
 
-	if (__builtin_expect(e->b == b && e->serial == b->serial &&
-			     e->gen == ld_relaxed(A32(&b->gen)), 1))
+	if (__builtin_expect(ent_is_current(e, b), 1))
 		return e;
 	return bl_thread_get(b);
 }
@@ -155,9 +157,7 @@ static inline struct blamer_thread *thread_rec_fast(struct blamer *b)
 {
 	struct bl_tls_ent *e = &bl_tls.e[0];
 
-	if (__builtin_expect(b && e->b == b && e->serial == b->serial &&
-			     e->gen == ld_relaxed(A32(&b->gen)) &&
-			     !ld_relaxed(A32(&b->heap.corrupt)), 1))
+	if (__builtin_expect(b && ent_is_current(e, b) && !ld_relaxed(A32(&b->heap.corrupt)), 1))
 		return e->rec;
 	return NULL;
 }
@@ -172,7 +172,7 @@ static struct bl_tls_ent *thread_entry_slow(struct blamer **bp, int *err)
 		*err = -ENODEV;
 		return NULL;
 	}
-	e = thread_fast(*bp);
+	e = bl_thread_get(*bp);
 	if (!e) {
 		*err = -bl_last_error();	/* ENOSPC, EAGAIN, EIO... */
 		return NULL;
