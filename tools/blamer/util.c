@@ -10,28 +10,35 @@
 #include "cli.h"
 #include "heap_format.h"
 
+/* One line on stderr, "blamer: " first; returns @status. */
+static int verr(int status, const char *fmt, va_list ap)
+{
+	fputs("blamer: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return status;
+}
+
 int err(const char *fmt, ...)
 {
 	va_list ap;
+	int ret;
 
-	fputs("blamer: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ret = verr(EX_FAIL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return EX_FAIL;
+	return ret;
 }
 
 int usage_err(const char *fmt, ...)
 {
 	va_list ap;
+	int ret;
 
-	fputs("blamer: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ret = verr(EX_USAGE, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return EX_USAGE;
+	return ret;
 }
 
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
