@@ -1,6 +1,7 @@
 # blamer: top-level build.
 #
-#   make            library, tool and module (KVER=6.1 by default)
+#   make            library, tool and, if the running kernel's headers are
+#                   installed, the module for it
 #   make check      every test suite; ends with "N passed, N failed"
 #                   (CHECK_JOBS=2 suites at a time unless -jN is given)
 #   make demo       the guided tour in a VM
@@ -8,10 +9,11 @@
 #   make deps       install the Debian packages everything needs (cheap
 #                   when done: a stamp in $(BUILD))
 #
-# Variables: BUILD=dir (all outputs, default ./build), KVER=6.1|6.12 (the
-# kernel series `make modules` builds for), KDIR=path (a kernel build tree;
-# default: Debian's headers for KVER via scripts/kernel-path, never
-# `uname -r`; see module/module.mk).
+# Variables: BUILD=dir (all outputs, default ./build), KVER=<kernel> (what
+# `make modules` builds for: a full release or a test-bed name such as
+# 6.1 or 6.12-debug, see scripts/kernel-path; default: the running kernel),
+# KDIR=path (a kernel build tree; see module/module.mk). The test suites
+# name their kernels themselves and never depend on `uname -r`.
 #
 # Each part of the tree owns a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
@@ -29,7 +31,6 @@ SRC      := $(CURDIR)
 BUILD    ?= $(SRC)/build
 override BUILD := $(abspath $(BUILD))
 RESULTS  := $(BUILD)/results
-KVER     ?= 6.1
 export BUILD RESULTS
 
 CC       ?= cc
@@ -43,6 +44,7 @@ DEMO_DEPS    :=
 all:
 
 -include mk/deps.mk
+-include mk/kernels.mk
 -include mk/check.mk
 -include lib/lib.mk
 -include tools/tools.mk

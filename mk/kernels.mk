@@ -1,0 +1,46 @@
+# The kernels of the test bed, by the names scripts/kernel-path resolves.
+# VM suites iterate over these lists; nothing here depends on `uname -r`.
+#
+#   6.1 6.12              Debian's stock kernels: what users load the module on
+#   6.1-rt 6.12-rt        Debian's PREEMPT_RT kernels
+#   6.1-debug 6.12-debug  built from Debian's source by scripts/debug-kernel
+#                         with KASAN, KFENCE, lockdep, UBSAN, gcov...
+#
+#   make debug-kernels        build BED_DEBUG and BED_DEBUG_EXTRA (cached
+#                             outside the tree; a no-op once built)
+#   make bed-module-KERNEL    the module for a bed kernel
+#
+# Suites debug-kernel-<series> (one per BED_DEBUG kernel) build the debug
+# kernels in `make check`. They are registered first, so on a fresh
+# machine the long build starts at once, and every suite of a debug kernel
+# waits for it through bed-kernel-<kernel> (a failed build is reported
+# once, by its own suite, with the end of the log).
+
+BED_STOCK := 6.1 6.12
+BED_RT    := 6.1-rt 6.12-rt
+# Debug kernels in `make check`, and those only in `make check-debug-extra`
+# (see Documentation/testing.rst for what each costs).
+BED_DEBUG := 6.12-debug
+BED_DEBUG_EXTRA := 6.1-debug
+# The module, library and reader suites run on VM_KERNELS; the module
+# suite also on the RT kernels.
+VM_KERNELS := $(BED_STOCK) $(BED_DEBUG)
+VM_MODULE_KERNELS := $(VM_KERNELS) $(BED_RT)
+
+.PHONY: debug-kernels
+debug-kernels:
+	@for k in $(BED_DEBUG) $(BED_DEBUG_EXTRA); do \
+		$(SRC)/scripts/debug-kernel --build $${k%-debug} >/dev/null || exit; done
+
+DEBUG_KERNEL_SUITES := $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG) $(BED_DEBUG_EXTRA))
+CHECK_SUITES += $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG))
+.PHONY: $(DEBUG_KERNEL_SUITES)
+$(DEBUG_KERNEL_SUITES): debug-kernel-%:
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/debug-kernel --tap $*
+
+# Pattern rules whose targets are never files always run (.PHONY cannot
+# name patterns). The more specific pattern wins for debug kernels.
+bed-kernel-%-debug: debug-kernel-% ;
+bed-kernel-%: ;
+bed-module-%: bed-kernel-%
+	@$(MAKE) --no-print-directory KVER=$* modules
