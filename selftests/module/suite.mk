@@ -49,13 +49,16 @@ CHECK_SUITES += $(VM_MODULE_SUITES)
 # Built inside the recipe: a build failure is reported by the suite
 # (selftests/module/vm-suite prints the log and fails) instead of
 # stopping `make check`.
+# Suites run in parallel share the test programs: the lock keeps one from
+# copying a binary another is still writing.
 $(VM_MODULE_SUITES): vm-module-%: bed-kernel-%
-	@mkdir -p $(BUILD)/results
-	@-$(MAKE) --no-print-directory $(MODTEST_DIR)/blamer_module_test32 \
+	@mkdir -p $(BUILD)/results $(MODTEST_DIR)
+	@flock $(MODTEST_DIR)/.build-lock sh -c '\
+	$(MAKE) --no-print-directory $(MODTEST_DIR)/blamer_module_test32 \
 		>$(BUILD)/vm-module-$*-build32.log 2>&1 || \
-		rm -f $(MODTEST_DIR)/blamer_module_test32
-	@$(MAKE) --no-print-directory bed-module-$* module-selftests \
-		>$(BUILD)/vm-module-$*-build.log 2>&1; \
+		rm -f $(MODTEST_DIR)/blamer_module_test32; \
+	$(MAKE) --no-print-directory bed-module-$* module-selftests \
+		>$(BUILD)/vm-module-$*-build.log 2>&1'; \
 	BUILD=$(BUILD) $(SRC)/scripts/run-suite $@ -- \
 		$(SRC)/selftests/module/vm-suite $* $$? \
 		$(BUILD)/vm-module-$*-build.log
