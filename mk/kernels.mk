@@ -25,7 +25,7 @@ BED_DEBUG_EXTRA := 6.12-debug 6.1-debug
 # The module, library and reader suites run on VM_KERNELS; the module
 # suite also on the RT kernels.
 VM_KERNELS := $(BED_STOCK) $(BED_DEBUG)
-VM_MODULE_KERNELS := $(VM_KERNELS)
+VM_MODULE_KERNELS := $(VM_KERNELS) $(BED_RT)
 
 .PHONY: debug-kernels
 debug-kernels:
