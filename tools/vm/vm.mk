@@ -57,3 +57,12 @@ $(BUILD)/plant-%/blamer.ko: $(KMOD_SRCS)
 	@test -n '$(call kmod_kdir_of,$*)'
 	$(MAKE) --no-print-directory -C $(call kmod_kdir_of,$*) M=$(@D)/src BLAMER_PLANT=y modules
 	@cp $(@D)/src/module/blamer.ko $@
+
+# ---- trinity-<kernel>: Debian's trinity, bounded (tools/vm/tests/trinity),
+# on the debug kernels in `make check`; TRINITY_CALLS per user.
+TRINITY_CALLS ?= 10000
+TRINITY_SUITES := $(addprefix trinity-,$(BED_DEBUG) $(BED_DEBUG_EXTRA) $(BED_STOCK))
+CHECK_SUITES += $(addprefix trinity-,$(BED_DEBUG))
+.PHONY: $(TRINITY_SUITES)
+$(TRINITY_SUITES): trinity-%: bed-module-%
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/tests/trinity $* $(TRINITY_CALLS)
