@@ -22,6 +22,7 @@ BED_RT    := 6.1-rt 6.12-rt
 # (see Documentation/testing.rst for what each costs).
 BED_DEBUG :=
 BED_DEBUG_EXTRA := 6.12-debug 6.1-debug
+BED_DEBUG_ALL = $(sort $(BED_DEBUG) $(BED_DEBUG_EXTRA))
 # The module, library and reader suites run on VM_KERNELS; the module
 # suite also on the RT kernels.
 VM_KERNELS := $(BED_STOCK) $(BED_DEBUG)
@@ -29,10 +30,10 @@ VM_MODULE_KERNELS := $(VM_KERNELS) $(BED_RT)
 
 .PHONY: debug-kernels
 debug-kernels:
-	@for k in $(BED_DEBUG) $(BED_DEBUG_EXTRA); do \
+	@for k in $(BED_DEBUG_ALL); do \
 		$(SRC)/scripts/debug-kernel --build $${k%-debug} >/dev/null || exit; done
 
-DEBUG_KERNEL_SUITES := $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG) $(BED_DEBUG_EXTRA))
+DEBUG_KERNEL_SUITES := $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG_ALL))
 CHECK_SUITES += $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG))
 .PHONY: $(DEBUG_KERNEL_SUITES)
 $(DEBUG_KERNEL_SUITES): debug-kernel-%:
@@ -44,3 +45,23 @@ bed-kernel-%-debug: debug-kernel-% ;
 bed-kernel-%: ;
 bed-module-%: bed-kernel-%
 	@$(MAKE) --no-print-directory KVER=$* modules
+
+# ---- coverage: the module's line coverage on the debug kernels
+# Suites on a debug kernel bring the module's gcov data back from the guest
+# (tools/vm/run, BLAMER_VM_GCOV) into $(GCOV_DIR)/<suite>/; coverage-<kernel>
+# sums the selftests' runs and the fuzzer's and lists the lines no run
+# reached (scripts/coverage, report in $(BUILD)/coverage/<kernel>.txt).
+GCOV_DIR := $(BUILD)/gcov
+COVERAGE_SELFTESTS := vm-module vm-lib vm-reader
+COVERAGE_FUZZERS := trinity
+$(foreach k,$(BED_DEBUG_ALL),\
+  $(foreach s,$(COVERAGE_SELFTESTS) $(COVERAGE_FUZZERS),\
+    $(eval $(s)-$(k): export BLAMER_VM_GCOV = $(GCOV_DIR)/$(s)-$(k))))
+
+COVERAGE_SUITES := $(addprefix coverage-,$(BED_DEBUG_ALL))
+CHECK_SUITES += $(addprefix coverage-,$(BED_DEBUG))
+.PHONY: $(COVERAGE_SUITES)
+$(COVERAGE_SUITES): coverage-%: $(foreach s,$(COVERAGE_SELFTESTS) $(COVERAGE_FUZZERS),$(s)-%)
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/coverage $* $(GCOV_DIR) \
+		selftests=$(subst $(eval) ,:,$(foreach s,$(COVERAGE_SELFTESTS),$(GCOV_DIR)/$(s)-$*)) \
+		fuzzers=$(subst $(eval) ,:,$(foreach s,$(COVERAGE_FUZZERS),$(GCOV_DIR)/$(s)-$*))

@@ -40,7 +40,7 @@ vm-runner:
 # planted (BLAMER_PLANT=y, in $(BUILD)/plant-<release>/) and the warn
 # module's UBSAN and KFENCE cases must each fail a run with the right
 # report. Built in the recipe, so a build failure is the suite's failure.
-BED_BITES_SUITES := $(addprefix bed-bites-,$(BED_DEBUG) $(BED_DEBUG_EXTRA))
+BED_BITES_SUITES := $(addprefix bed-bites-,$(BED_DEBUG_ALL))
 CHECK_SUITES += $(addprefix bed-bites-,$(BED_DEBUG))
 .PHONY: $(BED_BITES_SUITES)
 $(BED_BITES_SUITES): bed-bites-%: bed-kernel-%
@@ -61,7 +61,7 @@ $(BUILD)/plant-%/blamer.ko: $(KMOD_SRCS)
 # ---- trinity-<kernel>: Debian's trinity, bounded (tools/vm/tests/trinity),
 # on the debug kernels in `make check`; TRINITY_CALLS per user.
 TRINITY_CALLS ?= 10000
-TRINITY_SUITES := $(addprefix trinity-,$(BED_DEBUG) $(BED_DEBUG_EXTRA) $(BED_STOCK))
+TRINITY_SUITES := $(addprefix trinity-,$(BED_DEBUG_ALL) $(BED_STOCK))
 CHECK_SUITES += $(addprefix trinity-,$(BED_DEBUG))
 .PHONY: $(TRINITY_SUITES)
 $(TRINITY_SUITES): trinity-%: bed-module-%
