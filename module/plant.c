@@ -8,10 +8,10 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include "plant.h"
@@ -43,7 +43,8 @@ void blamer_plant_open(void)
 /*
  * ... and release takes b then a: lockdep sees the inversion without the
  * two ever racing. uaf: release reads the context it has just freed.
- * sleep: release sleeps under a spinlock.
+ * sleep: release allocates with GFP_KERNEL, which may sleep, under a
+ * spinlock.
  */
 void blamer_plant_release(const void *freed)
 {
@@ -56,8 +57,11 @@ void blamer_plant_release(const void *freed)
 		pr_info("planted use-after-free reads %d\n",
 			READ_ONCE(*(const char *)freed));
 	} else if (blamer_planted("sleep")) {
+		void *p;
+
 		spin_lock(&blamer_plant_spin);
-		msleep(20);
+		p = kmalloc(64, GFP_KERNEL);
 		spin_unlock(&blamer_plant_spin);
+		kfree(p);
 	}
 }
