@@ -88,7 +88,7 @@ static int device_open(struct bl_backend *be, bool forced)
 					BLAMER_DEVICE_PATH);
 		return -errno;
 	}
-	be->kind = BLAMER_BACKEND_ID_DEVICE;
+	be->kind = BLAMER_BACKEND_DEVICE;
 	snprintf(be->dir, sizeof(be->dir), "%s", "");
 	return 0;
 }
@@ -104,32 +104,32 @@ int bl_backend_open(struct bl_backend *be, int requested, const char *dir,
 	be->dirfd = -1;
 	be->pid = pid;
 	be->start_ns = start_ns;
-	if (requested == BL_BACKEND_AUTO) {
+	if (requested == BLAMER_BACKEND_AUTO) {
 		env = getenv("BLAMER_BACKEND");
 		if (!env || !*env || !strcmp(env, "auto"))
-			requested = BL_BACKEND_AUTO;
+			requested = BLAMER_BACKEND_AUTO;
 		else if (!strcmp(env, "device"))
-			requested = BL_BACKEND_DEVICE;
+			requested = BLAMER_BACKEND_DEVICE;
 		else if (!strcmp(env, "dir"))
-			requested = BL_BACKEND_DIR;
+			requested = BLAMER_BACKEND_DIR;
 		else
 			return bl_error(EINVAL, "blamer: BLAMER_BACKEND=%s: use device, dir or auto",
 					env);
 	}
 	switch (requested) {
-	case BL_BACKEND_DEVICE:
+	case BLAMER_BACKEND_DEVICE:
 		return device_open(be, true);
-	case BL_BACKEND_AUTO:
+	case BLAMER_BACKEND_AUTO:
 		if (!device_open(be, false))
 			return 0;
 		/* no usable device: use the directory */
 		__attribute__((fallthrough));
-	case BL_BACKEND_DIR:
+	case BLAMER_BACKEND_DIR:
 		fd = bl_dir_open(dir, be->dir, sizeof(be->dir));
 		if (fd < 0)
 			return fd;
 		be->dirfd = fd;
-		be->kind = BLAMER_BACKEND_ID_DIR;
+		be->kind = BLAMER_BACKEND_DIR;
 		return 0;
 	default:
 		return bl_error(EINVAL, "blamer: unknown backend %d", requested);
@@ -215,9 +215,9 @@ int bl_backend_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 	m->base = NULL;
 	m->size = 0;
 	*id = index;
-	if (be->kind == BLAMER_BACKEND_ID_DEVICE)
+	if (be->kind == BLAMER_BACKEND_DEVICE)
 		return device_slab(be, size, m, id);
-	if (be->kind == BLAMER_BACKEND_ID_DIR)
+	if (be->kind == BLAMER_BACKEND_DIR)
 		return dir_slab(be, index, size, m);
 	return -EINVAL;
 }

@@ -12,7 +12,7 @@
 #include "heap.h"
 
 struct bl_backend {
-	uint32_t kind;		/* BLAMER_BACKEND_ID_DEVICE or _DIR */
+	uint32_t kind;		/* BLAMER_BACKEND_DEVICE or _DIR */
 	int devfd;		/* device: the open /dev/blamer, else -1 */
 	int dirfd;		/* dir: the checked directory, else -1 */
 	int64_t pid;		/* dir file names: <pid>-<start_ns>.<index>.slab */

@@ -117,7 +117,7 @@ static bool stale_own_heap(struct blamer *b)
 		return false;
 	pthread_mutex_lock(&reg_lock);
 	for (c = reg_head; c; c = c->next)
-		if (c != b && c->be.kind == BLAMER_BACKEND_ID_DIR && c->be.dirfd >= 0 &&
+		if (c != b && c->be.kind == BLAMER_BACKEND_DIR && c->be.dirfd >= 0 &&
 		    !fstat(c->be.dirfd, &other) && other.st_dev == mine.st_dev &&
 		    other.st_ino == mine.st_ino)
 			stale = false;
@@ -144,7 +144,7 @@ static int make_heap(struct blamer *b)
 	bl_clock_start(&clock, b->clock);
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64(),
 			     &clock);
-	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_ID_DIR && stale_own_heap(b)) {
+	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && stale_own_heap(b)) {
 		/* Files named after this very process (pid and start time)
 		 * that no live context of ours owns: left by the program this
 		 * process was before execve(). Ours to replace; only plain
@@ -402,7 +402,7 @@ int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info)
 	h = ld_acquire(A32(&b->state)) == BL_ST_READY ? &b->heap : bl_ready(b);
 	if (!h)
 		return -EAGAIN;
-	info->backend = b->be.kind == BLAMER_BACKEND_ID_DEVICE ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;
+	info->backend = (int)b->be.kind;
 	info->slab_count = ld_acquire(A32(&h->nslabs));
 	info->max_slabs = h->max_slabs;
 	info->flags = bl_heap_flags(h);

@@ -23,7 +23,7 @@ LIB_A      := $(LIB_DIR)/libblamer.a
 LIB_SO     := $(LIB_DIR)/libblamer.so
 LIB_LDLIBS := -lpthread
 # <linux/blamer.h> is the uapi header of this tree, not of the system.
-LIB_CFLAGS := -I$(SRC)/include/uapi
+LIB_CFLAGS := -I$(SRC)/include/uapi -I$(SRC)/lib
 LIB_PC     := $(LIB_DIR)/blamer.pc
 
 PREFIX     ?= /usr/local

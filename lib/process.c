@@ -48,8 +48,8 @@ int bl_process_create(struct blamer *b)
 	/* Relaxed: published with the record (owner release, list append). */
 	st_relaxed(A32(&p->phase), BLAMER_PHASE_LAUNCHED);
 	b->process = ref;
-	b->global_data = bl_userdata_new(b, BLAMER_SCOPE_GLOBAL, GLOBAL_DATA_BYTES);
-	b->process_data = bl_userdata_new(b, BLAMER_SCOPE_PROCESS, PROCESS_DATA_BYTES);
+	b->global_data = bl_userdata_new(b, BLAMER_DATA_GLOBAL, GLOBAL_DATA_BYTES);
+	b->process_data = bl_userdata_new(b, BLAMER_DATA_PROCESS, PROCESS_DATA_BYTES);
 	b->log = bl_heap_alloc(h, sizeof(*log) + b->log_slots * sizeof(struct blamer_log_slot),
 			       BLAMER_REC_LOG, &err);
 	if (!b->global_data || !b->process_data || !b->log)
@@ -109,7 +109,7 @@ int blamer_process_launched(struct blamer *b, pid_t pid)
 	c->child_start_stamp = stamp > 0 ? stamp : 0;
 	c->launch_time_ns = bl_realtime_ns();
 	/* Relaxed: published by bl_owner_set()'s release just below. */
-	st_relaxed(A32(&c->state), 1);
+	st_relaxed(A32(&c->state), BLAMER_CHILD_RUNNING);
 	bl_owner_set(b, &c->owner);
 	return 0;
 }
@@ -132,7 +132,7 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 		if (type != BLAMER_REC_CHILD)
 			continue;
 		c = bl_heap_get(h, ref, BLAMER_REC_CHILD, sizeof(*c));
-		if (c && c->child_pid == pid && ld_acquire(A32(&c->state)) == 1 &&
+		if (c && c->child_pid == pid && ld_acquire(A32(&c->state)) == BLAMER_CHILD_RUNNING &&
 		    ld_acquire(A32(&c->owner.data_id)))
 			found = c;
 	}
@@ -141,13 +141,13 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	found->exit_status = wait_status;
 	found->exit_time_ns = bl_realtime_ns();
 	/* Release: readers that see "exited" see status and time. */
-	st_release(A32(&found->state), 2);
+	st_release(A32(&found->state), BLAMER_CHILD_EXITED);
 	/* Dir backend: the child's heap files are ours to clean up, but only
 	 * the files of that very process (pid AND start time): a reused pid
 	 * with another start time is another process. And only after a
 	 * clean exit: the heap of a child that crashed or failed is what a
 	 * postmortem wants to read (`blamer release` frees it later). */
-	if (b->be.kind == BLAMER_BACKEND_ID_DIR && found->child_start_stamp > 0 &&
+	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
 	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0)
 		removed = bl_dir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
 	return removed < 0 ? 0 : removed;

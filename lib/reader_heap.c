@@ -822,9 +822,9 @@ static void dispatch(struct ctx *c, blamer_ref ref, uint32_t type)
 
 		if (!rd_copy(c->h, ref, sizeof(u), &u))
 			break;
-		if (u.scope == BLAMER_SCOPE_PROCESS && !c->ud_process)
+		if (u.scope == BLAMER_DATA_PROCESS && !c->ud_process)
 			c->ud_process = ref;
-		else if (u.scope == BLAMER_SCOPE_GLOBAL && !c->ud_global)
+		else if (u.scope == BLAMER_DATA_GLOBAL && !c->ud_global)
 			c->ud_global = ref;
 		break;
 	}

@@ -73,13 +73,13 @@ static blamer_ref activity_data(struct blamer *b)
 					BLAMER_RETIRED(BLAMER_REC_USERDATA), true)) {
 			ref = s;
 			u = bl_ptr(&b->heap, ref);
-			u->scope = BLAMER_SCOPE_ACTIVITY;
+			u->scope = BLAMER_DATA_ACTIVITY;
 			u->capacity = u->hdr.size - sizeof(*u);
 			bl_owner_set(b, &u->owner);
 		}
 	}
 	if (!ref)
-		ref = bl_userdata_new(b, BLAMER_SCOPE_ACTIVITY, ACTIVITY_DATA_BYTES);
+		ref = bl_userdata_new(b, BLAMER_DATA_ACTIVITY, ACTIVITY_DATA_BYTES);
 	if (!ref) {
 		bl_error(ENOSPC, "blamer: no room for activity data");
 		return 0;

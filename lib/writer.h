@@ -30,10 +30,4 @@ int64_t bl_proc_start_ns(pid_t pid);
 uint64_t bl_random64(void);
 pid_t bl_gettid(void);
 
-
-
-/* struct blamer_config.backend values (enum blamer_backend in blamer.h). */
-#define BL_BACKEND_AUTO		0
-#define BL_BACKEND_DEVICE	1
-#define BL_BACKEND_DIR		2
 #endif /* BLAMER_WRITER_H */

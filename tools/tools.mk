@@ -11,6 +11,7 @@ TOOLS_DIR     := $(BUILD)/tools
 BLAMER_CLI_SRCS := $(filter-out %/kmod_libkmod.c %/kmod_raw.c,\
 			$(wildcard $(SRC)/tools/blamer/*.c))
 TOOLS_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/tools/blamer
+TOOLS_LIB_CFLAGS := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/lib
 TOOLS_HDRS    := $(wildcard $(SRC)/tools/blamer/*.h) $(wildcard $(SRC)/lib/*.h) \
 		 $(SRC)/include/blamer.h $(SRC)/include/uapi/linux/blamer.h
 READER_OBJS   := $(patsubst $(SRC)/lib/%.c,$(TOOLS_DIR)/obj/lib/%.o,$(LIB_READER_SRCS))
@@ -24,13 +25,13 @@ tools-static: $(BUILD)/static/blamer
 
 $(TOOLS_DIR)/obj/lib/%.o: $(SRC)/lib/%.c $(TOOLS_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
+	$(CC) $(TOOLS_LIB_CFLAGS) -c -o $@ $<
 $(TOOLS_DIR)/obj/cli/%.o: $(SRC)/tools/blamer/%.c $(TOOLS_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 $(BUILD)/static/obj/lib/%.o: $(SRC)/lib/%.c $(TOOLS_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
+	$(CC) $(TOOLS_LIB_CFLAGS) -c -o $@ $<
 $(BUILD)/static/obj/cli/%.o: $(SRC)/tools/blamer/%.c $(TOOLS_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
