@@ -2,7 +2,7 @@
 /*
  * Shared helpers of the library tests. The tests are built from the
  * library sources (with sanitizers), so they may look inside a context
- * (lib/context.h) to check what the writer wrote.
+ * (lib/writer/context.h) to check what the writer wrote.
  *
  * BLAMER_TEST_BACKEND=device runs the backend-neutral tests against
  * /dev/blamer (in the VM); the default is the dir backend in a private

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hand-made heaps for reader tests, the fuzz corpus and the CLI tests:
- * written straight from lib/heap_format.h (not through the writer
+ * written straight from lib/format/heap_format.h (not through the writer
  * library), so tests can build exactly the valid, torn, truncated or
  * hostile heap they want.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reader internals shared by lib/reader*.c. Nothing here is public.
+ * Reader internals shared by lib/reader/. Nothing here is public.
  *
  * The reader's one rule: heap contents are claims, never facts. A slab is
  * a byte range whose size comes from the kernel (device) or from how many
@@ -47,7 +47,7 @@ struct rd_heap {
 	struct blamer_snap_process *p;	/* where results and problems go */
 };
 
-/* reader_heap.c */
+/* parse.c */
 void rd_heap_parse(struct rd_heap *h);
 /* Orders raw slabs by their header's slab_index; marks problems in h->p. */
 bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n);
@@ -55,7 +55,7 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void rd_slab_drop(struct rd_slab *s);
 
-/* reader_dir.c / reader_dev.c: fill s->procs; 0 or -errno + message. */
+/* dir.c / dev.c: fill s->procs; 0 or -errno + message. */
 struct blamer_reader {
 	struct blamer_reader_opts opts;
 	enum blamer_backend backend;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 #define SLAB_HDR	sizeof(struct blamer_slab_header)
 #define HEAP_HDR_OFF	SLAB_HDR

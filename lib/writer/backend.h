@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where slabs come from (lib/backend.c): the /dev/blamer device or files
+ * Where slabs come from (backend.c): the /dev/blamer device or files
  * in a directory. The allocator (heap.c) only sees bl_backend_slab().
  */
 #ifndef BLAMER_BACKEND_H

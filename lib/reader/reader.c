@@ -15,7 +15,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 {

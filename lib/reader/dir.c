@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 #define RD_MAX_DIR_FILES	(1u << 20)
 
