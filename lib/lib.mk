@@ -15,12 +15,11 @@
 #   make install        header, libraries, blamer.pc (+ INSTALL_TARGETS)
 #   PREFIX=/usr/local   DESTDIR=   LIBDIR=$(PREFIX)/lib  INCLUDEDIR=$(PREFIX)/include
 
-LIB_FORMAT_SRCS :=
+LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
 LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
 		     heap.c context.c process.c thread.c userdata.c log.c modules.c dag.c \
 		     dag_shard.c)
-LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,reader.c parse.c dir.c dev.c \
-		     clock_convert.c)
+LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,reader.c parse.c dir.c dev.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json.c prom.c)
 
 LIB_INC_format := -I$(SRC)/lib/format

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "where.h"
 
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -43,22 +44,12 @@ struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s)
 	return np;
 }
 
-static const char *default_dir(char *buf, size_t len)
-{
-	const char *env = getenv("BLAMER_DIR");
-
-	if (env && *env)
-		return env;
-	snprintf(buf, len, "/dev/shm/blamer-%u", (unsigned)geteuid());	/* as the writer */
-	return buf;
-}
-
 struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 					 char *err, size_t errlen)
 {
 	struct blamer_reader *r = calloc(1, sizeof(*r));
+	enum blamer_backend env;
 	const char *dev;
-	char dbuf[64];
 	int e;
 
 	if (!r) {
@@ -76,13 +67,15 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 	r->backend = r->opts.backend;
 	dev = r->opts.device ? r->opts.device : "/dev/blamer";
 	if (r->backend == BLAMER_BACKEND_AUTO) {
-		/* as the writer: $BLAMER_BACKEND=device|dir, else auto */
-		const char *env = getenv("BLAMER_BACKEND");
-
-		if (env && !strcmp(env, "device"))
-			r->backend = BLAMER_BACKEND_DEVICE;
-		else if (env && !strcmp(env, "dir"))
-			r->backend = BLAMER_BACKEND_DIR;
+		/* as the writer: $BLAMER_BACKEND=device|dir|auto */
+		if (bl_backend_from_env(&env)) {
+			rd_err(err, errlen, "BLAMER_BACKEND=%s: use device, dir or auto",
+			       getenv("BLAMER_BACKEND"));
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+		r->backend = env;
 	}
 	if (r->backend == BLAMER_BACKEND_AUTO) {
 		/* an explicit directory wins; else the device when it exists */
@@ -112,8 +105,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 			return NULL;
 		}
 	} else {
-		snprintf(r->source, sizeof(r->source), "%s",
-			 r->opts.dir ? r->opts.dir : default_dir(dbuf, sizeof(dbuf)));
+		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
 	}
 	r->opts.dir = NULL;	/* r->source is the copy we keep */
 	r->opts.device = NULL;

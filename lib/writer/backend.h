@@ -31,9 +31,5 @@ void bl_backend_unmap(struct bl_slab_map *m);
 void bl_backend_scratch(struct bl_slab_map *m);
 /* Closes fds; in the dir backend with @remove, deletes the heap's files. */
 void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs);
-/* Dir backend: deletes the files of heap <pid>-<start_ns>; returns how many. */
-int bl_dir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
-/* Opens and checks the dir backend directory (creating it 0700). */
-int bl_dir_open(const char *dir, char *path, size_t pathlen);
 
 #endif /* BLAMER_BACKEND_H */

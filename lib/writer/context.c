@@ -150,7 +150,7 @@ static int make_heap(struct blamer *b)
 		 * process was before execve(). Ours to replace; only plain
 		 * singly-linked files of ours are removed, so a planted link
 		 * still makes us fail. */
-		bl_dir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
+		bl_slabdir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
 		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 				     bl_random64(), &clock);
 	}

@@ -149,6 +149,6 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	 * postmortem wants to read (`blamer release` frees it later). */
 	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
 	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0)
-		removed = bl_dir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
+		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
 	return removed < 0 ? 0 : removed;
 }
