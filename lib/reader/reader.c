@@ -1,48 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * Reader front end: opening a backend, taking a snapshot (the backend
- * fills in processes, this file adds the cross-process attribution
- * totals), freeing it, and the name tables the views share.
+ * The reader's front: opening a backend, taking a snapshot (the backend,
+ * dir.c or dev.c, fills in the processes; totals.c adds what spans
+ * them), waiting for a change, releasing a dead heap, and reading one
+ * heap from memory.
+ *
+ * Layering inside the reader: reader.c -> dir.c dev.c -> parse.c ->
+ * snapshot.c (the model); names.c stands alone. Nothing calls back up.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include "internal.h"
 #include "where.h"
-
-void rd_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s)
-{
-	struct blamer_snap_process *np;
-
-	if ((s->nprocs & (s->nprocs - 1)) == 0) {
-		np = realloc(s->procs, (s->nprocs ? s->nprocs * 2 : 1) * sizeof(*np));
-		if (!np)
-			return NULL;
-		s->procs = np;
-	}
-	np = &s->procs[s->nprocs++];
-	memset(np, 0, sizeof(*np));
-	return np;
-}
 
 struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 					 char *err, size_t errlen)
@@ -139,120 +115,6 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- cross-process attribution totals ---- */
-
-static int total_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_total *x = a, *y = b;
-	uint32_t i, d = x->depth < y->depth ? x->depth : y->depth;
-
-	for (i = 0; i < d; i++)
-		if (x->nodes[i] != y->nodes[i])
-			return x->nodes[i] < y->nodes[i] ? -1 : 1;
-	if (x->depth != y->depth)
-		return x->depth < y->depth ? -1 : 1;
-	return x->unit < y->unit ? -1 : x->unit > y->unit;
-}
-
-/* for sorting: equal (path, unit) runs ordered by process index */
-static int total_cmp_sort(const void *a, const void *b)
-{
-	const struct blamer_snap_total *x = a, *y = b;
-	int c = total_cmp(a, b);
-
-	if (c)
-		return c;
-	return x->nprocs < y->nprocs ? -1 : x->nprocs > y->nprocs;
-}
-
-static int node_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_node *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	/* named before unnamed, so the first of a run is the best */
-	return (x->name[0] == 0) - (y->name[0] == 0);
-}
-
-static int proc_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_process *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start_time_ns != y->start_time_ns)
-		return x->start_time_ns < y->start_time_ns ? -1 : 1;
-	return x->heap_key < y->heap_key ? -1 : x->heap_key > y->heap_key;
-}
-
-void rd_finish_snapshot(struct blamer_snapshot *s)
-{
-	size_t i, j, k, n = 0, nn = 0;
-	struct blamer_snap_total *t;
-	struct blamer_snap_node *nodes;
-
-	/* views list processes by pid (then start time: a reused pid's old heap first) */
-	if (s->nprocs > 1)
-		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
-
-	for (i = 0; i < s->nprocs; i++) {
-		for (j = 0; j < s->procs[i].npaths; j++)
-			n += s->procs[i].paths[j].nvalues;
-		nn += s->procs[i].nnodes;
-	}
-	t = calloc(n ? n : 1, sizeof(*t));
-	nodes = calloc(nn ? nn : 1, sizeof(*nodes));
-	if (!t || !nodes) {
-		free(t);
-		free(nodes);
-		return;		/* totals stay empty: the per-process data remains */
-	}
-	n = 0;
-	nn = 0;
-	for (i = 0; i < s->nprocs; i++) {
-		const struct blamer_snap_process *p = &s->procs[i];
-
-		for (j = 0; j < p->npaths; j++) {
-			for (k = 0; k < p->paths[j].nvalues; k++) {
-				t[n].depth = p->paths[j].depth;
-				memcpy(t[n].nodes, p->paths[j].nodes, sizeof(t[n].nodes));
-				t[n].unit = p->paths[j].units[k];
-				t[n].value = p->paths[j].values[k];
-				t[n].nprocs = (uint32_t)i;	/* temporarily: process index */
-				n++;
-			}
-		}
-		if (p->nnodes)
-			memcpy(nodes + nn, p->nodes, p->nnodes * sizeof(*nodes));
-		nn += p->nnodes;
-	}
-	qsort(t, n, sizeof(*t), total_cmp_sort);
-	/* merge equal (path, unit); count distinct processes (sorted within run) */
-	for (i = 0, k = 0; i < n; k++) {
-		struct blamer_snap_total m = t[i];
-		uint32_t last = t[i].nprocs;
-
-		m.nprocs = 1;
-		for (j = i + 1; j < n && total_cmp(&t[j], &m) == 0; j++) {
-			m.value += t[j].value;
-			if (t[j].nprocs != last)
-				m.nprocs++;
-			last = t[j].nprocs;
-		}
-		t[k] = m;
-		i = j;
-	}
-	s->totals = t;
-	s->ntotals = k;
-	qsort(nodes, nn, sizeof(*nodes), node_cmp);
-	for (i = 0, k = 0; i < nn; i++)
-		if (k == 0 || nodes[k - 1].id != nodes[i].id)
-			nodes[k++] = nodes[i];
-	s->nodes = nodes;
-	s->nnodes = k;
-}
-
 int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
 			   char *err, size_t errlen)
 {
@@ -279,20 +141,6 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	rd_finish_snapshot(s);
 	*out = s;
 	return 0;
-}
-
-void blamer_snapshot_free(struct blamer_snapshot *s)
-{
-	size_t i;
-
-	if (!s)
-		return;
-	for (i = 0; i < s->nprocs; i++)
-		rd_process_free(&s->procs[i]);
-	free(s->procs);
-	free(s->totals);
-	free(s->nodes);
-	free(s);
 }
 
 int blamer_reader_wait(struct blamer_reader *r, int timeout_ms)
@@ -379,77 +227,3 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 	return 0;
 }
 
-/* ---- names ---- */
-
-const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id)
-{
-	size_t lo = 0, hi = s->nnodes;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->nodes[mid].id == id)
-			return s->nodes[mid].name[0] ? s->nodes[mid].name : NULL;
-		if (s->nodes[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-const char *blamer_health_name(enum blamer_health h)
-{
-	switch (h) {
-	case BLAMER_HEALTH_OK: return "ok";
-	case BLAMER_HEALTH_SUMMARY: return "summary";
-	case BLAMER_HEALTH_EMPTY: return "empty";
-	case BLAMER_HEALTH_TORN: return "torn";
-	case BLAMER_HEALTH_CORRUPT: return "corrupt";
-	case BLAMER_HEALTH_UNREADABLE: return "unreadable";
-	}
-	return "unknown";
-}
-
-const char *blamer_unit_name(uint32_t unit)
-{
-	switch (unit) {
-	case BLAMER_UNIT_NONE: return "none";
-	case BLAMER_UNIT_CPU_NS: return "cpu_ns";
-	case BLAMER_UNIT_BYTES: return "bytes";
-	case BLAMER_UNIT_COUNT: return "count";
-	}
-	return NULL;
-}
-
-const char *blamer_phase_name(uint32_t phase)
-{
-	switch (phase) {
-	case BLAMER_PHASE_UNKNOWN: return "unknown";
-	case BLAMER_PHASE_LAUNCHED: return "launched";
-	case BLAMER_PHASE_MAIN_LOOP: return "main-loop";
-	case BLAMER_PHASE_SHUTTING_DOWN: return "shutting-down";
-	case BLAMER_PHASE_EXITED_CLEANLY: return "exited-cleanly";
-	}
-	return NULL;
-}
-
-const char *blamer_field_type_name(uint32_t type)
-{
-	static const char *const names[] = {
-		"end", "raw", "raw_ref", "string", "string_ref", "char", "bool",
-		"signed", "unsigned", "double",
-	};
-
-	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
-}
-
-const char *blamer_activity_kind_name(uint32_t kind)
-{
-	static const char *const names[] = {
-		"none", "task", "lock-acquire", "event-wait", "thread-join",
-		"process-wait", "generic",
-	};
-
-	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
-}

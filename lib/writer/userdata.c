@@ -29,24 +29,6 @@ static uint32_t pad8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
-blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity)
-{
-	struct blamer_userdata *u;
-	blamer_ref ref;
-	int err = 0;
-
-	ref = bl_heap_alloc(&b->heap, sizeof(*u) + capacity, BLAMER_REC_USERDATA, &err);
-	if (!ref)
-		return 0;
-	u = bl_ptr(&b->heap, ref);
-	u->scope = scope;
-	u->capacity = capacity;
-	bl_owner_set(b, &u->owner);
-	if (!bl_heap_make_iterable(&b->heap, ref))
-		return 0;
-	return ref;
-}
-
 /* The calling thread's top activity's data record, made if needed. */
 static blamer_ref activity_data(struct blamer *b)
 {
