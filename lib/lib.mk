@@ -63,6 +63,14 @@ $(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c
 		-fPIC -MMD -MP -c -o $@ $<
 -include $(LIB_OBJS:.o=.d)
 
+# The layers as built: which file calls which (from the objects' symbols)
+# and which headers the exporters and the CLI include (scripts/check-layers).
+CHECK_SUITES += lib-layers
+.PHONY: lib-layers
+lib-layers: lib tools
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/check-layers $(SRC) $(LIB_DIR)/obj \
+		$(BUILD)/tools/obj $(LIB_OBJS)
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
