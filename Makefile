@@ -62,13 +62,15 @@ all: $(ALL_TARGETS)
 # decides the exit status. Suites are independent targets, so unless the
 # caller chose a -j of their own they run CHECK_JOBS at a time, with each
 # suite's output kept together (-Otarget).
+# CHECK_ONLY=pattern runs only the suites it matches (make's % pattern).
 CHECK_JOBS ?= 2
+CHECK_RUN = $(if $(CHECK_ONLY),$(filter $(CHECK_ONLY),$(CHECK_SUITES)),$(CHECK_SUITES))
 check: deps
-	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	@rm -rf $(RESULTS) $(BUILD)/gcov && mkdir -p $(RESULTS)
 	@case " $$MAKEFLAGS" in *" -j"* | *jobserver*) j= ;; \
 	 *) j="-j$(CHECK_JOBS) -Otarget" ;; esac; \
-	$(MAKE) --no-print-directory -k $$j $(CHECK_SUITES) || true
-	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_SUITES)
+	$(MAKE) --no-print-directory -k $$j $(CHECK_RUN) || true
+	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_RUN)
 
 clean:
 	rm -rf $(BUILD)

@@ -10,7 +10,7 @@
 #                             outside the tree; a no-op once built)
 #   make bed-module-KERNEL    the module for a bed kernel
 #
-# Suites debug-kernel-<series> (one per BED_DEBUG kernel) build the debug
+# Suites kernel-<debug kernel> (one per BED_DEBUG kernel) build the debug
 # kernels in `make check`. They are registered first, so on a fresh
 # machine the long build starts at once, and every suite of a debug kernel
 # waits for it through bed-kernel-<kernel> (a failed build is reported
@@ -28,20 +28,25 @@ BED_DEBUG_ALL = $(sort $(BED_DEBUG) $(BED_DEBUG_EXTRA))
 VM_KERNELS := $(BED_STOCK) $(BED_DEBUG)
 VM_MODULE_KERNELS := $(VM_KERNELS) $(BED_RT)
 
-.PHONY: debug-kernels
+# The suites of the BED_DEBUG_EXTRA kernels alone, as `make check` runs
+# them (make check-debug-extra).
+.PHONY: debug-kernels check-debug-extra
+check-debug-extra:
+	@$(MAKE) --no-print-directory check BED_DEBUG='$(BED_DEBUG_EXTRA)' \
+		BED_DEBUG_EXTRA= CHECK_ONLY='%-debug'
 debug-kernels:
 	@for k in $(BED_DEBUG_ALL); do \
 		$(SRC)/scripts/debug-kernel --build $${k%-debug} >/dev/null || exit; done
 
-DEBUG_KERNEL_SUITES := $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG_ALL))
-CHECK_SUITES += $(patsubst %-debug,debug-kernel-%,$(BED_DEBUG))
+DEBUG_KERNEL_SUITES := $(addprefix kernel-,$(BED_DEBUG_ALL))
+CHECK_SUITES += $(addprefix kernel-,$(BED_DEBUG))
 .PHONY: $(DEBUG_KERNEL_SUITES)
-$(DEBUG_KERNEL_SUITES): debug-kernel-%:
+$(DEBUG_KERNEL_SUITES): kernel-%-debug:
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/debug-kernel --tap $*
 
 # Pattern rules whose targets are never files always run (.PHONY cannot
 # name patterns). The more specific pattern wins for debug kernels.
-bed-kernel-%-debug: debug-kernel-% ;
+bed-kernel-%-debug: kernel-%-debug ;
 bed-kernel-%: ;
 bed-module-%: bed-kernel-%
 	@$(MAKE) --no-print-directory KVER=$* modules
