@@ -99,6 +99,9 @@ $(KSCRIPTS_STAMP):
 
 # The kernel trees, as KVER=KDIR pairs for the check scripts.
 KMOD_TREES = $(foreach k,$(KMOD_KVERS),$(k)=$(call kmod_kdir,$(k)))
+# The warning-free build also on the RT kernels (their headers differ:
+# PREEMPT_RT turns spinlocks into sleeping locks).
+KMOD_BUILD_TREES = $(foreach k,$(KMOD_KVERS) $(BED_RT),$(k)=$(call kmod_kdir,$(k)))
 
 CHECK_SUITES += module-build module-sparse module-checkpatch module-install
 .PHONY: module-build module-sparse module-checkpatch module-install
@@ -107,7 +110,7 @@ module-install:
 		$(SRC) $(BUILD)/kmod-install
 module-build:
 	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-build build \
-		$(SRC) $(BUILD)/kmod-check $(KMOD_TREES)
+		$(SRC) $(BUILD)/kmod-check $(KMOD_BUILD_TREES)
 module-sparse:
 	@$(SRC)/scripts/run-suite $@ -- $(KMOD_CHECKS)/check-build sparse \
 		$(SRC) $(BUILD)/kmod-check $(KMOD_TREES)
