@@ -60,7 +60,7 @@ $(BUILD)/plant-%/blamer.ko: $(KMOD_SRCS)
 
 # ---- trinity-<kernel>: Debian's trinity, bounded (tools/vm/tests/trinity),
 # on the debug kernels in `make check`; TRINITY_CALLS per user.
-TRINITY_CALLS ?= 10000
+TRINITY_CALLS ?= 5000
 TRINITY_SUITES := $(addprefix trinity-,$(BED_DEBUG_ALL) $(BED_STOCK))
 CHECK_SUITES += $(addprefix trinity-,$(BED_DEBUG))
 .PHONY: $(TRINITY_SUITES)
