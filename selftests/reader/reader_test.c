@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "fixture.h"
 #include "fuzz_one.h"
+#include "internal.h"	/* the reader's own, for white-box tests */
 
 #ifndef FUZZ_DIR
 #define FUZZ_DIR "fuzz"
@@ -495,6 +496,53 @@ TEST(torn_records_are_marked_not_shown)
 	ASSERT_NE(NULL, f);
 	EXPECT_FALSE(f->torn);
 	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/*
+ * A copy whose version is newer than its data (copy.c): the bytes a first
+ * pread() of a dir slab got show a module's seq already even again after
+ * an update, and its path from before the update, because the copy loaded
+ * them in that order; the file holds the whole new state. Comparing the
+ * version alone accepted the old path; the two copies differ, so the
+ * reader reads again and shows the new one.
+ */
+TEST(a_version_copied_after_its_data_is_not_trusted)
+{
+	struct blamer_snap_process p = { 0 };
+	struct rd_slab raw = { 0 }, ordered[BLAMER_MAX_SLABS] = { { 0 } };
+	struct rd_heap rh = { .slabs = ordered, .retries = 10, .p = &p };
+	char file[] = "/tmp/blamer-reader-test.XXXXXX";
+	struct blamer_module *m;
+	struct fx_heap h;
+	uint8_t *early;
+	int fd;
+
+	fx_init(&h, 1, FX_SLAB, 1, 1);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "t");
+	fx_module(&h, "/lib/new.so", 0x1000);
+	fd = mkstemp(file);
+	ASSERT_GE(fd, 0);
+	unlink(file);
+	ASSERT_EQ(FX_SLAB, (size_t)pwrite(fd, h.slab[0], FX_SLAB, 0));
+	early = malloc(FX_SLAB);
+	ASSERT_NE(NULL, early);
+	memcpy(early, h.slab[0], FX_SLAB);
+	m = (struct blamer_module *)(early + ((uint8_t *)fx_at(&h, nth_record(&h, 1)) -
+					      h.slab[0]));
+	ASSERT_EQ(0, memcmp(m->path, "/lib/new.so", 11));
+	memcpy(m->path, "/lib/old.so", 11);	/* seq stays 2: even */
+	raw.buf = early;
+	raw.size = FX_SLAB;
+	raw.fd = fd;
+	raw.owned = true;
+	ASSERT_TRUE(rd_heap_order(&rh, &raw, 1));
+	rd_heap_parse(&rh);
+	ASSERT_EQ(1, p.nmodules);
+	EXPECT_STREQ("/lib/new.so", p.modules[0].path);
+	EXPECT_EQ(BLAMER_HEALTH_OK, p.health);
+	rd_process_free(&p);
+	rd_slab_drop(&raw);
 	fx_free(&h);
 }
 
