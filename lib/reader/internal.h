@@ -61,7 +61,7 @@ _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
  * The reader's files, each calling only those below it:
  *
  *   reader.c                  front: open, snapshot, wait, release
- *   dir.c  dev.c  totals.c    backends; what spans processes
+ *   dir.c  dev.c  attrib.c    backends; the attribution view
  *   parse.c                   one heap: checks, then the record list
  *   decode_*.c                one decoder per record type
  *   record.c                  block and owner checks, arrays, strings
@@ -199,7 +199,8 @@ void rd_process_free(struct blamer_snap_process *p);
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* totals.c: sorts processes, sums totals over them, merges their nodes. */
+/* attrib.c: sorts processes, builds the attribution view over them
+ * (totals, units, the inclusive tree), merges their nodes. */
 void rd_finish_snapshot(struct blamer_snapshot *s);
 
 #endif /* BLAMER_READER_INTERNAL_H */

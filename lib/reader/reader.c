@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The reader's front: opening a backend, taking a snapshot (the backend,
- * dir.c or dev.c, fills in the processes; totals.c adds what spans
+ * dir.c or dev.c, fills in the processes; attrib.c adds what spans
  * them), waiting for a change, releasing a dead heap, and reading one
  * heap from memory.
  *
