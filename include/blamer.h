@@ -443,6 +443,28 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 			   char *err, size_t errlen);
 void blamer_snapshot_free(struct blamer_snapshot *s);
 
+/* What a backend says about itself (blamer status). */
+struct blamer_backend_status {
+	enum blamer_backend backend;
+	char source[256];	/* device path or directory */
+	uint64_t bytes;		/* device: of all slabs; dir: of all heap files */
+	/* dir: from the heaps' headers */
+	uint64_t heaps, dead;
+	/* device: the module's counters and limits (BLAMER_IOC_STATUS) */
+	uint32_t abi_version;
+	uint64_t slabs, orphans, generation;
+	uint64_t max_slab_bytes, max_owner_bytes, max_total_bytes, max_orphans;
+	/* device: the module's parameters, as sysfs shows them */
+	struct {
+		char name[64];
+		char value[128];
+	} params[32];
+	size_t nparams;
+};
+/* 0 or -errno (message in err). */
+int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,
+			 char *err, size_t errlen);
+
 /*
  * Wait up to timeout_ms for a change (device: poll() on /dev/blamer, woken
  * when slabs are created or orphaned; dir: just sleeps). 1 = event,
@@ -494,6 +516,8 @@ const char *blamer_activity_kind_name(uint32_t kind);
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids);
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
+/* The status as one JSON document (kind "status", same schema). */
+int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 
 /* ---- end of reader API ---- */
 

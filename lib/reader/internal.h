@@ -186,6 +186,8 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
 int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
+int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
+		  char *err, size_t errlen);
 
 /* snapshot.c: the model */
 /* Appends a zeroed process to s->procs; NULL on ENOMEM. */

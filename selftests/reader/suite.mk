@@ -32,9 +32,9 @@ $(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(RT_LIBSRCS) \
 	$(CC) $(RT_CFLAGS) $(RT_SAN) -O1 -Wno-unused-parameter -Wno-sign-compare \
 		-o $@ $< $(RT_LIBSRCS) -lm -lpthread
 
-$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS)
+$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) -o $@ $<
+	$(CC) $(RT_CFLAGS) -o $@ $< $(LIB_A) -lpthread
 
 $(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(RT_HDRS)
 	@mkdir -p $(dir $@)

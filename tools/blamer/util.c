@@ -288,22 +288,6 @@ void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 	fputs(buf, f);
 }
 
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr)
 {
 	const struct blamer_snap_module *best = NULL;
