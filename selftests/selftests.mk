@@ -1,6 +1,6 @@
 # selftests/: kselftest-harness tests of the module and the library.
 #
-# Every area owns selftests/<area>/suite.mk, included here in name order;
+# Every area has its selftests/<area>/suite.mk, included here in name order;
 # each appends its suites to CHECK_SUITES (see the top-level Makefile).
 #
 # The kselftest harness (GPL-2.0-only, so it stays in build/, never in the
@@ -73,4 +73,4 @@ $$(BUILD)/$(1)/libt.a: $$(LIBT_OBJS_$(1))
 endef
 $(foreach f,$(TEST_FLAVORS),$(eval $(call test_flavor,$(f))))
 
--include $(sort $(wildcard $(SRC)/selftests/*/suite.mk))
+include $(sort $(wildcard $(SRC)/selftests/*/suite.mk))

@@ -1,4 +1,4 @@
-# Reader test suites (reader owns this fragment).
+# Reader test suites.
 #
 #   reader-unit    the reader against fixture heaps, ASan + UBSan
 #   cli            every blamer subcommand and error, dir backend, golden output
