@@ -83,12 +83,17 @@ $(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
 		$(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libblamer.so.$(LIB_SOVER) $@
 
+# $(call pc_file,OUT): blamer.pc, from blamer.pc.in, for the PREFIX,
+# LIBDIR and INCLUDEDIR of this make (the one sed that makes it).
+pc_file = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	      $(SRC)/blamer.pc.in > $(1)
+
 # (for in-tree use; install-lib writes the installed one with the PREFIX
 # given to make install)
 $(LIB_PC): $(SRC)/blamer.pc.in
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	$(call pc_file,$@)
 
 # Other fragments add their own install targets to INSTALL_TARGETS (for
 # example tools/tools.mk: INSTALL_TARGETS += install-tools); the recipe
@@ -103,9 +108,7 @@ install-lib: lib
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libblamer.a
 	install -m 0755 $(LIB_SO).$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so.$(LIB_SOVER)
 	ln -sf libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    $(SRC)/blamer.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
+	$(call pc_file,$(DESTDIR)$(PKGCONFIGDIR)/blamer.pc)
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
 
 # examples/: built against the static library, as an application would.
