@@ -416,7 +416,9 @@ struct blamer_snapshot {
 	enum blamer_backend backend;
 	char source[256];	/* device path or directory */
 	uint64_t generation;	/* device event generation, 0 for dir */
-	uint64_t realtime_ns, monotonic_ns;	/* when it was taken */
+	/* when it was taken: after every heap was read, so every time in
+	 * the snapshot is at or before these */
+	uint64_t realtime_ns, monotonic_ns;
 	struct blamer_snap_process *procs;	size_t nprocs;
 	struct blamer_snap_total *totals;	size_t ntotals; /* by path, then unit */
 	struct blamer_snap_node *nodes;		size_t nnodes;	/* by id, named */

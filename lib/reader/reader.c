@@ -128,8 +128,6 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	}
 	s->backend = r->backend;
 	snprintf(s->source, sizeof(s->source), "%s", r->source);
-	s->realtime_ns = now_ns(CLOCK_REALTIME);
-	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
 	if (r->backend == BLAMER_BACKEND_DEVICE)
 		ret = rd_dev_snapshot(r, s, err, errlen);
 	else
@@ -138,6 +136,11 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 		blamer_snapshot_free(s);
 		return ret;
 	}
+	/* "Now" is taken after every heap was read, so every time in the
+	 * snapshot is at or before it: an activity pushed while the reader
+	 * went through the heaps is young, never in the future. */
+	s->realtime_ns = now_ns(CLOCK_REALTIME);
+	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
 	*out = s;
 	return 0;

@@ -152,6 +152,11 @@ void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns)
 {
 	double s;
 
+	/* A TSC stamp converted to CLOCK_MONOTONIC may land a few ns after
+	 * the snapshot's "now" (heap-format.rst, "Activity clock"): up to a
+	 * millisecond is "just now"; more is a stamp that cannot be right. */
+	if (then_ns > now_ns && then_ns - now_ns < 1000000)
+		then_ns = now_ns;
 	if (!then_ns || then_ns > now_ns) {
 		snprintf(buf, len, "?");
 		return;
