@@ -474,6 +474,14 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
  */
 int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
 
+/*
+ * The descriptor blamer_reader_wait() polls, for a caller's own poll()
+ * loop: readable (POLLIN) when the next snapshot would differ in which
+ * heaps there are; taking a snapshot clears it. -1 if the backend has
+ * none (dir: poll with a timeout instead).
+ */
+int blamer_reader_fd(const struct blamer_reader *r);
+
 /* Free a dead heap (device: BLAMER_IOC_RELEASE; dir: unlink). 0 or -errno. */
 int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 			  char *err, size_t errlen);
@@ -488,6 +496,13 @@ struct blamer_mem_slab {
 };
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 				struct blamer_snapshot **out);
+
+/*
+ * Keeps only the processes whose pid is one of @pids (all if @npids is
+ * 0), frees the others, and makes the attribution view (totals, units,
+ * tree, nodes) again from those kept. Returns how many are kept.
+ */
+size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids);
 
 /* Paths in view order: < 0, 0 or > 0 as @a comes before, is, or comes after @b. */
 int blamer_path_cmp(const uint64_t *a, uint32_t adepth, const uint64_t *b, uint32_t bdepth);

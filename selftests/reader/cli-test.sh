@@ -14,7 +14,7 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live"
+	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty"
 }
 trap cleanup EXIT
 
@@ -31,7 +31,8 @@ run() {
 }
 
 norm() {
-	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e 's/[0-9.]*[smh] ago/AGE ago/g' \
+	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e "s/ \+LIVEPID/ LIVEPID/" \
+	    -e 's/[0-9.]*[smh] ago/AGE ago/g' \
 	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g"
 }
 
@@ -64,7 +65,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..39"
+echo "1..60"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -80,10 +81,18 @@ run 0 --backend dir --dir "$D" list && grep -q "LIVEPID\|$livepid" "$OUT" && ok 
 run 0 blame && golden blame.txt
 run 0 blame --dead && golden blame-dead.txt
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
+run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
+	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
+run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  app$' "$OUT")" -eq 1 ] &&
+	grep -q '^ *17.0ms *138KiB *1  browser$' "$OUT" && ! grep -q 3999001 "$OUT" &&
+	ok "blame PID: the tree and the share of that process only" || nok "blame PID"
+run 0 blame --dead && [ "$(sed -n '/PID  COMM$/,$p' "$OUT" | grep -c ' app$\| mkheap$')" -eq 3 ] &&
+	ok "blame shows each process's share" || nok "blame shares"
+err_has 1 "no heap for pid 12345678" blame 12345678
 err_has 2 "no measurements in unit" blame --unit furlongs
 run 0 dump 3999001 && golden dump-dead.txt
 run 0 dump "$livepid" && grep -q 'thread.*"main": depth 3' "$OUT" && grep -q 'url_id = 77' "$OUT" &&
-	grep -q '/browser/tab/frame cpu_ns=15.0ms bytes=192Ki' "$OUT" && ok "dump of a live process" || nok "dump of a live process"
+	grep -q '/browser/tab/frame cpu=15.0ms bytes=192KiB' "$OUT" && ok "dump of a live process" || nok "dump of a live process"
 run 0 dump 3999003 && grep -q 'health corrupt: record list loops' "$OUT" && ok "dump names a corrupt heap" || nok "dump corrupt"
 run 0 dump && [ "$(grep -c '^pid ' "$OUT")" -eq 4 ] && ok "dump shows all 4 heaps" || nok "dump all"
 run 0 postmortem && golden postmortem.txt
@@ -93,9 +102,10 @@ err_has 1 "still running" postmortem "$livepid"
 err_has 1 "no heap for pid 12345678" dump 12345678
 err_has 2 "is not a PID" dump abc
 run 0 top --once && grep -q "^ *$livepid mkheap .*live.*main-loop.*lock-acquire \"cache-lock\"" "$OUT" &&
-	grep -q 'cpu_ns.*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
+	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
 run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 ] &&
-	grep -q '0.0us *0.0us\|15.0ms *0.0us' "$OUT" && ok "top --count 2 shows rates" || nok "top --count 2"
+	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
+	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 run 0 export --prometheus && grep -q '^blamer_attribution_cpu_seconds_total{path="/browser/tab/frame"} 0.015000000$' "$OUT" &&
 	ok "export --prometheus" || nok "export --prometheus"
@@ -118,12 +128,19 @@ run 0 release 3999001 && grep -q 'released pid 3999001 (app): 2 slabs' "$OUT" &&
 run 0 release --all && [ "$(grep -c released "$OUT")" -eq 2 ] && ls "$D"/"$livepid"-* >/dev/null 2>&1 &&
 	ok "release --all frees dead heaps only" || nok "release --all"
 run 0 status --backend dir && grep -q '^heaps: 1 (0 dead)' "$OUT" && ok "status --backend dir" || nok "status dir"
+run 0 status && grep -q "^backend: dir $D\$" "$OUT" && [ ! -s "$OUT.err" ] &&
+	ok "status follows BLAMER_DIR" || nok "status with BLAMER_DIR"
+(unset BLAMER_DIR; BLAMER_BACKEND=dir run 0 status) && grep -q "^backend: dir /dev/shm/blamer-" "$OUT" &&
+	[ ! -s "$OUT.err" ] && ok "status follows BLAMER_BACKEND=dir" || nok "status with BLAMER_BACKEND=dir"
 if [ -e /dev/blamer ]; then
 	ok "# SKIP /dev/blamer exists on this host"
 	ok "# SKIP /dev/blamer exists on this host"
 else
 	err_has 1 "run \`blamer load\`" --backend device list
-	err_has 1 "not loaded (run \`blamer load\`" status
+	(unset BLAMER_DIR; run 0 status) && grep -q "^backend: dir /dev/shm/blamer-" "$OUT" &&
+		[ "$(wc -l <"$OUT.err")" -eq 1 ] && grep -q "module is not loaded" "$OUT.err" &&
+		ok "status without the module: the dir backend, and a note saying why" ||
+		nok "status without the module"
 fi
 if [ -e /sys/module/blamer ]; then
 	ok "# SKIP module loaded on this host"
@@ -132,6 +149,35 @@ else
 fi
 err_has 1 "not found" load /nonexistent/blamer.ko
 run 0 --help && grep -q '^  postmortem' "$OUT" && ok "--help lists commands" || nok "--help"
-BLAMER_DIR=$D/none run 0 list && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "missing directory lists nothing" || nok "missing dir"
+run 0 --version && grep -q '^blamer [0-9]\+\.[0-9]\+\.[0-9]\+ ' "$OUT" && ok "--version" || nok "--version"
+run 0 help && grep -q '^  postmortem' "$OUT" && grep -q -- '-j, --json\|blamer help COMMAND' "$OUT" &&
+	ok "help lists commands" || nok "help"
+for cmd in list dump blame top postmortem release export load unload status help; do
+	run 0 "$cmd" --help && cp "$OUT" "$D.help1" && run 0 help "$cmd" && cmp -s "$OUT" "$D.help1" &&
+		grep -q "^usage: blamer \[global options\] $cmd" "$OUT" || break
+done
+[ "$cmd" = help ] && ok "blamer X --help and blamer help X show X's usage and options" ||
+	nok "help for $cmd"
+run 0 --dir /nonexistent dump --help && grep -q '^usage: blamer .* dump' "$OUT" &&
+	ok "a command's --help reads no heaps" || nok "dump --help"
+run 0 help top && grep -q 'p  *pause or resume' "$OUT" && grep -q -- '--interval S' "$OUT" &&
+	ok "help top lists its keys and options" || nok "help top"
+err_has 2 "unknown command 'frob'" help frob
+err_has 2 "help takes one command" help list dump
+run 0 list -j && head -c1 "$OUT" | grep -q '{' && [ "$(wc -l <"$OUT")" -eq 1 ] &&
+	run 0 help list && grep -q -- '-j, --json' "$OUT" && ok "-j is --json, and documented" || nok "-j"
+BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" --backend dir list
+BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" status
+err_has 1 "/nonexistent does not exist (no heap was ever made there: check --dir)" --dir /nonexistent list
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" list
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" status
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" top --once
+mkdir -m 700 "$D.empty"
+BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
+	grep -q "^blamer: no heaps in $D.empty\$" "$OUT.err" &&
+	ok "dump with no heaps: one line, on stderr only" || nok "dump with no heaps"
+BLAMER_DIR=$D.empty run 0 list && [ "$(wc -l <"$OUT")" -eq 1 ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
+	ok "list with no heaps: the header, and one line on stderr" || nok "list with no heaps"
+rmdir "$D.empty"
 
 [ "$fails" -eq 0 ]

@@ -114,9 +114,9 @@ int cmd_postmortem(struct cli *c)
 			putchar('\n');
 		show(s, p);
 	}
-	if (!n)
+	if (!n && s->nprocs)
 		printf("no dead processes in %s\n", s->source);
-	else
+	else if (n)
 		printf("\nfree them with `blamer release PID...` or `blamer release --all`\n");
 out_pids:
 	free(pids);
@@ -199,7 +199,7 @@ int cmd_release(struct cli *c)
 		printf("released pid %d (%s): %u slab%s\n", p->pid, p->comm[0] ? p->comm : "?",
 		       p->nslabs, p->nslabs == 1 ? "" : "s");
 	}
-	if (all && !n && !ret)
+	if (all && !n && !ret && s->nprocs)
 		printf("no dead processes in %s\n", s->source);
 out:
 	free(pick);
