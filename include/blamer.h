@@ -348,11 +348,17 @@ struct blamer_snap_process {
 	uint64_t start_time_ns;	/* boot-based, the PID-reuse guard */
 	uint32_t state;		/* BLAMER_PROC_* */
 	bool kernel_facts;	/* the fields below come from the kernel */
-	bool exited;		/* exit_code / exit_signal are valid */
+	bool exited;		/* exit_code / exit_signal are valid; without
+				 * kernel_facts: the heap says the process
+				 * called exit() (dir backend) */
 	bool coredump;
 	int32_t exit_code;
 	uint32_t exit_signal;
 	uint64_t create_time_ns, orphan_time_ns; /* CLOCK_BOOTTIME */
+	/* dir backend, a dead owner: CLOCK_REALTIME of the latest sign of
+	 * life its heap and files show (when it called exit(), if exited),
+	 * so it ended then or later; 0 if unknown */
+	uint64_t last_seen_ns;
 	uint64_t heap_key;	/* owner_serial (device) or a hash (dir) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */

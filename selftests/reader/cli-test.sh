@@ -2,7 +2,7 @@
 # cli: every blamer subcommand and its errors, on the dir backend (host).
 #   cli-test.sh BLAMER MKHEAP
 # Golden files (selftests/reader/golden/) hold normalized output: the live
-# fixture's pid becomes LIVEPID, ages become AGE. UPDATE_GOLDEN=1 rewrites them.
+# fixture's pid becomes LIVEPID, ages become AGE, dates DATE. UPDATE_GOLDEN=1 rewrites them.
 set -u
 B=$1 MK=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +14,7 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty"
+	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty" "$D.end" "$D.endpids"
 }
 trap cleanup EXIT
 
@@ -32,7 +32,7 @@ run() {
 
 norm() {
 	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e "s/ \+LIVEPID/ LIVEPID/" \
-	    -e 's/[0-9.]*[smh] ago/AGE ago/g' \
+	    -e 's/[0-9.]*[smh] ago/AGE ago/g' -e 's/ at [0-9-]* [0-9:]* (/ at DATE (/' \
 	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g"
 }
 
@@ -65,7 +65,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..60"
+echo "1..65"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -172,6 +172,26 @@ err_has 1 "/nonexistent does not exist (no heap was ever made there: check --dir
 BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" list
 BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" status
 BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" top --once
+# programs of the real library that end without blamer_close(): exit(3),
+# exit(0) (a return from main), abort(): the dir heap says which
+mkdir -m 700 "$D.end"
+(ulimit -c 0; for how in 3 0 abort; do "$MK" "$D.end" end "$how"; done) >"$D.endpids" 2>/dev/null
+read -r p3 p0 pa < <(tr '\n' ' ' <"$D.endpids")
+BLAMER_DIR=$D.end run 0 list && grep -q "^ *$p3 mkheap  *exit:3 " "$OUT" &&
+	grep -q "^ *$p0 mkheap  *exit:0 " "$OUT" && grep -q "^ *$pa mkheap  *dead " "$OUT" &&
+	ok "list: exit(3), exit(0) and abort() on the dir backend look different" || nok "list of ended writers"
+BLAMER_DIR=$D.end run 0 postmortem "$p3" &&
+	grep -q "^pid $p3 (mkheap): exited with code 3 (as its heap says" "$OUT" &&
+	grep -q '^  ended at [0-9-]* [0-9:]* ([0-9.]*s ago)$' "$OUT" &&
+	grep -q '#0 task "last-task" pushed [0-9.]*s ago' "$OUT" &&
+	ok "postmortem of exit(3): the code, when, and its last activity's age" || nok "postmortem exit(3)"
+BLAMER_DIR=$D.end run 0 postmortem "$p0" && grep -q "exited with code 0 (as its heap says" "$OUT" &&
+	ok "postmortem of a return from main without blamer_close(): a clean exit" || nok "postmortem exit(0)"
+BLAMER_DIR=$D.end run 0 postmortem "$pa" && grep -q "^pid $pa (mkheap): gone, cause unknown" "$OUT" &&
+	grep -q '^  last sign of life at .* ago): it ended then or later$' "$OUT" &&
+	ok "postmortem of abort(): cause unknown, and its last sign of life" || nok "postmortem abort"
+BLAMER_DIR=$D.end run 0 dump "$p3" && grep -q '^  ended at ' "$OUT" && ok "dump says when it ended" || nok "dump ended"
+rm -rf "$D.end" "$D.endpids"
 mkdir -m 700 "$D.empty"
 BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
 	grep -q "^blamer: no heaps in $D.empty\$" "$OUT.err" &&

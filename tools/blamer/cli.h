@@ -80,6 +80,10 @@ bool unit_is(uint32_t unit, const char *text);
 void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
 /* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
 void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
+/* "  ended at DATE (AGE ago)" or the best the backend knows, for a dead
+ * process; nothing for a live one. */
+void print_end_time(FILE *f, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p);
 const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len);
 const char *phase_str(uint32_t phase, char *buf, size_t len);
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs);

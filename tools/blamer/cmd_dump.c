@@ -18,6 +18,7 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	fmt_bytes(b2, sizeof(b2), p->used);
 	fmt_end(b3, sizeof(b3), p);
 	printf("pid %d (%s) uid %u: %s\n", p->pid, p->comm[0] ? p->comm : "?", p->uid, b3);
+	print_end_time(stdout, s, p);
 	printf("  heap: %u slab%s, %s, %s used, health %s%s%s\n", p->nslabs,
 	       p->nslabs == 1 ? "" : "s", b1, b2, blamer_health_name(p->health),
 	       p->problem[0] ? ": " : "", p->problem);

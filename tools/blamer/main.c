@@ -47,7 +47,7 @@ static const struct command {
 	  "  s            sort processes by the next column (pid, command, state,\n"
 	  "               phase, threads, activity age); r reverses the order\n"
 	  "  / or f       filter: a pid, or part of a command name (empty: all)\n"
-	  "  + or -       refresh more or less often\n"
+	  "  + or -       refresh less or more often (double or halve the interval)\n"
 	  "  h or ?       show the keys\n"
 	  "Colour is used on a terminal unless NO_COLOR is set or TERM is dumb.\n" },
 	{ "postmortem", cmd_postmortem, OPT_JSON, "[PID...]",

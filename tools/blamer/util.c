@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -295,6 +296,9 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 		else
 			snprintf(buf, len, "closed its heap cleanly");
 	}
+	else if (p->exited && !p->kernel_facts)
+		snprintf(buf, len, "exited with code %d (as its heap says; the dir backend has no kernel facts)",
+			 p->exit_code);
 	else if (p->exited && p->exit_signal)
 		snprintf(buf, len, "killed by %s (signal %u)%s",
 			 sig_name(p->exit_signal, sb, sizeof(sb)), p->exit_signal,
@@ -307,6 +311,30 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 		snprintf(buf, len, "exited cleanly (as its heap says; dir backend has no kernel facts)");
 	else
 		snprintf(buf, len, "gone, cause unknown (dir backend has no kernel facts)");
+}
+
+void print_end_time(FILE *f, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p)
+{
+	time_t sec = (time_t)(p->last_seen_ns / 1000000000u);
+	char when[64], age[32];
+	struct tm tm;
+
+	if (p->state == BLAMER_PROC_LIVE)
+		return;
+	if (p->orphan_time_ns) {
+		/* orphan time is CLOCK_BOOTTIME; the snapshot has MONOTONIC: show as is */
+		fprintf(f, "  died at %.3fs after boot\n", (double)p->orphan_time_ns / 1e9);
+		return;
+	}
+	if (!p->last_seen_ns || !localtime_r(&sec, &tm) ||
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+		return;
+	fmt_age(age, sizeof(age), s->realtime_ns, p->last_seen_ns);
+	if (p->exited)
+		fprintf(f, "  ended at %s (%s ago)\n", when, age);
+	else
+		fprintf(f, "  last sign of life at %s (%s ago): it ended then or later\n", when, age);
 }
 
 const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len)
