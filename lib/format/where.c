@@ -50,7 +50,10 @@ const char *bl_slabdir_path(char *buf, size_t len, const char *dir)
 	return buf;
 }
 
-static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
+/* What writer and reader both ask of an open directory: a directory, not
+ * writable by group or others; the writer also wants it ours (@ours). */
+static int check_dir_fd(int fd, const char *path, bool ours, uid_t *owner,
+			char *why, size_t whylen)
 {
 	struct stat st;
 
@@ -62,17 +65,38 @@ static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", path);
 		return -ENOTDIR;
 	}
-	if (st.st_uid != geteuid()) {
+	if (ours && st.st_uid != geteuid()) {
 		snprintf(why, whylen, "%s is owned by uid %u, not by us (uid %u)", path,
 			 (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, whylen, "%s is writable by group or others (mode %03o)", path,
-			 (unsigned)(st.st_mode & 0777));
+		snprintf(why, whylen, "%s is writable by group or others (mode %03o)%s", path,
+			 (unsigned)(st.st_mode & 0777),
+			 ours ? "" : ": heaps there could be anyone's, and the library never writes there");
 		return -EPERM;
 	}
+	if (owner)
+		*owner = st.st_uid;
 	return 0;
+}
+
+/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
+static int open_dir_nofollow(const char *path, char *why, size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int err;
+
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		snprintf(why, whylen, "%s is a symlink: refused", path);
+		return -EPERM;
+	}
+	snprintf(why, whylen, "cannot open directory %s", path);
+	return -err;
 }
 
 int bl_slabdir_open(const char *path, char *why, size_t whylen)
@@ -85,20 +109,25 @@ int bl_slabdir_open(const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot create %s", path);
 		return -errno;
 	}
-	/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		struct stat st;
-		int err = errno;
-
-		if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-			snprintf(why, whylen, "%s is a symlink: refused", path);
-			return -EPERM;
-		}
-		snprintf(why, whylen, "cannot open directory %s", path);
-		return -err;
+	fd = open_dir_nofollow(path, why, whylen);
+	if (fd < 0)
+		return fd;
+	ret = check_dir_fd(fd, path, true, NULL, why, whylen);
+	if (ret) {
+		close(fd);
+		return ret;
 	}
-	ret = check_dir_fd(fd, path, why, whylen);
+	return fd;
+}
+
+int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whylen)
+{
+	int fd, ret;
+
+	fd = open_dir_nofollow(path, why, whylen);
+	if (fd < 0)
+		return fd;
+	ret = check_dir_fd(fd, path, false, owner, why, whylen);
 	if (ret) {
 		close(fd);
 		return ret;

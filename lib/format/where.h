@@ -11,7 +11,9 @@
  * and the dir backend's:
  *  - where: the directory given, else $BLAMER_DIR, else
  *    /dev/shm/blamer-<euid>; created 0700, and used only if it is a real
- *    directory (not a symlink), owned by us and writable by nobody else;
+ *    directory (not a symlink), owned by us and writable by nobody else
+ *    (a reader asks the same of a directory it reads, but for the owner,
+ *    and takes only the owner's files);
  *  - names: slab <index> of the heap of process <pid> started at
  *    <start_ns> is the file "<pid>-<start_ns>.<index>.slab", decimal,
  *    nothing else;
@@ -61,6 +63,15 @@ const char *bl_slabdir_path(char *buf, size_t len, const char *dir);
  * writable by group or others. An O_DIRECTORY fd, or -errno and @why.
  */
 int bl_slabdir_open(const char *path, char *why, size_t whylen);
+
+/*
+ * Opens the directory @path to read heaps from (never creating it): the
+ * writer's rules but for the owner, who may be another user (root reading
+ * a user's heaps); @owner is set to it, and only that uid's files are
+ * that directory's heaps. An O_DIRECTORY fd, or -errno and @why
+ * (-ENOENT: no heap was ever made there).
+ */
+int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whylen);
 
 /* The name of slab @index of heap <pid>-<start_ns>; snprintf's return. */
 int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index);

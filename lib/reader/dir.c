@@ -64,7 +64,8 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
 		return false;	/* gone, or a zombie: it has exited, its heap is dead */
 	*start = (uint64_t)st.start_ns;
-	snprintf(comm, commlen, "%s", st.comm);
+	/* a process names itself (prctl, the file it runs): printable only */
+	rd_sanitize(comm, st.comm, strnlen(st.comm, commlen - 1));
 	return true;
 }
 
@@ -106,6 +107,14 @@ static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: not a regular file", path);
+		close(fd);
+		return false;
+	}
+	if (st.st_uid != r->dir_owner) {
+		/* only the directory's owner can have made it: never read */
+		rd_problem(p, BLAMER_HEALTH_CORRUPT,
+			   "%s: owned by uid %u, not by the directory's owner (uid %u): planted",
+			   path, (unsigned)st.st_uid, (unsigned)r->dir_owner);
 		close(fd);
 		return false;
 	}
@@ -164,22 +173,36 @@ static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
  * children, activity pushes and thread starts (CLOCK_MONOTONIC, taken to
  * CLOCK_REALTIME at today's offset: a clock step since makes it off).
  */
+/* @t if it is later than @best but not past @now: the future is no evidence. */
+static uint64_t later(uint64_t best, uint64_t t, uint64_t now)
+{
+	return t > best && t <= now ? t : best;
+}
+
 static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 {
 	struct timespec rt, mono;
-	uint64_t t = mtime_ns, m = 0, off;
+	uint64_t t = 0, m = 0, off, now;
 	size_t i, j;
 
-	if (p->heap_create_time_ns > t)
-		t = p->heap_create_time_ns;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	/* a file's times and the heap's are its writer's to set: a time past
+	 * now is a lie or another clock's, and not believed */
+	if (p->exited && mtime_ns > now) {
+		/* the moment of its exit is the lie: what else it shows came
+		 * before, and would be shown as that moment */
+		p->last_seen_ns = 0;
+		return;
+	}
+	t = later(t, mtime_ns, now);
+	t = later(t, p->heap_create_time_ns, now);
 	for (i = 0; i < p->nlogs; i++)
-		if (p->logs[i].time_ns > t)
-			t = p->logs[i].time_ns;
+		t = later(t, p->logs[i].time_ns, now);
 	for (i = 0; i < p->nchildren; i++) {
-		if (p->children[i].launch_time_ns > t)
-			t = p->children[i].launch_time_ns;
-		if (p->children[i].exit_time_ns > t)
-			t = p->children[i].exit_time_ns;
+		t = later(t, p->children[i].launch_time_ns, now);
+		t = later(t, p->children[i].exit_time_ns, now);
 	}
 	for (i = 0; i < p->nthreads; i++) {
 		if (p->threads[i].start_time_ns > m)
@@ -188,8 +211,6 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 			if (p->threads[i].acts[j].time_ns > m)
 				m = p->threads[i].acts[j].time_ns;
 	}
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
 	off = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * 1000000000u +
 	      (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* a monotonic time past now is another boot's: no evidence */
@@ -232,19 +253,30 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	struct dfile *files = NULL, f;
 	size_t n = 0, cap = 0, i, j;
 	struct dirent *de;
-	struct stat dst;
+	char why[512];
+	int fd, ret;
 	DIR *d;
 
-	d = opendir(r->source);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;	/* no process has made a heap yet */
-		rd_err(err, errlen, "%s: %s%s", r->source, strerror(errno),
-		       errno == EACCES ? " (heaps of other users are not readable)" : "");
-		return -errno;
+	/* the writer's rules (format/where.h): a place it never writes to
+	 * holds no heaps, whatever files are there */
+	fd = bl_slabdir_open_read(r->source, &r->dir_owner, why, sizeof(why));
+	if (fd == -ENOENT)
+		return 0;	/* no process has made a heap yet */
+	if (fd < 0) {
+		if (fd == -EPERM)
+			rd_err(err, errlen, "%s", why);
+		else
+			rd_err(err, errlen, "%s: %s%s", r->source, strerror(-fd),
+			       fd == -EACCES ? " (heaps of other users are not readable)" : "");
+		return fd;
 	}
-	if (fstat(dirfd(d), &dst))
-		dst.st_uid = 0;
+	d = fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		close(fd);
+		rd_err(err, errlen, "%s: %s", r->source, strerror(-ret));
+		return ret;
+	}
 	while ((de = readdir(d))) {
 		if (!parse_name(de->d_name, &f))
 			continue;	/* not ours: ignored, never parsed */
@@ -288,7 +320,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		}
 		p->pid = files[i].pid;
 		p->start_time_ns = files[i].start;
-		p->uid = dst.st_uid;
+		p->uid = r->dir_owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
 		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
 		       live_start == files[i].start;

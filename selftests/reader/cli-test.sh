@@ -14,7 +14,8 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty" "$D.end" "$D.endpids"
+	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
+	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open"
 }
 trap cleanup EXIT
 
@@ -65,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..65"
+echo "1..71"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -192,6 +193,61 @@ BLAMER_DIR=$D.end run 0 postmortem "$pa" && grep -q "^pid $pa (mkheap): gone, ca
 	ok "postmortem of abort(): cause unknown, and its last sign of life" || nok "postmortem abort"
 BLAMER_DIR=$D.end run 0 dump "$p3" && grep -q '^  ended at ' "$OUT" && ok "dump says when it ended" || nok "dump ended"
 rm -rf "$D.end" "$D.endpids"
+# A name full of terminal escape sequences: comm is the name of the file
+# executed (here a symlink), argv[0] the path; neither reaches the terminal.
+mkdir -m 700 "$D.evil"
+evil=$'x\e[2J\e]0;pwn\a'
+ln -s "$MK" "$D.evil/$evil"
+"$D.evil/$evil" "$D.evil" live 3 >"$D.evilpid" &
+(ulimit -c 0; "$D.evil/$evil" "$D.evil" end 0 >/dev/null)
+for _ in $(seq 100); do [ -s "$D.evilpid" ] && break; sleep 0.05; done
+evilpid=$(cat "$D.evilpid")
+clean=1
+for args in list "top --once" "top --once --dead" dump "blame --dead" postmortem; do
+	# shellcheck disable=SC2086
+	BLAMER_DIR=$D.evil run 0 $args || { clean=0; echo "# $args: status $st"; break; }
+	if tr -d '\n\t' <"$OUT" | LC_ALL=C grep -q '[[:cntrl:]]'; then
+		clean=0; echo "# $args: a control character on stdout"; break
+	fi
+done
+BLAMER_DIR=$D.evil run 0 list && [ "$clean" = 1 ] &&
+	[ "$(grep -c ' x?\[2J?\]0;pwn? ' "$OUT")" -eq 2 ] &&
+	ok "a name full of escape sequences reaches no view raw (list, top, dump, blame, postmortem)" ||
+	nok "escape sequences in names"
+[ -n "$evilpid" ] && kill "$evilpid" 2>/dev/null
+# A dead heap that claims a time of death in the future (its files' times
+# are its writer's to set): not believed, never "? ago".
+mkdir -m 700 "$D.future"
+(ulimit -c 0; "$MK" "$D.future" end 7 >"$D.futpid" 2>/dev/null)
+futpid=$(cat "$D.futpid")
+touch -d '+1 year' "$D.future/$futpid"-*
+BLAMER_DIR=$D.future run 0 postmortem "$futpid" && grep -q "exited with code 7" "$OUT" &&
+	! grep -q '? ago\|ended at [0-9]' "$OUT" && grep -q '^  ended at an unknown time' "$OUT" &&
+	BLAMER_DIR=$D.future run 0 list --json && grep -q '"last_seen_ns":"\?0"\?[,}]' "$OUT" &&
+	ok "a time of death in the future is not believed" || nok "time of death in the future"
+rm -rf "$D.evil" "$D.evilpid" "$D.future" "$D.futpid"
+# BLAMER_DIR at a place the library never writes: a symlink (to a good
+# directory), a directory others can write: refused, one line.
+mkdir -m 700 "$D.real"
+ln -s "$D.real" "$D.link"
+BLAMER_DIR=$D.link err_has 1 "$D.link is a symlink: refused" list
+BLAMER_DIR=$D.link err_has 1 "is a symlink" release --all
+mkdir -m 777 "$D.open"
+BLAMER_DIR=$D.open err_has 1 "$D.open is writable by group or others" list
+if [ "$(id -u)" = 0 ] && [ -d "$D.real" ]; then
+	# someone else's directory: root may read it (an administrator
+	# looking at a user's heaps); its files must be its owner's
+	"$MK" "$D.real" dead 3999004 5 1 && chown -R 65534 "$D.real" &&
+	"$MK" "$D.real" dead 3999005 5 1 &&
+	BLAMER_DIR=$D.real run 0 list && grep -q '^ *3999004 .* ok$' "$OUT" &&
+	grep -q '^ *3999005 .* corrupt$' "$OUT" && BLAMER_DIR=$D.real run 0 dump 3999005 &&
+	grep -q 'not by the directory.s owner (uid 65534): planted' "$OUT" && ! grep -q browser "$OUT" &&
+		ok "another user's directory: read as its owner's; a file of another uid is planted, never read" ||
+		nok "another user's directory"
+else
+	ok "# SKIP not root: cannot make a directory of another user"
+fi
+rm -rf "$D.real" "$D.link" "$D.open"
 mkdir -m 700 "$D.empty"
 BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
 	grep -q "^blamer: no heaps in $D.empty\$" "$OUT.err" &&

@@ -328,8 +328,12 @@ void print_end_time(FILE *f, const struct blamer_snapshot *s,
 		return;
 	}
 	if (!p->last_seen_ns || !localtime_r(&sec, &tm) ||
-	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm)) {
+		/* the reader believes no time past now: none may be left */
+		if (p->exited)
+			fprintf(f, "  ended at an unknown time (its files show none that can be believed)\n");
 		return;
+	}
 	fmt_age(age, sizeof(age), s->realtime_ns, p->last_seen_ns);
 	if (p->exited)
 		fprintf(f, "  ended at %s (%s ago)\n", when, age);
