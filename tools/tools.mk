@@ -37,7 +37,8 @@ $(BUILD)/static/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_raw.o $(LIB_A)
 
 PREFIX ?= /usr/local
 INSTALL_TARGETS += install-tools
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 install-tools: tools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(TOOLS_DIR)/blamer $(DESTDIR)$(PREFIX)/bin/blamer
-	install -m 0644 $(SRC)/Documentation/blamer.1 $(DESTDIR)$(PREFIX)/share/man/man1/blamer.1
+	install -m 0644 $(SRC)/tools/blamer/blamer.bash-completion $(DESTDIR)$(BASHCOMPDIR)/blamer
