@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..71"
+echo "1..72"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -247,6 +247,21 @@ if [ "$(id -u)" = 0 ] && [ -d "$D.real" ]; then
 else
 	ok "# SKIP not root: cannot make a directory of another user"
 fi
+# every command that reads heaps, every such mistake: status 1, nothing
+# on stdout, one line on stderr
+bad=
+for env in BLAMER_BACKEND=floppy BLAMER_DIR=/nonexistent BLAMER_DIR=$D.link BLAMER_DIR=$D.open; do
+	for args in list "list --json" dump blame "top --once" postmortem "release --all" \
+		"export --prometheus" status "status --json"; do
+		# shellcheck disable=SC2086
+		env "$env" "$B" $args >"$OUT" 2>"$OUT.err"
+		st=$?
+		[ "$st" -eq 1 ] && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] ||
+			bad="$bad [$env $args: status $st]"
+	done
+done
+[ -z "$bad" ] && ok "a bad backend or directory: every command says so in one line, status 1" ||
+	{ echo "#$bad"; nok "a bad backend or directory, for every command"; }
 rm -rf "$D.real" "$D.link" "$D.open"
 mkdir -m 700 "$D.empty"
 BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
