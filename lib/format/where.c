@@ -387,10 +387,16 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
 			v[k++] = v[i];
 		}
 	}
-	/* the dead ones, most recently noticed first */
-	for (i = 0, n = 0; i < k; i++)
-		if (ts_ns(&now) - v[i].mtime_ns >= 1000000000 && trim_dead(dirfd, &v[i]))
+	/* the dead ones, most recently noticed first; one changed within the
+	 * last second is left alone (its writer may be between making and
+	 * locking it), but a time more than a second ahead is no youth: a
+	 * clock stepped back or a forged time must not keep a heap forever */
+	for (i = 0, n = 0; i < k; i++) {
+		int64_t age = ts_ns(&now) - v[i].mtime_ns;
+
+		if ((age >= 1000000000 || age < -1000000000) && trim_dead(dirfd, &v[i]))
 			v[n++] = v[i];
+	}
 	qsort(v, n, sizeof(*v), trim_cmp_newest);
 	/* keep the newest that fit; from the first that does not, delete */
 	for (i = 0; i < n; i++) {

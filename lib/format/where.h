@@ -106,8 +106,10 @@ int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen);
  * top says which are dead and which are kept). Only files that
  * bl_slab_file_ok() accepts are touched, and a heap whose files changed
  * in the last second is left for the next time (a writer in another pid
- * namespace may be between making its file and locking it). Returns the
- * number of heaps deleted, or -errno.
+ * namespace may be between making its file and locking it); a time more
+ * than a second ahead does not count as recent (a clock stepped back or
+ * a forged time would keep a heap forever). Returns the number of heaps
+ * deleted, or -errno.
  */
 int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
 

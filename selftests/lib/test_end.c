@@ -218,6 +218,24 @@ TEST_F(ctx, dead_heaps_beyond_the_bytes_go_too)
 	ASSERT_TRUE(planted(self->dir, 5000003));
 }
 
+/* A file time in the future (a clock stepped back, or a writer's
+ * futimens()) is no youth: such heaps would escape retention forever. */
+TEST_F(ctx, a_time_in_the_future_does_not_escape_retention)
+{
+	int i, left = 0;
+
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, plant(self->dir, 5000000 + i, -365 * 86400));
+	setenv("BLAMER_DIR_MAX_DEAD", "1", 1);
+	i = touch_dir(self, self->dir);
+	unsetenv("BLAMER_DIR_MAX_DEAD");
+	ASSERT_EQ(0, i) TH_LOG("%s", blamer_errmsg());
+	for (i = 0; i < 3; i++)
+		left += planted(self->dir, 5000000 + i);
+	ASSERT_EQ(1, left);
+	ASSERT_TRUE(planted(self->dir, 5000002));	/* noticed last, kept */
+}
+
 TEST_F(ctx, retention_spares_the_living_the_young_and_the_foreign)
 {
 	char name[256], other[256];
