@@ -167,18 +167,18 @@ static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
 	return true;
 }
 
-/*
- * The latest sign of life of a dead process: its files' modification
- * times (the exit, if recorded), its heap's creation, log messages,
- * children, activity pushes and thread starts (CLOCK_MONOTONIC, taken to
- * CLOCK_REALTIME at today's offset: a clock step since makes it off).
- */
 /* @t if it is later than @best but not past @now: the future is no evidence. */
 static uint64_t later(uint64_t best, uint64_t t, uint64_t now)
 {
 	return t > best && t <= now ? t : best;
 }
 
+/*
+ * The latest sign of life of a dead process: its files' modification
+ * times (the exit, if recorded), its heap's creation, log messages,
+ * children, activity pushes and thread starts (CLOCK_MONOTONIC, taken to
+ * CLOCK_REALTIME at today's offset: a clock step since makes it off).
+ */
 static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 {
 	struct timespec rt, mono;
