@@ -7,11 +7,16 @@
 #   make bench      benchmarks with ratios against baselines
 #   make deps       install the Debian packages everything needs (cheap
 #                   when done: a stamp in $(BUILD))
+#   make install    the library, headers, tool and man pages (PREFIX=/usr/local);
+#                   install-dkms, install-system: the module's (mk/install.mk)
 #
+
 # Variables: BUILD=dir (all outputs, default ./build), KVER=6.1|6.12 (the
 # kernel series `make modules` builds for), KDIR=path (a kernel build tree;
 # default: Debian's headers for KVER via scripts/kernel-path, never
-# `uname -r`; see module/module.mk).
+# `uname -r`; see module/module.mk). CPPFLAGS, CFLAGS and LDFLAGS from the
+# environment or the command line are added to the project's own (Debian's
+# build flags reach the library and the tool this way).
 #
 # Each part of the tree owns a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
@@ -34,12 +39,12 @@ export BUILD RESULTS
 
 CC       ?= cc
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-		 -I$(SRC)/include -I$(SRC)/lib
+		 -I$(SRC)/include -I$(SRC)/lib $(CPPFLAGS) $(CFLAGS)
 CHECK_SUITES :=
 ALL_TARGETS  :=
 DEMO_DEPS    :=
 
-.PHONY: all check demo bench deps clean install
+.PHONY: all check demo bench deps clean
 all:
 
 -include mk/deps.mk
@@ -53,6 +58,7 @@ all:
 -include tools/demo/demo.mk
 -include Documentation/docs.mk
 -include examples/examples.mk
+-include mk/install.mk
 
 all: $(ALL_TARGETS)
 

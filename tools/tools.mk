@@ -17,7 +17,7 @@ READER_OBJS   := $(patsubst $(SRC)/lib/%.c,$(TOOLS_DIR)/obj/lib/%.o,$(LIB_READER
 CLI_OBJS      := $(patsubst $(SRC)/tools/blamer/%.c,$(TOOLS_DIR)/obj/cli/%.o,$(BLAMER_CLI_SRCS))
 STATIC_OBJS   := $(patsubst $(TOOLS_DIR)/obj/%,$(BUILD)/static/obj/%,$(READER_OBJS) $(CLI_OBJS))
 
-.PHONY: tools tools-static install-tools
+.PHONY: tools tools-static
 all: tools
 tools: $(TOOLS_DIR)/blamer
 tools-static: $(BUILD)/static/blamer
@@ -36,16 +36,9 @@ $(BUILD)/static/obj/cli/%.o: $(SRC)/tools/blamer/%.c $(TOOLS_HDRS)
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 
 $(TOOLS_DIR)/blamer: $(READER_OBJS) $(CLI_OBJS) $(TOOLS_DIR)/obj/cli/kmod_libkmod.o
-	$(CC) -o $@ $^ -lkmod -lm
+	$(CC) $(LDFLAGS) -o $@ $^ -lkmod -lm
 
 # Debian has no libkmod.a: the static binary loads modules with
 # finit_module(2)/delete_module(2) directly (tools/blamer/kmod_raw.c).
 $(BUILD)/static/blamer: $(STATIC_OBJS) $(BUILD)/static/obj/cli/kmod_raw.o
 	$(CC) -static -o $@ $^ -lm
-
-PREFIX ?= /usr/local
-INSTALL_TARGETS += install-tools
-install-tools: tools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 $(TOOLS_DIR)/blamer $(DESTDIR)$(PREFIX)/bin/blamer
-	install -m 0644 $(SRC)/Documentation/blamer.1 $(DESTDIR)$(PREFIX)/share/man/man1/blamer.1
