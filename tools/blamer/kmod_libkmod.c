@@ -26,9 +26,14 @@ int kmod_lookup(const char *name, char *path, size_t pathlen, char *opts, size_t
 	if (ret == 0 && !p)
 		ret = -ENOENT;
 	if (ret == 0) {
+		size_t n;
+
 		o = kmod_module_get_options(mod);
 		snprintf(path, pathlen, "%s", p);
 		snprintf(opts, optslen, "%s", o ? o : "");
+		n = strlen(opts);
+		while (n && opts[n - 1] == ' ')
+			opts[--n] = '\0';
 	}
 	kmod_module_unref(mod);
 	kmod_unref(ctx);
