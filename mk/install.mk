@@ -14,6 +14,8 @@
 #                       (root; what the blamer-dkms package does)
 #   make uninstall-dkms, uninstall-system: their reverse (groups and a
 #                       modprobe.d file an administrator edited are kept)
+#   make deb            the Debian packages (debian/) in $(BUILD)/deb:
+#                       blamer-dkms, libblamer1, libblamer-dev, blamer
 #
 # Variables: DESTDIR (staging root), PREFIX=/usr/local, LIBDIR (default
 # the compiler's multiarch directory, $(PREFIX)/lib/x86_64-linux-gnu on
@@ -68,7 +70,7 @@ define uninstall_files
 		if [ -e "$$d" ] || [ -L "$$d" ]; then echo "  RM      $$d"; rm -f "$$d"; fi; done
 endef
 
-.PHONY: install uninstall install-dkms uninstall-dkms install-system uninstall-system
+.PHONY: install uninstall install-dkms uninstall-dkms install-system uninstall-system deb
 install: lib tools
 	@mkdir -p $(BUILD)/install
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -115,3 +117,7 @@ uninstall-system:
 	$(call uninstall_files,$(SYSTEM_FILES))
 	@[ -n "$(DESTDIR)" ] || ! $(modprobe_conf) | cmp -s - $(MODPROBE_CONF) || \
 		{ rm -f $(MODPROBE_CONF); echo "  RM      $(MODPROBE_CONF)"; }
+
+deb:
+	$(SRC)/scripts/build-deb $(BUILD)/deb
+	@ls $(BUILD)/deb/*.deb
