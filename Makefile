@@ -38,8 +38,9 @@ KVER     ?= 6.1
 export BUILD RESULTS
 
 CC       ?= cc
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-		 -I$(SRC)/include -I$(SRC)/lib $(CPPFLAGS) $(CFLAGS)
+# Only the public headers: code outside lib/ sees nothing else.
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -I$(SRC)/include \
+		 $(CPPFLAGS) $(CFLAGS)
 CHECK_SUITES :=
 ALL_TARGETS  :=
 DEMO_DEPS    :=

@@ -4,7 +4,7 @@
  * slab we may read; slabs of one open file (owner_serial) form a heap.
  * Each is mapped read-only for the duration of the snapshot. The kernel
  * keeps mapped pages alive whatever the owner does, so reading a mapping
- * never faults; the contents are still untrusted (reader_heap.c).
+ * never faults; the contents are still untrusted (parse.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 
 #include <linux/blamer.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 #define RD_MAX_LIST	(1u << 20)
 
