@@ -111,7 +111,8 @@ install-system:
 	getent group blamer-readers >/dev/null || groupadd --system blamer-readers; \
 	if [ ! -e $(MODPROBE_CONF) ]; then \
 		$(modprobe_conf) >$(MODPROBE_CONF); echo "  WRITE   $(MODPROBE_CONF)"; fi; \
-	udevadm control --reload 2>/dev/null || :
+	udevadm control --reload 2>/dev/null || :; \
+	[ ! -e /sys/module/blamer ] || udevadm trigger --subsystem-match=misc --sysname-match=blamer
 
 uninstall-system:
 	$(call uninstall_files,$(SYSTEM_FILES))
