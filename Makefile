@@ -8,9 +8,10 @@
 #   make deps       install the Debian packages everything needs (cheap
 #                   when done: a stamp in $(BUILD))
 #   make install    the library, headers, tool and man pages (PREFIX=/usr/local);
-#                   install-dkms, install-system: the module's (mk/install.mk)
+#                   make install-dkms, install-system, deb: the module's
+#                   sources for DKMS, its udev rule and groups, the Debian
+#                   packages (mk/install.mk)
 #
-
 # Variables: BUILD=dir (all outputs, default ./build), KVER=6.1|6.12 (the
 # kernel series `make modules` builds for), KDIR=path (a kernel build tree;
 # default: Debian's headers for KVER via scripts/kernel-path, never
