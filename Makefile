@@ -19,7 +19,7 @@
 # environment or the command line are added to the project's own (Debian's
 # build flags reach the library and the tool this way).
 #
-# Each part of the tree owns a fragment included below. A fragment
+# Each part of the tree has a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
 #     rule or by appending to ALL_TARGETS (all depends on ALL_TARGETS
 #     after every fragment is read, so either order works);
@@ -49,18 +49,20 @@ DEMO_DEPS    :=
 .PHONY: all check demo bench deps clean
 all:
 
--include mk/deps.mk
--include mk/check.mk
--include lib/lib.mk
--include tools/tools.mk
--include module/module.mk
--include tools/vm/vm.mk
--include selftests/selftests.mk
--include bench/bench.mk
--include tools/demo/demo.mk
--include Documentation/docs.mk
--include examples/examples.mk
--include mk/install.mk
+# include, not -include: a fragment that is missing is an error, never
+# suites silently gone from make check.
+include mk/deps.mk
+include mk/check.mk
+include lib/lib.mk
+include tools/tools.mk
+include module/module.mk
+include tools/vm/vm.mk
+include selftests/selftests.mk
+include bench/bench.mk
+include tools/demo/demo.mk
+include Documentation/docs.mk
+include examples/examples.mk
+include mk/install.mk
 
 all: $(ALL_TARGETS)
 

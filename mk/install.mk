@@ -73,9 +73,7 @@ endef
 .PHONY: install uninstall install-dkms uninstall-dkms install-system uninstall-system deb
 install: lib tools
 	@mkdir -p $(BUILD)/install
-	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    $(SRC)/blamer.pc.in >$(BUILD)/install/blamer.pc
+	@$(call pc_file,$(BUILD)/install/blamer.pc)
 	$(call install_files,$(INSTALL_FILES))
 	@ln -sfn libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
 	@$(if $(DESTDIR),:,ldconfig 2>/dev/null || :)

@@ -30,6 +30,6 @@ void bl_backend_unmap(struct bl_slab_map *m);
 /* After fork: the mapping becomes private zero memory (old pointers stay valid). */
 void bl_backend_scratch(struct bl_slab_map *m);
 /* Closes fds; in the dir backend with @remove, deletes the heap's files. */
-void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs);
+void bl_backend_close(struct bl_backend *be, bool remove);
 
 #endif /* BLAMER_BACKEND_H */

@@ -12,13 +12,9 @@
  * refusal is a bare "Exec format error" or "Invalid argument".
  */
 #include <errno.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <linux/blamer.h>
@@ -166,120 +162,51 @@ int cmd_unload(struct cli *c)
 	return EX_OK;
 }
 
-static void print_params(bool json)
-{
-	struct dirent *de;
-	DIR *d = opendir(SYS_MODULE "/parameters");
-	bool first = true;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[512], val[128] = "";
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), SYS_MODULE "/parameters/%s", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, val, sizeof(val) - 1);
-		close(fd);
-		if (n < 0)
-			n = 0;
-		val[n] = '\0';
-		val[strcspn(val, "\n")] = '\0';
-		if (json) {
-			printf("%s", first ? "" : ",");
-			json_string(stdout, de->d_name);
-			putchar(':');
-			json_string(stdout, val);
-		}
-		else
-			printf("  %-20s %s\n", de->d_name, val);
-		first = false;
-	}
-	closedir(d);
-}
-
 int cmd_status(struct cli *c)
 {
-	struct blamer_status st = { .size = sizeof(st) };
-	char b1[32], b2[32], b3[32], b4[32];
-	int fd;
+	struct blamer_reader_opts o = { .dir = c->dir };
+	struct blamer_backend_status st;
+	struct blamer_reader *r;
+	char e[512], b1[32], b2[32], b3[32], b4[32];
+	size_t i;
+	int ret;
 
 	if (c->nargs)
 		return usage_err("status takes no arguments");
-	if (c->backend == BLAMER_BACKEND_DIR) {
-		struct blamer_reader *r;
-		struct blamer_snapshot *s;
-		uint64_t bytes = 0;
-		size_t i, dead = 0;
-		int ret = take(c, BLAMER_READ_HEADERS_ONLY, &r, &s);
-
-		if (ret)
-			return ret;
-		for (i = 0; i < s->nprocs; i++) {
-			bytes += s->procs[i].size;
-			dead += s->procs[i].state == BLAMER_PROC_DEAD;
-		}
-		if (c->json)
-		{
-			printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"dir\","
-			       "\"source\":", BLAMER_JSON_SCHEMA_VERSION);
-			json_string(stdout, s->source);
-			printf(",\"heaps\":%zu,\"dead\":%zu,\"bytes\":%llu}\n", s->nprocs, dead,
-			       (unsigned long long)bytes);
-		}
-		else {
-			fmt_bytes(b1, sizeof(b1), bytes);
-			printf("backend: dir %s\nheaps: %zu (%zu dead)\nbytes: %s\n", s->source,
-			       s->nprocs, dead, b1);
-		}
-		blamer_snapshot_free(s);
-		blamer_reader_close(r);
-		return EX_OK;
-	}
-	if (!loaded())
+	o.backend = c->backend == BLAMER_BACKEND_DIR ? BLAMER_BACKEND_DIR : BLAMER_BACKEND_DEVICE;
+	if (o.backend == BLAMER_BACKEND_DEVICE && !loaded())
 		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
-	fd = open(BLAMER_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	r = blamer_reader_open(&o, e, sizeof(e));
+	if (!r && o.backend == BLAMER_BACKEND_DEVICE)
 		return err("%s: %s (module loaded but the device is missing or not accessible)",
 			   BLAMER_DEVICE_PATH, strerror(errno));
-	if (ioctl(fd, BLAMER_IOC_STATUS, &st)) {
-		int e = errno;
-
-		close(fd);
-		return err("%s: status failed: %s", BLAMER_DEVICE_PATH, strerror(e));
-	}
-	close(fd);
+	if (!r)
+		return err("%s", e);
+	ret = blamer_reader_status(r, &st, e, sizeof(e));
+	blamer_reader_close(r);
+	if (ret)
+		return err("%s", e);
 	if (c->json) {
-		printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"device\","
-		       "\"source\":\"%s\",\"abi_version\":%u,\"slabs\":%llu,\"orphans\":%llu,"
-		       "\"bytes\":%llu,\"max_slab_bytes\":%llu,\"max_owner_bytes\":%llu,"
-		       "\"max_total_bytes\":%llu,\"max_orphans\":%llu,\"generation\":%llu,"
-		       "\"parameters\":{", BLAMER_JSON_SCHEMA_VERSION, BLAMER_DEVICE_PATH,
-		       st.abi_version, (unsigned long long)st.slabs,
-		       (unsigned long long)st.orphans, (unsigned long long)st.bytes,
-		       (unsigned long long)st.max_slab_bytes, (unsigned long long)st.max_owner_bytes,
-		       (unsigned long long)st.max_total_bytes, (unsigned long long)st.max_orphans,
-		       (unsigned long long)st.generation);
-		print_params(true);
-		printf("}}\n");
+		blamer_status_write_json(&st, stdout);
+		return EX_OK;
+	}
+	if (st.backend == BLAMER_BACKEND_DIR) {
+		fmt_bytes(b1, sizeof(b1), st.bytes);
+		printf("backend: dir %s\nheaps: %llu (%llu dead)\nbytes: %s\n", st.source,
+		       (unsigned long long)st.heaps, (unsigned long long)st.dead, b1);
 		return EX_OK;
 	}
 	fmt_bytes(b1, sizeof(b1), st.bytes);
 	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
 	fmt_bytes(b3, sizeof(b3), st.max_owner_bytes);
 	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
-	printf("module: loaded, ABI %u, %s\n", st.abi_version, BLAMER_DEVICE_PATH);
+	printf("module: loaded, ABI %u, %s\n", st.abi_version, st.source);
 	printf("slabs: %llu (%llu orphaned, at most %llu kept)\n",
 	       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
 	       (unsigned long long)st.max_orphans);
 	printf("bytes: %s of %s (per slab at most %s, per owner %s)\n", b1, b4, b2, b3);
 	printf("generation: %llu\nparameters:\n", (unsigned long long)st.generation);
-	print_params(false);
+	for (i = 0; i < st.nparams; i++)
+		printf("  %-20s %s\n", st.params[i].name, st.params[i].value);
 	return EX_OK;
 }
