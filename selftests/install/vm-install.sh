@@ -9,7 +9,9 @@
 #   3. /dev/blamer is root:blamer 0660; alice (in blamer) writes a heap,
 #      bob (in no group) cannot open the device, carol (blamer and
 #      blamer-readers) reads alice's heap, alice does not see carol's.
-#   4. blamer load refuses a module of another kernel with one line.
+#   4. blamer load refuses, in one line that says what to do: a module
+#      of another kernel, a file that is no module, a user who is not
+#      root, a kernel with no blamer module installed.
 n=0
 fails=0
 OUT=/tmp/out
@@ -48,7 +50,7 @@ rel=$(uname -r)
 dev=$(gid blamer)
 rd=$(gid blamer-readers)
 echo "TAP version 13"
-echo "1..13"
+echo "1..16"
 
 # systemd-udevd is a name udevadm answers to (Debian links it so).
 ln -s udevadm /bin/systemd-udevd
@@ -96,4 +98,19 @@ t "the module of another kernel is refused before the kernel sees it, in one lin
 		[ \$(wc -l <$OUT.e) = 1 ] && grep -q 'is built for Linux [^ ]*, this is $rel' $OUT.e"
 t "after a reload through modprobe the device is root:blamer 0660 again" \
 	sh -c "blamer load >/dev/null && udevadm settle && ls -ln /dev/blamer | grep -Eq '^crw-rw---- +1 +0 +$dev ' && blamer unload"
+# one_line PATTERN: $OUT.e (a command's stderr) is one line matching PATTERN
+one_line() { cat $OUT.e; [ "$(wc -l <$OUT.e)" = 1 ] && grep -q "$1" $OUT.e; }
+not_a_module() { ! blamer load /etc/passwd 2>$OUT.e && one_line 'is not a kernel module'; }
+t "a file that is no module is refused in one line" not_a_module
+alice_cannot_load() { ! as alice blamer load 2>$OUT.e && one_line 'needs root.*sudo blamer load'; }
+t "alice (group blamer, not root) cannot load it: one line says to use sudo" alice_cannot_load
+# With the kernel's module tree hidden, modprobe finds no blamer.
+no_module() {
+	mount -t tmpfs none /lib/modules/$rel || return 1
+	! blamer load 2>$OUT.e
+	st=$?
+	umount /lib/modules/$rel
+	[ $st -eq 0 ] && one_line "no blamer module is installed for Linux $rel: install blamer-dkms"
+}
+t "with no module installed for this kernel, one line names blamer-dkms" no_module
 [ $fails -eq 0 ]
