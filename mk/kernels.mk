@@ -65,7 +65,9 @@ $(foreach k,$(BED_DEBUG_ALL),\
 
 COVERAGE_SUITES := $(addprefix coverage-,$(BED_DEBUG_ALL))
 CHECK_SUITES += $(addprefix coverage-,$(BED_DEBUG))
-.PHONY: $(COVERAGE_SUITES)
+.PHONY: $(COVERAGE_SUITES) coverage
+# make coverage: those suites and the report, for the BED_DEBUG kernels.
+coverage: $(addprefix coverage-,$(BED_DEBUG))
 $(COVERAGE_SUITES): coverage-%: $(foreach s,$(COVERAGE_SELFTESTS) $(COVERAGE_FUZZERS),$(s)-%)
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/coverage $* $(GCOV_DIR) \
 		selftests=$(subst $(eval) ,:,$(foreach s,$(COVERAGE_SELFTESTS),$(GCOV_DIR)/$(s)-$*)) \
