@@ -2,8 +2,9 @@
 #
 #   make install        the library (shared, static, blamer.pc), its header
 #                       and the uapi header <linux/blamer.h>, the blamer
-#                       tool, man pages blamer(1) and libblamer(3), bash
-#                       completion; ldconfig when DESTDIR is empty
+#                       tool, man pages blamer(1) and libblamer(3) (a page
+#                       per call family, a .so page for every other name),
+#                       bash completion; ldconfig when DESTDIR is empty
 #   make uninstall      removes exactly what make install installed (same
 #                       PREFIX/LIBDIR/... as for the install)
 #   make install-dkms   the module's sources and dkms.conf in
@@ -48,9 +49,14 @@ INSTALL_FILES = \
 	$(BUILD)/install/blamer.pc:$(PKGCONFIGDIR)/blamer.pc \
 	$(TOOLS_DIR)/blamer:$(BINDIR)/blamer \
 	$(SRC)/Documentation/blamer.1:$(MANDIR)/man1/blamer.1 \
-	$(SRC)/Documentation/libblamer.3:$(MANDIR)/man3/libblamer.3 \
+	$(foreach p,$(MAN3_PAGES),$(p):$(MANDIR)/man3/$(notdir $(p))) \
 	$(SRC)/tools/blamer/blamer.bash-completion:$(BASHCOMPDIR)/blamer
 INSTALL_EXEC = $(LIBDIR)/libblamer.so.$(LIB_SOVER) $(BINDIR)/blamer
+# libblamer(3) is a page per call family; every other name a page gives
+# gets a one-line page sourcing it (`man blamer_pop` opens blamer_push(3)),
+# as man-db expects of such names. man-names lists "name page" pairs.
+MAN3_PAGES := $(wildcard $(SRC)/Documentation/man3/*.3)
+man3_names = $(SRC)/Documentation/man3/man-names $(MAN3_PAGES)
 INSTALL_LINKS = $(LIBDIR)/libblamer.so
 
 SYSTEM_FILES = \
@@ -76,10 +82,15 @@ install: lib tools
 	@$(call pc_file,$(BUILD)/install/blamer.pc)
 	$(call install_files,$(INSTALL_FILES))
 	@ln -sfn libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
+	@set -e; $(man3_names) | while read -r name page; do \
+		d=$(DESTDIR)$(MANDIR)/man3/$$name.3; \
+		echo ".so man3/$$page.3" >$$d; chmod 0644 $$d; done
 	@$(if $(DESTDIR),:,ldconfig 2>/dev/null || :)
 
 uninstall:
 	$(call uninstall_files,$(INSTALL_FILES) $(addprefix :,$(INSTALL_LINKS)))
+	@$(man3_names) | while read -r name page; do \
+		rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	@$(if $(DESTDIR),:,ldconfig 2>/dev/null || :)
 
 # The module's sources as DKMS builds them: the top-level Kbuild (which

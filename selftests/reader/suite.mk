@@ -2,6 +2,8 @@
 #
 #   reader-unit    the reader against fixture heaps, ASan + UBSan
 #   cli            every blamer subcommand and error, dir backend, golden output
+#   cli-top        blamer top on a terminal (a pty), driven with keys
+#   cli-completion the bash completion offers what `blamer help` lists
 #   json-schema    JSON output checked against Documentation/blamer-json-schema.json
 #   prometheus     export --prometheus through prometheus_client's parser
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
@@ -21,10 +23,10 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$
 FUZZ_SECONDS ?= 60
 
 VM_READER_SUITES := $(addprefix vm-reader-,$(VM_KERNELS))
-CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
-		$(VM_READER_SUITES)
-.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
-	$(VM_READER_SUITES) \
+CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
+		reader-interop $(VM_READER_SUITES)
+.PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
+	reader-interop $(VM_READER_SUITES) \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -56,6 +58,14 @@ reader-unit: $(RT_DIR)/reader_test
 
 cli: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/cli-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+cli-top: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- /usr/bin/python3 $(SRC)/selftests/reader/top-pty-test.py \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+cli-completion: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/completion-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
 
 json-schema: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer

@@ -38,7 +38,7 @@ wait_gone() {
 echo "TAP version 13"
 echo "1..29"
 
-t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
+t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
 t "the static build loads by path only, and says so" sh -c '! blamer load 2>$OUT.e; grep -q "without libkmod: give the module.s path" $OUT.e'
 # The module leaves the device root-only for udev to set owner and mode;
