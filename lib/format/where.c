@@ -46,7 +46,10 @@ const char *bl_slabdir_path(char *buf, size_t len, const char *dir)
 	return buf;
 }
 
-static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
+/* The writer's rules for the directory, in one place: a directory (the
+ * open did not follow a symlink), owned by @owner, writable by nobody
+ * else. (uid_t)-1 as @owner: any owner, the caller decides. */
+static int check_dir_fd(int fd, const char *path, uid_t *owner, char *why, size_t whylen)
 {
 	struct stat st;
 
@@ -58,29 +61,24 @@ static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", path);
 		return -ENOTDIR;
 	}
-	if (st.st_uid != geteuid()) {
-		snprintf(why, whylen, "%s is owned by uid %u, not by us (uid %u)", path,
-			 (unsigned)st.st_uid, (unsigned)geteuid());
+	if (*owner != (uid_t)-1 && st.st_uid != *owner) {
+		snprintf(why, whylen, "%s is owned by uid %u, not by uid %u: refused (another user may have made it; remove it)",
+			 path, (unsigned)st.st_uid, (unsigned)*owner);
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, whylen, "%s is writable by group or others (mode %03o)", path,
+		snprintf(why, whylen, "%s is writable by group or others (mode %03o): refused", path,
 			 (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
+	*owner = st.st_uid;
 	return 0;
 }
 
-int bl_slabdir_open(const char *path, char *why, size_t whylen)
+int bl_slabdir_open_existing(const char *path, uid_t *owner, char *why, size_t whylen)
 {
 	int fd, ret;
 
-	/* 0700: our heaps are nobody else's business (readers of other
-	 * users need the device backend and its permission checks). */
-	if (mkdir(path, 0700) && errno != EEXIST) {
-		snprintf(why, whylen, "cannot create %s", path);
-		return -errno;
-	}
 	/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -94,12 +92,25 @@ int bl_slabdir_open(const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot open directory %s", path);
 		return -err;
 	}
-	ret = check_dir_fd(fd, path, why, whylen);
+	ret = check_dir_fd(fd, path, owner, why, whylen);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	return fd;
+}
+
+int bl_slabdir_open(const char *path, char *why, size_t whylen)
+{
+	uid_t me = geteuid();
+
+	/* 0700: our heaps are nobody else's business (readers of other
+	 * users need the device backend and its permission checks). */
+	if (mkdir(path, 0700) && errno != EEXIST) {
+		snprintf(why, whylen, "cannot create %s", path);
+		return -errno;
+	}
+	return bl_slabdir_open_existing(path, &me, why, whylen);
 }
 
 int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index)
@@ -127,12 +138,19 @@ static bool parse_u64(const char **s, uint64_t *v)
 bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
 			uint32_t *index)
 {
+	char canon[BL_SLAB_NAME_MAX];
+	const char *s = name;
 	uint64_t p, start, idx;
 
-	if (!parse_u64(&name, &p) || *name++ != '-' || !parse_u64(&name, &start) ||
-	    *name++ != '.' || !parse_u64(&name, &idx) || strcmp(name, ".slab"))
+	if (!parse_u64(&s, &p) || *s++ != '-' || !parse_u64(&s, &start) ||
+	    *s++ != '.' || !parse_u64(&s, &idx) || strcmp(s, ".slab"))
 		return false;
 	if (p == 0 || p > INT32_MAX || idx >= BLAMER_MAX_SLABS)
+		return false;
+	/* Canonical only: "007-1.0.slab" names the heap of "7-1.0.slab" a
+	 * second time (and would be read, counted and released as a twin). */
+	bl_slab_name(canon, sizeof(canon), (int64_t)p, start, (uint32_t)idx);
+	if (strcmp(canon, name))
 		return false;
 	*pid = (int32_t)p;
 	*start_ns = start;
@@ -140,9 +158,24 @@ bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
 	return true;
 }
 
+const char *bl_slab_file_why(const struct stat *st, uid_t owner)
+{
+	if (S_ISLNK(st->st_mode))
+		return "a symlink, not followed";
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != owner)
+		return "owned by another user";
+	if (st->st_nlink != 1)
+		return "has more than one link (a hard link to it exists elsewhere)";
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by group or others";
+	return NULL;
+}
+
 bool bl_slab_file_ok(const struct stat *st)
 {
-	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1;
+	return !bl_slab_file_why(st, geteuid());
 }
 
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)

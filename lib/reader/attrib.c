@@ -217,15 +217,14 @@ static bool count_procs(struct blamer_snapshot *s)
 /* The inclusive tree: every path of a total and every prefix of one. */
 static bool make_tree(struct blamer_snapshot *s)
 {
-	struct blamer_snap_tree_node *tree;
+	struct blamer_snap_tree_node *tree, *shrunk;
 	size_t i, n = 0, k, top, *open;
-	uint64_t *values;
+	uint64_t *zero, *incl;
 	uint32_t d;
 
 	for (i = 0; i < s->ntotals; i++)
 		n += s->totals[i].depth;
-	/* the nodes, then their values: one block, freed with s->tree */
-	tree = calloc(1, (n ? n : 1) * (sizeof(*tree) + 2 * s->nunits * sizeof(uint64_t)));
+	tree = calloc(n ? n : 1, sizeof(*tree));
 	open = calloc(BLAMER_SNAP_MAX_DEPTH + 1, sizeof(*open));
 	if (!tree || !open) {
 		free(tree);
@@ -244,12 +243,26 @@ static bool make_tree(struct blamer_snapshot *s)
 	for (i = 0, k = 0; i < n; i++)
 		if (!k || tree_cmp(&tree[k - 1], &tree[i]))
 			tree[k++] = tree[i];
+	shrunk = realloc(tree, (k ? k : 1) * sizeof(*tree));
+	if (shrunk)
+		tree = shrunk;
 	s->tree = tree;
 	s->ntree = k;
-	values = (uint64_t *)(tree + n);
+	/* Values in the snapshot's memory: inclusive for every node, self
+	 * only where some process measured exactly that path (the others
+	 * share one row of zeros). */
+	zero = rd_alloc(s, (s->nunits + 1) * sizeof(*zero));
+	incl = rd_alloc(s, (k * s->nunits + 1) * sizeof(*incl));
+	if (!zero || !incl) {
+		free(open);
+		s->ntree = 0;
+		return false;
+	}
+	memset(zero, 0, (s->nunits + 1) * sizeof(*zero));
+	memset(incl, 0, (k * s->nunits + 1) * sizeof(*incl));
 	for (i = 0; i < k; i++) {
-		tree[i].self = values + 2 * i * s->nunits;
-		tree[i].inclusive = values + (2 * i + 1) * s->nunits;
+		tree[i].self = zero;
+		tree[i].inclusive = incl + i * s->nunits;
 	}
 	/* each total adds to its path's own values and to every prefix's
 	 * inclusive ones */
@@ -263,10 +276,18 @@ static bool make_tree(struct blamer_snapshot *s)
 			size_t at = tree_find(s, t->nodes, d);
 
 			((uint64_t *)tree[at].inclusive)[u] += t->value;
-			if (d == t->depth) {
-				((uint64_t *)tree[at].self)[u] += t->value;
-				tree[at].walked = true;
+			if (d < t->depth)
+				continue;
+			if (tree[at].self == zero) {
+				uint64_t *self = rd_alloc(s, s->nunits * sizeof(*self));
+
+				if (!self)
+					continue;
+				memset(self, 0, s->nunits * sizeof(*self));
+				tree[at].self = self;
 			}
+			((uint64_t *)tree[at].self)[u] += t->value;
+			tree[at].walked = true;
 		}
 	}
 	/* a subtree ends where the next node is not below it: a stack of
@@ -309,11 +330,110 @@ static bool merge_nodes(struct blamer_snapshot *s)
 	return true;
 }
 
+/* A unit and how many processes measure in it. */
+struct unit_use {
+	uint32_t unit;
+	uint32_t procs;
+};
+
+static int use_by_unit(const void *a, const void *b)
+{
+	const struct unit_use *x = a, *y = b;
+
+	return x->unit < y->unit ? -1 : x->unit > y->unit;
+}
+
+/* most processes first, then the smaller unit number (the standard ones) */
+static int use_by_procs(const void *a, const void *b)
+{
+	const struct unit_use *x = a, *y = b;
+
+	if (x->procs != y->procs)
+		return x->procs > y->procs ? -1 : 1;
+	return use_by_unit(a, b);
+}
+
+/*
+ * Every unit is a column of the tree (its values are units x nodes), so
+ * the view has at most RD_MAX_SNAP_UNITS: those most processes measure
+ * in. Values in the others are left out of the processes that had them,
+ * which are marked truncated. (One heap brings at most
+ * RD_MAX_HEAP_UNITS, decode_dag.c.)
+ */
+static void limit_units(struct blamer_snapshot *s)
+{
+	struct unit_use *use;
+	size_t i, j, k, n = 0, nuse;
+
+	for (i = 0; i < s->nprocs; i++)
+		for (j = 0; j < s->procs[i].npaths; j++)
+			n += s->procs[i].paths[j].nvalues;
+	if (n <= RD_MAX_SNAP_UNITS)
+		return;
+	use = calloc(n, sizeof(*use));
+	if (!use)
+		return;
+	/* (unit, 1) once per process and unit, then summed per unit */
+	for (i = 0, n = 0; i < s->nprocs; i++) {
+		size_t first = n;
+
+		for (j = 0; j < s->procs[i].npaths; j++) {
+			const struct blamer_snap_path *sp = &s->procs[i].paths[j];
+
+			for (k = 0; k < sp->nvalues; k++) {
+				size_t m;
+
+				for (m = first; m < n && use[m].unit != sp->units[k]; m++)
+					;
+				if (m == n)
+					use[n++] = (struct unit_use){ sp->units[k], 1 };
+			}
+		}
+	}
+	qsort(use, n, sizeof(*use), use_by_unit);
+	for (i = 0, nuse = 0; i < n; i++) {
+		if (nuse && use[nuse - 1].unit == use[i].unit)
+			use[nuse - 1].procs++;
+		else
+			use[nuse++] = use[i];
+	}
+	if (nuse <= RD_MAX_SNAP_UNITS) {
+		free(use);
+		return;
+	}
+	qsort(use, nuse, sizeof(*use), use_by_procs);
+	qsort(use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit);	/* the kept, for bsearch */
+	for (i = 0; i < s->nprocs; i++) {
+		struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < p->npaths; j++) {
+			struct blamer_snap_path *sp = &p->paths[j];
+			uint32_t v, w;
+
+			for (v = 0, w = 0; v < sp->nvalues; v++) {
+				struct unit_use key = { sp->units[v], 0 };
+
+				if (!bsearch(&key, use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit)) {
+					rd_problem(p, BLAMER_HEALTH_TRUNCATED,
+						   "unit %u left out of the attribution view (more than %u units on the machine)",
+						   sp->units[v], RD_MAX_SNAP_UNITS);
+					continue;
+				}
+				sp->units[w] = sp->units[v];
+				sp->values[w++] = sp->values[v];
+			}
+			sp->nvalues = w;
+		}
+	}
+	free(use);
+}
+
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
 	if (s->nprocs > 1)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
+	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the
 	 * per-process data remains. */
 	if (make_totals(s) && make_units(s))

@@ -84,24 +84,35 @@ bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *d
 	return true;
 }
 
+bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len)
+{
+	uint32_t slab = blamer_ref_slab(ref);
+	uint64_t end = (uint64_t)blamer_ref_offset(ref) + len;
+	const struct rd_slab *s;
+
+	if (!h->live || slab >= h->nslabs)
+		return false;
+	s = &h->slabs[slab];
+	return end > s->size && end <= s->real_size;
+}
+
 /*
  * Re-fetch a range from its source before the second copy. Device slabs
  * are live mappings (nothing to do); dir slabs are private copies,
  * re-read with pread() so a record torn in the first copy is seen whole.
  * A short read (file truncated) keeps the old bytes: never a fault.
  */
-static void refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
+bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
 {
 	uint32_t slab = blamer_ref_slab(ref), off = blamer_ref_offset(ref);
 	const struct rd_slab *s;
 
 	if (slab >= h->nslabs)
-		return;
+		return false;
 	s = &h->slabs[slab];
-	if (s->fd < 0 || !s->owned || off > s->size || len > s->size - off)
-		return;
-	if (pread(s->fd, s->buf + off, len, off) < 0)
-		return;
+	if (s->fd < 0 || off > s->size || len > s->size - off)
+		return false;
+	return pread(s->fd, s->buf + off, len, off) > 0;
 }
 
 enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
@@ -129,7 +140,7 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 		/* Acquire: the second copy's loads come after the first's
 		 * (see the top of this file). */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		refresh(h, r->ref, r->len);
+		rd_refresh(h, r->ref, r->len);
 		if (!rd_copy(h, r->ref, r->len, r->second))
 			return RD_READ_BAD;
 		if (r->settled(r))

@@ -56,20 +56,19 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 		struct blamer_dag_shard s;
 		uint64_t v[BLAMER_DAG_MAX_UNITS];
 		struct blamer_block b;
-		int fresh = rd_refset_add(&c->shards, ref);
 		uint32_t i;
+		int fresh;
 
+		if (!rd_block(c, ref, sizeof(b), 0, &b))
+			return;
+		fresh = rd_seen_add(c, &c->shards, ref);
 		if (fresh <= 0) {
-			if (fresh < 0)
-				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
-			else
+			if (fresh == 0)
 				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
 					   "path at %#llx: shard %#llx is on a chain twice",
 					   (unsigned long long)path, (unsigned long long)ref);
 			return;
 		}
-		if (!rd_block(c, ref, sizeof(b), 0, &b))
-			return;
 		if (b.type != BLAMER_REC_DAG_SHARD || b.size < sizeof(s) ||
 		    !rd_copy(c->h, ref, sizeof(s), &s) || !rd_owner_ok(c, &s.owner) ||
 		    s.path != path) {
@@ -85,6 +84,28 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 			sum[i] += v[i];
 		ref = s.next_shard;
 	}
+}
+
+/*
+ * Whether the paths of this heap may use @unit: every distinct unit is a
+ * column of the attribution view (its cost is per unit times per path),
+ * so one heap brings at most RD_MAX_HEAP_UNITS; values in more are left
+ * out and the heap is truncated.
+ */
+static bool heap_unit(struct rd_ctx *c, uint32_t unit)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nunits; i++)
+		if (c->units[i] == unit)
+			return true;
+	if (c->nunits < RD_MAX_HEAP_UNITS) {
+		c->units[c->nunits++] = unit;
+		return true;
+	}
+	rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
+		   "paths in more than %u units: unit %u left out", RD_MAX_HEAP_UNITS, unit);
+	return false;
 }
 
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
@@ -114,6 +135,8 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 	memcpy(sp->nodes, r.nodes, r.depth * sizeof(r.nodes[0]));
 	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++) {
 		if (r.units[i] == BLAMER_UNIT_NONE && sum[i] == 0)
+			continue;
+		if (!heap_unit(c, r.units[i]))
 			continue;
 		sp->units[sp->nvalues] = r.units[i];
 		sp->values[sp->nvalues++] = sum[i];

@@ -21,19 +21,39 @@
 #include "heap_format.h"
 
 #define RD_DEFAULT_RETRIES	10u
-#define RD_DEFAULT_MAX_SLAB	(256ull << 20)
-/* Upper bounds on what one heap may make us allocate. */
-#define RD_MAX_RECORDS_KIND	65536u
-#define RD_MAX_FIELDS		4096u
+
+/*
+ * What one heap may cost the reader (Documentation/reader.rst, "Limits").
+ * Beyond a limit the rest is not read and the heap is reported
+ * "truncated" with the limit it hit; other heaps are not affected.
+ */
+#define RD_DEFAULT_MAX_SLAB	(256ull << 20)	/* bytes read of one slab */
+#define RD_MAX_HEAP_BYTES	(256ull << 20)	/* bytes read of one heap */
+#define RD_MAX_RECORDS_KIND	65536u		/* records of one kind kept */
+#define RD_MAX_FIELDS		4096u		/* fields kept of one user-data record */
+/* user data shown (a record referenced twice counts twice) */
+#define RD_MAX_SHOWN_FIELDS	65536u
+#define RD_MAX_SHOWN_BYTES	(4u << 20)	/* their names and values */
+#define RD_MAX_HEAP_UNITS	8u		/* distinct units of one heap's paths */
+#define RD_MAX_SNAP_UNITS	16u		/* distinct units in the attribution view */
+#define RD_MAX_SKIPPED		256u		/* skipped directory entries kept */
+
+/* Dir backend: the first read of a slab file (its headers, and all of
+ * a small heap); the rest only after the header was checked. */
+#define RD_FIRST_READ		(64u << 10)
+#define RD_FIRST_READ_HEADERS	4096u		/* ... when only headers are wanted */
 
 struct rd_slab {
 	uint8_t *buf;		/* live mapping (device) or private copy (dir) */
-	uint64_t size;		/* trusted size: kernel's, or bytes read */
-	uint64_t real_size;	/* dir: file size when only headers were read */
+	uint64_t size;		/* bytes that may be read: copied (dir) or mapped
+				 * (device), and at most the slab's freeptr once
+				 * rd_heap_check() has read it */
+	uint64_t real_size;	/* the file's or the kernel's size of the slab */
+	uint64_t map_len;	/* device: bytes mapped at buf */
 	int fd;			/* dir: file to re-read torn records from, else -1 */
 	uint64_t id;		/* kernel slab ID or dir file index */
 	uint32_t index;		/* slab_index claimed by its header */
-	bool unmap;		/* buf is an mmap() of size bytes */
+	bool unmap;		/* buf is an mmap() of map_len bytes */
 	bool owned;		/* buf was malloc()ed */
 };
 
@@ -42,8 +62,12 @@ struct rd_heap {
 	struct rd_slab *slabs;	/* slabs[i] has slab_index i */
 	uint32_t nslabs;
 	uint32_t retries;
+	uint32_t flags;		/* BLAMER_READ_*: what to decode */
 	bool headers_only;
 	bool check_ids;		/* slab IDs are the backend's real names */
+	bool live;		/* its writer runs: a reference past the bytes
+				 * read is a record appended since, not damage */
+	struct blamer_snapshot *s;	/* whose memory the decoded data takes */
 	struct blamer_snap_process *p;	/* where results and problems go */
 };
 
@@ -85,6 +109,9 @@ bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t le
 bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst);
 /* @n counters at @ref, each loaded whole. */
 bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst);
+/* Dir: reads @len bytes at @ref from the file again (a record the first
+ * copy caught mid-write); false if there is no file or it is out of range. */
+bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len);
 
 /*
  * A record a writer may change while it is read (copy.c explains the
@@ -117,9 +144,24 @@ bool rd_settled_same(struct rd_stable *r);
 /* ... and the u32 version at seq_off is even (no write in progress). */
 bool rd_settled_seq(struct rd_stable *r);
 
-/* A set of references (open addressing). */
-struct rd_refset {
-	uint64_t *v;
+/*
+ * Records met, one bit per 8-byte offset of each slab's bytes read
+ * (1/64 of them): a loop or a record reached twice is caught exactly,
+ * at a cost that follows the heap's size and nothing it claims.
+ */
+struct rd_seen {
+	uint64_t *bits[BLAMER_MAX_SLABS];
+};
+
+/* User data already decoded, by reference: each record is decoded once
+ * however many activities point at it (open addressing). */
+struct rd_ud {
+	blamer_ref ref;
+	struct blamer_snap_fields f;
+	uint64_t bytes;		/* names and values of f */
+};
+struct rd_udcache {
+	struct rd_ud *v;
 	size_t cap, n;
 };
 
@@ -134,7 +176,12 @@ struct rd_ctx {
 	struct bl_clock clock;	/* the heap's activity clock */
 	struct bl_clock now;	/* ours, taken after the first stamps were read */
 	bool have_now;
-	struct rd_refset shards;	/* DAG shards summed so far: each counts once */
+	struct rd_seen listed;	/* records met on the list */
+	struct rd_seen shards;	/* DAG shards summed so far: each counts once */
+	struct rd_udcache ud;
+	uint64_t shown_fields, shown_bytes;	/* user data shown so far */
+	uint32_t units[RD_MAX_HEAP_UNITS];	/* distinct units of the paths */
+	uint32_t nunits;
 };
 
 /* record.c */
@@ -152,8 +199,13 @@ void rd_sanitize(char *dst, const char *src, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
  * the stamp was copied, so the reader's clock pair comes after it. */
 uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
-/* 1 added, 0 already there, -1 out of memory. */
-int rd_refset_add(struct rd_refset *s, uint64_t ref);
+/* Marks @ref met: 1 if it was not, 0 if it was, -1 out of memory
+ * (reported). @ref must be one rd_copy() accepts. */
+int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref);
+void rd_seen_free(struct rd_seen *s);
+/* A reference past the bytes read but inside the slab, in a heap whose
+ * writer runs: a record appended after the read began. */
+bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len);
 
 /* decode_*.c: one decoder per record type; each copies and checks its
  * record and adds what it shows to c->p. */
@@ -175,8 +227,12 @@ struct blamer_reader {
 	struct blamer_reader_opts opts;
 	enum blamer_backend backend;
 	char source[256];
+	bool explicit_dir;	/* the directory was named, not the default */
 	int devfd;		/* device backend */
 	uint64_t generation;
+	/* dir: slab copies, kept for the next heap and snapshot */
+	uint8_t *buf;
+	size_t bufcap;
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
@@ -190,12 +246,20 @@ int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 
 /* snapshot.c: the model */
+/* A new, empty snapshot (with the memory its decoded data comes from). */
+struct blamer_snapshot *rd_snapshot_new(void);
+/* @n bytes, 8-aligned, freed with the snapshot; NULL out of memory. */
+void *rd_alloc(struct blamer_snapshot *s, size_t n);
 /* Appends a zeroed process to s->procs; NULL on ENOMEM. */
 struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s);
+/* Drops the last process appended (it turned out to be no heap). */
+void rd_drop_last_process(struct blamer_snapshot *s);
+/* Notes a directory entry that was not read, and why. */
+void rd_skip(struct blamer_snapshot *s, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Health @h if worse than p's, and the first reason given. */
 void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void rd_fields_free(struct blamer_snap_fields *f);
 void rd_process_free(struct blamer_snap_process *p);
 /* A one-line message into the caller's buffer (if any). */
 void rd_err(char *err, size_t errlen, const char *fmt, ...)

@@ -2,15 +2,86 @@
 /*
  * The snapshot model as the backends and the parser fill it in: adding a
  * process, noting what was wrong with its heap (the worst health wins,
- * the first reason is kept), one-line errors for the caller, and
- * freeing it all.
+ * the first reason is kept), directory entries that were skipped,
+ * one-line errors for the caller, and freeing it all.
+ *
+ * Decoded data that is never grown after it is made (user-data fields,
+ * their names and values, activity stacks, the tree's values) comes from
+ * one arena per snapshot: a few large blocks instead of a malloc() per
+ * string, freed at once. It is also what lets a record referenced many
+ * times be decoded once: every reference shows the same memory.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define CHUNK_MIN	(16u << 10)
+#define CHUNK_MAX	(1u << 20)
+
+struct rd_chunk {
+	struct rd_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+/* The public snapshot and what only the reader sees of it. */
+struct rd_snapshot {
+	struct blamer_snapshot pub;
+	struct rd_chunk *chunks;	/* newest first */
+	size_t next_cap;
+};
+
+static struct rd_snapshot *priv(struct blamer_snapshot *s)
+{
+	return (struct rd_snapshot *)((char *)s - offsetof(struct rd_snapshot, pub));
+}
+
+struct blamer_snapshot *rd_snapshot_new(void)
+{
+	struct rd_snapshot *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return NULL;
+	rs->next_cap = CHUNK_MIN;
+	return &rs->pub;
+}
+
+void *rd_alloc(struct blamer_snapshot *s, size_t n)
+{
+	struct rd_snapshot *rs = priv(s);
+	struct rd_chunk *c = rs->chunks;
+	size_t cap;
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (!n)
+		n = 8;
+	if (!c || c->cap - c->used < n) {
+		/* big requests get a chunk of their own, behind the current one */
+		cap = n > rs->next_cap / 4 ? n : rs->next_cap;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		if (cap == n && rs->chunks) {
+			c->next = rs->chunks->next;
+			rs->chunks->next = c;
+		} else {
+			c->next = rs->chunks;
+			rs->chunks = c;
+			if (rs->next_cap < CHUNK_MAX)
+				rs->next_cap *= 2;
+		}
+	}
+	p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
 
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -38,6 +109,37 @@ struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s)
 	return np;
 }
 
+void rd_drop_last_process(struct blamer_snapshot *s)
+{
+	if (!s->nprocs)
+		return;
+	rd_process_free(&s->procs[--s->nprocs]);
+}
+
+void rd_skip(struct blamer_snapshot *s, const char *name, const char *fmt, ...)
+{
+	struct blamer_snap_skipped *k;
+	va_list ap;
+	size_t i;
+
+	s->skipped_total++;
+	if (s->nskipped >= RD_MAX_SKIPPED)
+		return;
+	if (!s->skipped) {
+		s->skipped = calloc(RD_MAX_SKIPPED, sizeof(*s->skipped));
+		if (!s->skipped)
+			return;
+	}
+	k = &s->skipped[s->nskipped++];
+	/* a file name is anyone's text: printable ASCII only */
+	for (i = 0; i < sizeof(k->name) - 1 && name[i]; i++)
+		k->name[i] = name[i] < 0x20 || name[i] >= 0x7f ? '?' : name[i];
+	k->name[i] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(k->why, sizeof(k->why), fmt, ap);
+	va_end(ap);
+}
+
 static int severity(enum blamer_health h)
 {
 	switch (h) {
@@ -45,10 +147,11 @@ static int severity(enum blamer_health h)
 	case BLAMER_HEALTH_SUMMARY: return 1;
 	case BLAMER_HEALTH_EMPTY: return 2;
 	case BLAMER_HEALTH_TORN: return 3;
-	case BLAMER_HEALTH_CORRUPT: return 4;
-	case BLAMER_HEALTH_UNREADABLE: return 5;
+	case BLAMER_HEALTH_TRUNCATED: return 4;
+	case BLAMER_HEALTH_CORRUPT: return 5;
+	case BLAMER_HEALTH_UNREADABLE: return 6;
 	}
-	return 5;
+	return 6;
 }
 
 void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
@@ -65,30 +168,10 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 	va_end(ap);
 }
 
-void rd_fields_free(struct blamer_snap_fields *f)
-{
-	size_t i;
-
-	for (i = 0; i < f->n; i++) {
-		free(f->v[i].name);
-		free(f->v[i].bytes);
-	}
-	free(f->v);
-	f->v = NULL;
-	f->n = 0;
-}
-
+/* User data and activity stacks are the arena's: only arrays that grew
+ * record by record are the process's own. */
 void rd_process_free(struct blamer_snap_process *p)
 {
-	size_t i, j;
-
-	rd_fields_free(&p->user_data);
-	rd_fields_free(&p->global_data);
-	for (i = 0; i < p->nthreads; i++) {
-		for (j = 0; j < p->threads[i].nacts; j++)
-			rd_fields_free(&p->threads[i].acts[j].fields);
-		free(p->threads[i].acts);
-	}
 	free(p->threads);
 	free(p->modules);
 	free(p->logs);
@@ -96,14 +179,18 @@ void rd_process_free(struct blamer_snap_process *p)
 	free(p->nodes);
 	free(p->edges);
 	free(p->paths);
+	memset(p, 0, sizeof(*p));
 }
 
 void blamer_snapshot_free(struct blamer_snapshot *s)
 {
+	struct rd_snapshot *rs;
+	struct rd_chunk *c, *next;
 	size_t i;
 
 	if (!s)
 		return;
+	rs = priv(s);
 	for (i = 0; i < s->nprocs; i++)
 		rd_process_free(&s->procs[i]);
 	free(s->procs);
@@ -111,5 +198,10 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->units);
 	free(s->tree);
 	free(s->nodes);
-	free(s);
+	free(s->skipped);
+	for (c = rs->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(rs);
 }

@@ -91,7 +91,7 @@ int cmd_blame(struct cli *c)
 
 	if (c->nargs)
 		return usage_err("blame takes no arguments");
-	ret = take(c, c->dead ? BLAMER_READ_DEAD_FULL : 0, &r, &s);
+	ret = take(c, READ_FOR_BLAME | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
 	if (ret)
 		return ret;
 	if (c->json) {

@@ -125,7 +125,9 @@ int cmd_top(struct cli *c)
 	struct blamer_snapshot *s = NULL, *prev = NULL;
 	struct blamer_reader *r;
 	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
-					.flags = c->dead ? BLAMER_READ_DEAD_FULL : 0 };
+					.flags = READ_FOR_TOP |
+						 (c->json ? BLAMER_READ_NO_STACKS : 0) |
+						 (c->dead ? BLAMER_READ_DEAD_FULL : 0) };
 	bool tty = isatty(STDOUT_FILENO);
 	long frames = 0;
 	char e[512];
@@ -143,6 +145,8 @@ int cmd_top(struct cli *c)
 			ret = err("%s", e);
 			break;
 		}
+		if (!prev)
+			report_skipped(s);
 		if (c->json)
 			blamer_snapshot_write_json(s, stdout, BLAMER_JSON_SUMMARY, NULL, 0);
 		else

@@ -40,6 +40,18 @@ int usage_err(const char *fmt, ...)
 	return ret;
 }
 
+void report_skipped(const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nskipped; i++)
+		fprintf(stderr, "blamer: skipped %s/%s: %s\n", s->source, s->skipped[i].name,
+			s->skipped[i].why);
+	if (s->skipped_total > s->nskipped)
+		fprintf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
+			s->skipped_total - s->nskipped, s->source);
+}
+
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s)
 {
@@ -61,6 +73,7 @@ int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 		*r = NULL;
 		return err("%s", e);
 	}
+	report_skipped(*s);
 	if (c->backend == BLAMER_BACKEND_AUTO && !(*s)->nprocs &&
 	    blamer_reader_backend(*r) == BLAMER_BACKEND_DIR && access("/dev/blamer", F_OK))
 		fprintf(stderr, "blamer: note: no heaps in %s, and /dev/blamer is absent (the module is not loaded: run `blamer load`)\n",
