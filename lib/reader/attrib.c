@@ -34,17 +34,6 @@ static int total_cmp(const struct blamer_snap_total *x, const struct blamer_snap
 	return x->unit < y->unit ? -1 : x->unit > y->unit;
 }
 
-/* for sorting: equal (path, unit) runs ordered by process index */
-static int total_cmp_sort(const void *a, const void *b)
-{
-	const struct blamer_snap_total *x = a, *y = b;
-	int c = total_cmp(x, y);
-
-	if (c)
-		return c;
-	return x->nprocs < y->nprocs ? -1 : x->nprocs > y->nprocs;
-}
-
 static int node_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_node *x = a, *y = b;
@@ -73,25 +62,23 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int tree_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_tree_node *x = a, *y = b;
-
-	return blamer_path_cmp(x->nodes, x->depth, y->nodes, y->depth);
-}
-
-/* A tree node and one process that measured at it or below. */
-struct node_proc {
-	size_t node;
-	size_t proc;
+/* One value of one process's path: sorted, these become the totals. */
+struct value {
+	const struct blamer_snap_path *path;
+	uint64_t value;
+	uint32_t unit;
+	uint32_t proc;
 };
 
-static int node_proc_cmp(const void *a, const void *b)
+static int value_cmp(const void *a, const void *b)
 {
-	const struct node_proc *x = a, *y = b;
+	const struct value *x = a, *y = b;
+	int c = blamer_path_cmp(x->path->nodes, x->path->depth, y->path->nodes, y->path->depth);
 
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
+	if (c)
+		return c;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
 	return x->proc < y->proc ? -1 : x->proc > y->proc;
 }
 
@@ -114,49 +101,58 @@ static size_t tree_find(const struct blamer_snapshot *s, const uint64_t *nodes, 
 	return SIZE_MAX;	/* not reached: every prefix is in the tree */
 }
 
-/* Totals, one per (path, unit), summed over processes. */
+/*
+ * Totals, one per (path, unit), summed over processes. The processes'
+ * values are sorted as small references (not as totals, which are five
+ * times their size), then each run of one (path, unit) becomes a total.
+ */
 static bool make_totals(struct blamer_snapshot *s)
 {
 	struct blamer_snap_total *t;
+	struct value *v;
 	size_t i, j, k, n = 0;
 
 	for (i = 0; i < s->nprocs; i++)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
-	t = calloc(n ? n : 1, sizeof(*t));
-	if (!t)
+	v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
 		return false;
 	n = 0;
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
-		for (j = 0; j < p->npaths; j++) {
-			for (k = 0; k < p->paths[j].nvalues; k++) {
-				t[n].depth = p->paths[j].depth;
-				memcpy(t[n].nodes, p->paths[j].nodes, sizeof(t[n].nodes));
-				t[n].unit = p->paths[j].units[k];
-				t[n].value = p->paths[j].values[k];
-				t[n].nprocs = (uint32_t)i;	/* temporarily: process index */
-				n++;
-			}
-		}
+		for (j = 0; j < p->npaths; j++)
+			for (k = 0; k < p->paths[j].nvalues; k++)
+				v[n++] = (struct value){ &p->paths[j], p->paths[j].values[k],
+							 p->paths[j].units[k], (uint32_t)i };
 	}
-	qsort(t, n, sizeof(*t), total_cmp_sort);
+	qsort(v, n, sizeof(*v), value_cmp);
+	for (i = 0, k = 0; i < n; i++)
+		k += !i || v[i - 1].unit != v[i].unit ||
+		     blamer_path_cmp(v[i - 1].path->nodes, v[i - 1].path->depth,
+				     v[i].path->nodes, v[i].path->depth);
+	t = calloc(k ? k : 1, sizeof(*t));
+	if (!t) {
+		free(v);
+		return false;
+	}
 	/* merge equal (path, unit); count distinct processes (sorted within run) */
 	for (i = 0, k = 0; i < n; k++) {
-		struct blamer_snap_total m = t[i];
-		uint32_t last = t[i].nprocs;
-
-		m.nprocs = 1;
-		for (j = i + 1; j < n && total_cmp(&t[j], &m) == 0; j++) {
-			m.value += t[j].value;
-			if (t[j].nprocs != last)
-				m.nprocs++;
-			last = t[j].nprocs;
+		t[k].depth = v[i].path->depth;
+		memcpy(t[k].nodes, v[i].path->nodes, sizeof(t[k].nodes));
+		t[k].unit = v[i].unit;
+		t[k].value = v[i].value;
+		t[k].nprocs = 1;
+		for (j = i + 1; j < n && v[j].unit == v[i].unit &&
+		     !blamer_path_cmp(v[j].path->nodes, v[j].path->depth, v[i].path->nodes,
+				      v[i].path->depth); j++) {
+			t[k].value += v[j].value;
+			t[k].nprocs += v[j].proc != v[j - 1].proc;
 		}
-		t[k] = m;
 		i = j;
 	}
+	free(v);
 	s->totals = t;
 	s->ntotals = k;
 	return true;
@@ -180,127 +176,145 @@ static bool make_units(struct blamer_snapshot *s)
 	return true;
 }
 
-/* Each node's processes: those with a path at it or below it. */
+/* Each node's processes: those with a path at it or below it, counted
+ * once per node (the node remembers the last process it counted). */
 static bool count_procs(struct blamer_snapshot *s)
 {
-	struct node_proc *np;
-	size_t i, j, n = 0, k;
+	uint32_t *last = malloc((s->ntree ? s->ntree : 1) * sizeof(*last));
+	size_t i, j, at;
 	uint32_t d;
 
-	for (i = 0; i < s->nprocs; i++)
-		for (j = 0; j < s->procs[i].npaths; j++)
-			if (s->procs[i].paths[j].nvalues)
-				n += s->procs[i].paths[j].depth;
-	np = calloc(n ? n : 1, sizeof(*np));
-	if (!np)
+	if (!last)
 		return false;
-	n = 0;
+	for (i = 0; i < s->ntree; i++)
+		last[i] = UINT32_MAX;
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].npaths; j++) {
 			const struct blamer_snap_path *p = &s->procs[i].paths[j];
 
 			for (d = 1; p->nvalues && d <= p->depth; d++) {
-				np[n].node = tree_find(s, p->nodes, d);
-				np[n++].proc = i;
+				at = tree_find(s, p->nodes, d);
+				if (at < s->ntree && last[at] != (uint32_t)i) {
+					last[at] = (uint32_t)i;
+					s->tree[at].nprocs++;
+				}
 			}
 		}
 	}
-	qsort(np, n, sizeof(*np), node_proc_cmp);
-	for (k = 0; k < n; k++)
-		if (np[k].node < s->ntree &&
-		    (!k || np[k].node != np[k - 1].node || np[k].proc != np[k - 1].proc))
-			s->tree[np[k].node].nprocs++;
-	free(np);
+	free(last);
 	return true;
 }
 
-/* The inclusive tree: every path of a total and every prefix of one. */
+/* How many leading nodes two paths share. */
+static uint32_t common(const struct blamer_snap_total *a, const struct blamer_snap_total *b)
+{
+	uint32_t i, d = a->depth < b->depth ? a->depth : b->depth;
+
+	for (i = 0; i < d && a->nodes[i] == b->nodes[i]; i++)
+		;
+	return i;
+}
+
+/*
+ * The inclusive tree: every path of a total and every prefix of one, in
+ * path order. The totals are in that order already, so the nodes come
+ * out of one pass: each new path adds its prefixes below what it shares
+ * with the path before it. Values live in the snapshot's memory: self
+ * only where a process measured exactly that path (the rest share a row
+ * of zeros), and inclusive summed bottom up, shared with the only child
+ * where a node has nothing of its own (a chain costs one row, not one
+ * per node).
+ */
 static bool make_tree(struct blamer_snapshot *s)
 {
-	struct blamer_snap_tree_node *tree, *shrunk;
-	size_t i, n = 0, k, top, *open;
-	uint64_t *zero, *incl;
+	struct blamer_snap_tree_node *tree;
+	const struct blamer_snap_total *prev = NULL;
+	size_t i, j, n = 0, top, *open, u;
+	size_t row = s->nunits * sizeof(uint64_t);
+	uint64_t *zero;
 	uint32_t d;
 
-	for (i = 0; i < s->ntotals; i++)
-		n += s->totals[i].depth;
+	for (i = 0; i < s->ntotals; i++) {
+		if (prev && !blamer_path_cmp(prev->nodes, prev->depth, s->totals[i].nodes,
+					     s->totals[i].depth))
+			continue;
+		n += s->totals[i].depth - (prev ? common(prev, &s->totals[i]) : 0);
+		prev = &s->totals[i];
+	}
 	tree = calloc(n ? n : 1, sizeof(*tree));
 	open = calloc(BLAMER_SNAP_MAX_DEPTH + 1, sizeof(*open));
-	if (!tree || !open) {
+	zero = rd_alloc(s, row + 8);
+	if (!tree || !open || !zero) {
 		free(tree);
 		free(open);
 		return false;
 	}
-	n = 0;
-	for (i = 0; i < s->ntotals; i++) {
-		for (d = 1; d <= s->totals[i].depth; d++) {
-			tree[n].depth = d;
-			memcpy(tree[n].nodes, s->totals[i].nodes, d * sizeof(tree[n].nodes[0]));
-			n++;
-		}
-	}
-	qsort(tree, n, sizeof(*tree), tree_cmp);
-	for (i = 0, k = 0; i < n; i++)
-		if (!k || tree_cmp(&tree[k - 1], &tree[i]))
-			tree[k++] = tree[i];
-	shrunk = realloc(tree, (k ? k : 1) * sizeof(*tree));
-	if (shrunk)
-		tree = shrunk;
-	s->tree = tree;
-	s->ntree = k;
-	/* Values in the snapshot's memory: inclusive for every node, self
-	 * only where some process measured exactly that path (the others
-	 * share one row of zeros). */
-	zero = rd_alloc(s, (s->nunits + 1) * sizeof(*zero));
-	incl = rd_alloc(s, (k * s->nunits + 1) * sizeof(*incl));
-	if (!zero || !incl) {
-		free(open);
-		s->ntree = 0;
-		return false;
-	}
-	memset(zero, 0, (s->nunits + 1) * sizeof(*zero));
-	memset(incl, 0, (k * s->nunits + 1) * sizeof(*incl));
-	for (i = 0; i < k; i++) {
-		tree[i].self = zero;
-		tree[i].inclusive = incl + i * s->nunits;
-	}
-	/* each total adds to its path's own values and to every prefix's
-	 * inclusive ones */
-	for (i = 0; i < s->ntotals; i++) {
+	memset(zero, 0, row + 8);
+	for (i = 0, n = 0, prev = NULL; i < s->ntotals; i++) {
 		const struct blamer_snap_total *t = &s->totals[i];
-		size_t u = 0;
 
-		while (s->units[u] != t->unit)
-			u++;
-		for (d = 1; d <= t->depth; d++) {
-			size_t at = tree_find(s, t->nodes, d);
-
-			((uint64_t *)tree[at].inclusive)[u] += t->value;
-			if (d < t->depth)
-				continue;
-			if (tree[at].self == zero) {
-				uint64_t *self = rd_alloc(s, s->nunits * sizeof(*self));
-
-				if (!self)
-					continue;
-				memset(self, 0, s->nunits * sizeof(*self));
-				tree[at].self = self;
-			}
-			((uint64_t *)tree[at].self)[u] += t->value;
-			tree[at].walked = true;
+		if (prev && !blamer_path_cmp(prev->nodes, prev->depth, t->nodes, t->depth))
+			continue;
+		for (d = prev ? common(prev, t) + 1 : 1; d <= t->depth; d++, n++) {
+			tree[n].depth = d;
+			memcpy(tree[n].nodes, t->nodes, d * sizeof(tree[n].nodes[0]));
+			tree[n].self = zero;
+			tree[n].inclusive = zero;
 		}
+		prev = t;
 	}
+	s->tree = tree;
+	s->ntree = n;
 	/* a subtree ends where the next node is not below it: a stack of
 	 * the open ancestors, one per depth */
-	for (i = 0, top = 0; i <= k; i++) {
-		while (top && (i == k || tree[i].depth <= tree[open[top - 1]].depth ||
+	for (i = 0, top = 0; i <= n; i++) {
+		while (top && (i == n || tree[i].depth <= tree[open[top - 1]].depth ||
 			       memcmp(tree[i].nodes, tree[open[top - 1]].nodes,
 				      tree[open[top - 1]].depth * sizeof(tree[i].nodes[0]))))
 			tree[open[--top]].end = i;
-		if (i < k)
+		if (i < n)
 			open[top++] = i;
 	}
 	free(open);
+	/* self: totals and nodes are in one order, so one pass finds them */
+	for (i = 0, j = 0; i < s->ntotals; i++) {
+		const struct blamer_snap_total *t = &s->totals[i];
+		uint64_t *self;
+
+		while (blamer_path_cmp(tree[j].nodes, tree[j].depth, t->nodes, t->depth) < 0)
+			j++;
+		if (tree[j].self == zero) {
+			self = rd_alloc(s, row + 8);
+			if (!self)
+				return false;
+			memset(self, 0, row);
+			tree[j].self = self;
+			tree[j].walked = true;
+		}
+		for (u = 0; s->units[u] != t->unit; u++)
+			;
+		((uint64_t *)tree[j].self)[u] += t->value;
+	}
+	/* inclusive, children before parents */
+	for (i = n; i-- > 0; ) {
+		size_t nkids = 0, only = 0;
+		uint64_t *incl;
+
+		for (j = i + 1; j < tree[i].end; j = tree[j].end, nkids++)
+			only = j;
+		if (!tree[i].walked && nkids == 1) {
+			tree[i].inclusive = tree[only].inclusive;
+			continue;
+		}
+		incl = rd_alloc(s, row + 8);
+		if (!incl)
+			return false;
+		memcpy(incl, tree[i].self, row);
+		for (j = i + 1; j < tree[i].end; j = tree[j].end)
+			for (u = 0; u < s->nunits; u++)
+				incl[u] += tree[j].inclusive[u];
+		tree[i].inclusive = incl;
+	}
 	return count_procs(s);
 }
 

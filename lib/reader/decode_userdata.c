@@ -276,11 +276,11 @@ void rd_decode_userdata(struct rd_ctx *c, blamer_ref ref, struct blamer_snap_fie
 	ud = cache_slot(c, ref, &found);
 	if (!ud)
 		return;
-	if (!found)
+	if (!found && c->shown_fields < RD_MAX_SHOWN_FIELDS && c->shown_bytes < RD_MAX_SHOWN_BYTES)
 		decode(c, ref, ud);	/* touches no other entry: ud stays put */
-	if (!ud->f.n)
-		return;
-	if (c->shown_fields + ud->f.n > RD_MAX_SHOWN_FIELDS ||
+	else if (!found)
+		ud->over = true;	/* the budget is spent: not even decoded */
+	if (ud->over || c->shown_fields + ud->f.n > RD_MAX_SHOWN_FIELDS ||
 	    c->shown_bytes + ud->bytes > RD_MAX_SHOWN_BYTES) {
 		rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
 			   "user data shown over %u fields or %u bytes: the rest not shown",

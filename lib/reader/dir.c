@@ -38,8 +38,8 @@
 #include "where.h"
 
 #define RD_MAX_DIR_FILES	(1u << 20)
-/* a buffer bigger than this is not kept for the next snapshot */
-#define RD_KEEP_BUF		(16u << 20)
+/* a buffer bigger than this is not kept for the next heap */
+#define RD_KEEP_BUF		(4u << 20)
 
 struct dfile {
 	int32_t pid;
@@ -337,10 +337,10 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	s->buf = (uint8_t *)(uintptr_t)*off;
 	s->size = got;	/* the only size we trust */
 	*off += (got + 7) & ~(size_t)7;
-	if (headers_only)
-		close(fd);
+	if (headers_only || p->state != BLAMER_PROC_LIVE)
+		close(fd);	/* no writer: nothing will change */
 	else
-		s->fd = fd;	/* kept to re-read torn records */
+		s->fd = fd;	/* kept for the second read and torn records */
 	return true;
 }
 
@@ -348,6 +348,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		      uint32_t n, bool headers_only)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
+	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
 	uint64_t heap_read = 0;
 	uint32_t i, nraw = 0;
@@ -362,8 +363,25 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		p->slab_ids[p->nslabs++] = f[i].idx;
 		nraw++;
 	}
-	for (i = 0; i < nraw; i++)
+	/* A live heap is read a second time, after the first read ended:
+	 * the second copy of every record (copy.c). */
+	for (i = 0; i < nraw; i++) {
+		size_t got;
+
+		again[i] = SIZE_MAX;
+		if (raw[i].fd < 0 || !buf_room(d->r, off, raw[i].size))
+			continue;
+		got = read_at(raw[i].fd, d->r->buf + off, raw[i].size, 0);
+		if (got < raw[i].size)
+			raw[i].size = got;	/* truncated under us: what both have */
+		again[i] = off;
+		off += (got + 7) & ~(size_t)7;
+	}
+	for (i = 0; i < nraw; i++) {
 		raw[i].buf = d->r->buf + (uintptr_t)raw[i].buf;
+		if (again[i] != SIZE_MAX)
+			raw[i].again = d->r->buf + again[i];
+	}
 	h.slabs = ordered;
 	h.retries = d->r->opts.max_retries;
 	h.flags = d->r->opts.flags;
@@ -376,6 +394,12 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
 		rd_slab_drop(&raw[i]);
+	if (d->r->bufcap > RD_KEEP_BUF) {
+		/* a big heap's copy is not kept while the others are read */
+		free(d->r->buf);
+		d->r->buf = NULL;
+		d->r->bufcap = 0;
+	}
 }
 
 /* A dead heap not read: its files are checked (not opened), and counted. */
@@ -482,11 +506,6 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 out:
 	free(files);
 	close(d.fd);
-	if (r->bufcap > RD_KEEP_BUF) {
-		free(r->buf);
-		r->buf = NULL;
-		r->bufcap = 0;
-	}
 	return ret;
 }
 

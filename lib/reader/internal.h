@@ -45,12 +45,15 @@
 
 struct rd_slab {
 	uint8_t *buf;		/* live mapping (device) or private copy (dir) */
+	uint8_t *again;		/* live dir heap: the same bytes read a second
+				 * time, after buf (copy.c) */
 	uint64_t size;		/* bytes that may be read: copied (dir) or mapped
 				 * (device), and at most the slab's freeptr once
 				 * rd_heap_check() has read it */
 	uint64_t real_size;	/* the file's or the kernel's size of the slab */
 	uint64_t map_len;	/* device: bytes mapped at buf */
-	int fd;			/* dir: file to re-read torn records from, else -1 */
+	int fd;			/* live dir heap: file to re-read torn records
+				 * from, else -1 */
 	uint64_t id;		/* kernel slab ID or dir file index */
 	uint32_t index;		/* slab_index claimed by its header */
 	bool unmap;		/* buf is an mmap() of map_len bytes */
@@ -109,14 +112,15 @@ bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t le
 bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst);
 /* @n counters at @ref, each loaded whole. */
 bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst);
-/* Dir: reads @len bytes at @ref from the file again (a record the first
- * copy caught mid-write); false if there is no file or it is out of range. */
+/* Live dir heap: reads @len bytes at @ref from the file again into the
+ * first read (a record it caught mid-write); false if there is no file
+ * or it is out of range. */
 bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len);
 
 /*
  * A record a writer may change while it is read (copy.c explains the
  * ordering): rd_read_stable() copies @len bytes at @ref into @first and,
- * after an acquire fence (and a fresh read of a dir slab), into @second,
+ * after an acquire fence (from a dir slab's second read), into @second,
  * and retries while @settled says the two copies do not show one state
  * of the record, at most h->retries times more. @settled may change @len
  * for the next try (buffers of @cap bytes, or malloc()ed ones it grows
@@ -159,6 +163,7 @@ struct rd_ud {
 	blamer_ref ref;
 	struct blamer_snap_fields f;
 	uint64_t bytes;		/* names and values of f */
+	bool over;		/* not decoded: the heap's budget was spent */
 };
 struct rd_udcache {
 	struct rd_ud *v;

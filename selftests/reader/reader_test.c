@@ -504,9 +504,9 @@ TEST(torn_records_are_marked_not_shown)
  * A copy whose version is newer than its data (copy.c): the bytes a first
  * pread() of a dir slab got show a module's seq already even again after
  * an update, and its path from before the update, because the copy loaded
- * them in that order; the file holds the whole new state. Comparing the
- * version alone accepted the old path; the two copies differ, so the
- * reader reads again and shows the new one.
+ * them in that order; the second read and the file hold the whole new
+ * state. Comparing the version alone accepted the old path; the two
+ * copies differ, so the reader reads again and shows the new one.
  */
 TEST(a_version_copied_after_its_data_is_not_trusted)
 {
@@ -534,6 +534,7 @@ TEST(a_version_copied_after_its_data_is_not_trusted)
 	ASSERT_EQ(0, memcmp(m->path, "/lib/new.so", 11));
 	memcpy(m->path, "/lib/old.so", 11);	/* seq stays 2: even */
 	raw.buf = early;
+	raw.again = h.slab[0];	/* the second read: after the update */
 	raw.size = FX_SLAB;
 	raw.fd = fd;
 	raw.owned = true;

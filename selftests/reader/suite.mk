@@ -7,6 +7,7 @@
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
+#   reader-amplify hostile heaps, one per attack class: peak RSS of blamer vs heap bytes
 #   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
@@ -20,8 +21,8 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$
 FUZZ_SECONDS ?= 60
 
 CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
-		vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
+		reader-amplify vm-reader-6.1 vm-reader-6.12
+.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop reader-amplify \
 	vm-reader-6.1 vm-reader-6.12 \
 	fuzz-corpus reader-tests
 
@@ -45,6 +46,14 @@ $(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(BUILD)/fuzz/libt.a $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	$(TEST_CC_fuzz) $(call RT_TEST_CFLAGS,fuzz) -fsanitize=fuzzer -o $@ $< \
 		$(BUILD)/fuzz/libt.a -lm -lpthread
+
+# Not sanitized: it measures the RSS of the real blamer it runs.
+$(RT_DIR)/amplify_test: $(SRC)/selftests/reader/amplify_test.c $(RT_HDRS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -Wno-unused-parameter -o $@ $<
+
+reader-amplify: $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
 
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus
