@@ -270,6 +270,18 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
 	return want > got ? want : got;
 }
 
+/* Why the slab file @name did not open with @err: the trust rule it
+ * breaks if it breaks one, else the error. */
+static const char *open_why(struct dir *d, const char *name, int err)
+{
+	const char *why = NULL;
+	struct stat st;
+
+	if (!fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		why = bl_slab_file_why(&st, d->owner);
+	return why ? why : strerror(err);
+}
+
 /*
  * Reads one slab file into the reader's buffer at *@off (which it
  * advances). False if the file is not read (skipped or gone; said why).
@@ -295,8 +307,8 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 			rd_skip(d->s, name, "a symlink, not followed");
 		else if (errno == ENOENT)	/* removed since readdir: released */
 			rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab %u vanished while read", f->idx);
-		else
-			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "%s: %s", name, strerror(errno));
+		else	/* say why: mostly a file that is not ours (not readable) */
+			rd_skip(d->s, name, "%s", open_why(d, name, errno));
 		return false;
 	}
 	if (fstat(fd, &st)) {

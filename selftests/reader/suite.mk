@@ -8,6 +8,7 @@
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
 #   reader-amplify hostile heaps, one per attack class: peak RSS of blamer vs heap bytes
+#   reader-trust   the dir trust rules against another user's moves (as root: two uids)
 #   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
@@ -21,8 +22,8 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$
 FUZZ_SECONDS ?= 60
 
 CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
-		reader-amplify vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop reader-amplify \
+		reader-amplify reader-trust vm-reader-6.1 vm-reader-6.12
+.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop reader-amplify reader-trust \
 	vm-reader-6.1 vm-reader-6.12 \
 	fuzz-corpus reader-tests
 
@@ -95,3 +96,11 @@ vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(BUILD)/stati
 $(RT_DIR)/writer-bench: $(SRC)/selftests/reader/writer-bench.c $(LIB_A) $(SRC)/include/blamer.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+
+$(RT_DIR)/trust_test: $(SRC)/selftests/reader/trust_test.c $(BUILD)/asan/libt.a \
+		$(RT_HDRS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/libt.a -lm -lpthread
+
+reader-trust: $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer
