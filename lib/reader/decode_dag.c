@@ -19,7 +19,7 @@ void rd_decode_node(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_NODE, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
 		return;
-	sn = rd_push((void **)&c->p->nodes, &c->p->nnodes, sizeof(*sn), c->p);
+	sn = rd_push(c, (void **)&c->p->nodes, &c->p->nnodes, sizeof(*sn));
 	if (!sn)
 		return;
 	sn->id = r.id;
@@ -36,7 +36,7 @@ void rd_decode_edge(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_EDGE, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
 		return;
-	se = rd_push((void **)&c->p->edges, &c->p->nedges, sizeof(*se), c->p);
+	se = rd_push(c, (void **)&c->p->edges, &c->p->nedges, sizeof(*se));
 	if (!se)
 		return;
 	se->parent = r.parent_id;
@@ -128,7 +128,7 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 			  BLAMER_DAG_MAX_UNITS, sum))
 		return;
 	add_shards(c, ref, r.shards, sum);
-	sp = rd_push((void **)&c->p->paths, &c->p->npaths, sizeof(*sp), c->p);
+	sp = rd_push(c, (void **)&c->p->paths, &c->p->npaths, sizeof(*sp));
 	if (!sp)
 		return;
 	sp->depth = r.depth;

@@ -53,7 +53,7 @@ static struct blamer_snap_thread *add_thread(struct rd_ctx *c, const struct blam
 {
 	struct blamer_snap_thread *st;
 
-	st = rd_push((void **)&c->p->threads, &c->p->nthreads, sizeof(*st), c->p);
+	st = rd_push(c, (void **)&c->p->threads, &c->p->nthreads, sizeof(*st));
 	if (!st)
 		return NULL;
 	st->tid = t->tid;

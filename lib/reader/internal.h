@@ -196,9 +196,9 @@ bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
 	      struct blamer_block *b);
 /* A per-process record's owner: valid (data_id set) and the heap's. */
 bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o);
-/* Grows a snapshot array by one zeroed element; NULL at the bound or out
- * of memory (reported). */
-void *rd_push(void **arr, size_t *n, size_t elsz, struct blamer_snap_process *p);
+/* Grows an array of the process by one zeroed element (in the snapshot's
+ * memory); NULL at the bound or out of memory (reported). */
+void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz);
 /* A fixed char array made printable and NUL-terminated (dst has n+1). */
 void rd_sanitize(char *dst, const char *src, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
@@ -238,6 +238,7 @@ struct blamer_reader {
 	/* dir: slab copies, kept for the next heap and snapshot */
 	uint8_t *buf;
 	size_t bufcap;
+	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
@@ -251,8 +252,18 @@ int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 
 /* snapshot.c: the model */
-/* A new, empty snapshot (with the memory its decoded data comes from). */
-struct blamer_snapshot *rd_snapshot_new(void);
+/*
+ * The memory a long-lived reader's snapshots pass on to the next: a
+ * freed snapshot leaves its arena here, the next one decodes into it
+ * (no page faults, no malloc). Counted: the reader and each of its
+ * snapshots hold a reference, freed in any order, from any thread.
+ */
+struct rd_pool;
+struct rd_pool *rd_pool_new(void);
+void rd_pool_put(struct rd_pool *pool);
+/* A new, empty snapshot (with the memory its decoded data comes from,
+ * @pool's if given). */
+struct blamer_snapshot *rd_snapshot_new(struct rd_pool *pool);
 /* @n bytes, 8-aligned, freed with the snapshot; NULL out of memory. */
 void *rd_alloc(struct blamer_snapshot *s, size_t n);
 /* Appends a zeroed process to s->procs; NULL on ENOMEM. */

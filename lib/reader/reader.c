@@ -88,6 +88,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 	}
 	r->opts.dir = NULL;	/* r->source is the copy we keep */
 	r->opts.device = NULL;
+	r->pool = rd_pool_new();	/* none: each snapshot its own memory */
 	return r;
 }
 
@@ -98,6 +99,7 @@ void blamer_reader_close(struct blamer_reader *r)
 	if (r->devfd >= 0)
 		close(r->devfd);
 	free(r->buf);
+	rd_pool_put(r->pool);
 	free(r);
 }
 
@@ -122,7 +124,7 @@ static uint64_t now_ns(clockid_t clk)
 int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
 			   char *err, size_t errlen)
 {
-	struct blamer_snapshot *s = rd_snapshot_new();
+	struct blamer_snapshot *s = rd_snapshot_new(r->pool);
 	int ret;
 
 	*out = NULL;
@@ -212,7 +214,7 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 				struct blamer_snapshot **out)
 {
-	struct blamer_snapshot *s = rd_snapshot_new();
+	struct blamer_snapshot *s = rd_snapshot_new(NULL);
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
 	struct blamer_snap_process *p;

@@ -56,8 +56,9 @@ bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o)
 	return true;
 }
 
-void *rd_push(void **arr, size_t *n, size_t elsz, struct blamer_snap_process *p)
+void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 {
+	struct blamer_snap_process *p = c->p;
 	void *na;
 
 	if (*n >= RD_MAX_RECORDS_KIND) {
@@ -66,13 +67,16 @@ void *rd_push(void **arr, size_t *n, size_t elsz, struct blamer_snap_process *p)
 			   RD_MAX_RECORDS_KIND);
 		return NULL;
 	}
-	/* grow by doubling: only at powers of two */
-	if ((*n & (*n - 1)) == 0) {
-		na = realloc(*arr, (*n ? *n * 2 : 1) * elsz);
+	/* grow by doubling from 16: at 16 and the powers of two above (a
+	 * heap's records of a kind are few or many, seldom one) */
+	if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
+		na = rd_alloc(c->h->s, (*n ? *n * 2 : 16) * elsz);
 		if (!na) {
 			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 			return NULL;
 		}
+		if (*n)
+			memcpy(na, *arr, *n * elsz);	/* the old copy stays in the arena */
 		*arr = na;
 	}
 	memset((char *)*arr + *n * elsz, 0, elsz);

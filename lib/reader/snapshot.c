@@ -9,9 +9,14 @@
  * their names and values, activity stacks, the tree's values) comes from
  * one arena per snapshot: a few large blocks instead of a malloc() per
  * string, freed at once. It is also what lets a record referenced many
- * times be decoded once: every reference shows the same memory.
+ * times be decoded once: every reference shows the same memory. A
+ * long-lived reader's snapshots hand their blocks on to the next one
+ * through the reader's pool: memory already faulted in, where a fresh
+ * malloc() of megabytes would fault every page again (the cost that
+ * dominated repeated snapshots of many heaps).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,25 +33,79 @@ struct rd_chunk {
 	max_align_t data[];
 };
 
+struct rd_pool {
+	_Atomic(struct rd_chunk *) spare;	/* the last freed snapshot's blocks */
+	atomic_uint refs;
+};
+
 /* The public snapshot and what only the reader sees of it. */
 struct rd_snapshot {
 	struct blamer_snapshot pub;
 	struct rd_chunk *chunks;	/* newest first */
+	struct rd_chunk *reuse;		/* the pool's blocks not used yet */
+	struct rd_pool *pool;
 	size_t next_cap;
 };
+
+static void free_chunks(struct rd_chunk *c)
+{
+	struct rd_chunk *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+}
+
+struct rd_pool *rd_pool_new(void)
+{
+	struct rd_pool *pool = calloc(1, sizeof(*pool));
+
+	if (pool)
+		atomic_init(&pool->refs, 1);
+	return pool;
+}
+
+void rd_pool_put(struct rd_pool *pool)
+{
+	if (pool && atomic_fetch_sub(&pool->refs, 1) == 1) {
+		free_chunks(atomic_load(&pool->spare));
+		free(pool);
+	}
+}
+
+/* A block of the pool's with room for @n bytes, taken off the list. */
+static struct rd_chunk *reuse(struct rd_snapshot *rs, size_t n)
+{
+	struct rd_chunk **at, *c;
+
+	for (at = &rs->reuse; (c = *at); at = &c->next) {
+		if (c->cap >= n) {
+			*at = c->next;
+			c->used = 0;
+			return c;
+		}
+	}
+	return NULL;
+}
 
 static struct rd_snapshot *priv(struct blamer_snapshot *s)
 {
 	return (struct rd_snapshot *)((char *)s - offsetof(struct rd_snapshot, pub));
 }
 
-struct blamer_snapshot *rd_snapshot_new(void)
+struct blamer_snapshot *rd_snapshot_new(struct rd_pool *pool)
 {
 	struct rd_snapshot *rs = calloc(1, sizeof(*rs));
 
 	if (!rs)
 		return NULL;
 	rs->next_cap = CHUNK_MIN;
+	if (pool) {
+		atomic_fetch_add(&pool->refs, 1);
+		rs->pool = pool;
+		rs->reuse = atomic_exchange(&pool->spare, NULL);
+	}
 	return &rs->pub;
 }
 
@@ -63,6 +122,12 @@ void *rd_alloc(struct blamer_snapshot *s, size_t n)
 	if (!c || c->cap - c->used < n) {
 		/* big requests get a chunk of their own, behind the current one */
 		cap = n > rs->next_cap / 4 ? n : rs->next_cap;
+		c = reuse(rs, n);
+		if (c) {
+			c->next = rs->chunks;	/* a block of its size: current */
+			rs->chunks = c;
+			goto take;
+		}
 		c = malloc(sizeof(*c) + cap);
 		if (!c)
 			return NULL;
@@ -78,6 +143,7 @@ void *rd_alloc(struct blamer_snapshot *s, size_t n)
 				rs->next_cap *= 2;
 		}
 	}
+take:
 	p = (char *)c->data + c->used;
 	c->used += n;
 	return p;
@@ -168,24 +234,17 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 	va_end(ap);
 }
 
-/* User data and activity stacks are the arena's: only arrays that grew
- * record by record are the process's own. */
+/* Everything a process holds is the arena's (rd_push() grows its arrays
+ * there): nothing of its own to free. */
 void rd_process_free(struct blamer_snap_process *p)
 {
-	free(p->threads);
-	free(p->modules);
-	free(p->logs);
-	free(p->children);
-	free(p->nodes);
-	free(p->edges);
-	free(p->paths);
 	memset(p, 0, sizeof(*p));
 }
 
 void blamer_snapshot_free(struct blamer_snapshot *s)
 {
 	struct rd_snapshot *rs;
-	struct rd_chunk *c, *next;
+	struct rd_chunk *c;
 	size_t i;
 
 	if (!s)
@@ -199,9 +258,20 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->tree);
 	free(s->nodes);
 	free(s->skipped);
-	for (c = rs->chunks; c; c = next) {
-		next = c->next;
-		free(c);
+	/* the blocks go to the pool for the next snapshot (any there
+	 * before are freed: one snapshot's worth is kept) */
+	if (rs->pool) {
+		for (c = rs->chunks; c && c->next; c = c->next)
+			;
+		if (c)
+			c->next = rs->reuse;
+		else
+			rs->chunks = rs->reuse;
+		free_chunks(atomic_exchange(&rs->pool->spare, rs->chunks));
+		rd_pool_put(rs->pool);
+	} else {
+		free_chunks(rs->chunks);
+		free_chunks(rs->reuse);
 	}
 	free(rs);
 }

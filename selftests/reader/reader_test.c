@@ -512,7 +512,8 @@ TEST(a_version_copied_after_its_data_is_not_trusted)
 {
 	struct blamer_snap_process p = { 0 };
 	struct rd_slab raw = { 0 }, ordered[BLAMER_MAX_SLABS] = { { 0 } };
-	struct rd_heap rh = { .slabs = ordered, .retries = 10, .p = &p };
+	struct rd_heap rh = { .slabs = ordered, .retries = 10, .p = &p,
+			      .s = rd_snapshot_new(NULL) };
 	char file[] = "/tmp/blamer-reader-test.XXXXXX";
 	struct blamer_module *m;
 	struct fx_heap h;
@@ -544,6 +545,7 @@ TEST(a_version_copied_after_its_data_is_not_trusted)
 	EXPECT_STREQ("/lib/new.so", p.modules[0].path);
 	EXPECT_EQ(BLAMER_HEALTH_OK, p.health);
 	rd_process_free(&p);
+	blamer_snapshot_free(rh.s);
 	rd_slab_drop(&raw);
 	fx_free(&h);
 }
