@@ -5,8 +5,9 @@
  * them), a backend's status, waiting for a change, releasing a dead
  * heap, and reading one heap from memory.
  *
- * Layering inside the reader: reader.c -> dir.c dev.c -> parse.c ->
- * snapshot.c (the model); names.c stands alone. Nothing calls back up.
+ * Layering inside the reader (internal.h has the map): reader.c ->
+ * dir.c dev.c attrib.c -> parse.c -> decode_*.c -> record.c copy.c
+ * slabs.c -> snapshot.c (the model). Nothing calls back up.
  */
 #include <errno.h>
 #include <fcntl.h>
