@@ -62,24 +62,22 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One value of one process's path: sorted, these become the totals. */
-struct value {
-	const struct blamer_snap_path *path;
-	uint64_t value;
-	uint32_t unit;
-	uint32_t proc;
-};
-
-static int value_cmp(const void *a, const void *b)
+static int total_sort_cmp(const void *a, const void *b)
 {
-	const struct value *x = a, *y = b;
-	int c = blamer_path_cmp(x->path->nodes, x->path->depth, y->path->nodes, y->path->depth);
+	return total_cmp(a, b);
+}
 
-	if (c)
-		return c;
-	if (x->unit != y->unit)
-		return x->unit < y->unit ? -1 : 1;
-	return x->proc < y->proc ? -1 : x->proc > y->proc;
+/* A (path, unit)'s place in the table of make_totals(). */
+static uint64_t total_hash(const struct blamer_snap_path *p, uint32_t unit)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ p->depth ^ ((uint64_t)unit << 32);
+	uint32_t i;
+
+	for (i = 0; i < p->depth; i++) {
+		h = (h ^ p->nodes[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return h;
 }
 
 /* The index of the tree node for the first @depth nodes of @nodes. */
@@ -102,63 +100,74 @@ static size_t tree_find(const struct blamer_snapshot *s, const uint64_t *nodes, 
 }
 
 /*
- * Totals, one per (path, unit), summed over processes. The processes'
- * values are sorted as small references (not as totals, which are five
- * times their size), then each run of one (path, unit) becomes a total.
+ * Totals, one per (path, unit), summed over processes. Many processes
+ * measure the same few paths: each value is added to its (path, unit)'s
+ * total through a hash table, and only the distinct totals are sorted.
+ * Processes are visited in order, so a total counts a process when the
+ * last one it counted was another.
  */
 static bool make_totals(struct blamer_snapshot *s)
 {
-	struct blamer_snap_total *t;
-	struct value *v;
-	size_t i, j, k, n = 0;
+	struct blamer_snap_total *t, *x;
+	uint32_t *slot, *last;
+	size_t i, j, k, n = 0, mask, at;
 
 	for (i = 0; i < s->nprocs; i++)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
-	v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v)
+	for (mask = 15; mask < 2 * n; mask = mask * 2 + 1)
+		;
+	slot = calloc(mask + 1, sizeof(*slot));	/* total index + 1, 0 = free */
+	last = malloc((n ? n : 1) * sizeof(*last));
+	t = calloc(n ? n : 1, sizeof(*t));
+	if (!slot || !last || !t) {
+		free(slot);
+		free(last);
+		free(t);
 		return false;
+	}
 	n = 0;
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
-		for (j = 0; j < p->npaths; j++)
-			for (k = 0; k < p->paths[j].nvalues; k++)
-				v[n++] = (struct value){ &p->paths[j], p->paths[j].values[k],
-							 p->paths[j].units[k], (uint32_t)i };
-	}
-	qsort(v, n, sizeof(*v), value_cmp);
-	for (i = 0, k = 0; i < n; i++)
-		k += !i || v[i - 1].unit != v[i].unit ||
-		     blamer_path_cmp(v[i - 1].path->nodes, v[i - 1].path->depth,
-				     v[i].path->nodes, v[i].path->depth);
-	t = calloc(k ? k : 1, sizeof(*t));
-	if (!t) {
-		free(v);
-		return false;
-	}
-	/* merge equal (path, unit); count distinct processes (sorted within run) */
-	for (i = 0, k = 0; i < n; k++) {
-		t[k].depth = v[i].path->depth;
-		memcpy(t[k].nodes, v[i].path->nodes, sizeof(t[k].nodes));
-		t[k].unit = v[i].unit;
-		t[k].value = v[i].value;
-		t[k].nprocs = 1;
-		for (j = i + 1; j < n && v[j].unit == v[i].unit &&
-		     !blamer_path_cmp(v[j].path->nodes, v[j].path->depth, v[i].path->nodes,
-				      v[i].path->depth); j++) {
-			t[k].value += v[j].value;
-			t[k].nprocs += v[j].proc != v[j - 1].proc;
+		for (j = 0; j < p->npaths; j++) {
+			const struct blamer_snap_path *pa = &p->paths[j];
+
+			for (k = 0; k < pa->nvalues; k++) {
+				for (at = total_hash(pa, pa->units[k]) & mask; slot[at];
+				     at = (at + 1) & mask) {
+					x = &t[slot[at] - 1];
+					if (x->unit == pa->units[k] &&
+					    !blamer_path_cmp(x->nodes, x->depth, pa->nodes, pa->depth))
+						break;
+				}
+				if (!slot[at]) {
+					x = &t[n];
+					x->depth = pa->depth;
+					memcpy(x->nodes, pa->nodes, pa->depth * sizeof(x->nodes[0]));
+					x->unit = pa->units[k];
+					last[n] = (uint32_t)i;
+					x->nprocs = 1;
+					slot[at] = (uint32_t)++n;
+				} else if (last[slot[at] - 1] != (uint32_t)i) {
+					last[slot[at] - 1] = (uint32_t)i;
+					x->nprocs++;
+				}
+				x->value += pa->values[k];
+			}
 		}
-		i = j;
 	}
-	free(v);
+	free(slot);
+	free(last);
+	x = realloc(t, (n ? n : 1) * sizeof(*t));	/* distinct ones only */
+	if (x)
+		t = x;
+	qsort(t, n, sizeof(*t), total_sort_cmp);
 	s->totals = t;
-	s->ntotals = k;
+	s->ntotals = n;
 	return true;
 }
 
-/* The units present, in numeric order. */
 static bool make_units(struct blamer_snapshot *s)
 {
 	uint32_t *u = calloc(s->ntotals ? s->ntotals : 1, sizeof(*u));
