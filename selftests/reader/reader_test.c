@@ -1000,6 +1000,46 @@ TEST(dir_release_removes_dead_only)
 	fx_free(&a);
 }
 
+/*
+ * A dead dir heap's comm is the basename of its argv[0], whatever the
+ * rest of the command line holds: the loop that made it once moved its
+ * own end and showed "pf-t -n 3 -m de" for the command below.
+ */
+TEST(dead_heap_comm_is_argv0s_basename)
+{
+	static const struct {
+		const char *cmdline, *comm;
+	} cases[] = {
+		{ "/tmp/x/gen-heaps -d /tmp/x/pf-t -n 3 -m dead", "gen-heaps" },
+		{ "relative/dir/tool", "tool" },
+		{ "plain --flag=/a/b/c", "plain" },
+		{ "/usr/lib/a-very-long-program-name-indeed --x", "a-very-long-pro" },
+		{ "/ends/with/slash/ -x", "" },
+	};
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	size_t i;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fx_init(&h, 1, FX_SLAB, 3999200 + (int64_t)i, 5);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, cases[i].cmdline);
+		ASSERT_EQ(0, fx_write_dir(&h, tmpdir, 3999200 + (int64_t)i, 5));
+		fx_free(&h);
+	}
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct blamer_snap_process *p = by_pid(s, 3999200 + (int32_t)i);
+
+		ASSERT_NE(NULL, p);
+		EXPECT_STREQ(cases[i].comm, p->comm) TH_LOG("%s", cases[i].cmdline);
+	}
+	blamer_snapshot_free(s);
+	rm_tmpdir();
+}
+
 TEST(missing_dir_is_empty_and_device_error_says_load)
 {
 	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
