@@ -64,7 +64,7 @@ def main():
         times.append(time.process_time() - t0)
     times.sort()
     print("series %d bytes %d" % (out.count(b"\n"), len(out)))
-    print("collect+generate_latest %.6f" % times[1])
+    print("collect+generate_latest %.6f" % times[len(times) // 2])
 
 
 if __name__ == "__main__":

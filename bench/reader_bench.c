@@ -21,6 +21,9 @@
  * by prometheus_client's MultiProcessCollector (bench/prom_mp.py).
  *
  *   reader_bench BLAMER [PYTHON PROM_MP_PY] [MAX_N]
+ *
+ * READER_BENCH_KEEP=1 keeps the directory of the largest N (its path is
+ * printed), to profile a command on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -378,7 +381,10 @@ int main(int argc, char **argv)
 		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true);
 		r->copy = time_memcpy(slab, used, n);
 		r->cmd = time_command(cmd, n >= 10000 ? 3 : 5);
-		rm_rf(dir);
+		if (getenv("READER_BENCH_KEEP") && n * 10 > max_n)
+			printf("# kept %s\n", dir);	/* to profile a command on */
+		else
+			rm_rf(dir);
 		r->py = -1;
 		if (py) {
 			snprintf(pydir, sizeof(pydir), "/dev/shm/blamer-rbench-py.XXXXXX");

@@ -114,6 +114,7 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 	h.live = p->state == BLAMER_PROC_LIVE;
 	h.s = s;
 	h.p = p;
+	h.scratch = &r->scratch;
 	if (nraw && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)

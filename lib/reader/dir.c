@@ -402,6 +402,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	h.live = p->state == BLAMER_PROC_LIVE;
 	h.s = d->s;
 	h.p = p;
+	h.scratch = &d->r->scratch;
 	if (nraw && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)

@@ -72,7 +72,25 @@ struct rd_heap {
 				 * read is a record appended since, not damage */
 	struct blamer_snapshot *s;	/* whose memory the decoded data takes */
 	struct blamer_snap_process *p;	/* where results and problems go */
+	struct rd_scratch *scratch;	/* the reader's, or NULL */
 };
+
+/*
+ * Where a process's arrays grow while its heap is parsed: buffers the
+ * reader keeps from heap to heap (memory already faulted in), copied to
+ * the snapshot at their final size when the heap is done (rd_push(),
+ * rd_scratch_commit()). Without them the arrays grow in the snapshot.
+ */
+#define RD_SCRATCH_ARRAYS	8
+struct rd_scratch {
+	struct rd_grow {
+		void **owner;	/* the process's array pointer, NULL: unused */
+		size_t *n, elsz;
+		void *buf;
+		size_t cap;	/* bytes */
+	} a[RD_SCRATCH_ARRAYS];
+};
+void rd_scratch_free(struct rd_scratch *sc);
 
 /* What a snapshot holds is what the format can hold, plus a NUL. */
 _Static_assert(sizeof(((struct blamer_snap_thread *)0)->name) == BLAMER_NAME_MAX + 1, "name");
@@ -199,6 +217,8 @@ bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o);
 /* Grows an array of the process by one zeroed element (in the snapshot's
  * memory); NULL at the bound or out of memory (reported). */
 void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz);
+/* The arrays grown in scratch buffers, copied to the snapshot. */
+void rd_scratch_commit(struct rd_heap *h);
 /* A fixed char array made printable and NUL-terminated (dst has n+1). */
 void rd_sanitize(char *dst, const char *src, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
@@ -239,6 +259,7 @@ struct blamer_reader {
 	uint8_t *buf;
 	size_t bufcap;
 	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
+	struct rd_scratch scratch;	/* arrays of the heap being parsed */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);

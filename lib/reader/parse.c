@@ -104,7 +104,15 @@ static int log_cmp(const void *a, const void *b)
 	return x->number < y->number ? -1 : x->number > y->number;
 }
 
+static void parse(struct rd_heap *h);
+
 void rd_heap_parse(struct rd_heap *h)
+{
+	parse(h);
+	rd_scratch_commit(h);
+}
+
+static void parse(struct rd_heap *h)
 {
 	struct blamer_heap_header hh;
 	struct blamer_snap_process *p = h->p;

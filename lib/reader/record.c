@@ -56,9 +56,66 @@ bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o)
 	return true;
 }
 
+/* The scratch buffer @arr grows in (taken if it has none yet), or NULL. */
+static struct rd_grow *grow_of(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
+{
+	struct rd_scratch *sc = c->h->scratch;
+	struct rd_grow *g, *free_one = NULL;
+	size_t i;
+
+	if (!sc)
+		return NULL;
+	for (i = 0; i < RD_SCRATCH_ARRAYS; i++) {
+		g = &sc->a[i];
+		if (g->owner == arr)
+			return g;
+		if (!g->owner && !free_one)
+			free_one = g;
+	}
+	if (free_one && !*n) {
+		free_one->owner = arr;
+		free_one->n = n;
+		free_one->elsz = elsz;
+	}
+	return *n ? NULL : free_one;
+}
+
+void rd_scratch_commit(struct rd_heap *h)
+{
+	struct rd_scratch *sc = h->scratch;
+	struct rd_grow *g;
+	size_t i;
+	void *a;
+
+	for (i = 0; sc && i < RD_SCRATCH_ARRAYS; i++) {
+		g = &sc->a[i];
+		if (!g->owner)
+			continue;
+		a = *g->n ? rd_alloc(h->s, *g->n * g->elsz) : NULL;
+		if (a)
+			memcpy(a, g->buf, *g->n * g->elsz);
+		else if (*g->n)
+			rd_problem(h->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		*g->owner = a;
+		if (!a)
+			*g->n = 0;
+		g->owner = NULL;
+	}
+}
+
+void rd_scratch_free(struct rd_scratch *sc)
+{
+	size_t i;
+
+	for (i = 0; i < RD_SCRATCH_ARRAYS; i++)
+		free(sc->a[i].buf);
+	memset(sc, 0, sizeof(*sc));
+}
+
 void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 {
 	struct blamer_snap_process *p = c->p;
+	struct rd_grow *g;
 	void *na;
 
 	if (*n >= RD_MAX_RECORDS_KIND) {
@@ -67,9 +124,23 @@ void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 			   RD_MAX_RECORDS_KIND);
 		return NULL;
 	}
-	/* grow by doubling from 16: at 16 and the powers of two above (a
-	 * heap's records of a kind are few or many, seldom one) */
-	if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
+	g = grow_of(c, arr, n, elsz);
+	if (g) {
+		if ((*n + 1) * elsz > g->cap) {
+			size_t cap = g->cap ? g->cap * 2 : 16 * elsz;
+
+			while (cap < (*n + 1) * elsz)
+				cap *= 2;
+			na = realloc(g->buf, cap);
+			if (!na) {
+				rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+				return NULL;
+			}
+			g->buf = na;
+			g->cap = cap;
+		}
+		*arr = g->buf;
+	} else if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
 		na = rd_alloc(c->h->s, (*n ? *n * 2 : 16) * elsz);
 		if (!na) {
 			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory");
