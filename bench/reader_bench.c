@@ -189,7 +189,7 @@ static void rm_rf(const char *dir)
 
 struct result {
 	int n;
-	double snap, prom, cmd, copy, py;	/* seconds */
+	double snap, prom, cmd, copy, py, blame, dump;	/* seconds */
 	uint64_t used;
 	int health_ok;
 };
@@ -370,6 +370,8 @@ int main(int argc, char **argv)
 		struct result *r = &res[nres++];
 		char *cmd[] = { (char *)blamer, "--dir", dir, "export", "--prometheus", "--dead",
 				NULL };
+		char *blame[] = { (char *)blamer, "--dir", dir, "blame", "--dead", NULL };
+		char *dump[] = { (char *)blamer, "--dir", dir, "dump", "--json", NULL };
 
 		snprintf(dir, sizeof(dir), "/dev/shm/blamer-rbench.XXXXXX");
 		if (!mkdtemp(dir))
@@ -381,6 +383,8 @@ int main(int argc, char **argv)
 		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true);
 		r->copy = time_memcpy(slab, used, n);
 		r->cmd = time_command(cmd, n >= 10000 ? 3 : 5);
+		r->blame = time_command(blame, n >= 10000 ? 3 : 5);
+		r->dump = time_command(dump, n >= 10000 ? 3 : 5);
 		if (getenv("READER_BENCH_KEEP") && n * 10 > max_n)
 			printf("# kept %s\n", dir);	/* to profile a command on */
 		else
@@ -401,6 +405,10 @@ int main(int argc, char **argv)
 			printf("  (!) %d of %d heaps read whole\n", r->health_ok, n);
 		fflush(stdout);
 	}
+	printf("# commands over the same heaps (CPU time, medians):\n");
+	for (n = 0; n < nres; n++)
+		printf("  %-6d blame --dead %7.1f ms, dump --json %7.1f ms\n", res[n].n,
+		       res[n].blame * 1e3, res[n].dump * 1e3);
 	for (n = 1; n < nres; n++)
 		printf("  time(%d)/time(%d): snapshot %.1f, export lib %.1f, cmd %.1f (10 is linear)\n",
 		       res[n].n, res[n - 1].n, res[n].snap / res[n - 1].snap,
