@@ -19,6 +19,10 @@
  * and snapshot. pread() into private memory: a file truncated or
  * replaced under us gives a short read, never a SIGBUS.
  *
+ * A dead heap's end: the exit its writer recorded (slabs.c takes the
+ * status from the header; slab 0's modification time is the moment), or
+ * else the latest sign of life its files and records show.
+ *
  * Cost: a heap is live iff /proc/<pid>/stat shows the same start time.
  * Dead heaps are summarized from their names (and an fstatat() of each
  * file) unless BLAMER_READ_DEAD_FULL asks for them, and
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -80,26 +85,32 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
 		return false;	/* gone, or a zombie: it has exited, its heap is dead */
 	*start = (uint64_t)st.start_ns;
-	snprintf(comm, commlen, "%s", st.comm);
+	/* a process names itself (prctl, the file it runs): printable only */
+	rd_sanitize(comm, st.comm, strnlen(st.comm, commlen - 1));
 	return true;
 }
 
 /*
  * Opens the directory under the writer's rules. The owner expected is
- * the caller's euid; root may read a directory it named explicitly
- * (--dir, $BLAMER_DIR) of another owner, whose files must then all be
- * that owner's. 0 (fd in d->fd), 1 if there is no directory yet, or
- * -errno with a message.
+ * the caller's euid (a directory another user made first is squatting);
+ * root may read a directory it named explicitly (--dir, $BLAMER_DIR) of
+ * another owner, whose files must then all be that owner's. 0 (fd in
+ * d->fd), 1 if there is no directory yet, or -errno with a message.
  */
 static int open_dir(struct dir *d, char *err, size_t errlen)
 {
+	uid_t me = geteuid();
 	char why[512];
 	int fd;
 
-	d->owner = geteuid();
-	if (d->owner == 0 && d->r->explicit_dir)
-		d->owner = (uid_t)-1;
-	fd = bl_slabdir_open_existing(d->r->source, &d->owner, why, sizeof(why));
+	fd = bl_slabdir_open_read(d->r->source, &d->owner, why, sizeof(why));
+	if (fd >= 0 && d->owner != me && !(me == 0 && d->r->explicit_dir)) {
+		close(fd);
+		snprintf(why, sizeof(why),
+			 "%s is owned by uid %u, not by uid %u: refused (another user may have made it; remove it)",
+			 d->r->source, (unsigned)d->owner, (unsigned)me);
+		fd = -EPERM;
+	}
 	if (fd == -ENOENT)
 		return 1;	/* no process has made a heap yet */
 	if (fd < 0) {
@@ -287,7 +298,8 @@ static const char *open_why(struct dir *d, const char *name, int err)
  * advances). False if the file is not read (skipped or gone; said why).
  */
 static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      bool headers_only, struct rd_slab *s, size_t *off, uint64_t heap_read)
+		      bool headers_only, struct rd_slab *s, size_t *off, uint64_t heap_read,
+		      uint64_t *mtime_ns)
 {
 	struct blamer_reader *r = d->r;
 	char name[BL_SLAB_NAME_MAX];
@@ -322,6 +334,9 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 		close(fd);
 		return false;
 	}
+	/* a writer's pages are first written, or its exit recorded, by now */
+	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
+		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 	p->size += (uint64_t)st.st_size;
 	s->real_size = (uint64_t)st.st_size;
 	first = headers_only ? RD_FIRST_READ_HEADERS : RD_FIRST_READ;
@@ -356,20 +371,72 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	return true;
 }
 
+/* @t if it is later than @best but not past @now: the future is no evidence. */
+static uint64_t later(uint64_t best, uint64_t t, uint64_t now)
+{
+	return t > best && t <= now ? t : best;
+}
+
+/*
+ * The latest sign of life of a dead process: its files' modification
+ * times (the exit, if recorded), its heap's creation, log messages,
+ * children, activity pushes and thread starts (CLOCK_MONOTONIC, taken to
+ * CLOCK_REALTIME at today's offset: a clock step since makes it off).
+ */
+static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
+{
+	struct timespec rt, mono;
+	uint64_t t = 0, m = 0, off, now;
+	size_t i, j;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	/* a file's times and the heap's are its writer's to set: a time past
+	 * now is a lie or another clock's, and not believed */
+	if (p->exited && mtime_ns > now) {
+		/* the moment of its exit is the lie: what else it shows came
+		 * before, and would be shown as that moment */
+		p->last_seen_ns = 0;
+		return;
+	}
+	t = later(t, mtime_ns, now);
+	t = later(t, p->heap_create_time_ns, now);
+	for (i = 0; i < p->nlogs; i++)
+		t = later(t, p->logs[i].time_ns, now);
+	for (i = 0; i < p->nchildren; i++) {
+		t = later(t, p->children[i].launch_time_ns, now);
+		t = later(t, p->children[i].exit_time_ns, now);
+	}
+	for (i = 0; i < p->nthreads; i++) {
+		if (p->threads[i].start_time_ns > m)
+			m = p->threads[i].start_time_ns;
+		for (j = 0; j < p->threads[i].nacts; j++)
+			if (p->threads[i].acts[j].time_ns > m)
+				m = p->threads[i].acts[j].time_ns;
+	}
+	off = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * 1000000000u +
+	      (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	/* a monotonic time past now is another boot's: no evidence */
+	if (m && m + off > t && m <= (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec)
+		t = m + off;
+	p->last_seen_ns = t;
+}
+
 static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
 		      uint32_t n, bool headers_only)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
-	uint64_t heap_read = 0;
+	uint64_t heap_read = 0, mtime = 0;
 	uint32_t i, nraw = 0;
 	size_t off = 0;
 
 	memset(ordered, 0, sizeof(ordered));
 	p->nslabs = 0;
 	for (i = 0; i < n; i++) {
-		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read))
+		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read, &mtime))
 			continue;
 		heap_read += raw[nraw].size;
 		p->slab_ids[p->nslabs++] = f[i].idx;
@@ -407,6 +474,8 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
 		rd_slab_drop(&raw[i]);
+	if (p->state == BLAMER_PROC_DEAD)
+		last_seen(p, mtime);
 	if (d->r->bufcap > RD_KEEP_BUF) {
 		/* a big heap's copy is not kept while the others are read */
 		free(d->r->buf);

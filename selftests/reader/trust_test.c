@@ -160,9 +160,10 @@ static int run_blamer(const char *dir, const char *a1, const char *a2, char *err
 }
 
 /*
- * The attacker makes the victim's default directory first (open to all,
- * so the victim's writer could even fill it): the victim's reader refuses
- * it and says whose it is, instead of reading what was planted.
+ * The attacker makes the victim's default directory first and plants a
+ * heap there: the victim's reader refuses it and says whose it is,
+ * instead of reading what was planted. (Made 0777 it is refused as
+ * writable by others first: dir_writable_by_others_is_refused.)
  */
 TEST(squatted_default_dir_is_refused)
 {
@@ -172,7 +173,7 @@ TEST(squatted_default_dir_is_refused)
 	snprintf(dir, sizeof(dir), "/dev/shm/blamer-%u", VICTIM);
 	if (exists(dir))
 		SKIP(return, "%s exists already", dir);
-	ASSERT_EQ(0, mkdir_as(dir, ATTACKER, 0777));
+	ASSERT_EQ(0, mkdir_as(dir, ATTACKER, 0755));
 	ASSERT_EQ(0, dead_heap(dir, 3999901, VICTIM));
 	if (fork() == 0) {
 		unsetenv("BLAMER_DIR");
