@@ -5,15 +5,16 @@
  * the first reason is kept), directory entries that were skipped,
  * one-line errors for the caller, and freeing it all.
  *
- * Decoded data that is never grown after it is made (user-data fields,
- * their names and values, activity stacks, the tree's values) comes from
- * one arena per snapshot: a few large blocks instead of a malloc() per
+ * Decoded data (user-data fields, their names and values, activity
+ * stacks, each process's arrays at their final size, the tree's values)
+ * comes from one arena per snapshot: a few large blocks instead of a malloc() per
  * string, freed at once. It is also what lets a record referenced many
  * times be decoded once: every reference shows the same memory. A
  * long-lived reader's snapshots hand their blocks on to the next one
  * through the reader's pool: memory already faulted in, where a fresh
  * malloc() of megabytes would fault every page again (the cost that
- * dominated repeated snapshots of many heaps).
+ * dominated repeated snapshots of many heaps). At most RD_POOL_KEEP bytes
+ * are handed on: one hostile snapshot does not stay for the reader's life.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,6 +27,7 @@
 
 #define CHUNK_MIN	(16u << 10)
 #define CHUNK_MAX	(1u << 20)
+#define RD_POOL_KEEP	(64u << 20)
 
 struct rd_chunk {
 	struct rd_chunk *next;
@@ -261,12 +263,22 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	/* the blocks go to the pool for the next snapshot (any there
 	 * before are freed: one snapshot's worth is kept) */
 	if (rs->pool) {
+		size_t kept = 0;
+
 		for (c = rs->chunks; c && c->next; c = c->next)
-			;
-		if (c)
+			kept += c->cap;
+		if (c) {
+			kept += c->cap;
 			c->next = rs->reuse;
-		else
+		} else {
 			rs->chunks = rs->reuse;
+		}
+		for (c = rs->reuse; c; c = c->next)
+			kept += c->cap;
+		if (kept > RD_POOL_KEEP) {
+			free_chunks(rs->chunks);
+			rs->chunks = NULL;
+		}
 		free_chunks(atomic_exchange(&rs->pool->spare, rs->chunks));
 		rd_pool_put(rs->pool);
 	} else {
