@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 
 #include "blamer.h"
+#include "plant.h"
 
 u64 blamer_max_slab_bytes = 16ULL << 20;
 u64 blamer_max_owner_bytes = 64ULL << 20;
@@ -140,6 +141,7 @@ static int blamer_open(struct inode *inode, struct file *file)
 	INIT_LIST_HEAD(&ctx->slabs);
 	ctx->seen_generation = blamer_generation();
 	file->private_data = ctx;
+	blamer_plant_open();
 	return nonseekable_open(inode, file);
 }
 
@@ -161,6 +163,7 @@ static int blamer_release(struct inode *inode, struct file *file)
 
 	blamer_ctx_orphan(ctx);
 	kfree(ctx);
+	blamer_plant_release(ctx);
 	return 0;
 }
 
