@@ -1,4 +1,5 @@
-# bench/: `make bench` builds and runs the writer benchmarks (Documentation/performance.rst).
+# bench/: `make bench` builds and runs the writer benchmarks, then the reader's
+# (`make bench-reader` alone; Documentation/performance.rst).
 #
 # With lttng-tools installed, the run also starts a private LTTng session
 # daemon and measures an *enabled* tracepoint pair (bench/run-bench).
@@ -17,8 +18,9 @@ BENCH_SRCS += $(SRC)/bench/bench_tp.c
 BENCH_LIBS += -llttng-ust -ldl
 endif
 
-.PHONY: bench bench-build
-bench-build: $(BENCH_BIN)
+.PHONY: bench bench-build bench-reader
+READER_BENCH := $(BENCH_DIR)/reader_bench
+bench-build: $(BENCH_BIN) $(READER_BENCH)
 
 $(BENCH_BIN): $(BENCH_SRCS) $(SRC)/bench/bench_tp.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -31,5 +33,15 @@ $(BENCH_BIN): $(BENCH_SRCS) $(SRC)/bench/bench_tp.h $(LIB_A)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: $(BENCH_BIN)
+bench-run: $(BENCH_BIN) bench-reader
 	@$(SRC)/bench/run-bench $(BENCH_BIN)
+
+$(READER_BENCH): $(SRC)/bench/reader_bench.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIB_A) -lpthread
+
+# N = 10 ... 10,000 dead heaps (READER_BENCH_MAX lowers the top);
+# prometheus_client's collector side by side.
+READER_BENCH_MAX ?= 10000
+bench-reader: $(READER_BENCH) $(TOOLS_DIR)/blamer
+	@$(READER_BENCH) $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp.py $(READER_BENCH_MAX)

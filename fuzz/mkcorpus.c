@@ -34,6 +34,77 @@ static int put(const char *dir, const char *name, struct fx_heap *h, size_t cut)
 	return fclose(f);
 }
 
+/*
+ * Small heaps of each class that once made the reader spend far more
+ * than the heap holds (selftests/reader/amplify_test.c has them full
+ * size): one record referenced from every activity slot, a freeptr
+ * claiming far more than the slab, many deep paths, many minimal thread
+ * records, a long list of retired records, a log ring and big fields.
+ */
+static int amplifiers(const char *dir)
+{
+	struct fx_heap h;
+	blamer_ref ud, t, log;
+	char name[8];
+	int ret = 0, i, k;
+
+	fx_init(&h, 1, 16 << 10, 9, 9);
+	fx_process(&h, 2, "fanout");
+	ud = fx_userdata(&h, BLAMER_DATA_ACTIVITY, 64 * 24, 1);
+	for (i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "%c%c", 'a' + i % 26, 'a' + i / 26 % 26);
+		fx_field_u64(&h, ud, name, (uint64_t)i);
+	}
+	for (k = 0; k < 8; k++) {
+		t = fx_thread(&h, 100 + k, "fan", 16);
+		for (i = 0; i < 16; i++)
+			fx_push(&h, t, BLAMER_ACTIVITY_TASK, "same", 1, ud);
+	}
+	ret |= put(dir, "amp-fanout", &h, 0);
+	/* the same heap claiming 256 MiB used */
+	((struct blamer_slab_header *)h.slab[0])->freeptr = 256u << 20;
+	ret |= put(dir, "amp-freeptr-claim", &h, 0);
+	fx_free(&h);
+
+	fx_init(&h, 1, 16 << 10, 10, 10);
+	fx_process(&h, 2, "paths");
+	for (i = 0; i < 32; i++) {
+		uint64_t nodes[8];
+		int d;
+
+		for (d = 0; d < 8; d++)
+			nodes[d] = 0x9e3779b97f4a7c15ull * (uint64_t)(i * 8 + d + 1);
+		fx_path(&h, nodes, 8, 1, 1);
+	}
+	ret |= put(dir, "amp-paths", &h, 0);
+	fx_free(&h);
+
+	fx_init(&h, 1, 16 << 10, 11, 11);
+	fx_process(&h, 2, "threads");
+	for (i = 0; ((struct blamer_slab_header *)h.slab[0])->freeptr +
+		    sizeof(struct blamer_thread) <= (16u << 10); i++)
+		fx_thread(&h, i + 1, "t", 0);
+	ret |= put(dir, "amp-threads", &h, 0);
+	fx_free(&h);
+
+	fx_init(&h, 1, 16 << 10, 12, 12);
+	fx_process(&h, 2, "retired");
+	while (((struct blamer_slab_header *)h.slab[0])->freeptr + 48 <= (16u << 10))
+		fx_alloc(&h, ~(uint32_t)BLAMER_REC_THREAD, 48, 1);
+	ret |= put(dir, "amp-retired", &h, 0);
+	fx_free(&h);
+
+	fx_init(&h, 1, 16 << 10, 13, 13);
+	fx_process(&h, 2, "log");
+	log = fx_log(&h, 64);
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->log = log;
+	for (i = 0; i < 80; i++)
+		fx_log_msg(&h, log, "a log line of a hostile heap, as long as they come.....");
+	ret |= put(dir, "amp-log", &h, 0);
+	fx_free(&h);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
@@ -85,6 +156,7 @@ int main(int argc, char **argv)
 		ret |= put(dir, "shard-loop", &h, 0);
 	}
 	fx_free(&h);
+	ret |= amplifiers(dir);
 	if (ret)
 		perror("mkcorpus");
 	return ret ? 1 : 0;

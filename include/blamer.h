@@ -240,6 +240,18 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
 /* blamer_reader_opts.flags */
 #define BLAMER_READ_HEADERS_ONLY (1u << 0) /* slab/heap headers + process record */
 #define BLAMER_READ_DEAD_FULL	(1u << 1) /* dir: read dead heaps fully too */
+/*
+ * Kinds of records a caller does not show, left undecoded (a view pays
+ * only for what it prints). Their arrays stay empty; the snapshot's
+ * flags say which were left out.
+ */
+#define BLAMER_READ_NO_THREADS	(1u << 2) /* thread records */
+#define BLAMER_READ_NO_STACKS	(1u << 3) /* threads listed, activity stacks not read */
+#define BLAMER_READ_NO_USERDATA	(1u << 4) /* process, global and activity user data */
+#define BLAMER_READ_NO_MODULES	(1u << 5)
+#define BLAMER_READ_NO_LOG	(1u << 6)
+#define BLAMER_READ_NO_CHILDREN	(1u << 7)
+#define BLAMER_READ_NO_DAG	(1u << 8) /* nodes, edges, paths: no attribution view */
 
 struct blamer_reader_opts {
 	enum blamer_backend backend;
@@ -247,7 +259,8 @@ struct blamer_reader_opts {
 	const char *device;	/* NULL = /dev/blamer */
 	uint32_t flags;		/* BLAMER_READ_* */
 	uint32_t max_retries;	/* torn-read retries per record, 0 = 10 */
-	uint64_t max_slab_bytes; /* dir: larger slab files are refused, 0 = 256 MiB */
+	uint64_t max_slab_bytes; /* dir: bytes read of one slab file (more: the heap is
+				  * truncated), 0 = 256 MiB */
 };
 
 /* How much of a heap could be read (blamer_snap_process.health). */
@@ -258,6 +271,8 @@ enum blamer_health {
 	BLAMER_HEALTH_TORN,	/* some records kept changing: marked, not shown */
 	BLAMER_HEALTH_CORRUPT,	/* invalid contents found; the rest was read */
 	BLAMER_HEALTH_UNREADABLE, /* could not map/read (see problem) */
+	BLAMER_HEALTH_TRUNCATED, /* over a reader limit: the rest was not read
+				  * (Documentation/reader.rst, "Limits") */
 };
 
 struct blamer_snap_field {
@@ -418,6 +433,12 @@ struct blamer_snap_tree_node {
 	const uint64_t *inclusive;	/* on this path and every path below it */
 };
 
+/* A directory entry the dir backend did not read, and why. */
+struct blamer_snap_skipped {
+	char name[64];		/* made printable, cut */
+	char why[96];
+};
+
 struct blamer_snapshot {
 	enum blamer_backend backend;
 	char source[256];	/* device path or directory */
@@ -432,6 +453,10 @@ struct blamer_snapshot {
 	uint32_t *units;			size_t nunits;
 	/* the inclusive tree, by path: a node, then its subtree */
 	struct blamer_snap_tree_node *tree;	size_t ntree;
+	uint32_t flags;		/* BLAMER_READ_* it was taken with */
+	/* dir: entries not read (the first 256), and how many there were */
+	struct blamer_snap_skipped *skipped;	size_t nskipped;
+	size_t skipped_total;
 };
 
 struct blamer_reader;

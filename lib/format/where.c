@@ -160,12 +160,19 @@ static bool parse_u64(const char **s, uint64_t *v)
 bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
 			uint32_t *index)
 {
+	char canon[BL_SLAB_NAME_MAX];
+	const char *s = name;
 	uint64_t p, start, idx;
 
-	if (!parse_u64(&name, &p) || *name++ != '-' || !parse_u64(&name, &start) ||
-	    *name++ != '.' || !parse_u64(&name, &idx) || strcmp(name, ".slab"))
+	if (!parse_u64(&s, &p) || *s++ != '-' || !parse_u64(&s, &start) ||
+	    *s++ != '.' || !parse_u64(&s, &idx) || strcmp(s, ".slab"))
 		return false;
 	if (p == 0 || p > INT32_MAX || idx >= BLAMER_MAX_SLABS)
+		return false;
+	/* Canonical only: "007-1.0.slab" names the heap of "7-1.0.slab" a
+	 * second time (and would be read, counted and released as a twin). */
+	bl_slab_name(canon, sizeof(canon), (int64_t)p, start, (uint32_t)idx);
+	if (strcmp(canon, name))
 		return false;
 	*pid = (int32_t)p;
 	*start_ns = start;
@@ -173,9 +180,24 @@ bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
 	return true;
 }
 
+const char *bl_slab_file_why(const struct stat *st, uid_t owner)
+{
+	if (S_ISLNK(st->st_mode))
+		return "a symlink, not followed";
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != owner)
+		return "owned by another user";
+	if (st->st_nlink != 1)
+		return "has more than one link (a hard link to it exists elsewhere)";
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by group or others";
+	return NULL;
+}
+
 bool bl_slab_file_ok(const struct stat *st)
 {
-	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1;
+	return !bl_slab_file_why(st, geteuid());
 }
 
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)

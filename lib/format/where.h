@@ -17,8 +17,8 @@
  *  - names: slab <index> of the heap of process <pid> started at
  *    <start_ns> is the file "<pid>-<start_ns>.<index>.slab", decimal,
  *    nothing else;
- *  - files: a slab file is regular, owned by us and has one link
- *    (anything else was planted);
+ *  - files: a slab file is regular, owned by us, has one link and is
+ *    writable by nobody else (anything else was planted);
  *  - start time: field 22 of /proc/<pid>/stat, clock ticks since boot,
  *    scaled to ns (ticks * (10^9 / CLK_TCK)); with the pid it names a
  *    process across pid reuse;
@@ -76,12 +76,18 @@ int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whyle
 /* The name of slab @index of heap <pid>-<start_ns>; snprintf's return. */
 int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index);
 
-/* Parses a slab file name: false for anything but the exact form, a pid
- * of 0 or above INT32_MAX, or an index of BLAMER_MAX_SLABS or more. */
+/* Parses a slab file name: false for anything but the exact, canonical
+ * form bl_slab_name() writes (no leading zeros, no sign), a pid of 0 or
+ * above INT32_MAX, or an index of BLAMER_MAX_SLABS or more. */
 bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
 			uint32_t *index);
 
-/* A file the library could have made: regular, ours, one link. */
+/* Why a file (lstat/fstat of it, not following) is not one the library
+ * could have made for @owner: a symlink, not regular, another owner,
+ * more than one link, writable by group or others. NULL if it is one. */
+const char *bl_slab_file_why(const struct stat *st, uid_t owner);
+/* A file the library could have made: bl_slab_file_why(st, geteuid())
+ * is NULL. */
 bool bl_slab_file_ok(const struct stat *st);
 
 /* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that

@@ -34,17 +34,6 @@ static int total_cmp(const struct blamer_snap_total *x, const struct blamer_snap
 	return x->unit < y->unit ? -1 : x->unit > y->unit;
 }
 
-/* for sorting: equal (path, unit) runs ordered by process index */
-static int total_cmp_sort(const void *a, const void *b)
-{
-	const struct blamer_snap_total *x = a, *y = b;
-	int c = total_cmp(x, y);
-
-	if (c)
-		return c;
-	return x->nprocs < y->nprocs ? -1 : x->nprocs > y->nprocs;
-}
-
 static int node_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_node *x = a, *y = b;
@@ -73,26 +62,22 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int tree_cmp(const void *a, const void *b)
+static int total_sort_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_tree_node *x = a, *y = b;
-
-	return blamer_path_cmp(x->nodes, x->depth, y->nodes, y->depth);
+	return total_cmp(a, b);
 }
 
-/* A tree node and one process that measured at it or below. */
-struct node_proc {
-	size_t node;
-	size_t proc;
-};
-
-static int node_proc_cmp(const void *a, const void *b)
+/* A (path, unit)'s place in the table of make_totals(). */
+static uint64_t total_hash(const struct blamer_snap_path *p, uint32_t unit)
 {
-	const struct node_proc *x = a, *y = b;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ p->depth ^ ((uint64_t)unit << 32);
+	uint32_t i;
 
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return x->proc < y->proc ? -1 : x->proc > y->proc;
+	for (i = 0; i < p->depth; i++) {
+		h = (h ^ p->nodes[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return h;
 }
 
 /* The index of the tree node for the first @depth nodes of @nodes. */
@@ -114,55 +99,75 @@ static size_t tree_find(const struct blamer_snapshot *s, const uint64_t *nodes, 
 	return SIZE_MAX;	/* not reached: every prefix is in the tree */
 }
 
-/* Totals, one per (path, unit), summed over processes. */
+/*
+ * Totals, one per (path, unit), summed over processes. Many processes
+ * measure the same few paths: each value is added to its (path, unit)'s
+ * total through a hash table, and only the distinct totals are sorted.
+ * Processes are visited in order, so a total counts a process when the
+ * last one it counted was another.
+ */
 static bool make_totals(struct blamer_snapshot *s)
 {
-	struct blamer_snap_total *t;
-	size_t i, j, k, n = 0;
+	struct blamer_snap_total *t, *x;
+	uint32_t *slot, *last;
+	size_t i, j, k, n = 0, mask, at;
 
 	for (i = 0; i < s->nprocs; i++)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
+	for (mask = 15; mask < 2 * n; mask = mask * 2 + 1)
+		;
+	slot = calloc(mask + 1, sizeof(*slot));	/* total index + 1, 0 = free */
+	last = malloc((n ? n : 1) * sizeof(*last));
 	t = calloc(n ? n : 1, sizeof(*t));
-	if (!t)
+	if (!slot || !last || !t) {
+		free(slot);
+		free(last);
+		free(t);
 		return false;
+	}
 	n = 0;
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
 		for (j = 0; j < p->npaths; j++) {
-			for (k = 0; k < p->paths[j].nvalues; k++) {
-				t[n].depth = p->paths[j].depth;
-				memcpy(t[n].nodes, p->paths[j].nodes, sizeof(t[n].nodes));
-				t[n].unit = p->paths[j].units[k];
-				t[n].value = p->paths[j].values[k];
-				t[n].nprocs = (uint32_t)i;	/* temporarily: process index */
-				n++;
+			const struct blamer_snap_path *pa = &p->paths[j];
+
+			for (k = 0; k < pa->nvalues; k++) {
+				for (at = total_hash(pa, pa->units[k]) & mask; slot[at];
+				     at = (at + 1) & mask) {
+					x = &t[slot[at] - 1];
+					if (x->unit == pa->units[k] &&
+					    !blamer_path_cmp(x->nodes, x->depth, pa->nodes, pa->depth))
+						break;
+				}
+				if (!slot[at]) {
+					x = &t[n];
+					x->depth = pa->depth;
+					memcpy(x->nodes, pa->nodes, pa->depth * sizeof(x->nodes[0]));
+					x->unit = pa->units[k];
+					last[n] = (uint32_t)i;
+					x->nprocs = 1;
+					slot[at] = (uint32_t)++n;
+				} else if (last[slot[at] - 1] != (uint32_t)i) {
+					last[slot[at] - 1] = (uint32_t)i;
+					x->nprocs++;
+				}
+				x->value += pa->values[k];
 			}
 		}
 	}
-	qsort(t, n, sizeof(*t), total_cmp_sort);
-	/* merge equal (path, unit); count distinct processes (sorted within run) */
-	for (i = 0, k = 0; i < n; k++) {
-		struct blamer_snap_total m = t[i];
-		uint32_t last = t[i].nprocs;
-
-		m.nprocs = 1;
-		for (j = i + 1; j < n && total_cmp(&t[j], &m) == 0; j++) {
-			m.value += t[j].value;
-			if (t[j].nprocs != last)
-				m.nprocs++;
-			last = t[j].nprocs;
-		}
-		t[k] = m;
-		i = j;
-	}
+	free(slot);
+	free(last);
+	x = realloc(t, (n ? n : 1) * sizeof(*t));	/* distinct ones only */
+	if (x)
+		t = x;
+	qsort(t, n, sizeof(*t), total_sort_cmp);
 	s->totals = t;
-	s->ntotals = k;
+	s->ntotals = n;
 	return true;
 }
 
-/* The units present, in numeric order. */
 static bool make_units(struct blamer_snapshot *s)
 {
 	uint32_t *u = calloc(s->ntotals ? s->ntotals : 1, sizeof(*u));
@@ -180,106 +185,145 @@ static bool make_units(struct blamer_snapshot *s)
 	return true;
 }
 
-/* Each node's processes: those with a path at it or below it. */
+/* Each node's processes: those with a path at it or below it, counted
+ * once per node (the node remembers the last process it counted). */
 static bool count_procs(struct blamer_snapshot *s)
 {
-	struct node_proc *np;
-	size_t i, j, n = 0, k;
+	uint32_t *last = malloc((s->ntree ? s->ntree : 1) * sizeof(*last));
+	size_t i, j, at;
 	uint32_t d;
 
-	for (i = 0; i < s->nprocs; i++)
-		for (j = 0; j < s->procs[i].npaths; j++)
-			if (s->procs[i].paths[j].nvalues)
-				n += s->procs[i].paths[j].depth;
-	np = calloc(n ? n : 1, sizeof(*np));
-	if (!np)
+	if (!last)
 		return false;
-	n = 0;
+	for (i = 0; i < s->ntree; i++)
+		last[i] = UINT32_MAX;
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].npaths; j++) {
 			const struct blamer_snap_path *p = &s->procs[i].paths[j];
 
 			for (d = 1; p->nvalues && d <= p->depth; d++) {
-				np[n].node = tree_find(s, p->nodes, d);
-				np[n++].proc = i;
+				at = tree_find(s, p->nodes, d);
+				if (at < s->ntree && last[at] != (uint32_t)i) {
+					last[at] = (uint32_t)i;
+					s->tree[at].nprocs++;
+				}
 			}
 		}
 	}
-	qsort(np, n, sizeof(*np), node_proc_cmp);
-	for (k = 0; k < n; k++)
-		if (np[k].node < s->ntree &&
-		    (!k || np[k].node != np[k - 1].node || np[k].proc != np[k - 1].proc))
-			s->tree[np[k].node].nprocs++;
-	free(np);
+	free(last);
 	return true;
 }
 
-/* The inclusive tree: every path of a total and every prefix of one. */
+/* How many leading nodes two paths share. */
+static uint32_t common(const struct blamer_snap_total *a, const struct blamer_snap_total *b)
+{
+	uint32_t i, d = a->depth < b->depth ? a->depth : b->depth;
+
+	for (i = 0; i < d && a->nodes[i] == b->nodes[i]; i++)
+		;
+	return i;
+}
+
+/*
+ * The inclusive tree: every path of a total and every prefix of one, in
+ * path order. The totals are in that order already, so the nodes come
+ * out of one pass: each new path adds its prefixes below what it shares
+ * with the path before it. Values live in the snapshot's memory: self
+ * only where a process measured exactly that path (the rest share a row
+ * of zeros), and inclusive summed bottom up, shared with the only child
+ * where a node has nothing of its own (a chain costs one row, not one
+ * per node).
+ */
 static bool make_tree(struct blamer_snapshot *s)
 {
 	struct blamer_snap_tree_node *tree;
-	size_t i, n = 0, k, top, *open;
-	uint64_t *values;
+	const struct blamer_snap_total *prev = NULL;
+	size_t i, j, n = 0, top, *open, u;
+	size_t row = s->nunits * sizeof(uint64_t);
+	uint64_t *zero;
 	uint32_t d;
 
-	for (i = 0; i < s->ntotals; i++)
-		n += s->totals[i].depth;
-	/* the nodes, then their values: one block, freed with s->tree */
-	tree = calloc(1, (n ? n : 1) * (sizeof(*tree) + 2 * s->nunits * sizeof(uint64_t)));
+	for (i = 0; i < s->ntotals; i++) {
+		if (prev && !blamer_path_cmp(prev->nodes, prev->depth, s->totals[i].nodes,
+					     s->totals[i].depth))
+			continue;
+		n += s->totals[i].depth - (prev ? common(prev, &s->totals[i]) : 0);
+		prev = &s->totals[i];
+	}
+	tree = calloc(n ? n : 1, sizeof(*tree));
 	open = calloc(BLAMER_SNAP_MAX_DEPTH + 1, sizeof(*open));
-	if (!tree || !open) {
+	zero = rd_alloc(s, row + 8);
+	if (!tree || !open || !zero) {
 		free(tree);
 		free(open);
 		return false;
 	}
-	n = 0;
-	for (i = 0; i < s->ntotals; i++) {
-		for (d = 1; d <= s->totals[i].depth; d++) {
-			tree[n].depth = d;
-			memcpy(tree[n].nodes, s->totals[i].nodes, d * sizeof(tree[n].nodes[0]));
-			n++;
-		}
-	}
-	qsort(tree, n, sizeof(*tree), tree_cmp);
-	for (i = 0, k = 0; i < n; i++)
-		if (!k || tree_cmp(&tree[k - 1], &tree[i]))
-			tree[k++] = tree[i];
-	s->tree = tree;
-	s->ntree = k;
-	values = (uint64_t *)(tree + n);
-	for (i = 0; i < k; i++) {
-		tree[i].self = values + 2 * i * s->nunits;
-		tree[i].inclusive = values + (2 * i + 1) * s->nunits;
-	}
-	/* each total adds to its path's own values and to every prefix's
-	 * inclusive ones */
-	for (i = 0; i < s->ntotals; i++) {
+	memset(zero, 0, row + 8);
+	for (i = 0, n = 0, prev = NULL; i < s->ntotals; i++) {
 		const struct blamer_snap_total *t = &s->totals[i];
-		size_t u = 0;
 
-		while (s->units[u] != t->unit)
-			u++;
-		for (d = 1; d <= t->depth; d++) {
-			size_t at = tree_find(s, t->nodes, d);
-
-			((uint64_t *)tree[at].inclusive)[u] += t->value;
-			if (d == t->depth) {
-				((uint64_t *)tree[at].self)[u] += t->value;
-				tree[at].walked = true;
-			}
+		if (prev && !blamer_path_cmp(prev->nodes, prev->depth, t->nodes, t->depth))
+			continue;
+		for (d = prev ? common(prev, t) + 1 : 1; d <= t->depth; d++, n++) {
+			tree[n].depth = d;
+			memcpy(tree[n].nodes, t->nodes, d * sizeof(tree[n].nodes[0]));
+			tree[n].self = zero;
+			tree[n].inclusive = zero;
 		}
+		prev = t;
 	}
+	s->tree = tree;
+	s->ntree = n;
 	/* a subtree ends where the next node is not below it: a stack of
 	 * the open ancestors, one per depth */
-	for (i = 0, top = 0; i <= k; i++) {
-		while (top && (i == k || tree[i].depth <= tree[open[top - 1]].depth ||
+	for (i = 0, top = 0; i <= n; i++) {
+		while (top && (i == n || tree[i].depth <= tree[open[top - 1]].depth ||
 			       memcmp(tree[i].nodes, tree[open[top - 1]].nodes,
 				      tree[open[top - 1]].depth * sizeof(tree[i].nodes[0]))))
 			tree[open[--top]].end = i;
-		if (i < k)
+		if (i < n)
 			open[top++] = i;
 	}
 	free(open);
+	/* self: totals and nodes are in one order, so one pass finds them */
+	for (i = 0, j = 0; i < s->ntotals; i++) {
+		const struct blamer_snap_total *t = &s->totals[i];
+		uint64_t *self;
+
+		while (blamer_path_cmp(tree[j].nodes, tree[j].depth, t->nodes, t->depth) < 0)
+			j++;
+		if (tree[j].self == zero) {
+			self = rd_alloc(s, row + 8);
+			if (!self)
+				return false;
+			memset(self, 0, row);
+			tree[j].self = self;
+			tree[j].walked = true;
+		}
+		for (u = 0; s->units[u] != t->unit; u++)
+			;
+		((uint64_t *)tree[j].self)[u] += t->value;
+	}
+	/* inclusive, children before parents */
+	for (i = n; i-- > 0; ) {
+		size_t nkids = 0, only = 0;
+		uint64_t *incl;
+
+		for (j = i + 1; j < tree[i].end; j = tree[j].end, nkids++)
+			only = j;
+		if (!tree[i].walked && nkids == 1) {
+			tree[i].inclusive = tree[only].inclusive;
+			continue;
+		}
+		incl = rd_alloc(s, row + 8);
+		if (!incl)
+			return false;
+		memcpy(incl, tree[i].self, row);
+		for (j = i + 1; j < tree[i].end; j = tree[j].end)
+			for (u = 0; u < s->nunits; u++)
+				incl[u] += tree[j].inclusive[u];
+		tree[i].inclusive = incl;
+	}
 	return count_procs(s);
 }
 
@@ -309,11 +353,110 @@ static bool merge_nodes(struct blamer_snapshot *s)
 	return true;
 }
 
+/* A unit and how many processes measure in it. */
+struct unit_use {
+	uint32_t unit;
+	uint32_t procs;
+};
+
+static int use_by_unit(const void *a, const void *b)
+{
+	const struct unit_use *x = a, *y = b;
+
+	return x->unit < y->unit ? -1 : x->unit > y->unit;
+}
+
+/* most processes first, then the smaller unit number (the standard ones) */
+static int use_by_procs(const void *a, const void *b)
+{
+	const struct unit_use *x = a, *y = b;
+
+	if (x->procs != y->procs)
+		return x->procs > y->procs ? -1 : 1;
+	return use_by_unit(a, b);
+}
+
+/*
+ * Every unit is a column of the tree (its values are units x nodes), so
+ * the view has at most RD_MAX_SNAP_UNITS: those most processes measure
+ * in. Values in the others are left out of the processes that had them,
+ * which are marked truncated. (One heap brings at most
+ * RD_MAX_HEAP_UNITS, decode_dag.c.)
+ */
+static void limit_units(struct blamer_snapshot *s)
+{
+	struct unit_use *use;
+	size_t i, j, k, n = 0, nuse;
+
+	for (i = 0; i < s->nprocs; i++)
+		for (j = 0; j < s->procs[i].npaths; j++)
+			n += s->procs[i].paths[j].nvalues;
+	if (n <= RD_MAX_SNAP_UNITS)
+		return;
+	use = calloc(n, sizeof(*use));
+	if (!use)
+		return;
+	/* (unit, 1) once per process and unit, then summed per unit */
+	for (i = 0, n = 0; i < s->nprocs; i++) {
+		size_t first = n;
+
+		for (j = 0; j < s->procs[i].npaths; j++) {
+			const struct blamer_snap_path *sp = &s->procs[i].paths[j];
+
+			for (k = 0; k < sp->nvalues; k++) {
+				size_t m;
+
+				for (m = first; m < n && use[m].unit != sp->units[k]; m++)
+					;
+				if (m == n)
+					use[n++] = (struct unit_use){ sp->units[k], 1 };
+			}
+		}
+	}
+	qsort(use, n, sizeof(*use), use_by_unit);
+	for (i = 0, nuse = 0; i < n; i++) {
+		if (nuse && use[nuse - 1].unit == use[i].unit)
+			use[nuse - 1].procs++;
+		else
+			use[nuse++] = use[i];
+	}
+	if (nuse <= RD_MAX_SNAP_UNITS) {
+		free(use);
+		return;
+	}
+	qsort(use, nuse, sizeof(*use), use_by_procs);
+	qsort(use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit);	/* the kept, for bsearch */
+	for (i = 0; i < s->nprocs; i++) {
+		struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < p->npaths; j++) {
+			struct blamer_snap_path *sp = &p->paths[j];
+			uint32_t v, w;
+
+			for (v = 0, w = 0; v < sp->nvalues; v++) {
+				struct unit_use key = { sp->units[v], 0 };
+
+				if (!bsearch(&key, use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit)) {
+					rd_problem(p, BLAMER_HEALTH_TRUNCATED,
+						   "unit %u left out of the attribution view (more than %u units on the machine)",
+						   sp->units[v], RD_MAX_SNAP_UNITS);
+					continue;
+				}
+				sp->units[w] = sp->units[v];
+				sp->values[w++] = sp->values[v];
+			}
+			sp->nvalues = w;
+		}
+	}
+	free(use);
+}
+
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
 	if (s->nprocs > 1)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
+	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the
 	 * per-process data remains. */
 	if (make_totals(s) && make_units(s))

@@ -18,8 +18,13 @@
  * exactly that until this helper replaced its four loops.)
  *
  * What is ordered is the second copy after the first: an acquire fence
- * between them (for a dir slab, a fresh pread() of the range after the
- * fence). A writer makes its version odd, then issues a release fence,
+ * between them. A live dir heap is read from its files twice, the second
+ * time after the first read ended (dir.c): the first copy comes from the
+ * first read, the second from the second, and only a record that differs
+ * costs more (a fresh pread() of it into each, in that order). A dead
+ * heap's writer is gone: its one copy is the record.
+ *
+ * A writer makes its version odd, then issues a release fence,
  * then writes the data, then stores the version even with release; a
  * thread stack writes the slot, then the depth with release. If the first
  * copy saw any byte of an update, it read a store that follows the
@@ -40,7 +45,9 @@
 
 #include "internal.h"
 
-bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len, void *dst)
+/* @len bytes at @off of slab @slab, from its first read or its second. */
+static bool copy_from(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
+		      void *dst, bool second)
 {
 	const struct rd_slab *s;
 
@@ -49,8 +56,13 @@ bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t le
 	s = &h->slabs[slab];
 	if (!s->buf || off > s->size || len > s->size - off)
 		return false;
-	memcpy(dst, s->buf + off, len);
+	memcpy(dst, (second && s->again ? s->again : s->buf) + off, len);
 	return true;
+}
+
+bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len, void *dst)
+{
+	return copy_from(h, slab, off, len, dst, false);
 }
 
 bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst)
@@ -84,24 +96,40 @@ bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *d
 	return true;
 }
 
+bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len)
+{
+	uint32_t slab = blamer_ref_slab(ref);
+	uint64_t end = (uint64_t)blamer_ref_offset(ref) + len;
+	const struct rd_slab *s;
+
+	if (!h->live || slab >= h->nslabs)
+		return false;
+	s = &h->slabs[slab];
+	return end > s->size && end <= s->real_size;
+}
+
 /*
- * Re-fetch a range from its source before the second copy. Device slabs
- * are live mappings (nothing to do); dir slabs are private copies,
- * re-read with pread() so a record torn in the first copy is seen whole.
- * A short read (file truncated) keeps the old bytes: never a fault.
+ * Re-fetch a range of a dir slab from its file into its first read (and
+ * with @second into its second). Device slabs are live mappings and dead
+ * dir heaps have no file kept (nothing to do). A short read (file
+ * truncated) keeps the old bytes: never a fault.
  */
-static void refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
+static bool refresh(const struct rd_heap *h, blamer_ref ref, size_t len, bool second)
 {
 	uint32_t slab = blamer_ref_slab(ref), off = blamer_ref_offset(ref);
 	const struct rd_slab *s;
 
 	if (slab >= h->nslabs)
-		return;
+		return false;
 	s = &h->slabs[slab];
-	if (s->fd < 0 || !s->owned || off > s->size || len > s->size - off)
-		return;
-	if (pread(s->fd, s->buf + off, len, off) < 0)
-		return;
+	if (s->fd < 0 || off > s->size || len > s->size - off || (second && !s->again))
+		return false;
+	return pread(s->fd, (second ? s->again : s->buf) + off, len, off) > 0;
+}
+
+bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
+{
+	return refresh(h, ref, len, false);
 }
 
 enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
@@ -124,13 +152,17 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 				return RD_READ_NOMEM;
 			r->cap = r->len;
 		}
+		if (attempt)
+			refresh(h, r->ref, r->len, false);
 		if (!rd_copy(h, r->ref, r->len, r->first))
 			return RD_READ_BAD;
 		/* Acquire: the second copy's loads come after the first's
 		 * (see the top of this file). */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		refresh(h, r->ref, r->len);
-		if (!rd_copy(h, r->ref, r->len, r->second))
+		if (attempt)
+			refresh(h, r->ref, r->len, true);
+		if (!copy_from(h, blamer_ref_slab(r->ref), blamer_ref_offset(r->ref), r->len,
+			       r->second, true))
 			return RD_READ_BAD;
 		if (r->settled(r))
 			return RD_READ_STABLE;

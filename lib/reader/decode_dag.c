@@ -19,7 +19,7 @@ void rd_decode_node(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_NODE, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
 		return;
-	sn = rd_push((void **)&c->p->nodes, &c->p->nnodes, sizeof(*sn), c->p);
+	sn = rd_push(c, (void **)&c->p->nodes, &c->p->nnodes, sizeof(*sn));
 	if (!sn)
 		return;
 	sn->id = r.id;
@@ -36,7 +36,7 @@ void rd_decode_edge(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_EDGE, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
 		return;
-	se = rd_push((void **)&c->p->edges, &c->p->nedges, sizeof(*se), c->p);
+	se = rd_push(c, (void **)&c->p->edges, &c->p->nedges, sizeof(*se));
 	if (!se)
 		return;
 	se->parent = r.parent_id;
@@ -56,20 +56,19 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 		struct blamer_dag_shard s;
 		uint64_t v[BLAMER_DAG_MAX_UNITS];
 		struct blamer_block b;
-		int fresh = rd_refset_add(&c->shards, ref);
 		uint32_t i;
+		int fresh;
 
+		if (!rd_block(c, ref, sizeof(b), 0, &b))
+			return;
+		fresh = rd_seen_add(c, &c->shards, ref);
 		if (fresh <= 0) {
-			if (fresh < 0)
-				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
-			else
+			if (fresh == 0)
 				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
 					   "path at %#llx: shard %#llx is on a chain twice",
 					   (unsigned long long)path, (unsigned long long)ref);
 			return;
 		}
-		if (!rd_block(c, ref, sizeof(b), 0, &b))
-			return;
 		if (b.type != BLAMER_REC_DAG_SHARD || b.size < sizeof(s) ||
 		    !rd_copy(c->h, ref, sizeof(s), &s) || !rd_owner_ok(c, &s.owner) ||
 		    s.path != path) {
@@ -85,6 +84,28 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 			sum[i] += v[i];
 		ref = s.next_shard;
 	}
+}
+
+/*
+ * Whether the paths of this heap may use @unit: every distinct unit is a
+ * column of the attribution view (its cost is per unit times per path),
+ * so one heap brings at most RD_MAX_HEAP_UNITS; values in more are left
+ * out and the heap is truncated.
+ */
+static bool heap_unit(struct rd_ctx *c, uint32_t unit)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nunits; i++)
+		if (c->units[i] == unit)
+			return true;
+	if (c->nunits < RD_MAX_HEAP_UNITS) {
+		c->units[c->nunits++] = unit;
+		return true;
+	}
+	rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
+		   "paths in more than %u units: unit %u left out", RD_MAX_HEAP_UNITS, unit);
+	return false;
 }
 
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
@@ -107,13 +128,15 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 			  BLAMER_DAG_MAX_UNITS, sum))
 		return;
 	add_shards(c, ref, r.shards, sum);
-	sp = rd_push((void **)&c->p->paths, &c->p->npaths, sizeof(*sp), c->p);
+	sp = rd_push(c, (void **)&c->p->paths, &c->p->npaths, sizeof(*sp));
 	if (!sp)
 		return;
 	sp->depth = r.depth;
 	memcpy(sp->nodes, r.nodes, r.depth * sizeof(r.nodes[0]));
 	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++) {
 		if (r.units[i] == BLAMER_UNIT_NONE && sum[i] == 0)
+			continue;
+		if (!heap_unit(c, r.units[i]))
 			continue;
 		sp->units[sp->nvalues] = r.units[i];
 		sp->values[sp->nvalues++] = sum[i];

@@ -42,7 +42,7 @@ void rd_decode_log(struct rd_ctx *c, blamer_ref ref)
 		/* never written, or overwritten since head moved on */
 		if (!s.seq || s.number >= l.head || l.head - s.number > l.slot_count)
 			continue;
-		sl = rd_push((void **)&c->p->logs, &c->p->nlogs, sizeof(*sl), c->p);
+		sl = rd_push(c, (void **)&c->p->logs, &c->p->nlogs, sizeof(*sl));
 		if (!sl)
 			return;
 		sl->number = s.number;

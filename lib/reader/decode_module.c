@@ -30,7 +30,7 @@ void rd_decode_module(struct rd_ctx *c, blamer_ref ref)
 		c->p->torn_records++;
 		return;
 	}
-	sm = rd_push((void **)&c->p->modules, &c->p->nmodules, sizeof(*sm), c->p);
+	sm = rd_push(c, (void **)&c->p->modules, &c->p->nmodules, sizeof(*sm));
 	if (!sm)
 		return;
 	rd_sanitize(sm->path, m.path, m.path_len < BLAMER_PATH_MAX ? m.path_len : BLAMER_PATH_MAX);

@@ -47,7 +47,7 @@ void rd_decode_child(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_CHILD, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
 		return;
-	sc = rd_push((void **)&c->p->children, &c->p->nchildren, sizeof(*sc), c->p);
+	sc = rd_push(c, (void **)&c->p->children, &c->p->nchildren, sizeof(*sc));
 	if (!sc)
 		return;
 	sc->pid = r.child_pid;

@@ -5,6 +5,8 @@
  * storing depth - 1 and then data_version + 1, so the header and the
  * slots below depth, copied twice and the same both times, are one state
  * of the stack (copy.c). Each activity's own data is decoded with it.
+ * With BLAMER_READ_NO_STACKS only the header is read (the thread is
+ * counted and named, its stack left out).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,23 @@ static bool th_settled(struct rd_stable *r)
 	return false;
 }
 
+/* A thread of the process, from its header. */
+static struct blamer_snap_thread *add_thread(struct rd_ctx *c, const struct blamer_thread *t)
+{
+	struct blamer_snap_thread *st;
+
+	st = rd_push(c, (void **)&c->p->threads, &c->p->nthreads, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->tid = t->tid;
+	st->start_time_ns = t->start_time_ns;
+	rd_sanitize(st->name, t->name, BLAMER_NAME_MAX);
+	st->depth = t->depth;
+	st->stack_slots = t->stack_slots;
+	st->overflows = t->overflows;
+	return st;
+}
+
 void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 {
 	struct th_read tr = { 0 };
@@ -61,6 +80,10 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	    !rd_copy(c->h, ref, sizeof(t), &t) || !rd_owner_ok(c, &t.owner))
 		return;
 	tr.max_slots = (b.size - sizeof(t)) / sizeof(t.stack[0]);
+	if (c->h->flags & BLAMER_READ_NO_STACKS) {
+		add_thread(c, &t);
+		return;
+	}
 	if (t.stack_slots > tr.max_slots) {
 		tr.bad_slots = t.stack_slots;
 	} else {
@@ -83,22 +106,16 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 		memcpy(&t, r.first, sizeof(t));
 	else if (got == RD_READ_TORN)
 		memcpy(&t, r.second, sizeof(t));
-	st = rd_push((void **)&c->p->threads, &c->p->nthreads, sizeof(*st), c->p);
+	st = add_thread(c, &t);
 	if (!st)
 		goto out;
-	st->tid = t.tid;
-	st->start_time_ns = t.start_time_ns;
-	rd_sanitize(st->name, t.name, BLAMER_NAME_MAX);
-	st->depth = t.depth;
-	st->stack_slots = t.stack_slots;
-	st->overflows = t.overflows;
 	if (got != RD_READ_STABLE) {
 		st->torn = true;
 		c->p->torn_records++;
 		goto out;
 	}
 	n = shown(&t);
-	st->acts = calloc(n ? n : 1, sizeof(*st->acts));
+	st->acts = rd_alloc(c->h->s, (n ? n : 1) * sizeof(*st->acts));
 	if (!st->acts) {
 		rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 		goto out;
@@ -110,6 +127,7 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 		struct blamer_activity a;
 
 		memcpy(&a, &acts[i], sizeof(a));
+		memset(sa, 0, sizeof(*sa));
 		sa->time_ns = rd_stamp_ns(c, a.timestamp);
 		sa->calling_address = a.calling_address;
 		sa->data[0] = a.data[0];

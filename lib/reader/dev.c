@@ -77,8 +77,8 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 	return -E2BIG;
 }
 
-static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
-		      const struct blamer_slab_info *in, uint32_t n)
+static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
+		      struct blamer_snap_process *p, const struct blamer_slab_info *in, uint32_t n)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
@@ -99,6 +99,8 @@ static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
 		memset(&raw[nraw], 0, sizeof(raw[nraw]));
 		raw[nraw].buf = m;
 		raw[nraw].size = in[i].size;
+		raw[nraw].real_size = in[i].size;
+		raw[nraw].map_len = in[i].size;
 		raw[nraw].fd = -1;
 		raw[nraw].id = in[i].id;
 		raw[nraw].unmap = true;
@@ -106,9 +108,13 @@ static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
 	}
 	h.slabs = ordered;
 	h.retries = r->opts.max_retries;
+	h.flags = r->opts.flags;
 	h.headers_only = (r->opts.flags & BLAMER_READ_HEADERS_ONLY) != 0;
 	h.check_ids = true;
+	h.live = p->state == BLAMER_PROC_LIVE;
+	h.s = s;
 	h.p = p;
+	h.scratch = &r->scratch;
 	if (nraw && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
@@ -171,7 +177,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (j - i > BLAMER_MAX_SLABS)
 			rd_problem(p, BLAMER_HEALTH_CORRUPT, "%u slabs, at most %u are read",
 				   j - i, BLAMER_MAX_SLABS);
-		read_heap(r, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
+		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
 	}
 	free(v);
 	return 0;

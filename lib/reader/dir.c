@@ -1,22 +1,33 @@
 // SPDX-License-Identifier: MIT
 /*
  * Dir backend: heaps are files `<pid>-<start_ns>.<index>.slab` in one
- * directory (the rules are format/where.h's; Documentation/reader.rst
- * says how they are read). Nothing in the directory is trusted: names
- * are parsed strictly, files must be regular and at most
- * max_slab_bytes, and a slab is copied into private memory
- * with pread() -- a file truncated or replaced while we read it gives a
- * short read, never a SIGBUS.
+ * directory. The rules are the writer's own, from format/where.h, and
+ * the reader applies them exactly: the directory is opened without
+ * following a symlink and must be a directory of the expected owner that
+ * nobody else may write; everything in it is reached through that
+ * descriptor (openat, O_NOFOLLOW), so a symlink anywhere that matters is
+ * refused, never followed; a slab file must be regular, of the same
+ * owner, singly linked, writable by nobody else and named canonically.
+ * Whatever fails is skipped and noted in the snapshot with the reason.
+ *
+ * Reading: a slab's first bytes are read (its headers, and all of a
+ * small heap), the header is checked, and only then the rest, up to the
+ * slab's freeptr: the bytes its writer allocated, never the file's
+ * claimed size. A file with far fewer blocks allocated than that (a
+ * sparse file) is read only as far as its blocks go, and the heap is
+ * truncated. Copies go into one buffer the reader keeps for the next heap
+ * and snapshot. pread() into private memory: a file truncated or
+ * replaced under us gives a short read, never a SIGBUS.
  *
  * A dead heap's end: the exit its writer recorded (slabs.c takes the
  * status from the header; slab 0's modification time is the moment), or
  * else the latest sign of life its files and records show.
  *
  * Cost: a heap is live iff /proc/<pid>/stat shows the same start time.
- * Dead heaps are summarized from their file names alone (no open) unless
- * BLAMER_READ_DEAD_FULL asks for them, and BLAMER_READ_HEADERS_ONLY reads
- * just the headers of every heap: a snapshot costs O(live data) plus a
- * readdir, not O(dead history).
+ * Dead heaps are summarized from their names (and an fstatat() of each
+ * file) unless BLAMER_READ_DEAD_FULL asks for them, and
+ * BLAMER_READ_HEADERS_ONLY reads just the headers of every heap: a
+ * snapshot costs O(live data) plus a readdir, not O(dead history).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,18 +43,23 @@
 #include "where.h"
 
 #define RD_MAX_DIR_FILES	(1u << 20)
+/* a buffer bigger than this is not kept for the next heap */
+#define RD_KEEP_BUF		(4u << 20)
 
 struct dfile {
 	int32_t pid;
 	uint64_t start;
 	uint32_t idx;
+	unsigned char type;	/* readdir's d_type, DT_UNKNOWN if it does not say */
 };
 
-/* "<pid>-<start_ns>.<index>.slab", nothing else */
-static bool parse_name(const char *name, struct dfile *f)
-{
-	return bl_slab_name_parse(name, &f->pid, &f->start, &f->idx);
-}
+/* A snapshot of one directory: its descriptor and the owner its files need. */
+struct dir {
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	int fd;
+	uid_t owner;
+};
 
 static int dfile_cmp(const void *a, const void *b)
 {
@@ -54,6 +70,11 @@ static int dfile_cmp(const void *a, const void *b)
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void dfile_name(char *buf, const struct dfile *f)
+{
+	bl_slab_name(buf, BL_SLAB_NAME_MAX, f->pid, f->start, f->idx);
 }
 
 /* Start time (ns since boot) and comm of a live pid; false if gone or a zombie. */
@@ -69,101 +90,284 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 	return true;
 }
 
-/* The file of slab @idx of heap <pid>-<start> in @dir. */
-static void slab_path(char *buf, size_t len, const char *dir, int32_t pid,
-		      uint64_t start, uint64_t idx)
-{
-	char name[BL_SLAB_NAME_MAX];
-
-	bl_slab_name(name, sizeof(name), pid, start, (uint32_t)idx);
-	snprintf(buf, len, "%s/%s", dir, name);
-}
-
 /*
- * Read one slab file into private memory. headers_only: just enough of
- * slab 0 for the heap header and the process record. Returns false and
- * reports on failure (the heap is then unreadable or corrupt).
+ * Opens the directory under the writer's rules. The owner expected is
+ * the caller's euid (a directory another user made first is squatting);
+ * root may read a directory it named explicitly (--dir, $BLAMER_DIR) of
+ * another owner, whose files must then all be that owner's. 0 (fd in
+ * d->fd), 1 if there is no directory yet, or -errno with a message.
  */
-static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
-		      const char *path, uint32_t idx, bool headers_only, struct rd_slab *s,
-		      uint64_t *mtime_ns)
+static int open_dir(struct dir *d, char *err, size_t errlen)
 {
-	struct stat st;
-	uint64_t want;
-	ssize_t got;
-	size_t done = 0;
+	uid_t me = geteuid();
+	char why[512];
 	int fd;
 
-	memset(s, 0, sizeof(*s));
-	s->fd = -1;
-	s->id = idx;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = bl_slabdir_open_read(d->r->source, &d->owner, why, sizeof(why));
+	if (fd >= 0 && d->owner != me && !(me == 0 && d->r->explicit_dir)) {
+		close(fd);
+		snprintf(why, sizeof(why),
+			 "%s is owned by uid %u, not by uid %u: refused (another user may have made it; remove it)",
+			 d->r->source, (unsigned)d->owner, (unsigned)me);
+		fd = -EPERM;
+	}
+	if (fd == -ENOENT)
+		return 1;	/* no process has made a heap yet */
 	if (fd < 0) {
-		if (errno == ENOENT)	/* removed since readdir: released */
-			rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab %u vanished while read", idx);
+		if (fd == -EACCES)
+			rd_err(err, errlen, "%s: %s (heaps of other users are not readable)",
+			       why, strerror(-fd));
+		else if (fd == -EPERM)
+			rd_err(err, errlen, "%s", why);
 		else
-			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "%s: %s", path, strerror(errno));
-		return false;
+			rd_err(err, errlen, "%s: %s", why, strerror(-fd));
+		return fd;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: not a regular file", path);
-		close(fd);
-		return false;
-	}
-	if (st.st_uid != r->dir_owner) {
-		/* only the directory's owner can have made it: never read */
-		rd_problem(p, BLAMER_HEALTH_CORRUPT,
-			   "%s: owned by uid %u, not by the directory's owner (uid %u): planted",
-			   path, (unsigned)st.st_uid, (unsigned)r->dir_owner);
-		close(fd);
-		return false;
-	}
-	p->uid = st.st_uid;
-	/* a writer's pages are first written, or its exit recorded, by now */
-	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
-		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-	if ((uint64_t)st.st_size > r->opts.max_slab_bytes) {
-		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: %lld bytes, over the %llu limit",
-			   path, (long long)st.st_size,
-			   (unsigned long long)r->opts.max_slab_bytes);
-		close(fd);
-		return false;
-	}
-	p->size += (uint64_t)st.st_size;
-	s->real_size = (uint64_t)st.st_size;
-	want = (uint64_t)st.st_size;
-	if (headers_only) {
-		struct blamer_slab_header sh;
-		struct blamer_heap_header hh;
-		uint64_t need = sizeof(sh) + (idx == 0 ? sizeof(hh) : 0);
+	d->fd = fd;
+	return 0;
+}
 
-		/* grow to cover the process record if slab 0 holds it */
-		if (idx == 0 && pread(fd, &hh, sizeof(hh), sizeof(sh)) == (ssize_t)sizeof(hh) &&
-		    blamer_ref_slab(hh.process) == 0 && blamer_ref_offset(hh.process) < (1u << 20))
-			need = blamer_ref_offset(hh.process) + sizeof(struct blamer_process);
-		if (need < want)
-			want = need;
+/* The slab files of the directory, sorted by heap and index; the rest skipped. */
+static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err, size_t errlen)
+{
+	struct dfile *files = NULL, f;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *dh;
+	int fd;
+
+	fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dh = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dh) {
+		rd_err(err, errlen, "%s: %s", d->r->source, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -errno;
 	}
-	s->buf = malloc(want ? want : 1);
-	if (!s->buf) {
-		rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for %s", path);
-		close(fd);
+	while ((de = readdir(dh))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!bl_slab_name_parse(de->d_name, &f.pid, &f.start, &f.idx)) {
+			rd_skip(d->s, de->d_name, "not a slab file name (<pid>-<start_ns>.<index>.slab)");
+			continue;
+		}
+		f.type = de->d_type;
+		if (f.type == DT_LNK) {
+			rd_skip(d->s, de->d_name, "a symlink, not followed");
+			continue;
+		}
+		if (f.type != DT_REG && f.type != DT_UNKNOWN) {
+			rd_skip(d->s, de->d_name, "not a regular file");
+			continue;
+		}
+		if (n == cap) {
+			struct dfile *nf;
+
+			if (cap >= RD_MAX_DIR_FILES) {
+				rd_skip(d->s, de->d_name, "more than %u slab files", RD_MAX_DIR_FILES);
+				continue;
+			}
+			cap = cap ? cap * 2 : 64;
+			nf = realloc(files, cap * sizeof(*nf));
+			if (!nf) {
+				free(files);
+				closedir(dh);
+				rd_err(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			files = nf;
+		}
+		files[n++] = f;
+	}
+	closedir(dh);
+	if (n)
+		qsort(files, n, sizeof(*files), dfile_cmp);
+	*out = files;
+	*nout = n;
+	return 0;
+}
+
+/* Room for @len bytes at @off of the reader's buffer. */
+static bool buf_room(struct blamer_reader *r, size_t off, size_t len)
+{
+	size_t need = off + len, cap;
+	uint8_t *nb;
+
+	if (need <= r->bufcap && r->buf)
+		return true;
+	cap = r->bufcap ? r->bufcap : RD_FIRST_READ;
+	while (cap < need)
+		cap *= 2;
+	nb = realloc(r->buf, cap);
+	if (!nb)
 		return false;
-	}
-	s->owned = true;
-	while (done < want) {
-		got = pread(fd, s->buf + done, want - done, (off_t)done);
+	r->buf = nb;
+	r->bufcap = cap;
+	return true;
+}
+
+/* pread() until @len bytes or the end of the file; the bytes read. */
+static size_t read_at(int fd, uint8_t *dst, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	ssize_t got;
+
+	while (done < len) {
+		got = pread(fd, dst + done, len - done, (off_t)(off + done));
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;	/* truncated under us: keep what we have */
 		done += (size_t)got;
 	}
-	s->size = done;	/* the only size we trust */
-	if (headers_only)
+	return done;
+}
+
+/*
+ * How many bytes of a slab to read, from its first @got bytes at @b:
+ * none more unless the slab header is one this reader reads; then up to
+ * the header's freeptr, within the file, the reader's limits and, for a
+ * sparse file, the blocks it really has.
+ */
+static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const struct stat *st,
+			  const uint8_t *b, size_t got, uint32_t idx, bool headers_only,
+			  uint64_t heap_read)
+{
+	struct blamer_slab_header sh;
+	uint64_t want, have;
+
+	if (got < sizeof(sh))
+		return got;
+	memcpy(&sh, b, sizeof(sh));
+	if (sh.magic != BLAMER_HEAP_MAGIC || sh.version != BLAMER_HEAP_VERSION ||
+	    sh.header_size != sizeof(sh))
+		return got;	/* rd_heap_order() says what is wrong */
+	want = sh.freeptr < (uint64_t)st->st_size ? sh.freeptr : (uint64_t)st->st_size;
+	if (headers_only) {
+		struct blamer_heap_header hh;
+		uint64_t need = sizeof(sh);
+
+		/* slab 0: the heap header, and the process record if it is here */
+		if (idx == 0 && got >= BLAMER_HEAP_HEADER_OFFSET + sizeof(hh)) {
+			memcpy(&hh, b + BLAMER_HEAP_HEADER_OFFSET, sizeof(hh));
+			need = BLAMER_HEAP_HEADER_OFFSET + sizeof(hh);
+			if (blamer_ref_slab(hh.process) == 0 &&
+			    blamer_ref_offset(hh.process) < RD_FIRST_READ)
+				need = blamer_ref_offset(hh.process) + sizeof(struct blamer_process);
+		}
+		return want < need ? want : need;
+	}
+	if (want > d->r->opts.max_slab_bytes) {
+		rd_problem(p, BLAMER_HEALTH_TRUNCATED,
+			   "slab %u: %llu bytes used, over the %llu read of one slab", idx,
+			   (unsigned long long)want, (unsigned long long)d->r->opts.max_slab_bytes);
+		want = d->r->opts.max_slab_bytes;
+	}
+	if (heap_read + want > RD_MAX_HEAP_BYTES) {
+		rd_problem(p, BLAMER_HEALTH_TRUNCATED, "heap over the %llu bytes read of one heap",
+			   (unsigned long long)RD_MAX_HEAP_BYTES);
+		want = heap_read < RD_MAX_HEAP_BYTES ? RD_MAX_HEAP_BYTES - heap_read : 0;
+	}
+	/* The writer allocates its files' blocks (posix_fallocate); a file
+	 * whose blocks fall far short of what it claims is sparse, and its
+	 * holes would only be read as zeros. */
+	have = (uint64_t)st->st_blocks * 512;
+	if (have + RD_FIRST_READ < want) {
+		rd_problem(p, BLAMER_HEALTH_TRUNCATED,
+			   "slab %u: %llu bytes used but only %llu allocated (a sparse file)", idx,
+			   (unsigned long long)want, (unsigned long long)have);
+		want = (have + 4095) & ~4095ull;
+	}
+	return want > got ? want : got;
+}
+
+/* Why the slab file @name did not open with @err: the trust rule it
+ * breaks if it breaks one, else the error. */
+static const char *open_why(struct dir *d, const char *name, int err)
+{
+	const char *why = NULL;
+	struct stat st;
+
+	if (!fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		why = bl_slab_file_why(&st, d->owner);
+	return why ? why : strerror(err);
+}
+
+/*
+ * Reads one slab file into the reader's buffer at *@off (which it
+ * advances). False if the file is not read (skipped or gone; said why).
+ */
+static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+		      bool headers_only, struct rd_slab *s, size_t *off, uint64_t heap_read,
+		      uint64_t *mtime_ns)
+{
+	struct blamer_reader *r = d->r;
+	char name[BL_SLAB_NAME_MAX];
+	const char *why;
+	struct stat st;
+	uint64_t first, want;
+	size_t got;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->id = f->idx;
+	dfile_name(name, f);
+	fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			rd_skip(d->s, name, "a symlink, not followed");
+		else if (errno == ENOENT)	/* removed since readdir: released */
+			rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab %u vanished while read", f->idx);
+		else	/* say why: mostly a file that is not ours (not readable) */
+			rd_skip(d->s, name, "%s", open_why(d, name, errno));
+		return false;
+	}
+	if (fstat(fd, &st)) {
+		rd_problem(p, BLAMER_HEALTH_UNREADABLE, "%s: %s", name, strerror(errno));
 		close(fd);
+		return false;
+	}
+	why = bl_slab_file_why(&st, d->owner);
+	if (why) {
+		rd_skip(d->s, name, "%s", why);
+		close(fd);
+		return false;
+	}
+	/* a writer's pages are first written, or its exit recorded, by now */
+	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
+		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	p->size += (uint64_t)st.st_size;
+	s->real_size = (uint64_t)st.st_size;
+	first = headers_only ? RD_FIRST_READ_HEADERS : RD_FIRST_READ;
+	if (first > (uint64_t)st.st_size)
+		first = (uint64_t)st.st_size;
+	if (!buf_room(r, *off, first)) {
+		rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for %s", name);
+		close(fd);
+		return false;
+	}
+	got = read_at(fd, r->buf + *off, first, 0);
+	want = slab_want(d, p, &st, r->buf + *off, got, f->idx, headers_only, heap_read);
+	if (want > got) {
+		if (!buf_room(r, *off, want)) {
+			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for %s", name);
+			close(fd);
+			return false;
+		}
+		if (got == first)
+			got += read_at(fd, r->buf + *off + got, want - got, got);
+	}
+	if (got > want)
+		got = want;
+	/* buf is set once every slab of the heap is in (the buffer may move) */
+	s->buf = (uint8_t *)(uintptr_t)*off;
+	s->size = got;	/* the only size we trust */
+	*off += (got + 7) & ~(size_t)7;
+	if (headers_only || p->state != BLAMER_PROC_LIVE)
+		close(fd);	/* no writer: nothing will change */
 	else
-		s->fd = fd;	/* kept to re-read torn records */
+		s->fd = fd;	/* kept for the second read and torn records */
 	return true;
 }
 
@@ -219,108 +423,147 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 	p->last_seen_ns = t;
 }
 
-static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
-		      const struct dfile *f, uint32_t n, bool headers_only)
+static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+		      uint32_t n, bool headers_only)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
+	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
-	char path[4096];
-	uint64_t mtime = 0;
+	uint64_t heap_read = 0, mtime = 0;
 	uint32_t i, nraw = 0;
+	size_t off = 0;
 
 	memset(ordered, 0, sizeof(ordered));
+	p->nslabs = 0;
 	for (i = 0; i < n; i++) {
-		slab_path(path, sizeof(path), r->source, f[i].pid, f[i].start, f[i].idx);
-		if (read_slab(r, p, path, f[i].idx, headers_only, &raw[nraw], &mtime))
-			nraw++;
+		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read, &mtime))
+			continue;
+		heap_read += raw[nraw].size;
+		p->slab_ids[p->nslabs++] = f[i].idx;
+		nraw++;
+	}
+	/* A live heap is read a second time, after the first read ended:
+	 * the second copy of every record (copy.c). */
+	for (i = 0; i < nraw; i++) {
+		size_t got;
+
+		again[i] = SIZE_MAX;
+		if (raw[i].fd < 0 || !buf_room(d->r, off, raw[i].size))
+			continue;
+		got = read_at(raw[i].fd, d->r->buf + off, raw[i].size, 0);
+		if (got < raw[i].size)
+			raw[i].size = got;	/* truncated under us: what both have */
+		again[i] = off;
+		off += (got + 7) & ~(size_t)7;
+	}
+	for (i = 0; i < nraw; i++) {
+		raw[i].buf = d->r->buf + (uintptr_t)raw[i].buf;
+		if (again[i] != SIZE_MAX)
+			raw[i].again = d->r->buf + again[i];
 	}
 	h.slabs = ordered;
-	h.retries = r->opts.max_retries;
+	h.retries = d->r->opts.max_retries;
+	h.flags = d->r->opts.flags;
 	h.headers_only = headers_only;
 	h.check_ids = true;
+	h.live = p->state == BLAMER_PROC_LIVE;
+	h.s = d->s;
 	h.p = p;
-	if (rd_heap_order(&h, raw, nraw))
+	h.scratch = &d->r->scratch;
+	if (nraw && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
 		rd_slab_drop(&raw[i]);
 	if (p->state == BLAMER_PROC_DEAD)
 		last_seen(p, mtime);
+	if (d->r->bufcap > RD_KEEP_BUF) {
+		/* a big heap's copy is not kept while the others are read */
+		free(d->r->buf);
+		d->r->buf = NULL;
+		d->r->bufcap = 0;
+	}
+}
+
+/* A dead heap not read: its files are checked (not opened), and counted. */
+static void name_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+		      uint32_t n)
+{
+	char name[BL_SLAB_NAME_MAX];
+	const char *why;
+	struct stat st;
+	uint32_t i;
+
+	p->nslabs = 0;
+	for (i = 0; i < n; i++) {
+		dfile_name(name, &f[i]);
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;	/* gone since readdir */
+		why = bl_slab_file_why(&st, d->owner);
+		if (why) {
+			rd_skip(d->s, name, "%s", why);
+			continue;
+		}
+		p->size += (uint64_t)st.st_size;
+		p->slab_ids[p->nslabs++] = f[i].idx;
+	}
+	p->health = BLAMER_HEALTH_SUMMARY;	/* dead: names only */
+}
+
+/*
+ * A dead heap's comm: the basename of its argv[0], as the heap claims
+ * it (the cmdline holds argv joined by spaces), cut to 15 characters.
+ */
+static void comm_from_cmdline(struct blamer_snap_process *p)
+{
+	const char *a = p->cmdline, *end = strchr(a, ' '), *sl;
+	size_t l;
+
+	if (!end)
+		end = a + strlen(a);
+	for (sl = a; sl < end; sl++)
+		if (*sl == '/')
+			a = sl + 1;
+	l = (size_t)(end - a);
+	if (l > sizeof(p->comm) - 2)
+		l = sizeof(p->comm) - 2;
+	memcpy(p->comm, a, l);
+	p->comm[l] = '\0';
 }
 
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen)
 {
-	struct dfile *files = NULL, f;
-	size_t n = 0, cap = 0, i, j;
-	struct dirent *de;
-	char why[512];
-	int fd, ret;
-	DIR *d;
+	struct dir d = { .r = r, .s = s, .fd = -1 };
+	struct dfile *files = NULL;
+	size_t n = 0, i, j;
+	int ret;
 
-	/* the writer's rules (format/where.h): a place it never writes to
-	 * holds no heaps, whatever files are there */
-	fd = bl_slabdir_open_read(r->source, &r->dir_owner, why, sizeof(why));
-	if (fd == -ENOENT)
-		return 0;	/* no process has made a heap yet */
-	if (fd < 0) {
-		if (fd == -EPERM)
-			rd_err(err, errlen, "%s", why);
-		else
-			rd_err(err, errlen, "%s: %s%s", r->source, strerror(-fd),
-			       fd == -EACCES ? " (heaps of other users are not readable)" : "");
-		return fd;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		close(fd);
-		rd_err(err, errlen, "%s: %s", r->source, strerror(-ret));
-		return ret;
-	}
-	while ((de = readdir(d))) {
-		if (!parse_name(de->d_name, &f))
-			continue;	/* not ours: ignored, never parsed */
-		if (n == cap) {
-			struct dfile *nf;
-
-			if (cap >= RD_MAX_DIR_FILES)
-				break;
-			cap = cap ? cap * 2 : 64;
-			nf = realloc(files, cap * sizeof(*nf));
-			if (!nf) {
-				free(files);
-				closedir(d);
-				rd_err(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			files = nf;
-		}
-		files[n++] = f;
-	}
-	closedir(d);
-	if (n)
-		qsort(files, n, sizeof(*files), dfile_cmp);
+	ret = open_dir(&d, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	ret = list_files(&d, &files, &n, err, errlen);
+	if (ret)
+		goto out;
 	for (i = 0; i < n; i = j) {
 		struct blamer_snap_process *p;
 		uint64_t live_start = 0;
 		char comm[64] = "";
-		bool live, full;
-		uint32_t k;
+		uint32_t nf;
+		bool live;
 
 		for (j = i + 1; j < n && files[j].pid == files[i].pid &&
 		     files[j].start == files[i].start; j++)
 			;
-		if (j - i > BLAMER_MAX_SLABS)
-			j = i + BLAMER_MAX_SLABS;	/* impossible by parse_name; be safe */
+		nf = (uint32_t)(j - i);	/* <= BLAMER_MAX_SLABS: indexes are unique */
 		p = rd_new_process(s);
 		if (!p) {
-			free(files);
 			rd_err(err, errlen, "out of memory");
-			return -ENOMEM;
+			ret = -ENOMEM;
+			goto out;
 		}
 		p->pid = files[i].pid;
 		p->start_time_ns = files[i].start;
-		p->uid = r->dir_owner;
+		p->uid = d.owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
 		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
 		       live_start == files[i].start;
@@ -329,51 +572,61 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
 			memcpy(p->comm, comm, sizeof(p->comm));
 		}
-		p->nslabs = (uint32_t)(j - i);
-		for (k = 0; k < p->nslabs; k++)
-			p->slab_ids[k] = files[i + k].idx;
-		full = live || (r->opts.flags & BLAMER_READ_DEAD_FULL);
 		if (r->opts.flags & BLAMER_READ_HEADERS_ONLY)
-			read_heap(r, p, &files[i], p->nslabs, true);
-		else if (full)
-			read_heap(r, p, &files[i], p->nslabs, false);
+			read_heap(&d, p, &files[i], nf, true);
+		else if (live || (r->opts.flags & BLAMER_READ_DEAD_FULL))
+			read_heap(&d, p, &files[i], nf, false);
 		else
-			p->health = BLAMER_HEALTH_SUMMARY;	/* dead: names only */
-		if (!p->comm[0] && p->cmdline[0]) {
-			/* dead: the heap's argv[0] basename stands in for comm */
-			const char *a = p->cmdline, *sp = strchr(a, ' '), *sl;
-			const char *end = sp ? sp : a + strlen(a);
-			size_t l;
-
-			/* the last '/' of argv[0] only, not of what follows */
-			for (sl = a; sl < end; sl++)
-				if (*sl == '/')
-					a = sl + 1;
-			l = (size_t)(end - a);
-			if (l > 15)
-				l = 15;
-			memcpy(p->comm, a, l);
-			p->comm[l] = '\0';
+			name_heap(&d, p, &files[i], nf);
+		if (!p->nslabs) {
+			rd_drop_last_process(s);	/* every file of it was skipped */
+			continue;
 		}
+		if (!p->comm[0] && p->cmdline[0])
+			comm_from_cmdline(p);
 	}
+out:
 	free(files);
-	return 0;
+	close(d.fd);
+	return ret;
 }
 
 int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen)
 {
-	char path[4096];
+	struct dir d = { .r = r, .fd = -1 };
+	char name[BL_SLAB_NAME_MAX];
+	const char *why;
+	struct stat st;
 	uint32_t i;
-	int ret = 0;
+	int ret;
 
+	ret = open_dir(&d, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
 	for (i = 0; i < p->nslabs && i < BLAMER_MAX_SLABS; i++) {
-		slab_path(path, sizeof(path), r->source, p->pid, p->start_time_ns,
-			  p->slab_ids[i]);
-		if (unlink(path) && errno != ENOENT) {
+		bl_slab_name(name, sizeof(name), p->pid, p->start_time_ns, (uint32_t)p->slab_ids[i]);
+		if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+			if (errno == ENOENT)
+				continue;	/* released meanwhile */
 			ret = -errno;
-			rd_err(err, errlen, "cannot remove %s: %s", path, strerror(errno));
+			rd_err(err, errlen, "cannot release %s/%s: %s", r->source, name,
+			       strerror(errno));
+			continue;
+		}
+		/* only what a reader would read: never a planted link or file */
+		why = bl_slab_file_why(&st, d.owner);
+		if (why) {
+			ret = -EPERM;
+			rd_err(err, errlen, "not releasing %s/%s: %s", r->source, name, why);
+			continue;
+		}
+		if (unlinkat(d.fd, name, 0) && errno != ENOENT) {
+			ret = -errno;
+			rd_err(err, errlen, "cannot remove %s/%s: %s", r->source, name,
+			       strerror(errno));
 		}
 	}
+	close(d.fd);
 	return ret;
 }

@@ -22,19 +22,42 @@
 #include "heap_format.h"
 
 #define RD_DEFAULT_RETRIES	10u
-#define RD_DEFAULT_MAX_SLAB	(256ull << 20)
-/* Upper bounds on what one heap may make us allocate. */
-#define RD_MAX_RECORDS_KIND	65536u
-#define RD_MAX_FIELDS		4096u
+
+/*
+ * What one heap may cost the reader (Documentation/reader.rst, "Limits").
+ * Beyond a limit the rest is not read and the heap is reported
+ * "truncated" with the limit it hit; other heaps are not affected.
+ */
+#define RD_DEFAULT_MAX_SLAB	(256ull << 20)	/* bytes read of one slab */
+#define RD_MAX_HEAP_BYTES	(256ull << 20)	/* bytes read of one heap */
+#define RD_MAX_RECORDS_KIND	65536u		/* records of one kind kept */
+#define RD_MAX_FIELDS		4096u		/* fields kept of one user-data record */
+/* user data shown (a record referenced twice counts twice) */
+#define RD_MAX_SHOWN_FIELDS	65536u
+#define RD_MAX_SHOWN_BYTES	(4u << 20)	/* their names and values */
+#define RD_MAX_HEAP_UNITS	8u		/* distinct units of one heap's paths */
+#define RD_MAX_SNAP_UNITS	16u		/* distinct units in the attribution view */
+#define RD_MAX_SKIPPED		256u		/* skipped directory entries kept */
+
+/* Dir backend: the first read of a slab file (its headers, and all of
+ * a small heap); the rest only after the header was checked. */
+#define RD_FIRST_READ		(64u << 10)
+#define RD_FIRST_READ_HEADERS	4096u		/* ... when only headers are wanted */
 
 struct rd_slab {
 	uint8_t *buf;		/* live mapping (device) or private copy (dir) */
-	uint64_t size;		/* trusted size: kernel's, or bytes read */
-	uint64_t real_size;	/* dir: file size when only headers were read */
-	int fd;			/* dir: file to re-read torn records from, else -1 */
+	uint8_t *again;		/* live dir heap: the same bytes read a second
+				 * time, after buf (copy.c) */
+	uint64_t size;		/* bytes that may be read: copied (dir) or mapped
+				 * (device), and at most the slab's freeptr once
+				 * rd_heap_check() has read it */
+	uint64_t real_size;	/* the file's or the kernel's size of the slab */
+	uint64_t map_len;	/* device: bytes mapped at buf */
+	int fd;			/* live dir heap: file to re-read torn records
+				 * from, else -1 */
 	uint64_t id;		/* kernel slab ID or dir file index */
 	uint32_t index;		/* slab_index claimed by its header */
-	bool unmap;		/* buf is an mmap() of size bytes */
+	bool unmap;		/* buf is an mmap() of map_len bytes */
 	bool owned;		/* buf was malloc()ed */
 };
 
@@ -43,10 +66,32 @@ struct rd_heap {
 	struct rd_slab *slabs;	/* slabs[i] has slab_index i */
 	uint32_t nslabs;
 	uint32_t retries;
+	uint32_t flags;		/* BLAMER_READ_*: what to decode */
 	bool headers_only;
 	bool check_ids;		/* slab IDs are the backend's real names */
+	bool live;		/* its writer runs: a reference past the bytes
+				 * read is a record appended since, not damage */
+	struct blamer_snapshot *s;	/* whose memory the decoded data takes */
 	struct blamer_snap_process *p;	/* where results and problems go */
+	struct rd_scratch *scratch;	/* the reader's, or NULL */
 };
+
+/*
+ * Where a process's arrays grow while its heap is parsed: buffers the
+ * reader keeps from heap to heap (memory already faulted in), copied to
+ * the snapshot at their final size when the heap is done (rd_push(),
+ * rd_scratch_commit()). Without them the arrays grow in the snapshot.
+ */
+#define RD_SCRATCH_ARRAYS	8
+struct rd_scratch {
+	struct rd_grow {
+		void **owner;	/* the process's array pointer, NULL: unused */
+		size_t *n, elsz;
+		void *buf;
+		size_t cap;	/* bytes */
+	} a[RD_SCRATCH_ARRAYS];
+};
+void rd_scratch_free(struct rd_scratch *sc);
 
 /* What a snapshot holds is what the format can hold, plus a NUL. */
 _Static_assert(sizeof(((struct blamer_snap_thread *)0)->name) == BLAMER_NAME_MAX + 1, "name");
@@ -86,11 +131,15 @@ bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t le
 bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst);
 /* @n counters at @ref, each loaded whole. */
 bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst);
+/* Live dir heap: reads @len bytes at @ref from the file again into the
+ * first read (a record it caught mid-write); false if there is no file
+ * or it is out of range. */
+bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len);
 
 /*
  * A record a writer may change while it is read (copy.c explains the
  * ordering): rd_read_stable() copies @len bytes at @ref into @first and,
- * after an acquire fence (and a fresh read of a dir slab), into @second,
+ * after an acquire fence (from a dir slab's second read), into @second,
  * and retries while @settled says the two copies do not show one state
  * of the record, at most h->retries times more. @settled may change @len
  * for the next try (buffers of @cap bytes, or malloc()ed ones it grows
@@ -118,9 +167,25 @@ bool rd_settled_same(struct rd_stable *r);
 /* ... and the u32 version at seq_off is even (no write in progress). */
 bool rd_settled_seq(struct rd_stable *r);
 
-/* A set of references (open addressing). */
-struct rd_refset {
-	uint64_t *v;
+/*
+ * Records met, one bit per 8-byte offset of each slab's bytes read
+ * (1/64 of them): a loop or a record reached twice is caught exactly,
+ * at a cost that follows the heap's size and nothing it claims.
+ */
+struct rd_seen {
+	uint64_t *bits[BLAMER_MAX_SLABS];
+};
+
+/* User data already decoded, by reference: each record is decoded once
+ * however many activities point at it (open addressing). */
+struct rd_ud {
+	blamer_ref ref;
+	struct blamer_snap_fields f;
+	uint64_t bytes;		/* names and values of f */
+	bool over;		/* not decoded: the heap's budget was spent */
+};
+struct rd_udcache {
+	struct rd_ud *v;
 	size_t cap, n;
 };
 
@@ -135,7 +200,12 @@ struct rd_ctx {
 	struct bl_clock clock;	/* the heap's activity clock */
 	struct bl_clock now;	/* ours, taken after the first stamps were read */
 	bool have_now;
-	struct rd_refset shards;	/* DAG shards summed so far: each counts once */
+	struct rd_seen listed;	/* records met on the list */
+	struct rd_seen shards;	/* DAG shards summed so far: each counts once */
+	struct rd_udcache ud;
+	uint64_t shown_fields, shown_bytes;	/* user data shown so far */
+	uint32_t units[RD_MAX_HEAP_UNITS];	/* distinct units of the paths */
+	uint32_t nunits;
 };
 
 /* record.c */
@@ -145,16 +215,23 @@ bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
 	      struct blamer_block *b);
 /* A per-process record's owner: valid (data_id set) and the heap's. */
 bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o);
-/* Grows a snapshot array by one zeroed element; NULL at the bound or out
- * of memory (reported). */
-void *rd_push(void **arr, size_t *n, size_t elsz, struct blamer_snap_process *p);
+/* Grows an array of the process by one zeroed element (in the snapshot's
+ * memory); NULL at the bound or out of memory (reported). */
+void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz);
+/* The arrays grown in scratch buffers, copied to the snapshot. */
+void rd_scratch_commit(struct rd_heap *h);
 /* A fixed char array made printable and NUL-terminated (dst has n+1). */
 void rd_sanitize(char *dst, const char *src, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
  * the stamp was copied, so the reader's clock pair comes after it. */
 uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
-/* 1 added, 0 already there, -1 out of memory. */
-int rd_refset_add(struct rd_refset *s, uint64_t ref);
+/* Marks @ref met: 1 if it was not, 0 if it was, -1 out of memory
+ * (reported). @ref must be one rd_copy() accepts. */
+int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref);
+void rd_seen_free(struct rd_seen *s);
+/* A reference past the bytes read but inside the slab, in a heap whose
+ * writer runs: a record appended after the read began. */
+bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len);
 
 /* decode_*.c: one decoder per record type; each copies and checks its
  * record and adds what it shows to c->p. */
@@ -176,9 +253,14 @@ struct blamer_reader {
 	struct blamer_reader_opts opts;
 	enum blamer_backend backend;
 	char source[256];
+	bool explicit_dir;	/* the directory was named, not the default */
 	int devfd;		/* device backend */
-	uid_t dir_owner;	/* dir backend: whose heaps the directory holds */
 	uint64_t generation;
+	/* dir: slab copies, kept for the next heap and snapshot */
+	uint8_t *buf;
+	size_t bufcap;
+	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
+	struct rd_scratch scratch;	/* arrays of the heap being parsed */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
@@ -192,12 +274,30 @@ int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 
 /* snapshot.c: the model */
+/*
+ * The memory a long-lived reader's snapshots pass on to the next: a
+ * freed snapshot leaves its arena here, the next one decodes into it
+ * (no page faults, no malloc). Counted: the reader and each of its
+ * snapshots hold a reference, freed in any order, from any thread.
+ */
+struct rd_pool;
+struct rd_pool *rd_pool_new(void);
+void rd_pool_put(struct rd_pool *pool);
+/* A new, empty snapshot (with the memory its decoded data comes from,
+ * @pool's if given). */
+struct blamer_snapshot *rd_snapshot_new(struct rd_pool *pool);
+/* @n bytes, 8-aligned, freed with the snapshot; NULL out of memory. */
+void *rd_alloc(struct blamer_snapshot *s, size_t n);
 /* Appends a zeroed process to s->procs; NULL on ENOMEM. */
 struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s);
+/* Drops the last process appended (it turned out to be no heap). */
+void rd_drop_last_process(struct blamer_snapshot *s);
+/* Notes a directory entry that was not read, and why. */
+void rd_skip(struct blamer_snapshot *s, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Health @h if worse than p's, and the first reason given. */
 void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void rd_fields_free(struct blamer_snap_fields *f);
 void rd_process_free(struct blamer_snap_process *p);
 /* A one-line message into the caller's buffer (if any). */
 void rd_err(char *err, size_t errlen, const char *fmt, ...)

@@ -13,6 +13,7 @@ const char *blamer_health_name(enum blamer_health h)
 	case BLAMER_HEALTH_TORN: return "torn";
 	case BLAMER_HEALTH_CORRUPT: return "corrupt";
 	case BLAMER_HEALTH_UNREADABLE: return "unreadable";
+	case BLAMER_HEALTH_TRUNCATED: return "truncated";
 	}
 	return "unknown";
 }

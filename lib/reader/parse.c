@@ -8,11 +8,12 @@
  *
  * Every access goes through copy.c, which bounds-checks the reference
  * against the trusted slab size and copies into a local. Walks are
- * bounded (a visited set on the iterable list, counts capped by what
- * fits in the slab). Records that keep changing under us are retried
- * h->retries times, then counted as torn and left out. Anything invalid
- * marks the heap corrupt with the first reason; what can still be read
- * is kept.
+ * bounded (a bit per 8 bytes of heap marks the records met on the list,
+ * counts capped by what fits in the slab). Records that keep changing
+ * under us are retried h->retries times, then counted as torn and left
+ * out. Anything invalid marks the heap corrupt with the first reason;
+ * what can still be read is kept. Kinds the caller does not want
+ * (BLAMER_READ_NO_*) are not decoded at all.
  */
 #include <stdlib.h>
 
@@ -40,60 +41,60 @@ static void note_log(struct rd_ctx *c, blamer_ref ref)
 }
 
 /*
- * The decoder of each record type. DAG shards are summed through their
- * path's chain; types not here (retired, being re-typed, or newer than
- * this reader) are skipped.
+ * The decoder of each record type, and the flag that turns it off. DAG
+ * shards are summed through their path's chain; types not here
+ * (retired, being re-typed, or newer than this reader) are skipped.
  */
-static void (*const decoders[])(struct rd_ctx *c, blamer_ref ref) = {
-	[BLAMER_REC_PROCESS] = rd_decode_process,
-	[BLAMER_REC_THREAD] = rd_decode_thread,
-	[BLAMER_REC_USERDATA] = note_userdata,
-	[BLAMER_REC_MODULE] = rd_decode_module,
-	[BLAMER_REC_LOG] = note_log,
-	[BLAMER_REC_DAG_NODE] = rd_decode_node,
-	[BLAMER_REC_DAG_EDGE] = rd_decode_edge,
-	[BLAMER_REC_DAG_PATH] = rd_decode_path,
-	[BLAMER_REC_CHILD] = rd_decode_child,
+static const struct {
+	void (*decode)(struct rd_ctx *c, blamer_ref ref);
+	uint32_t unless;
+} decoders[] = {
+	[BLAMER_REC_PROCESS] = { rd_decode_process, 0 },
+	[BLAMER_REC_THREAD] = { rd_decode_thread, BLAMER_READ_NO_THREADS },
+	[BLAMER_REC_USERDATA] = { note_userdata, BLAMER_READ_NO_USERDATA },
+	[BLAMER_REC_MODULE] = { rd_decode_module, BLAMER_READ_NO_MODULES },
+	[BLAMER_REC_LOG] = { note_log, BLAMER_READ_NO_LOG },
+	[BLAMER_REC_DAG_NODE] = { rd_decode_node, BLAMER_READ_NO_DAG },
+	[BLAMER_REC_DAG_EDGE] = { rd_decode_edge, BLAMER_READ_NO_DAG },
+	[BLAMER_REC_DAG_PATH] = { rd_decode_path, BLAMER_READ_NO_DAG },
+	[BLAMER_REC_CHILD] = { rd_decode_child, BLAMER_READ_NO_CHILDREN },
 };
 
 static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)
 {
 	struct blamer_block b;
-	struct rd_refset seen = { 0 };
 	blamer_ref ref = hh->list_head;
-	uint64_t total = 0, limit, count = 0;
-	uint32_t i;
+	uint32_t flags = c->h->flags;
 
 	if (!ref)
 		return;
-	for (i = 0; i < c->h->nslabs; i++)
-		total += c->h->slabs[i].size;
-	limit = total / sizeof(struct blamer_block) + 1;
 	if (!rd_copy(c->h, ref, sizeof(b), &b) || b.cookie != BLAMER_BLOCK_QUEUE) {
 		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "list head %#llx is not a queue block",
 			   (unsigned long long)ref);
 		return;
 	}
-	rd_refset_add(&seen, ref);
-	/* circular through the dummy head; next == 0: the end (mid-append) */
+	if (rd_seen_add(c, &c->listed, ref) < 0)
+		return;
+	/* circular through the dummy head; next == 0: the end (mid-append).
+	 * Every record is met once: a loop, or two links to one record, is
+	 * caught by the bits, so the walk costs at most the heap's size. */
 	for (ref = b.next; ref && ref != hh->list_head; ref = b.next) {
-		int r = rd_refset_add(&seen, ref);
+		int r;
 
-		if (r < 0) {
-			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		if (!rd_block(c, ref, sizeof(b), 0, &b))
 			break;
-		}
-		if (r == 0 || ++count > limit) {
+		r = rd_seen_add(c, &c->listed, ref);
+		if (r < 0)
+			break;
+		if (r == 0) {
 			rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "record list loops at %#llx",
 				   (unsigned long long)ref);
 			break;
 		}
-		if (!rd_block(c, ref, sizeof(b), 0, &b))
-			break;
-		if (b.type < sizeof(decoders) / sizeof(decoders[0]) && decoders[b.type])
-			decoders[b.type](c, ref);
+		if (b.type < sizeof(decoders) / sizeof(decoders[0]) && decoders[b.type].decode &&
+		    !(decoders[b.type].unless & flags))
+			decoders[b.type].decode(c, ref);
 	}
-	free(seen.v);
 }
 
 static int log_cmp(const void *a, const void *b)
@@ -103,7 +104,15 @@ static int log_cmp(const void *a, const void *b)
 	return x->number < y->number ? -1 : x->number > y->number;
 }
 
+static void parse(struct rd_heap *h);
+
 void rd_heap_parse(struct rd_heap *h)
+{
+	parse(h);
+	rd_scratch_commit(h);
+}
+
+static void parse(struct rd_heap *h)
 {
 	struct blamer_heap_header hh;
 	struct blamer_snap_process *p = h->p;
@@ -123,10 +132,11 @@ void rd_heap_parse(struct rd_heap *h)
 		return;
 	}
 	walk_list(&c, &hh);
-	free(c.shards.v);
-	rd_decode_userdata(&c, c.ud_process, &p->user_data);
-	rd_decode_userdata(&c, c.ud_global, &p->global_data);
-	for (i = 0; i < c.nlogs; i++) {
+	if (!(h->flags & BLAMER_READ_NO_USERDATA)) {
+		rd_decode_userdata(&c, c.ud_process, &p->user_data);
+		rd_decode_userdata(&c, c.ud_global, &p->global_data);
+	}
+	for (i = 0; i < c.nlogs && !(h->flags & BLAMER_READ_NO_LOG); i++) {
 		bool dup = false;
 		uint32_t j;
 
@@ -135,6 +145,9 @@ void rd_heap_parse(struct rd_heap *h)
 		if (!dup)
 			rd_decode_log(&c, c.logs[i]);
 	}
+	rd_seen_free(&c.listed);
+	rd_seen_free(&c.shards);
+	free(c.ud.v);
 	if (p->nlogs)
 		qsort(p->logs, p->nlogs, sizeof(*p->logs), log_cmp);
 	if (p->torn_records)

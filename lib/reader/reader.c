@@ -117,10 +117,14 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 			return NULL;
 		}
 	} else {
+		const char *env = getenv("BLAMER_DIR");
+
+		r->explicit_dir = (r->opts.dir && *r->opts.dir) || (env && *env);
 		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
 	}
 	r->opts.dir = NULL;	/* r->source is the copy we keep */
 	r->opts.device = NULL;
+	r->pool = rd_pool_new();	/* none: each snapshot its own memory */
 	return r;
 }
 
@@ -130,6 +134,9 @@ void blamer_reader_close(struct blamer_reader *r)
 		return;
 	if (r->devfd >= 0)
 		close(r->devfd);
+	free(r->buf);
+	rd_scratch_free(&r->scratch);
+	rd_pool_put(r->pool);
 	free(r);
 }
 
@@ -154,7 +161,7 @@ static uint64_t now_ns(clockid_t clk)
 int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
 			   char *err, size_t errlen)
 {
-	struct blamer_snapshot *s = calloc(1, sizeof(*s));
+	struct blamer_snapshot *s = rd_snapshot_new(r->pool);
 	int ret;
 
 	*out = NULL;
@@ -163,6 +170,7 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 		return -ENOMEM;
 	}
 	s->backend = r->backend;
+	s->flags = r->opts.flags;
 	snprintf(s->source, sizeof(s->source), "%s", r->source);
 	if (r->backend == BLAMER_BACKEND_DEVICE)
 		ret = rd_dev_snapshot(r, s, err, errlen);
@@ -280,7 +288,7 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 				struct blamer_snapshot **out)
 {
-	struct blamer_snapshot *s = calloc(1, sizeof(*s));
+	struct blamer_snapshot *s = rd_snapshot_new(NULL);
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
 	struct blamer_snap_process *p;
@@ -291,7 +299,7 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 		return -ENOMEM;
 	p = rd_new_process(s);
 	if (!p) {
-		free(s);
+		blamer_snapshot_free(s);
 		return -ENOMEM;
 	}
 	if (n > BLAMER_MAX_SLABS) {
@@ -307,6 +315,7 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 		/* the heap is only read; rd_refresh needs fd >= 0 to write */
 		raw[i].buf = (uint8_t *)(uintptr_t)slabs[i].data;
 		raw[i].size = slabs[i].size;
+		raw[i].real_size = slabs[i].size;
 		raw[i].fd = -1;
 		raw[i].id = i;
 		p->size += slabs[i].size;
@@ -315,6 +324,7 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 	p->nslabs = (uint32_t)n;
 	h.slabs = ordered;
 	h.retries = RD_DEFAULT_RETRIES;
+	h.s = s;
 	h.p = p;
 	if (rd_heap_order(&h, raw, (uint32_t)n)) {
 		for (i = 0; i < h.nslabs; i++)

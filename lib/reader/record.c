@@ -11,21 +11,35 @@
 
 #include "internal.h"
 
-bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
-	      struct blamer_block *b)
+static bool block_ok(const struct rd_ctx *c, blamer_ref ref, size_t min,
+		     const struct blamer_block *b)
 {
 	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
 
+	return b->cookie == BLAMER_BLOCK_COOKIE && b->size >= min && b->size % BLAMER_ALIGN == 0 &&
+	       (uint64_t)off + b->size <= c->h->slabs[slab].size;
+}
+
+bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
+	      struct blamer_block *b)
+{
 	if (!rd_copy(c->h, ref, sizeof(*b), b)) {
-		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "bad reference %#llx",
-			   (unsigned long long)ref);
+		/* a record appended after the read began is not damage */
+		if (!rd_ref_pending(c->h, ref, sizeof(*b)))
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "bad reference %#llx",
+				   (unsigned long long)ref);
 		return false;
 	}
-	if (b->cookie != BLAMER_BLOCK_COOKIE || b->size < min || b->size % BLAMER_ALIGN ||
-	    (uint64_t)off + b->size > c->h->slabs[slab].size) {
-		rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
-			   "bad block at %#llx (size %u, cookie %#x)",
-			   (unsigned long long)ref, b->size, b->cookie);
+	/* A dir copy may hold a record from before its writer made it (the
+	 * reference to it was copied later): read it again once. */
+	if (!block_ok(c, ref, min, b) && c->h->live && rd_refresh(c->h, ref, sizeof(*b)) &&
+	    rd_copy(c->h, ref, sizeof(*b), b) && block_ok(c, ref, min, b))
+		rd_refresh(c->h, ref, b->size);
+	if (!block_ok(c, ref, min, b)) {
+		if (!rd_ref_pending(c->h, ref, b->size >= min ? b->size : min))
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+				   "bad block at %#llx (size %u, cookie %#x)",
+				   (unsigned long long)ref, b->size, b->cookie);
 		return false;
 	}
 	if (type && b->type != type)
@@ -42,22 +56,98 @@ bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o)
 	return true;
 }
 
-void *rd_push(void **arr, size_t *n, size_t elsz, struct blamer_snap_process *p)
+/* The scratch buffer @arr grows in (taken if it has none yet), or NULL. */
+static struct rd_grow *grow_of(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 {
+	struct rd_scratch *sc = c->h->scratch;
+	struct rd_grow *g, *free_one = NULL;
+	size_t i;
+
+	if (!sc)
+		return NULL;
+	for (i = 0; i < RD_SCRATCH_ARRAYS; i++) {
+		g = &sc->a[i];
+		if (g->owner == arr)
+			return g;
+		if (!g->owner && !free_one)
+			free_one = g;
+	}
+	if (free_one && !*n) {
+		free_one->owner = arr;
+		free_one->n = n;
+		free_one->elsz = elsz;
+	}
+	return *n ? NULL : free_one;
+}
+
+void rd_scratch_commit(struct rd_heap *h)
+{
+	struct rd_scratch *sc = h->scratch;
+	struct rd_grow *g;
+	size_t i;
+	void *a;
+
+	for (i = 0; sc && i < RD_SCRATCH_ARRAYS; i++) {
+		g = &sc->a[i];
+		if (!g->owner)
+			continue;
+		a = *g->n ? rd_alloc(h->s, *g->n * g->elsz) : NULL;
+		if (a)
+			memcpy(a, g->buf, *g->n * g->elsz);
+		else if (*g->n)
+			rd_problem(h->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		*g->owner = a;
+		if (!a)
+			*g->n = 0;
+		g->owner = NULL;
+	}
+}
+
+void rd_scratch_free(struct rd_scratch *sc)
+{
+	size_t i;
+
+	for (i = 0; i < RD_SCRATCH_ARRAYS; i++)
+		free(sc->a[i].buf);
+	memset(sc, 0, sizeof(*sc));
+}
+
+void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
+{
+	struct blamer_snap_process *p = c->p;
+	struct rd_grow *g;
 	void *na;
 
 	if (*n >= RD_MAX_RECORDS_KIND) {
-		rd_problem(p, BLAMER_HEALTH_CORRUPT, "more than %u records of one kind",
+		rd_problem(p, BLAMER_HEALTH_TRUNCATED,
+			   "more than %u records of one kind: the rest not read",
 			   RD_MAX_RECORDS_KIND);
 		return NULL;
 	}
-	/* grow by doubling: only at powers of two */
-	if ((*n & (*n - 1)) == 0) {
-		na = realloc(*arr, (*n ? *n * 2 : 1) * elsz);
+	g = grow_of(c, arr, n, elsz);
+	if (g) {
+		if ((*n + 1) * elsz > g->cap) {
+			size_t cap = g->cap ? g->cap * 2 : 16 * elsz;
+
+			while (cap < (*n + 1) * elsz)
+				cap *= 2;
+			na = realloc(g->buf, cap);
+			if (!na) {
+				rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+				return NULL;
+			}
+			g->buf = na;
+			g->cap = cap;
+		}
+		*arr = g->buf;
+	} else if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
+		na = rd_alloc(c->h->s, (*n ? *n * 2 : 16) * elsz);
 		if (!na) {
 			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 			return NULL;
 		}
+		if (*n)
+			memcpy(na, *arr, *n * elsz);	/* the old copy stays in the arena */
 		*arr = na;
 	}
 	memset((char *)*arr + *n * elsz, 0, elsz);
@@ -85,39 +175,36 @@ uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp)
 	return bl_clock_to_ns(&c->clock, &c->now, stamp);
 }
 
-static uint64_t mix(uint64_t x)
+int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
+	uint32_t slab = blamer_ref_slab(ref);
+	uint64_t bit = blamer_ref_offset(ref) / BLAMER_ALIGN, mask;
+	uint64_t **w;
+
+	if (slab >= c->h->nslabs || bit >= c->h->slabs[slab].size / BLAMER_ALIGN)
+		return 0;	/* not a record: callers check first */
+	w = &s->bits[slab];
+	if (!*w) {
+		/* calloc: untouched words cost nothing until a record is met */
+		*w = calloc(c->h->slabs[slab].size / BLAMER_ALIGN / 64 + 1, sizeof(**w));
+		if (!*w) {
+			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+			return -1;
+		}
+	}
+	mask = 1ull << (bit % 64);
+	if ((*w)[bit / 64] & mask)
+		return 0;
+	(*w)[bit / 64] |= mask;
+	return 1;
 }
 
-int rd_refset_add(struct rd_refset *s, uint64_t ref)
+void rd_seen_free(struct rd_seen *s)
 {
 	size_t i;
 
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 64, j;
-		uint64_t *nv = calloc(ncap, sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		for (j = 0; j < s->cap; j++) {
-			if (!s->v[j])
-				continue;
-			for (i = mix(s->v[j]) & (ncap - 1); nv[i]; i = (i + 1) & (ncap - 1))
-				;
-			nv[i] = s->v[j];
-		}
-		free(s->v);
-		s->v = nv;
-		s->cap = ncap;
+	for (i = 0; i < BLAMER_MAX_SLABS; i++) {
+		free(s->bits[i]);
+		s->bits[i] = NULL;
 	}
-	for (i = mix(ref) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == ref)
-			return 0;
-	s->v[i] = ref;
-	s->n++;
-	return 1;
 }

@@ -4,7 +4,10 @@
  * their headers claim (one slab 0 of a version this reader reads, one
  * heap id, no index twice, a prefix without holes), then the heap header
  * of slab 0 (state, flags, clock, slab count) and the slab ids it names
- * against the backend's own. Only what passes is walked.
+ * against the backend's own. Only what passes is walked, and of each slab
+ * only what its writer allocated: the bytes below its freeptr (a claim,
+ * so capped by the slab's real size). That is all a reader touches, on
+ * either backend.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,7 @@
 void rd_slab_drop(struct rd_slab *s)
 {
 	if (s->unmap && s->buf)
-		munmap(s->buf, s->size);
+		munmap(s->buf, s->map_len);
 	else if (s->owned)
 		free(s->buf);
 	if (s->fd >= 0)
@@ -91,19 +94,41 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 	return true;
 }
 
+/* The bytes of slab @i its writer allocated, as far as they can be read. */
+static void bound_slab(struct rd_heap *h, uint32_t i, uint64_t *used)
+{
+	struct rd_slab *s = &h->slabs[i];
+	uint64_t real = s->real_size ? s->real_size : s->size;
+	uint64_t first = i ? sizeof(struct blamer_slab_header) : BLAMER_SLAB0_FIRST_RECORD;
+	struct blamer_slab_header sh;
+	uint64_t end;
+
+	if (!rd_copy_raw(h, i, 0, sizeof(sh), &sh))
+		return;
+	end = sh.freeptr;
+	if (end > real) {
+		rd_problem(h->p, BLAMER_HEALTH_CORRUPT, "slab %u: freeptr %llu past its %llu bytes",
+			   i, (unsigned long long)end, (unsigned long long)real);
+		end = real;
+	}
+	*used += end;
+	if (end < first) {
+		rd_problem(h->p, BLAMER_HEALTH_CORRUPT, "slab %u: freeptr %llu inside its header",
+			   i, (unsigned long long)end);
+		end = first;
+	}
+	if (end < s->size)
+		s->size = end;
+}
+
 bool rd_heap_check(struct rd_heap *h, struct blamer_heap_header *hh)
 {
 	struct blamer_snap_process *p = h->p;
 	uint32_t i, nvalid;
 	uint64_t used = 0;
 
-	for (i = 0; i < h->nslabs; i++) {
-		struct blamer_slab_header sh;
-		uint64_t sz = h->slabs[i].real_size ? h->slabs[i].real_size : h->slabs[i].size;
-
-		if (rd_copy_raw(h, i, 0, sizeof(sh), &sh))
-			used += sh.freeptr < sz ? sh.freeptr : sz;
-	}
+	for (i = 0; i < h->nslabs; i++)
+		bound_slab(h, i, &used);
 	p->used = used;
 	if (!rd_copy_raw(h, 0, BLAMER_HEAP_HEADER_OFFSET, sizeof(*hh), hh)) {
 		rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab 0 too small for the heap header");

@@ -2,15 +2,154 @@
 /*
  * The snapshot model as the backends and the parser fill it in: adding a
  * process, noting what was wrong with its heap (the worst health wins,
- * the first reason is kept), one-line errors for the caller, and
- * freeing it all.
+ * the first reason is kept), directory entries that were skipped,
+ * one-line errors for the caller, and freeing it all.
+ *
+ * Decoded data (user-data fields, their names and values, activity
+ * stacks, each process's arrays at their final size, the tree's values)
+ * comes from one arena per snapshot: a few large blocks instead of a malloc() per
+ * string, freed at once. It is also what lets a record referenced many
+ * times be decoded once: every reference shows the same memory. A
+ * long-lived reader's snapshots hand their blocks on to the next one
+ * through the reader's pool: memory already faulted in, where a fresh
+ * malloc() of megabytes would fault every page again (the cost that
+ * dominated repeated snapshots of many heaps). At most RD_POOL_KEEP bytes
+ * are handed on: one hostile snapshot does not stay for the reader's life.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define CHUNK_MIN	(16u << 10)
+#define CHUNK_MAX	(1u << 20)
+#define RD_POOL_KEEP	(64u << 20)
+
+struct rd_chunk {
+	struct rd_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+struct rd_pool {
+	_Atomic(struct rd_chunk *) spare;	/* the last freed snapshot's blocks */
+	atomic_uint refs;
+};
+
+/* The public snapshot and what only the reader sees of it. */
+struct rd_snapshot {
+	struct blamer_snapshot pub;
+	struct rd_chunk *chunks;	/* newest first */
+	struct rd_chunk *reuse;		/* the pool's blocks not used yet */
+	struct rd_pool *pool;
+	size_t next_cap;
+};
+
+static void free_chunks(struct rd_chunk *c)
+{
+	struct rd_chunk *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+}
+
+struct rd_pool *rd_pool_new(void)
+{
+	struct rd_pool *pool = calloc(1, sizeof(*pool));
+
+	if (pool)
+		atomic_init(&pool->refs, 1);
+	return pool;
+}
+
+void rd_pool_put(struct rd_pool *pool)
+{
+	if (pool && atomic_fetch_sub(&pool->refs, 1) == 1) {
+		free_chunks(atomic_load(&pool->spare));
+		free(pool);
+	}
+}
+
+/* A block of the pool's with room for @n bytes, taken off the list. */
+static struct rd_chunk *reuse(struct rd_snapshot *rs, size_t n)
+{
+	struct rd_chunk **at, *c;
+
+	for (at = &rs->reuse; (c = *at); at = &c->next) {
+		if (c->cap >= n) {
+			*at = c->next;
+			c->used = 0;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static struct rd_snapshot *priv(struct blamer_snapshot *s)
+{
+	return (struct rd_snapshot *)((char *)s - offsetof(struct rd_snapshot, pub));
+}
+
+struct blamer_snapshot *rd_snapshot_new(struct rd_pool *pool)
+{
+	struct rd_snapshot *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return NULL;
+	rs->next_cap = CHUNK_MIN;
+	if (pool) {
+		atomic_fetch_add(&pool->refs, 1);
+		rs->pool = pool;
+		rs->reuse = atomic_exchange(&pool->spare, NULL);
+	}
+	return &rs->pub;
+}
+
+void *rd_alloc(struct blamer_snapshot *s, size_t n)
+{
+	struct rd_snapshot *rs = priv(s);
+	struct rd_chunk *c = rs->chunks;
+	size_t cap;
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (!n)
+		n = 8;
+	if (!c || c->cap - c->used < n) {
+		/* big requests get a chunk of their own, behind the current one */
+		cap = n > rs->next_cap / 4 ? n : rs->next_cap;
+		c = reuse(rs, n);
+		if (c) {
+			c->next = rs->chunks;	/* a block of its size: current */
+			rs->chunks = c;
+			goto take;
+		}
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		if (cap == n && rs->chunks) {
+			c->next = rs->chunks->next;
+			rs->chunks->next = c;
+		} else {
+			c->next = rs->chunks;
+			rs->chunks = c;
+			if (rs->next_cap < CHUNK_MAX)
+				rs->next_cap *= 2;
+		}
+	}
+take:
+	p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
 
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -38,6 +177,37 @@ struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s)
 	return np;
 }
 
+void rd_drop_last_process(struct blamer_snapshot *s)
+{
+	if (!s->nprocs)
+		return;
+	rd_process_free(&s->procs[--s->nprocs]);
+}
+
+void rd_skip(struct blamer_snapshot *s, const char *name, const char *fmt, ...)
+{
+	struct blamer_snap_skipped *k;
+	va_list ap;
+	size_t i;
+
+	s->skipped_total++;
+	if (s->nskipped >= RD_MAX_SKIPPED)
+		return;
+	if (!s->skipped) {
+		s->skipped = calloc(RD_MAX_SKIPPED, sizeof(*s->skipped));
+		if (!s->skipped)
+			return;
+	}
+	k = &s->skipped[s->nskipped++];
+	/* a file name is anyone's text: printable ASCII only */
+	for (i = 0; i < sizeof(k->name) - 1 && name[i]; i++)
+		k->name[i] = name[i] < 0x20 || name[i] >= 0x7f ? '?' : name[i];
+	k->name[i] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(k->why, sizeof(k->why), fmt, ap);
+	va_end(ap);
+}
+
 static int severity(enum blamer_health h)
 {
 	switch (h) {
@@ -45,10 +215,11 @@ static int severity(enum blamer_health h)
 	case BLAMER_HEALTH_SUMMARY: return 1;
 	case BLAMER_HEALTH_EMPTY: return 2;
 	case BLAMER_HEALTH_TORN: return 3;
-	case BLAMER_HEALTH_CORRUPT: return 4;
-	case BLAMER_HEALTH_UNREADABLE: return 5;
+	case BLAMER_HEALTH_TRUNCATED: return 4;
+	case BLAMER_HEALTH_CORRUPT: return 5;
+	case BLAMER_HEALTH_UNREADABLE: return 6;
 	}
-	return 5;
+	return 6;
 }
 
 void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
@@ -65,45 +236,22 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 	va_end(ap);
 }
 
-void rd_fields_free(struct blamer_snap_fields *f)
-{
-	size_t i;
-
-	for (i = 0; i < f->n; i++) {
-		free(f->v[i].name);
-		free(f->v[i].bytes);
-	}
-	free(f->v);
-	f->v = NULL;
-	f->n = 0;
-}
-
+/* Everything a process holds is the arena's (rd_push() grows its arrays
+ * there): nothing of its own to free. */
 void rd_process_free(struct blamer_snap_process *p)
 {
-	size_t i, j;
-
-	rd_fields_free(&p->user_data);
-	rd_fields_free(&p->global_data);
-	for (i = 0; i < p->nthreads; i++) {
-		for (j = 0; j < p->threads[i].nacts; j++)
-			rd_fields_free(&p->threads[i].acts[j].fields);
-		free(p->threads[i].acts);
-	}
-	free(p->threads);
-	free(p->modules);
-	free(p->logs);
-	free(p->children);
-	free(p->nodes);
-	free(p->edges);
-	free(p->paths);
+	memset(p, 0, sizeof(*p));
 }
 
 void blamer_snapshot_free(struct blamer_snapshot *s)
 {
+	struct rd_snapshot *rs;
+	struct rd_chunk *c;
 	size_t i;
 
 	if (!s)
 		return;
+	rs = priv(s);
 	for (i = 0; i < s->nprocs; i++)
 		rd_process_free(&s->procs[i]);
 	free(s->procs);
@@ -111,5 +259,31 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->units);
 	free(s->tree);
 	free(s->nodes);
-	free(s);
+	free(s->skipped);
+	/* the blocks go to the pool for the next snapshot (any there
+	 * before are freed: one snapshot's worth is kept) */
+	if (rs->pool) {
+		size_t kept = 0;
+
+		for (c = rs->chunks; c && c->next; c = c->next)
+			kept += c->cap;
+		if (c) {
+			kept += c->cap;
+			c->next = rs->reuse;
+		} else {
+			rs->chunks = rs->reuse;
+		}
+		for (c = rs->reuse; c; c = c->next)
+			kept += c->cap;
+		if (kept > RD_POOL_KEEP) {
+			free_chunks(rs->chunks);
+			rs->chunks = NULL;
+		}
+		free_chunks(atomic_exchange(&rs->pool->spare, rs->chunks));
+		rd_pool_put(rs->pool);
+	} else {
+		free_chunks(rs->chunks);
+		free_chunks(rs->reuse);
+	}
+	free(rs);
 }

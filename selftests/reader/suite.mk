@@ -9,6 +9,8 @@
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
+#   reader-amplify hostile heaps, one per attack class: peak RSS of blamer vs heap bytes
+#   reader-trust   the dir trust rules against another user's moves (as root: two uids)
 #   vm-reader-<k>  the CLI on /dev/blamer in the VM, permissions, on each
 #                  kernel of VM_KERNELS (mk/kernels.mk)
 RT_DIR     := $(BUILD)/reader-tests
@@ -24,9 +26,9 @@ FUZZ_SECONDS ?= 60
 
 VM_READER_SUITES := $(addprefix vm-reader-,$(VM_KERNELS))
 CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
-		reader-interop $(VM_READER_SUITES)
+		reader-interop reader-amplify reader-trust $(VM_READER_SUITES)
 .PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
-	reader-interop $(VM_READER_SUITES) \
+	reader-interop reader-amplify reader-trust $(VM_READER_SUITES) \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -49,6 +51,14 @@ $(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(BUILD)/fuzz/libt.a $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	$(TEST_CC_fuzz) $(call RT_TEST_CFLAGS,fuzz) -fsanitize=fuzzer -o $@ $< \
 		$(BUILD)/fuzz/libt.a -lm -lpthread
+
+# Not sanitized: it measures the RSS of the real blamer it runs.
+$(RT_DIR)/amplify_test: $(SRC)/selftests/reader/amplify_test.c $(RT_HDRS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -Wno-unused-parameter -o $@ $<
+
+reader-amplify: $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
 
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus
@@ -98,3 +108,11 @@ $(VM_READER_SUITES): vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-ap
 $(RT_DIR)/writer-bench: $(SRC)/selftests/reader/writer-bench.c $(LIB_A) $(SRC)/include/blamer.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+
+$(RT_DIR)/trust_test: $(SRC)/selftests/reader/trust_test.c $(BUILD)/asan/libt.a \
+		$(RT_HDRS) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/libt.a -lm -lpthread
+
+reader-trust: $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer

@@ -48,6 +48,18 @@ struct cli {
 int err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Directory entries the reader skipped, one line each on stderr. */
+void report_skipped(const struct blamer_snapshot *s);
+/*
+ * What each view does not print, left undecoded (BLAMER_READ_NO_*):
+ * blame shows the attribution tree; top and export per-process lines
+ * (top the current activity too) and the attribution totals.
+ */
+#define READ_FOR_BLAME	(BLAMER_READ_NO_THREADS | BLAMER_READ_NO_USERDATA | \
+			 BLAMER_READ_NO_MODULES | BLAMER_READ_NO_LOG | BLAMER_READ_NO_CHILDREN)
+#define READ_FOR_TOP	(BLAMER_READ_NO_USERDATA | BLAMER_READ_NO_MODULES | \
+			 BLAMER_READ_NO_LOG | BLAMER_READ_NO_CHILDREN)
+#define READ_FOR_EXPORT	(READ_FOR_TOP | BLAMER_READ_NO_STACKS)
 /* $BLAMER_BACKEND as the library reads it: 0 (and the backend in @out
  * if not NULL), or -1 if it names no backend. */
 int env_backend(enum blamer_backend *out);

@@ -151,7 +151,7 @@ int cmd_blame(struct cli *c)
 	size_t npids;
 	int ret;
 
-	ret = take(c, c->dead ? BLAMER_READ_DEAD_FULL : 0, &r, &s);
+	ret = take(c, READ_FOR_BLAME | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
 	if (ret)
 		return ret;
 	ret = parse_pids(c, s, &pids, &npids);

@@ -24,7 +24,7 @@ int cmd_export(struct cli *c)
 		return usage_err("export needs a format: `blamer export --prometheus`");
 	if (c->nargs)
 		return usage_err("export takes no arguments (use --output FILE)");
-	ret = take(c, c->dead ? BLAMER_READ_DEAD_FULL : 0, &r, &s);
+	ret = take(c, READ_FOR_EXPORT | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
 	if (ret)
 		return ret;
 	if (c->output) {

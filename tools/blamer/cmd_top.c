@@ -408,7 +408,8 @@ static int snap(struct top *t)
 int cmd_top(struct cli *c)
 {
 	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
-					.flags = c->dead ? BLAMER_READ_DEAD_FULL : 0 };
+					.flags = READ_FOR_TOP |
+						 (c->dead ? BLAMER_READ_DEAD_FULL : 0) };
 	struct top t = { .c = c, .interval = c->interval };
 	struct sigaction sa = { 0 };
 	bool want = true, dirty = false;

@@ -42,6 +42,18 @@ int usage_err(const char *fmt, ...)
 	return ret;
 }
 
+void report_skipped(const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nskipped; i++)
+		fprintf(stderr, "blamer: skipped %s/%s: %s\n", s->source, s->skipped[i].name,
+			s->skipped[i].why);
+	if (s->skipped_total > s->nskipped)
+		fprintf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
+			s->skipped_total - s->nskipped, s->source);
+}
+
 int env_backend(enum blamer_backend *out)
 {
 	const char *e = getenv("BLAMER_BACKEND");
@@ -131,6 +143,7 @@ int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 		*r = NULL;
 		return ret;
 	}
+	report_skipped(*s);
 	if (!(*s)->nprocs)
 		note_empty(c, *r);
 	return EX_OK;

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reader_bench: what a snapshot of N dead dir heaps costs, against what
+ * it must at least cost (a memcpy of the bytes the heaps use), and how it
+ * grows with N (Documentation/performance.rst, "Reader").
+ *
+ * One realistic heap is written by the real library in a child that
+ * then dies without closing it: 16 threads with activity stacks of depth
+ * 4, 20 user-data fields, 50 log lines, 30 paths of 2 units (one 1 MiB
+ * slab, about 60 KiB of it used). Its file is then copied N times under
+ * the names of other (never live) pids: the used bytes written, the rest
+ * of the 1 MiB a hole, which the reader never reads either way (it reads
+ * up to the slab's freeptr), and which keeps 10,000 heaps at 600 MB of
+ * tmpfs instead of 10 GB.
+ *
+ * For each N: the median CPU time of a full snapshot (BLAMER_READ_DEAD_FULL,
+ * one long-lived reader, as `blamer top --dead` takes them), the time of
+ * `blamer export --prometheus --dead` as a command, and the memcpy of the
+ * bytes used; then time(10N)/time(N). With BLAMER_BENCH_PY (a python3
+ * with prometheus_client) the same N processes' counters are collected
+ * by prometheus_client's MultiProcessCollector (bench/prom_mp.py).
+ *
+ *   reader_bench BLAMER [PYTHON PROM_MP_PY] [MAX_N]
+ *
+ * READER_BENCH_KEEP=1 keeps the directory of the largest N (its path is
+ * printed), to profile a command on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blamer.h"
+#include "heap_format.h"
+
+#define THREADS		16
+#define DEPTH		4
+#define FIELDS		20
+#define LOGS		50
+#define PATHS		30
+#define FAKE_PID	2000000000	/* above any pid_max: never live */
+
+/*
+ * CPU time (user + system) of this process: on a machine whose other
+ * work takes the CPUs from us (2 cores, load average 10 while this was
+ * written) wall time mostly measures the waiting. Every figure of a row
+ * is CPU time, the commands' and Python's included.
+ */
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
+	return v[n / 2];
+}
+
+/* ---- the heap, written by the library ---- */
+
+static pthread_barrier_t all_pushed;
+
+static void *worker(void *arg)
+{
+	static const char *const labels[DEPTH] = { "request", "parse", "lookup", "io" };
+	struct blamer *b = arg;
+	int d;
+
+	for (d = 0; d < DEPTH; d++)
+		blamer_push(b, BLAMER_ACTIVITY_TASK, labels[d], (uint64_t)d, 0);
+	pthread_barrier_wait(&all_pushed);	/* stacks full when the process dies */
+	pause();
+	return NULL;
+}
+
+/* In a child: a heap in @dir, then death with the threads mid-stack. */
+static void write_heap(const char *dir)
+{
+	struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = dir,
+				     .max_slabs = 1, .flags = BLAMER_OPEN_NO_MODULES };
+	static const uint32_t units[] = { BLAMER_UNIT_CPU_NS, BLAMER_UNIT_BYTES };
+	pthread_t t[THREADS];
+	char name[32];
+	struct blamer *b;
+	int i;
+
+	if (blamer_open(&cfg, &b)) {
+		fprintf(stderr, "reader_bench: %s\n", blamer_errmsg());
+		_exit(1);
+	}
+	blamer_set_phase(b, BLAMER_PHASE_MAIN_LOOP);
+	for (i = 0; i < FIELDS; i++) {
+		snprintf(name, sizeof(name), "field_%02d", i);
+		if (i % 2)
+			blamer_set_uint(b, BLAMER_DATA_PROCESS, name, (uint64_t)i * 1000);
+		else
+			blamer_set_string(b, BLAMER_DATA_PROCESS, name, "a value of some length");
+	}
+	for (i = 0; i < LOGS; i++)
+		blamer_log(b, "request %d served in %d us", i, i * 37);
+	for (i = 0; i < PATHS; i++) {
+		uint64_t ids[3];
+		struct blamer_path *p;
+
+		snprintf(name, sizeof(name), "handler_%d", i % 6);
+		ids[0] = blamer_dag_id("server");
+		ids[1] = blamer_dag_id(name);
+		snprintf(name, sizeof(name), "step_%d", i);
+		ids[2] = blamer_dag_id(name);
+		blamer_dag_node(b, ids[2], 1, name);
+		p = blamer_path_get(b, ids, 3, units, 2);
+		if (p) {
+			blamer_path_add(p, 0, 1000u * (unsigned)i);
+			blamer_path_add(p, 1, 64u * (unsigned)i);
+		}
+	}
+	pthread_barrier_init(&all_pushed, NULL, THREADS + 1);
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, worker, b);
+	pthread_barrier_wait(&all_pushed);
+	_exit(0);	/* dead: the heap stays, as after a crash */
+}
+
+/* The template heap's one slab file in @dir: its name in @name. */
+static int find_slab(const char *dir, char *path, size_t len)
+{
+	char cmd[600];
+	FILE *f;
+	int ok;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/*.0.slab 2>/dev/null", dir);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	ok = fgets(path, (int)len, f) != NULL;
+	pclose(f);
+	if (!ok)
+		return -1;
+	path[strcspn(path, "\n")] = '\0';
+	return 0;
+}
+
+/* Writes @n copies of the slab (@used bytes of it, @size in all) into @dir. */
+static int copy_heaps(const char *dir, const void *slab, size_t used, size_t size, int n)
+{
+	char path[600];
+	int i, fd;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%d-%d.0.slab", dir, FAKE_PID + i, 1000 + i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, slab, used) != (ssize_t)used || ftruncate(fd, (off_t)size)) {
+			perror(path);
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "reader_bench: could not remove %s\n", dir);
+}
+
+/* ---- measurements ---- */
+
+struct result {
+	int n;
+	double snap, prom, cmd, copy, py, blame, dump;	/* seconds */
+	uint64_t used;
+	int health_ok;
+};
+
+/*
+ * Median time of a snapshot of @dir with one long-lived reader: a full
+ * one, or with @prom what `blamer export --prometheus --dead` decodes,
+ * written out as it does (to /dev/null).
+ */
+static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom)
+{
+	struct blamer_reader_opts o = {
+		.backend = BLAMER_BACKEND_DIR, .dir = dir,
+		.flags = BLAMER_READ_DEAD_FULL |
+			 (prom ? BLAMER_READ_NO_USERDATA | BLAMER_READ_NO_MODULES |
+				 BLAMER_READ_NO_LOG | BLAMER_READ_NO_CHILDREN |
+				 BLAMER_READ_NO_STACKS : 0),
+	};
+	FILE *null = fopen("/dev/null", "w");
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	double t[21];
+	int rounds = n >= 10000 ? 5 : n >= 1000 ? 11 : 21, i;
+	size_t k;
+	char e[256];
+
+	r = blamer_reader_open(&o, e, sizeof(e));
+	if (!r || !null) {
+		fprintf(stderr, "reader_bench: %s\n", e);
+		return -1;
+	}
+	for (i = -1; i < rounds; i++) {	/* one warm-up */
+		double t0 = now();
+
+		if (blamer_reader_snapshot(r, &s, e, sizeof(e))) {
+			fprintf(stderr, "reader_bench: %s\n", e);
+			blamer_reader_close(r);
+			return -1;
+		}
+		if (prom)
+			blamer_snapshot_write_prometheus(s, null);
+		if (i >= 0)
+			t[i] = now() - t0;
+		*used = 0;
+		*ok = 0;
+		for (k = 0; k < s->nprocs; k++) {
+			*used += s->procs[k].used;
+			*ok += s->procs[k].health == BLAMER_HEALTH_OK;
+		}
+		blamer_snapshot_free(s);
+	}
+	blamer_reader_close(r);
+	fclose(null);
+	return median(t, rounds);
+}
+
+/* Median time of copying @n blocks of @len bytes (the bytes the heaps use)
+ * from @n distinct places, as the reader must at least. */
+static double time_memcpy(const uint8_t *src, size_t len, int n)
+{
+	uint8_t *from = malloc((size_t)n * len), *to = malloc((size_t)n * len);
+	double t[11];
+	int i, k;
+
+	if (!from || !to)
+		return -1;
+	for (k = 0; k < n; k++)
+		memcpy(from + (size_t)k * len, src, len);
+	memset(to, 1, (size_t)n * len);	/* faulted in, as the reader's reused buffer */
+	for (i = 0; i < 11; i++) {
+		double t0 = now();
+
+		for (k = 0; k < n; k++)
+			memcpy(to + (size_t)k * len, from + (size_t)k * len, len);
+		t[i] = now() - t0;
+		__asm__ volatile("" : : "r"(to) : "memory");
+	}
+	free(from);
+	free(to);
+	return median(t, 11);
+}
+
+/* Median CPU time of a command (user + system), output to /dev/null. */
+static double time_command(char *const *argv, int rounds)
+{
+	struct rusage ru;
+	double t[11];
+	int i, st;
+
+	for (i = 0; i < rounds; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			dup2(fd, 1);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		if (pid < 0 || wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			return -1;
+		t[i] = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	}
+	return median(t, rounds);
+}
+
+/* prometheus_client over @n processes' files: the seconds it reports. */
+static double time_python(const char *py, const char *script, const char *dir, int n)
+{
+	char cmd[1200], line[128];
+	double secs = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s %s %s %d %d %d", py, script, dir, n, PATHS, FIELDS);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "collect+generate_latest %lf", &secs);
+	pclose(f);
+	return secs;
+}
+
+int main(int argc, char **argv)
+{
+	const char *blamer = argc > 1 ? argv[1] : "blamer";
+	const char *py = argc > 3 ? argv[2] : NULL, *script = argc > 3 ? argv[3] : NULL;
+	int max_n = argc > 4 ? atoi(argv[4]) : 10000;
+	char tmpl[64], dir[64], pydir[64], slabpath[600];
+	struct result res[4];
+	int nres = 0, n, st;
+	uint8_t *slab;
+	struct stat sb;
+	size_t used;
+	pid_t pid;
+	int fd;
+
+	snprintf(tmpl, sizeof(tmpl), "/dev/shm/blamer-rbench.XXXXXX");
+	if (!mkdtemp(tmpl))
+		return 1;
+	pid = fork();
+	if (pid == 0)
+		write_heap(tmpl);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) ||
+	    find_slab(tmpl, slabpath, sizeof(slabpath))) {
+		fprintf(stderr, "reader_bench: the template heap was not written\n");
+		rm_rf(tmpl);
+		return 1;
+	}
+	fd = open(slabpath, O_RDONLY);
+	if (fd < 0 || fstat(fd, &sb))
+		return 1;
+	slab = malloc((size_t)sb.st_size);
+	if (!slab || read(fd, slab, (size_t)sb.st_size) != sb.st_size)
+		return 1;
+	close(fd);
+	rm_rf(tmpl);
+	/* the bytes the writer allocated: the slab header's freeptr */
+	used = ((const struct blamer_slab_header *)slab)->freeptr;
+	if (used > (size_t)sb.st_size)
+		return 1;
+
+	printf("# reader: N dead dir heaps, each one 1 MiB slab written by the library\n");
+	printf("# (%d threads x depth %d, %d fields, %d log lines, %d paths x 2 units)\n",
+	       THREADS, DEPTH, FIELDS, LOGS, PATHS);
+	printf("# CPU time (user + system), medians; export: snapshot + Prometheus text,\n"
+	       "# in a long-lived reader (lib) and as the command `blamer export --prometheus\n"
+	       "# --dead` (cmd, exec included); prometheus_client: MultiProcessCollector +\n"
+	       "# generate_latest over the same N processes' counters (interpreter start\n"
+	       "# not included)\n");
+	printf("# %-6s %10s %10s %10s %8s %10s %10s %10s %7s %7s\n", "N", "used/heap",
+	       "snapshot", "memcpy", "memcpy/", "export", "export", "prom.", "py/", "py/");
+	printf("# %-6s %10s %10s %10s %8s %10s %10s %10s %7s %7s\n", "", "", "", "used",
+	       "snapshot", "lib", "cmd", "client", "lib", "cmd");
+	for (n = 10; n <= max_n; n *= 10) {
+		struct result *r = &res[nres++];
+		char *cmd[] = { (char *)blamer, "--dir", dir, "export", "--prometheus", "--dead",
+				NULL };
+		char *blame[] = { (char *)blamer, "--dir", dir, "blame", "--dead", NULL };
+		char *dump[] = { (char *)blamer, "--dir", dir, "dump", "--json", NULL };
+
+		snprintf(dir, sizeof(dir), "/dev/shm/blamer-rbench.XXXXXX");
+		if (!mkdtemp(dir))
+			return 1;
+		r->n = n;
+		if (copy_heaps(dir, slab, used, (size_t)sb.st_size, n))
+			return 1;
+		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false);
+		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true);
+		r->copy = time_memcpy(slab, used, n);
+		r->cmd = time_command(cmd, n >= 10000 ? 3 : 5);
+		r->blame = time_command(blame, n >= 10000 ? 3 : 5);
+		r->dump = time_command(dump, n >= 10000 ? 3 : 5);
+		if (getenv("READER_BENCH_KEEP") && n * 10 > max_n)
+			printf("# kept %s\n", dir);	/* to profile a command on */
+		else
+			rm_rf(dir);
+		r->py = -1;
+		if (py) {
+			snprintf(pydir, sizeof(pydir), "/dev/shm/blamer-rbench-py.XXXXXX");
+			if (mkdtemp(pydir)) {
+				r->py = time_python(py, script, pydir, n);
+				rm_rf(pydir);
+			}
+		}
+		printf("  %-6d %6.1f KiB %7.2f ms %7.2f ms %6.0f %% %7.1f ms %7.1f ms %7.1f ms %6.1fx %6.1fx\n",
+		       n, (double)used / 1024, r->snap * 1e3, r->copy * 1e3,
+		       100 * r->copy / r->snap, r->prom * 1e3, r->cmd * 1e3, r->py * 1e3,
+		       r->py > 0 ? r->py / r->prom : 0, r->py > 0 ? r->py / r->cmd : 0);
+		if (r->health_ok != n)
+			printf("  (!) %d of %d heaps read whole\n", r->health_ok, n);
+		fflush(stdout);
+	}
+	printf("# commands over the same heaps (CPU time, medians):\n");
+	for (n = 0; n < nres; n++)
+		printf("  %-6d blame --dead %7.1f ms, dump --json %7.1f ms\n", res[n].n,
+		       res[n].blame * 1e3, res[n].dump * 1e3);
+	for (n = 1; n < nres; n++)
+		printf("  time(%d)/time(%d): snapshot %.1f, export lib %.1f, cmd %.1f (10 is linear)\n",
+		       res[n].n, res[n - 1].n, res[n].snap / res[n - 1].snap,
+		       res[n].prom / res[n - 1].prom, res[n].cmd / res[n - 1].cmd);
+	free(slab);
+	return 0;
+}
