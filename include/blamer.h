@@ -410,7 +410,7 @@ const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 
 /* Exporters (lib/export_*.c). Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 1
+#define BLAMER_JSON_SCHEMA_VERSION 2
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)

@@ -14,6 +14,8 @@
 struct bl_backend {
 	uint32_t kind;		/* BLAMER_BACKEND_ID_DEVICE or _DIR */
 	int devfd;		/* device: the open /dev/blamer, else -1 */
+	uint32_t dev_nids;	/* device: slabs created, released by a clean close */
+	uint64_t dev_ids[BLAMER_MAX_SLABS];
 	int dirfd;		/* dir: the checked directory, else -1 */
 	int64_t pid;		/* dir file names: <pid>-<start_ns>.<index>.slab */
 	int64_t start_ns;
@@ -29,7 +31,7 @@ int bl_backend_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 void bl_backend_unmap(struct bl_slab_map *m);
 /* After fork: the mapping becomes private zero memory (old pointers stay valid). */
 void bl_backend_scratch(struct bl_slab_map *m);
-/* Closes fds; in the dir backend with @remove, deletes the heap's files. */
+/* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
 void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs);
 /* Dir backend: deletes the files of heap <pid>-<start_ns>; returns how many. */
 int bl_dir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);

@@ -70,11 +70,22 @@ bool blamer_owner_dead(const struct blamer_owner *owner)
 	return atomic_read_acquire(&owner->state) == BLAMER_OWNER_DEAD;
 }
 
-/* Is the caller the live process that created @slab? */
+/*
+ * Not yet seen dying. A GONE owner is a living process that released all
+ * its live slabs; its released slabs' mappings still write.
+ */
+bool blamer_owner_living(const struct blamer_owner *owner)
+{
+	int state = atomic_read(&owner->state);
+
+	return state == BLAMER_OWNER_ALIVE || state == BLAMER_OWNER_GONE;
+}
+
+/* Is the caller the living process that created @slab? */
 bool blamer_is_owner(const struct blamer_slab *slab)
 {
 	return task_tgid(current) == slab->owner->pid &&
-	       atomic_read(&slab->owner->state) == BLAMER_OWNER_ALIVE;
+	       blamer_owner_living(slab->owner);
 }
 
 /**
@@ -206,8 +217,20 @@ static void blamer_reap(struct work_struct *work)
 	struct llist_node *list = llist_del_all(&blamer_dead_owners);
 	struct blamer_owner *owner, *tmp;
 
+	/* In the order they died: orphans are evicted oldest first. */
+	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(owner, tmp, list, dead)
 		blamer_reap_owner(owner);
+}
+
+/*
+ * Finish the reaping of processes already seen dead, so that a listing
+ * made after wait() returned shows their slabs as orphans with their
+ * accounts and evictions up to date.
+ */
+void blamer_owner_settle(void)
+{
+	flush_work(&blamer_reap_work);
 }
 
 static void blamer_find_exit_tp(struct tracepoint *tp, void *priv)

@@ -384,6 +384,7 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 		return -EINVAL;
 	if (l->start_id > BLAMER_ID_MAX)
 		goto out;
+	blamer_owner_settle();
 	/* Read before the walk: a later event still wakes poll(). */
 	blamer_watch(ctx, true);
 	events = atomic64_read(&ctx->events);
@@ -480,6 +481,7 @@ void blamer_status(struct blamer_status *st)
 	struct blamer_user *user;
 	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 
+	blamer_owner_settle();
 	mutex_lock(&blamer_lock);
 	user = blamer_user_find_locked(blamer_user_key(current_cred()));
 	if (user) {

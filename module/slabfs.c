@@ -163,8 +163,7 @@ static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 	struct blamer_slab *slab = blamer_vma_slab(vmf->vma);
 
 	lock_page(vmf->page);
-	if (vmf->vma->vm_mm != slab->mm ||
-	    atomic_read(&slab->owner->state) != BLAMER_OWNER_ALIVE) {
+	if (vmf->vma->vm_mm != slab->mm || !blamer_owner_living(slab->owner)) {
 		unlock_page(vmf->page);
 		return VM_FAULT_SIGBUS;
 	}

@@ -6,10 +6,11 @@
  *
  * PROCS processes (default 4) each run a random mix of the calls that
  * touch the module: open/close, every ioctl with sane and hostile
- * arguments (random sizes, pointers, capacities, IDs), mmap with random
- * offsets, lengths, protections and flags, mprotect, mremap, partial
- * munmap, madvise, poll, fork (the child touches its inherited address
- * range and exits or gets killed) and exit while holding slabs. Results
+ * arguments (random sizes, pointers, capacities, IDs), mmap of slab
+ * files with random offsets, lengths, protections and flags, mprotect,
+ * mremap, partial munmap, madvise, poll, fork (the child touches its
+ * inherited address range and descriptors and exits or gets killed) and
+ * exit while holding slabs. Results
  * are not checked one by one: the point is that the kernel never
  * complains (the VM runner fails the run on any BUG/WARNING/Oops) and
  * that the device still works afterwards, which the program verifies.
@@ -23,10 +24,12 @@
 #include "blamer_util.h"
 
 #define NFD 4
+#define NSFD 8
 #define NMAP 16
 
 struct fz {
 	int fd[NFD];
+	int sfd[NSFD];
 	uint64_t ids[64];
 	int nids;
 	struct {
@@ -74,6 +77,16 @@ static void remember(struct fz *z, uint64_t id)
 	z->ids[z->nids < 64 ? z->nids++ : (int)(rnd(z) % 64)] = id;
 }
 
+/* Keep a slab descriptor, closing the one it replaces. */
+static void keep_sfd(struct fz *z, int sfd)
+{
+	int i = rnd(z) % NSFD;
+
+	if (z->sfd[i] >= 0)
+		close(z->sfd[i]);
+	z->sfd[i] = sfd;
+}
+
 static void add_map(struct fz *z, void *p, size_t len)
 {
 	int i = rnd(z) % NMAP;
@@ -97,19 +110,28 @@ static void op(struct fz *z)
 
 	switch (rnd(z) % 16) {
 	case 0:
-	case 1:
-		if (!bl_create(fd, pick_len(z), &c))
+		if (!bl_create(fd, pick_len(z), &c)) {
 			remember(z, c.id);
+			keep_sfd(z, c.fd);
+		}
+		break;
+	case 1:
+		prot = bl_open_slab(fd, pick_id(z));
+		if (prot >= 0)
+			keep_sfd(z, prot);
 		break;
 	case 2:
 		memset(&l, 0, sizeof(l));
-		l.size = rnd(z) % 8 ? sizeof(l) : rnd(z) % 80;
+		l.start_id = rnd(z) % 4 ? 0 : pick_id(z);
 		l.info_size = rnd(z) % 4 ? sizeof(info[0]) : rnd(z) % 300;
 		l.slabs = rnd(z) % 8 ? (uintptr_t)info : rnd(z);
 		l.capacity = rnd(z) % 9;	/* info[] holds 8 */
 		if (l.info_size > sizeof(info[0]) && l.slabs == (uintptr_t)info)
 			l.capacity = 0;
-		ioctl(fd, BLAMER_IOC_LIST, &l);
+		/* Sometimes with a size in the command other than ours. */
+		ioctl(fd, rnd(z) % 8 ? BLAMER_IOC_LIST :
+		      _IOC(_IOC_READ | _IOC_WRITE, BLAMER_IOC_MAGIC,
+			   _IOC_NR(BLAMER_IOC_LIST), rnd(z) % 80), &l);
 		break;
 	case 3:
 		bl_release(fd, pick_id(z));
@@ -127,9 +149,9 @@ static void op(struct fz *z)
 			size_t len = (rnd(z) % 4 + 1) * PG;
 
 			p = mmap(NULL, len, prot,
-				 rnd(z) % 8 ? MAP_SHARED : MAP_PRIVATE, fd,
-				 (off_t)(pick_id(z) * PG +
-					 (rnd(z) % 16 ? 0 : PG)));
+				 rnd(z) % 8 ? MAP_SHARED : MAP_PRIVATE,
+				 z->sfd[rnd(z) % NSFD],
+				 (off_t)((rnd(z) % 4 ? 0 : rnd(z) % 4) * PG));
 			if (p != MAP_FAILED) {
 				sink = *(unsigned char *)p;
 				if (prot & PROT_WRITE)
@@ -202,6 +224,11 @@ static void op(struct fz *z)
 			for (int k = 0; k < NMAP; k++)
 				if (z->map[k].p)
 					msync(z->map[k].p, PG, MS_ASYNC);
+			/* The parent's slab files give a child nothing. */
+			p = bl_map(z->sfd[rnd(z) % NSFD], PG,
+				   PROT_READ | PROT_WRITE);
+			if (p)
+				*(volatile char *)p = 1;
 			if (!bl_create(pick_fd(z), PG, &c) && rnd(z) % 2)
 				raise(SIGKILL);
 			_exit(rnd(z) % 256);
@@ -227,6 +254,8 @@ static int worker(int secs, unsigned int seed)
 
 	for (i = 0; i < NFD; i++)
 		z.fd[i] = -1;
+	for (i = 0; i < NSFD; i++)
+		z.sfd[i] = -1;
 	while (time(NULL) < end)
 		for (i = 0; i < 100; i++)
 			op(&z);
@@ -270,7 +299,7 @@ int main(int argc, char **argv)
 		printf("# device broken after fuzzing\n");
 		return 1;
 	}
-	p = bl_map(fd, c.mmap_offset, PG, PROT_READ | PROT_WRITE);
+	p = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
 	if (!p || (*(volatile char *)p = 1, 0))
 		return 1;
 	close(fd);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Small helpers shared by the /dev/blamer selftests: every ioctl wrapped
- * to return 0 or -errno, so tests compare errnos directly.
+ * Small helpers shared by the /dev/blamer selftests and tools: every
+ * ioctl wrapped to return 0 (or a descriptor) or -errno, so callers
+ * compare errnos directly, and the module parameters.
  */
 #ifndef BLAMER_UTIL_H
 #define BLAMER_UTIL_H
@@ -19,30 +20,42 @@
 #include <linux/blamer.h>
 
 #define PG 4096UL
+#define BL_DEVICE "/dev/blamer"
+#define BL_PARAMS "/sys/module/blamer/parameters/"
 
 static inline int bl_open(int flags)
 {
-	return open(BLAMER_DEVICE_PATH, flags | O_CLOEXEC);
+	int fd = open(BL_DEVICE, flags | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
 }
 
+/* Create a slab of @len bytes; c->fd is its read-write descriptor. */
 static inline int bl_create(int fd, uint64_t len, struct blamer_create *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
 	c->length = len;
+	c->fd = -1;
 	return ioctl(fd, BLAMER_IOC_CREATE, c) ? -errno : 0;
+}
+
+/* A read-only descriptor of slab @id, or -errno. */
+static inline int bl_open_slab(int fd, uint64_t id)
+{
+	struct blamer_open o = { .id = id };
+
+	return ioctl(fd, BLAMER_IOC_OPEN, &o) ? -errno : o.fd;
 }
 
 static inline int bl_status(int fd, struct blamer_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
 	return ioctl(fd, BLAMER_IOC_STATUS, st) ? -errno : 0;
 }
 
 static inline int bl_release(int fd, uint64_t id)
 {
-	struct blamer_release r = { .size = sizeof(r), .id = id };
+	struct blamer_release r = { .id = id };
 
 	return ioctl(fd, BLAMER_IOC_RELEASE, &r) ? -errno : 0;
 }
@@ -51,8 +64,8 @@ static inline int bl_release(int fd, uint64_t id)
 static inline int bl_list(int fd, struct blamer_slab_info **out,
 			  struct blamer_list *lp)
 {
-	struct blamer_list l;
 	struct blamer_slab_info *v = NULL;
+	struct blamer_list l;
 	uint32_t cap = 64;
 
 	*out = NULL;
@@ -62,7 +75,6 @@ static inline int bl_list(int fd, struct blamer_slab_info **out,
 		if (!v)
 			return -ENOMEM;
 		memset(&l, 0, sizeof(l));
-		l.size = sizeof(l);
 		l.info_size = sizeof(*v);
 		l.slabs = (uintptr_t)v;
 		l.capacity = cap;
@@ -101,12 +113,17 @@ static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
 	return ret;
 }
 
-/* mmap wrapper: the address or NULL with errno set. */
-static inline void *bl_map(int fd, uint64_t off, size_t len, int prot)
+/* mmap of a slab descriptor from offset @off: the address or NULL, errno. */
+static inline void *bl_map_at(int sfd, uint64_t off, size_t len, int prot)
 {
-	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
+	void *p = mmap(NULL, len, prot, MAP_SHARED, sfd, (off_t)off);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void *bl_map(int sfd, size_t len, int prot)
+{
+	return bl_map_at(sfd, 0, len, prot);
 }
 
 static inline int bl_param_get(const char *name, long long *v)
@@ -115,7 +132,7 @@ static inline int bl_param_get(const char *name, long long *v)
 	FILE *f;
 	int ok;
 
-	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	snprintf(path, sizeof(path), BL_PARAMS "%s", name);
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -130,7 +147,7 @@ static inline int bl_param_set(const char *name, long long v)
 	FILE *f;
 	int ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	snprintf(path, sizeof(path), BL_PARAMS "%s", name);
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;

@@ -40,7 +40,7 @@ n=$((n + 1))
 if $PY - "$D.j/3.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["schema_version"] == 1 and d["kind"] == "snapshot"
+assert d["schema_version"] == 2 and d["kind"] == "snapshot"
 p, = d["processes"]
 assert p["pid"] == 3999001 and p["state"] == "dead" and p["health"] == "ok"
 assert [a["label"] for a in p["threads"][0]["activities"]] == ["main-loop", "handle-request", "cache-lock"]
@@ -53,7 +53,7 @@ then echo "ok $n - dump --json content (activities, user data, log, totals)"
 else fails=$((fails + 1)); echo "not ok $n - dump --json content"; fi
 # negative controls: the validator must reject drift
 n=$((n + 1))
-sed 's/"schema_version":1/"schema_version":2/' "$D.j/2.json" >"$D.j/bad1.json"
+sed 's/"schema_version":2/"schema_version":3/' "$D.j/2.json" >"$D.j/bad1.json"
 if ! $PY "$HERE/jsonschema_lite.py" "$SCHEMA" "$D.j/bad1.json" >/dev/null; then
 	echo "ok $n - a wrong schema_version is rejected"
 else fails=$((fails + 1)); echo "not ok $n - a wrong schema_version passed"; fi

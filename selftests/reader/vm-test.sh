@@ -40,8 +40,8 @@ echo "1..27"
 
 t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
-t "blamer load finds /blamer.ko" sh -c 'blamer load max_orphans=64 && test -e /dev/blamer'
-t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_orphans *64"'
+t "blamer load finds /blamer.ko" sh -c 'blamer load max_user_orphans=64 && test -e /dev/blamer'
+t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_user_orphans *64"'
 t "a second load is refused clearly" sh -c '! blamer load 2>$OUT.e; grep -q "already loaded" $OUT.e'
 
 # top sleeps in poll(): a new heap must wake it long before --interval 30
@@ -100,6 +100,6 @@ wait 2>/dev/null
 blamer release --all >/dev/null 2>&1
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"
 # the dynamically linked build loads through libkmod (by name, then paths)
-t "libkmod build: load with no path falls back to /blamer.ko" sh -c "blamer-kmod load max_orphans=8 && blamer-kmod status | grep -q '^  max_orphans *8'"
+t "libkmod build: load with no path falls back to /blamer.ko" sh -c "blamer-kmod load max_user_orphans=8 && blamer-kmod status | grep -q '^  max_user_orphans *8'"
 t "libkmod build: unload" sh -c "blamer-kmod unload && ! test -e /dev/blamer"
 [ $fails -eq 0 ]

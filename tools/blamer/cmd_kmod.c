@@ -24,6 +24,7 @@
 #include "cli.h"
 
 #define SYS_MODULE	"/sys/module/blamer"
+#define DEVICE		"/dev/blamer"
 
 static bool loaded(void)
 {
@@ -172,8 +173,9 @@ static void print_params(bool json)
 
 int cmd_status(struct cli *c)
 {
-	struct blamer_status st = { .size = sizeof(st) };
+	struct blamer_status st = { 0 };
 	char b1[32], b2[32], b3[32], b4[32];
+	bool device;
 	int fd;
 
 	if (c->nargs)
@@ -210,42 +212,52 @@ int cmd_status(struct cli *c)
 	}
 	if (!loaded())
 		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
-	fd = open(BLAMER_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	fd = open(DEVICE, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err("%s: %s (module loaded but the device is missing or not accessible)",
-			   BLAMER_DEVICE_PATH, strerror(errno));
+			   DEVICE, strerror(errno));
 	if (ioctl(fd, BLAMER_IOC_STATUS, &st)) {
 		int e = errno;
 
 		close(fd);
-		return err("%s: status failed: %s", BLAMER_DEVICE_PATH, strerror(e));
+		return err("%s: status failed: %s", DEVICE, strerror(e));
 	}
 	close(fd);
+	/* Device-wide counts only for those who may read every slab. */
+	device = st.flags & BLAMER_STATUS_DEVICE;
 	if (c->json) {
 		printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"device\","
-		       "\"source\":\"%s\",\"abi_version\":%u,\"slabs\":%llu,\"orphans\":%llu,"
-		       "\"bytes\":%llu,\"max_slab_bytes\":%llu,\"max_owner_bytes\":%llu,"
-		       "\"max_total_bytes\":%llu,\"max_orphans\":%llu,\"generation\":%llu,"
-		       "\"parameters\":{", BLAMER_JSON_SCHEMA_VERSION, BLAMER_DEVICE_PATH,
-		       st.abi_version, (unsigned long long)st.slabs,
-		       (unsigned long long)st.orphans, (unsigned long long)st.bytes,
-		       (unsigned long long)st.max_slab_bytes, (unsigned long long)st.max_owner_bytes,
-		       (unsigned long long)st.max_total_bytes, (unsigned long long)st.max_orphans,
-		       (unsigned long long)st.generation);
+		       "\"source\":\"%s\",\"user_slabs\":%llu,\"user_orphans\":%llu,"
+		       "\"user_bytes\":%llu,", BLAMER_JSON_SCHEMA_VERSION, DEVICE,
+		       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
+		       (unsigned long long)st.user_bytes);
+		if (device)
+			printf("\"slabs\":%llu,\"orphans\":%llu,\"bytes\":%llu,",
+			       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
+			       (unsigned long long)st.bytes);
+		printf("\"max_slab_bytes\":%llu,\"max_user_bytes\":%llu,\"max_total_bytes\":%llu,"
+		       "\"max_user_orphans\":%llu,\"parameters\":{",
+		       (unsigned long long)st.max_slab_bytes, (unsigned long long)st.max_user_bytes,
+		       (unsigned long long)st.max_total_bytes,
+		       (unsigned long long)st.max_user_orphans);
 		print_params(true);
 		printf("}}\n");
 		return EX_OK;
 	}
-	fmt_bytes(b1, sizeof(b1), st.bytes);
+	fmt_bytes(b1, sizeof(b1), st.user_bytes);
 	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
-	fmt_bytes(b3, sizeof(b3), st.max_owner_bytes);
+	fmt_bytes(b3, sizeof(b3), st.max_user_bytes);
 	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
-	printf("module: loaded, ABI %u, %s\n", st.abi_version, BLAMER_DEVICE_PATH);
-	printf("slabs: %llu (%llu orphaned, at most %llu kept)\n",
-	       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
-	       (unsigned long long)st.max_orphans);
-	printf("bytes: %s of %s (per slab at most %s, per owner %s)\n", b1, b4, b2, b3);
-	printf("generation: %llu\nparameters:\n", (unsigned long long)st.generation);
+	printf("module: loaded, %s\n", DEVICE);
+	printf("your slabs: %llu (%llu orphaned, at most %llu kept), %s of %s\n",
+	       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
+	       (unsigned long long)st.max_user_orphans, b1, b3);
+	if (device) {
+		fmt_bytes(b1, sizeof(b1), st.bytes);
+		printf("all slabs: %llu (%llu orphaned), %s of %s\n",
+		       (unsigned long long)st.slabs, (unsigned long long)st.orphans, b1, b4);
+	}
+	printf("limits: %s per slab, %s per user, %s in all\nparameters:\n", b2, b3, b4);
 	print_params(false);
 	return EX_OK;
 }
