@@ -51,7 +51,6 @@
 #include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/types.h>
-#include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 #include <linux/blamer.h>
@@ -292,13 +291,13 @@ void blamer_notify(const struct blamer_slab *slab);
 long blamer_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /*
- * vm_flags became read-only in 6.3, when the vm_flags_set() and
- * vm_flags_clear() helpers arrived.
+ * vm_flags became read-only in 6.3, when the vm_flags_set() helper
+ * arrived; module/Kbuild defines BLAMER_VM_FLAGS_SET from 6.3 on.
  */
 static inline void blamer_vm_flags_set(struct vm_area_struct *vma,
 				       vm_flags_t flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef BLAMER_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;

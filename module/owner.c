@@ -246,7 +246,7 @@ int blamer_owner_init(void)
 	for_each_kernel_tracepoint(blamer_find_exit_tp, &blamer_exit_tp);
 	if (!blamer_exit_tp) {
 		pr_err("the sched_process_exit tracepoint is missing (CONFIG_TRACEPOINTS)\n");
-		return -ENOSYS;
+		return -EOPNOTSUPP;
 	}
 	err = tracepoint_probe_register(blamer_exit_tp, blamer_exit_probe,
 					NULL);

@@ -30,7 +30,7 @@
 struct fz {
 	int fd[NFD];
 	int sfd[NSFD];
-	uint64_t ids[64];
+	__u64 ids[64];
 	int nids;
 	struct {
 		void *p;
@@ -39,24 +39,24 @@ struct fz {
 	unsigned int seed;
 };
 
-static uint64_t rnd(struct fz *z)
+static __u64 rnd(struct fz *z)
 {
-	return ((uint64_t)rand_r(&z->seed) << 31) ^ (uint64_t)rand_r(&z->seed);
+	return ((__u64)rand_r(&z->seed) << 31) ^ (__u64)rand_r(&z->seed);
 }
 
-static uint64_t pick_len(struct fz *z)
+static __u64 pick_len(struct fz *z)
 {
-	static const uint64_t hostile[] = {
+	static const __u64 hostile[] = {
 		0, 1, PG - 1, PG, PG + 1, 2 * PG, 1 << 20, 4 << 20, 16 << 20,
 		(16 << 20) + 1, ~0ULL, ~0ULL - PG + 2, 1ULL << 63, 1ULL << 32,
 	};
 
 	if (rnd(z) % 4)
 		return (rnd(z) % 8 + 1) * PG - rnd(z) % 2;
-	return hostile[rnd(z) % (sizeof(hostile) / sizeof(hostile[0]))];
+	return hostile[rnd(z) % ARRAY_SIZE(hostile)];
 }
 
-static uint64_t pick_id(struct fz *z)
+static __u64 pick_id(struct fz *z)
 {
 	if (z->nids && rnd(z) % 4)
 		return z->ids[rnd(z) % z->nids];
@@ -72,7 +72,7 @@ static int pick_fd(struct fz *z)
 	return z->fd[i];
 }
 
-static void remember(struct fz *z, uint64_t id)
+static void remember(struct fz *z, __u64 id)
 {
 	z->ids[z->nids < 64 ? z->nids++ : (int)(rnd(z) % 64)] = id;
 }
@@ -105,7 +105,6 @@ static void op(struct fz *z)
 	struct blamer_list l;
 	struct pollfd pfd;
 	int fd = pick_fd(z), i = rnd(z) % NMAP, prot;
-	volatile unsigned char sink;
 	void *p;
 
 	switch (rnd(z) % 16) {
@@ -153,9 +152,9 @@ static void op(struct fz *z)
 				 z->sfd[rnd(z) % NSFD],
 				 (off_t)((rnd(z) % 4 ? 0 : rnd(z) % 4) * PG));
 			if (p != MAP_FAILED) {
-				sink = *(unsigned char *)p;
+				bl_peek(p);
 				if (prot & PROT_WRITE)
-					*(unsigned char *)p = (unsigned char)rnd(z);
+					bl_poke(p, (unsigned char)rnd(z));
 				add_map(z, p, len);
 			}
 		}
@@ -199,8 +198,8 @@ static void op(struct fz *z)
 			};
 
 			madvise(z->map[i].p, z->map[i].len,
-				adv[rnd(z) % (sizeof(adv) / sizeof(adv[0]))]);
-			sink = *(volatile unsigned char *)z->map[i].p;
+				adv[rnd(z) % ARRAY_SIZE(adv)]);
+			bl_peek(z->map[i].p);
 		}
 		break;
 	case 12:
@@ -228,7 +227,7 @@ static void op(struct fz *z)
 			p = bl_map(z->sfd[rnd(z) % NSFD], PG,
 				   PROT_READ | PROT_WRITE);
 			if (p)
-				*(volatile char *)p = 1;
+				bl_poke(p, 1);
 			if (!bl_create(pick_fd(z), PG, &c) && rnd(z) % 2)
 				raise(SIGKILL);
 			_exit(rnd(z) % 256);
@@ -238,12 +237,12 @@ static void op(struct fz *z)
 		break;
 	}
 	default:
-		/* A write through the file itself is not supported. */
-		if (write(fd, "x", 1) < 0 && read(fd, info, 1) < 0)
-			sink = 0;
+		/* Slab and device files are not read or written. */
+		if (write(fd, "x", 1) < 0 && read(fd, info, 1) < 0 &&
+		    read(z->sfd[rnd(z) % NSFD], info, 1) < 0)
+			break;
 		break;
 	}
-	(void)sink;
 }
 
 static int worker(int secs, unsigned int seed)
@@ -300,8 +299,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	p = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
-	if (!p || (*(volatile char *)p = 1, 0))
+	if (!p)
 		return 1;
+	bl_poke(p, 1);
 	close(fd);
 	return bad ? 1 : 0;
 }

@@ -39,7 +39,7 @@ static int fail(const char *what, int err)
 
 enum { KEEP_ALL, KEEP_MAP, KEEP_NOTHING };
 
-static int hold(uint64_t len, int keep)
+static int hold(__u64 len, int keep)
 {
 	struct blamer_create c;
 	int fd = bl_open(O_RDWR), err;
@@ -66,7 +66,7 @@ static int hold(uint64_t len, int keep)
 		pause();
 }
 
-static int map_id(int fd, uint64_t id)
+static int map_id(int fd, __u64 id)
 {
 	int sfd = bl_open_slab(fd, id);
 	char *p;
@@ -99,7 +99,7 @@ static int count(void)
 	return 0;
 }
 
-static int create(int fd, uint64_t len, int n, int print_ids)
+static int create(int fd, __u64 len, int n, int print_ids)
 {
 	struct blamer_create c;
 	int i, err;
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "count"))
 		return count();
 	if (argc != 3) {
-		fprintf(stderr, "usage: blamer_slabctl hold|mapheld|keep|orphans|create|map|release|mapfd|createfd ARG | count\n");
+		fprintf(stderr, "usage: blamer_slabctl COMMAND ARG | count (see the source)\n");
 		return 2;
 	}
 	arg = strtoull(argv[2], NULL, 0);

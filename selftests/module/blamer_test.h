@@ -33,7 +33,7 @@ static const char *const bt_param_names[] = {
 	"max_user_orphans", "reader_gid",
 };
 
-#define BT_NPARAMS (sizeof(bt_param_names) / sizeof(bt_param_names[0]))
+#define BT_NPARAMS ARRAY_SIZE(bt_param_names)
 
 struct bt_params {
 	long long v[BT_NPARAMS];
@@ -67,23 +67,23 @@ static inline int bt_params_restore(const struct bt_params *p)
 }
 
 /*
- * Tests run in forked children; this parent outlives them all, so the
- * parameters come back even if a test crashed before its teardown.
+ * Every test program's main(). Tests run in forked children; this parent
+ * outlives them all, so the parameters come back even if a test crashed
+ * before its teardown.
  */
-#define BLAMER_TEST_MAIN						\
-	int main(int argc, char **argv)					\
-	{								\
-		struct bt_params saved;					\
-		int ret;						\
-									\
-		bt_params_save(&saved);					\
-		ret = test_harness_run(argc, argv);			\
-		if (bt_params_restore(&saved)) {			\
-			printf("# could not restore the parameters\n");	\
-			ret = 1;					\
-		}							\
-		return ret;						\
+static inline int bt_main(int argc, char **argv)
+{
+	struct bt_params saved;
+	int ret;
+
+	bt_params_save(&saved);
+	ret = test_harness_run(argc, argv);
+	if (bt_params_restore(&saved)) {
+		printf("# could not restore the parameters\n");
+		ret = 1;
 	}
+	return ret;
+}
 
 /*
  * Drop to @uid/@gid (no supplementary groups); 0 or -1. Changing ids
@@ -126,7 +126,7 @@ static inline int bt_run_as(int uid, int gid, int (*fn)(void *), void *arg)
 }
 
 /* The errno (0 on success) of opening slab @id read-only as the caller. */
-static inline int bt_try_open(uint64_t id)
+static inline int bt_try_open(__u64 id)
 {
 	int fd = bl_open(O_RDONLY), sfd;
 
@@ -142,7 +142,7 @@ static inline int bt_try_open(uint64_t id)
 
 static inline int bt_child_open(void *arg)
 {
-	return bt_try_open(*(uint64_t *)arg);
+	return bt_try_open(*(__u64 *)arg);
 }
 
 static inline int bt_child_release(void *arg)
@@ -151,7 +151,7 @@ static inline int bt_child_release(void *arg)
 
 	if (fd < 0)
 		return -fd;
-	err = bl_release(fd, *(uint64_t *)arg);
+	err = bl_release(fd, *(__u64 *)arg);
 	close(fd);
 	return -err;
 }
@@ -164,7 +164,7 @@ static inline int bt_child_lists(void *arg)
 
 	if (fd < 0)
 		return 2;
-	err = bl_find(fd, *(uint64_t *)arg, &info);
+	err = bl_find(fd, *(__u64 *)arg, &info);
 	close(fd);
 	return err ? 1 : 0;
 }
@@ -177,7 +177,7 @@ static inline int bt_child_lists(void *arg)
  */
 struct bt_holder {
 	pid_t pid;
-	uint64_t id;
+	__u64 id;
 	int go;
 };
 
@@ -258,7 +258,7 @@ static inline int bt_holder_kill(struct bt_holder *h, int sig)
 }
 
 /* Create a slab as @uid/@gid in a process that exits at once: an orphan. */
-static inline uint64_t bt_orphan(size_t len, int uid, int gid)
+static inline __u64 bt_orphan(size_t len, int uid, int gid)
 {
 	struct bt_holder h;
 
@@ -315,12 +315,11 @@ static inline long long bt_proc_starttime(pid_t pid)
 			return -1;
 		p++;
 	}
-	if (sscanf(p, "%llu", &v) != 1)
-		return -1;
+	v = strtoull(p, NULL, 10);
 	return (long long)v;
 }
 
-static inline long long bt_ns_to_ticks(uint64_t ns)
+static inline long long bt_ns_to_ticks(__u64 ns)
 {
 	return (long long)(ns / (1000000000ULL / sysconf(_SC_CLK_TCK)));
 }

@@ -23,6 +23,21 @@
 #define BL_DEVICE "/dev/blamer"
 #define BL_PARAMS "/sys/module/blamer/parameters/"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+/* One real load or store of a byte of a mapping (a fault if it must). */
+static inline unsigned char bl_peek(const void *p)
+{
+	return __atomic_load_n((const unsigned char *)p, __ATOMIC_RELAXED);
+}
+
+static inline void bl_poke(void *p, unsigned char v)
+{
+	__atomic_store_n((unsigned char *)p, v, __ATOMIC_RELAXED);
+}
+
 static inline int bl_open(int flags)
 {
 	int fd = open(BL_DEVICE, flags | O_CLOEXEC);
@@ -31,7 +46,7 @@ static inline int bl_open(int flags)
 }
 
 /* Create a slab of @len bytes; c->fd is its read-write descriptor. */
-static inline int bl_create(int fd, uint64_t len, struct blamer_create *c)
+static inline int bl_create(int fd, __u64 len, struct blamer_create *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->length = len;
@@ -40,7 +55,7 @@ static inline int bl_create(int fd, uint64_t len, struct blamer_create *c)
 }
 
 /* A read-only descriptor of slab @id, or -errno. */
-static inline int bl_open_slab(int fd, uint64_t id)
+static inline int bl_open_slab(int fd, __u64 id)
 {
 	struct blamer_open o = { .id = id };
 
@@ -53,7 +68,7 @@ static inline int bl_status(int fd, struct blamer_status *st)
 	return ioctl(fd, BLAMER_IOC_STATUS, st) ? -errno : 0;
 }
 
-static inline int bl_release(int fd, uint64_t id)
+static inline int bl_release(int fd, __u64 id)
 {
 	struct blamer_release r = { .id = id };
 
@@ -66,7 +81,7 @@ static inline int bl_list(int fd, struct blamer_slab_info **out,
 {
 	struct blamer_slab_info *v = NULL;
 	struct blamer_list l;
-	uint32_t cap = 64;
+	__u32 cap = 64;
 
 	*out = NULL;
 	for (;;) {
@@ -95,7 +110,7 @@ static inline int bl_list(int fd, struct blamer_slab_info **out,
 }
 
 /* The kernel's facts about slab @id as the caller sees them; 0 or -ENOENT. */
-static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
+static inline int bl_find(int fd, __u64 id, struct blamer_slab_info *info)
 {
 	struct blamer_slab_info *v = NULL;
 	int n, i, ret = -ENOENT;
@@ -114,7 +129,7 @@ static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
 }
 
 /* mmap of a slab descriptor from offset @off: the address or NULL, errno. */
-static inline void *bl_map_at(int sfd, uint64_t off, size_t len, int prot)
+static inline void *bl_map_at(int sfd, __u64 off, size_t len, int prot)
 {
 	void *p = mmap(NULL, len, prot, MAP_SHARED, sfd, (off_t)off);
 

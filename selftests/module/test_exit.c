@@ -8,14 +8,12 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include <linux/close_range.h>
+
 #include "blamer_test.h"
 
-#ifndef CLOSE_RANGE_UNSHARE
-#define CLOSE_RANGE_UNSHARE (1U << 1)
-#endif
-
 /* Facts about @id, as a fresh descriptor lists them. */
-static int facts(uint64_t id, struct blamer_slab_info *info)
+static int facts(__u64 id, struct blamer_slab_info *info)
 {
 	int fd = bl_open(O_RDONLY), err;
 
@@ -146,7 +144,7 @@ TEST(exit_code_from_threads)
 {
 	struct blamer_slab_info info;
 	int up[2], status, round;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 
 	for (round = 0; round < 2; round++) {
@@ -241,7 +239,7 @@ TEST_F(lone_thread, cannot_forge_exit)
 {
 	struct blamer_slab_info info;
 	int up[2], down[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 	char b;
 
@@ -315,7 +313,7 @@ TEST(exec_from_a_thread_is_not_an_exit)
 {
 	struct blamer_slab_info info;
 	int up[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 
 	if (access("/bin/sh", X_OK))
@@ -364,7 +362,7 @@ TEST(closing_everything_is_not_an_exit)
 {
 	struct blamer_slab_info info;
 	int up[2], down[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 	char b;
 
@@ -409,7 +407,7 @@ TEST(child_holding_descriptors_does_not_keep_it_live)
 {
 	struct blamer_slab_info info;
 	int up[2], down[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 
 	ASSERT_EQ(0, pipe(up));
@@ -467,4 +465,7 @@ TEST(facts_kept_after_death)
 	EXPECT_EQ(live.file_serial, dead.file_serial);
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

@@ -160,7 +160,7 @@ TEST(struct_sizes_from_the_command)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, bl_create(fd, PG, &c));
 	close(c.fd);
-	for (i = 0; i < sizeof(ioc) / sizeof(ioc[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(ioc); i++) {
 		size = _IOC_SIZE(ioc[i].cmd);
 		EXPECT_EQ(ioc[i].ver0, size);
 		/* Valid content: a page for create, c.id for open/release. */
@@ -557,4 +557,7 @@ TEST(threads_create_list_release_concurrently)
 	close(fd);
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

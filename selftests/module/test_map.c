@@ -279,14 +279,12 @@ TEST_F(mapped, dofork_child_reads_but_cannot_write)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		volatile unsigned char *p = self->rw;
-
-		if (p[1] != 'B')
+		if (bl_peek(self->rw + 1) != 'B')
 			_exit(1);
 		signal(SIGBUS, on_sigbus);
 		if (sigsetjmp(bus_env, 1))
 			_exit(0);
-		p[1] = 'c';
+		bl_poke(self->rw + 1, 'c');
 		_exit(2);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -343,4 +341,7 @@ TEST_F(mapped, maps_names_the_slab)
 	EXPECT_TRUE(found);
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

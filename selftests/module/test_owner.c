@@ -11,7 +11,7 @@
 #include "blamer_test.h"
 
 /* Facts about @id, as a fresh descriptor lists them. */
-static int facts(uint64_t id, struct blamer_slab_info *info)
+static int facts(__u64 id, struct blamer_slab_info *info)
 {
 	int fd = bl_open(O_RDONLY), err;
 
@@ -23,7 +23,7 @@ static int facts(uint64_t id, struct blamer_slab_info *info)
 }
 
 /* What another process can do with the creator's descriptors. */
-static int probe_fds(int dev, int sfd, uint64_t id)
+static int probe_fds(int dev, int sfd, __u64 id)
 {
 	struct blamer_create c;
 	int err;
@@ -46,7 +46,7 @@ static int probe_fds(int dev, int sfd, uint64_t id)
 struct inherit_arg {
 	int dev;
 	int sfd;
-	uint64_t id;
+	__u64 id;
 };
 
 static int inherited_child(void *arg)
@@ -129,7 +129,7 @@ TEST(passed_descriptors_give_nothing)
 {
 	struct blamer_create c;
 	int sv[2], dev, status, fds[2];
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
@@ -251,7 +251,7 @@ TEST(child_creates_its_own)
 {
 	struct blamer_slab_info info;
 	int up[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 
 	ASSERT_EQ(0, pipe(up));
@@ -279,7 +279,7 @@ TEST(child_creates_its_own)
 /* --------------------------- a CLONE_VM child outliving the creator */
 
 static sigjmp_buf bus_env;
-static volatile char *shared_map;
+static char *shared_map;
 static int go_pipe[2], result_pipe[2];
 
 static void on_sigbus(int sig)
@@ -299,7 +299,7 @@ static int vm_child(void *arg)
 	if (sigsetjmp(bus_env, 1)) {
 		r = 'S';
 	} else {
-		shared_map[0] = 'w';
+		bl_poke(shared_map, 'w');
 		r = 'W';
 	}
 	if (write(result_pipe[1], &r, 1) != 1)
@@ -315,10 +315,10 @@ static int vm_child(void *arg)
  */
 TEST(no_writes_after_the_creator_died)
 {
-	static char stack[64 * 1024] __attribute__((aligned(16)));
+	static long stack[8192];
 	struct blamer_slab_info info;
 	int up[2], status;
-	uint64_t id;
+	__u64 id;
 	pid_t creator, child;
 	char r = 0;
 
@@ -338,7 +338,7 @@ TEST(no_writes_after_the_creator_died)
 		if (!shared_map)
 			_exit(1);
 		shared_map[0] = 'c';
-		child = clone(vm_child, stack + sizeof(stack),
+		child = clone(vm_child, (char *)stack + sizeof(stack),
 			      CLONE_VM | SIGCHLD, NULL);
 		if (child < 0)
 			_exit(1);
@@ -361,4 +361,7 @@ TEST(no_writes_after_the_creator_died)
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

@@ -18,17 +18,17 @@ struct as {
 	int gid;
 };
 
-static int open_as(struct as who, uint64_t id)
+static int open_as(struct as who, __u64 id)
 {
 	return bt_run_as(who.uid, who.gid, bt_child_open, &id);
 }
 
-static int release_as(struct as who, uint64_t id)
+static int release_as(struct as who, __u64 id)
 {
 	return bt_run_as(who.uid, who.gid, bt_child_release, &id);
 }
 
-static int lists_as(struct as who, uint64_t id)
+static int lists_as(struct as who, __u64 id)
 {
 	return bt_run_as(who.uid, who.gid, bt_child_lists, &id);
 }
@@ -105,7 +105,7 @@ static char *setid_copy(const char *ctl, int gid, mode_t mode)
 }
 
 /* Run @prog hold 4096 as @who; its pid, and the slab ID in *@id. */
-static pid_t spawn_holder(const char *prog, struct as who, uint64_t *id)
+static pid_t spawn_holder(const char *prog, struct as who, __u64 *id)
 {
 	char out[64] = "";
 	int p[2];
@@ -156,7 +156,7 @@ TEST_F(root, setuid_and_setgid_creators)
 	const char *ctl = bt_slabctl();
 	struct blamer_slab_info info;
 	int fd = bl_open(O_RDONLY);
-	uint64_t id;
+	__u64 id;
 	char *prog;
 	pid_t pid;
 
@@ -240,7 +240,7 @@ static int in_pidns(struct as who, int (*fn)(void *), void *arg)
 /* uid 1000 inside: the outside slab does not exist for it. */
 static int pidns_user(void *arg)
 {
-	uint64_t outside = *(uint64_t *)arg;
+	__u64 outside = *(__u64 *)arg;
 	struct blamer_slab_info info;
 	struct blamer_create c;
 	int fd = bl_open(O_RDWR);
@@ -262,7 +262,7 @@ static int pidns_user(void *arg)
 /* root inside: privileged in the initial namespace, it sees all. */
 static int pidns_root(void *arg)
 {
-	uint64_t outside = *(uint64_t *)arg;
+	__u64 outside = *(__u64 *)arg;
 	struct blamer_slab_info info;
 	int fd = bl_open(O_RDONLY), sfd;
 
@@ -345,7 +345,7 @@ TEST_F(root, time_namespace_start_times)
 /* ---------------------------------------------------------- no oracles */
 
 struct scan {
-	uint64_t hi;
+	__u64 hi;
 	int fd;
 };
 
@@ -355,7 +355,7 @@ struct scan {
  */
 static int scan_ids(void *arg)
 {
-	uint64_t hi = *(uint64_t *)arg, id;
+	__u64 hi = *(__u64 *)arg, id;
 	struct blamer_slab_info info;
 	int fd = bl_open(O_RDONLY), sfd, err;
 
@@ -548,4 +548,7 @@ TEST_F(root, poll_is_filtered)
 	EXPECT_EQ(0, woken(user1, (struct as){ -1, -1 }));
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

@@ -34,7 +34,7 @@ static struct blamer_status status_of(int uid)
 	return st;
 }
 
-static int exists(uint64_t id)
+static int exists(__u64 id)
 {
 	struct blamer_slab_info info;
 	int fd = bl_open(O_RDONLY), err;
@@ -105,7 +105,7 @@ TEST_F(quota, orphans_stay_charged)
  */
 TEST_F(quota, orphan_limit_evicts_own_oldest_only)
 {
-	uint64_t victim, ids[10];
+	__u64 victim, ids[10];
 	struct blamer_status st;
 	int i;
 
@@ -130,7 +130,7 @@ TEST_F(quota, orphan_limit_evicts_own_oldest_only)
 /* Over its byte quota, a create evicts the creator's own oldest orphans. */
 TEST_F(quota, create_evicts_own_oldest_orphans)
 {
-	uint64_t a, b, other;
+	__u64 a, b, other;
 	struct blamer_status st;
 
 	if (BT_SKIPPED())
@@ -253,7 +253,7 @@ TEST_F(quota, user_namespace_charges_its_owner)
 	int up[2], down[2], status;
 	struct blamer_create c;
 	char path[64], b;
-	uint64_t id;
+	__u64 id;
 	pid_t pid;
 	FILE *f;
 
@@ -305,4 +305,7 @@ TEST_F(quota, user_namespace_charges_its_owner)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-BLAMER_TEST_MAIN
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}
