@@ -43,9 +43,11 @@ struct blamer_config {
 #define BLAMER_OPEN_NO_MODULES	(1u << 0)	/* skip blamer_modules_refresh() at open */
 
 int blamer_open(const struct blamer_config *cfg, struct blamer **out);
-/* Marks the heap deleted (a clean exit) and, in the dir backend, removes its files. */
+/* Marks the heap deleted (a clean exit) and removes it: its files (dir backend) or its slabs
+ * (device backend, released). */
 void blamer_close(struct blamer *b);
-/* Unmaps without marking anything: the heap stays as if the process died. */
+/* Unmaps without marking anything: the heap stays as if the process died (device: its
+ * slabs stay live until the process exits). */
 void blamer_abandon(struct blamer *b);
 
 /* Process-default context. */
@@ -316,7 +318,7 @@ struct blamer_snap_process {
 	int32_t exit_code;
 	uint32_t exit_signal;
 	uint64_t create_time_ns, orphan_time_ns; /* CLOCK_BOOTTIME */
-	uint64_t heap_key;	/* owner_serial (device) or a hash (dir) */
+	uint64_t heap_key;	/* file_serial (device) or a hash (dir) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
 	uint64_t size;		/* bytes of all slabs (trusted) */

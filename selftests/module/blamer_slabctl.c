@@ -21,10 +21,19 @@
  *                                read-write
  *   blamer_slabctl createfd FD   create a slab through the inherited
  *                                /dev/blamer descriptor FD
+ *   blamer_slabctl readcost N    what reading one slab costs a reader:
+ *                                creates N one-page slabs, then times,
+ *                                best of 11 interleaved rounds, per slab:
+ *                                open + mmap +
+ *                                touch + munmap + close, against mmap +
+ *                                touch + munmap of a file already open
+ *                                (the old offset-per-ID ABI's cost), and
+ *                                one listing of all N; prints the ratio
  *
  * Prints "ok" or the errno name; exits 0 on success, 1 otherwise.
  */
 #include <signal.h>
+#include <time.h>
 
 #include "blamer_util.h"
 
@@ -116,6 +125,97 @@ static int create(int fd, __u64 len, int n, int print_ids)
 	return 0;
 }
 
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long open_map_close(int dev, struct blamer_create *c, int n)
+{
+	long long t0 = now_ns();
+	int i, sfd;
+	char *p;
+
+	for (i = 0; i < n; i++) {
+		sfd = bl_open_slab(dev, c[i].id);
+		p = bl_map(sfd, PG, PROT_READ);
+		if (sfd < 0 || !p)
+			return -1;
+		close(sfd);
+		bl_peek(p);
+		munmap(p, PG);
+	}
+	return now_ns() - t0;
+}
+
+static long long map_open_file(int dev, struct blamer_create *c, int n)
+{
+	long long t0 = now_ns();
+	char *p;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		p = bl_map(c[i].fd, PG, PROT_READ);
+		if (!p)
+			return -1;
+		bl_peek(p);
+		munmap(p, PG);
+	}
+	return now_ns() - t0;
+}
+
+static long long list_all(int dev, struct blamer_create *c, int n)
+{
+	struct blamer_slab_info *v;
+	long long t0 = now_ns();
+	int got = bl_list(dev, &v, NULL);
+
+	if (got < n)
+		return -1;
+	free(v);
+	return now_ns() - t0;
+}
+
+static int readcost(int n)
+{
+	struct blamer_create *c = calloc(n, sizeof(*c));
+	long long a, b, l, t;
+	int dev = bl_open(O_RDWR), i, r, err;
+
+	if (!c || dev < 0)
+		return fail("setup", ENOMEM);
+	for (i = 0; i < n; i++) {
+		err = bl_create(dev, PG, &c[i]);
+		if (err)
+			return fail("create", -err);
+	}
+	a = b = l = -1;
+	/* Interleaved, so that a noisy moment hits every variant alike. */
+	for (r = 0; r < 11; r++) {
+		t = open_map_close(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		a = a < 0 || t < a ? t : a;
+		t = map_open_file(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		b = b < 0 || t < b ? t : b;
+		t = list_all(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		l = l < 0 || t < l ? t : l;
+	}
+	a /= n;
+	b /= n;
+	l /= n;
+	printf("%d slabs, ns per slab: open+mmap+touch+munmap+close %lld, mmap+touch+munmap of an open file %lld (ratio %.2f), listing %lld\n",
+	       n, a, b, (double)a / b, l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long arg;
@@ -144,6 +244,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "createfd"))
 		return create((int)arg, PG, 1, 0);
+	if (!strcmp(argv[1], "readcost"))
+		return readcost((int)arg);
 	fd = bl_open(O_RDWR);
 	if (fd < 0)
 		fd = bl_open(O_RDONLY);

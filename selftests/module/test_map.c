@@ -144,8 +144,10 @@ TEST_F(mapped, offsets_and_lengths)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(NULL, bl_map_at(self->ro, 2 * PG, PG, PROT_READ));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(NULL, bl_map_at(self->ro, 1ULL << 40, PG, PROT_READ));
-	EXPECT_EQ(EINVAL, errno);
+	if (sizeof(off_t) >= 8) {	/* a 32-bit off_t cannot say it */
+		EXPECT_EQ(NULL, bl_map_at(self->ro, 1ULL << 40, PG, PROT_READ));
+		EXPECT_EQ(EINVAL, errno);
+	}
 	p = mmap(NULL, PG, PROT_READ, MAP_PRIVATE, self->ro, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
