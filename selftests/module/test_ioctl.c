@@ -294,8 +294,13 @@ TEST(open_gives_a_readonly_file)
 	EXPECT_EQ('o', q[PG]);
 	/* Slab files are not read or written like files. */
 	EXPECT_EQ(-1, write(rfd, "x", 1));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, write(c.fd, "x", 1));
+	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, read(c.fd, p, 1));
+	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, ftruncate(c.fd, 0));
+	EXPECT_EQ(EINVAL, errno);
 	ASSERT_EQ(0, fstat(c.fd, &st));
 	EXPECT_EQ(2 * PG, st.st_size);
 	EXPECT_EQ(-ENOENT, bl_open_slab(fd, 0));

@@ -160,12 +160,17 @@ TEST_F(mapped, mremap_munmap_mprotect)
 	void *q;
 
 	ASSERT_NE(NULL, ro);
+	/* VM_DONTEXPAND: growth is EFAULT, DONTUNMAP moves EINVAL. */
 	EXPECT_EQ(MAP_FAILED, mremap(ro, 2 * PG, 3 * PG, 0));
+	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(MAP_FAILED, mremap(ro, 2 * PG, 4 * PG, MREMAP_MAYMOVE));
+	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(MAP_FAILED, mremap(self->rw, 2 * PG, 3 * PG,
 				     MREMAP_MAYMOVE));
+	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(MAP_FAILED, mremap(self->rw, 2 * PG, 2 * PG,
 				     MREMAP_MAYMOVE | MREMAP_DONTUNMAP));
+	EXPECT_EQ(EINVAL, errno);
 	q = mmap(NULL, 2 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, q);
 	moved = mremap(ro, 2 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, q);

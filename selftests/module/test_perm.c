@@ -344,6 +344,43 @@ TEST_F(root, time_namespace_start_times)
 
 /* ---------------------------------------------------------- no oracles */
 
+static int map_passed(void *arg)
+{
+	int sfd = *(int *)arg;
+
+	/* Permission comes first: the size of the slab is not told either. */
+	if (bl_map(sfd, PG, PROT_READ) || errno != EACCES)
+		return 1;
+	if (bl_map(sfd, 64 * PG, PROT_READ) || errno != EACCES)
+		return 2;
+	if (bl_map_at(sfd, 63 * PG, PG, PROT_READ) || errno != EACCES)
+		return 3;
+	return 0;
+}
+
+/*
+ * A read-only descriptor root opened, handed to a user who may not read
+ * the slab: mapping is refused, whatever range it asks for.
+ */
+TEST_F(root, passed_readonly_descriptor_gives_nothing)
+{
+	struct bt_holder h;
+	int sfd, dev = bl_open(O_RDONLY);
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, bt_holder_start(&h, 2 * PG, U1, U1, 0, 0, NULL));
+	sfd = bl_open_slab(dev, h.id);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(0, bt_run_as(U2, U2, map_passed, &sfd));
+	/* uid 1000 may read it: its first mapping succeeds. */
+	EXPECT_EQ(1, bt_run_as(U1, U1, map_passed, &sfd));
+	bt_holder_finish(&h);
+	close(sfd);
+	close(dev);
+}
+
 struct scan {
 	__u64 hi;
 	int fd;
