@@ -192,7 +192,9 @@ static int readcost(int n)
 		if (err)
 			return fail("create", -err);
 	}
-	a = b = l = -1;
+	a = -1;
+	b = -1;
+	l = -1;
 	/* Interleaved, so that a noisy moment hits every variant alike. */
 	for (r = 0; r < 11; r++) {
 		t = open_map_close(dev, c, n);
@@ -211,8 +213,10 @@ static int readcost(int n)
 	a /= n;
 	b /= n;
 	l /= n;
-	printf("%d slabs, ns per slab: open+mmap+touch+munmap+close %lld, mmap+touch+munmap of an open file %lld (ratio %.2f), listing %lld\n",
-	       n, a, b, (double)a / b, l);
+	printf("%d slabs, ns per slab: open+mmap+touch+munmap+close %lld, ", n, a);
+	printf("mmap+touch+munmap of an open file %lld (ratio %.2f), ", b,
+	       (double)a / b);
+	printf("listing %lld\n", l);
 	return 0;
 }
 
