@@ -179,7 +179,8 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	int err;
 
 	/* The same process, and the same program: execve() ends it. */
-	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm)
+	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm ||
+	    !current->mm)
 		return -EPERM;
 	if (c->flags || !c->length)
 		return -EINVAL;
@@ -382,15 +383,13 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 	    l->info_size < BLAMER_SLAB_INFO_SIZE_VER0 ||
 	    l->info_size > PAGE_SIZE)
 		return -EINVAL;
-	if (l->start_id > BLAMER_ID_MAX)
-		goto out;
 	blamer_owner_settle();
 	/* Read before the walk: a later event still wakes poll(). */
 	blamer_watch(ctx, true);
 	events = atomic64_read(&ctx->events);
 	blamer_ident_current(&me);
 
-	index = l->start_id;
+	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
 	do {
 		struct blamer_slab *slab;
 
@@ -428,7 +427,6 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 		return err;
 	atomic64_set(&ctx->seen, events);
 	l->events = events;
-out:
 	l->count = count;
 	l->total = total;
 	return 0;
