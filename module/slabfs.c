@@ -15,8 +15,8 @@
  *  - every mapping holds a file and so the inode and its pages: releasing
  *    or evicting a slab never frees mapped memory, and the pages stay
  *    charged to their account until they are really freed;
- *  - all mappings of a slab are in one address space, so the writers'
- *    page table entries can be zapped when the owner dies.
+ *  - every mapping of a slab hangs off its inode's i_mapping, so the
+ *    writers' page table entries can be zapped when the owner dies.
  *
  * Write access: a writable file is only handed to the creator, and only
  * the creator's address space may map it (an inherited or passed copy
@@ -33,9 +33,9 @@
  * get_user_pages() works on them, pinned pages stay alive and charged.
  */
 #include <linux/fs.h>
-#include <linux/module.h>
 #include <linux/fs_context.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/pseudo_fs.h>
