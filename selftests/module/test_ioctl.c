@@ -463,7 +463,7 @@ TEST(list_capacity_entry_size_and_paging)
 /* ---------------------------------------------------------- concurrency */
 
 #define THREADS 8
-#define ROUNDS 100
+#define ROUNDS 40
 
 static void *churn(void *arg)
 {
@@ -537,7 +537,20 @@ static void *lister(void *arg)
 	return (void *)bad;
 }
 
-TEST(threads_create_list_release_concurrently)
+FIXTURE(concurrent) {
+	int dummy;
+};
+
+FIXTURE_SETUP(concurrent)
+{
+}
+
+FIXTURE_TEARDOWN(concurrent)
+{
+}
+
+/* Long on debug kernels (KASAN, lockdep) under emulation. */
+TEST_F_TIMEOUT(concurrent, create_list_release, 600)
 {
 	struct blamer_status before, after;
 	pthread_t t[THREADS + 2];
