@@ -33,8 +33,8 @@ KVER     ?= 6.1
 export BUILD RESULTS
 
 CC       ?= cc
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-		 -I$(SRC)/include -I$(SRC)/lib
+# Only the public headers: code outside lib/ sees nothing else.
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -I$(SRC)/include
 CHECK_SUITES :=
 ALL_TARGETS  :=
 DEMO_DEPS    :=

@@ -296,7 +296,7 @@ static void op_log(uint64_t n, void *arg)
 static void op_unix_dgram(uint64_t n, void *arg)
 {
 	int *sv = arg;
-	struct blamer_activity a = { .kind = BLAMER_ACT_TASK };
+	struct blamer_activity a = { .kind = BLAMER_ACTIVITY_TASK };
 	struct blamer_activity in;
 
 	memcpy(a.label, "bench", 6);
@@ -336,7 +336,7 @@ static void dgram_receiver(int fd)
 static void op_unix_dgram_proc(uint64_t n, void *arg)
 {
 	int *sv = arg;
-	struct blamer_activity a = { .kind = BLAMER_ACT_TASK };
+	struct blamer_activity a = { .kind = BLAMER_ACTIVITY_TASK };
 	char ack;
 
 	memcpy(a.label, "bench", 6);

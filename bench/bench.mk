@@ -7,7 +7,7 @@ BENCH_DIR  := $(BUILD)/bench
 BENCH_BIN  := $(BENCH_DIR)/bench
 BENCH_LTTNG := $(shell test -f /usr/include/x86_64-linux-gnu/lttng/tracepoint.h -o \
 		 -f /usr/include/lttng/tracepoint.h && echo 1)
-BENCH_CFLAGS := $(filter-out -std=c11,$(CFLAGS_COMMON)) -std=gnu11 -I$(SRC)/include/uapi \
+BENCH_CFLAGS := $(filter-out -std=c11,$(CFLAGS_COMMON)) -std=gnu11 $(LIB_INCLUDES) \
 		-I$(SRC)/bench
 BENCH_SRCS := $(SRC)/bench/bench.c
 BENCH_LIBS := -lpthread

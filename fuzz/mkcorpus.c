@@ -53,10 +53,10 @@ int main(int argc, char **argv)
 	{
 		blamer_ref t = fx_thread(&h, 7, "t", 2), ud;
 
-		fx_push(&h, t, BLAMER_ACT_TASK, "a", 1, 0);
-		fx_push(&h, t, BLAMER_ACT_TASK, "b", 2, 0);
-		fx_push(&h, t, BLAMER_ACT_TASK, "c", 3, 0);	/* overflow */
-		ud = fx_userdata(&h, BLAMER_SCOPE_PROCESS, 128, 1);
+		fx_push(&h, t, BLAMER_ACTIVITY_TASK, "a", 1, 0);
+		fx_push(&h, t, BLAMER_ACTIVITY_TASK, "b", 2, 0);
+		fx_push(&h, t, BLAMER_ACTIVITY_TASK, "c", 3, 0);	/* overflow */
+		ud = fx_userdata(&h, BLAMER_DATA_PROCESS, 128, 1);
 		fx_field_u64(&h, ud, "n", 5);
 		fx_field_str(&h, ud, "s", "hello");
 		((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ud;

@@ -15,7 +15,82 @@
 extern "C" {
 #endif
 
-/* ---- Writer API (lib/, owned by the writer side) ---- */
+/*
+ * ---- Values ----
+ * Every value the writer API takes and a snapshot shows has one name,
+ * here. Heaps store most of these numbers (Documentation/heap-format.rst),
+ * and a heap outlives the program that wrote it: a value never changes
+ * its meaning; new ones are only ever added.
+ */
+
+/* Where heaps live (blamer_config.backend, blamer_reader_opts.backend,
+ * blamer_heap_info.backend, blamer_snapshot.backend). */
+enum blamer_backend {
+	BLAMER_BACKEND_AUTO = 0,	/* device if /dev/blamer exists, else dir */
+	BLAMER_BACKEND_DEVICE = 1,
+	BLAMER_BACKEND_DIR = 2,
+};
+
+/* Process phases (blamer_set_phase(), blamer_snap_process.phase);
+ * >= BLAMER_PHASE_APP_BASE are the application's. */
+#define BLAMER_PHASE_UNKNOWN		0u
+#define BLAMER_PHASE_LAUNCHED		1u
+#define BLAMER_PHASE_MAIN_LOOP		2u
+#define BLAMER_PHASE_SHUTTING_DOWN	3u
+#define BLAMER_PHASE_EXITED_CLEANLY	4u
+#define BLAMER_PHASE_APP_BASE		1000u
+
+/* Activity kinds (blamer_push(), blamer_snap_activity.kind). */
+#define BLAMER_ACTIVITY_TASK		1u
+#define BLAMER_ACTIVITY_LOCK_ACQUIRE	2u
+#define BLAMER_ACTIVITY_EVENT_WAIT	3u
+#define BLAMER_ACTIVITY_THREAD_JOIN	4u
+#define BLAMER_ACTIVITY_PROCESS_WAIT	5u
+#define BLAMER_ACTIVITY_GENERIC		6u
+
+/* Scopes of user data (blamer_set_*()). */
+#define BLAMER_DATA_GLOBAL	1u	/* about the application: readers merge across processes */
+#define BLAMER_DATA_PROCESS	2u	/* about this process */
+#define BLAMER_DATA_ACTIVITY	3u	/* about the calling thread's top activity */
+
+/* Types of user data fields (blamer_snap_field.type). */
+#define BLAMER_FIELD_END	0u	/* (in a heap: a field being made) */
+#define BLAMER_FIELD_RAW	1u	/* bytes */
+#define BLAMER_FIELD_RAW_REF	2u	/* address and size of bytes outside the heap */
+#define BLAMER_FIELD_STRING	3u
+#define BLAMER_FIELD_STRING_REF	4u	/* address and size of a string outside the heap */
+#define BLAMER_FIELD_CHAR	5u
+#define BLAMER_FIELD_BOOL	6u
+#define BLAMER_FIELD_SIGNED	7u	/* int64_t */
+#define BLAMER_FIELD_UNSIGNED	8u	/* uint64_t */
+#define BLAMER_FIELD_DOUBLE	9u
+
+/* Measurement units (blamer_path_get(), snapshot paths and totals);
+ * >= BLAMER_UNIT_APP_BASE are the application's. */
+#define BLAMER_UNIT_NONE	0u
+#define BLAMER_UNIT_CPU_NS	1u
+#define BLAMER_UNIT_BYTES	2u
+#define BLAMER_UNIT_COUNT	3u
+#define BLAMER_UNIT_APP_BASE	1000u
+
+/* Heap states (blamer_snap_process.heap_state). */
+#define BLAMER_HEAP_UNINIT	0u	/* being made */
+#define BLAMER_HEAP_READY	1u	/* in use */
+#define BLAMER_HEAP_DELETED	2u	/* its owner closed it (a clean end) */
+
+/* Heap flags (blamer_heap_info.flags, blamer_snap_process.heap_flags). */
+#define BLAMER_HEAP_F_CORRUPT	(1u << 0)
+#define BLAMER_HEAP_F_FULL	(1u << 1)
+
+/* Whether a heap's owner runs (blamer_snap_process.state). */
+#define BLAMER_PROC_LIVE	1
+#define BLAMER_PROC_DEAD	2
+
+/* States of a child a process launched (blamer_snap_child.state). */
+#define BLAMER_CHILD_RUNNING	1u
+#define BLAMER_CHILD_EXITED	2u
+
+/* ---- Writer API ---- */
 #include <sys/types.h>	/* pid_t */
 
 /*
@@ -62,7 +137,7 @@ struct blamer_heap_info {
 	int backend;		/* BLAMER_BACKEND_DEVICE or BLAMER_BACKEND_DIR */
 	uint32_t slab_count;
 	uint32_t max_slabs;
-	uint32_t flags;		/* BLAMER_HEAP_F_* below */
+	uint32_t flags;		/* BLAMER_HEAP_F_* */
 	uint64_t slab_size;
 	uint64_t heap_id;
 	uint64_t bytes_used;
@@ -71,18 +146,8 @@ struct blamer_heap_info {
 	char dir[256];		/* dir backend directory, else "" */
 };
 int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info);
-/* bits of blamer_heap_info.flags */
-#define BLAMER_HEAP_F_CORRUPT	(1u << 0)
-#define BLAMER_HEAP_F_FULL	(1u << 1)
 
 /* ---- Process ---- */
-/* Phases; the same values as lib/heap_format.h (identical redefinitions are fine). */
-#define BLAMER_PHASE_UNKNOWN		0u
-#define BLAMER_PHASE_LAUNCHED		1u
-#define BLAMER_PHASE_MAIN_LOOP		2u
-#define BLAMER_PHASE_SHUTTING_DOWN	3u
-#define BLAMER_PHASE_EXITED_CLEANLY	4u
-#define BLAMER_PHASE_APP_BASE		1000u
 int blamer_set_phase(struct blamer *b, uint32_t phase);	/* BLAMER_PHASE_* or >= 1000 */
 /* A parent records the children it starts and their end. */
 int blamer_process_launched(struct blamer *b, pid_t pid);
@@ -96,13 +161,6 @@ int blamer_process_launched(struct blamer *b, pid_t pid);
 int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status);
 
 /* ---- Thread activity stack (async-signal-safe push/pop) ---- */
-#define BLAMER_ACTIVITY_TASK		1u
-#define BLAMER_ACTIVITY_LOCK_ACQUIRE	2u
-#define BLAMER_ACTIVITY_EVENT_WAIT	3u
-#define BLAMER_ACTIVITY_THREAD_JOIN	4u
-#define BLAMER_ACTIVITY_PROCESS_WAIT	5u
-#define BLAMER_ACTIVITY_GENERIC		6u
-
 /*
  * Pushes an activity of @kind on the calling thread's stack with a
  * timestamp, the caller's address and two words of kind-specific data
@@ -117,10 +175,6 @@ void blamer_pop(struct blamer *b);
 int blamer_thread_set_name(struct blamer *b, const char *name);
 
 /* ---- Typed user data ---- */
-#define BLAMER_DATA_GLOBAL	1u	/* about the application: readers merge across processes */
-#define BLAMER_DATA_PROCESS	2u	/* about this process */
-#define BLAMER_DATA_ACTIVITY	3u	/* about the calling thread's top activity */
-
 /*
  * Handle to one field, for updates without a name lookup. It points into
  * the heap: valid until the scope ends (pop, close). After fork() the
@@ -168,13 +222,6 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id);
  * 8 measurements whose units are given by @units (BLAMER_UNIT_* or >= 1000).
  * Finds the existing record for the same path and units or makes one.
  */
-/* Units; the same values as lib/heap_format.h. */
-#define BLAMER_UNIT_NONE	0u
-#define BLAMER_UNIT_CPU_NS	1u
-#define BLAMER_UNIT_BYTES	2u
-#define BLAMER_UNIT_COUNT	3u
-#define BLAMER_UNIT_APP_BASE	1000u
-
 struct blamer_path;
 struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits);
@@ -183,7 +230,7 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
 
 /* ---- end of writer API ---- */
 
-/* ---- Reader API (lib/reader*.c, owned by the reader side) ---- */
+/* ---- Reader API ---- */
 #include <stdio.h>	/* FILE for the exporters */
 
 /*
@@ -192,12 +239,6 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
  * blamer_snapshot_free(). Nothing in a snapshot points into shared memory.
  * See Documentation/reader.rst.
  */
-enum blamer_backend {
-	BLAMER_BACKEND_AUTO = 0,	/* device if /dev/blamer exists, else dir */
-	BLAMER_BACKEND_DEVICE = 1,
-	BLAMER_BACKEND_DIR = 2,
-};
-
 /* blamer_reader_opts.flags */
 #define BLAMER_READ_HEADERS_ONLY (1u << 0) /* slab/heap headers + process record */
 #define BLAMER_READ_DEAD_FULL	(1u << 1) /* dir: read dead heaps fully too */
@@ -242,7 +283,7 @@ struct blamer_snap_activity {
 	uint64_t time_ns;	/* CLOCK_MONOTONIC at push (converted from the heap's clock), 0: unknown */
 	uint64_t calling_address;
 	uint64_t data[2];
-	uint32_t kind;		/* BLAMER_ACT_* */
+	uint32_t kind;		/* BLAMER_ACTIVITY_* */
 	char label[17];
 	struct blamer_snap_fields fields;
 };
@@ -277,7 +318,7 @@ struct blamer_snap_child {
 	int64_t pid;
 	uint64_t launch_time_ns, exit_time_ns;
 	int32_t exit_status;	/* wait status */
-	uint32_t state;		/* 1 running, 2 exited */
+	uint32_t state;		/* BLAMER_CHILD_* */
 };
 
 struct blamer_snap_node {
@@ -300,10 +341,6 @@ struct blamer_snap_path {
 	uint32_t units[BLAMER_SNAP_MAX_UNITS];
 	uint64_t values[BLAMER_SNAP_MAX_UNITS];
 };
-
-/* Process states (blamer_snap_process.state) */
-#define BLAMER_PROC_LIVE	1
-#define BLAMER_PROC_DEAD	2
 
 struct blamer_snap_process {
 	/* facts from the backend: the kernel (device) or names and /proc (dir) */
@@ -328,7 +365,8 @@ struct blamer_snap_process {
 	enum blamer_health health;
 	char problem[160];	/* first problem found, "" if none */
 	uint32_t torn_records;
-	uint32_t heap_state, heap_flags;	/* BLAMER_HEAP_* */
+	uint32_t heap_state;	/* BLAMER_HEAP_UNINIT, _READY, _DELETED */
+	uint32_t heap_flags;	/* BLAMER_HEAP_F_* */
 	uint64_t heap_create_time_ns;
 	bool have_record;	/* a process record was found */
 	int64_t rec_pid;
@@ -411,7 +449,7 @@ const char *blamer_phase_name(uint32_t phase);
 const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 
-/* Exporters (lib/export_*.c). Return 0 or -errno. */
+/* Exporters. Return 0 or -errno. */
 #define BLAMER_JSON_SCHEMA_VERSION 2
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */

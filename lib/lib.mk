@@ -1,23 +1,41 @@
-# libblamer: static and shared library (writer owns this fragment).
+# libblamer: static and shared library.
 #
-# Writer sources are lib/*.c except the reader's; the reader lists its
-# sources in LIB_READER_SRCS in lib/reader.mk (included below). Objects
-# are built once, position independent, for both libraries.
+# lib/ is four layers; a layer uses the ones above it in this list, never
+# the ones below (Documentation/design.rst has the map):
+#   format/  what writer and reader agree on: the heap format, atomics,
+#            the activity clock
+#   writer/  what an application links: contexts, the allocator, records
+#   reader/  snapshots of every heap the caller may read
+#   export/  JSON and Prometheus views of a snapshot (public API only)
+# Each layer lists its sources and sees, besides include/, only its own
+# and the lower layers' headers (LIB_INC_<layer>). Objects are built
+# once, position independent, for both libraries and for the tools.
 #
 #   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
 #   make install        header, libraries, blamer.pc (+ INSTALL_TARGETS)
 #   PREFIX=/usr/local   DESTDIR=   LIBDIR=$(PREFIX)/lib  INCLUDEDIR=$(PREFIX)/include
 
-LIB_READER_SRCS :=
--include $(SRC)/lib/reader.mk
+LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
+LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
+		     heap.c records.c modules.c registry.c tls.c context.c \
+		     process.c thread.c userdata.c log.c dag.c dag_shard.c)
+LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c parse.c dir.c dev.c \
+		     totals.c names.c reader.c)
+LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json.c prom.c)
 
-LIB_WRITER_SRCS := $(filter-out $(SRC)/lib/reader% $(SRC)/lib/export%,\
-		     $(wildcard $(SRC)/lib/*.c))
-LIB_SRCS   := $(LIB_WRITER_SRCS) $(addprefix $(SRC)/,$(patsubst $(SRC)/%,%,$(LIB_READER_SRCS)))
+LIB_INC_format := -I$(SRC)/lib/format
+LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/writer
+LIB_INC_reader := -I$(SRC)/lib/format -I$(SRC)/lib/reader
+LIB_INC_export :=
+# For tests and benchmarks that look inside (they build the sources
+# themselves, with sanitizers): every layer's headers.
+LIB_INCLUDES := -I$(SRC)/include/uapi -I$(SRC)/lib/format -I$(SRC)/lib/writer \
+		-I$(SRC)/lib/reader
+LIB_PRIVATE_HDRS := $(wildcard $(SRC)/lib/*/*.h)
+
+LIB_SRCS   := $(LIB_FORMAT_SRCS) $(LIB_WRITER_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
 LIB_DIR    := $(BUILD)/lib
 LIB_OBJS   := $(patsubst $(SRC)/lib/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
-LIB_HDRS   := $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h \
-	      $(SRC)/include/uapi/linux/blamer.h
 LIB_SOVER  := 1
 LIB_A      := $(LIB_DIR)/libblamer.a
 LIB_SO     := $(LIB_DIR)/libblamer.so
@@ -37,9 +55,21 @@ VERSION    ?= 0.1.0
 all: lib
 lib: $(LIB_A) $(LIB_SO) $(LIB_PC)
 
-$(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c $(LIB_HDRS)
+# The layer is the first directory of the stem (writer/heap -> writer).
+# -MMD: each object depends on exactly the headers it includes.
+$(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LIB_CFLAGS) -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS_COMMON) $(LIB_CFLAGS) $(LIB_INC_$(firstword $(subst /, ,$*))) \
+		-fPIC -MMD -MP -c -o $@ $<
+-include $(LIB_OBJS:.o=.d)
+
+# The layers as built: which file calls which (from the objects' symbols)
+# and which headers the exporters and the CLI include (scripts/check-layers).
+CHECK_SUITES += lib-layers
+.PHONY: lib-layers
+lib-layers: lib tools
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/check-layers $(SRC) $(LIB_DIR)/obj \
+		$(BUILD)/tools/obj $(LIB_OBJS)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

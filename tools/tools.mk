@@ -1,46 +1,37 @@
-# The blamer command (reader owns this fragment).
+# The blamer command.
 #
 #   make tools          $(BUILD)/tools/blamer  (dynamic, libkmod)
 #   make tools-static   $(BUILD)/static/blamer (static, raw module syscalls; for the VM)
 #
-# The tool links the reader objects directly (not libblamer), so it builds
-# and runs without the writer side. Reader sources: lib/reader.mk.
--include $(SRC)/lib/reader.mk
+# The CLI sees only the public headers (include/). It links libblamer.a,
+# from which only the reader and the exporters are pulled in: the tool
+# carries no writer code.
 
 TOOLS_DIR     := $(BUILD)/tools
-BLAMER_CLI_SRCS := $(filter-out %/kmod_libkmod.c %/kmod_raw.c,\
-			$(wildcard $(SRC)/tools/blamer/*.c))
+BLAMER_CLI_SRCS := $(addprefix $(SRC)/tools/blamer/,main.c util.c cmd_list.c cmd_dump.c \
+			cmd_blame.c cmd_top.c cmd_postmortem.c cmd_export.c cmd_kmod.c)
 TOOLS_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/tools/blamer
-TOOLS_HDRS    := $(wildcard $(SRC)/tools/blamer/*.h) $(wildcard $(SRC)/lib/*.h) \
-		 $(SRC)/include/blamer.h $(SRC)/include/uapi/linux/blamer.h
-READER_OBJS   := $(patsubst $(SRC)/lib/%.c,$(TOOLS_DIR)/obj/lib/%.o,$(LIB_READER_SRCS))
-CLI_OBJS      := $(patsubst $(SRC)/tools/blamer/%.c,$(TOOLS_DIR)/obj/cli/%.o,$(BLAMER_CLI_SRCS))
-STATIC_OBJS   := $(patsubst $(TOOLS_DIR)/obj/%,$(BUILD)/static/obj/%,$(READER_OBJS) $(CLI_OBJS))
+CLI_OBJS      := $(patsubst $(SRC)/tools/blamer/%.c,$(TOOLS_DIR)/obj/%.o,$(BLAMER_CLI_SRCS))
+# How modules are loaded: libkmod (dynamic build) or raw syscalls (static).
+KMOD_OBJS     := $(TOOLS_DIR)/obj/kmod_libkmod.o $(TOOLS_DIR)/obj/kmod_raw.o
 
 .PHONY: tools tools-static install-tools
 all: tools
 tools: $(TOOLS_DIR)/blamer
 tools-static: $(BUILD)/static/blamer
 
-$(TOOLS_DIR)/obj/lib/%.o: $(SRC)/lib/%.c $(TOOLS_HDRS)
+$(TOOLS_DIR)/obj/%.o: $(SRC)/tools/blamer/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
-$(TOOLS_DIR)/obj/cli/%.o: $(SRC)/tools/blamer/%.c $(TOOLS_HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
-$(BUILD)/static/obj/lib/%.o: $(SRC)/lib/%.c $(TOOLS_HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
-$(BUILD)/static/obj/cli/%.o: $(SRC)/tools/blamer/%.c $(TOOLS_HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
+	$(CC) $(TOOLS_CFLAGS) -MMD -MP -c -o $@ $<
+-include $(CLI_OBJS:.o=.d) $(KMOD_OBJS:.o=.d)
 
-$(TOOLS_DIR)/blamer: $(READER_OBJS) $(CLI_OBJS) $(TOOLS_DIR)/obj/cli/kmod_libkmod.o
+$(TOOLS_DIR)/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_libkmod.o $(LIB_A)
 	$(CC) -o $@ $^ -lkmod -lm
 
 # Debian has no libkmod.a: the static binary loads modules with
 # finit_module(2)/delete_module(2) directly (tools/blamer/kmod_raw.c).
-$(BUILD)/static/blamer: $(STATIC_OBJS) $(BUILD)/static/obj/cli/kmod_raw.o
+$(BUILD)/static/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_raw.o $(LIB_A)
+	@mkdir -p $(dir $@)
 	$(CC) -static -o $@ $^ -lm
 
 PREFIX ?= /usr/local

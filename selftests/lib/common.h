@@ -2,7 +2,7 @@
 /*
  * Shared helpers of the library tests. The tests are built from the
  * library sources (with sanitizers), so they may look inside a context
- * (lib/context.h) to check what the writer wrote.
+ * (lib/writer/context.h) to check what the writer wrote.
  *
  * BLAMER_TEST_BACKEND=device runs the backend-neutral tests against
  * /dev/blamer (in the VM); the default is the dir backend in a private
@@ -24,7 +24,7 @@ static inline int t_backend(void)
 {
 	const char *e = getenv("BLAMER_TEST_BACKEND");
 
-	return e && !strcmp(e, "device") ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;
+	return e && !strcmp(e, "device") ? BLAMER_BACKEND_DEVICE : BLAMER_BACKEND_DIR;
 }
 
 /* A private 0700 directory for dir heaps (also used by device tests). */
@@ -72,7 +72,7 @@ static inline void t_view(struct blamer *b, struct v_heap *v)
 /* Another process's heap, through its files or the device. */
 static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct v_heap *v)
 {
-	if (t_backend() == BL_BACKEND_DEVICE)
+	if (t_backend() == BLAMER_BACKEND_DEVICE)
 		return v_load_device(pid, v);
 	return v_load_dir(dir, pid, start_ns, v);
 }

@@ -9,11 +9,11 @@
 
 LIBT_SRC   := $(SRC)/selftests/lib
 LIBT_TESTS := test_lib test_concurrency
-LIBT_LIBSRCS := $(LIB_WRITER_SRCS) $(LIB_READER_SRCS)
-LIBT_DEPS  := $(LIBT_LIBSRCS) $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h \
+LIBT_LIBSRCS := $(LIB_SRCS)
+LIBT_DEPS  := $(LIBT_LIBSRCS) $(LIB_PRIVATE_HDRS) $(SRC)/include/blamer.h \
 	      $(LIBT_SRC)/validate.c $(wildcard $(LIBT_SRC)/*.h) $(KSELFTEST_HARNESS)
 LIBT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -g \
-	       -I$(SRC)/include -I$(SRC)/include/uapi -I$(SRC)/lib -I$(LIBT_SRC) \
+	       -I$(SRC)/include $(LIB_INCLUDES) -I$(LIBT_SRC) \
 	       -I$(KSELFTEST_DIR) -Wno-unused-parameter -Wno-sign-compare \
 	       -Wno-missing-field-initializers -Wno-empty-body -Wno-misleading-indentation
 LIBT_CLANG ?= clang

@@ -40,11 +40,11 @@ TEST(open_close_dir)
 	struct blamer *b;
 
 	t_mkdir(dir, sizeof(dir));
-	c.backend = BL_BACKEND_DIR;
+	c.backend = BLAMER_BACKEND_DIR;
 	c.dir = dir;
 	ASSERT_EQ(0, blamer_open(&c, &b)) TH_LOG("%s", blamer_errmsg());
 	ASSERT_EQ(0, blamer_heap_info(b, &info));
-	ASSERT_EQ(BL_BACKEND_DIR, info.backend);
+	ASSERT_EQ(BLAMER_BACKEND_DIR, info.backend);
 	ASSERT_EQ(getpid(), info.pid);
 	snprintf(name, sizeof(name), "%s/%d-%lld.0.slab", dir, getpid(), (long long)info.start_ns);
 	ASSERT_EQ(0, stat(name, &st));
@@ -64,7 +64,7 @@ TEST(dir_refuses_unsafe_places)
 	struct blamer *b;
 
 	t_mkdir(dir, sizeof(dir));
-	c.backend = BL_BACKEND_DIR;
+	c.backend = BLAMER_BACKEND_DIR;
 	/* a symlink to a good directory */
 	snprintf(p, sizeof(p), "%s/real", dir);
 	snprintf(q, sizeof(q), "%s/link", dir);
@@ -124,7 +124,7 @@ TEST(heap_left_before_exec_is_replaced)
 	char dir[64];
 
 	t_mkdir(dir, sizeof(dir));
-	c.backend = BL_BACKEND_DIR;
+	c.backend = BLAMER_BACKEND_DIR;
 	c.dir = dir;
 	ASSERT_EQ(0, blamer_open(&c, &a));
 	/* a live context of ours is there: a second one is refused */
@@ -146,7 +146,7 @@ TEST(backend_choice_is_explicit)
 
 	t_mkdir(dir, sizeof(dir));
 	c.dir = dir;
-	c.backend = BL_BACKEND_AUTO;
+	c.backend = BLAMER_BACKEND_AUTO;
 	setenv("BLAMER_BACKEND", "carrier-pigeon", 1);
 	ASSERT_EQ(-EINVAL, blamer_open(&c, &b));
 	ASSERT_NE(NULL, strstr(blamer_errmsg(), "BLAMER_BACKEND"));
@@ -161,7 +161,7 @@ TEST(backend_choice_is_explicit)
 
 		ASSERT_EQ(0, ret) TH_LOG("%s", blamer_errmsg());
 		ASSERT_EQ(0, blamer_heap_info(b, &info));
-		ASSERT_EQ(BL_BACKEND_DEVICE, info.backend);
+		ASSERT_EQ(BLAMER_BACKEND_DEVICE, info.backend);
 		blamer_close(b);
 	}
 	setenv("BLAMER_BACKEND", "dir", 1);
@@ -469,8 +469,8 @@ TEST(user_data_all_types)
 	ASSERT_EQ(0, blamer_open(&c, &b));
 	u = bl_ptr(&b->heap, b->process_data);
 	g = bl_ptr(&b->heap, b->global_data);
-	ASSERT_EQ(BLAMER_SCOPE_PROCESS, u->scope);
-	ASSERT_EQ(BLAMER_SCOPE_GLOBAL, g->scope);
+	ASSERT_EQ(BLAMER_DATA_PROCESS, u->scope);
+	ASSERT_EQ(BLAMER_DATA_GLOBAL, g->scope);
 	ASSERT_NE(NULL, blamer_set_bool(b, BLAMER_DATA_PROCESS, "ok", true));
 	ASSERT_NE(NULL, blamer_set_char(b, BLAMER_DATA_PROCESS, "grade", 'A'));
 	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "temp", -40));
@@ -570,7 +570,7 @@ TEST(activity_data_reused)
 	first = t->stack[0].user_data;
 	ASSERT_NE(0, first);
 	u = bl_ptr(&b->heap, first);
-	ASSERT_EQ(BLAMER_SCOPE_ACTIVITY, u->scope);
+	ASSERT_EQ(BLAMER_DATA_ACTIVITY, u->scope);
 	ASSERT_NE(NULL, field(u, "url"));
 	blamer_pop(b);
 	ASSERT_EQ(BLAMER_RETIRED(BLAMER_REC_USERDATA), u->hdr.type);
@@ -923,7 +923,7 @@ TEST(default_context_and_reset)
 
 	t_mkdir(dir, sizeof(dir));
 	setenv("BLAMER_DIR", dir, 1);
-	if (t_backend() == BL_BACKEND_DIR)
+	if (t_backend() == BLAMER_BACKEND_DIR)
 		setenv("BLAMER_BACKEND", "dir", 1);
 	ASSERT_GE(blamer_push(NULL, BLAMER_ACTIVITY_GENERIC, "x", 0, 0), 1);
 	d = blamer_default();
@@ -1179,7 +1179,7 @@ static pid_t child_with_heap(const char *dir, int exit_code)
 		struct blamer_config c = t_cfg(dir, 65536, 2);
 		struct blamer *b;
 
-		c.backend = BL_BACKEND_DIR;
+		c.backend = BLAMER_BACKEND_DIR;
 		if (blamer_open(&c, &b))
 			_exit(99);
 		blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 0, 0);
@@ -1204,7 +1204,7 @@ TEST(child_exit_cleans_up_only_that_process)
 
 	t_mkdir(dir, sizeof(dir));
 	c = t_cfg(dir, 0, 0);
-	c.backend = BL_BACKEND_DIR;
+	c.backend = BLAMER_BACKEND_DIR;
 	ASSERT_EQ(0, blamer_open(&c, &b));
 	pid = child_with_heap(dir, 0);
 	ASSERT_GT(pid, 0);
@@ -1314,7 +1314,7 @@ TEST(writer_killed_mid_update)
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFSIGNALED(status));
-	if (t_backend() == BL_BACKEND_DIR) {
+	if (t_backend() == BLAMER_BACKEND_DIR) {
 		struct v_stats st;
 		struct v_heap v;
 

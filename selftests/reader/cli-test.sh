@@ -64,7 +64,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..38"
+echo "1..39"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -104,6 +104,7 @@ run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT
 err_has 2 "needs a format" export
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list
+BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" list
 err_has 2 "--once does not apply to \`blamer list\`" list --once
 err_has 2 "unknown command 'lsit'" lsit
 err_has 2 "bad --interval" top --interval 0

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hand-made heaps for reader tests, the fuzz corpus and the CLI tests:
- * written straight from lib/heap_format.h (not through the writer
+ * written straight from lib/format/heap_format.h (not through the writer
  * library), so tests can build exactly the valid, torn, truncated or
  * hostile heap they want.
  *
@@ -87,7 +87,7 @@ static inline void fx_init(struct fx_heap *h, unsigned nslabs, size_t slab_size,
 	hh->create_time_ns = 1700000000000000000ull;
 	hh->list_head = BLAMER_LIST_HEAD_REF;
 	hh->list_tail = BLAMER_LIST_HEAD_REF;
-	hh->backend = BLAMER_BACKEND_ID_DIR;
+	hh->backend = BLAMER_BACKEND_DIR;
 	for (i = 0; i < nslabs; i++)
 		hh->slab_ids[i] = i;
 	head = fx_at(h, BLAMER_LIST_HEAD_REF);
@@ -362,21 +362,21 @@ static inline void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
 
 	fx_init(h, 2, FX_SLAB, pid, stamp);
 	fx_process(h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/app --worker 1");
-	ud = fx_userdata(h, BLAMER_SCOPE_PROCESS, 256, 1);
+	ud = fx_userdata(h, BLAMER_DATA_PROCESS, 256, 1);
 	fx_field_u64(h, ud, "requests", 12 * scale);
 	fx_field_str(h, ud, "role", "worker");
 	((struct blamer_process *)fx_at(h, fx_hh(h)->process))->user_data = ud;
-	gd = fx_userdata(h, BLAMER_SCOPE_GLOBAL, 128, 1);
+	gd = fx_userdata(h, BLAMER_DATA_GLOBAL, 128, 1);
 	fx_field(h, gd, BLAMER_FIELD_BOOL, "debug", &one, 1);
 	((struct blamer_process *)fx_at(h, fx_hh(h)->process))->global_data = gd;
 	t1 = fx_thread(h, pid, "main", 4);
-	ad = fx_userdata(h, BLAMER_SCOPE_ACTIVITY, 64, 0);
+	ad = fx_userdata(h, BLAMER_DATA_ACTIVITY, 64, 0);
 	fx_field_u64(h, ad, "url_id", 77);
-	fx_push(h, t1, BLAMER_ACT_TASK, "main-loop", 100, 0);
-	fx_push(h, t1, BLAMER_ACT_TASK, "handle-request", 200, ad);
-	fx_push(h, t1, BLAMER_ACT_LOCK_ACQUIRE, "cache-lock", 300, 0);
+	fx_push(h, t1, BLAMER_ACTIVITY_TASK, "main-loop", 100, 0);
+	fx_push(h, t1, BLAMER_ACTIVITY_TASK, "handle-request", 200, ad);
+	fx_push(h, t1, BLAMER_ACTIVITY_LOCK_ACQUIRE, "cache-lock", 300, 0);
 	t2 = fx_thread(h, pid + 1, "io", 2);
-	fx_push(h, t2, BLAMER_ACT_EVENT_WAIT, "epoll", 150, 0);
+	fx_push(h, t2, BLAMER_ACTIVITY_EVENT_WAIT, "epoll", 150, 0);
 	fx_module(h, "/usr/lib/libfoo.so", 0x7f0000000000ull);
 	log = fx_log(h, 4);
 	((struct blamer_process *)fx_at(h, fx_hh(h)->process))->log = log;

@@ -72,7 +72,7 @@ TEST(valid_heap_reads_completely)
 	ASSERT_EQ(3, p->threads[0].nacts);
 	EXPECT_STREQ("main-loop", p->threads[0].acts[0].label);
 	EXPECT_STREQ("cache-lock", p->threads[0].acts[2].label);
-	EXPECT_EQ(BLAMER_ACT_LOCK_ACQUIRE, p->threads[0].acts[2].kind);
+	EXPECT_EQ(BLAMER_ACTIVITY_LOCK_ACQUIRE, p->threads[0].acts[2].kind);
 	f = field(&p->threads[0].acts[1].fields, "url_id");
 	ASSERT_NE(NULL, f);
 	EXPECT_EQ(77, f->u);
@@ -159,7 +159,7 @@ TEST(tsc_heap_reads_as_monotonic)
 	th = fx_thread(&h, 4242, "main", 4);
 	usleep(10000);
 	t0 = bl_monotonic_ns();
-	fx_push(&h, th, BLAMER_ACT_TASK, "stamped", bl_tsc(), 0);
+	fx_push(&h, th, BLAMER_ACTIVITY_TASK, "stamped", bl_tsc(), 0);
 	t1 = bl_monotonic_ns();
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
@@ -320,7 +320,7 @@ TEST(huge_counts_are_refused)
 	fx_process(&h, 1, "x");
 	tr = fx_thread(&h, 5, "t", 2);
 	lr = fx_log(&h, 1);
-	ur = fx_userdata(&h, BLAMER_SCOPE_PROCESS, 64, 1);
+	ur = fx_userdata(&h, BLAMER_DATA_PROCESS, 64, 1);
 	t = fx_at(&h, tr);
 	t->stack_slots = 0xffffffffu;
 	t->depth = 0xfffffff0u;
@@ -341,7 +341,7 @@ TEST(huge_counts_are_refused)
 	/* a zero record_size field must not loop forever */
 	fx_init(&h, 1, FX_SLAB, 5, 5);
 	fx_process(&h, 1, "x");
-	ur = fx_userdata(&h, BLAMER_SCOPE_PROCESS, 64, 1);
+	ur = fx_userdata(&h, BLAMER_DATA_PROCESS, 64, 1);
 	fx_field_u64(&h, ur, "a", 1);
 	((struct blamer_field *)((struct blamer_userdata *)fx_at(&h, ur))->fields)->record_size = 0;
 	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ur;
@@ -540,7 +540,7 @@ TEST(stale_owner_records_are_skipped)
 	fx_standard(&h, 10, 10, 1);
 	h.pid = 99;	/* records made by someone else (e.g. before a fork) */
 	t = fx_thread(&h, 99, "stale", 1);
-	fx_push(&h, t, BLAMER_ACT_TASK, "x", 1, 0);
+	fx_push(&h, t, BLAMER_ACTIVITY_TASK, "x", 1, 0);
 	s = read_heap(&h);
 	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
 	EXPECT_EQ(2, s->procs[0].nthreads);
@@ -601,7 +601,7 @@ static void *race_writer(void *arg)
 		seed = seed * 1103515245u + 12345u;
 		if (d < 4 && (d == 0 || (seed >> 16) & 1)) {
 			t->stack[d].data[0] = stamp++;
-			t->stack[d].kind = BLAMER_ACT_TASK;
+			t->stack[d].kind = BLAMER_ACTIVITY_TASK;
 			__atomic_store_n(&t->depth, d + 1, __ATOMIC_RELEASE);
 		} else {
 			__atomic_store_n(&t->depth, d - 1, __ATOMIC_RELEASE);

@@ -9,11 +9,13 @@
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
 #   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
 RT_DIR     := $(BUILD)/reader-tests
-RT_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/selftests/reader \
+RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
 	      -I$(SRC)/fuzz -I$(KSELFTEST_DIR) -DFUZZ_DIR='"$(SRC)/fuzz"'
 RT_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
-	      $(wildcard $(SRC)/lib/*.h) $(SRC)/include/blamer.h
+	      $(LIB_PRIVATE_HDRS) $(SRC)/include/blamer.h
+# What a reader-only program links: no writer.
+RT_LIBSRCS := $(LIB_FORMAT_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
 FUZZ_SECONDS ?= 60
 
 CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
@@ -24,11 +26,11 @@ CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
 
-$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(LIB_READER_SRCS) \
+$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(RT_LIBSRCS) \
 		$(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(RT_CFLAGS) $(RT_SAN) -O1 -Wno-unused-parameter -Wno-sign-compare \
-		-o $@ $< $(LIB_READER_SRCS) -lm -lpthread
+		-o $@ $< $(RT_LIBSRCS) -lm -lpthread
 
 $(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS)
 	@mkdir -p $(dir $@)
@@ -39,11 +41,11 @@ $(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(RT_HDRS)
 	$(CC) $(RT_CFLAGS) -o $@ $<
 
 # -O1 keeps the fuzzer fast enough; the reader sources go in whole.
-$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(LIB_READER_SRCS) $(RT_HDRS)
+$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(RT_LIBSRCS) $(RT_HDRS)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I$(SRC)/include -I$(SRC)/include/uapi -I$(SRC)/lib \
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I$(SRC)/include $(LIB_INCLUDES) \
 		-I$(SRC)/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_READER_SRCS) -lm -lpthread
+		-o $@ $< $(RT_LIBSRCS) -lm -lpthread
 
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "heap_format.h"
 
 #define MAXCOL 8
 

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 
 #include "cli.h"
-#include "heap_format.h"
 
 static void dump_process(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {
@@ -75,7 +74,7 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 		const struct blamer_snap_child *ch = &p->children[i];
 
 		printf("  child %lld: ", (long long)ch->pid);
-		if (ch->state != 2)
+		if (ch->state != BLAMER_CHILD_EXITED)
 			printf("running\n");
 		else if (WIFSIGNALED(ch->exit_status))
 			printf("killed by signal %d\n", WTERMSIG(ch->exit_status));

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "heap_format.h"
 
 static void show(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "heap_format.h"
 
 static volatile sig_atomic_t stop;
 

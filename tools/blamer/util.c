@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "heap_format.h"
 
 /* One line on stderr, "blamer: " first; returns @status. */
 static int verr(int status, const char *fmt, va_list ap)

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "blamer.h"
-#include "heap_format.h"
 
 static void lstr(FILE *f, const char *s)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Writer internals shared by the writer sources in lib/. Not public. */
+/* Writer internals shared by the sources in lib/writer/. Not public. */
 #ifndef BLAMER_WRITER_H
 #define BLAMER_WRITER_H
 
@@ -15,6 +15,7 @@ int bl_last_error(void);
  * system call); bl_monotonic_ns() is in clock.h. */
 #include <time.h>
 #include "clock.h"
+#include "where.h"
 
 static inline uint64_t bl_realtime_ns(void)
 {
@@ -24,16 +25,17 @@ static inline uint64_t bl_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* sys.c: facts about processes. */
-/* Start time of @pid in ns since boot (/proc/PID/stat field 22), or -errno. */
-int64_t bl_proc_start_ns(pid_t pid);
+/*
+ * clock_choose.c: the clock new heaps of a context use. @env is
+ * $BLAMER_CLOCK (NULL or "auto": the TSC where the kernel's clocksource
+ * is the TSC; "tsc": the TSC if the CPU has an invariant one, else an
+ * error; "monotonic": never the TSC). 0 and *@kind set, or -EINVAL with
+ * a message.
+ */
+int bl_clock_choose(const char *env, uint32_t *kind);
+
+/* sys.c */
 uint64_t bl_random64(void);
 pid_t bl_gettid(void);
 
-
-
-/* struct blamer_config.backend values (enum blamer_backend in blamer.h). */
-#define BL_BACKEND_AUTO		0
-#define BL_BACKEND_DEVICE	1
-#define BL_BACKEND_DIR		2
 #endif /* BLAMER_WRITER_H */

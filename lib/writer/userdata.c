@@ -29,24 +29,6 @@ static uint32_t pad8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
-blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity)
-{
-	struct blamer_userdata *u;
-	blamer_ref ref;
-	int err = 0;
-
-	ref = bl_heap_alloc(&b->heap, sizeof(*u) + capacity, BLAMER_REC_USERDATA, &err);
-	if (!ref)
-		return 0;
-	u = bl_ptr(&b->heap, ref);
-	u->scope = scope;
-	u->capacity = capacity;
-	bl_owner_set(b, &u->owner);
-	if (!bl_heap_make_iterable(&b->heap, ref))
-		return 0;
-	return ref;
-}
-
 /* The calling thread's top activity's data record, made if needed. */
 static blamer_ref activity_data(struct blamer *b)
 {
@@ -73,13 +55,13 @@ static blamer_ref activity_data(struct blamer *b)
 					BLAMER_RETIRED(BLAMER_REC_USERDATA), true)) {
 			ref = s;
 			u = bl_ptr(&b->heap, ref);
-			u->scope = BLAMER_SCOPE_ACTIVITY;
+			u->scope = BLAMER_DATA_ACTIVITY;
 			u->capacity = u->hdr.size - sizeof(*u);
 			bl_owner_set(b, &u->owner);
 		}
 	}
 	if (!ref)
-		ref = bl_userdata_new(b, BLAMER_SCOPE_ACTIVITY, ACTIVITY_DATA_BYTES);
+		ref = bl_userdata_new(b, BLAMER_DATA_ACTIVITY, ACTIVITY_DATA_BYTES);
 	if (!ref) {
 		bl_error(ENOSPC, "blamer: no room for activity data");
 		return 0;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Dir backend: heaps are files `<pid>-<start_ns>.<index>.slab` in one
- * directory (see CONVENTIONS / Documentation/reader.rst). Nothing in the
- * directory is trusted: names are parsed strictly, files must be regular
+ * directory (the rules are format/where.h's; Documentation/reader.rst
+ * says how they are read). Nothing in the directory is trusted: names are parsed strictly, files must be regular
  * and at most max_slab_bytes, and a slab is copied into private memory
  * with pread() -- a file truncated or replaced while we read it gives a
  * short read, never a SIGBUS.
@@ -22,7 +22,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "reader_internal.h"
+#include "internal.h"
+#include "where.h"
 
 #define RD_MAX_DIR_FILES	(1u << 20)
 
@@ -32,37 +33,10 @@ struct dfile {
 	uint32_t idx;
 };
 
-static bool parse_u64(const char **s, uint64_t *v)
-{
-	const char *p = *s;
-	uint64_t x = 0;
-
-	if (*p < '0' || *p > '9')
-		return false;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (x > (UINT64_MAX - 9) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(*p - '0');
-	}
-	*s = p;
-	*v = x;
-	return true;
-}
-
 /* "<pid>-<start_ns>.<index>.slab", nothing else */
 static bool parse_name(const char *name, struct dfile *f)
 {
-	uint64_t pid, start, idx;
-
-	if (!parse_u64(&name, &pid) || *name++ != '-' || !parse_u64(&name, &start) ||
-	    *name++ != '.' || !parse_u64(&name, &idx) || strcmp(name, ".slab"))
-		return false;
-	if (pid == 0 || pid > INT32_MAX || idx >= BLAMER_MAX_SLABS)
-		return false;
-	f->pid = (int32_t)pid;
-	f->start = start;
-	f->idx = (uint32_t)idx;
-	return true;
+	return bl_slab_name_parse(name, &f->pid, &f->start, &f->idx);
 }
 
 static int dfile_cmp(const void *a, const void *b)
@@ -79,53 +53,23 @@ static int dfile_cmp(const void *a, const void *b)
 /* Start time (ns since boot) and comm of a live pid; false if gone or a zombie. */
 static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 {
-	char path[64], buf[1024], *rp, *lp, *f;
-	long tck = sysconf(_SC_CLK_TCK);
-	unsigned long long st;
-	ssize_t n;
-	int fd, i;
+	struct bl_proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp)
-		return false;
-	if (comm) {
-		size_t l = (size_t)(rp - lp - 1);
-
-		if (l >= commlen)
-			l = commlen - 1;
-		memcpy(comm, lp + 1, l);
-		comm[l] = '\0';
-	}
-	/* after ") " comes field 3 (state); starttime is field 22 */
-	f = rp + 2;
-	if (*f == 'Z' || *f == 'X')
-		return false;	/* a zombie has exited: its heap is dead */
-	for (i = 3; i < 22 && f; i++) {
-		f = strchr(f, ' ');
-		if (f)
-			f++;
-	}
-	if (!f || sscanf(f, "%llu", &st) != 1 || tck <= 0)
-		return false;
-	*start = (uint64_t)st * (1000000000ull / (uint64_t)tck);
+	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
+		return false;	/* gone, or a zombie: it has exited, its heap is dead */
+	*start = (uint64_t)st.start_ns;
+	snprintf(comm, commlen, "%s", st.comm);
 	return true;
 }
 
+/* The file of slab @idx of heap <pid>-<start> in @dir. */
 static void slab_path(char *buf, size_t len, const char *dir, int32_t pid,
 		      uint64_t start, uint64_t idx)
 {
-	snprintf(buf, len, "%s/%d-%llu.%llu.slab", dir, pid, (unsigned long long)start,
-		 (unsigned long long)idx);
+	char name[BL_SLAB_NAME_MAX];
+
+	bl_slab_name(name, sizeof(name), pid, start, (uint32_t)idx);
+	snprintf(buf, len, "%s/%s", dir, name);
 }
 
 /*

@@ -2,7 +2,18 @@
 /*
  * struct blamer: the context all writer state lives in (no other global
  * state but the registry of live contexts, the default pointer and the
- * per-thread cache, all reset by blamer_close()/blamer_reset()).
+ * per-thread cache, all reset by blamer_close()/blamer_reset()), and the
+ * functions of the writer's lower half, which its features call:
+ *
+ *   process.c thread.c userdata.c log.c dag.c dag_shard.c   features
+ *        |  bl_heap_for(), bl_record_new(), ...
+ *        v
+ *   context.c  ->  registry.c tls.c modules.c records.c      contexts
+ *        |
+ *        v
+ *   heap.c (allocator)  backend.c (slabs)  error.c sys.c clock_choose.c
+ *
+ * Arrows point down only: nothing below the features calls one.
  */
 #ifndef BLAMER_CONTEXT_H
 #define BLAMER_CONTEXT_H
@@ -15,6 +26,7 @@
 #include "clock.h"
 #include "blamer.h"
 #include "heap.h"
+#include "tls.h"
 #include "writer.h"
 
 /* struct blamer.state */
@@ -22,20 +34,6 @@
 #define BL_ST_CREATING	1u	/* some thread is making it: others get EAGAIN */
 #define BL_ST_READY	2u
 #define BL_ST_FAILED	3u	/* making it failed: stay quiet and cheap */
-
-#define BL_SPARE_DATA	4u
-
-/* Per thread, per context: the thread's record (found without a lock). */
-struct bl_tls_ent {
-	struct blamer *b;
-	uint64_t serial;	/* b->serial when cached: b may be a new context at an old address */
-	uint32_t gen;		/* b->gen when cached: changes in a fork child */
-	uint32_t nspare;
-	struct blamer_thread *rec;
-	blamer_ref ref;
-	blamer_ref spare[BL_SPARE_DATA];	/* retired per-activity data records */
-	bool claimed_shards;	/* this thread claimed DAG shards in b's heap */
-};
 
 /*
  * What blamer_path_get() returns: process memory, not the heap record,
@@ -50,28 +48,6 @@ struct blamer_path {
 	struct blamer_dag_path *rec;
 	blamer_ref ref;
 	struct blamer_path *next;	/* b->paths */
-};
-
-/*
- * A thread's shard cache: direct-mapped by blamer_path.id, so no slot is
- * ever valid for another path, context or process (ids are not reused).
- * values == NULL: no shard could be had, add to the path record itself.
- */
-struct bl_shard_slot {
-	uint64_t path_id;	/* 0: empty */
-	uint64_t *values;	/* this thread's shard of that path */
-};
-
-#define BL_TLS_ENTS	4u
-#define BL_SHARD_SLOTS	16u	/* a power of two */
-struct bl_tls {
-	struct bl_tls_ent e[BL_TLS_ENTS];
-	struct bl_shard_slot shard[BL_SHARD_SLOTS];
-	uint32_t shard_seq;	/* odd while this thread rewrites a slot */
-	uint32_t shard_retry;	/* adds through empty slots (values NULL) until a retry */
-	int64_t tid;		/* this thread's, set when it registers: its shard claim */
-	uint32_t next_victim;
-	bool key_set;
 };
 
 struct blamer {
@@ -92,6 +68,7 @@ struct blamer {
 	struct blamer *next;	/* registry */
 };
 
+/* context.c */
 /* The context for @b (NULL: the default), or NULL if there is none. */
 struct blamer *bl_ctx(struct blamer *b);
 /* The heap, made now if needed (after fork); NULL with a message if not. */
@@ -100,6 +77,20 @@ struct bl_heap *bl_ready(struct blamer *b);
  * default) and its heap is returned, made now if needed; NULL with *@err
  * set to -ENODEV (no context) or -EAGAIN (no heap to write) otherwise. */
 struct bl_heap *bl_heap_for(struct blamer **bp, int *err);
+
+/* registry.c: the open contexts (lock held for first/alive). */
+uint64_t bl_registry_serial(void);
+void bl_registry_add(struct blamer *b);
+void bl_registry_remove(struct blamer *b);
+void bl_registry_lock(void);
+void bl_registry_unlock(void);
+struct blamer *bl_registry_first(void);	/* then ->next */
+bool bl_registry_alive(struct blamer *b, uint64_t serial);
+
+/*
+ * records.c: records in @b's heap, which the caller got ready (bl_ready(),
+ * bl_heap_for()); a corrupt heap is never written.
+ */
 /* Fills an owner field; data_id last (release). */
 void bl_owner_set(struct blamer *b, struct blamer_owner *o);
 /* Allocates a zeroed, typed, listed record; reuses a retired one of the
@@ -107,32 +98,19 @@ void bl_owner_set(struct blamer *b, struct blamer_owner *o);
 blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse);
 /* Retires a record: data_id 0 first, then the type. */
 void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type);
-
-/* context.c: process-wide lock for the registry (not used on hot paths) */
-void bl_registry_lock(void);
-void bl_registry_unlock(void);
-bool bl_registry_alive(struct blamer *b, uint64_t serial);
-
-/* thread.c */
-struct bl_tls_ent *bl_thread_get(struct blamer *b);
-void bl_thread_exit(void *arg);
-void bl_tls_forget(struct blamer *b);
-extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
-extern pthread_key_t bl_thread_key;
-
-/* dag.c: frees the handles of blamer_path_get() (the context is closing). */
-void bl_paths_free(struct blamer *b);
-
-/* dag_shard.c */
-/* Stores 0 with release in the claim of every shard of @tid in @b's heap. */
-void bl_shards_release(struct blamer *b, int64_t tid);
-/* Empties @t's shard cache (thread exit, fork child); claims stay. */
-void bl_shard_cache_clear(struct bl_tls *t);
-
-/* process.c: the process record and its companions, at heap creation */
-int bl_process_create(struct blamer *b);
-
-/* userdata.c */
+/* A USERDATA record of @scope (BLAMER_DATA_*) with @capacity bytes of fields. */
 blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity);
+/* The records a new heap starts with: the process record, its global and
+ * process data and the log (the context is not READY yet). 0 or -errno. */
+int bl_process_records(struct blamer *b);
+/* Stores 0 with release in the claim of every shard of @tid in @b's heap
+ * (the thread is exiting; another may take them over). */
+void bl_shards_release(struct blamer *b, int64_t tid);
+
+/* modules.c: MODULE records for the loaded shared objects; the count. */
+int bl_modules_record(struct blamer *b);
+
+/* thread.c: this thread's entry for @b, registering it on first use. */
+struct bl_tls_ent *bl_thread_get(struct blamer *b);
 
 #endif /* BLAMER_CONTEXT_H */

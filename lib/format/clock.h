@@ -7,7 +7,8 @@
  * across CPUs), a heap stores raw TSC readings plus one anchor pair
  * (TSC, CLOCK_MONOTONIC) taken at heap creation, and the reader converts
  * (heap_format.h, BLAMER_CLOCK_*). Elsewhere timestamps stay
- * CLOCK_MONOTONIC nanoseconds. Shared by the writer and the reader.
+ * CLOCK_MONOTONIC nanoseconds. Shared by the writer and the reader;
+ * which clock a writer uses is its choice (writer/clock_choose.c).
  */
 #ifndef BLAMER_CLOCK_H
 #define BLAMER_CLOCK_H
@@ -86,19 +87,11 @@ static inline void bl_clock_start(struct bl_clock *c, uint32_t kind)
 }
 
 /*
- * Writer: the clock new heaps of a context use. @env is $BLAMER_CLOCK
- * (NULL or "auto": the TSC where the kernel's clocksource is the TSC;
- * "tsc": the TSC if the CPU has an invariant one, else an error;
- * "monotonic": never the TSC). 0 and *@kind set, or -EINVAL with a
- * message.
- */
-int bl_clock_choose(const char *env, uint32_t *kind);
-
-/*
- * Reader: @stamp, a reading of the heap clock @heap, as CLOCK_MONOTONIC
+ * clock.c: @stamp, a reading of the heap clock @heap, as CLOCK_MONOTONIC
  * ns, interpolated between the heap's anchor and @now, a pair the reader
- * took after reading the stamp. 0 if it cannot be converted (unknown
- * clock, anchors that do not make sense, a reader on another machine).
+ * took after reading the stamp (the rule of heap-format.rst, "Activity
+ * clock"). 0 if it cannot be converted (unknown clock, anchors that do
+ * not make sense, a reader on another machine).
  */
 uint64_t bl_clock_to_ns(const struct bl_clock *heap, const struct bl_clock *now,
 			uint64_t stamp);

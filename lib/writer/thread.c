@@ -28,8 +28,6 @@
 #include "atomic.h"
 #include "context.h"
 
-__thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
-
 static uint32_t thread_size(struct blamer *b)
 {
 	return sizeof(struct blamer_thread) + b->stack_depth * sizeof(struct blamer_activity);
@@ -66,12 +64,7 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 	e->serial = b->serial;
 	e->gen = ld_relaxed(A32(&b->gen));
 	e->b = b;
-	if (!t->key_set) {
-		/* Not on POSIX's async-signal-safe list, but glibc's first 32
-		 * keys are a plain store in the thread descriptor. */
-		pthread_setspecific(bl_thread_key, t);
-		t->key_set = true;
-	}
+	bl_tls_arm_exit(t);
 	return e;
 }
 
@@ -104,51 +97,6 @@ static inline struct bl_tls_ent *thread_fast(struct blamer *b)
 	if (__builtin_expect(ent_is_current(e, b), 1))
 		return e;
 	return bl_thread_get(b);
-}
-
-static void retire_entry(struct bl_tls_ent *e, int64_t tid)
-{
-	struct blamer *b = e->b;
-	uint32_t i;
-
-	if (ld_acquire(A32(&b->state)) != BL_ST_READY || e->gen != ld_relaxed(A32(&b->gen)))
-		return;
-	if (e->claimed_shards)
-		bl_shards_release(b, tid);
-	for (i = 0; i < e->nspare; i++)
-		bl_record_retire(b, e->spare[i], BLAMER_REC_USERDATA);
-	bl_record_retire(b, e->ref, BLAMER_REC_THREAD);
-}
-
-/* pthread key destructor: the thread is exiting. */
-void bl_thread_exit(void *arg)
-{
-	struct bl_tls *t = arg;
-	uint32_t i;
-
-	/* First: an add after this (a later destructor) must not reach a
-	 * shard that another thread may claim once released below. */
-	bl_shard_cache_clear(t);
-	bl_registry_lock();
-	for (i = 0; i < BL_TLS_ENTS; i++) {
-		struct bl_tls_ent *e = &t->e[i];
-
-		if (e->b && bl_registry_alive(e->b, e->serial))
-			retire_entry(e, t->tid);
-		memset(e, 0, sizeof(*e));
-	}
-	bl_registry_unlock();
-	t->key_set = false;
-}
-
-/* The context is closing: this thread's cache must not point at it. */
-void bl_tls_forget(struct blamer *b)
-{
-	uint32_t i;
-
-	for (i = 0; i < BL_TLS_ENTS; i++)
-		if (bl_tls.e[i].b == b)
-			memset(&bl_tls.e[i], 0, sizeof(bl_tls.e[i]));
 }
 
 /* The thread's record if @b's fast path applies: the cached entry is for

@@ -191,68 +191,19 @@ static uint64_t *shard_values(struct blamer_path *p)
 	return s->values;
 }
 
-/*
- * The slot cache is only this thread's, but a signal handler may run on
- * the thread between any two instructions and add, or fill a slot, too.
- * shard_seq is a sequence count (odd while a slot is rewritten): a reader
- * that saw it even and unchanged around its loads has a consistent
- * (path_id, values) pair, and a handler never rewrites a slot in the
- * middle of another rewrite. Signal fences keep the compiler from moving
- * the loads and stores across the count.
- */
-static inline uint32_t slot_read_begin(struct bl_tls *t)
-{
-	uint32_t seq = *(volatile uint32_t *)&t->shard_seq;
-
-	atomic_signal_fence(memory_order_acquire);
-	return seq;
-}
-
-static inline bool slot_read_retry(struct bl_tls *t, uint32_t seq)
-{
-	atomic_signal_fence(memory_order_acquire);
-	return (seq & 1) || *(volatile uint32_t *)&t->shard_seq != seq;
-}
-
-static void slot_fill(struct bl_tls *t, struct bl_shard_slot *s, uint64_t id, uint64_t *values)
-{
-	volatile uint32_t *seq = &t->shard_seq;
-
-	if (*seq & 1)
-		return;		/* we interrupted a rewrite: leave it be */
-	++*seq;
-	atomic_signal_fence(memory_order_seq_cst);
-	s->path_id = id;
-	s->values = values;
-	atomic_signal_fence(memory_order_seq_cst);
-	++*seq;
-}
-
-void bl_shard_cache_clear(struct bl_tls *t)
-{
-	volatile uint32_t *seq = &t->shard_seq;
-
-	++*seq;
-	atomic_signal_fence(memory_order_seq_cst);
-	memset(t->shard, 0, sizeof(t->shard));
-	t->shard_retry = 0;
-	atomic_signal_fence(memory_order_seq_cst);
-	++*seq;
-}
-
 /* Out of line: the hit path then saves no registers. */
 __attribute__((noinline))
 static void path_add_slow(struct blamer_path *p, unsigned unit, uint64_t value)
 {
 	struct bl_tls *t = &bl_tls;
 	struct bl_shard_slot *s = &t->shard[p->id & (BL_SHARD_SLOTS - 1)];
-	uint32_t seq = slot_read_begin(t);
+	uint32_t seq = bl_slot_read_begin(t);
 	bool none = s->path_id == p->id && !s->values;
 	uint64_t *values;
 
 	/* This thread found no shard for @p lately: do not search again at
 	 * every add, only once in a while (the heap may have room again). */
-	if (!slot_read_retry(t, seq) && none && t->shard_retry) {
+	if (!bl_slot_read_retry(t, seq) && none && t->shard_retry) {
 		t->shard_retry--;
 		shared_add(p, unit, value);
 		return;
@@ -260,7 +211,7 @@ static void path_add_slow(struct blamer_path *p, unsigned unit, uint64_t value)
 	values = shard_values(p);
 	if (!values)
 		t->shard_retry = SHARD_RETRY;
-	slot_fill(t, s, p->id, values);
+	bl_slot_fill(t, s, p->id, values);
 	if (values)
 		shard_add(&values[unit], value);
 	else
@@ -278,31 +229,11 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
 	if (!p || unit_index >= BLAMER_DAG_MAX_UNITS)
 		return;
 	s = &t->shard[p->id & (BL_SHARD_SLOTS - 1)];
-	seq = slot_read_begin(t);
+	seq = bl_slot_read_begin(t);
 	values = s->values;
-	if (__builtin_expect(s->path_id == p->id && values && !slot_read_retry(t, seq), 1))
+	if (__builtin_expect(s->path_id == p->id && values && !bl_slot_read_retry(t, seq), 1))
 		shard_add(&values[unit_index], value);
 	else
 		path_add_slow(p, unit_index, value);
 }
 
-void bl_shards_release(struct blamer *b, int64_t tid)
-{
-	struct bl_heap *h = &b->heap;
-	struct bl_iter it = { 0 };
-	blamer_ref ref;
-	uint32_t type;
-
-	if (ld_relaxed(A32(&h->corrupt)))
-		return;		/* a corrupt heap is not written */
-	while ((ref = bl_heap_next(h, &it, &type))) {
-		struct blamer_dag_shard *s;
-
-		if (type != BLAMER_REC_DAG_SHARD)
-			continue;
-		s = bl_heap_get(h, ref, type, sizeof(*s));
-		/* Release: our adds come before those of the next claimer. */
-		if (s && ld_relaxed(A64(&s->claim)) == (uint64_t)tid)
-			st_release(A64(&s->claim), 0);
-	}
-}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Loaded shared objects: path, address range and GNU build ID, from
- * dl_iterate_phdr(). Nothing hooks dlopen()/dlclose(): the application
- * calls blamer_modules_refresh() after them (blamer_open() calls it once).
+ * dl_iterate_phdr(). Nothing hooks dlopen()/dlclose(): blamer_open()
+ * records them once, and the application calls blamer_modules_refresh()
+ * (process.c) after them.
  * A MODULE record changes under its seq (odd while changing); a module
  * that went away keeps its record with loaded = 0.
  */
@@ -120,21 +121,17 @@ static void write_module(struct blamer_module *r, const struct mod *m, uint32_t 
 	st_release(A32(&r->seq), seq + 2);
 }
 
-int blamer_modules_refresh(struct blamer *b)
+int bl_modules_record(struct blamer *b)
 {
+	struct bl_heap *h = &b->heap;
 	struct mods ms = { 0 };
 	struct bl_iter it = { 0 };
-	struct bl_heap *h;
-	int err;
 	blamer_ref ref;
 	uint32_t type;
 	bool *seen;
 	size_t i;
 	int count = 0;
 
-	h = bl_heap_for(&b, &err);
-	if (!h)
-		return err;
 	dl_iterate_phdr(collect, &ms);
 	seen = calloc(ms.n + 1, sizeof(*seen));
 	if (!seen) {

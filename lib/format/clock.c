@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Reader side of activity timestamps (clock.h): a TSC reading becomes
+ * Converting activity timestamps (clock.h): a TSC reading becomes
  * CLOCK_MONOTONIC ns by linear interpolation between the heap's anchor
  * pair and one the reader took after reading the stamp. Using the
  * reader's own pair as the second point needs no calibration from the

@@ -28,6 +28,14 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/*
+ * The values a heap stores that readers show (phases, activity kinds,
+ * data scopes, field types, units, heap states and flags, child states,
+ * backends) have their one name in the public header; the asserts at the
+ * end of this file pin the numbers the format stores.
+ */
+#include "blamer.h"
+
 #define BLAMER_HEAP_MAGIC	0x524d4c42u	/* "BLMR" */
 #define BLAMER_HEAP_VERSION	2u	/* 2: activity timestamps in the heap's clock */
 #define BLAMER_ALIGN		8u
@@ -56,23 +64,15 @@ struct blamer_slab_header {
 	uint64_t reserved2[3];
 };
 
-/* Heap states (blamer_heap_header.state) */
-#define BLAMER_HEAP_UNINIT	0u
-#define BLAMER_HEAP_READY	1u	/* header complete, records may follow */
-#define BLAMER_HEAP_DELETED	2u	/* owner retired it on clean exit */
-
-/* Heap flags (blamer_heap_header.flags), set with atomic OR */
-#define BLAMER_HEAP_F_CORRUPT	(1u << 0)
-#define BLAMER_HEAP_F_FULL	(1u << 1)
-
 /*
  * Follows the slab header in slab 0 only. slab_ids[i] is the backend's
  * name for slab i (the kernel slab ID, or the file index in the dir
  * backend); it is written before slab_count is incremented with release.
  */
 struct blamer_heap_header {
-	uint32_t state;		/* atomic: BLAMER_HEAP_* */
-	uint32_t flags;		/* atomic: BLAMER_HEAP_F_* */
+	uint32_t state;		/* atomic: BLAMER_HEAP_UNINIT, _READY (header
+				 * complete), _DELETED (closed on a clean exit) */
+	uint32_t flags;		/* atomic: BLAMER_HEAP_F_*, set with atomic OR */
 	uint32_t slab_count;	/* atomic: slabs published */
 	uint32_t max_slabs;	/* <= BLAMER_MAX_SLABS */
 	uint64_t create_time_ns;	/* CLOCK_REALTIME at heap creation */
@@ -80,7 +80,7 @@ struct blamer_heap_header {
 	blamer_ref list_tail;	/* atomic: last block on the list (a hint) */
 	blamer_ref process;	/* atomic: the process record, once made */
 	uint32_t grow_claim;	/* atomic: writer-private growth lock, 0 = none */
-	uint32_t backend;	/* BLAMER_BACKEND_ID_* that made the slabs */
+	uint32_t backend;	/* BLAMER_BACKEND_DEVICE or _DIR: who made the slabs */
 	uint32_t clock;		/* BLAMER_CLOCK_*: unit of blamer_activity.timestamp */
 	uint32_t reserved;
 	uint64_t clock_anchor_tsc;	/* BLAMER_CLOCK_TSC: a TSC reading ... */
@@ -102,10 +102,6 @@ struct blamer_heap_header {
  */
 #define BLAMER_CLOCK_MONOTONIC	0u
 #define BLAMER_CLOCK_TSC	1u
-
-/* blamer_heap_header.backend */
-#define BLAMER_BACKEND_ID_DEVICE	1u
-#define BLAMER_BACKEND_ID_DIR		2u
 
 /*
  * Fixed places in slab 0: the slab header, the heap header right after it,
@@ -160,21 +156,13 @@ struct blamer_owner {
 	int64_t create_stamp;	/* process start time, ns since boot */
 };
 
-/* Process phases (blamer_process.phase); >= 1000 are application-defined. */
-#define BLAMER_PHASE_UNKNOWN		0u
-#define BLAMER_PHASE_LAUNCHED		1u
-#define BLAMER_PHASE_MAIN_LOOP		2u
-#define BLAMER_PHASE_SHUTTING_DOWN	3u
-#define BLAMER_PHASE_EXITED_CLEANLY	4u
-#define BLAMER_PHASE_APP_BASE		1000u
-
 #define BLAMER_CMDLINE_MAX	256u
 #define BLAMER_NAME_MAX		32u
 
 struct blamer_process {
 	struct blamer_block hdr;
 	struct blamer_owner owner;
-	uint32_t phase;		/* atomic */
+	uint32_t phase;		/* atomic: BLAMER_PHASE_* */
 	uint32_t cmdline_len;	/* bytes used in cmdline */
 	blamer_ref user_data;	/* BLAMER_REC_USERDATA for the process scope */
 	blamer_ref global_data;	/* BLAMER_REC_USERDATA for the global scope */
@@ -182,21 +170,13 @@ struct blamer_process {
 	char cmdline[BLAMER_CMDLINE_MAX]; /* argv joined by NUL */
 };
 
-/* Activity kinds (blamer_activity.kind) */
-#define BLAMER_ACT_TASK		1u
-#define BLAMER_ACT_LOCK_ACQUIRE	2u
-#define BLAMER_ACT_EVENT_WAIT	3u
-#define BLAMER_ACT_THREAD_JOIN	4u
-#define BLAMER_ACT_PROCESS_WAIT	5u
-#define BLAMER_ACT_GENERIC	6u
-
 /* One slot of a thread's activity stack (64 bytes). */
 struct blamer_activity {
 	uint64_t timestamp;	/* at push, in the heap's clock (BLAMER_CLOCK_*) */
 	uint64_t calling_address; /* return address of the push */
 	uint64_t data[2];	/* kind-specific: lock address, pid, id, ... */
 	blamer_ref user_data;	/* per-activity USERDATA, or 0 */
-	uint32_t kind;		/* BLAMER_ACT_* */
+	uint32_t kind;		/* BLAMER_ACTIVITY_* */
 	uint32_t reserved;
 	char label[16];		/* short static description, NUL-padded */
 };
@@ -233,18 +213,10 @@ struct blamer_thread {
  * the writer CASes seq from even to odd, stores value_size = 0, writes
  * the bytes, stores value_size = n, then seq + 1 (even) with release. A
  * reader loads seq (acquire; odd: retry), copies, re-loads seq: a
- * different value means a torn copy (retry).
+ * different value means a torn copy (retry). Field types are
+ * BLAMER_FIELD_*; the value of a *_REF field is a u64 address and a u64
+ * size.
  */
-#define BLAMER_FIELD_END	0u
-#define BLAMER_FIELD_RAW	1u
-#define BLAMER_FIELD_RAW_REF	2u	/* value: u64 address, u64 size */
-#define BLAMER_FIELD_STRING	3u
-#define BLAMER_FIELD_STRING_REF	4u	/* value: u64 address, u64 size */
-#define BLAMER_FIELD_CHAR	5u
-#define BLAMER_FIELD_BOOL	6u
-#define BLAMER_FIELD_SIGNED	7u	/* int64 */
-#define BLAMER_FIELD_UNSIGNED	8u	/* uint64 */
-#define BLAMER_FIELD_DOUBLE	9u
 
 struct blamer_field {
 	uint8_t type;		/* atomic: BLAMER_FIELD_*; set last on creation */
@@ -257,15 +229,12 @@ struct blamer_field {
 struct blamer_userdata {
 	struct blamer_block hdr;
 	struct blamer_owner owner;
-	uint32_t scope;		/* BLAMER_SCOPE_* */
+	uint32_t scope;		/* BLAMER_DATA_* */
 	uint32_t capacity;	/* bytes of fields[] */
 	uint32_t used;		/* atomic: bytes of fields[] in use */
 	uint32_t reserved;
 	uint8_t fields[];
 };
-#define BLAMER_SCOPE_GLOBAL	1u
-#define BLAMER_SCOPE_PROCESS	2u
-#define BLAMER_SCOPE_ACTIVITY	3u
 
 /*
  * A loaded shared object. Updated under a seqlock: seq is odd while the
@@ -321,7 +290,7 @@ struct blamer_child {
 	uint64_t launch_time_ns;	/* CLOCK_REALTIME */
 	uint64_t exit_time_ns;	/* CLOCK_REALTIME, 0 while running */
 	int32_t exit_status;	/* wait status as from waitpid() */
-	uint32_t state;		/* atomic: 1 running, 2 exited */
+	uint32_t state;		/* atomic: BLAMER_CHILD_RUNNING, _EXITED */
 };
 
 /*
@@ -337,13 +306,6 @@ struct blamer_child {
  */
 #define BLAMER_DAG_MAX_DEPTH	8u
 #define BLAMER_DAG_MAX_UNITS	8u
-
-/* Measurement units (blamer_dag_path.units[i]); >= 1000 application. */
-#define BLAMER_UNIT_NONE	0u
-#define BLAMER_UNIT_CPU_NS	1u
-#define BLAMER_UNIT_BYTES	2u
-#define BLAMER_UNIT_COUNT	3u
-#define BLAMER_UNIT_APP_BASE	1000u
 
 struct blamer_dag_node {
 	struct blamer_block hdr;
@@ -410,5 +372,51 @@ BLAMER_FORMAT_ASSERT(blamer_dag_node, 96);
 BLAMER_FORMAT_ASSERT(blamer_dag_edge, 64);
 BLAMER_FORMAT_ASSERT(blamer_dag_path, 224);
 BLAMER_FORMAT_ASSERT(blamer_dag_shard, 136);
+
+/* The numbers of the public values the format stores (see the top). */
+#define BLAMER_VALUE_ASSERT(name, v) _Static_assert((name) == (v), "value of " #name)
+
+BLAMER_VALUE_ASSERT(BLAMER_BACKEND_DEVICE, 1);
+BLAMER_VALUE_ASSERT(BLAMER_BACKEND_DIR, 2);
+BLAMER_VALUE_ASSERT(BLAMER_HEAP_UNINIT, 0);
+BLAMER_VALUE_ASSERT(BLAMER_HEAP_READY, 1);
+BLAMER_VALUE_ASSERT(BLAMER_HEAP_DELETED, 2);
+BLAMER_VALUE_ASSERT(BLAMER_HEAP_F_CORRUPT, 1);
+BLAMER_VALUE_ASSERT(BLAMER_HEAP_F_FULL, 2);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_UNKNOWN, 0);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_LAUNCHED, 1);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_MAIN_LOOP, 2);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_SHUTTING_DOWN, 3);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_EXITED_CLEANLY, 4);
+BLAMER_VALUE_ASSERT(BLAMER_PHASE_APP_BASE, 1000);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_TASK, 1);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_LOCK_ACQUIRE, 2);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_EVENT_WAIT, 3);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_THREAD_JOIN, 4);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_PROCESS_WAIT, 5);
+BLAMER_VALUE_ASSERT(BLAMER_ACTIVITY_GENERIC, 6);
+BLAMER_VALUE_ASSERT(BLAMER_DATA_GLOBAL, 1);
+BLAMER_VALUE_ASSERT(BLAMER_DATA_PROCESS, 2);
+BLAMER_VALUE_ASSERT(BLAMER_DATA_ACTIVITY, 3);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_END, 0);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_RAW, 1);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_RAW_REF, 2);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_STRING, 3);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_STRING_REF, 4);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_CHAR, 5);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_BOOL, 6);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_SIGNED, 7);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_UNSIGNED, 8);
+BLAMER_VALUE_ASSERT(BLAMER_FIELD_DOUBLE, 9);
+BLAMER_VALUE_ASSERT(BLAMER_UNIT_NONE, 0);
+BLAMER_VALUE_ASSERT(BLAMER_UNIT_CPU_NS, 1);
+BLAMER_VALUE_ASSERT(BLAMER_UNIT_BYTES, 2);
+BLAMER_VALUE_ASSERT(BLAMER_UNIT_COUNT, 3);
+BLAMER_VALUE_ASSERT(BLAMER_UNIT_APP_BASE, 1000);
+BLAMER_VALUE_ASSERT(BLAMER_CHILD_RUNNING, 1);
+BLAMER_VALUE_ASSERT(BLAMER_CHILD_EXITED, 2);
+/* What a snapshot holds of a path is what the format can hold. */
+BLAMER_VALUE_ASSERT(BLAMER_SNAP_MAX_DEPTH, BLAMER_DAG_MAX_DEPTH);
+BLAMER_VALUE_ASSERT(BLAMER_SNAP_MAX_UNITS, BLAMER_DAG_MAX_UNITS);
 
 #endif /* BLAMER_HEAP_FORMAT_H */

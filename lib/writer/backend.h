@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where slabs come from (lib/backend.c): the /dev/blamer device or files
+ * Where slabs come from (backend.c): the /dev/blamer device or files
  * in a directory. The allocator (heap.c) only sees bl_backend_slab().
  */
 #ifndef BLAMER_BACKEND_H
@@ -12,7 +12,7 @@
 #include "heap.h"
 
 struct bl_backend {
-	uint32_t kind;		/* BLAMER_BACKEND_ID_DEVICE or _DIR */
+	uint32_t kind;		/* BLAMER_BACKEND_DEVICE or _DIR */
 	int devfd;		/* device: the open /dev/blamer, else -1 */
 	uint32_t dev_nids;	/* device: slabs created, released by a clean close */
 	uint64_t dev_ids[BLAMER_MAX_SLABS];
@@ -33,9 +33,5 @@ void bl_backend_unmap(struct bl_slab_map *m);
 void bl_backend_scratch(struct bl_slab_map *m);
 /* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
 void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs);
-/* Dir backend: deletes the files of heap <pid>-<start_ns>; returns how many. */
-int bl_dir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
-/* Opens and checks the dir backend directory (creating it 0700). */
-int bl_dir_open(const char *dir, char *path, size_t pathlen);
 
 #endif /* BLAMER_BACKEND_H */

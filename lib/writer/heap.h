@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The allocator: typed records in a heap of slabs (lib/heap.c). Internal
- * to the library, but usable by tests. The backend (lib/backend.c) only
+ * The allocator: typed records in a heap of slabs (heap.c). Internal
+ * to the library, but usable by tests. The backend (backend.c) only
  * provides zeroed slabs; everything about the format lives in heap.c.
  */
 #ifndef BLAMER_HEAP_H

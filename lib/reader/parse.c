@@ -18,38 +18,11 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 #define SLAB_HDR	sizeof(struct blamer_slab_header)
 #define HEAP_HDR_OFF	SLAB_HDR
 #define ALIGN8(x)	(((x) + 7u) & ~7u)
-
-static int severity(enum blamer_health h)
-{
-	switch (h) {
-	case BLAMER_HEALTH_OK: return 0;
-	case BLAMER_HEALTH_SUMMARY: return 1;
-	case BLAMER_HEALTH_EMPTY: return 2;
-	case BLAMER_HEALTH_TORN: return 3;
-	case BLAMER_HEALTH_CORRUPT: return 4;
-	case BLAMER_HEALTH_UNREADABLE: return 5;
-	}
-	return 5;
-}
-
-void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
-		const char *fmt, ...)
-{
-	va_list ap;
-
-	if (severity(h) > severity(p->health))
-		p->health = h;
-	if (p->problem[0] || !fmt)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(p->problem, sizeof(p->problem), fmt, ap);
-	va_end(ap);
-}
 
 void rd_slab_drop(struct rd_slab *s)
 {
@@ -320,19 +293,6 @@ static size_t field_value_size(uint32_t type)
 	}
 }
 
-static void fields_free(struct blamer_snap_fields *f)
-{
-	size_t i;
-
-	for (i = 0; i < f->n; i++) {
-		free(f->v[i].name);
-		free(f->v[i].bytes);
-	}
-	free(f->v);
-	f->v = NULL;
-	f->n = 0;
-}
-
 /*
  * Decode the fields of area a (used bytes); b is a second copy taken after
  * a, used to tell values that changed in between (torn). Returns the
@@ -478,7 +438,7 @@ static void parse_userdata(struct ctx *c, blamer_ref ref, struct blamer_snap_fie
 		if (!rd_copy(c->h, ref + sizeof(u), used, bb) ||
 		    !rd_copy(c->h, ref, sizeof(u2), &u2))
 			goto out;
-		fields_free(out);
+		rd_fields_free(out);
 		torn = decode_fields(c, a, bb, used, out);
 		if (torn <= 0)
 			break;
@@ -822,9 +782,9 @@ static void dispatch(struct ctx *c, blamer_ref ref, uint32_t type)
 
 		if (!rd_copy(c->h, ref, sizeof(u), &u))
 			break;
-		if (u.scope == BLAMER_SCOPE_PROCESS && !c->ud_process)
+		if (u.scope == BLAMER_DATA_PROCESS && !c->ud_process)
 			c->ud_process = ref;
-		else if (u.scope == BLAMER_SCOPE_GLOBAL && !c->ud_global)
+		else if (u.scope == BLAMER_DATA_GLOBAL && !c->ud_global)
 			c->ud_global = ref;
 		break;
 	}
@@ -1028,22 +988,3 @@ void rd_heap_parse(struct rd_heap *h)
 			   p->torn_records);
 }
 
-void rd_process_free(struct blamer_snap_process *p)
-{
-	size_t i, j;
-
-	fields_free(&p->user_data);
-	fields_free(&p->global_data);
-	for (i = 0; i < p->nthreads; i++) {
-		for (j = 0; j < p->threads[i].nacts; j++)
-			fields_free(&p->threads[i].acts[j].fields);
-		free(p->threads[i].acts);
-	}
-	free(p->threads);
-	free(p->modules);
-	free(p->logs);
-	free(p->children);
-	free(p->nodes);
-	free(p->edges);
-	free(p->paths);
-}

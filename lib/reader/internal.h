@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reader internals shared by lib/reader*.c. Nothing here is public.
+ * Reader internals shared by lib/reader/. Nothing here is public.
  *
  * The reader's one rule: heap contents are claims, never facts. A slab is
  * a byte range whose size comes from the kernel (device) or from how many
@@ -47,15 +47,13 @@ struct rd_heap {
 	struct blamer_snap_process *p;	/* where results and problems go */
 };
 
-/* reader_heap.c */
+/* parse.c */
 void rd_heap_parse(struct rd_heap *h);
 /* Orders raw slabs by their header's slab_index; marks problems in h->p. */
 bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n);
-void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
-		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void rd_slab_drop(struct rd_slab *s);
 
-/* reader_dir.c / reader_dev.c: fill s->procs; 0 or -errno + message. */
+/* dir.c / dev.c: fill s->procs; 0 or -errno + message. */
 struct blamer_reader {
 	struct blamer_reader_opts opts;
 	enum blamer_backend backend;
@@ -72,12 +70,19 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
 
-/* reader.c */
-void rd_finish_snapshot(struct blamer_snapshot *s);
-void rd_process_free(struct blamer_snap_process *p);
-void rd_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* snapshot.c: the model */
 /* Appends a zeroed process to s->procs; NULL on ENOMEM. */
 struct blamer_snap_process *rd_new_process(struct blamer_snapshot *s);
+/* Health @h if worse than p's, and the first reason given. */
+void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
+		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rd_fields_free(struct blamer_snap_fields *f);
+void rd_process_free(struct blamer_snap_process *p);
+/* A one-line message into the caller's buffer (if any). */
+void rd_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* totals.c: sorts processes, sums totals over them, merges their nodes. */
+void rd_finish_snapshot(struct blamer_snapshot *s);
 
 #endif /* BLAMER_READER_INTERNAL_H */

@@ -178,16 +178,6 @@ static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
 	}
 }
 
-void bl_paths_free(struct blamer *b)
-{
-	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
-
-	for (; q; q = next) {
-		next = q->next;
-		free(q);
-	}
-}
-
 struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits)
 {

@@ -5,7 +5,7 @@
  * form a heap. Each is opened read-only (BLAMER_IOC_OPEN), mapped for the
  * duration of the snapshot and its descriptor closed at once. The kernel
  * keeps mapped pages alive whatever the owner does, so reading a mapping
- * never faults; the contents are still untrusted (reader_heap.c).
+ * never faults; the contents are still untrusted (parse.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 
 #include <linux/blamer.h>
 
-#include "reader_internal.h"
+#include "internal.h"
 
 #define RD_MAX_LIST	(1u << 20)
 

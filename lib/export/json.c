@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "blamer.h"
-#include "heap_format.h"
 
 static void jstr_n(FILE *f, const char *s, size_t n)
 {
@@ -239,7 +238,8 @@ static void jdetails(FILE *f, const struct blamer_snapshot *s,
 			"\"exit_status\":%d,\"state\":\"%s\"}", i ? "," : "",
 			(long long)c->pid, (unsigned long long)c->launch_time_ns,
 			(unsigned long long)c->exit_time_ns, c->exit_status,
-			c->state == 2 ? "exited" : c->state == 1 ? "running" : "unknown");
+			c->state == BLAMER_CHILD_EXITED ? "exited" :
+			c->state == BLAMER_CHILD_RUNNING ? "running" : "unknown");
 	}
 	fputs("],\"dag\":{\"nodes\":[", f);
 	for (i = 0; i < p->nnodes; i++) {

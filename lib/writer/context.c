@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Contexts: open/close, the process default, and fork.
+ * Contexts: open/close, the process default, fork, and the way every
+ * writer call gets its context and heap (bl_ctx(), bl_ready(),
+ * bl_heap_for()).
  *
  * A context owns one heap. Its state word makes heap creation lock-free
  * for callers: whoever moves NONE -> CREATING makes the heap, everybody
  * else gets EAGAIN until READY (writers never wait, not even in the fork
- * child where the heap is made lazily). Live contexts sit in a registry
- * under a mutex so that the fork handler and thread-exit destructors can
- * tell a live context from a closed one; the hot paths never touch it.
+ * child where the heap is made lazily). Open contexts are in the
+ * registry (registry.c).
+ *
+ * Layering: the features (process.c, thread.c, userdata.c, log.c, dag.c,
+ * dag_shard.c) call down into this file, and this file never calls a
+ * feature: what closing, forking or a thread's exit must undo lives with
+ * the state it undoes (records.c, tls.c, the path handles below), and
+ * open records the loaded modules through modules.c, below the features.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,47 +26,21 @@
 #include "atomic.h"
 #include "context.h"
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct blamer *reg_head;
-static uint64_t reg_serial;		/* atomic: context serial numbers */
-
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *_Atomic default_ctx;
 static bool default_failed;		/* under default_lock */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-pthread_key_t bl_thread_key;
-
-void bl_registry_lock(void)
-{
-	pthread_mutex_lock(&reg_lock);
-}
-
-void bl_registry_unlock(void)
-{
-	pthread_mutex_unlock(&reg_lock);
-}
-
-/* Caller holds the registry lock. */
-bool bl_registry_alive(struct blamer *b, uint64_t serial)
-{
-	struct blamer *c;
-
-	for (c = reg_head; c; c = c->next)
-		if (c == b && c->serial == serial)
-			return true;
-	return false;
-}
 
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&default_lock);
-	pthread_mutex_lock(&reg_lock);
+	bl_registry_lock();
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&reg_lock);
+	bl_registry_unlock();
 	pthread_mutex_unlock(&default_lock);
 }
 
@@ -82,7 +63,7 @@ static void atfork_child(void)
 
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
-	for (b = reg_head; b; b = b->next) {
+	for (b = bl_registry_first(); b; b = b->next) {
 		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
 			bl_heap_drop_after_fork(&b->heap);
 		memset(&b->heap, 0, sizeof(b->heap));
@@ -91,13 +72,13 @@ static void atfork_child(void)
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	bl_registry_unlock();
 	pthread_mutex_unlock(&default_lock);
 }
 
 static void init_once(void)
 {
-	pthread_key_create(&bl_thread_key, bl_thread_exit);
+	bl_tls_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -115,13 +96,13 @@ static bool stale_own_heap(struct blamer *b)
 
 	if (fstat(b->be.dirfd, &mine))
 		return false;
-	pthread_mutex_lock(&reg_lock);
-	for (c = reg_head; c; c = c->next)
-		if (c != b && c->be.kind == BLAMER_BACKEND_ID_DIR && c->be.dirfd >= 0 &&
+	bl_registry_lock();
+	for (c = bl_registry_first(); c; c = c->next)
+		if (c != b && c->be.kind == BLAMER_BACKEND_DIR && c->be.dirfd >= 0 &&
 		    !fstat(c->be.dirfd, &other) && other.st_dev == mine.st_dev &&
 		    other.st_ino == mine.st_ino)
 			stale = false;
-	pthread_mutex_unlock(&reg_lock);
+	bl_registry_unlock();
 	return stale;
 }
 
@@ -144,13 +125,13 @@ static int make_heap(struct blamer *b)
 	bl_clock_start(&clock, b->clock);
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64(),
 			     &clock);
-	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_ID_DIR && stale_own_heap(b)) {
+	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && stale_own_heap(b)) {
 		/* Files named after this very process (pid and start time)
 		 * that no live context of ours owns: left by the program this
 		 * process was before execve(). Ours to replace; only plain
 		 * singly-linked files of ours are removed, so a planted link
 		 * still makes us fail. */
-		bl_dir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
+		bl_slabdir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
 		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 				     bl_random64(), &clock);
 	}
@@ -164,7 +145,7 @@ static int make_heap(struct blamer *b)
 	do
 		b->data_id = (uint32_t)bl_random64();
 	while (!b->data_id);
-	ret = bl_process_create(b);
+	ret = bl_process_records(b);
 	if (ret) {
 		bl_heap_unmap(&b->heap);
 		bl_backend_close(&b->be, true, 0);
@@ -252,8 +233,7 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	}
 	if (cfg->dir)
 		strcpy(b->dir, cfg->dir);
-	/* Relaxed: a serial only needs to be unique. */
-	b->serial = atomic_fetch_add_explicit(A64(&reg_serial), 1, memory_order_relaxed) + 1;
+	b->serial = bl_registry_serial();
 	b->be.devfd = b->be.dirfd = -1;
 	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
@@ -263,34 +243,30 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 		return ret;
 	}
 	st_release(A32(&b->state), BL_ST_READY);
-	pthread_mutex_lock(&reg_lock);
-	b->next = reg_head;
-	reg_head = b;
-	pthread_mutex_unlock(&reg_lock);
+	bl_registry_add(b);
 	if (!(b->flags & BLAMER_OPEN_NO_MODULES))
-		blamer_modules_refresh(b);
+		bl_modules_record(b);
 	*out = b;
 	return 0;
 }
 
-static void unregister(struct blamer *b)
+/* Frees the handles of blamer_path_get() (dag.c): process memory of the
+ * context, which is closing. */
+static void paths_free(struct blamer *b)
 {
-	struct blamer **pp;
+	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
 
-	pthread_mutex_lock(&reg_lock);
-	for (pp = &reg_head; *pp; pp = &(*pp)->next)
-		if (*pp == b) {
-			*pp = b->next;
-			break;
-		}
-	pthread_mutex_unlock(&reg_lock);
+	for (; q; q = next) {
+		next = q->next;
+		free(q);
+	}
 }
 
 static void finish(struct blamer *b, bool clean)
 {
 	if (!b)
 		return;
-	unregister(b);
+	bl_registry_remove(b);
 	bl_tls_forget(b);
 	if (ld_acquire(A32(&b->state)) == BL_ST_READY) {
 		if (clean && !(bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT)) {
@@ -304,7 +280,7 @@ static void finish(struct blamer *b, bool clean)
 		bl_heap_unmap(&b->heap);
 	}
 	bl_backend_close(&b->be, clean, 0);
-	bl_paths_free(b);
+	paths_free(b);
 	free(b);
 }
 
@@ -402,7 +378,7 @@ int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info)
 	h = ld_acquire(A32(&b->state)) == BL_ST_READY ? &b->heap : bl_ready(b);
 	if (!h)
 		return -EAGAIN;
-	info->backend = b->be.kind == BLAMER_BACKEND_ID_DEVICE ? BL_BACKEND_DEVICE : BL_BACKEND_DIR;
+	info->backend = (int)b->be.kind;
 	info->slab_count = ld_acquire(A32(&h->nslabs));
 	info->max_slabs = h->max_slabs;
 	info->flags = bl_heap_flags(h);
@@ -415,56 +391,3 @@ int blamer_heap_info(struct blamer *b, struct blamer_heap_info *info)
 	return 0;
 }
 
-void bl_owner_set(struct blamer *b, struct blamer_owner *o)
-{
-	o->pid = b->pid;
-	o->create_stamp = b->start_ns;
-	/* Release, last: a reader that sees the id sees pid and stamp (and
-	 * whatever the record's maker wrote before calling this). */
-	st_release(A32(&o->data_id), b->data_id);
-}
-
-blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse)
-{
-	struct bl_heap *h = bl_ready(b);
-	struct bl_iter it = { 0 };
-	blamer_ref ref;
-	uint32_t t;
-	int err = 0;
-
-	if (!h)
-		return 0;
-	size = (size + 7) & ~7u;
-	if (reuse) {
-		/* The first to change a retired record's type owns it. */
-		while ((ref = bl_heap_next(h, &it, &t)))
-			if (t == BLAMER_RETIRED(type) &&
-			    ((struct blamer_block *)bl_ptr(h, ref))->size == size &&
-			    bl_heap_change_type(h, ref, type, t, true))
-				return ref;
-	}
-	ref = bl_heap_alloc(h, size, type, &err);
-	if (!ref) {
-		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
-		return 0;
-	}
-	if (!bl_heap_make_iterable(h, ref)) {
-		bl_error(EIO, "blamer: the heap is corrupt");
-		return 0;
-	}
-	return ref;
-}
-
-void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
-{
-	struct bl_heap *h = &b->heap;
-	struct blamer_block *blk = bl_heap_get(h, ref, type, sizeof(struct blamer_block) +
-					       sizeof(struct blamer_owner));
-
-	if (!blk || ld_relaxed(A32(&h->corrupt)))
-		return;	/* a corrupt heap is not written */
-	/* Release: readers that still see the old id saw consistent data;
-	 * those that see 0 skip the record. */
-	st_release(A32(&((struct blamer_owner *)(blk + 1))->data_id), 0);
-	bl_heap_change_type(h, ref, BLAMER_RETIRED(type), type, false);
-}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where heaps are: the rules the writer and the reader both take from
+ * here, and nowhere else (Documentation/heap-format.rst, "Where heaps
+ * are"):
+ *
+ *  - the backend: $BLAMER_BACKEND says device, dir or auto (what auto
+ *    means differs: a writer falls back to dir when the device does not
+ *    open, a reader prefers a directory it was given);
+ *  - the device: BL_DEVICE_PATH (the kernel's ABI names no path: where
+ *    the node is, is udev's business; this is the name it gives it);
+ *
+ * and the dir backend's:
+ *  - where: the directory given, else $BLAMER_DIR, else
+ *    /dev/shm/blamer-<euid>; created 0700, and used only if it is a real
+ *    directory (not a symlink), owned by us and writable by nobody else;
+ *  - names: slab <index> of the heap of process <pid> started at
+ *    <start_ns> is the file "<pid>-<start_ns>.<index>.slab", decimal,
+ *    nothing else;
+ *  - files: a slab file is regular, owned by us and has one link
+ *    (anything else was planted);
+ *  - start time: field 22 of /proc/<pid>/stat, clock ticks since boot,
+ *    scaled to ns (ticks * (10^9 / CLK_TCK)); with the pid it names a
+ *    process across pid reuse.
+ *
+ * Functions report failure as -errno and, where a person needs to know
+ * more, a one-line reason in @why (no strerror: the caller adds its own).
+ */
+#ifndef BLAMER_FORMAT_WHERE_H
+#define BLAMER_FORMAT_WHERE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "blamer.h"
+
+#define BL_DEVICE_PATH	"/dev/blamer"
+
+/* $BLAMER_BACKEND: unset, "" or "auto" is AUTO, "device" or "dir" that
+ * backend; anything else is -EINVAL. */
+int bl_backend_from_env(enum blamer_backend *out);
+
+/* Longest slab file name, with its NUL. */
+#define BL_SLAB_NAME_MAX	64
+
+/* The directory to use: @dir if given, else $BLAMER_DIR, else
+ * /dev/shm/blamer-<euid>. Returns @buf. */
+const char *bl_slabdir_path(char *buf, size_t len, const char *dir);
+
+/*
+ * Opens the directory @path for slab files, creating it (0700) if it does
+ * not exist, and checks it: a directory, not a symlink, ours, not
+ * writable by group or others. An O_DIRECTORY fd, or -errno and @why.
+ */
+int bl_slabdir_open(const char *path, char *why, size_t whylen);
+
+/* The name of slab @index of heap <pid>-<start_ns>; snprintf's return. */
+int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index);
+
+/* Parses a slab file name: false for anything but the exact form, a pid
+ * of 0 or above INT32_MAX, or an index of BLAMER_MAX_SLABS or more. */
+bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
+			uint32_t *index);
+
+/* A file the library could have made: regular, ours, one link. */
+bool bl_slab_file_ok(const struct stat *st);
+
+/* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
+ * bl_slab_file_ok() accepts. The number removed, or -errno. */
+int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
+
+/* What /proc/<pid>/stat says about a process. */
+struct bl_proc_stat {
+	int64_t start_ns;	/* start time, ns since boot (as in file names) */
+	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
+	char comm[64];		/* between the first '(' and the last ')', cut */
+};
+
+/*
+ * Reads /proc/<pid>/stat. 0 or -errno (-EIO if it cannot be parsed).
+ * Only open, read and close: usable in a fork child before it execs.
+ */
+int bl_proc_stat(pid_t pid, struct bl_proc_stat *st);
+/* Just the start time, or -errno. */
+int64_t bl_proc_start_ns(pid_t pid);
+
+#endif /* BLAMER_FORMAT_WHERE_H */

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/* Names of the values a snapshot shows, for every view. */
+#include <stddef.h>
+
+#include "blamer.h"
+
+const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->nnodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->nodes[mid].id == id)
+			return s->nodes[mid].name[0] ? s->nodes[mid].name : NULL;
+		if (s->nodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *blamer_health_name(enum blamer_health h)
+{
+	switch (h) {
+	case BLAMER_HEALTH_OK: return "ok";
+	case BLAMER_HEALTH_SUMMARY: return "summary";
+	case BLAMER_HEALTH_EMPTY: return "empty";
+	case BLAMER_HEALTH_TORN: return "torn";
+	case BLAMER_HEALTH_CORRUPT: return "corrupt";
+	case BLAMER_HEALTH_UNREADABLE: return "unreadable";
+	}
+	return "unknown";
+}
+
+const char *blamer_unit_name(uint32_t unit)
+{
+	switch (unit) {
+	case BLAMER_UNIT_NONE: return "none";
+	case BLAMER_UNIT_CPU_NS: return "cpu_ns";
+	case BLAMER_UNIT_BYTES: return "bytes";
+	case BLAMER_UNIT_COUNT: return "count";
+	}
+	return NULL;
+}
+
+const char *blamer_phase_name(uint32_t phase)
+{
+	switch (phase) {
+	case BLAMER_PHASE_UNKNOWN: return "unknown";
+	case BLAMER_PHASE_LAUNCHED: return "launched";
+	case BLAMER_PHASE_MAIN_LOOP: return "main-loop";
+	case BLAMER_PHASE_SHUTTING_DOWN: return "shutting-down";
+	case BLAMER_PHASE_EXITED_CLEANLY: return "exited-cleanly";
+	}
+	return NULL;
+}
+
+const char *blamer_field_type_name(uint32_t type)
+{
+	static const char *const names[] = {
+		"end", "raw", "raw_ref", "string", "string_ref", "char", "bool",
+		"signed", "unsigned", "double",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
+}
+
+const char *blamer_activity_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {
+		"none", "task", "lock-acquire", "event-wait", "thread-join",
+		"process-wait", "generic",
+	};
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The reader's front: opening a backend, taking a snapshot (the backend,
+ * dir.c or dev.c, fills in the processes; totals.c adds what spans
+ * them), waiting for a change, releasing a dead heap, and reading one
+ * heap from memory.
+ *
+ * Layering inside the reader: reader.c -> dir.c dev.c -> parse.c ->
+ * snapshot.c (the model); names.c stands alone. Nothing calls back up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "where.h"
+
+struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
+					 char *err, size_t errlen)
+{
+	struct blamer_reader *r = calloc(1, sizeof(*r));
+	enum blamer_backend env;
+	const char *dev;
+	int e;
+
+	if (!r) {
+		rd_err(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		r->opts = *opts;
+	if (!r->opts.max_retries)
+		r->opts.max_retries = RD_DEFAULT_RETRIES;
+	if (!r->opts.max_slab_bytes)
+		r->opts.max_slab_bytes = RD_DEFAULT_MAX_SLAB;
+	r->devfd = -1;
+	r->backend = r->opts.backend;
+	dev = r->opts.device ? r->opts.device : BL_DEVICE_PATH;
+	if (r->backend == BLAMER_BACKEND_AUTO) {
+		/* as the writer: $BLAMER_BACKEND=device|dir|auto */
+		if (bl_backend_from_env(&env)) {
+			rd_err(err, errlen, "BLAMER_BACKEND=%s: use device, dir or auto",
+			       getenv("BLAMER_BACKEND"));
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+		r->backend = env;
+	}
+	if (r->backend == BLAMER_BACKEND_AUTO) {
+		/* an explicit directory wins; else the device when it exists */
+		if (r->opts.dir || getenv("BLAMER_DIR") || access(dev, F_OK))
+			r->backend = BLAMER_BACKEND_DIR;
+		else
+			r->backend = BLAMER_BACKEND_DEVICE;
+	}
+	if (r->backend == BLAMER_BACKEND_DEVICE) {
+		snprintf(r->source, sizeof(r->source), "%s", dev);
+		r->devfd = open(dev, O_RDWR | O_CLOEXEC);
+		if (r->devfd < 0 && (errno == EACCES || errno == EPERM))
+			r->devfd = open(dev, O_RDONLY | O_CLOEXEC);
+		if (r->devfd < 0) {
+			e = errno;
+			if (e == ENOENT || e == ENODEV || e == ENXIO)
+				rd_err(err, errlen,
+				       "%s not found: the blamer module is not loaded (run `blamer load`, or use --backend dir)",
+				       dev);
+			else if (e == EACCES || e == EPERM)
+				rd_err(err, errlen, "%s: permission denied (ask an administrator to open access to the device)",
+				       dev);
+			else
+				rd_err(err, errlen, "%s: %s", dev, strerror(e));
+			free(r);
+			errno = e;
+			return NULL;
+		}
+	} else {
+		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
+	}
+	r->opts.dir = NULL;	/* r->source is the copy we keep */
+	r->opts.device = NULL;
+	return r;
+}
+
+void blamer_reader_close(struct blamer_reader *r)
+{
+	if (!r)
+		return;
+	if (r->devfd >= 0)
+		close(r->devfd);
+	free(r);
+}
+
+enum blamer_backend blamer_reader_backend(const struct blamer_reader *r)
+{
+	return r->backend;
+}
+
+const char *blamer_reader_source(const struct blamer_reader *r)
+{
+	return r->source;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
+			   char *err, size_t errlen)
+{
+	struct blamer_snapshot *s = calloc(1, sizeof(*s));
+	int ret;
+
+	*out = NULL;
+	if (!s) {
+		rd_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->backend = r->backend;
+	snprintf(s->source, sizeof(s->source), "%s", r->source);
+	s->realtime_ns = now_ns(CLOCK_REALTIME);
+	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
+	if (r->backend == BLAMER_BACKEND_DEVICE)
+		ret = rd_dev_snapshot(r, s, err, errlen);
+	else
+		ret = rd_dir_snapshot(r, s, err, errlen);
+	if (ret) {
+		blamer_snapshot_free(s);
+		return ret;
+	}
+	rd_finish_snapshot(s);
+	*out = s;
+	return 0;
+}
+
+int blamer_reader_wait(struct blamer_reader *r, int timeout_ms)
+{
+	struct pollfd pfd;
+	int n;
+
+	if (r->backend != BLAMER_BACKEND_DEVICE || r->devfd < 0) {
+		struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		return 0;
+	}
+	pfd.fd = r->devfd;
+	pfd.events = POLLIN;
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n > 0;
+}
+
+int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+			  char *err, size_t errlen)
+{
+	if (p->state != BLAMER_PROC_DEAD) {
+		rd_err(err, errlen, "pid %d is still running: only dead processes can be released",
+		       p->pid);
+		return -EBUSY;
+	}
+	if (r->backend == BLAMER_BACKEND_DEVICE)
+		return rd_dev_release(r, p, err, errlen);
+	return rd_dir_release(r, p, err, errlen);
+}
+
+int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
+				struct blamer_snapshot **out)
+{
+	struct blamer_snapshot *s = calloc(1, sizeof(*s));
+	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
+	struct rd_heap h = { 0 };
+	struct blamer_snap_process *p;
+	size_t i;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	p = rd_new_process(s);
+	if (!p) {
+		free(s);
+		return -ENOMEM;
+	}
+	if (n > BLAMER_MAX_SLABS) {
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%zu slabs, at most %u", n,
+			   BLAMER_MAX_SLABS);
+		n = BLAMER_MAX_SLABS;
+	}
+	s->backend = BLAMER_BACKEND_AUTO;
+	snprintf(s->source, sizeof(s->source), "memory");
+	memset(raw, 0, sizeof(raw));
+	memset(ordered, 0, sizeof(ordered));
+	for (i = 0; i < n; i++) {
+		/* the heap is only read; rd_refresh needs fd >= 0 to write */
+		raw[i].buf = (uint8_t *)(uintptr_t)slabs[i].data;
+		raw[i].size = slabs[i].size;
+		raw[i].fd = -1;
+		raw[i].id = i;
+		p->size += slabs[i].size;
+	}
+	p->state = BLAMER_PROC_LIVE;
+	p->nslabs = (uint32_t)n;
+	h.slabs = ordered;
+	h.retries = RD_DEFAULT_RETRIES;
+	h.p = p;
+	if (rd_heap_order(&h, raw, (uint32_t)n)) {
+		for (i = 0; i < h.nslabs; i++)
+			p->slab_ids[i] = i;
+		rd_heap_parse(&h);
+	}
+	if (p->have_record)
+		p->pid = (int32_t)p->rec_pid;
+	rd_finish_snapshot(s);
+	*out = s;
+	return 0;
+}
+

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Records: the floor every writer feature stands on. A record is made
+ * (fresh, or a retired one of the same type and size taken over),
+ * stamped with its owner (data_id last, with release, so a half-made
+ * record never passes for a valid one) and retired; the records a heap
+ * starts with (process, its data, the log) are made here when the heap
+ * is. Nothing here makes a context or a heap: callers hold a context
+ * whose heap is ready (bl_ready(), bl_heap_for()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "atomic.h"
+#include "context.h"
+
+#define PROCESS_DATA_BYTES	4096u
+#define GLOBAL_DATA_BYTES	4096u
+
+void bl_owner_set(struct blamer *b, struct blamer_owner *o)
+{
+	o->pid = b->pid;
+	o->create_stamp = b->start_ns;
+	/* Release, last: a reader that sees the id sees pid and stamp (and
+	 * whatever the record's maker wrote before calling this). */
+	st_release(A32(&o->data_id), b->data_id);
+}
+
+blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse)
+{
+	struct bl_heap *h = &b->heap;
+	struct bl_iter it = { 0 };
+	blamer_ref ref;
+	uint32_t t;
+	int err = 0;
+
+	if (ld_relaxed(A32(&h->corrupt))) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	size = (size + 7) & ~7u;
+	if (reuse) {
+		/* The first to change a retired record's type owns it. */
+		while ((ref = bl_heap_next(h, &it, &t)))
+			if (t == BLAMER_RETIRED(type) &&
+			    ((struct blamer_block *)bl_ptr(h, ref))->size == size &&
+			    bl_heap_change_type(h, ref, type, t, true))
+				return ref;
+	}
+	ref = bl_heap_alloc(h, size, type, &err);
+	if (!ref) {
+		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+		return 0;
+	}
+	if (!bl_heap_make_iterable(h, ref)) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	return ref;
+}
+
+void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
+{
+	struct bl_heap *h = &b->heap;
+	struct blamer_block *blk = bl_heap_get(h, ref, type, sizeof(struct blamer_block) +
+					       sizeof(struct blamer_owner));
+
+	if (!blk || ld_relaxed(A32(&h->corrupt)))
+		return;	/* a corrupt heap is not written */
+	/* Release: readers that still see the old id saw consistent data;
+	 * those that see 0 skip the record. */
+	st_release(A32(&((struct blamer_owner *)(blk + 1))->data_id), 0);
+	bl_heap_change_type(h, ref, BLAMER_RETIRED(type), type, false);
+}
+
+blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity)
+{
+	struct blamer_userdata *u;
+	blamer_ref ref;
+	int err = 0;
+
+	ref = bl_heap_alloc(&b->heap, sizeof(*u) + capacity, BLAMER_REC_USERDATA, &err);
+	if (!ref)
+		return 0;
+	u = bl_ptr(&b->heap, ref);
+	u->scope = scope;
+	u->capacity = capacity;
+	bl_owner_set(b, &u->owner);
+	if (!bl_heap_make_iterable(&b->heap, ref))
+		return 0;
+	return ref;
+}
+
+static void read_cmdline(struct blamer_process *p)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, p->cmdline, sizeof(p->cmdline));
+	close(fd);
+	if (n > 0)
+		p->cmdline_len = (uint32_t)n;
+}
+
+int bl_process_records(struct blamer *b)
+{
+	struct bl_heap *h = &b->heap;
+	struct blamer_process *p;
+	struct blamer_log *log;
+	blamer_ref ref;
+	int err = 0;
+
+	/* Made directly with the allocator, not with bl_record_new(): the
+	 * context is not READY yet, and a new heap has nothing to reuse. */
+	ref = bl_heap_alloc(h, sizeof(*p), BLAMER_REC_PROCESS, &err);
+	if (!ref)
+		return bl_error(err, "blamer: cannot allocate the process record");
+	p = bl_ptr(h, ref);
+	read_cmdline(p);
+	/* Relaxed: published with the record (owner release, list append). */
+	st_relaxed(A32(&p->phase), BLAMER_PHASE_LAUNCHED);
+	b->process = ref;
+	b->global_data = bl_userdata_new(b, BLAMER_DATA_GLOBAL, GLOBAL_DATA_BYTES);
+	b->process_data = bl_userdata_new(b, BLAMER_DATA_PROCESS, PROCESS_DATA_BYTES);
+	b->log = bl_heap_alloc(h, sizeof(*log) + b->log_slots * sizeof(struct blamer_log_slot),
+			       BLAMER_REC_LOG, &err);
+	if (!b->global_data || !b->process_data || !b->log)
+		return bl_error(ENOSPC, "blamer: slab too small for the process records");
+	log = bl_ptr(h, b->log);
+	log->slot_count = b->log_slots;
+	bl_owner_set(b, &log->owner);
+	bl_heap_make_iterable(h, b->log);
+	p->user_data = b->process_data;
+	p->global_data = b->global_data;
+	p->log = b->log;
+	bl_owner_set(b, &p->owner);
+	if (!bl_heap_make_iterable(h, ref))
+		return bl_error(EIO, "blamer: the new heap is corrupt");
+	/* Release: a reader that finds the process ref finds it complete. */
+	st_release(A64(&h->hh->process), ref);
+	return 0;
+}
+
+void bl_shards_release(struct blamer *b, int64_t tid)
+{
+	struct bl_heap *h = &b->heap;
+	struct bl_iter it = { 0 };
+	blamer_ref ref;
+	uint32_t type;
+
+	if (ld_relaxed(A32(&h->corrupt)))
+		return;		/* a corrupt heap is not written */
+	while ((ref = bl_heap_next(h, &it, &type))) {
+		struct blamer_dag_shard *s;
+
+		if (type != BLAMER_REC_DAG_SHARD)
+			continue;
+		s = bl_heap_get(h, ref, type, sizeof(*s));
+		/* Release: our adds come before those of the next claimer. */
+		if (s && ld_relaxed(A64(&s->claim)) == (uint64_t)tid)
+			st_release(A64(&s->claim), 0);
+	}
+}
