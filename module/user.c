@@ -112,8 +112,9 @@ static u64 blamer_excess(u64 used, u64 size, u64 limit)
  * @size: bytes, at most max_slab_bytes
  * @userp: out: the account, with a reference that goes with the charge
  *
- * Above a limit, evicts the account's own oldest orphans and retries;
- * their pages uncharge when nothing maps them any more.
+ * Above a limit, finishes reaping processes that just died (their slabs
+ * become orphans), then evicts the account's own oldest orphans and
+ * retries; their pages uncharge when nothing maps them any more.
  *
  * Return: 0, -EDQUOT above max_user_bytes, -ENOSPC above
  * max_total_bytes, -ENOMEM.
@@ -121,7 +122,7 @@ static u64 blamer_excess(u64 used, u64 size, u64 limit)
 int blamer_user_charge(u64 size, struct blamer_user **userp)
 {
 	kuid_t uid = blamer_user_key(current_cred());
-	bool privileged = false, asked = false;
+	bool privileged = false, asked = false, settled = false;
 	struct blamer_user *user;
 	LIST_HEAD(evicted);
 
@@ -151,6 +152,14 @@ int blamer_user_charge(u64 size, struct blamer_user **userp)
 			return 0;
 		}
 		err = over_user ? -EDQUOT : -ENOSPC;
+		if (!settled) {
+			/* Processes that just died may have orphans to give. */
+			mutex_unlock(&blamer_lock);
+			blamer_user_put(user);
+			blamer_owner_settle();
+			settled = true;
+			continue;
+		}
 		if (!user->orphans) {
 			mutex_unlock(&blamer_lock);
 			blamer_user_put(user);
