@@ -13,7 +13,7 @@
 # default: Debian's headers for KVER via scripts/kernel-path, never
 # `uname -r`; see module/module.mk).
 #
-# Each part of the tree owns a fragment included below. A fragment
+# Each part of the tree has a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
 #     rule or by appending to ALL_TARGETS (all depends on ALL_TARGETS
 #     after every fragment is read, so either order works);
@@ -42,17 +42,19 @@ DEMO_DEPS    :=
 .PHONY: all check demo bench deps clean install
 all:
 
--include mk/deps.mk
--include mk/check.mk
--include lib/lib.mk
--include tools/tools.mk
--include module/module.mk
--include tools/vm/vm.mk
--include selftests/selftests.mk
--include bench/bench.mk
--include tools/demo/demo.mk
--include Documentation/docs.mk
--include examples/examples.mk
+# include, not -include: a fragment that is missing is an error, never
+# suites silently gone from make check.
+include mk/deps.mk
+include mk/check.mk
+include lib/lib.mk
+include tools/tools.mk
+include module/module.mk
+include tools/vm/vm.mk
+include selftests/selftests.mk
+include bench/bench.mk
+include tools/demo/demo.mk
+include Documentation/docs.mk
+include examples/examples.mk
 
 all: $(ALL_TARGETS)
 

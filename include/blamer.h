@@ -383,6 +383,13 @@ struct blamer_snap_process {
 	struct blamer_snap_path *paths;		size_t npaths;
 };
 
+/*
+ * The attribution view: the DAG paths of every process, summed. Paths
+ * are listed in one order everywhere, blamer_path_cmp()'s: node by node
+ * from the root (ids as unsigned numbers), a path right before the paths
+ * it is a prefix of.
+ */
+
 /* One (path, unit) total summed over every process of the snapshot. */
 struct blamer_snap_total {
 	uint32_t depth;
@@ -392,14 +399,33 @@ struct blamer_snap_total {
 	uint32_t nprocs;	/* processes contributing */
 };
 
+/*
+ * One node of the inclusive tree: a path some process measured, or a
+ * prefix of one. self[i] and inclusive[i] are in unit
+ * blamer_snapshot.units[i].
+ */
+struct blamer_snap_tree_node {
+	uint32_t depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];	/* root first */
+	bool walked;		/* some process measured exactly this path */
+	uint32_t nprocs;	/* processes that measured it or a path below it */
+	size_t end;		/* past its subtree: tree[this + 1 .. end) is below it */
+	const uint64_t *self;		/* measured on exactly this path */
+	const uint64_t *inclusive;	/* on this path and every path below it */
+};
+
 struct blamer_snapshot {
 	enum blamer_backend backend;
 	char source[256];	/* device path or directory */
 	uint64_t generation;	/* device event generation, 0 for dir */
 	uint64_t realtime_ns, monotonic_ns;	/* when it was taken */
 	struct blamer_snap_process *procs;	size_t nprocs;
-	struct blamer_snap_total *totals;	size_t ntotals; /* sorted by path */
+	struct blamer_snap_total *totals;	size_t ntotals; /* by path, then unit */
 	struct blamer_snap_node *nodes;		size_t nnodes;	/* by id, named */
+	/* the units of the totals, in numeric order */
+	uint32_t *units;			size_t nunits;
+	/* the inclusive tree, by path: a node, then its subtree */
+	struct blamer_snap_tree_node *tree;	size_t ntree;
 };
 
 struct blamer_reader;
@@ -418,6 +444,31 @@ const char *blamer_reader_source(const struct blamer_reader *r);
 int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
 			   char *err, size_t errlen);
 void blamer_snapshot_free(struct blamer_snapshot *s);
+
+/* What a backend says about itself (blamer status). */
+struct blamer_backend_status {
+	enum blamer_backend backend;
+	char source[256];	/* device path or directory */
+	uint64_t bytes;		/* device: of all slabs (device_totals); dir: of all heap files */
+	/* dir: from the heaps' headers */
+	uint64_t heaps, dead;
+	/* device (BLAMER_IOC_STATUS): what is charged to the caller's user,
+	 * the limits, and, only if device_totals (callers who may read every
+	 * slab), the device's slabs, orphans and bytes */
+	uint64_t user_slabs, user_orphans, user_bytes;
+	bool device_totals;
+	uint64_t slabs, orphans;
+	uint64_t max_slab_bytes, max_user_bytes, max_total_bytes, max_user_orphans;
+	/* device: the module's parameters, as sysfs shows them */
+	struct {
+		char name[64];
+		char value[128];
+	} params[32];
+	size_t nparams;
+};
+/* 0 or -errno (message in err). */
+int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,
+			 char *err, size_t errlen);
 
 /*
  * Wait up to timeout_ms for a change (device: poll() on /dev/blamer, woken
@@ -441,6 +492,19 @@ struct blamer_mem_slab {
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 				struct blamer_snapshot **out);
 
+/* Paths in view order: < 0, 0 or > 0 as @a comes before, is, or comes after @b. */
+int blamer_path_cmp(const uint64_t *a, uint32_t adepth, const uint64_t *b, uint32_t bdepth);
+/* The total of (path, unit), or NULL. */
+const struct blamer_snap_total *blamer_snap_total_find(const struct blamer_snapshot *s,
+							const uint64_t *nodes, uint32_t depth,
+							uint32_t unit);
+/* The index of @unit in s->units, or -1. */
+int blamer_snap_unit_index(const struct blamer_snapshot *s, uint32_t unit);
+/* A path as text, "/name/name/0x1f..." (a node without a name as its
+ * id): snprintf()'s contract, the length it needs. */
+int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nodes,
+			    uint32_t depth, char *buf, size_t len);
+
 /* Lookups: NULL if unknown. */
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
 const char *blamer_health_name(enum blamer_health h);
@@ -457,6 +521,8 @@ const char *blamer_activity_kind_name(uint32_t kind);
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids);
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
+/* The status as one JSON document (kind "status", same schema). */
+int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 
 /* ---- end of reader API ---- */
 

@@ -19,9 +19,10 @@ LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
 LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
 		     heap.c records.c modules.c registry.c tls.c context.c \
 		     process.c thread.c userdata.c log.c dag.c dag_shard.c)
-LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c parse.c dir.c dev.c \
-		     totals.c names.c reader.c)
-LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json.c prom.c)
+LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c record.c \
+		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
+		     decode_log.c decode_dag.c parse.c dir.c dev.c attrib.c names.c reader.c)
+LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c)
 
 LIB_INC_format := -I$(SRC)/lib/format
 LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/writer
@@ -82,12 +83,17 @@ $(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
 		$(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libblamer.so.$(LIB_SOVER) $@
 
+# $(call pc_file,OUT): blamer.pc, from blamer.pc.in, for the PREFIX,
+# LIBDIR and INCLUDEDIR of this make (the one sed that makes it).
+pc_file = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	      $(SRC)/blamer.pc.in > $(1)
+
 # (for in-tree use; install-lib writes the installed one with the PREFIX
 # given to make install)
 $(LIB_PC): $(SRC)/blamer.pc.in
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	$(call pc_file,$@)
 
 # Other fragments add their own install targets to INSTALL_TARGETS (for
 # example tools/tools.mk: INSTALL_TARGETS += install-tools); the recipe
@@ -102,9 +108,7 @@ install-lib: lib
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libblamer.a
 	install -m 0755 $(LIB_SO).$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so.$(LIB_SOVER)
 	ln -sf libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    $(SRC)/blamer.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
+	$(call pc_file,$(DESTDIR)$(PKGCONFIGDIR)/blamer.pc)
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
 
 # examples/: built against the static library, as an application would.

@@ -1,366 +1,431 @@
 // SPDX-License-Identifier: MIT
 /*
- * JSON view of a snapshot. The schema is Documentation/blamer-json-schema.json
- * (schema_version BLAMER_JSON_SCHEMA_VERSION); fields are only ever added.
- * Node IDs are hex strings ("0x..."): they are 64-bit hashes and would
- * lose precision as JSON numbers in most consumers. Every string is
- * escaped to ASCII, so the output is valid UTF-8 whatever a heap holds.
+ * JSON views of a snapshot and of a backend's status, written through
+ * the one JSON writer (json_writer.c). The schema is
+ * Documentation/blamer-json-schema.json (schema_version
+ * BLAMER_JSON_SCHEMA_VERSION); fields are only ever added. Node IDs are
+ * hex strings ("0x..."): they are 64-bit hashes and would lose precision
+ * as JSON numbers in most consumers.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "blamer.h"
+#include "json_writer.h"
 
-static void jstr_n(FILE *f, const char *s, size_t n)
+static const char *backend_name(enum blamer_backend b)
+{
+	return b == BLAMER_BACKEND_DEVICE ? "device" : b == BLAMER_BACKEND_DIR ? "dir" : "memory";
+}
+
+/* The members every document starts with. */
+static void head(struct bl_json *j, const char *kind, enum blamer_backend backend,
+		 const char *source)
+{
+	bl_json_object(j);
+	bl_json_kv_u64(j, "schema_version", BLAMER_JSON_SCHEMA_VERSION);
+	bl_json_kv_string(j, "kind", kind);
+	bl_json_kv_string(j, "backend", backend_name(backend));
+	bl_json_kv_string(j, "source", source);
+}
+
+static void field_value(struct bl_json *j, const struct blamer_snap_field *x)
+{
+	char ch;
+
+	if (x->torn) {
+		bl_json_null(j);
+		return;
+	}
+	switch (x->type) {
+	case BLAMER_FIELD_SIGNED:
+		bl_json_i64(j, x->i);
+		break;
+	case BLAMER_FIELD_UNSIGNED:
+		bl_json_u64(j, x->u);
+		break;
+	case BLAMER_FIELD_DOUBLE:
+		bl_json_double(j, x->d);
+		break;
+	case BLAMER_FIELD_BOOL:
+		bl_json_bool(j, x->u != 0);
+		break;
+	case BLAMER_FIELD_CHAR:
+		ch = (char)x->u;
+		bl_json_string_n(j, &ch, 1);
+		break;
+	case BLAMER_FIELD_STRING:
+		bl_json_string_n(j, (const char *)x->bytes, x->len);
+		break;
+	case BLAMER_FIELD_RAW:
+		bl_json_hex(j, x->bytes, x->len);
+		break;
+	case BLAMER_FIELD_RAW_REF:
+	case BLAMER_FIELD_STRING_REF:
+		bl_json_object(j);
+		bl_json_kv_u64(j, "address", x->u);
+		bl_json_kv_u64(j, "size", x->ref_size);
+		bl_json_object_end(j);
+		break;
+	default:
+		bl_json_null(j);
+	}
+}
+
+static void fields(struct bl_json *j, const char *key, const struct blamer_snap_fields *fs)
 {
 	size_t i;
 
-	fputc('"', f);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);	/* bytes shown as Latin-1 */
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static void jstr(FILE *f, const char *s)
-{
-	jstr_n(f, s, strlen(s));
-}
-
-static void jkey(FILE *f, bool *first, const char *k)
-{
-	if (!*first)
-		fputc(',', f);
-	*first = false;
-	jstr(f, k);
-	fputc(':', f);
-}
-
-static void jid(FILE *f, uint64_t id)
-{
-	fprintf(f, "\"0x%llx\"", (unsigned long long)id);
-}
-
-static void jfields(FILE *f, const struct blamer_snap_fields *fs)
-{
-	size_t i, j;
-
-	fputc('[', f);
+	bl_json_key(j, key);
+	bl_json_array(j);
 	for (i = 0; i < fs->n; i++) {
 		const struct blamer_snap_field *x = &fs->v[i];
-		bool first = true;
 
-		if (i)
-			fputc(',', f);
-		fputc('{', f);
-		jkey(f, &first, "name");
-		jstr(f, x->name ? x->name : "");
-		jkey(f, &first, "type");
-		jstr(f, blamer_field_type_name(x->type));
-		jkey(f, &first, "torn");
-		fputs(x->torn ? "true" : "false", f);
-		jkey(f, &first, "value");
-		if (x->torn) {
-			fputs("null", f);
-		} else {
-			switch (x->type) {
-			case BLAMER_FIELD_SIGNED:
-				fprintf(f, "%lld", (long long)x->i);
-				break;
-			case BLAMER_FIELD_UNSIGNED:
-				fprintf(f, "%llu", (unsigned long long)x->u);
-				break;
-			case BLAMER_FIELD_DOUBLE:
-				if (isfinite(x->d))
-					fprintf(f, "%.17g", x->d);
-				else
-					fputs("null", f);
-				break;
-			case BLAMER_FIELD_BOOL:
-				fputs(x->u ? "true" : "false", f);
-				break;
-			case BLAMER_FIELD_CHAR: {
-				char ch = (char)x->u;
-
-				jstr_n(f, &ch, 1);
-				break;
-			}
-			case BLAMER_FIELD_STRING:
-				jstr_n(f, (const char *)x->bytes, x->len);
-				break;
-			case BLAMER_FIELD_RAW:
-				fputc('"', f);
-				for (j = 0; j < x->len; j++)
-					fprintf(f, "%02x", x->bytes[j]);
-				fputc('"', f);
-				break;
-			case BLAMER_FIELD_RAW_REF:
-			case BLAMER_FIELD_STRING_REF:
-				fprintf(f, "{\"address\":%llu,\"size\":%llu}",
-					(unsigned long long)x->u, (unsigned long long)x->ref_size);
-				break;
-			default:
-				fputs("null", f);
-			}
-		}
-		fputc('}', f);
+		bl_json_object(j);
+		bl_json_kv_string(j, "name", x->name ? x->name : "");
+		bl_json_kv_string(j, "type", blamer_field_type_name(x->type));
+		bl_json_kv_bool(j, "torn", x->torn);
+		bl_json_key(j, "value");
+		field_value(j, x);
+		bl_json_object_end(j);
 	}
-	fputc(']', f);
+	bl_json_array_end(j);
 }
 
-static void jpath(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
-		  uint32_t depth)
+/* "path": the node ids, "names": their names (null: unnamed). */
+static void path(struct bl_json *j, const struct blamer_snapshot *s, const uint64_t *nodes,
+		 uint32_t depth)
 {
 	uint32_t i;
 
-	fputs("\"path\":[", f);
-	for (i = 0; i < depth; i++) {
-		if (i)
-			fputc(',', f);
-		jid(f, nodes[i]);
-	}
-	fputs("],\"names\":[", f);
-	for (i = 0; i < depth; i++) {
-		const char *n = blamer_snap_node_name(s, nodes[i]);
-
-		if (i)
-			fputc(',', f);
-		if (n)
-			jstr(f, n);
-		else
-			fputs("null", f);
-	}
-	fputc(']', f);
+	bl_json_key(j, "path");
+	bl_json_array(j);
+	for (i = 0; i < depth; i++)
+		bl_json_id(j, nodes[i]);
+	bl_json_array_end(j);
+	bl_json_key(j, "names");
+	bl_json_array(j);
+	for (i = 0; i < depth; i++)
+		bl_json_string(j, blamer_snap_node_name(s, nodes[i]));
+	bl_json_array_end(j);
 }
 
-static void junit(FILE *f, uint32_t unit)
+static void unit(struct bl_json *j, uint32_t u)
 {
-	const char *n = blamer_unit_name(unit);
+	const char *n = blamer_unit_name(u);
+	char app[24];
 
-	fprintf(f, "\"unit\":%u,\"unit_name\":", unit);
-	if (n)
-		jstr(f, n);
-	else
-		fprintf(f, "\"unit%u\"", unit);
+	bl_json_kv_u64(j, "unit", u);
+	if (!n) {
+		snprintf(app, sizeof(app), "unit%u", u);
+		n = app;
+	}
+	bl_json_kv_string(j, "unit_name", n);
 }
 
-static void jthreads(FILE *f, const struct blamer_snap_process *p)
+static void node(struct bl_json *j, const struct blamer_snap_node *n)
 {
-	size_t i, j;
+	bl_json_object(j);
+	bl_json_key(j, "id");
+	bl_json_id(j, n->id);
+	bl_json_kv_u64(j, "type", n->type);
+	bl_json_kv_string(j, "name", n->name);
+	bl_json_object_end(j);
+}
 
-	fputc('[', f);
+static void threads(struct bl_json *j, const struct blamer_snap_process *p)
+{
+	size_t i, k;
+
+	bl_json_key(j, "threads");
+	bl_json_array(j);
 	for (i = 0; i < p->nthreads; i++) {
 		const struct blamer_snap_thread *t = &p->threads[i];
 
-		if (i)
-			fputc(',', f);
-		fprintf(f, "{\"tid\":%lld,\"name\":", (long long)t->tid);
-		jstr(f, t->name);
-		fprintf(f, ",\"start_time_ns\":%llu,\"depth\":%u,\"stack_slots\":%u,"
-			"\"overflows\":%u,\"torn\":%s,\"activities\":[",
-			(unsigned long long)t->start_time_ns, t->depth, t->stack_slots,
-			t->overflows, t->torn ? "true" : "false");
-		for (j = 0; j < t->nacts; j++) {
-			const struct blamer_snap_activity *a = &t->acts[j];
+		bl_json_object(j);
+		bl_json_kv_i64(j, "tid", t->tid);
+		bl_json_kv_string(j, "name", t->name);
+		bl_json_kv_u64(j, "start_time_ns", t->start_time_ns);
+		bl_json_kv_u64(j, "depth", t->depth);
+		bl_json_kv_u64(j, "stack_slots", t->stack_slots);
+		bl_json_kv_u64(j, "overflows", t->overflows);
+		bl_json_kv_bool(j, "torn", t->torn);
+		bl_json_key(j, "activities");
+		bl_json_array(j);
+		for (k = 0; k < t->nacts; k++) {
+			const struct blamer_snap_activity *a = &t->acts[k];
 
-			if (j)
-				fputc(',', f);
-			fprintf(f, "{\"time_ns\":%llu,\"calling_address\":%llu,\"kind\":%u,"
-				"\"kind_name\":", (unsigned long long)a->time_ns,
-				(unsigned long long)a->calling_address, a->kind);
-			jstr(f, blamer_activity_kind_name(a->kind));
-			fputs(",\"label\":", f);
-			jstr(f, a->label);
-			fprintf(f, ",\"data\":[%llu,%llu],\"user_data\":",
-				(unsigned long long)a->data[0], (unsigned long long)a->data[1]);
-			jfields(f, &a->fields);
-			fputc('}', f);
+			bl_json_object(j);
+			bl_json_kv_u64(j, "time_ns", a->time_ns);
+			bl_json_kv_u64(j, "calling_address", a->calling_address);
+			bl_json_kv_u64(j, "kind", a->kind);
+			bl_json_kv_string(j, "kind_name", blamer_activity_kind_name(a->kind));
+			bl_json_kv_string(j, "label", a->label);
+			bl_json_key(j, "data");
+			bl_json_array(j);
+			bl_json_u64(j, a->data[0]);
+			bl_json_u64(j, a->data[1]);
+			bl_json_array_end(j);
+			fields(j, "user_data", &a->fields);
+			bl_json_object_end(j);
 		}
-		fputs("]}", f);
+		bl_json_array_end(j);
+		bl_json_object_end(j);
 	}
-	fputc(']', f);
+	bl_json_array_end(j);
 }
 
-static void jdetails(FILE *f, const struct blamer_snapshot *s,
-		     const struct blamer_snap_process *p)
+static void details(struct bl_json *j, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p)
 {
-	size_t i, j;
+	size_t i, k;
 
-	fputs(",\"user_data\":", f);
-	jfields(f, &p->user_data);
-	fputs(",\"global_data\":", f);
-	jfields(f, &p->global_data);
-	fputs(",\"threads\":", f);
-	jthreads(f, p);
-	fputs(",\"modules\":[", f);
+	fields(j, "user_data", &p->user_data);
+	fields(j, "global_data", &p->global_data);
+	threads(j, p);
+	bl_json_key(j, "modules");
+	bl_json_array(j);
 	for (i = 0; i < p->nmodules; i++) {
 		const struct blamer_snap_module *m = &p->modules[i];
 
-		if (i)
-			fputc(',', f);
-		fputs("{\"path\":", f);
-		jstr(f, m->path);
-		fprintf(f, ",\"base\":%llu,\"size\":%llu,\"loaded\":%s,\"build_id\":\"",
-			(unsigned long long)m->base, (unsigned long long)m->size,
-			m->loaded ? "true" : "false");
-		for (j = 0; j < m->build_id_len; j++)
-			fprintf(f, "%02x", m->build_id[j]);
-		fputs("\"}", f);
+		bl_json_object(j);
+		bl_json_kv_string(j, "path", m->path);
+		bl_json_kv_u64(j, "base", m->base);
+		bl_json_kv_u64(j, "size", m->size);
+		bl_json_kv_bool(j, "loaded", m->loaded);
+		bl_json_key(j, "build_id");
+		bl_json_hex(j, m->build_id, m->build_id_len);
+		bl_json_object_end(j);
 	}
-	fputs("],\"log\":[", f);
+	bl_json_array_end(j);
+	bl_json_key(j, "log");
+	bl_json_array(j);
 	for (i = 0; i < p->nlogs; i++) {
-		if (i)
-			fputc(',', f);
-		fprintf(f, "{\"number\":%llu,\"time_ns\":%llu,\"text\":",
-			(unsigned long long)p->logs[i].number,
-			(unsigned long long)p->logs[i].time_ns);
-		jstr(f, p->logs[i].text);
-		fputc('}', f);
+		bl_json_object(j);
+		bl_json_kv_u64(j, "number", p->logs[i].number);
+		bl_json_kv_u64(j, "time_ns", p->logs[i].time_ns);
+		bl_json_kv_string(j, "text", p->logs[i].text);
+		bl_json_object_end(j);
 	}
-	fputs("],\"children\":[", f);
+	bl_json_array_end(j);
+	bl_json_key(j, "children");
+	bl_json_array(j);
 	for (i = 0; i < p->nchildren; i++) {
 		const struct blamer_snap_child *c = &p->children[i];
 
-		fprintf(f, "%s{\"pid\":%lld,\"launch_time_ns\":%llu,\"exit_time_ns\":%llu,"
-			"\"exit_status\":%d,\"state\":\"%s\"}", i ? "," : "",
-			(long long)c->pid, (unsigned long long)c->launch_time_ns,
-			(unsigned long long)c->exit_time_ns, c->exit_status,
-			c->state == BLAMER_CHILD_EXITED ? "exited" :
-			c->state == BLAMER_CHILD_RUNNING ? "running" : "unknown");
+		bl_json_object(j);
+		bl_json_kv_i64(j, "pid", c->pid);
+		bl_json_kv_u64(j, "launch_time_ns", c->launch_time_ns);
+		bl_json_kv_u64(j, "exit_time_ns", c->exit_time_ns);
+		bl_json_kv_i64(j, "exit_status", c->exit_status);
+		bl_json_kv_string(j, "state", c->state == BLAMER_CHILD_EXITED ? "exited" :
+					      c->state == BLAMER_CHILD_RUNNING ? "running" :
+					      "unknown");
+		bl_json_object_end(j);
 	}
-	fputs("],\"dag\":{\"nodes\":[", f);
-	for (i = 0; i < p->nnodes; i++) {
-		fprintf(f, "%s{\"id\":", i ? "," : "");
-		jid(f, p->nodes[i].id);
-		fprintf(f, ",\"type\":%u,\"name\":", p->nodes[i].type);
-		jstr(f, p->nodes[i].name);
-		fputc('}', f);
-	}
-	fputs("],\"edges\":[", f);
+	bl_json_array_end(j);
+	bl_json_key(j, "dag");
+	bl_json_object(j);
+	bl_json_key(j, "nodes");
+	bl_json_array(j);
+	for (i = 0; i < p->nnodes; i++)
+		node(j, &p->nodes[i]);
+	bl_json_array_end(j);
+	bl_json_key(j, "edges");
+	bl_json_array(j);
 	for (i = 0; i < p->nedges; i++) {
-		fprintf(f, "%s{\"parent\":", i ? "," : "");
-		jid(f, p->edges[i].parent);
-		fputs(",\"child\":", f);
-		jid(f, p->edges[i].child);
-		fputc('}', f);
+		bl_json_object(j);
+		bl_json_key(j, "parent");
+		bl_json_id(j, p->edges[i].parent);
+		bl_json_key(j, "child");
+		bl_json_id(j, p->edges[i].child);
+		bl_json_object_end(j);
 	}
-	fputs("],\"paths\":[", f);
+	bl_json_array_end(j);
+	bl_json_key(j, "paths");
+	bl_json_array(j);
 	for (i = 0; i < p->npaths; i++) {
 		const struct blamer_snap_path *sp = &p->paths[i];
 
-		fprintf(f, "%s{", i ? "," : "");
-		jpath(f, s, sp->nodes, sp->depth);
-		fputs(",\"values\":[", f);
-		for (j = 0; j < sp->nvalues; j++) {
-			fprintf(f, "%s{", j ? "," : "");
-			junit(f, sp->units[j]);
-			fprintf(f, ",\"value\":%llu}", (unsigned long long)sp->values[j]);
+		bl_json_object(j);
+		path(j, s, sp->nodes, sp->depth);
+		bl_json_key(j, "values");
+		bl_json_array(j);
+		for (k = 0; k < sp->nvalues; k++) {
+			bl_json_object(j);
+			unit(j, sp->units[k]);
+			bl_json_kv_u64(j, "value", sp->values[k]);
+			bl_json_object_end(j);
 		}
-		fputs("]}", f);
+		bl_json_array_end(j);
+		bl_json_object_end(j);
 	}
-	fputs("]}", f);
+	bl_json_array_end(j);
+	bl_json_object_end(j);
 }
 
-static void jprocess(FILE *f, const struct blamer_snapshot *s,
-		     const struct blamer_snap_process *p, bool summary)
+static void process(struct bl_json *j, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p, bool summary)
 {
 	const char *phase = blamer_phase_name(p->phase);
+	char app[24];
 	uint32_t i;
 
-	fprintf(f, "{\"pid\":%d,\"uid\":%u,\"comm\":", p->pid, p->uid);
-	jstr(f, p->comm);
-	fprintf(f, ",\"start_time_ns\":%llu,\"state\":\"%s\",\"kernel_facts\":%s,"
-		"\"exited\":%s,\"exit_code\":%d,\"exit_signal\":%u,\"coredump\":%s,"
-		"\"create_time_ns\":%llu,\"orphan_time_ns\":%llu,\"slabs\":[",
-		(unsigned long long)p->start_time_ns,
-		p->state == BLAMER_PROC_LIVE ? "live" : "dead",
-		p->kernel_facts ? "true" : "false", p->exited ? "true" : "false",
-		p->exit_code, p->exit_signal, p->coredump ? "true" : "false",
-		(unsigned long long)p->create_time_ns, (unsigned long long)p->orphan_time_ns);
+	bl_json_object(j);
+	bl_json_kv_i64(j, "pid", p->pid);
+	bl_json_kv_u64(j, "uid", p->uid);
+	bl_json_kv_string(j, "comm", p->comm);
+	bl_json_kv_u64(j, "start_time_ns", p->start_time_ns);
+	bl_json_kv_string(j, "state", p->state == BLAMER_PROC_LIVE ? "live" : "dead");
+	bl_json_kv_bool(j, "kernel_facts", p->kernel_facts);
+	bl_json_kv_bool(j, "exited", p->exited);
+	bl_json_kv_i64(j, "exit_code", p->exit_code);
+	bl_json_kv_u64(j, "exit_signal", p->exit_signal);
+	bl_json_kv_bool(j, "coredump", p->coredump);
+	bl_json_kv_u64(j, "create_time_ns", p->create_time_ns);
+	bl_json_kv_u64(j, "orphan_time_ns", p->orphan_time_ns);
+	bl_json_key(j, "slabs");
+	bl_json_array(j);
 	for (i = 0; i < p->nslabs && i < 64; i++)
-		fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)p->slab_ids[i]);
-	fprintf(f, "],\"size\":%llu,\"used\":%llu,\"health\":\"%s\",\"problem\":",
-		(unsigned long long)p->size, (unsigned long long)p->used,
-		blamer_health_name(p->health));
-	jstr(f, p->problem);
-	fprintf(f, ",\"torn_records\":%u,\"heap_state\":%u,\"heap_flags\":%u,"
-		"\"phase\":%u,\"phase_name\":", p->torn_records, p->heap_state,
-		p->heap_flags, p->phase);
-	if (phase)
-		jstr(f, phase);
-	else
-		fprintf(f, "\"app%u\"", p->phase);
-	fputs(",\"cmdline\":", f);
-	jstr(f, p->cmdline);
+		bl_json_u64(j, p->slab_ids[i]);
+	bl_json_array_end(j);
+	bl_json_kv_u64(j, "size", p->size);
+	bl_json_kv_u64(j, "used", p->used);
+	bl_json_kv_string(j, "health", blamer_health_name(p->health));
+	bl_json_kv_string(j, "problem", p->problem);
+	bl_json_kv_u64(j, "torn_records", p->torn_records);
+	bl_json_kv_u64(j, "heap_state", p->heap_state);
+	bl_json_kv_u64(j, "heap_flags", p->heap_flags);
+	bl_json_kv_u64(j, "phase", p->phase);
+	if (!phase) {
+		snprintf(app, sizeof(app), "app%u", p->phase);
+		phase = app;
+	}
+	bl_json_kv_string(j, "phase_name", phase);
+	bl_json_kv_string(j, "cmdline", p->cmdline);
 	if (!summary)
-		jdetails(f, s, p);
-	fputc('}', f);
+		details(j, s, p);
+	bl_json_object_end(j);
+}
+
+/* The attribution view: nodes, totals, units and the inclusive tree. */
+static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
+{
+	size_t i, u;
+
+	bl_json_key(j, "attribution");
+	bl_json_object(j);
+	bl_json_key(j, "nodes");
+	bl_json_array(j);
+	for (i = 0; i < s->nnodes; i++)
+		node(j, &s->nodes[i]);
+	bl_json_array_end(j);
+	bl_json_key(j, "totals");
+	bl_json_array(j);
+	for (i = 0; i < s->ntotals; i++) {
+		const struct blamer_snap_total *t = &s->totals[i];
+
+		bl_json_object(j);
+		path(j, s, t->nodes, t->depth);
+		unit(j, t->unit);
+		bl_json_kv_u64(j, "value", t->value);
+		bl_json_kv_u64(j, "processes", t->nprocs);
+		bl_json_object_end(j);
+	}
+	bl_json_array_end(j);
+	bl_json_key(j, "units");
+	bl_json_array(j);
+	for (u = 0; u < s->nunits; u++) {
+		bl_json_object(j);
+		unit(j, s->units[u]);
+		bl_json_object_end(j);
+	}
+	bl_json_array_end(j);
+	bl_json_key(j, "tree");
+	bl_json_array(j);
+	for (i = 0; i < s->ntree; i++) {
+		const struct blamer_snap_tree_node *t = &s->tree[i];
+
+		bl_json_object(j);
+		path(j, s, t->nodes, t->depth);
+		bl_json_kv_bool(j, "walked", t->walked);
+		bl_json_kv_u64(j, "processes", t->nprocs);
+		bl_json_key(j, "self");
+		bl_json_array(j);
+		for (u = 0; u < s->nunits; u++)
+			bl_json_u64(j, t->self[u]);
+		bl_json_array_end(j);
+		bl_json_key(j, "inclusive");
+		bl_json_array(j);
+		for (u = 0; u < s->nunits; u++)
+			bl_json_u64(j, t->inclusive[u]);
+		bl_json_array_end(j);
+		bl_json_object_end(j);
+	}
+	bl_json_array_end(j);
+	bl_json_object_end(j);
 }
 
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids)
 {
-	size_t i, j;
-	bool first = true;
+	struct bl_json j;
+	size_t i, k;
 
-	fprintf(f, "{\"schema_version\":%d,\"kind\":\"snapshot\",\"backend\":\"%s\",\"source\":",
-		BLAMER_JSON_SCHEMA_VERSION,
-		s->backend == BLAMER_BACKEND_DEVICE ? "device" :
-		s->backend == BLAMER_BACKEND_DIR ? "dir" : "memory");
-	jstr(f, s->source);
-	fprintf(f, ",\"generation\":%llu,\"time_realtime_ns\":%llu",
-		(unsigned long long)s->generation, (unsigned long long)s->realtime_ns);
+	bl_json_init(&j, f);
+	head(&j, "snapshot", s->backend, s->source);
+	bl_json_kv_u64(&j, "generation", s->generation);
+	bl_json_kv_u64(&j, "time_realtime_ns", s->realtime_ns);
 	if (!(flags & BLAMER_JSON_NO_PROCS)) {
-		fputs(",\"processes\":[", f);
+		bl_json_key(&j, "processes");
+		bl_json_array(&j);
 		for (i = 0; i < s->nprocs; i++) {
 			bool want = npids == 0;
 
-			for (j = 0; j < npids; j++)
-				want |= pids[j] == s->procs[i].pid;
-			if (!want)
-				continue;
-			if (!first)
-				fputc(',', f);
-			first = false;
-			jprocess(f, s, &s->procs[i], flags & BLAMER_JSON_SUMMARY);
+			for (k = 0; k < npids; k++)
+				want |= pids[k] == s->procs[i].pid;
+			if (want)
+				process(&j, s, &s->procs[i], flags & BLAMER_JSON_SUMMARY);
 		}
-		fputc(']', f);
+		bl_json_array_end(&j);
 	}
-	if (!(flags & BLAMER_JSON_NO_ATTRIB)) {
-		fputs(",\"attribution\":{\"nodes\":[", f);
-		for (i = 0; i < s->nnodes; i++) {
-			fprintf(f, "%s{\"id\":", i ? "," : "");
-			jid(f, s->nodes[i].id);
-			fprintf(f, ",\"type\":%u,\"name\":", s->nodes[i].type);
-			jstr(f, s->nodes[i].name);
-			fputc('}', f);
-		}
-		fputs("],\"totals\":[", f);
-		for (i = 0; i < s->ntotals; i++) {
-			const struct blamer_snap_total *t = &s->totals[i];
+	if (!(flags & BLAMER_JSON_NO_ATTRIB))
+		attribution(&j, s);
+	bl_json_object_end(&j);
+	return bl_json_finish(&j);
+}
 
-			fprintf(f, "%s{", i ? "," : "");
-			jpath(f, s, t->nodes, t->depth);
-			fputc(',', f);
-			junit(f, t->unit);
-			fprintf(f, ",\"value\":%llu,\"processes\":%u}",
-				(unsigned long long)t->value, t->nprocs);
+int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f)
+{
+	struct bl_json j;
+	size_t i;
+
+	bl_json_init(&j, f);
+	head(&j, "status", st->backend, st->source);
+	if (st->backend == BLAMER_BACKEND_DEVICE) {
+		bl_json_kv_u64(&j, "user_slabs", st->user_slabs);
+		bl_json_kv_u64(&j, "user_orphans", st->user_orphans);
+		bl_json_kv_u64(&j, "user_bytes", st->user_bytes);
+		if (st->device_totals) {
+			bl_json_kv_u64(&j, "slabs", st->slabs);
+			bl_json_kv_u64(&j, "orphans", st->orphans);
+			bl_json_kv_u64(&j, "bytes", st->bytes);
 		}
-		fputs("]}", f);
+		bl_json_kv_u64(&j, "max_slab_bytes", st->max_slab_bytes);
+		bl_json_kv_u64(&j, "max_user_bytes", st->max_user_bytes);
+		bl_json_kv_u64(&j, "max_total_bytes", st->max_total_bytes);
+		bl_json_kv_u64(&j, "max_user_orphans", st->max_user_orphans);
+		bl_json_key(&j, "parameters");
+		bl_json_object(&j);
+		for (i = 0; i < st->nparams; i++)
+			bl_json_kv_string(&j, st->params[i].name, st->params[i].value);
+		bl_json_object_end(&j);
+	} else {
+		bl_json_kv_u64(&j, "heaps", st->heaps);
+		bl_json_kv_u64(&j, "dead", st->dead);
+		bl_json_kv_u64(&j, "bytes", st->bytes);
 	}
-	fputs("}\n", f);
-	return ferror(f) ? -EIO : 0;
+	bl_json_object_end(&j);
+	return bl_json_finish(&j);
 }

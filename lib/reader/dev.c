@@ -7,7 +7,9 @@
  * keeps mapped pages alive whatever the owner does, so reading a mapping
  * never faults; the contents are still untrusted (parse.c).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "internal.h"
 
 #define RD_MAX_LIST	(1u << 20)
+#define SYS_MODULE_PARAMS	"/sys/module/blamer/parameters"
 
 static int info_cmp(const void *a, const void *b)
 {
@@ -200,4 +203,57 @@ int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		}
 	}
 	return ret;
+}
+
+/* The caller's account, the limits, and its parameters from sysfs. */
+int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
+		  char *err, size_t errlen)
+{
+	struct blamer_status ks = { 0 };
+	struct dirent *de;
+	DIR *d;
+
+	if (ioctl(r->devfd, BLAMER_IOC_STATUS, &ks)) {
+		int e = errno;
+
+		rd_err(err, errlen, "%s: status failed: %s", r->source, strerror(e));
+		return -e;
+	}
+	st->user_slabs = ks.user_slabs;
+	st->user_orphans = ks.user_orphans;
+	st->user_bytes = ks.user_bytes;
+	/* Device-wide counts only for those who may read every slab. */
+	st->device_totals = ks.flags & BLAMER_STATUS_DEVICE;
+	st->slabs = ks.slabs;
+	st->orphans = ks.orphans;
+	st->bytes = ks.bytes;
+	st->max_slab_bytes = ks.max_slab_bytes;
+	st->max_user_bytes = ks.max_user_bytes;
+	st->max_total_bytes = ks.max_total_bytes;
+	st->max_user_orphans = ks.max_user_orphans;
+	d = opendir(SYS_MODULE_PARAMS);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && st->nparams < sizeof(st->params) / sizeof(st->params[0])) {
+		char path[512], *val = st->params[st->nparams].value;
+		size_t vlen = sizeof(st->params[0].value);
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(st->params[0].name))
+			continue;
+		snprintf(path, sizeof(path), SYS_MODULE_PARAMS "/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, val, vlen - 1);
+		close(fd);
+		val[n > 0 ? n : 0] = '\0';
+		val[strcspn(val, "\n")] = '\0';
+		/* fits: checked above */
+		memcpy(st->params[st->nparams].name, de->d_name, strlen(de->d_name) + 1);
+		st->nparams++;
+	}
+	closedir(d);
+	return 0;
 }

@@ -2,8 +2,9 @@
 /*
  * Dir backend: heaps are files `<pid>-<start_ns>.<index>.slab` in one
  * directory (the rules are format/where.h's; Documentation/reader.rst
- * says how they are read). Nothing in the directory is trusted: names are parsed strictly, files must be regular
- * and at most max_slab_bytes, and a slab is copied into private memory
+ * says how they are read). Nothing in the directory is trusted: names
+ * are parsed strictly, files must be regular and at most
+ * max_slab_bytes, and a slab is copied into private memory
  * with pread() -- a file truncated or replaced while we read it gives a
  * short read, never a SIGBUS.
  *

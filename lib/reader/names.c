@@ -4,23 +4,6 @@
 
 #include "blamer.h"
 
-const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id)
-{
-	size_t lo = 0, hi = s->nnodes;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->nodes[mid].id == id)
-			return s->nodes[mid].name[0] ? s->nodes[mid].name : NULL;
-		if (s->nodes[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
 const char *blamer_health_name(enum blamer_health h)
 {
 	switch (h) {

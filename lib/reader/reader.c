@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * The reader's front: opening a backend, taking a snapshot (the backend,
- * dir.c or dev.c, fills in the processes; totals.c adds what spans
- * them), waiting for a change, releasing a dead heap, and reading one
- * heap from memory.
+ * dir.c or dev.c, fills in the processes; attrib.c adds what spans
+ * them), a backend's status, waiting for a change, releasing a dead
+ * heap, and reading one heap from memory.
  *
- * Layering inside the reader: reader.c -> dir.c dev.c -> parse.c ->
- * snapshot.c (the model); names.c stands alone. Nothing calls back up.
+ * Layering inside the reader (internal.h has the map): reader.c ->
+ * dir.c dev.c attrib.c -> parse.c -> decode_*.c -> record.c copy.c
+ * slabs.c -> snapshot.c (the model). Nothing calls back up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -174,6 +175,34 @@ int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_proc
 	if (r->backend == BLAMER_BACKEND_DEVICE)
 		return rd_dev_release(r, p, err, errlen);
 	return rd_dir_release(r, p, err, errlen);
+}
+
+int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,
+			 char *err, size_t errlen)
+{
+	struct blamer_snapshot *s;
+	uint32_t flags = r->opts.flags;
+	size_t i;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	st->backend = r->backend;
+	snprintf(st->source, sizeof(st->source), "%s", r->source);
+	if (r->backend == BLAMER_BACKEND_DEVICE)
+		return rd_dev_status(r, st, err, errlen);
+	/* dir: what the heaps' headers say, however many there are */
+	r->opts.flags = BLAMER_READ_HEADERS_ONLY;
+	ret = blamer_reader_snapshot(r, &s, err, errlen);
+	r->opts.flags = flags;
+	if (ret)
+		return ret;
+	for (i = 0; i < s->nprocs; i++) {
+		st->bytes += s->procs[i].size;
+		st->dead += s->procs[i].state == BLAMER_PROC_DEAD;
+	}
+	st->heaps = s->nprocs;
+	blamer_snapshot_free(s);
+	return 0;
 }
 
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,

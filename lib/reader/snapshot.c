@@ -108,6 +108,8 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 		rd_process_free(&s->procs[i]);
 	free(s->procs);
 	free(s->totals);
+	free(s->units);
+	free(s->tree);
 	free(s->nodes);
 	free(s);
 }

@@ -201,9 +201,8 @@ void bl_backend_scratch(struct bl_slab_map *m)
 		munmap(m->base, m->size);
 }
 
-void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs)
+void bl_backend_close(struct bl_backend *be, bool remove)
 {
-	(void)nslabs;
 	if (be->dirfd >= 0) {
 		if (remove)
 			bl_slabdir_remove_heap(be->dirfd, be->pid, be->start_ns);

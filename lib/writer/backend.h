@@ -32,6 +32,6 @@ void bl_backend_unmap(struct bl_slab_map *m);
 /* After fork: the mapping becomes private zero memory (old pointers stay valid). */
 void bl_backend_scratch(struct bl_slab_map *m);
 /* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
-void bl_backend_close(struct bl_backend *be, bool remove, uint32_t nslabs);
+void bl_backend_close(struct bl_backend *be, bool remove);
 
 #endif /* BLAMER_BACKEND_H */

@@ -67,7 +67,7 @@ static void atfork_child(void)
 		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
 			bl_heap_drop_after_fork(&b->heap);
 		memset(&b->heap, 0, sizeof(b->heap));
-		bl_backend_close(&b->be, false, 0);
+		bl_backend_close(&b->be, false);
 		b->process = b->global_data = b->process_data = b->log = 0;
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
@@ -138,7 +138,7 @@ static int make_heap(struct blamer *b)
 	if (ret) {
 		/* Nothing of ours to remove: a file already there (EEXIST) is
 		 * somebody else's, and a failed create removed its own file. */
-		bl_backend_close(&b->be, false, 0);
+		bl_backend_close(&b->be, false);
 		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
 				      : ret;
 	}
@@ -148,7 +148,7 @@ static int make_heap(struct blamer *b)
 	ret = bl_process_records(b);
 	if (ret) {
 		bl_heap_unmap(&b->heap);
-		bl_backend_close(&b->be, true, 0);
+		bl_backend_close(&b->be, true);
 	}
 	return ret;
 }
@@ -279,7 +279,7 @@ static void finish(struct blamer *b, bool clean)
 		}
 		bl_heap_unmap(&b->heap);
 	}
-	bl_backend_close(&b->be, clean, 0);
+	bl_backend_close(&b->be, clean);
 	paths_free(b);
 	free(b);
 }

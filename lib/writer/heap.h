@@ -35,7 +35,11 @@ struct bl_heap {
 	struct bl_backend *be;
 };
 
-/* Allocation failures (besides 0 = success) reported through *err. */
+/*
+ * Makes slab 0 of a new heap through @be and writes the heap header and
+ * the list head; the records come later (records.c). 0, or the
+ * backend's -errno, or -EINVAL if it gave a slab of an impossible size.
+ */
 int bl_heap_create(struct bl_heap *h, struct bl_backend *be, uint64_t slab_size,
 		   uint32_t max_slabs, uint64_t heap_id, const struct bl_clock *clock);
 /* Writes nothing: the process lost the right to (fork) or is done. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers of the library tests. The tests are built from the
- * library sources (with sanitizers), so they may look inside a context
+ * Shared helpers and the fixture of the library tests (include after
+ * kselftest_harness.h). The tests are built from the library sources
+ * (with sanitizers), so they may look inside a context
  * (lib/writer/context.h) to check what the writer wrote.
  *
  * BLAMER_TEST_BACKEND=device runs the backend-neutral tests against
@@ -79,5 +80,53 @@ static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct 
 
 /* A record type for allocator tests (any live type would do). */
 #define T_REC_TEST 15u
+
+/*
+ * The fixture of every test: a private directory (for dir heaps; device
+ * tests may use it too) and the context under test. The harness runs the
+ * teardown after a failed assert too: it closes the context and removes
+ * the directory, so a failure leaks neither.
+ */
+FIXTURE(ctx) {
+	char dir[64];
+	struct blamer *b;	/* the open context the teardown closes, if any */
+};
+
+FIXTURE_SETUP(ctx)
+{
+	t_mkdir(self->dir, sizeof(self->dir));
+}
+
+FIXTURE_TEARDOWN(ctx)
+{
+	if (self->b)
+		blamer_close(self->b);
+	t_rmdir(self->dir);
+}
+
+/* blamer_open(), the context then the fixture's to close. */
+static inline int t_open(FIXTURE_DATA(ctx) *self, const struct blamer_config *c,
+			 struct blamer **b)
+{
+	int ret = blamer_open(c, b);
+
+	if (!ret)
+		self->b = *b;
+	return ret;
+}
+
+static inline void t_close(FIXTURE_DATA(ctx) *self, struct blamer *b)
+{
+	if (b == self->b)
+		self->b = NULL;
+	blamer_close(b);
+}
+
+static inline void t_abandon(FIXTURE_DATA(ctx) *self, struct blamer *b)
+{
+	if (b == self->b)
+		self->b = NULL;
+	blamer_abandon(b);
+}
 
 #endif

@@ -3,22 +3,15 @@
 #   lib-tsan      host, dir backend, clang TSan: the concurrency tests
 #   vm-lib-6.1    the same tests in the VM against /dev/blamer (static gcc build)
 #   vm-lib-6.12
-# The tests build the writer sources in with the sanitizer flags (not the
-# installed library) so that the sanitizers see every access; the reader
-# sources too, so a test can read what the writer wrote as blamer does.
+# The tests link the library built with their sanitizer's flags (not the
+# installed library; selftests/selftests.mk) so that the sanitizers see
+# every access, the reader included, so a test can read what the writer
+# wrote as blamer does.
 
 LIBT_SRC   := $(SRC)/selftests/lib
-LIBT_TESTS := test_lib test_concurrency
-LIBT_LIBSRCS := $(LIB_SRCS)
-LIBT_DEPS  := $(LIBT_LIBSRCS) $(LIB_PRIVATE_HDRS) $(SRC)/include/blamer.h \
-	      $(LIBT_SRC)/validate.c $(wildcard $(LIBT_SRC)/*.h) $(KSELFTEST_HARNESS)
-LIBT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -g \
-	       -I$(SRC)/include $(LIB_INCLUDES) -I$(LIBT_SRC) \
-	       -I$(KSELFTEST_DIR) -Wno-unused-parameter -Wno-sign-compare \
-	       -Wno-missing-field-initializers -Wno-empty-body -Wno-misleading-indentation
-LIBT_CLANG ?= clang
-ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
-TSAN_FLAGS := -fsanitize=thread -O1
+# One program per concern; test_concurrency is the one TSan runs.
+LIBT_TESTS := test_context test_records test_dag test_heap test_process test_concurrency
+LIBT_DEPS  := $(LIBT_SRC)/validate.c $(wildcard $(LIBT_SRC)/*.h) $(KSELFTEST_HARNESS)
 
 LIBT_ASAN   := $(addprefix $(BUILD)/asan/lib/,$(LIBT_TESTS))
 LIBT_TSAN   := $(BUILD)/tsan/lib/test_concurrency
@@ -27,28 +20,24 @@ LIBT_STATIC := $(addprefix $(BUILD)/static/lib/,$(LIBT_TESTS))
 .PHONY: lib-tests lib-asan lib-tsan vm-lib-6.1 vm-lib-6.12
 lib-tests: $(LIBT_ASAN) $(LIBT_TSAN) $(LIBT_STATIC)
 
-$(BUILD)/asan/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
-	@mkdir -p $(dir $@)
-	$(LIBT_CLANG) $(LIBT_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lm -lpthread
-
-$(BUILD)/tsan/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
-	@mkdir -p $(dir $@)
-	$(LIBT_CLANG) $(LIBT_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lm -lpthread
-
-$(BUILD)/static/lib/%: $(LIBT_SRC)/%.c $(LIBT_DEPS)
-	@mkdir -p $(dir $@)
-	$(CC) $(LIBT_CFLAGS) -Wno-format-truncation -O2 -static -o $@ $< $(LIBT_SRC)/validate.c \
-		$(LIBT_LIBSRCS) -lm -lpthread
+# $(call libt_program,FLAVOR,LDFLAGS): a test program of that flavor: its
+# source, the validator and the flavor's library (selftests/selftests.mk).
+define libt_program
+$$(BUILD)/$(1)/lib/%: $$(LIBT_SRC)/%.c $$(BUILD)/$(1)/libt.a $$(LIBT_DEPS)
+	@mkdir -p $$(@D)
+	$$(TEST_CC_$(1)) $$(TEST_CFLAGS) $$(TEST_FLAGS_$(1)) -I$$(LIBT_SRC) $(2) -o $$@ $$< \
+		$$(LIBT_SRC)/validate.c $$(BUILD)/$(1)/libt.a -lm -lpthread
+endef
+$(eval $(call libt_program,asan,))
+$(eval $(call libt_program,tsan,))
+$(eval $(call libt_program,static,-static))
 
 CHECK_SUITES += lib-asan lib-tsan
 lib-asan: $(LIBT_ASAN)
 	@BUILD=$(BUILD) $(SRC)/scripts/run-suite lib-asan -- sh -c \
 		'ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
-		 export ASAN_OPTIONS UBSAN_OPTIONS && \
-		 $(BUILD)/asan/lib/test_lib; a=$$?; $(BUILD)/asan/lib/test_concurrency; \
-		 b=$$?; [ $$a = 0 ] && [ $$b = 0 ]'
+		 export ASAN_OPTIONS UBSAN_OPTIONS && fail=0 && \
+		 for t in $(LIBT_ASAN); do $$t || fail=1; done; [ $$fail = 0 ]'
 
 lib-tsan: $(LIBT_TSAN)
 	@BUILD=$(BUILD) $(SRC)/scripts/run-suite lib-tsan -- sh -c \
@@ -56,10 +45,9 @@ lib-tsan: $(LIBT_TSAN)
 
 # In the VM: load the module, run every test as an unprivileged user
 # against the device (dir-specific tests use a private directory).
-LIBT_VM_CMD := insmod /blamer.ko || exit 1; \
-	as-user env BLAMER_TEST_BACKEND=device /bin/test_lib; a=$$?; \
-	as-user env BLAMER_TEST_BACKEND=device /bin/test_concurrency; b=$$?; \
-	[ $$a = 0 ] && [ $$b = 0 ]
+LIBT_VM_CMD := insmod /blamer.ko || exit 1; fail=0; \
+	for t in $(LIBT_TESTS); do as-user env BLAMER_TEST_BACKEND=device /bin/$$t || fail=1; done; \
+	[ $$fail = 0 ]
 
 CHECK_SUITES += vm-lib-6.1 vm-lib-6.12
 vm-lib-6.1 vm-lib-6.12: vm-lib-%: $(LIBT_STATIC)

@@ -70,7 +70,7 @@ static int cmp_ref(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-TEST(alloc_16_threads_until_full)
+TEST_F(ctx, alloc_16_threads_until_full)
 {
 	struct alloc_arg args[NTHREADS];
 	pthread_t th[NTHREADS];
@@ -81,13 +81,11 @@ TEST(alloc_16_threads_until_full)
 	struct v_stats st;
 	struct v_heap v;
 	size_t total = 0, listed = 0, i;
-	char dir[64];
 	struct blamer *b;
 	uint32_t t;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 65536, 8);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 65536, 8);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	pthread_barrier_init(&go, NULL, NTHREADS);
 	for (i = 0; i < NTHREADS; i++) {
 		args[i] = (struct alloc_arg){ .b = b, .id = i, .go = &go, .cap = 65536 };
@@ -130,8 +128,7 @@ TEST(alloc_16_threads_until_full)
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(total, st.by_type[T_REC_TEST]);
 	free(all);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 struct walk_arg {
@@ -208,7 +205,7 @@ static void *appender(void *p)
 	return NULL;
 }
 
-TEST(walk_while_appending)
+TEST_F(ctx, walk_while_appending)
 {
 	struct alloc_arg args[APPENDERS];
 	struct walk_arg w[2];
@@ -216,7 +213,6 @@ TEST(walk_while_appending)
 	atomic_int stop = 0;
 	struct blamer_config c;
 	struct bl_iter it = { 0 };
-	char dir[64];
 	struct blamer *b;
 	size_t listed = 0;
 	uint32_t t;
@@ -224,9 +220,8 @@ TEST(walk_while_appending)
 
 	pthread_barrier_t go;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 262144, 8);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 262144, 8);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	pthread_barrier_init(&go, NULL, 2 + APPENDERS);
 	for (i = 0; i < 2; i++) {
 		w[i] = (struct walk_arg){ .b = b, .stop = &stop, .go = &go };
@@ -251,8 +246,7 @@ TEST(walk_while_appending)
 		listed += t == T_REC_TEST;
 	ASSERT_EQ(APPENDERS * PER_APPENDER, listed);
 	ASSERT_EQ(0, bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 #define RETYPE_RECORDS 512
@@ -286,20 +280,18 @@ static void *retyper(void *p)
 	return NULL;
 }
 
-TEST(retype_race)
+TEST_F(ctx, retype_race)
 {
 	struct retype_arg args[8];
 	pthread_t th[8];
 	pthread_barrier_t go;
 	blamer_ref refs[RETYPE_RECORDS];
 	struct blamer_config c;
-	char dir[64];
 	struct blamer *b;
 	int i, wins = 0, err = 0;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 262144, 2);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 262144, 2);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	for (i = 0; i < RETYPE_RECORDS; i++) {
 		struct payload *pl;
 
@@ -331,8 +323,7 @@ TEST(retype_race)
 		ASSERT_LE(pl->writer, 8);
 		ASSERT_EQ(i, pl->seq);
 	}
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 struct churn_arg {
@@ -350,20 +341,18 @@ static void *churner(void *p)
 	return NULL;
 }
 
-TEST(thread_churn_reuses_records)
+TEST_F(ctx, thread_churn_reuses_records)
 {
 	struct churn_arg args[8];
 	pthread_t th[8];
 	struct blamer_config c;
 	struct v_stats st;
 	struct v_heap v;
-	char dir[64];
 	struct blamer *b;
 	int round, i;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	for (round = 0; round < 25; round++) {
 		for (i = 0; i < 8; i++) {
 			args[i] = (struct churn_arg){ .b = b };
@@ -380,8 +369,7 @@ TEST(thread_churn_reuses_records)
 	ASSERT_EQ(0, st.by_type[BLAMER_REC_THREAD]);
 	ASSERT_LE(st.retired[BLAMER_REC_THREAD], 8);
 	ASSERT_GE(st.retired[BLAMER_REC_THREAD], 1);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 struct add_arg {
@@ -402,7 +390,7 @@ static void *adder(void *p)
 	return NULL;
 }
 
-TEST(measurements_are_exact)
+TEST_F(ctx, measurements_are_exact)
 {
 	uint64_t ids[2] = { blamer_dag_id("root"), blamer_dag_id("leaf") };
 	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
@@ -412,13 +400,11 @@ TEST(measurements_are_exact)
 	char why[64];
 	pthread_t th[4];
 	struct blamer_config c;
-	char dir[64];
 	struct blamer *b;
 	int i;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	a.p = blamer_path_get(b, ids, 2, units, 2);
 	a.v = blamer_set_uint(b, BLAMER_DATA_PROCESS, "ops", 0);
 	ASSERT_NE(NULL, a.p);
@@ -431,8 +417,7 @@ TEST(measurements_are_exact)
 	ASSERT_EQ(0, v_path_values(&v, a.p->ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(400000, sum[0]);
 	ASSERT_EQ(1200000, sum[1]);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 #define SHARD_PATHS	3
@@ -467,6 +452,7 @@ static void *shard_adder(void *arg)
 }
 
 /* Reads the paths as a reader would, while adders run: never less than before. */
+
 static void *shard_watcher(void *arg)
 {
 	struct shard_run *r = arg;
@@ -513,6 +499,7 @@ static void shard_paths(struct blamer *b, struct blamer_path **p)
 }
 
 /* Shards of @path, 0 if its values are not what @adds adds of every kind made. */
+
 static uint64_t shard_check(struct blamer *b, struct blamer_path *path, int k, uint64_t adds,
 			    char *why)
 {
@@ -530,20 +517,19 @@ static uint64_t shard_check(struct blamer *b, struct blamer_path *path, int k, u
 	return n;
 }
 
-TEST(shard_adds_race_a_reader)
+TEST_F(ctx, shard_adds_race_a_reader)
 {
 	struct shard_run run = { .adds = SHARD_ADDS, .max = SHARD_ADDERS * SHARD_ADDS }, watch;
 	pthread_t th[SHARD_ADDERS], wt;
 	atomic_int stop = 0;
 	pthread_barrier_t go;
 	struct blamer_config c;
-	char dir[64], why[64] = "";
+	char why[64] = "";
 	struct blamer *b;
 	int i, k;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	shard_paths(b, run.p);
 	pthread_barrier_init(&go, NULL, SHARD_ADDERS + 1);
 	run.b = b;
@@ -566,12 +552,12 @@ TEST(shard_adds_race_a_reader)
 		ASSERT_LE(n, SHARD_ADDERS);
 	}
 	pthread_barrier_destroy(&go);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 /* Threads come and go, shards pass from one to the next, a reader watches. */
-TEST(shard_churn_is_bounded_and_exact)
+
+TEST_F(ctx, shard_churn_is_bounded_and_exact)
 {
 	enum { ROUNDS = 25, THREADS = 8, ADDS = 1000 };
 	struct shard_run run = { .adds = ADDS }, watch;
@@ -581,13 +567,12 @@ TEST(shard_churn_is_bounded_and_exact)
 	struct blamer_config c;
 	struct v_stats st;
 	struct v_heap v;
-	char dir[64], why[64] = "";
+	char why[64] = "";
 	struct blamer *b;
 	int round, i, k;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	shard_paths(b, run.p);
 	pthread_barrier_init(&go, NULL, 1);
 	watch = (struct shard_run){ .b = b, .go = &go, .stop = &stop,
@@ -614,8 +599,7 @@ TEST(shard_churn_is_bounded_and_exact)
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_LE(st.by_type[BLAMER_REC_DAG_SHARD], SHARD_PATHS * THREADS);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 struct field_arg {
@@ -638,20 +622,18 @@ static void *field_maker(void *p)
 	return NULL;
 }
 
-TEST(user_data_from_many_threads)
+TEST_F(ctx, user_data_from_many_threads)
 {
 	struct field_arg args[8];
 	pthread_t th[8];
 	struct blamer_config c;
 	struct blamer_userdata *u;
-	char dir[64];
 	struct blamer *b;
 	uint32_t off = 0, fields = 0;
 	int i;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	for (i = 0; i < 8; i++) {
 		args[i] = (struct field_arg){ .b = b, .id = i };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, field_maker, &args[i]));
@@ -673,11 +655,11 @@ TEST(user_data_from_many_threads)
 	/* 160 distinct names, and "shared" once or (racing first sets) a few times */
 	ASSERT_GE(fields, 161);
 	ASSERT_LE(fields, 168);
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 static struct blamer *sig_ctx;
+
 static volatile sig_atomic_t sig_count;
 
 static void on_alarm(int sig)
@@ -691,18 +673,16 @@ static void on_alarm(int sig)
 	errno = saved;
 }
 
-TEST(push_pop_from_signal_handler)
+TEST_F(ctx, push_pop_from_signal_handler)
 {
 	struct itimerval tv = { { 0, 200 }, { 0, 200 } };
 	struct blamer_config c;
 	struct blamer_thread *t;
 	struct sigaction sa = { .sa_handler = on_alarm };
-	char dir[64];
 	int i;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &sig_ctx));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &sig_ctx));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
@@ -721,8 +701,7 @@ TEST(push_pop_from_signal_handler)
 	t = bl_thread_get(sig_ctx)->rec;
 	ASSERT_EQ(0, t->depth);
 	ASSERT_EQ(0, t->overflows);
-	blamer_close(sig_ctx);
-	t_rmdir(dir);
+	t_close(self, sig_ctx);
 }
 
 /*
@@ -731,8 +710,11 @@ TEST(push_pop_from_signal_handler)
  * thread is at: a handler that ran between the stores of a rewrite, and
  * trusted the half-written slot, would add to the other path's shard.
  */
+
 static struct blamer_path *sig_path[2];
+
 static uint64_t sig_adds[2];
+
 static volatile int sig_at;
 
 static void on_alarm_add(int sig)
@@ -745,20 +727,18 @@ static void on_alarm_add(int sig)
 	sig_count++;
 }
 
-TEST(path_add_from_signal_handler)
+TEST_F(ctx, path_add_from_signal_handler)
 {
 	struct itimerval tv = { { 0, 100 }, { 0, 100 } };
 	struct sigaction sa = { .sa_handler = on_alarm_add };
 	uint64_t ids[2] = { blamer_dag_id("sig"), 0 }, main_adds[2] = { 0 };
 	struct blamer_path *p;
 	struct blamer_config c;
-	char dir[64];
 	struct blamer *b;
 	int i, k;
 
-	t_mkdir(dir, sizeof(dir));
-	c = t_cfg(dir, 0, 0);
-	ASSERT_EQ(0, blamer_open(&c, &b));
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
 	/* handles get consecutive ids: the first and the one BL_SHARD_SLOTS later collide */
 	for (k = 0; k <= (int)BL_SHARD_SLOTS; k++) {
 		ids[1] = k + 1;
@@ -796,8 +776,7 @@ TEST(path_add_from_signal_handler)
 		ASSERT_EQ(main_adds[k] + sig_adds[k], sum[0]) TH_LOG("path %d", k);
 		ASSERT_EQ(1, n);	/* one thread: one shard, handler or not */
 	}
-	blamer_close(b);
-	t_rmdir(dir);
+	t_close(self, b);
 }
 
 TEST_HARNESS_MAIN

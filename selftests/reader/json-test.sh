@@ -22,7 +22,7 @@ n=0 fails=0
 cmds=("list" "dump" "dump 3999001" "dump $livepid" "blame" "blame --dead" "postmortem"
       "top --once" "top --count 2 --interval 0.05" "status --backend dir")
 echo "TAP version 13"
-echo "1..$(( ${#cmds[@]} + 3 ))"
+echo "1..$(( ${#cmds[@]} + 5 ))"
 for c in "${cmds[@]}"; do
 	n=$((n + 1))
 	f=$D.j/$n.json
@@ -51,6 +51,40 @@ assert t[("browser", "tab", "frame")] == 5000000 * 3, t   # scale 1 + live scale
 PYEOF
 then echo "ok $n - dump --json content (activities, user data, log, totals)"
 else fails=$((fails + 1)); echo "not ok $n - dump --json content"; fi
+# a device's status, as status --json writes it (no device on the host)
+n=$((n + 1))
+if "$MK" - device-status >"$D.j/status.json" &&
+   $PY "$HERE/jsonschema_lite.py" "$SCHEMA" "$D.j/status.json" >/dev/null &&
+   $PY - "$D.j/status.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kind"] == "status" and d["backend"] == "device" and d["max_user_orphans"] == 64
+assert d["user_slabs"] == 3 and d["slabs"] == 12
+assert d["parameters"] == {"max_user_orphans": "64", "reader_gid": "-1", 'odd "name"': "tab\there\x01"}
+PYEOF
+then echo "ok $n - a device status --json matches the schema"
+else fails=$((fails + 1)); echo "not ok $n - device status --json"; fi
+# the inclusive tree: each node's inclusive value is its own plus its subtree's
+n=$((n + 1))
+if $PY - "$D.j/6.json" <<'PYEOF'
+import json, sys
+a = json.load(open(sys.argv[1]))["attribution"]
+units, tree = [u["unit_name"] for u in a["units"]], a["tree"]
+assert units == ["cpu_ns", "bytes"], units
+for i, t in enumerate(tree):
+    below = [u for u in tree[i + 1:] if u["path"][:len(t["path"])] == t["path"]]
+    kids = [u for u in below if len(u["path"]) == len(t["path"]) + 1]
+    for k in range(len(units)):
+        assert t["inclusive"][k] == t["self"][k] + sum(c["inclusive"][k] for c in kids), t
+    assert t["processes"] >= max([c["processes"] for c in kids] or [0])
+    # and the totals say the same
+    for k, un in enumerate(units):
+        assert t["inclusive"][k] == sum(x["value"] for x in a["totals"] if x["unit_name"] == un
+                                        and x["path"][:len(t["path"])] == t["path"]), t
+assert tree[0]["names"] == ["browser"] and tree[0]["inclusive"][0] > 0, tree[0]
+PYEOF
+then echo "ok $n - blame --dead --json: the inclusive tree adds up"
+else fails=$((fails + 1)); echo "not ok $n - the inclusive tree"; fi
 # negative controls: the validator must reject drift
 n=$((n + 1))
 sed 's/"schema_version":2/"schema_version":3/' "$D.j/2.json" >"$D.j/bad1.json"

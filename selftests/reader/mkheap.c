@@ -5,6 +5,9 @@
  *   mkheap DIR corrupt PID START        a standard heap whose list loops
  *   mkheap DIR live SCALE               a heap for this process; prints
  *                                       the pid, then waits to be killed
+ *   mkheap - device-status              the JSON of a device's status, made
+ *                                       up, as blamer status --json writes it
+ *                                       (the host has no device to ask)
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -55,6 +58,21 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
-	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE\n");
+	if (argc >= 3 && !strcmp(argv[2], "device-status")) {
+		struct blamer_backend_status st = {
+			.backend = BLAMER_BACKEND_DEVICE, .source = "/dev/blamer",
+			.user_slabs = 3, .user_orphans = 1, .user_bytes = 1 << 20,
+			.device_totals = true, .slabs = 12, .orphans = 2, .bytes = 3 << 20,
+			.max_slab_bytes = 64 << 20, .max_user_bytes = 256 << 20,
+			.max_total_bytes = 1 << 30, .max_user_orphans = 64,
+			.params = { { "max_user_orphans", "64" }, { "reader_gid", "-1" },
+				    { "odd \"name\"", "tab\there\x01" } },
+			.nparams = 3,
+		};
+
+		return blamer_status_write_json(&st, stdout) ? 1 : 0;
+	}
+	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
+		" | - device-status\n");
 	return 2;
 }

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "fixture.h"
 #include "fuzz_one.h"
+#include "internal.h"	/* the reader's own, for white-box tests */
 
 #ifndef FUZZ_DIR
 #define FUZZ_DIR "fuzz"
@@ -498,6 +499,53 @@ TEST(torn_records_are_marked_not_shown)
 	fx_free(&h);
 }
 
+/*
+ * A copy whose version is newer than its data (copy.c): the bytes a first
+ * pread() of a dir slab got show a module's seq already even again after
+ * an update, and its path from before the update, because the copy loaded
+ * them in that order; the file holds the whole new state. Comparing the
+ * version alone accepted the old path; the two copies differ, so the
+ * reader reads again and shows the new one.
+ */
+TEST(a_version_copied_after_its_data_is_not_trusted)
+{
+	struct blamer_snap_process p = { 0 };
+	struct rd_slab raw = { 0 }, ordered[BLAMER_MAX_SLABS] = { { 0 } };
+	struct rd_heap rh = { .slabs = ordered, .retries = 10, .p = &p };
+	char file[] = "/tmp/blamer-reader-test.XXXXXX";
+	struct blamer_module *m;
+	struct fx_heap h;
+	uint8_t *early;
+	int fd;
+
+	fx_init(&h, 1, FX_SLAB, 1, 1);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "t");
+	fx_module(&h, "/lib/new.so", 0x1000);
+	fd = mkstemp(file);
+	ASSERT_GE(fd, 0);
+	unlink(file);
+	ASSERT_EQ(FX_SLAB, (size_t)pwrite(fd, h.slab[0], FX_SLAB, 0));
+	early = malloc(FX_SLAB);
+	ASSERT_NE(NULL, early);
+	memcpy(early, h.slab[0], FX_SLAB);
+	m = (struct blamer_module *)(early + ((uint8_t *)fx_at(&h, nth_record(&h, 1)) -
+					      h.slab[0]));
+	ASSERT_EQ(0, memcmp(m->path, "/lib/new.so", 11));
+	memcpy(m->path, "/lib/old.so", 11);	/* seq stays 2: even */
+	raw.buf = early;
+	raw.size = FX_SLAB;
+	raw.fd = fd;
+	raw.owned = true;
+	ASSERT_TRUE(rd_heap_order(&rh, &raw, 1));
+	rd_heap_parse(&rh);
+	ASSERT_EQ(1, p.nmodules);
+	EXPECT_STREQ("/lib/new.so", p.modules[0].path);
+	EXPECT_EQ(BLAMER_HEALTH_OK, p.health);
+	rd_process_free(&p);
+	rd_slab_drop(&raw);
+	fx_free(&h);
+}
+
 TEST(uninitialized_and_flagged_heaps)
 {
 	struct fx_heap h;
@@ -773,6 +821,87 @@ TEST(dir_live_dead_and_aggregation)
  * it: the reader must neither fault (no SIGBUS: pread, not mmap) nor fail,
  * only report what it saw.
  */
+/*
+ * The attribution view across processes: process A measured /a/b,
+ * process B /a/c and /a itself. The tree holds every path and prefix in
+ * path order, each with its own values and those below it in every unit
+ * present, and counts the processes below a node (2 under /a, though no
+ * single total has more than one).
+ */
+TEST(attribution_view_spans_processes)
+{
+	static const uint64_t ab[] = { 1, 2 }, ac[] = { 1, 3 }, a[] = { 1 }, b[] = { 2 };
+	const struct blamer_snap_tree_node *t;
+	const struct blamer_snap_total *tot;
+	struct blamer_dag_path *pr;
+	struct fx_heap ha, hb;
+	struct blamer_snapshot *s;
+	char text[64];
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	fx_init(&ha, 1, FX_SLAB, 3999101, 5);
+	fx_process(&ha, BLAMER_PHASE_MAIN_LOOP, "a");
+	fx_node(&ha, 1, "a");
+	fx_node(&ha, 2, "b");
+	fx_path(&ha, ab, 2, 10, 0);
+	ASSERT_EQ(0, fx_write_dir(&ha, tmpdir, 3999101, 5));
+	fx_init(&hb, 1, FX_SLAB, 3999102, 6);
+	fx_process(&hb, BLAMER_PHASE_MAIN_LOOP, "b");
+	fx_path(&hb, ac, 2, 5, 7);
+	pr = fx_at(&hb, fx_path(&hb, a, 1, 0, 0));
+	pr->units[0] = BLAMER_UNIT_COUNT;
+	pr->values[0] = 1;
+	pr->units[1] = BLAMER_UNIT_NONE;
+	ASSERT_EQ(0, fx_write_dir(&hb, tmpdir, 3999102, 6));
+
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(3, s->nunits);
+	EXPECT_EQ(BLAMER_UNIT_CPU_NS, s->units[0]);
+	EXPECT_EQ(BLAMER_UNIT_BYTES, s->units[1]);
+	EXPECT_EQ(BLAMER_UNIT_COUNT, s->units[2]);
+	EXPECT_EQ(2, blamer_snap_unit_index(s, BLAMER_UNIT_COUNT));
+	EXPECT_EQ(-1, blamer_snap_unit_index(s, 1007));
+	ASSERT_EQ(3, s->ntree);
+	t = &s->tree[0];	/* /a */
+	EXPECT_EQ(1, t->depth);
+	EXPECT_TRUE(t->walked);
+	EXPECT_EQ(2, t->nprocs);
+	EXPECT_EQ(3, t->end);
+	EXPECT_EQ(0, t->self[0]);
+	EXPECT_EQ(1, t->self[2]);
+	EXPECT_EQ(15, t->inclusive[0]);
+	EXPECT_EQ(7, t->inclusive[1]);
+	EXPECT_EQ(1, t->inclusive[2]);
+	t = &s->tree[1];	/* /a/b */
+	EXPECT_EQ(0, blamer_path_cmp(t->nodes, t->depth, ab, 2));
+	EXPECT_EQ(1, t->nprocs);
+	EXPECT_EQ(2, t->end);
+	EXPECT_EQ(10, t->self[0]);
+	EXPECT_EQ(10, t->inclusive[0]);
+	t = &s->tree[2];	/* /a/c */
+	EXPECT_EQ(0, blamer_path_cmp(t->nodes, t->depth, ac, 2));
+	EXPECT_EQ(3, t->end);
+	EXPECT_EQ(7, t->self[1]);
+	/* path order: a prefix first, then node by node */
+	EXPECT_LT(blamer_path_cmp(a, 1, ab, 2), 0);
+	EXPECT_LT(blamer_path_cmp(ab, 2, ac, 2), 0);
+	EXPECT_GT(blamer_path_cmp(b, 1, ac, 2), 0);
+	tot = blamer_snap_total_find(s, ac, 2, BLAMER_UNIT_BYTES);
+	ASSERT_NE(NULL, tot);
+	EXPECT_EQ(7, tot->value);
+	EXPECT_EQ(NULL, blamer_snap_total_find(s, ac, 2, BLAMER_UNIT_COUNT));
+	EXPECT_EQ(6, blamer_snap_path_string(s, ac, 2, text, sizeof(text)));
+	EXPECT_STREQ("/a/0x3", text);
+	EXPECT_EQ(6, blamer_snap_path_string(s, ac, 2, text, 4));	/* cut, as snprintf */
+	EXPECT_STREQ("/a/", text);
+	blamer_snapshot_free(s);
+	fx_free(&ha);
+	fx_free(&hb);
+	rm_tmpdir();
+}
+
 TEST(dir_file_truncated_while_read)
 {
 	struct fx_heap a;

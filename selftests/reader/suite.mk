@@ -1,4 +1,4 @@
-# Reader test suites (reader owns this fragment).
+# Reader test suites.
 #
 #   reader-unit    the reader against fixture heaps, ASan + UBSan
 #   cli            every blamer subcommand and error, dir backend, golden output
@@ -11,11 +11,12 @@
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
 	      -I$(SRC)/fuzz -I$(KSELFTEST_DIR) -DFUZZ_DIR='"$(SRC)/fuzz"'
-RT_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
 	      $(LIB_PRIVATE_HDRS) $(SRC)/include/blamer.h
-# What a reader-only program links: no writer.
-RT_LIBSRCS := $(LIB_FORMAT_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
+# Test programs of the asan and fuzz flavors (selftests/selftests.mk):
+# they link that flavor's library, of which only the reader is pulled in.
+RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$(SRC)/fuzz \
+		 -DFUZZ_DIR='"$(SRC)/fuzz"'
 FUZZ_SECONDS ?= 60
 
 CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
@@ -26,26 +27,24 @@ CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
 
-$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(RT_LIBSRCS) \
+$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(BUILD)/asan/libt.a \
 		$(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) $(RT_SAN) -O1 -Wno-unused-parameter -Wno-sign-compare \
-		-o $@ $< $(RT_LIBSRCS) -lm -lpthread
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/libt.a -lm -lpthread
 
-$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS)
+$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) -o $@ $<
+	$(CC) $(RT_CFLAGS) -o $@ $< $(LIB_A) -lpthread
 
 $(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(RT_CFLAGS) -o $@ $<
 
-# -O1 keeps the fuzzer fast enough; the reader sources go in whole.
-$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(RT_LIBSRCS) $(RT_HDRS)
+# -O1 keeps the fuzzer fast enough.
+$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(BUILD)/fuzz/libt.a $(RT_HDRS)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I$(SRC)/include $(LIB_INCLUDES) \
-		-I$(SRC)/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(RT_LIBSRCS) -lm -lpthread
+	$(TEST_CC_fuzz) $(call RT_TEST_CFLAGS,fuzz) -fsanitize=fuzzer -o $@ $< \
+		$(BUILD)/fuzz/libt.a -lm -lpthread
 
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus

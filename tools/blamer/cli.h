@@ -66,8 +66,6 @@ const char *phase_str(uint32_t phase, char *buf, size_t len);
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs);
 /* "module+0xoffset" from the process's module list, else hex. */
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr);
-/* A JSON string literal, ASCII-escaped. */
-void json_string(FILE *f, const char *s);
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth);
 

@@ -10,21 +10,14 @@
  *   4. /blamer.ko (the test VM's location).
  */
 #include <errno.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
-
-#include <linux/blamer.h>
 
 #include "cli.h"
 
 #define SYS_MODULE	"/sys/module/blamer"
-#define DEVICE		"/dev/blamer"
 
 static bool loaded(void)
 {
@@ -133,131 +126,56 @@ int cmd_unload(struct cli *c)
 	return EX_OK;
 }
 
-static void print_params(bool json)
-{
-	struct dirent *de;
-	DIR *d = opendir(SYS_MODULE "/parameters");
-	bool first = true;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[512], val[128] = "";
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), SYS_MODULE "/parameters/%s", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, val, sizeof(val) - 1);
-		close(fd);
-		if (n < 0)
-			n = 0;
-		val[n] = '\0';
-		val[strcspn(val, "\n")] = '\0';
-		if (json) {
-			printf("%s", first ? "" : ",");
-			json_string(stdout, de->d_name);
-			putchar(':');
-			json_string(stdout, val);
-		}
-		else
-			printf("  %-20s %s\n", de->d_name, val);
-		first = false;
-	}
-	closedir(d);
-}
-
 int cmd_status(struct cli *c)
 {
-	struct blamer_status st = { 0 };
-	char b1[32], b2[32], b3[32], b4[32];
-	bool device;
-	int fd;
+	struct blamer_reader_opts o = { .dir = c->dir };
+	struct blamer_backend_status st;
+	struct blamer_reader *r;
+	char e[512], b1[32], b2[32], b3[32], b4[32];
+	size_t i;
+	int ret;
 
 	if (c->nargs)
 		return usage_err("status takes no arguments");
-	if (c->backend == BLAMER_BACKEND_DIR) {
-		struct blamer_reader *r;
-		struct blamer_snapshot *s;
-		uint64_t bytes = 0;
-		size_t i, dead = 0;
-		int ret = take(c, BLAMER_READ_HEADERS_ONLY, &r, &s);
-
-		if (ret)
-			return ret;
-		for (i = 0; i < s->nprocs; i++) {
-			bytes += s->procs[i].size;
-			dead += s->procs[i].state == BLAMER_PROC_DEAD;
-		}
-		if (c->json)
-		{
-			printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"dir\","
-			       "\"source\":", BLAMER_JSON_SCHEMA_VERSION);
-			json_string(stdout, s->source);
-			printf(",\"heaps\":%zu,\"dead\":%zu,\"bytes\":%llu}\n", s->nprocs, dead,
-			       (unsigned long long)bytes);
-		}
-		else {
-			fmt_bytes(b1, sizeof(b1), bytes);
-			printf("backend: dir %s\nheaps: %zu (%zu dead)\nbytes: %s\n", s->source,
-			       s->nprocs, dead, b1);
-		}
-		blamer_snapshot_free(s);
-		blamer_reader_close(r);
+	o.backend = c->backend == BLAMER_BACKEND_DIR ? BLAMER_BACKEND_DIR : BLAMER_BACKEND_DEVICE;
+	if (o.backend == BLAMER_BACKEND_DEVICE && !loaded())
+		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
+	r = blamer_reader_open(&o, e, sizeof(e));
+	if (!r && o.backend == BLAMER_BACKEND_DEVICE)
+		return err("/dev/blamer: %s (module loaded but the device is missing or not accessible)",
+			   strerror(errno));
+	if (!r)
+		return err("%s", e);
+	ret = blamer_reader_status(r, &st, e, sizeof(e));
+	blamer_reader_close(r);
+	if (ret)
+		return err("%s", e);
+	if (c->json) {
+		blamer_status_write_json(&st, stdout);
 		return EX_OK;
 	}
-	if (!loaded())
-		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
-	fd = open(DEVICE, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err("%s: %s (module loaded but the device is missing or not accessible)",
-			   DEVICE, strerror(errno));
-	if (ioctl(fd, BLAMER_IOC_STATUS, &st)) {
-		int e = errno;
-
-		close(fd);
-		return err("%s: status failed: %s", DEVICE, strerror(e));
-	}
-	close(fd);
-	/* Device-wide counts only for those who may read every slab. */
-	device = st.flags & BLAMER_STATUS_DEVICE;
-	if (c->json) {
-		printf("{\"schema_version\":%d,\"kind\":\"status\",\"backend\":\"device\","
-		       "\"source\":\"%s\",\"user_slabs\":%llu,\"user_orphans\":%llu,"
-		       "\"user_bytes\":%llu,", BLAMER_JSON_SCHEMA_VERSION, DEVICE,
-		       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
-		       (unsigned long long)st.user_bytes);
-		if (device)
-			printf("\"slabs\":%llu,\"orphans\":%llu,\"bytes\":%llu,",
-			       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
-			       (unsigned long long)st.bytes);
-		printf("\"max_slab_bytes\":%llu,\"max_user_bytes\":%llu,\"max_total_bytes\":%llu,"
-		       "\"max_user_orphans\":%llu,\"parameters\":{",
-		       (unsigned long long)st.max_slab_bytes, (unsigned long long)st.max_user_bytes,
-		       (unsigned long long)st.max_total_bytes,
-		       (unsigned long long)st.max_user_orphans);
-		print_params(true);
-		printf("}}\n");
+	if (st.backend == BLAMER_BACKEND_DIR) {
+		fmt_bytes(b1, sizeof(b1), st.bytes);
+		printf("backend: dir %s\nheaps: %llu (%llu dead)\nbytes: %s\n", st.source,
+		       (unsigned long long)st.heaps, (unsigned long long)st.dead, b1);
 		return EX_OK;
 	}
 	fmt_bytes(b1, sizeof(b1), st.user_bytes);
 	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
 	fmt_bytes(b3, sizeof(b3), st.max_user_bytes);
 	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
-	printf("module: loaded, %s\n", DEVICE);
+	printf("module: loaded, %s\n", st.source);
 	printf("your slabs: %llu (%llu orphaned, at most %llu kept), %s of %s\n",
 	       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
 	       (unsigned long long)st.max_user_orphans, b1, b3);
-	if (device) {
+	/* Device-wide counts only for those who may read every slab. */
+	if (st.device_totals) {
 		fmt_bytes(b1, sizeof(b1), st.bytes);
 		printf("all slabs: %llu (%llu orphaned), %s of %s\n",
 		       (unsigned long long)st.slabs, (unsigned long long)st.orphans, b1, b4);
 	}
 	printf("limits: %s per slab, %s per user, %s in all\nparameters:\n", b2, b3, b4);
-	print_params(false);
+	for (i = 0; i < st.nparams; i++)
+		printf("  %-20s %s\n", st.params[i].name, st.params[i].value);
 	return EX_OK;
 }

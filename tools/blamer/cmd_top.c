@@ -8,7 +8,6 @@
  */
 #include <signal.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -39,23 +38,6 @@ static const struct blamer_snap_activity *current(const struct blamer_snap_proce
 		}
 	}
 	return best;
-}
-
-static const struct blamer_snap_total *find_prev(const struct blamer_snapshot *prev,
-						 const struct blamer_snap_total *t)
-{
-	size_t i;
-
-	if (!prev)
-		return NULL;
-	for (i = 0; i < prev->ntotals; i++) {
-		const struct blamer_snap_total *q = &prev->totals[i];
-
-		if (q->unit == t->unit && q->depth == t->depth &&
-		    !memcmp(q->nodes, t->nodes, t->depth * sizeof(uint64_t)))
-			return q;
-	}
-	return NULL;
 }
 
 static int total_desc(const void *a, const void *b)
@@ -116,7 +98,9 @@ static void frame(struct cli *c, const struct blamer_snapshot *s,
 	qsort(order, s->ntotals, sizeof(*order), total_desc);
 	printf("\n%-8s %12s %12s  %s\n", "UNIT", "TOTAL", "RATE/s", "PATH");
 	for (i = 0; i < s->ntotals && i < 30; i++) {
-		const struct blamer_snap_total *t = order[i], *q = find_prev(prev, t);
+		const struct blamer_snap_total *t = order[i];
+		const struct blamer_snap_total *q =
+			prev ? blamer_snap_total_find(prev, t->nodes, t->depth, t->unit) : NULL;
 		const char *un = blamer_unit_name(t->unit);
 		char tot[32], rate[32];
 

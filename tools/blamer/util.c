@@ -281,32 +281,11 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth)
 {
-	uint32_t i;
+	/* a slash and a name (or an id) per node */
+	char buf[BLAMER_SNAP_MAX_DEPTH * (1 + sizeof(((struct blamer_snap_node *)0)->name))];
 
-	for (i = 0; i < depth; i++) {
-		const char *n = blamer_snap_node_name(s, nodes[i]);
-
-		if (n)
-			fprintf(f, "/%s", n);
-		else
-			fprintf(f, "/%#llx", (unsigned long long)nodes[i]);
-	}
-}
-
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	blamer_snap_path_string(s, nodes, depth, buf, sizeof(buf));
+	fputs(buf, f);
 }
 
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr)

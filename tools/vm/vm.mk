@@ -1,4 +1,4 @@
-# tools/vm: the QEMU test bed (foundation owns this fragment).
+# tools/vm: the QEMU test bed.
 #
 #   tools/vm/run --kernel 6.1|6.12 [--timeout S] [--add HOST[:GUEST]]... -- 'cmd'
 #       boots a Debian kernel under TCG and runs cmd as root; see the header

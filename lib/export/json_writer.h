@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one JSON writer (json_writer.c): every JSON document the project
+ * emits (snapshots, status) is written through it, streaming, straight
+ * to a FILE. It places the commas and colons, so a caller only says
+ * what comes next; and it has the one string escaper, which makes any
+ * byte string valid JSON in ASCII (so valid UTF-8 whatever a heap held).
+ */
+#ifndef BLAMER_EXPORT_JSON_WRITER_H
+#define BLAMER_EXPORT_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BL_JSON_MAX_DEPTH	32
+
+struct bl_json {
+	FILE *f;
+	uint32_t depth;			/* open objects and arrays */
+	bool nonempty[BL_JSON_MAX_DEPTH];	/* per level: a member was written */
+	bool after_key;			/* the next value completes a member */
+};
+
+void bl_json_init(struct bl_json *j, FILE *f);
+/* Ends the document with a newline; 0 or -EIO if writing failed. */
+int bl_json_finish(struct bl_json *j);
+
+void bl_json_object(struct bl_json *j);
+void bl_json_object_end(struct bl_json *j);
+void bl_json_array(struct bl_json *j);
+void bl_json_array_end(struct bl_json *j);
+/* The key of the next member of the open object. */
+void bl_json_key(struct bl_json *j, const char *key);
+
+/* Values. */
+void bl_json_string(struct bl_json *j, const char *s);		/* NULL: null */
+void bl_json_string_n(struct bl_json *j, const char *s, size_t n);
+void bl_json_u64(struct bl_json *j, uint64_t v);
+void bl_json_i64(struct bl_json *j, int64_t v);
+void bl_json_bool(struct bl_json *j, bool v);
+void bl_json_null(struct bl_json *j);
+void bl_json_double(struct bl_json *j, double v);	/* not finite: null */
+void bl_json_hex(struct bl_json *j, const uint8_t *bytes, size_t n);	/* "0a1b..." */
+void bl_json_id(struct bl_json *j, uint64_t id);	/* "0x1f...": 64-bit hashes lose
+							 * precision as JSON numbers */
+
+/* Members: key and value. */
+static inline void bl_json_kv_string(struct bl_json *j, const char *k, const char *v)
+{
+	bl_json_key(j, k);
+	bl_json_string(j, v);
+}
+
+static inline void bl_json_kv_u64(struct bl_json *j, const char *k, uint64_t v)
+{
+	bl_json_key(j, k);
+	bl_json_u64(j, v);
+}
+
+static inline void bl_json_kv_i64(struct bl_json *j, const char *k, int64_t v)
+{
+	bl_json_key(j, k);
+	bl_json_i64(j, v);
+}
+
+static inline void bl_json_kv_bool(struct bl_json *j, const char *k, bool v)
+{
+	bl_json_key(j, k);
+	bl_json_bool(j, v);
+}
+
+#endif /* BLAMER_EXPORT_JSON_WRITER_H */

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Every byte the reader takes from a heap comes through here: copies
+ * bounds-checked against the trusted slab size, 8-byte counters loaded
+ * whole, and the one way to copy a record its writer may be changing,
+ * rd_read_stable().
+ *
+ * Why rd_read_stable() copies a record twice instead of reading its
+ * version word, copying, and reading the version again: a version read
+ * in the same memcpy() (or, for a dir slab, the same pread()) as the data
+ * is not ordered before the data. Neither glibc's memcpy() nor the
+ * kernel's copy to user promises an order of its loads (glibc loads the
+ * last vectors of a large copy before the first: a module record's path
+ * before its seq), and on a weakly ordered CPU (arm64, POWER) loads of
+ * different addresses are reordered anyway. So the version in a copy may
+ * be newer than the data copied with it: version N+2 with data torn by
+ * update N+1 passes a "version even and unchanged" test. (The reader did
+ * exactly that until this helper replaced its four loops.)
+ *
+ * What is ordered is the second copy after the first: an acquire fence
+ * between them (for a dir slab, a fresh pread() of the range after the
+ * fence). A writer makes its version odd, then issues a release fence,
+ * then writes the data, then stores the version even with release; a
+ * thread stack writes the slot, then the depth with release. If the first
+ * copy saw any byte of an update, it read a store that follows the
+ * writer's release, so the second copy, after our acquire fence, sees
+ * the version odd or changed, or the update's bytes: the copies differ.
+ * If the two copies are byte for byte the same and the version is even,
+ * the first copy is one state of the record. This is the seqlock read of
+ * Linux's read_seqcount_retry() with the data itself as the second
+ * version word; it is the message-passing pattern with a barrier on each
+ * side, which x86, arm64 and POWER all forbid to be observed reordered.
+ * (A plain memcpy() of memory another process writes is a data race in
+ * C11's terms; like the kernel's seqlock readers, the reader relies on
+ * the hardware's guarantees, and never on a copy before checking it.)
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len, void *dst)
+{
+	const struct rd_slab *s;
+
+	if (slab >= h->nslabs)
+		return false;
+	s = &h->slabs[slab];
+	if (!s->buf || off > s->size || len > s->size - off)
+		return false;
+	memcpy(dst, s->buf + off, len);
+	return true;
+}
+
+bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst)
+{
+	uint32_t off = blamer_ref_offset(ref);
+
+	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN)
+		return false;
+	return rd_copy_raw(h, blamer_ref_slab(ref), off, len, dst);
+}
+
+/*
+ * Counters a live writer keeps adding to: @n u64 at @ref, each read with
+ * one 8-byte load where the copy is aligned (a byte-wise copy could tear
+ * a value, and a counter that looks smaller than before is a reset to
+ * Prometheus). Bounds as rd_copy().
+ */
+bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst)
+{
+	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
+	const uint8_t *src;
+	size_t i;
+
+	if (!rd_copy(h, ref, n * sizeof(*dst), dst))
+		return false;
+	src = h->slabs[slab].buf + off;
+	if ((uintptr_t)src % sizeof(*dst))
+		return true;	/* caller's unaligned buffer: no writer there */
+	for (i = 0; i < n; i++)
+		dst[i] = __atomic_load_n((const uint64_t *)src + i, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * Re-fetch a range from its source before the second copy. Device slabs
+ * are live mappings (nothing to do); dir slabs are private copies,
+ * re-read with pread() so a record torn in the first copy is seen whole.
+ * A short read (file truncated) keeps the old bytes: never a fault.
+ */
+static void refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
+{
+	uint32_t slab = blamer_ref_slab(ref), off = blamer_ref_offset(ref);
+	const struct rd_slab *s;
+
+	if (slab >= h->nslabs)
+		return;
+	s = &h->slabs[slab];
+	if (s->fd < 0 || !s->owned || off > s->size || len > s->size - off)
+		return;
+	if (pread(s->fd, s->buf + off, len, off) < 0)
+		return;
+}
+
+enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
+{
+	uint32_t attempt;
+
+	for (attempt = 0; attempt <= h->retries; attempt++) {
+		if (r->len > r->cap) {
+			uint8_t *a, *b;
+
+			if (!r->grow)
+				return RD_READ_BAD;
+			a = realloc(r->first, r->len);
+			if (a)
+				r->first = a;
+			b = realloc(r->second, r->len);
+			if (b)
+				r->second = b;
+			if (!a || !b)
+				return RD_READ_NOMEM;
+			r->cap = r->len;
+		}
+		if (!rd_copy(h, r->ref, r->len, r->first))
+			return RD_READ_BAD;
+		/* Acquire: the second copy's loads come after the first's
+		 * (see the top of this file). */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		refresh(h, r->ref, r->len);
+		if (!rd_copy(h, r->ref, r->len, r->second))
+			return RD_READ_BAD;
+		if (r->settled(r))
+			return RD_READ_STABLE;
+	}
+	return RD_READ_TORN;
+}
+
+bool rd_settled_same(struct rd_stable *r)
+{
+	return !memcmp(r->first, r->second, r->len);
+}
+
+bool rd_settled_seq(struct rd_stable *r)
+{
+	uint32_t seq;
+
+	memcpy(&seq, r->first + r->seq_off, sizeof(seq));
+	return !(seq & 1) && rd_settled_same(r);
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Decoders of the PROCESS record (the owner's identity as the heap
+ * claims it, phase, command line, and where its data and log are) and
+ * of CHILD records (children it launched and how they ended).
+ */
+#include "internal.h"
+
+void rd_decode_process(struct rd_ctx *c, blamer_ref ref)
+{
+	struct blamer_process r;
+	struct blamer_block b;
+	uint32_t i, n;
+
+	if (c->p->have_record)
+		return;		/* the first one found is the heap's */
+	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_PROCESS, &b) ||
+	    !rd_copy(c->h, ref, sizeof(r), &r) || !r.owner.data_id)
+		return;
+	c->p->have_record = true;
+	c->pid = r.owner.pid;
+	c->stamp = r.owner.create_stamp;
+	c->p->rec_pid = r.owner.pid;
+	c->p->phase = r.phase;
+	n = r.cmdline_len < BLAMER_CMDLINE_MAX ? r.cmdline_len : BLAMER_CMDLINE_MAX;
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)r.cmdline[i];
+
+		c->p->cmdline[i] = ch == 0 ? ' ' : (ch < 0x20 || ch >= 0x7f) ? '?' : (char)ch;
+	}
+	while (n && c->p->cmdline[n - 1] == ' ')
+		n--;
+	c->p->cmdline[n] = '\0';
+	/* decoded once the list is walked (parse.c) */
+	c->ud_process = r.user_data;
+	c->ud_global = r.global_data;
+	if (r.log && c->nlogs < 16)
+		c->logs[c->nlogs++] = r.log;
+}
+
+void rd_decode_child(struct rd_ctx *c, blamer_ref ref)
+{
+	struct blamer_child r;
+	struct blamer_block b;
+	struct blamer_snap_child *sc;
+
+	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_CHILD, &b) ||
+	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+		return;
+	sc = rd_push((void **)&c->p->children, &c->p->nchildren, sizeof(*sc), c->p);
+	if (!sc)
+		return;
+	sc->pid = r.child_pid;
+	sc->launch_time_ns = r.launch_time_ns;
+	sc->exit_time_ns = r.exit_time_ns;
+	sc->exit_status = r.exit_status;
+	sc->state = r.state;
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Decoder of THREAD records: a thread's activity stack. The thread pushes
+ * by filling slot[depth] and then storing depth + 1 (release), pops by
+ * storing depth - 1 and then data_version + 1, so the header and the
+ * slots below depth, copied twice and the same both times, are one state
+ * of the stack (copy.c). Each activity's own data is decoded with it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct th_read {
+	uint32_t max_slots;	/* that fit in the record's block */
+	uint32_t bad_slots;	/* a header claimed more: this many */
+};
+
+/* Activities shown: the depth, within the slots. */
+static uint32_t shown(const struct blamer_thread *t)
+{
+	return t->depth < t->stack_slots ? t->depth : t->stack_slots;
+}
+
+static size_t stack_bytes(const struct blamer_thread *t)
+{
+	return sizeof(*t) + (size_t)shown(t) * sizeof(t->stack[0]);
+}
+
+/* The two copies match and cover the slots the copied header shows; else
+ * read again as far as the newer header shows. */
+static bool th_settled(struct rd_stable *r)
+{
+	struct th_read *tr = r->arg;
+	struct blamer_thread t;
+
+	memcpy(&t, r->first, sizeof(t));
+	if (rd_settled_same(r) && stack_bytes(&t) == r->len)
+		return true;
+	memcpy(&t, r->second, sizeof(t));
+	if (t.stack_slots > tr->max_slots) {
+		tr->bad_slots = t.stack_slots;
+		return true;
+	}
+	r->len = stack_bytes(&t);
+	return false;
+}
+
+void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
+{
+	struct th_read tr = { 0 };
+	struct rd_stable r = { .ref = ref, .grow = true, .settled = th_settled, .arg = &tr };
+	enum rd_read got = RD_READ_BAD;
+	const struct blamer_activity *acts;
+	struct blamer_snap_thread *st;
+	struct blamer_thread t;
+	struct blamer_block b;
+	uint32_t n, i;
+
+	if (!rd_block(c, ref, sizeof(t), BLAMER_REC_THREAD, &b) ||
+	    !rd_copy(c->h, ref, sizeof(t), &t) || !rd_owner_ok(c, &t.owner))
+		return;
+	tr.max_slots = (b.size - sizeof(t)) / sizeof(t.stack[0]);
+	if (t.stack_slots > tr.max_slots) {
+		tr.bad_slots = t.stack_slots;
+	} else {
+		r.len = stack_bytes(&t);
+		got = rd_read_stable(c->h, &r);
+	}
+	if (tr.bad_slots) {
+		rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+			   "thread at %#llx: %u stack slots in a %u-byte record",
+			   (unsigned long long)ref, tr.bad_slots, b.size);
+		goto out;
+	}
+	if (got == RD_READ_NOMEM) {
+		rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		goto out;
+	}
+	/* The header of the stack read, or the newest of one that kept
+	 * changing (a copy out of bounds: the first header). */
+	if (got == RD_READ_STABLE)
+		memcpy(&t, r.first, sizeof(t));
+	else if (got == RD_READ_TORN)
+		memcpy(&t, r.second, sizeof(t));
+	st = rd_push((void **)&c->p->threads, &c->p->nthreads, sizeof(*st), c->p);
+	if (!st)
+		goto out;
+	st->tid = t.tid;
+	st->start_time_ns = t.start_time_ns;
+	rd_sanitize(st->name, t.name, BLAMER_NAME_MAX);
+	st->depth = t.depth;
+	st->stack_slots = t.stack_slots;
+	st->overflows = t.overflows;
+	if (got != RD_READ_STABLE) {
+		st->torn = true;
+		c->p->torn_records++;
+		goto out;
+	}
+	n = shown(&t);
+	st->acts = calloc(n ? n : 1, sizeof(*st->acts));
+	if (!st->acts) {
+		rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		goto out;
+	}
+	st->nacts = n;
+	acts = (const struct blamer_activity *)(r.first + sizeof(t));
+	for (i = 0; i < n; i++) {
+		struct blamer_snap_activity *sa = &st->acts[i];
+		struct blamer_activity a;
+
+		memcpy(&a, &acts[i], sizeof(a));
+		sa->time_ns = rd_stamp_ns(c, a.timestamp);
+		sa->calling_address = a.calling_address;
+		sa->data[0] = a.data[0];
+		sa->data[1] = a.data[1];
+		sa->kind = a.kind;
+		rd_sanitize(sa->label, a.label, sizeof(a.label));
+		if (a.user_data)
+			rd_decode_userdata(c, a.user_data, &sa->fields);
+	}
+out:
+	free(r.first);
+	free(r.second);
+}

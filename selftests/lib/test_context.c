@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libblamer writer tests, contexts and backends: open and close, the dir
+ * backend's directory and files, the backend choice, the heap a context
+ * starts with, the process default.
+ * Each test runs in a fixture (common.h): a private directory and a
+ * context the teardown closes, so a failed assert leaks neither.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "common.h"
+
+TEST_F(ctx, open_close_dir)
+{
+	struct blamer_config c = t_cfg(NULL, 0, 0);
+	struct blamer_heap_info info;
+	char name[128];
+	struct stat st;
+	struct blamer *b;
+
+	c.backend = BLAMER_BACKEND_DIR;
+	c.dir = self->dir;
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	ASSERT_EQ(BLAMER_BACKEND_DIR, info.backend);
+	ASSERT_EQ(getpid(), info.pid);
+	snprintf(name, sizeof(name), "%s/%d-%lld.0.slab", self->dir, getpid(), (long long)info.start_ns);
+	ASSERT_EQ(0, stat(name, &st));
+	ASSERT_EQ(0600, st.st_mode & 0777);
+	ASSERT_EQ(1u << 20, (unsigned)st.st_size);
+	/* start_ns is the /proc/self/stat start time on the agreed scale */
+	ASSERT_EQ(bl_proc_start_ns(getpid()), info.start_ns);
+	t_close(self, b);
+	ASSERT_EQ(-1, stat(name, &st));
+}
+
+TEST_F(ctx, dir_refuses_unsafe_places)
+{
+	struct blamer_config c = t_cfg(NULL, 0, 0);
+	char p[256], q[256];
+	struct blamer *b;
+
+	c.backend = BLAMER_BACKEND_DIR;
+	/* a symlink to a good directory */
+	snprintf(p, sizeof(p), "%s/real", self->dir);
+	snprintf(q, sizeof(q), "%s/link", self->dir);
+	ASSERT_EQ(0, mkdir(p, 0700));
+	ASSERT_EQ(0, symlink(p, q));
+	c.dir = q;
+	ASSERT_EQ(-EPERM, t_open(self, &c, &b));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "symlink"));
+	/* writable by others */
+	ASSERT_EQ(0, chmod(p, 0777));
+	c.dir = p;
+	ASSERT_EQ(-EPERM, t_open(self, &c, &b));
+	ASSERT_EQ(0, chmod(p, 0700));
+	/* owned by someone else (only root can arrange that) */
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, chown(p, 4242, 4242));
+		ASSERT_EQ(-EPERM, t_open(self, &c, &b));
+		ASSERT_EQ(0, chown(p, 0, 0));
+	}
+	/* a file planted where our slab goes: a hard link, then a symlink */
+	snprintf(q, sizeof(q), "%s/%d-%lld.0.slab", p, getpid(),
+		 (long long)bl_proc_start_ns(getpid()));
+	{
+		char victim[256];
+		int fd;
+
+		snprintf(victim, sizeof(victim), "%s/victim", self->dir);
+		fd = open(victim, O_CREAT | O_RDWR, 0600);
+		ASSERT_GE(fd, 0);
+		close(fd);
+		ASSERT_EQ(0, link(victim, q));
+		ASSERT_EQ(-EEXIST, t_open(self, &c, &b));
+		ASSERT_EQ(0, unlink(q));
+		ASSERT_EQ(0, symlink(victim, q));
+		ASSERT_EQ(-EEXIST, t_open(self, &c, &b));
+		ASSERT_EQ(0, unlink(q));
+		/* the victim was never written */
+		{
+			struct stat st;
+
+			ASSERT_EQ(0, stat(victim, &st));
+			ASSERT_EQ(0, st.st_size);
+		}
+	}
+	/* and the good directory works */
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	t_close(self, b);
+}
+
+/* After execve() a process keeps its pid and start time: the heap files
+ * of its former image are replaced, those of a live context are not. */
+
+TEST_F(ctx, heap_left_before_exec_is_replaced)
+{
+	struct blamer_config c = t_cfg(NULL, 65536, 2);
+	struct blamer *a, *b, *d;
+
+	c.backend = BLAMER_BACKEND_DIR;
+	c.dir = self->dir;
+	ASSERT_EQ(0, t_open(self, &c, &a));
+	/* a live context of ours is there: a second one is refused */
+	ASSERT_EQ(-EEXIST, t_open(self, &c, &d));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "already has a heap"));
+	t_abandon(self, a);	/* as if the image that made it exec'd */
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "after-exec", 0, 0));
+	t_close(self, b);
+}
+
+TEST_F(ctx, backend_choice_is_explicit)
+{
+	struct blamer_config c = t_cfg(NULL, 0, 0);
+	struct blamer *b;
+	int ret;
+
+	c.dir = self->dir;
+	c.backend = BLAMER_BACKEND_AUTO;
+	setenv("BLAMER_BACKEND", "carrier-pigeon", 1);
+	ASSERT_EQ(-EINVAL, t_open(self, &c, &b));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "BLAMER_BACKEND"));
+	setenv("BLAMER_BACKEND", "device", 1);
+	ret = t_open(self, &c, &b);
+	if (access("/dev/blamer", R_OK | W_OK)) {
+		/* no silent fallback to dir */
+		ASSERT_NE(0, ret);
+		ASSERT_NE(NULL, strstr(blamer_errmsg(), "/dev/blamer"));
+	} else {
+		struct blamer_heap_info info;
+
+		ASSERT_EQ(0, ret) TH_LOG("%s", blamer_errmsg());
+		ASSERT_EQ(0, blamer_heap_info(b, &info));
+		ASSERT_EQ(BLAMER_BACKEND_DEVICE, info.backend);
+		t_close(self, b);
+	}
+	setenv("BLAMER_BACKEND", "dir", 1);
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	t_close(self, b);
+	unsetenv("BLAMER_BACKEND");
+}
+
+TEST_F(ctx, heap_format_after_open)
+{
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+
+	c = t_cfg(self->dir, 0, 0);
+	c.flags = 0;	/* with modules */
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(BLAMER_HEAP_READY, st.state);
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_PROCESS]);
+	ASSERT_EQ(2, st.by_type[BLAMER_REC_USERDATA]);
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_LOG]);
+	ASSERT_GE(st.by_type[BLAMER_REC_MODULE], 2);	/* the test and libc at least */
+	ASSERT_EQ(getpid(), st.pid);
+	ASSERT_NE(0, st.data_id);
+	{
+		struct blamer_process *p = bl_ptr(&b->heap, b->process);
+
+		ASSERT_EQ(BLAMER_PHASE_LAUNCHED, p->phase);
+		ASSERT_GT(p->cmdline_len, 0);
+		ASSERT_NE(NULL, strstr(p->cmdline, "test_context"));
+		ASSERT_EQ(0, blamer_set_phase(b, BLAMER_PHASE_MAIN_LOOP));
+		ASSERT_EQ(BLAMER_PHASE_MAIN_LOOP, p->phase);
+	}
+	t_close(self, b);
+}
+
+TEST_F(ctx, default_context_and_reset)
+{
+	struct blamer *d;
+
+	setenv("BLAMER_DIR", self->dir, 1);
+	if (t_backend() == BLAMER_BACKEND_DIR)
+		setenv("BLAMER_BACKEND", "dir", 1);
+	ASSERT_GE(blamer_push(NULL, BLAMER_ACTIVITY_GENERIC, "x", 0, 0), 1);
+	d = blamer_default();
+	ASSERT_NE(NULL, d);
+	ASSERT_EQ(-EBUSY, blamer_init(NULL));
+	ASSERT_NE(NULL, blamer_set_int(NULL, BLAMER_DATA_PROCESS, "x", 1));
+	ASSERT_EQ(0, blamer_log(NULL, "hi"));
+	blamer_pop(NULL);
+	blamer_reset();
+	/* after reset a fresh default is made; its thread cache is new */
+	ASSERT_EQ(1, blamer_push(NULL, BLAMER_ACTIVITY_GENERIC, "y", 0, 0));
+	blamer_reset();
+	ASSERT_EQ(0, blamer_init(NULL));
+	blamer_reset();
+	unsetenv("BLAMER_DIR");
+	unsetenv("BLAMER_BACKEND");
+}
+
+TEST_HARNESS_MAIN

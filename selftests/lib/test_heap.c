@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libblamer writer tests, the heap's limits: full heaps, small slabs, a
+ * corrupt heap is never written again, a list that loops.
+ * Each test runs in a fixture (common.h): a private directory and a
+ * context the teardown closes, so a failed assert leaks neither.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "kselftest_harness.h"
+#include "common.h"
+
+static void *push_in_thread(void *b)
+{
+	return (void *)(intptr_t)blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0);
+}
+
+TEST_F(ctx, full_heap)
+{
+	struct blamer_config c;
+	struct blamer_heap_info info;
+	struct blamer *b;
+	int err = 0, n = 0;
+
+	c = t_cfg(self->dir, 16384, 2);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	while (bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err))
+		n++;
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_GT(n, 10);
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		n++;
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	ASSERT_EQ(2, info.slab_count);
+	ASSERT_TRUE(info.flags & BLAMER_HEAP_F_FULL);
+	ASSERT_FALSE(info.flags & BLAMER_HEAP_F_CORRUPT);
+	/* users get errors, not crashes; a new thread cannot register */
+	{
+		pthread_t th;
+		void *ret;
+
+		ASSERT_EQ(0, pthread_create(&th, NULL, push_in_thread, b));
+		ASSERT_EQ(0, pthread_join(th, &ret));
+		ASSERT_EQ(-ENOSPC, (int)(intptr_t)ret);
+	}
+	ASSERT_EQ(NULL, blamer_path_get(b, (uint64_t[]){ 1 }, 1, NULL, 0));
+	ASSERT_EQ(-ENOSPC, blamer_dag_node(b, 1, 1, "n"));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "allocate"));
+	t_close(self, b);
+}
+
+/* Per-thread chunks never make the heap grow early or waste a slab. */
+
+TEST_F(ctx, small_slabs_fill_up)
+{
+	struct blamer_config c;
+	struct blamer_heap_info info;
+	struct blamer *b;
+	uint64_t used0;
+	int err = 0, n = 0;
+
+	c = t_cfg(self->dir, 16384, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	used0 = info.bytes_used + (uint64_t)(4 - info.slab_count) * 64;
+	while (bl_heap_alloc(&b->heap, 64, T_REC_TEST, &err))
+		n++;
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	ASSERT_EQ(4, info.slab_count);
+	/* every byte was handed out (but rounding slack): slab tails too */
+	ASSERT_GE((uint64_t)n * 64, 4 * 16384 - used0 - 4 * 64);
+	t_close(self, b);
+}
+
+TEST_F(ctx, corrupt_heap_is_not_written)
+{
+	struct blamer_config c;
+	struct blamer_slab_header *sh;
+	struct blamer_heap_info info;
+	struct blamer *b;
+	uint8_t *copy;
+	int err = 0;
+
+	c = t_cfg(self->dir, 65536, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0));
+	blamer_pop(b);
+	/* somebody scribbles over the next record to be handed out (a large
+	 * one: small ones come from the thread's buffer) */
+	sh = (void *)b->heap.slabs[0].base;
+	b->heap.slabs[0].base[sh->freeptr + 4] = 0x55;
+	ASSERT_EQ(0, bl_heap_alloc(&b->heap, 1024, T_REC_TEST, &err));
+	ASSERT_EQ(EIO, err);
+	ASSERT_EQ(0, blamer_heap_info(b, &info));
+	ASSERT_TRUE(info.flags & BLAMER_HEAP_F_CORRUPT);
+	/* from now on nothing is written */
+	copy = malloc(b->heap.slabs[0].size);
+	ASSERT_NE(NULL, copy);
+	memcpy(copy, b->heap.slabs[0].base, b->heap.slabs[0].size);
+	ASSERT_EQ(-EIO, blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0));
+	blamer_pop(b);
+	ASSERT_EQ(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "x", 1));
+	ASSERT_NE(0, blamer_dag_node(b, 5, 1, "n"));
+	ASSERT_EQ(0, memcmp(copy, b->heap.slabs[0].base, b->heap.slabs[0].size));
+	free(copy);
+	t_close(self, b);
+}
+
+TEST_F(ctx, list_loop_is_corrupt)
+{
+	struct blamer_config c;
+	struct bl_iter it = { 0 };
+	struct blamer_block *blk;
+	blamer_ref r1, r2;
+	struct blamer *b;
+	int err = 0, n = 0;
+
+	c = t_cfg(self->dir, 65536, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	r1 = bl_heap_alloc(&b->heap, 64, T_REC_TEST, &err);
+	r2 = bl_heap_alloc(&b->heap, 64, T_REC_TEST, &err);
+	ASSERT_TRUE(bl_heap_make_iterable(&b->heap, r1));
+	ASSERT_TRUE(bl_heap_make_iterable(&b->heap, r2));
+	ASSERT_TRUE(bl_heap_make_iterable(&b->heap, r2));	/* idempotent */
+	/* r2 -> r1: a loop */
+	blk = bl_ptr(&b->heap, r2);
+	blk->next = r1;
+	while (bl_heap_next(&b->heap, &it, NULL))
+		ASSERT_LT(++n, 1000000);
+	ASSERT_TRUE(bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT);
+	/* a bad ref on the list ends the walk and marks corruption too */
+	t_close(self, b);
+}
+
+TEST_HARNESS_MAIN
