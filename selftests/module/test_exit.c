@@ -188,11 +188,13 @@ TEST(exit_code_from_threads)
 
 /*
  * The attack on the old ->flush rule: a thread with a file table of its
- * own closes it and exits with its own code while the process lives on.
+ * own (unshare(CLONE_FILES), close_range(CLOSE_RANGE_UNSHARE), or
+ * clone(CLONE_THREAD) without CLONE_FILES) closes it and exits with its
+ * own code while the process lives on.
  * The slab must stay live with no status, and the process's later death
  * by SIGSEGV must be what is recorded.
  */
-enum { UNSHARE_FILES, CLOSE_RANGE, SHARED_FILES };
+enum { UNSHARE_FILES, CLOSE_RANGE, CLONE_OWN_FILES, SHARED_FILES };
 
 static void *lone_thread_exit(void *arg)
 {
@@ -205,6 +207,34 @@ static void *lone_thread_exit(void *arg)
 		_exit(31);
 	syscall(SYS_exit, 5);
 	return NULL;
+}
+
+/* glibc's clone() ends the thread with SYS_exit(return value). */
+static int lone_clone_fn(void *arg)
+{
+	(void)arg;
+	return 5;
+}
+
+/*
+ * A thread made with clone(CLONE_THREAD) but without CLONE_FILES: its
+ * file table is a copy from birth. Waits until it is gone (the kernel
+ * clears *tid at its exit, CLONE_CHILD_CLEARTID).
+ */
+static int lone_clone(void)
+{
+	static long stack[8192];
+	static pid_t tid = -1;
+	int i;
+
+	if (clone(lone_clone_fn, (char *)stack + sizeof(stack),
+		  CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD |
+		  CLONE_SYSVSEM | CLONE_CHILD_CLEARTID,
+		  NULL, NULL, NULL, &tid) < 0)
+		return -1;
+	for (i = 0; __atomic_load_n(&tid, __ATOMIC_ACQUIRE) && i < 5000; i++)
+		usleep(1000);
+	return __atomic_load_n(&tid, __ATOMIC_ACQUIRE) ? -1 : 0;
 }
 
 FIXTURE(lone_thread) {
@@ -221,6 +251,10 @@ FIXTURE_VARIANT_ADD(lone_thread, unshare_files) {
 
 FIXTURE_VARIANT_ADD(lone_thread, close_range_unshare) {
 	.how = CLOSE_RANGE,
+};
+
+FIXTURE_VARIANT_ADD(lone_thread, clone_thread_own_files) {
+	.how = CLONE_OWN_FILES,
 };
 
 FIXTURE_VARIANT_ADD(lone_thread, shared_files) {
@@ -254,9 +288,14 @@ TEST_F(lone_thread, cannot_forge_exit)
 
 		if (cfd < 0 || bl_create(cfd, PG, &c))
 			_exit(1);
-		pthread_create(&t, NULL, lone_thread_exit,
-			       (void *)variant->how);
-		pthread_join(t, NULL);
+		if (variant->how == CLONE_OWN_FILES) {
+			if (lone_clone())
+				_exit(32);
+		} else {
+			pthread_create(&t, NULL, lone_thread_exit,
+				       (void *)variant->how);
+			pthread_join(t, NULL);
+		}
 		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
 			_exit(1);
 		if (read(down[0], &b, 1) != 1)

@@ -3,7 +3,8 @@
  * /dev/blamer selftests: ownership follows the creating process. A
  * descriptor inherited across fork() or exec, or passed over a socket,
  * gives neither write access nor the creator's identity; the creator may
- * release its own live slabs; after its death nobody writes its slabs.
+ * release its own live slabs; after its death nobody writes its slabs,
+ * and whoever drops the last reference to its files adds nothing.
  */
 #include <setjmp.h>
 #include <sys/socket.h>
@@ -158,6 +159,75 @@ TEST(passed_descriptors_give_nothing)
 	close(c.fd);
 	close(dev);
 	close(sv[0]);
+}
+
+/* A cycle of Unix sockets nobody holds: only the garbage collector frees it. */
+static void unix_gc_run(void)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
+		return;
+	send_fds(sv[0], sv, 2);
+	close(sv[0]);
+	close(sv[1]);
+	usleep(200000);	/* 6.12 collects from a workqueue */
+}
+
+/*
+ * The creator leaves its descriptors in flight, in a socket that holds
+ * itself, and exits. It is dead: the slab is an orphan with its status
+ * at once, although its files live on. They are released later by the
+ * Unix garbage collector, in another task's context (a kworker, or this
+ * process): nothing about that task may become a fact of the slab.
+ */
+TEST(descriptors_in_flight_at_exit)
+{
+	struct blamer_slab_info before, after;
+	int up[2], status, fd;
+	__u64 id;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(up));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct blamer_create c;
+		int dev = bl_open(O_RDWR), sv[2], fds[2];
+
+		if (dev < 0 || bl_create(dev, PG, &c) ||
+		    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
+			_exit(1);
+		fds[0] = dev;
+		fds[1] = c.fd;
+		if (send_fds(sv[0], fds, 2) || send_fds(sv[0], sv, 2))
+			_exit(1);
+		close(dev);
+		close(c.fd);
+		close(sv[0]);
+		close(sv[1]);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(1);
+		_exit(6);
+	}
+	close(up[1]);
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	close(up[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(6, WEXITSTATUS(status));
+	ASSERT_EQ(0, facts(id, &before));
+	EXPECT_EQ(BLAMER_SLAB_ORPHAN, before.state);
+	EXPECT_TRUE(before.flags & BLAMER_SLAB_EXITED);
+	EXPECT_EQ(6, before.exit_code);
+	EXPECT_EQ(pid, before.pid);
+	unix_gc_run();
+	ASSERT_EQ(0, facts(id, &after));
+	EXPECT_EQ(0, memcmp(&before, &after, sizeof(before)));
+	fd = bl_open(O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, bl_release(fd, id));
+	close(fd);
 }
 
 /* Read the one line a helper prints. */
