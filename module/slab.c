@@ -223,16 +223,26 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 		err = -ENOMEM;
 		goto unlock;
 	}
-	err = xa_alloc_cyclic(&blamer_slabs, &id, slab,
+	/*
+	 * Reserve the ID, then publish the slab with its ID written:
+	 * walkers under RCU never see a slab without one. Storing into a
+	 * reserved slot allocates nothing.
+	 */
+	err = xa_alloc_cyclic(&blamer_slabs, &id, NULL,
 			      XA_LIMIT(1, BLAMER_ID_MAX), &blamer_next_id,
 			      BLAMER_GFP);
+	if (err >= 0) {
+		slab->id = id;
+		err = xa_err(xa_store(&blamer_slabs, id, slab, BLAMER_GFP));
+		if (err)
+			xa_erase(&blamer_slabs, id);
+	}
 	if (err < 0) {
 		blamer_owner_idle_locked(slab->owner);
 		if (err == -EBUSY)
 			err = -ENOSPC;
 		goto unlock;
 	}
-	slab->id = id;
 	list_add_tail(&slab->node, &slab->owner->live);
 	user->slabs++;
 	blamer_nr_slabs++;

@@ -518,18 +518,27 @@ static void *churn(void *arg)
 	return (void *)bad;
 }
 
-/* Listing while others create and release, from several threads. */
+/*
+ * Listing while others create and release, from several threads: every
+ * entry is whole (a slab is never seen before its ID is written), IDs
+ * ascending.
+ */
 static void *lister(void *arg)
 {
 	struct blamer_slab_info *v;
 	long bad = 0;
-	int fd = bl_open(O_RDONLY), i, n;
+	int fd = bl_open(O_RDONLY), i, j, n;
 
 	for (i = 0; i < ROUNDS && fd >= 0; i++) {
 		n = bl_list(fd, &v, NULL);
 		if (n < 0)
 			bad++;
-		free(v);
+		for (j = 0; j < n; j++)
+			if (!v[j].id || (j && v[j].id <= v[j - 1].id) ||
+			    !v[j].size || v[j].size % PG)
+				bad++;
+		if (n >= 0)
+			free(v);
 	}
 	if (fd < 0)
 		return (void *)1;
