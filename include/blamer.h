@@ -350,11 +350,17 @@ struct blamer_snap_process {
 	uint64_t start_time_ns;	/* boot-based, the PID-reuse guard */
 	uint32_t state;		/* BLAMER_PROC_* */
 	bool kernel_facts;	/* the fields below come from the kernel */
-	bool exited;		/* exit_code / exit_signal are valid */
+	bool exited;		/* exit_code / exit_signal are valid; without
+				 * kernel_facts: the heap says the process
+				 * called exit() (dir backend) */
 	bool coredump;
 	int32_t exit_code;
 	uint32_t exit_signal;
 	uint64_t create_time_ns, orphan_time_ns; /* CLOCK_BOOTTIME */
+	/* dir backend, a dead owner: CLOCK_REALTIME of the latest sign of
+	 * life its heap and files show (when it called exit(), if exited),
+	 * so it ended then or later; 0 if unknown */
+	uint64_t last_seen_ns;
 	uint64_t heap_key;	/* file_serial (device) or a hash (dir) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
@@ -418,7 +424,9 @@ struct blamer_snapshot {
 	enum blamer_backend backend;
 	char source[256];	/* device path or directory */
 	uint64_t generation;	/* device event generation, 0 for dir */
-	uint64_t realtime_ns, monotonic_ns;	/* when it was taken */
+	/* when it was taken: after every heap was read, so every time in
+	 * the snapshot is at or before these */
+	uint64_t realtime_ns, monotonic_ns;
 	struct blamer_snap_process *procs;	size_t nprocs;
 	struct blamer_snap_total *totals;	size_t ntotals; /* by path, then unit */
 	struct blamer_snap_node *nodes;		size_t nnodes;	/* by id, named */
@@ -477,6 +485,14 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
  */
 int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
 
+/*
+ * The descriptor blamer_reader_wait() polls, for a caller's own poll()
+ * loop: readable (POLLIN) when the next snapshot would differ in which
+ * heaps there are; taking a snapshot clears it. -1 if the backend has
+ * none (dir: poll with a timeout instead).
+ */
+int blamer_reader_fd(const struct blamer_reader *r);
+
 /* Free a dead heap (device: BLAMER_IOC_RELEASE; dir: unlink). 0 or -errno. */
 int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 			  char *err, size_t errlen);
@@ -491,6 +507,13 @@ struct blamer_mem_slab {
 };
 int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 				struct blamer_snapshot **out);
+
+/*
+ * Keeps only the processes whose pid is one of @pids (all if @npids is
+ * 0), frees the others, and makes the attribution view (totals, units,
+ * tree, nodes) again from those kept. Returns how many are kept.
+ */
+size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids);
 
 /* Paths in view order: < 0, 0 or > 0 as @a comes before, is, or comes after @b. */
 int blamer_path_cmp(const uint64_t *a, uint32_t adepth, const uint64_t *b, uint32_t bdepth);

@@ -76,9 +76,10 @@ $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# Only blamer_* symbols are exported from the shared library.
+# Only blamer_* symbols are exported from the shared library. -z nodelete:
+# the exit handler (on_exit(), which dlclose() does not undo) stays valid.
 $(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
-	$(CC) -shared -Wl,-soname,libblamer.so.$(LIB_SOVER) \
+	$(CC) -shared -Wl,-soname,libblamer.so.$(LIB_SOVER) -Wl,-z,nodelete \
 		-Wl,--version-script=$(SRC)/lib/libblamer.map -o $@.$(LIB_SOVER) \
 		$(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libblamer.so.$(LIB_SOVER) $@

@@ -9,8 +9,9 @@
 
 TOOLS_DIR     := $(BUILD)/tools
 BLAMER_CLI_SRCS := $(addprefix $(SRC)/tools/blamer/,main.c util.c cmd_list.c cmd_dump.c \
-			cmd_blame.c cmd_top.c cmd_postmortem.c cmd_export.c cmd_kmod.c)
-TOOLS_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/tools/blamer
+			cmd_blame.c cmd_top.c cmd_postmortem.c cmd_export.c cmd_kmod.c term.c)
+TOOLS_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/tools/blamer \
+		 -DBLAMER_VERSION='"$(VERSION)"'
 CLI_OBJS      := $(patsubst $(SRC)/tools/blamer/%.c,$(TOOLS_DIR)/obj/%.o,$(BLAMER_CLI_SRCS))
 # How modules are loaded: libkmod (dynamic build) or raw syscalls (static).
 KMOD_OBJS     := $(TOOLS_DIR)/obj/kmod_libkmod.o $(TOOLS_DIR)/obj/kmod_raw.o
@@ -36,7 +37,8 @@ $(BUILD)/static/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_raw.o $(LIB_A)
 
 PREFIX ?= /usr/local
 INSTALL_TARGETS += install-tools
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 install-tools: tools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(TOOLS_DIR)/blamer $(DESTDIR)$(PREFIX)/bin/blamer
-	install -m 0644 $(SRC)/Documentation/blamer.1 $(DESTDIR)$(PREFIX)/share/man/man1/blamer.1
+	install -m 0644 $(SRC)/tools/blamer/blamer.bash-completion $(DESTDIR)$(BASHCOMPDIR)/blamer

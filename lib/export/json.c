@@ -285,6 +285,7 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_bool(j, "coredump", p->coredump);
 	bl_json_kv_u64(j, "create_time_ns", p->create_time_ns);
 	bl_json_kv_u64(j, "orphan_time_ns", p->orphan_time_ns);
+	bl_json_kv_u64(j, "last_seen_ns", p->last_seen_ns);
 	bl_json_key(j, "slabs");
 	bl_json_array(j);
 	for (i = 0; i < p->nslabs && i < 64; i++)

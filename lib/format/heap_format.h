@@ -82,7 +82,7 @@ struct blamer_heap_header {
 	uint32_t grow_claim;	/* atomic: writer-private growth lock, 0 = none */
 	uint32_t backend;	/* BLAMER_BACKEND_DEVICE or _DIR: who made the slabs */
 	uint32_t clock;		/* BLAMER_CLOCK_*: unit of blamer_activity.timestamp */
-	uint32_t reserved;
+	uint32_t exit;		/* atomic: 0, or BLAMER_EXIT_CALLED | status (below) */
 	uint64_t clock_anchor_tsc;	/* BLAMER_CLOCK_TSC: a TSC reading ... */
 	uint64_t clock_anchor_ns;	/* ... and CLOCK_MONOTONIC at that instant */
 	uint64_t slab_ids[BLAMER_MAX_SLABS];
@@ -102,6 +102,17 @@ struct blamer_heap_header {
  */
 #define BLAMER_CLOCK_MONOTONIC	0u
 #define BLAMER_CLOCK_TSC	1u
+
+/*
+ * blamer_heap_header.exit: a dir-backend writer's exit handler stores
+ * BLAMER_EXIT_CALLED | (status & 0xff) with release when the process
+ * calls exit() or returns from main, then sets slab 0's file modification
+ * time to that moment. 0: still running, or ended without running exit
+ * handlers (a signal, _exit(), a crash). Device writers leave it 0: the
+ * kernel records how the process ended.
+ */
+#define BLAMER_EXIT_CALLED	(1u << 8)
+#define BLAMER_EXIT_STATUS(x)	((int32_t)((x) & 0xffu))
 
 /*
  * Fixed places in slab 0: the slab header, the heap header right after it,

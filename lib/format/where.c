@@ -3,10 +3,12 @@
  * Where heaps are (where.h): the backend the environment asks for; for
  * the dir backend where the directory is and when it is safe, what slab
  * files are called, which files are ours, and the process start time
- * that names a heap. The lessons of hsperfdata: the
- * directory must be ours, a real directory and writable by nobody else;
- * files are regular, ours and singly linked, and everything else found
- * there was planted.
+ * that names a heap, and which dead heaps are kept. The lessons of
+ * hsperfdata: the directory must be ours, a real directory and writable
+ * by nobody else; files are regular, ours and singly linked, and
+ * everything else found there was planted; a process we cannot see in
+ * /proc may still live (a container sharing the directory), so its lock
+ * on its files is asked too (JDK-8286030).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 
 #include "heap_format.h"
 #include "where.h"
@@ -46,7 +50,10 @@ const char *bl_slabdir_path(char *buf, size_t len, const char *dir)
 	return buf;
 }
 
-static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
+/* What writer and reader both ask of an open directory: a directory, not
+ * writable by group or others; the writer also wants it ours (@ours). */
+static int check_dir_fd(int fd, const char *path, bool ours, uid_t *owner,
+			char *why, size_t whylen)
 {
 	struct stat st;
 
@@ -58,17 +65,38 @@ static int check_dir_fd(int fd, const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", path);
 		return -ENOTDIR;
 	}
-	if (st.st_uid != geteuid()) {
+	if (ours && st.st_uid != geteuid()) {
 		snprintf(why, whylen, "%s is owned by uid %u, not by us (uid %u)", path,
 			 (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, whylen, "%s is writable by group or others (mode %03o)", path,
-			 (unsigned)(st.st_mode & 0777));
+		snprintf(why, whylen, "%s is writable by group or others (mode %03o)%s", path,
+			 (unsigned)(st.st_mode & 0777),
+			 ours ? "" : ": heaps there could be anyone's, and the library never writes there");
 		return -EPERM;
 	}
+	if (owner)
+		*owner = st.st_uid;
 	return 0;
+}
+
+/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
+static int open_dir_nofollow(const char *path, char *why, size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int err;
+
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		snprintf(why, whylen, "%s is a symlink: refused", path);
+		return -EPERM;
+	}
+	snprintf(why, whylen, "cannot open directory %s", path);
+	return -err;
 }
 
 int bl_slabdir_open(const char *path, char *why, size_t whylen)
@@ -81,20 +109,25 @@ int bl_slabdir_open(const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot create %s", path);
 		return -errno;
 	}
-	/* O_NOFOLLOW: a symlink planted at the path is refused, not followed. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		struct stat st;
-		int err = errno;
-
-		if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-			snprintf(why, whylen, "%s is a symlink: refused", path);
-			return -EPERM;
-		}
-		snprintf(why, whylen, "cannot open directory %s", path);
-		return -err;
+	fd = open_dir_nofollow(path, why, whylen);
+	if (fd < 0)
+		return fd;
+	ret = check_dir_fd(fd, path, true, NULL, why, whylen);
+	if (ret) {
+		close(fd);
+		return ret;
 	}
-	ret = check_dir_fd(fd, path, why, whylen);
+	return fd;
+}
+
+int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whylen)
+{
+	int fd, ret;
+
+	fd = open_dir_nofollow(path, why, whylen);
+	if (fd < 0)
+		return fd;
+	ret = check_dir_fd(fd, path, false, owner, why, whylen);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -175,6 +208,210 @@ int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
 			removed++;
 	}
 	closedir(d);
+	return removed;
+}
+
+static int env_u64(const char *name, uint64_t max, bool suffix, uint64_t *out,
+		   char *why, size_t whylen)
+{
+	const char *e = getenv(name), *p;
+	uint64_t v = 0, mul = 1;
+
+	if (!e || !*e)
+		return 0;
+	for (p = e; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == e)
+		goto bad;
+	if (suffix && *p) {
+		mul = *p == 'K' ? 1ull << 10 : *p == 'M' ? 1ull << 20 : *p == 'G' ? 1ull << 30 : 0;
+		p++;
+	}
+	if (*p || !mul || v > max / mul)
+		goto bad;
+	*out = v * mul;
+	return 0;
+bad:
+	snprintf(why, whylen, "%s=%s: give a number%s up to %llu", name, e,
+		 suffix ? " of bytes (K, M or G for KiB, MiB, GiB)" : "", (unsigned long long)max);
+	return -EINVAL;
+}
+
+int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen)
+{
+	uint64_t n = BL_DEFAULT_MAX_DEAD;
+
+	r->max_dead_bytes = BL_DEFAULT_MAX_DEAD_BYTES;
+	if (env_u64("BLAMER_DIR_MAX_DEAD", 1u << 20, false, &n, why, whylen) ||
+	    env_u64("BLAMER_DIR_MAX_DEAD_BYTES", 1ull << 50, true, &r->max_dead_bytes, why,
+		    whylen))
+		return -EINVAL;
+	r->max_dead = (uint32_t)n;
+	return 0;
+}
+
+/* One heap found in the directory, for trimming. */
+struct trim_heap {
+	int32_t pid;
+	uint32_t first;		/* lowest slab index found */
+	uint64_t start;
+	uint64_t bytes;
+	int64_t mtime_ns;	/* newest of its files; dead: when noticed */
+};
+
+/* At most this many files are looked at per trim (the rest next time). */
+#define TRIM_MAX_FILES	65536u
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int trim_cmp_name(const void *a, const void *b)
+{
+	const struct trim_heap *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int trim_cmp_newest(const void *a, const void *b)
+{
+	const struct trim_heap *x = a, *y = b;
+
+	if (x->mtime_ns != y->mtime_ns)
+		return x->mtime_ns > y->mtime_ns ? -1 : 1;
+	return x->start > y->start ? -1 : x->start < y->start;
+}
+
+/* Every slab file of @dirfd as a heap of one file; *n of them. */
+static struct trim_heap *trim_files(int dirfd, size_t *n)
+{
+	struct trim_heap *v = NULL, *nv;
+	struct dirent *de;
+	size_t cap = 0;
+	struct stat st;
+	int fd;
+	DIR *d;
+
+	*n = 0;
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	while ((de = readdir(d)) && *n < TRIM_MAX_FILES) {
+		struct trim_heap h;
+
+		if (!bl_slab_name_parse(de->d_name, &h.pid, &h.start, &h.first) ||
+		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		h.bytes = (uint64_t)st.st_size;
+		h.mtime_ns = ts_ns(&st.st_mtim);
+		v[(*n)++] = h;
+	}
+	closedir(d);
+	return v;
+}
+
+/*
+ * False for a heap some process still writes: seen in /proc, or its
+ * first file locked. True for a dead one, and then h->mtime_ns becomes
+ * when its death was first noticed: the first trim to find it dead takes
+ * the write bits off that file, which sets its ctime (the modification
+ * time stays the evidence of its last life, for readers).
+ */
+static bool trim_dead(int dirfd, struct trim_heap *h)
+{
+	char name[BL_SLAB_NAME_MAX];
+	struct bl_proc_stat ps;
+	struct stat st;
+	bool dead = false;
+	int fd;
+
+	if (!bl_proc_stat(h->pid, &ps) && (uint64_t)ps.start_ns == h->start &&
+	    ps.state != 'Z' && ps.state != 'X')
+		return false;
+	bl_slab_name(name, sizeof(name), h->pid, h->start, h->first);
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;	/* gone since: nothing to trim */
+	if (!flock(fd, LOCK_EX | LOCK_NB) && !fstat(fd, &st) && bl_slab_file_ok(&st)) {
+		if (st.st_mode & 0222) {
+			if (!fchmod(fd, st.st_mode & 0555))
+				fstat(fd, &st);
+		}
+		h->mtime_ns = ts_ns(&st.st_ctim);
+		dead = true;
+	}
+	close(fd);
+	return dead;
+}
+
+int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
+{
+	struct timespec now;
+	struct trim_heap *v;
+	uint64_t bytes = 0;
+	size_t n, i, k = 0, kept = 0;
+	int removed = 0, r;
+
+	v = trim_files(dirfd, &n);
+	if (!v)
+		return n ? -ENOMEM : 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* files to heaps: one entry per (pid, start), sizes summed */
+	qsort(v, n, sizeof(*v), trim_cmp_name);
+	for (i = 0; i < n; i++) {
+		if (k && v[k - 1].pid == v[i].pid && v[k - 1].start == v[i].start) {
+			v[k - 1].bytes += v[i].bytes;
+			if (v[i].mtime_ns > v[k - 1].mtime_ns)
+				v[k - 1].mtime_ns = v[i].mtime_ns;
+			if (v[i].first < v[k - 1].first)
+				v[k - 1].first = v[i].first;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	/* the dead ones, most recently noticed first; one changed within the
+	 * last second is left alone (its writer may be between making and
+	 * locking it), but a time more than a second ahead is no youth: a
+	 * clock stepped back or a forged time must not keep a heap forever */
+	for (i = 0, n = 0; i < k; i++) {
+		int64_t age = ts_ns(&now) - v[i].mtime_ns;
+
+		if ((age >= 1000000000 || age < -1000000000) && trim_dead(dirfd, &v[i]))
+			v[n++] = v[i];
+	}
+	qsort(v, n, sizeof(*v), trim_cmp_newest);
+	/* keep the newest that fit; from the first that does not, delete */
+	for (i = 0; i < n; i++) {
+		if (kept < keep->max_dead && bytes + v[i].bytes <= keep->max_dead_bytes) {
+			kept++;
+			bytes += v[i].bytes;
+			continue;
+		}
+		break;
+	}
+	for (k = n; k-- > i;) {
+		r = bl_slabdir_remove_heap(dirfd, v[k].pid, (int64_t)v[k].start);
+		removed += r > 0;
+	}
+	free(v);
 	return removed;
 }
 

@@ -13,7 +13,9 @@
  * and the dir backend's:
  *  - where: the directory given, else $BLAMER_DIR, else
  *    /dev/shm/blamer-<euid>; created 0700, and used only if it is a real
- *    directory (not a symlink), owned by us and writable by nobody else;
+ *    directory (not a symlink), owned by us and writable by nobody else
+ *    (a reader asks the same of a directory it reads, but for the owner,
+ *    and takes only the owner's files);
  *  - names: slab <index> of the heap of process <pid> started at
  *    <start_ns> is the file "<pid>-<start_ns>.<index>.slab", decimal,
  *    nothing else;
@@ -21,7 +23,16 @@
  *    (anything else was planted);
  *  - start time: field 22 of /proc/<pid>/stat, clock ticks since boot,
  *    scaled to ns (ticks * (10^9 / CLK_TCK)); with the pid it names a
- *    process across pid reuse.
+ *    process across pid reuse;
+ *  - retention: a heap is dead when /proc shows no process of its pid
+ *    and start time and no process holds a lock on its files (a writer
+ *    share-locks each slab file while it has it mapped). Whenever a
+ *    writer makes a heap there, the dead heaps are looked at: the first
+ *    time one is found dead its first file loses its write bits (its
+ *    ctime then says when its death was noticed); the most recently
+ *    noticed are kept up to a count and a byte budget
+ *    ($BLAMER_DIR_MAX_DEAD, default 64; $BLAMER_DIR_MAX_DEAD_BYTES,
+ *    default 64 MiB), the others deleted, the longest dead first.
  *
  * Functions report failure as -errno and, where a person needs to know
  * more, a one-line reason in @why (no strerror: the caller adds its own).
@@ -57,6 +68,15 @@ const char *bl_slabdir_path(char *buf, size_t len, const char *dir);
  */
 int bl_slabdir_open(const char *path, char *why, size_t whylen);
 
+/*
+ * Opens the directory @path to read heaps from (never creating it): the
+ * writer's rules but for the owner, who may be another user (root reading
+ * a user's heaps); @owner is set to it, and only that uid's files are
+ * that directory's heaps. An O_DIRECTORY fd, or -errno and @why
+ * (-ENOENT: no heap was ever made there).
+ */
+int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whylen);
+
 /* The name of slab @index of heap <pid>-<start_ns>; snprintf's return. */
 int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index);
 
@@ -71,6 +91,31 @@ bool bl_slab_file_ok(const struct stat *st);
 /* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
  * bl_slab_file_ok() accepts. The number removed, or -errno. */
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
+
+/* How many dead heaps a directory keeps. */
+struct bl_retention {
+	uint32_t max_dead;		/* heaps */
+	uint64_t max_dead_bytes;	/* bytes of their files */
+};
+#define BL_DEFAULT_MAX_DEAD		64u
+#define BL_DEFAULT_MAX_DEAD_BYTES	(64ull << 20)
+
+/* The limits $BLAMER_DIR_MAX_DEAD and $BLAMER_DIR_MAX_DEAD_BYTES (a
+ * number of bytes, K, M or G for KiB, MiB, GiB) ask for, else the
+ * defaults. 0, or -EINVAL and @why. */
+int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen);
+
+/*
+ * Deletes the dead heaps of @dirfd beyond @keep, oldest first (where.h's
+ * top says which are dead and which are kept). Only files that
+ * bl_slab_file_ok() accepts are touched, and a heap whose files changed
+ * in the last second is left for the next time (a writer in another pid
+ * namespace may be between making its file and locking it); a time more
+ * than a second ahead does not count as recent (a clock stepped back or
+ * a forged time would keep a heap forever). Returns the number of heaps
+ * deleted, or -errno.
+ */
+int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
 
 /* What /proc/<pid>/stat says about a process. */
 struct bl_proc_stat {

@@ -8,6 +8,10 @@
  * with pread() -- a file truncated or replaced while we read it gives a
  * short read, never a SIGBUS.
  *
+ * A dead heap's end: the exit its writer recorded (slabs.c takes the
+ * status from the header; slab 0's modification time is the moment), or
+ * else the latest sign of life its files and records show.
+ *
  * Cost: a heap is live iff /proc/<pid>/stat shows the same start time.
  * Dead heaps are summarized from their file names alone (no open) unless
  * BLAMER_READ_DEAD_FULL asks for them, and BLAMER_READ_HEADERS_ONLY reads
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -59,7 +64,8 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
 		return false;	/* gone, or a zombie: it has exited, its heap is dead */
 	*start = (uint64_t)st.start_ns;
-	snprintf(comm, commlen, "%s", st.comm);
+	/* a process names itself (prctl, the file it runs): printable only */
+	rd_sanitize(comm, st.comm, strnlen(st.comm, commlen - 1));
 	return true;
 }
 
@@ -79,7 +85,8 @@ static void slab_path(char *buf, size_t len, const char *dir, int32_t pid,
  * reports on failure (the heap is then unreadable or corrupt).
  */
 static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
-		      const char *path, uint32_t idx, bool headers_only, struct rd_slab *s)
+		      const char *path, uint32_t idx, bool headers_only, struct rd_slab *s,
+		      uint64_t *mtime_ns)
 {
 	struct stat st;
 	uint64_t want;
@@ -103,7 +110,18 @@ static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
 		close(fd);
 		return false;
 	}
+	if (st.st_uid != r->dir_owner) {
+		/* only the directory's owner can have made it: never read */
+		rd_problem(p, BLAMER_HEALTH_CORRUPT,
+			   "%s: owned by uid %u, not by the directory's owner (uid %u): planted",
+			   path, (unsigned)st.st_uid, (unsigned)r->dir_owner);
+		close(fd);
+		return false;
+	}
 	p->uid = st.st_uid;
+	/* a writer's pages are first written, or its exit recorded, by now */
+	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
+		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 	if ((uint64_t)st.st_size > r->opts.max_slab_bytes) {
 		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%s: %lld bytes, over the %llu limit",
 			   path, (long long)st.st_size,
@@ -149,18 +167,71 @@ static bool read_slab(struct blamer_reader *r, struct blamer_snap_process *p,
 	return true;
 }
 
+/* @t if it is later than @best but not past @now: the future is no evidence. */
+static uint64_t later(uint64_t best, uint64_t t, uint64_t now)
+{
+	return t > best && t <= now ? t : best;
+}
+
+/*
+ * The latest sign of life of a dead process: its files' modification
+ * times (the exit, if recorded), its heap's creation, log messages,
+ * children, activity pushes and thread starts (CLOCK_MONOTONIC, taken to
+ * CLOCK_REALTIME at today's offset: a clock step since makes it off).
+ */
+static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
+{
+	struct timespec rt, mono;
+	uint64_t t = 0, m = 0, off, now;
+	size_t i, j;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	/* a file's times and the heap's are its writer's to set: a time past
+	 * now is a lie or another clock's, and not believed */
+	if (p->exited && mtime_ns > now) {
+		/* the moment of its exit is the lie: what else it shows came
+		 * before, and would be shown as that moment */
+		p->last_seen_ns = 0;
+		return;
+	}
+	t = later(t, mtime_ns, now);
+	t = later(t, p->heap_create_time_ns, now);
+	for (i = 0; i < p->nlogs; i++)
+		t = later(t, p->logs[i].time_ns, now);
+	for (i = 0; i < p->nchildren; i++) {
+		t = later(t, p->children[i].launch_time_ns, now);
+		t = later(t, p->children[i].exit_time_ns, now);
+	}
+	for (i = 0; i < p->nthreads; i++) {
+		if (p->threads[i].start_time_ns > m)
+			m = p->threads[i].start_time_ns;
+		for (j = 0; j < p->threads[i].nacts; j++)
+			if (p->threads[i].acts[j].time_ns > m)
+				m = p->threads[i].acts[j].time_ns;
+	}
+	off = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * 1000000000u +
+	      (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	/* a monotonic time past now is another boot's: no evidence */
+	if (m && m + off > t && m <= (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec)
+		t = m + off;
+	p->last_seen_ns = t;
+}
+
 static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
 		      const struct dfile *f, uint32_t n, bool headers_only)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
 	char path[4096];
+	uint64_t mtime = 0;
 	uint32_t i, nraw = 0;
 
 	memset(ordered, 0, sizeof(ordered));
 	for (i = 0; i < n; i++) {
 		slab_path(path, sizeof(path), r->source, f[i].pid, f[i].start, f[i].idx);
-		if (read_slab(r, p, path, f[i].idx, headers_only, &raw[nraw]))
+		if (read_slab(r, p, path, f[i].idx, headers_only, &raw[nraw], &mtime))
 			nraw++;
 	}
 	h.slabs = ordered;
@@ -172,6 +243,8 @@ static void read_heap(struct blamer_reader *r, struct blamer_snap_process *p,
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
 		rd_slab_drop(&raw[i]);
+	if (p->state == BLAMER_PROC_DEAD)
+		last_seen(p, mtime);
 }
 
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
@@ -180,19 +253,30 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	struct dfile *files = NULL, f;
 	size_t n = 0, cap = 0, i, j;
 	struct dirent *de;
-	struct stat dst;
+	char why[512];
+	int fd, ret;
 	DIR *d;
 
-	d = opendir(r->source);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;	/* no process has made a heap yet */
-		rd_err(err, errlen, "%s: %s%s", r->source, strerror(errno),
-		       errno == EACCES ? " (heaps of other users are not readable)" : "");
-		return -errno;
+	/* the writer's rules (format/where.h): a place it never writes to
+	 * holds no heaps, whatever files are there */
+	fd = bl_slabdir_open_read(r->source, &r->dir_owner, why, sizeof(why));
+	if (fd == -ENOENT)
+		return 0;	/* no process has made a heap yet */
+	if (fd < 0) {
+		if (fd == -EPERM)
+			rd_err(err, errlen, "%s", why);
+		else
+			rd_err(err, errlen, "%s: %s%s", r->source, strerror(-fd),
+			       fd == -EACCES ? " (heaps of other users are not readable)" : "");
+		return fd;
 	}
-	if (fstat(dirfd(d), &dst))
-		dst.st_uid = 0;
+	d = fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		close(fd);
+		rd_err(err, errlen, "%s: %s", r->source, strerror(-ret));
+		return ret;
+	}
 	while ((de = readdir(d))) {
 		if (!parse_name(de->d_name, &f))
 			continue;	/* not ours: ignored, never parsed */
@@ -236,7 +320,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		}
 		p->pid = files[i].pid;
 		p->start_time_ns = files[i].start;
-		p->uid = dst.st_uid;
+		p->uid = r->dir_owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
 		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
 		       live_start == files[i].start;
@@ -258,12 +342,14 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (!p->comm[0] && p->cmdline[0]) {
 			/* dead: the heap's argv[0] basename stands in for comm */
 			const char *a = p->cmdline, *sp = strchr(a, ' '), *sl;
-			size_t l = sp ? (size_t)(sp - a) : strlen(a);
+			const char *end = sp ? sp : a + strlen(a);
+			size_t l;
 
-			for (sl = a; sl < a + l; sl++)
+			/* the last '/' of argv[0] only, not of what follows */
+			for (sl = a; sl < end; sl++)
 				if (*sl == '/')
 					a = sl + 1;
-			l = (size_t)(sp ? sp - a : (ptrdiff_t)strlen(a));
+			l = (size_t)(end - a);
 			if (l > 15)
 				l = 15;
 			memcpy(p->comm, a, l);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "blamer.h"
 #include "clock.h"
@@ -176,6 +177,7 @@ struct blamer_reader {
 	enum blamer_backend backend;
 	char source[256];
 	int devfd;		/* device backend */
+	uid_t dir_owner;	/* dir backend: whose heaps the directory holds */
 	uint64_t generation;
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,

@@ -129,8 +129,6 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	}
 	s->backend = r->backend;
 	snprintf(s->source, sizeof(s->source), "%s", r->source);
-	s->realtime_ns = now_ns(CLOCK_REALTIME);
-	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
 	if (r->backend == BLAMER_BACKEND_DEVICE)
 		ret = rd_dev_snapshot(r, s, err, errlen);
 	else
@@ -139,9 +137,48 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 		blamer_snapshot_free(s);
 		return ret;
 	}
+	/* "Now" is taken after every heap was read, so every time in the
+	 * snapshot is at or before it: an activity pushed while the reader
+	 * went through the heaps is young, never in the future. */
+	s->realtime_ns = now_ns(CLOCK_REALTIME);
+	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
 	*out = s;
 	return 0;
+}
+
+size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
+{
+	size_t i, j, k = 0;
+
+	for (i = 0; i < s->nprocs; i++) {
+		bool keep = !npids;
+
+		for (j = 0; j < npids && !keep; j++)
+			keep = s->procs[i].pid == pids[j];
+		if (keep)
+			s->procs[k++] = s->procs[i];
+		else
+			rd_process_free(&s->procs[i]);
+	}
+	s->nprocs = k;
+	/* the view of the processes kept, made as for a fresh snapshot */
+	free(s->totals);
+	free(s->units);
+	free(s->tree);
+	free(s->nodes);
+	s->totals = NULL;
+	s->units = NULL;
+	s->tree = NULL;
+	s->nodes = NULL;
+	s->ntotals = s->nunits = s->ntree = s->nnodes = 0;
+	rd_finish_snapshot(s);
+	return k;
+}
+
+int blamer_reader_fd(const struct blamer_reader *r)
+{
+	return r->backend == BLAMER_BACKEND_DEVICE ? r->devfd : -1;
 }
 
 int blamer_reader_wait(struct blamer_reader *r, int timeout_ms)

@@ -112,6 +112,14 @@ bool rd_heap_check(struct rd_heap *h, struct blamer_heap_header *hh)
 	p->heap_state = hh->state;
 	p->heap_flags = hh->flags;
 	p->heap_create_time_ns = hh->create_time_ns;
+	/* exit() as a dir writer's exit handler recorded it: the heap's
+	 * claim, taken only where the kernel has no facts, for an owner
+	 * that is gone */
+	if ((hh->exit & BLAMER_EXIT_CALLED) && !p->kernel_facts && p->state == BLAMER_PROC_DEAD) {
+		p->exited = true;
+		p->exit_code = BLAMER_EXIT_STATUS(hh->exit);
+		p->exit_signal = 0;
+	}
 	if (hh->state == BLAMER_HEAP_UNINIT) {
 		rd_problem(p, BLAMER_HEALTH_EMPTY, "heap not initialized yet");
 		return false;

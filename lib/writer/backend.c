@@ -9,9 +9,12 @@
  *   slabs by that file. The slabs live until the process exits (then the
  *   kernel keeps them as orphans) or a clean close releases them.
  * dir: where the module is not loaded, one file per slab in a directory
- *   only the user can write. Where it is, what the files are called and
- *   which are trusted are the format's rules (format/where.h); here
- *   files are created O_EXCL|O_NOFOLLOW through the checked directory fd.
+ *   only the user can write. Where it is, what the files are called,
+ *   which are trusted and how many dead heaps are kept are the format's
+ *   rules (format/where.h); here files are created O_EXCL|O_NOFOLLOW
+ *   through the checked directory fd, each share-locked (flock) for as
+ *   long as it is mapped: the lock says "my writer lives" even to a
+ *   process that cannot see our pid (another pid namespace).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -72,14 +76,20 @@ int bl_backend_open(struct bl_backend *be, int requested, const char *dir,
 		/* no usable device: use the directory */
 		__attribute__((fallthrough));
 	case BLAMER_BACKEND_DIR: {
+		struct bl_retention keep;
 		char why[320];
 
+		/* before anything is made: a bad limit is an error, not a pile */
+		if (bl_retention_from_env(&keep, why, sizeof(why)))
+			return bl_error(EINVAL, "blamer: %s", why);
 		bl_slabdir_path(be->dir, sizeof(be->dir), dir);
 		fd = bl_slabdir_open(be->dir, why, sizeof(why));
 		if (fd < 0)
 			return bl_error(-fd, "blamer: %s", why);
 		be->dirfd = fd;
 		be->kind = BLAMER_BACKEND_DIR;
+		/* each new heap bounds the dead ones its user has left */
+		bl_slabdir_trim(fd, &keep);
 		return 0;
 	}
 	default:
@@ -108,6 +118,9 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 			       name);
 		goto fail;
 	}
+	/* Held by the open file, which the mapping keeps after close():
+	 * released when the process unmaps, execs or dies. */
+	flock(fd, LOCK_SH | LOCK_NB);
 	if (ftruncate(fd, (off_t)size)) {
 		err = bl_error(errno, "blamer: cannot size %s/%s", be->dir, name);
 		goto fail;
@@ -199,6 +212,17 @@ void bl_backend_scratch(struct bl_slab_map *m)
 	if (m->base && mmap(m->base, m->size, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 		munmap(m->base, m->size);
+}
+
+void bl_backend_exiting(struct bl_backend *be)
+{
+	char name[BL_SLAB_NAME_MAX];
+
+	if (be->kind != BLAMER_BACKEND_DIR || be->dirfd < 0)
+		return;
+	/* slab 0's modification time: when the process ended */
+	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, 0);
+	utimensat(be->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
 }
 
 void bl_backend_close(struct bl_backend *be, bool remove)

@@ -31,6 +31,8 @@ int bl_backend_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 void bl_backend_unmap(struct bl_slab_map *m);
 /* After fork: the mapping becomes private zero memory (old pointers stay valid). */
 void bl_backend_scratch(struct bl_slab_map *m);
+/* The process is exiting (dir: slab 0's modification time says when). */
+void bl_backend_exiting(struct bl_backend *be);
 /* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
 void bl_backend_close(struct bl_backend *be, bool remove);
 

@@ -8,7 +8,9 @@
  * for callers: whoever moves NONE -> CREATING makes the heap, everybody
  * else gets EAGAIN until READY (writers never wait, not even in the fork
  * child where the heap is made lazily). Open contexts are in the
- * registry (registry.c).
+ * registry (registry.c). When the process calls exit() with contexts
+ * still open, their dir heaps say so (the device backend has the
+ * kernel's word instead).
  *
  * Layering: the features (process.c, thread.c, userdata.c, log.c, dag.c,
  * dag_shard.c) call down into this file, and this file never calls a
@@ -76,10 +78,40 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&default_lock);
 }
 
+/*
+ * exit() or a return from main with contexts still open: each dir heap
+ * records the status and, through its file, the time (heap-format.rst,
+ * "Heap header"), so a clean end does not look like a crash. Nothing is
+ * unmapped or closed: other threads may still write until the process
+ * is gone, and the heap stays for readers like an orphan of the device
+ * (bounded by the retention rule, format/where.h). A heap found corrupt
+ * is left alone.
+ */
+static void at_exit(int status, void *arg)
+{
+	struct blamer *b;
+
+	(void)arg;
+	bl_registry_lock();
+	for (b = bl_registry_first(); b; b = b->next) {
+		if (ld_acquire(A32(&b->state)) != BL_ST_READY || b->be.kind != BLAMER_BACKEND_DIR ||
+		    ld_relaxed(A32(&b->heap.corrupt)))
+			continue;
+		st_release(A32(&b->heap.hh->exit), BLAMER_EXIT_CALLED | ((uint32_t)status & 0xff));
+		bl_backend_exiting(&b->be);
+	}
+	bl_registry_unlock();
+}
+
 static void init_once(void)
 {
 	bl_tls_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+#ifdef __GLIBC__
+	/* on_exit(), not atexit(): the status is what is worth recording
+	 * (without glibc, no exit is recorded: a crash and an exit look alike) */
+	on_exit(at_exit, NULL);
+#endif
 }
 
 /*

@@ -4,7 +4,8 @@
  * under ASan/UBSan with the others): allocation to full from 16 threads,
  * walking the list while others append, re-typing races, growth races,
  * thread churn, measurements (exact, read while added, from signal
- * handlers, over thread churn), pushes from signal handlers.
+ * handlers, over thread churn), pushes from signal handlers, and the
+ * reader's "now" against activities pushed while it reads.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -777,6 +778,85 @@ TEST_F(ctx, path_add_from_signal_handler)
 		ASSERT_EQ(1, n);	/* one thread: one shard, handler or not */
 	}
 	t_close(self, b);
+}
+
+/*
+ * Threads push and pop without pause while snapshots are taken: no
+ * activity may be younger than the snapshot's "now" (it is taken after
+ * the heaps were read; taken before, activities pushed during the read
+ * looked as if from the future, shown as ages of "?"). The monotonic
+ * clock makes stamps exact, so the bound is strict.
+ */
+
+struct pusher {
+	struct blamer *b;
+	atomic_int *stop;
+};
+
+static void *push_forever(void *arg)
+{
+	struct pusher *p = arg;
+
+	while (!atomic_load(p->stop)) {
+		blamer_push(p->b, BLAMER_ACTIVITY_TASK, "outer", 0, 0);
+		blamer_push(p->b, BLAMER_ACTIVITY_LOCK_ACQUIRE, "inner", 0, 0);
+		blamer_pop(p->b);
+		blamer_pop(p->b);
+	}
+	return NULL;
+}
+
+TEST_F(ctx, snapshot_now_is_after_every_activity)
+{
+	struct blamer_reader_opts o = { .backend = t_backend(), .dir = self->dir };
+	atomic_int stop = 0;
+	struct pusher arg = { .stop = &stop };
+	struct blamer_reader *r;
+	struct blamer_config c;
+	pthread_t th[3];
+	uint64_t until;
+	size_t seen = 0;
+	char e[256];
+	int i, k;
+
+	c = t_cfg(self->dir, 0, 0);
+	setenv("BLAMER_CLOCK", "monotonic", 1);
+	i = t_open(self, &c, &arg.b);
+	unsetenv("BLAMER_CLOCK");
+	ASSERT_EQ(0, i) TH_LOG("%s", blamer_errmsg());
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	for (k = 0; k < 3; k++)
+		ASSERT_EQ(0, pthread_create(&th[k], NULL, push_forever, &arg));
+	/* 100 snapshots, or as many as 5 s allow (TSan on a busy machine) */
+	until = bl_monotonic_ns() + 5000000000ull;
+	for (i = 0; i < 100 && (i < 5 || bl_monotonic_ns() < until); i++) {
+		struct blamer_snapshot *s;
+		size_t p, t, a;
+
+		ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+		for (p = 0; p < s->nprocs; p++) {
+			for (t = 0; t < s->procs[p].nthreads; t++) {
+				const struct blamer_snap_thread *th1 = &s->procs[p].threads[t];
+
+				for (a = 0; a < th1->nacts; a++) {
+					uint64_t at = th1->acts[a].time_ns;
+
+					ASSERT_LE(at, s->monotonic_ns)
+						TH_LOG("snapshot %d: activity %llu ns after now", i,
+						       (unsigned long long)(at - s->monotonic_ns));
+					seen += at != 0;
+				}
+			}
+		}
+		blamer_snapshot_free(s);
+	}
+	atomic_store(&stop, 1);
+	for (k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	blamer_reader_close(r);
+	ASSERT_GT(seen, 0);
+	t_close(self, arg.b);
 }
 
 TEST_HARNESS_MAIN

@@ -2,7 +2,7 @@
 # cli: every blamer subcommand and its errors, on the dir backend (host).
 #   cli-test.sh BLAMER MKHEAP
 # Golden files (selftests/reader/golden/) hold normalized output: the live
-# fixture's pid becomes LIVEPID, ages become AGE. UPDATE_GOLDEN=1 rewrites them.
+# fixture's pid becomes LIVEPID, ages become AGE, dates DATE. UPDATE_GOLDEN=1 rewrites them.
 set -u
 B=$1 MK=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +14,8 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live"
+	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
+	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open"
 }
 trap cleanup EXIT
 
@@ -31,7 +32,8 @@ run() {
 }
 
 norm() {
-	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e 's/[0-9.]*[smh] ago/AGE ago/g' \
+	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e "s/ \+LIVEPID/ LIVEPID/" \
+	    -e 's/[0-9.]*[smh] ago/AGE ago/g' -e 's/ at [0-9-]* [0-9:]* (/ at DATE (/' \
 	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g"
 }
 
@@ -64,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..39"
+echo "1..72"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -80,10 +82,18 @@ run 0 --backend dir --dir "$D" list && grep -q "LIVEPID\|$livepid" "$OUT" && ok 
 run 0 blame && golden blame.txt
 run 0 blame --dead && golden blame-dead.txt
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
+run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
+	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
+run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  app$' "$OUT")" -eq 1 ] &&
+	grep -q '^ *17.0ms *138KiB *1  browser$' "$OUT" && ! grep -q 3999001 "$OUT" &&
+	ok "blame PID: the tree and the share of that process only" || nok "blame PID"
+run 0 blame --dead && [ "$(sed -n '/PID  COMM$/,$p' "$OUT" | grep -c ' app$\| mkheap$')" -eq 3 ] &&
+	ok "blame shows each process's share" || nok "blame shares"
+err_has 1 "no heap for pid 12345678" blame 12345678
 err_has 2 "no measurements in unit" blame --unit furlongs
 run 0 dump 3999001 && golden dump-dead.txt
 run 0 dump "$livepid" && grep -q 'thread.*"main": depth 3' "$OUT" && grep -q 'url_id = 77' "$OUT" &&
-	grep -q '/browser/tab/frame cpu_ns=15.0ms bytes=192Ki' "$OUT" && ok "dump of a live process" || nok "dump of a live process"
+	grep -q '/browser/tab/frame cpu=15.0ms bytes=192KiB' "$OUT" && ok "dump of a live process" || nok "dump of a live process"
 run 0 dump 3999003 && grep -q 'health corrupt: record list loops' "$OUT" && ok "dump names a corrupt heap" || nok "dump corrupt"
 run 0 dump && [ "$(grep -c '^pid ' "$OUT")" -eq 4 ] && ok "dump shows all 4 heaps" || nok "dump all"
 run 0 postmortem && golden postmortem.txt
@@ -93,9 +103,10 @@ err_has 1 "still running" postmortem "$livepid"
 err_has 1 "no heap for pid 12345678" dump 12345678
 err_has 2 "is not a PID" dump abc
 run 0 top --once && grep -q "^ *$livepid mkheap .*live.*main-loop.*lock-acquire \"cache-lock\"" "$OUT" &&
-	grep -q 'cpu_ns.*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
+	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
 run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 ] &&
-	grep -q '0.0us *0.0us\|15.0ms *0.0us' "$OUT" && ok "top --count 2 shows rates" || nok "top --count 2"
+	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
+	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 run 0 export --prometheus && grep -q '^blamer_attribution_cpu_seconds_total{path="/browser/tab/frame"} 0.015000000$' "$OUT" &&
 	ok "export --prometheus" || nok "export --prometheus"
@@ -118,12 +129,19 @@ run 0 release 3999001 && grep -q 'released pid 3999001 (app): 2 slabs' "$OUT" &&
 run 0 release --all && [ "$(grep -c released "$OUT")" -eq 2 ] && ls "$D"/"$livepid"-* >/dev/null 2>&1 &&
 	ok "release --all frees dead heaps only" || nok "release --all"
 run 0 status --backend dir && grep -q '^heaps: 1 (0 dead)' "$OUT" && ok "status --backend dir" || nok "status dir"
+run 0 status && grep -q "^backend: dir $D\$" "$OUT" && [ ! -s "$OUT.err" ] &&
+	ok "status follows BLAMER_DIR" || nok "status with BLAMER_DIR"
+(unset BLAMER_DIR; BLAMER_BACKEND=dir run 0 status) && grep -q "^backend: dir /dev/shm/blamer-" "$OUT" &&
+	[ ! -s "$OUT.err" ] && ok "status follows BLAMER_BACKEND=dir" || nok "status with BLAMER_BACKEND=dir"
 if [ -e /dev/blamer ]; then
 	ok "# SKIP /dev/blamer exists on this host"
 	ok "# SKIP /dev/blamer exists on this host"
 else
 	err_has 1 "run \`blamer load\`" --backend device list
-	err_has 1 "not loaded (run \`blamer load\`" status
+	(unset BLAMER_DIR; run 0 status) && grep -q "^backend: dir /dev/shm/blamer-" "$OUT" &&
+		[ "$(wc -l <"$OUT.err")" -eq 1 ] && grep -q "module is not loaded" "$OUT.err" &&
+		ok "status without the module: the dir backend, and a note saying why" ||
+		nok "status without the module"
 fi
 if [ -e /sys/module/blamer ]; then
 	ok "# SKIP module loaded on this host"
@@ -132,6 +150,125 @@ else
 fi
 err_has 1 "not found" load /nonexistent/blamer.ko
 run 0 --help && grep -q '^  postmortem' "$OUT" && ok "--help lists commands" || nok "--help"
-BLAMER_DIR=$D/none run 0 list && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "missing directory lists nothing" || nok "missing dir"
+run 0 --version && grep -q '^blamer [0-9]\+\.[0-9]\+\.[0-9]\+ ' "$OUT" && ok "--version" || nok "--version"
+run 0 help && grep -q '^  postmortem' "$OUT" && grep -q -- '-j, --json\|blamer help COMMAND' "$OUT" &&
+	ok "help lists commands" || nok "help"
+for cmd in list dump blame top postmortem release export load unload status help; do
+	run 0 "$cmd" --help && cp "$OUT" "$D.help1" && run 0 help "$cmd" && cmp -s "$OUT" "$D.help1" &&
+		grep -q "^usage: blamer \[global options\] $cmd" "$OUT" || break
+done
+[ "$cmd" = help ] && ok "blamer X --help and blamer help X show X's usage and options" ||
+	nok "help for $cmd"
+run 0 --dir /nonexistent dump --help && grep -q '^usage: blamer .* dump' "$OUT" &&
+	ok "a command's --help reads no heaps" || nok "dump --help"
+run 0 help top && grep -q 'p  *pause or resume' "$OUT" && grep -q -- '--interval S' "$OUT" &&
+	ok "help top lists its keys and options" || nok "help top"
+err_has 2 "unknown command 'frob'" help frob
+err_has 2 "help takes one command" help list dump
+run 0 list -j && head -c1 "$OUT" | grep -q '{' && [ "$(wc -l <"$OUT")" -eq 1 ] &&
+	run 0 help list && grep -q -- '-j, --json' "$OUT" && ok "-j is --json, and documented" || nok "-j"
+BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" --backend dir list
+BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" status
+err_has 1 "/nonexistent does not exist (no heap was ever made there: check --dir)" --dir /nonexistent list
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" list
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" status
+BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" top --once
+# programs of the real library that end without blamer_close(): exit(3),
+# exit(0) (a return from main), abort(): the dir heap says which
+mkdir -m 700 "$D.end"
+(ulimit -c 0; for how in 3 0 abort; do "$MK" "$D.end" end "$how"; done) >"$D.endpids" 2>/dev/null
+read -r p3 p0 pa < <(tr '\n' ' ' <"$D.endpids")
+BLAMER_DIR=$D.end run 0 list && grep -q "^ *$p3 mkheap  *exit:3 " "$OUT" &&
+	grep -q "^ *$p0 mkheap  *exit:0 " "$OUT" && grep -q "^ *$pa mkheap  *dead " "$OUT" &&
+	ok "list: exit(3), exit(0) and abort() on the dir backend look different" || nok "list of ended writers"
+BLAMER_DIR=$D.end run 0 postmortem "$p3" &&
+	grep -q "^pid $p3 (mkheap): exited with code 3 (as its heap says" "$OUT" &&
+	grep -q '^  ended at [0-9-]* [0-9:]* ([0-9.]*s ago)$' "$OUT" &&
+	grep -q '#0 task "last-task" pushed [0-9.]*s ago' "$OUT" &&
+	ok "postmortem of exit(3): the code, when, and its last activity's age" || nok "postmortem exit(3)"
+BLAMER_DIR=$D.end run 0 postmortem "$p0" && grep -q "exited with code 0 (as its heap says" "$OUT" &&
+	ok "postmortem of a return from main without blamer_close(): a clean exit" || nok "postmortem exit(0)"
+BLAMER_DIR=$D.end run 0 postmortem "$pa" && grep -q "^pid $pa (mkheap): gone, cause unknown" "$OUT" &&
+	grep -q '^  last sign of life at .* ago): it ended then or later$' "$OUT" &&
+	ok "postmortem of abort(): cause unknown, and its last sign of life" || nok "postmortem abort"
+BLAMER_DIR=$D.end run 0 dump "$p3" && grep -q '^  ended at ' "$OUT" && ok "dump says when it ended" || nok "dump ended"
+rm -rf "$D.end" "$D.endpids"
+# A name full of terminal escape sequences: comm is the name of the file
+# executed (here a symlink), argv[0] the path; neither reaches the terminal.
+mkdir -m 700 "$D.evil"
+evil=$'x\e[2J\e]0;pwn\a'
+ln -s "$MK" "$D.evil/$evil"
+"$D.evil/$evil" "$D.evil" live 3 >"$D.evilpid" &
+(ulimit -c 0; "$D.evil/$evil" "$D.evil" end 0 >/dev/null)
+for _ in $(seq 100); do [ -s "$D.evilpid" ] && break; sleep 0.05; done
+evilpid=$(cat "$D.evilpid")
+clean=1
+for args in list "top --once" "top --once --dead" dump "blame --dead" postmortem; do
+	# shellcheck disable=SC2086
+	BLAMER_DIR=$D.evil run 0 $args || { clean=0; echo "# $args: status $st"; break; }
+	if tr -d '\n\t' <"$OUT" | LC_ALL=C grep -q '[[:cntrl:]]'; then
+		clean=0; echo "# $args: a control character on stdout"; break
+	fi
+done
+BLAMER_DIR=$D.evil run 0 list && [ "$clean" = 1 ] &&
+	[ "$(grep -c ' x?\[2J?\]0;pwn? ' "$OUT")" -eq 2 ] &&
+	ok "a name full of escape sequences reaches no view raw (list, top, dump, blame, postmortem)" ||
+	nok "escape sequences in names"
+[ -n "$evilpid" ] && kill "$evilpid" 2>/dev/null
+# A dead heap that claims a time of death in the future (its files' times
+# are its writer's to set): not believed, never "? ago".
+mkdir -m 700 "$D.future"
+(ulimit -c 0; "$MK" "$D.future" end 7 >"$D.futpid" 2>/dev/null)
+futpid=$(cat "$D.futpid")
+touch -d '+1 year' "$D.future/$futpid"-*
+BLAMER_DIR=$D.future run 0 postmortem "$futpid" && grep -q "exited with code 7" "$OUT" &&
+	! grep -q '? ago\|ended at [0-9]' "$OUT" && grep -q '^  ended at an unknown time' "$OUT" &&
+	BLAMER_DIR=$D.future run 0 list --json && grep -q '"last_seen_ns":"\?0"\?[,}]' "$OUT" &&
+	ok "a time of death in the future is not believed" || nok "time of death in the future"
+rm -rf "$D.evil" "$D.evilpid" "$D.future" "$D.futpid"
+# BLAMER_DIR at a place the library never writes: a symlink (to a good
+# directory), a directory others can write: refused, one line.
+mkdir -m 700 "$D.real"
+ln -s "$D.real" "$D.link"
+BLAMER_DIR=$D.link err_has 1 "$D.link is a symlink: refused" list
+BLAMER_DIR=$D.link err_has 1 "is a symlink" release --all
+mkdir -m 777 "$D.open"
+BLAMER_DIR=$D.open err_has 1 "$D.open is writable by group or others" list
+if [ "$(id -u)" = 0 ] && [ -d "$D.real" ]; then
+	# someone else's directory: root may read it (an administrator
+	# looking at a user's heaps); its files must be its owner's
+	"$MK" "$D.real" dead 3999004 5 1 && chown -R 65534 "$D.real" &&
+	"$MK" "$D.real" dead 3999005 5 1 &&
+	BLAMER_DIR=$D.real run 0 list && grep -q '^ *3999004 .* ok$' "$OUT" &&
+	grep -q '^ *3999005 .* corrupt$' "$OUT" && BLAMER_DIR=$D.real run 0 dump 3999005 &&
+	grep -q 'not by the directory.s owner (uid 65534): planted' "$OUT" && ! grep -q browser "$OUT" &&
+		ok "another user's directory: read as its owner's; a file of another uid is planted, never read" ||
+		nok "another user's directory"
+else
+	ok "# SKIP not root: cannot make a directory of another user"
+fi
+# every command that reads heaps, every such mistake: status 1, nothing
+# on stdout, one line on stderr
+bad=
+for env in BLAMER_BACKEND=floppy BLAMER_DIR=/nonexistent BLAMER_DIR=$D.link BLAMER_DIR=$D.open; do
+	for args in list "list --json" dump blame "top --once" postmortem "release --all" \
+		"export --prometheus" status "status --json"; do
+		# shellcheck disable=SC2086
+		env "$env" "$B" $args >"$OUT" 2>"$OUT.err"
+		st=$?
+		[ "$st" -eq 1 ] && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] ||
+			bad="$bad [$env $args: status $st]"
+	done
+done
+[ -z "$bad" ] && ok "a bad backend or directory: every command says so in one line, status 1" ||
+	{ echo "#$bad"; nok "a bad backend or directory, for every command"; }
+rm -rf "$D.real" "$D.link" "$D.open"
+mkdir -m 700 "$D.empty"
+BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
+	grep -q "^blamer: no heaps in $D.empty\$" "$OUT.err" &&
+	ok "dump with no heaps: one line, on stderr only" || nok "dump with no heaps"
+BLAMER_DIR=$D.empty run 0 list && [ "$(wc -l <"$OUT")" -eq 1 ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
+	ok "list with no heaps: the header, and one line on stderr" || nok "list with no heaps"
+rmdir "$D.empty"
 
 [ "$fails" -eq 0 ]

@@ -8,6 +8,10 @@
  *   mkheap - device-status              the JSON of a device's status, made
  *                                       up, as blamer status --json writes it
  *                                       (the host has no device to ask)
+ *   mkheap DIR end CODE|abort           a real writer (the library) that
+ *                                       pushes, logs, prints its pid, then
+ *                                       exit(CODE)s without blamer_close()
+ *                                       or abort()s
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -58,6 +62,23 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
+	if (argc >= 4 && !strcmp(argv[2], "end")) {
+		struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = argv[1],
+					     .flags = BLAMER_OPEN_NO_MODULES };
+		struct blamer *b;
+
+		if (blamer_open(&cfg, &b)) {
+			fprintf(stderr, "mkheap: %s\n", blamer_errmsg());
+			return 1;
+		}
+		blamer_push(b, BLAMER_ACTIVITY_TASK, "last-task", 0, 0);
+		blamer_log(b, "about to end");
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		if (!strcmp(argv[3], "abort"))
+			abort();
+		exit(atoi(argv[3]));
+	}
 	if (argc >= 3 && !strcmp(argv[2], "device-status")) {
 		struct blamer_backend_status st = {
 			.backend = BLAMER_BACKEND_DEVICE, .source = "/dev/blamer",
@@ -73,6 +94,6 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | - device-status\n");
+		" | - device-status | DIR end CODE|abort\n");
 	return 2;
 }

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -970,6 +973,68 @@ TEST(dir_release_removes_dead_only)
 	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e)));
 	EXPECT_EQ(1, s->nprocs);
 	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+	fx_free(&a);
+}
+
+/*
+ * What the reader believes of a directory: a name the process gave itself
+ * is made printable; a file time in the future is no evidence; a symlink
+ * or a directory others can write is refused, as the writer refuses it.
+ */
+TEST(dir_trust_rules_of_the_reader)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL };
+	struct timespec future[2] = { { .tv_nsec = UTIME_OMIT } };
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	char comm[16], path[256], link[80], e[256];
+	struct fx_heap a;
+	size_t i;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	ASSERT_EQ(0, prctl(PR_GET_NAME, comm));
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "x\033[2J\033]0;p\a\x9b"));
+	fx_standard(&a, getpid(), (int64_t)fx_self_start_ns(), 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, getpid(), fx_self_start_ns()));
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999001, 5));
+	future[1].tv_sec = time(NULL) + 365 * 86400;
+	snprintf(path, sizeof(path), "%s/3999001-5.0.slab", tmpdir);
+	ASSERT_EQ(0, utimensat(AT_FDCWD, path, future, 0));
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	prctl(PR_SET_NAME, comm);
+	ASSERT_NE(NULL, s);
+	p = by_pid(s, getpid());
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(BLAMER_PROC_LIVE, p->state);
+	EXPECT_STREQ("x?[2J?]0;p??", p->comm);
+	p = by_pid(s, 3999001);
+	ASSERT_NE(NULL, p);
+	EXPECT_LE(p->last_seen_ns, s->realtime_ns);
+	for (i = 0; i < s->nprocs; i++)
+		EXPECT_EQ(NULL, strpbrk(s->procs[i].comm, "\033\a"));
+	blamer_snapshot_free(s);
+
+	/* a symlink to that good directory; then the directory opened to others */
+	snprintf(link, sizeof(link), "%s.link", tmpdir);
+	ASSERT_EQ(0, symlink(tmpdir, link));
+	o.dir = link;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(-EPERM, blamer_reader_snapshot(r, &s, e, sizeof(e)));
+	EXPECT_NE(NULL, strstr(e, "is a symlink: refused")) TH_LOG("%s", e);
+	blamer_reader_close(r);
+	unlink(link);
+	ASSERT_EQ(0, chmod(tmpdir, 0770));
+	o.dir = tmpdir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(-EPERM, blamer_reader_snapshot(r, &s, e, sizeof(e)));
+	EXPECT_NE(NULL, strstr(e, "writable by group or others")) TH_LOG("%s", e);
 	blamer_reader_close(r);
 	rm_tmpdir();
 	fx_free(&a);

@@ -2,6 +2,8 @@
 #
 #   reader-unit    the reader against fixture heaps, ASan + UBSan
 #   cli            every blamer subcommand and error, dir backend, golden output
+#   cli-top        blamer top on a terminal (a pty), driven with keys
+#   cli-completion the bash completion offers what `blamer help` lists
 #   json-schema    JSON output checked against Documentation/blamer-json-schema.json
 #   prometheus     export --prometheus through prometheus_client's parser
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
@@ -19,9 +21,9 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$
 		 -DFUZZ_DIR='"$(SRC)/fuzz"'
 FUZZ_SECONDS ?= 60
 
-CHECK_SUITES += reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
+CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale reader-interop \
 		vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli json-schema prometheus fuzz reader-scale reader-interop \
+.PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale reader-interop \
 	vm-reader-6.1 vm-reader-6.12 \
 	fuzz-corpus reader-tests
 
@@ -54,6 +56,14 @@ reader-unit: $(RT_DIR)/reader_test
 
 cli: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/cli-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+cli-top: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- /usr/bin/python3 $(SRC)/selftests/reader/top-pty-test.py \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+cli-completion: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/completion-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
 
 json-schema: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer

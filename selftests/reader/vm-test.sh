@@ -38,7 +38,7 @@ wait_gone() {
 echo "TAP version 13"
 echo "1..27"
 
-t "status before load says to run blamer load" sh -c '! blamer status 2>$OUT.e; grep -q "blamer load" $OUT.e'
+t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
 t "blamer load finds /blamer.ko" sh -c 'blamer load max_user_orphans=64 && test -e /dev/blamer'
 t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_user_orphans *64"'

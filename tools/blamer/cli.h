@@ -48,7 +48,20 @@ struct cli {
 int err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Open the reader and take a snapshot (flags: BLAMER_READ_*). */
+/* $BLAMER_BACKEND as the library reads it: 0 (and the backend in @out
+ * if not NULL), or -1 if it names no backend. */
+int env_backend(enum blamer_backend *out);
+/* The dir backend was asked for (option or environment), not fallen
+ * back to. */
+bool dir_asked(const struct cli *c);
+/* EX_OK, or an error if @r is a directory named by --dir or $BLAMER_DIR
+ * that does not exist. */
+int check_source(const struct cli *c, struct blamer_reader *r);
+/* The one line saying a snapshot of @r found no heaps (stderr; not with
+ * --json), with the module hint when the dir backend was a fallback. */
+void note_empty(const struct cli *c, const struct blamer_reader *r);
+/* Open the reader and take a snapshot (flags: BLAMER_READ_*); with no
+ * heaps, note_empty(). */
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s);
 /* Parse PID arguments; each must name a process of s, else error. */
@@ -57,10 +70,20 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
+/* A measurement as people read it: cpu_ns as time, bytes as sizes. */
 void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v);
+/* The column title of a unit: "cpu" (its values are times), "bytes",
+ * "count", "unitN"; returns @buf. */
+const char *unit_label(uint32_t unit, char *buf, size_t len);
+/* @text names @unit: its label, its name (cpu_ns) or its number. */
+bool unit_is(uint32_t unit, const char *text);
 void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
 /* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
 void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
+/* "  ended at DATE (AGE ago)" or the best the backend knows, for a dead
+ * process; nothing for a live one. */
+void print_end_time(FILE *f, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p);
 const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len);
 const char *phase_str(uint32_t phase, char *buf, size_t len);
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * blamer blame: the attribution DAG summed over all processes, shown as
- * the tree of paths actually walked (a node with two parents appears
- * under both): the snapshot's inclusive tree. Each line shows inclusive
- * totals (the path and everything below it) per unit; siblings are
- * sorted largest first by one unit.
+ * blamer blame [PID...]: the attribution DAG summed over all processes
+ * (or those given), shown as the tree of paths actually walked (a node
+ * with two parents appears under both): the snapshot's inclusive tree.
+ * Each line shows inclusive totals (the path and everything below it)
+ * per unit; siblings are sorted largest first by one unit. Then each
+ * process's share: the sum of its own paths' values.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,21 +65,81 @@ static void print_level(const struct view *v, size_t from, size_t to, uint32_t d
 	free(kids);
 }
 
-/* The column --unit names (a unit name or number), or -1. */
+/* The column --unit names (its label, name or number), or -1. */
 static int unit_column(const struct view *v, const char *unit)
 {
-	unsigned long want;
 	size_t col;
-	char *end;
 
-	want = strtoul(unit, &end, 10);
-	for (col = 0; col < v->ncol; col++) {
-		const char *un = blamer_unit_name(v->s->units[col]);
-
-		if ((un && !strcmp(un, unit)) || (!*end && v->s->units[col] == want))
+	for (col = 0; col < v->ncol; col++)
+		if (unit_is(v->s->units[col], unit))
 			return (int)col;
-	}
 	return -1;
+}
+
+static void print_header(const struct view *v, const char *what)
+{
+	size_t col;
+
+	for (col = 0; col < v->ncol; col++) {
+		char h[24];
+
+		unit_label(v->s->units[col], h, sizeof(h) - 1);
+		if (col == v->sortcol)
+			strcat(h, "*");
+		printf("%10s ", h);
+	}
+	printf("%s\n", what);
+}
+
+/* One process's share: its paths' values summed per unit. */
+struct share {
+	const struct blamer_snap_process *p;
+	uint64_t v[MAXCOL];
+};
+
+static int share_cmp(const void *a, const void *b, void *arg)
+{
+	const struct share *x = a, *y = b;
+	size_t col = *(const size_t *)arg;
+
+	if (x->v[col] != y->v[col])
+		return x->v[col] > y->v[col] ? -1 : 1;
+	return x->p->pid < y->p->pid ? -1 : x->p->pid > y->p->pid;
+}
+
+/* Each process's share of the totals, largest first. */
+static void print_shares(const struct view *v)
+{
+	const struct blamer_snapshot *s = v->s;
+	struct share *sh = calloc(s->nprocs + 1, sizeof(*sh));
+	size_t i, j, k, n = 0, col;
+
+	if (!sh)
+		return;
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		sh[n].p = p;
+		for (j = 0; j < p->npaths; j++)
+			for (k = 0; k < p->paths[j].nvalues; k++)
+				for (col = 0; col < v->ncol; col++)
+					if (s->units[col] == p->paths[j].units[k])
+						sh[n].v[col] += p->paths[j].values[k];
+		n += p->npaths > 0;
+	}
+	qsort_r(sh, n, sizeof(*sh), share_cmp, (void *)&v->sortcol);
+	putchar('\n');
+	print_header(v, "    PID  COMM");
+	for (i = 0; i < n; i++) {
+		char val[32];
+
+		for (col = 0; col < v->ncol; col++) {
+			fmt_value(val, sizeof(val), s->units[col], sh[i].v[col]);
+			printf("%10s ", sh[i].v[col] ? val : "-");
+		}
+		printf("%7d  %s\n", sh[i].p->pid, sh[i].p->comm[0] ? sh[i].p->comm : "?");
+	}
+	free(sh);
 }
 
 int cmd_blame(struct cli *c)
@@ -86,14 +147,18 @@ int cmd_blame(struct cli *c)
 	struct blamer_reader *r;
 	struct blamer_snapshot *s;
 	struct view v = { 0 };
-	size_t col;
+	int32_t *pids = NULL;
+	size_t npids;
 	int ret;
 
-	if (c->nargs)
-		return usage_err("blame takes no arguments");
 	ret = take(c, c->dead ? BLAMER_READ_DEAD_FULL : 0, &r, &s);
 	if (ret)
 		return ret;
+	ret = parse_pids(c, s, &pids, &npids);
+	if (ret)
+		goto out;
+	if (npids)
+		blamer_snapshot_select(s, pids, npids);
 	if (c->json) {
 		blamer_snapshot_write_json(s, stdout, BLAMER_JSON_NO_PROCS, NULL, 0);
 		goto out;
@@ -104,32 +169,23 @@ int cmd_blame(struct cli *c)
 		int sc = unit_column(&v, c->unit);
 
 		if (sc < 0) {
-			ret = usage_err("no measurements in unit '%s' (units present: cpu_ns, bytes, count or numbers shown by `blamer blame`)",
+			ret = usage_err("no measurements in unit '%s' (units present: cpu, bytes, count or numbers shown by `blamer blame`)",
 					c->unit);
 			goto out;
 		}
 		v.sortcol = (size_t)sc;
 	}
 	if (!s->ntree) {
-		printf("no attribution data in %s (processes attribute with blamer_path_add())\n",
-		       s->source);
+		if (s->nprocs)
+			printf("no attribution data in %s (processes attribute with blamer_path_add())\n",
+			       s->source);
 		goto out;
 	}
-	for (col = 0; col < v.ncol; col++) {
-		const char *un = blamer_unit_name(s->units[col]);
-		char h[24];
-
-		if (un)
-			snprintf(h, sizeof(h), "%s", un);
-		else
-			snprintf(h, sizeof(h), "unit%u", s->units[col]);
-		if (col == v.sortcol)
-			snprintf(h + strlen(h), sizeof(h) - strlen(h), "*");
-		printf("%10s ", h);
-	}
-	printf("%5s  %s\n", "PROCS", "PATH");
+	print_header(&v, "PROCS  PATH");
 	print_level(&v, 0, s->ntree, 1);
+	print_shares(&v);
 out:
+	free(pids);
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
 	return ret;

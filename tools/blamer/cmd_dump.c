@@ -18,6 +18,7 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	fmt_bytes(b2, sizeof(b2), p->used);
 	fmt_end(b3, sizeof(b3), p);
 	printf("pid %d (%s) uid %u: %s\n", p->pid, p->comm[0] ? p->comm : "?", p->uid, b3);
+	print_end_time(stdout, s, p);
 	printf("  heap: %u slab%s, %s, %s used, health %s%s%s\n", p->nslabs,
 	       p->nslabs == 1 ? "" : "s", b1, b2, blamer_health_name(p->health),
 	       p->problem[0] ? ": " : "", p->problem);
@@ -89,13 +90,8 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			printf("    ");
 			print_path(stdout, s, sp->nodes, sp->depth);
 			for (j = 0; j < sp->nvalues; j++) {
-				const char *un = blamer_unit_name(sp->units[j]);
-
 				fmt_value(b1, sizeof(b1), sp->units[j], sp->values[j]);
-				if (un)
-					printf(" %s=%s", un, b1);
-				else
-					printf(" unit%u=%s", sp->units[j], b1);
+				printf(" %s=%s", unit_label(sp->units[j], b2, sizeof(b2)), b1);
 			}
 			putchar('\n');
 		}
@@ -129,8 +125,6 @@ int cmd_dump(struct cli *c)
 			first = false;
 			dump_process(s, &s->procs[i]);
 		}
-		if (first)
-			printf("no heaps in %s\n", s->source);
 	}
 	free(pids);
 out:

@@ -128,7 +128,7 @@ int cmd_unload(struct cli *c)
 
 int cmd_status(struct cli *c)
 {
-	struct blamer_reader_opts o = { .dir = c->dir };
+	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir };
 	struct blamer_backend_status st;
 	struct blamer_reader *r;
 	char e[512], b1[32], b2[32], b3[32], b4[32];
@@ -137,19 +137,20 @@ int cmd_status(struct cli *c)
 
 	if (c->nargs)
 		return usage_err("status takes no arguments");
-	o.backend = c->backend == BLAMER_BACKEND_DIR ? BLAMER_BACKEND_DIR : BLAMER_BACKEND_DEVICE;
-	if (o.backend == BLAMER_BACKEND_DEVICE && !loaded())
-		return err("the blamer module is not loaded (run `blamer load`, or use --backend dir)");
+	/* the backend every other command would use */
 	r = blamer_reader_open(&o, e, sizeof(e));
-	if (!r && o.backend == BLAMER_BACKEND_DEVICE)
-		return err("/dev/blamer: %s (module loaded but the device is missing or not accessible)",
-			   strerror(errno));
 	if (!r)
 		return err("%s", e);
-	ret = blamer_reader_status(r, &st, e, sizeof(e));
+	ret = check_source(c, r);
+	if (!ret && blamer_reader_status(r, &st, e, sizeof(e)))
+		ret = err("%s", e);
+	if (!ret && !c->json && st.backend == BLAMER_BACKEND_DIR && !dir_asked(c))
+		fprintf(stderr, "blamer: %s: showing the dir backend\n", loaded() ?
+			"the module is loaded but /dev/blamer is missing" :
+			"/dev/blamer is absent (the module is not loaded: `blamer load` loads it)");
 	blamer_reader_close(r);
 	if (ret)
-		return err("%s", e);
+		return ret;
 	if (c->json) {
 		blamer_status_write_json(&st, stdout);
 		return EX_OK;

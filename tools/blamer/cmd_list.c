@@ -24,15 +24,16 @@ int cmd_list(struct cli *c)
 		blamer_snapshot_write_json(s, stdout, BLAMER_JSON_SUMMARY | BLAMER_JSON_NO_ATTRIB,
 					   NULL, 0);
 	} else {
-		printf("%7s %-16s %-14s %5s %8s %8s %s\n", "PID", "COMM", "STATE", "SLABS",
-		       "SIZE", "USED", "HEALTH");
+		/* sizes of the heap: its slabs, and what it allocated in them */
+		printf("%7s %-16s %-14s %5s %9s %9s %s\n", "PID", "COMM", "STATE", "SLABS",
+		       "HEAP_SIZE", "HEAP_USED", "HEALTH");
 		for (i = 0; i < s->nprocs; i++) {
 			const struct blamer_snap_process *p = &s->procs[i];
 			char size[16], used[16], st[32];
 
 			fmt_bytes(size, sizeof(size), p->size);
 			fmt_bytes(used, sizeof(used), p->used);
-			printf("%7d %-16s %-14s %5u %8s %8s %s\n", p->pid,
+			printf("%7d %-16s %-14s %5u %9s %9s %s\n", p->pid,
 			       p->comm[0] ? p->comm : "?", state_short(p, st, sizeof(st)),
 			       p->nslabs, size, used,
 			       p->health == BLAMER_HEALTH_SUMMARY ? "ok" : blamer_health_name(p->health));

@@ -16,10 +16,7 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 
 	fmt_end(end, sizeof(end), p);
 	printf("pid %d (%s): %s\n", p->pid, p->comm[0] ? p->comm : "?", end);
-	if (p->orphan_time_ns) {
-		/* orphan time is CLOCK_BOOTTIME; the snapshot has MONOTONIC: show as is */
-		printf("  died at %.3fs after boot\n", (double)p->orphan_time_ns / 1e9);
-	}
+	print_end_time(stdout, s, p);
 	if (p->cmdline[0])
 		printf("  cmdline: %s\n", p->cmdline);
 	if (p->have_record)
@@ -37,8 +34,9 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 		for (j = t->nacts; j-- > 0;) {
 			const struct blamer_snap_activity *a = &t->acts[j];
 
-			printf("      #%zu %s \"%s\"", j, blamer_activity_kind_name(a->kind),
-			       a->label);
+			fmt_age(b, sizeof(b), s->monotonic_ns, a->time_ns);
+			printf("      #%zu %s \"%s\" pushed %s ago", j,
+			       blamer_activity_kind_name(a->kind), a->label, b);
 			if (a->calling_address) {
 				fmt_addr(b, sizeof(b), p, a->calling_address);
 				printf(" from %s", b);
@@ -57,7 +55,6 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 			printf("    [%llu] %s\n", (unsigned long long)p->logs[i].number,
 			       p->logs[i].text);
 	}
-	(void)s;
 }
 
 int cmd_postmortem(struct cli *c)
@@ -114,9 +111,9 @@ int cmd_postmortem(struct cli *c)
 			putchar('\n');
 		show(s, p);
 	}
-	if (!n)
+	if (!n && s->nprocs)
 		printf("no dead processes in %s\n", s->source);
-	else
+	else if (n)
 		printf("\nfree them with `blamer release PID...` or `blamer release --all`\n");
 out_pids:
 	free(pids);
@@ -199,7 +196,7 @@ int cmd_release(struct cli *c)
 		printf("released pid %d (%s): %u slab%s\n", p->pid, p->comm[0] ? p->comm : "?",
 		       p->nslabs, p->nslabs == 1 ? "" : "s");
 	}
-	if (all && !n && !ret)
+	if (all && !n && !ret && s->nprocs)
 		printf("no dead processes in %s\n", s->source);
 out:
 	free(pick);

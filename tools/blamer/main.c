@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * blamer: see what every process on the machine is doing and what it
- * costs, live or after it died. Option parsing and dispatch only.
+ * costs, live or after it died. Option parsing, help and dispatch only.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,27 +10,96 @@
 
 #include "cli.h"
 
+#ifndef BLAMER_VERSION
+#define BLAMER_VERSION "unknown"
+#endif
+
 static const struct command {
 	const char *name;
 	int (*fn)(struct cli *c);
 	uint32_t opts;		/* OPT_* it accepts */
-	const char *help;
+	const char *args;	/* its arguments, for the usage line */
+	const char *help;	/* one line, for `blamer --help` */
+	const char *more;	/* the rest, for `blamer help NAME` */
 } commands[] = {
-	{ "list", cmd_list, OPT_JSON, "one line per heap: pid, comm, state, slabs, size, used" },
-	{ "dump", cmd_dump, OPT_JSON, "[PID...] everything the heaps say, readable" },
-	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT | OPT_DEAD,
-	  "the attribution tree summed over processes, largest first" },
-	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT | OPT_DEAD,
-	  "live view: phase, current activity, attribution totals and rates" },
-	{ "postmortem", cmd_postmortem, OPT_JSON,
-	  "[PID...] dead processes: how they ended, last activities, data, log" },
-	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all  free dead processes' heaps" },
-	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD,
-	  "--prometheus [--output FILE]  text exposition for node_exporter" },
-	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]  load the kernel module" },
-	{ "unload", cmd_unload, 0, "unload the kernel module" },
-	{ "status", cmd_status, OPT_JSON, "module parameters, slab count, bytes and limits" },
+	{ "list", cmd_list, OPT_JSON, "",
+	  "one line per heap: pid, command, state, slabs, heap size and use, health",
+	  "Reads only the heaps' headers, so it stays cheap however many dead\n"
+	  "heaps there are. HEAP_SIZE is what the heap's slabs take, HEAP_USED\n"
+	  "what the heap has allocated in them.\n" },
+	{ "dump", cmd_dump, OPT_JSON, "[PID...]",
+	  "everything the heaps say, readable",
+	  "For every process (or the PIDs given): how it runs or ended, its heap,\n"
+	  "command line, phase, data, every thread's activity stack with ages,\n"
+	  "modules, log, children and attribution. Dead heaps are read in full.\n" },
+	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT | OPT_DEAD, "[PID...]",
+	  "the attribution tree summed over processes, largest first",
+	  "Each line is a path of the attribution graph with its inclusive total\n"
+	  "per unit (the path and everything below it) and how many processes\n"
+	  "contribute; then each process's share. PIDs limit both to those\n"
+	  "processes.\n" },
+	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT | OPT_DEAD, "",
+	  "live view: phase, current activity, attribution totals and rates",
+	  "On a terminal it takes keys:\n"
+	  "  q            quit\n"
+	  "  space        refresh now\n"
+	  "  p            pause or resume\n"
+	  "  s            sort processes by the next column (pid, command, state,\n"
+	  "               phase, threads, activity age); r reverses the order\n"
+	  "  / or f       filter: a pid, or part of a command name (empty: all)\n"
+	  "  + or -       refresh less or more often (double or halve the interval)\n"
+	  "  h or ?       show the keys\n"
+	  "Colour is used on a terminal unless NO_COLOR is set or TERM is dumb.\n" },
+	{ "postmortem", cmd_postmortem, OPT_JSON, "[PID...]",
+	  "dead processes: how and when they ended, last activities, data, log", NULL },
+	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all",
+	  "free dead processes' heaps", NULL },
+	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD, "--prometheus",
+	  "text exposition for node_exporter",
+	  "With --output FILE the file is replaced atomically (node_exporter's\n"
+	  "textfile collector never sees half of it).\n" },
+	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
+	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
+	{ "status", cmd_status, OPT_JSON, "",
+	  "the backend in use: module limits and counts, or the directory's heaps",
+	  "The backend is chosen as for every other command: --backend, --dir,\n"
+	  "then BLAMER_BACKEND and BLAMER_DIR, then the device if /dev/blamer\n"
+	  "exists, else the directory.\n" },
+	{ "help", NULL, 0, "[COMMAND]", "this help, or a command's", NULL },
 };
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* The options of commands, in the order help lists them. */
+static const struct option_help {
+	uint32_t bit;
+	const char *name;	/* as given, for errors */
+	const char *synopsis;	/* for the usage line */
+	const char *usage;	/* with its value, for the list */
+	const char *help;
+} option_help[] = {
+	{ OPT_JSON, "--json", "-j|--json", "-j, --json", "one JSON document (blamer(1), JSON OUTPUT)" },
+	{ OPT_ONCE, "--once", "--once", "--once", "one frame, then exit" },
+	{ OPT_INTERVAL, "--interval", "--interval S", "--interval S",
+	  "seconds between frames (default 2)" },
+	{ OPT_COUNT, "--count", "--count N", "--count N", "stop after N frames" },
+	{ OPT_UNIT, "--unit", "--unit UNIT", "--unit UNIT",
+	  "sort by this unit: cpu, bytes, count or a number" },
+	{ OPT_DEAD, "--dead", "--dead", "--dead", "include dead heaps of the dir backend" },
+	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format" },
+	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
+	  "write to FILE instead of stdout" },
+	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
+};
+
+static const char global_help[] =
+	"global options:\n"
+	"  --backend device|dir  where heaps are (default: $BLAMER_BACKEND, else the\n"
+	"                        device if /dev/blamer exists, else dir)\n"
+	"  --dir DIR             dir backend directory (default: $BLAMER_DIR, else\n"
+	"                        /dev/shm/blamer-UID); implies --backend dir\n"
+	"  -h, --help            help (after a command: that command's)\n"
+	"  --version             print the version\n";
 
 static void usage(FILE *f)
 {
@@ -38,32 +107,69 @@ static void usage(FILE *f)
 
 	fprintf(f, "usage: blamer [--backend device|dir] [--dir DIR] COMMAND [options] [args]\n\n"
 		"commands:\n");
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\noptions:\n"
-		"  --backend device|dir  where heaps are (default: device if /dev/blamer exists)\n"
-		"  --dir DIR             dir backend directory (default $BLAMER_DIR or /dev/shm/blamer-UID)\n"
-		"  --json                JSON output (schema: Documentation/blamer-json-schema.json)\n"
-		"  --once, --interval S, --count N   top: one frame, refresh period, frames\n"
-		"  --unit NAME           blame: sort by this unit (cpu_ns, bytes, count, N)\n"
-		"  --dead                blame, top, export: include dead heaps of the dir backend\n"
-		"See blamer(1).\n");
+	fprintf(f, "\n%s\n`blamer help COMMAND` or `blamer COMMAND --help` shows a command's options.\n"
+		"See blamer(1).\n", global_help);
+}
+
+static void command_help(FILE *f, const struct command *cmd)
+{
+	size_t i;
+
+	fprintf(f, "usage: blamer [global options] %s", cmd->name);
+	for (i = 0; i < sizeof(option_help) / sizeof(option_help[0]); i++)
+		if ((cmd->opts & option_help[i].bit) && option_help[i].synopsis)
+			fprintf(f, " [%s]", option_help[i].synopsis);
+	fprintf(f, "%s%s\n\n%c%s.\n", cmd->args[0] ? " " : "", cmd->args,
+		cmd->help[0] - 'a' + 'A', cmd->help + 1);
+	if (cmd->more)
+		fprintf(f, "\n%s", cmd->more);
+	if (cmd->opts) {
+		fprintf(f, "\noptions:\n");
+		for (i = 0; i < sizeof(option_help) / sizeof(option_help[0]); i++)
+			if (cmd->opts & option_help[i].bit)
+				fprintf(f, "  %-21s %s\n", option_help[i].usage, option_help[i].help);
+	}
+	fprintf(f, "\n%s\nSee blamer(1).\n", global_help);
+}
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
 }
 
 static const char *opt_name(uint32_t bit)
 {
-	switch (bit) {
-	case OPT_JSON: return "--json";
-	case OPT_ONCE: return "--once";
-	case OPT_INTERVAL: return "--interval";
-	case OPT_PROM: return "--prometheus";
-	case OPT_OUTPUT: return "--output";
-	case OPT_COUNT: return "--count";
-	case OPT_ALL: return "--all";
-	case OPT_UNIT: return "--unit";
-	case OPT_DEAD: return "--dead";
-	}
+	size_t i;
+
+	for (i = 0; i < sizeof(option_help) / sizeof(option_help[0]); i++)
+		if (option_help[i].bit == bit)
+			return option_help[i].name;
 	return "?";
+}
+
+/* blamer help [COMMAND] */
+static int help(const struct cli *c)
+{
+	const struct command *cmd;
+
+	if (c->nargs == 0) {
+		usage(stdout);
+		return EX_OK;
+	}
+	if (c->nargs > 1)
+		return usage_err("help takes one command (see `blamer help`)");
+	cmd = find_command(c->args[0]);
+	if (!cmd)
+		return usage_err("unknown command '%s' (see `blamer help`)", c->args[0]);
+	command_help(stdout, cmd);
+	return EX_OK;
 }
 
 int main(int argc, char **argv)
@@ -81,10 +187,12 @@ int main(int argc, char **argv)
 		{ "unit", required_argument, NULL, 'u' },
 		{ "dead", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = { .backend = BLAMER_BACKEND_AUTO, .interval = 2.0 };
 	const struct command *cmd = NULL;
+	bool want_help = false;
 	char *end;
 	size_t i;
 	int o;
@@ -136,8 +244,10 @@ int main(int argc, char **argv)
 		case 'a': c.seen |= OPT_ALL; break;
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
 		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
-		case 'h':
-			usage(stdout);
+		case 'h': want_help = true; break;
+		case 'V':
+			printf("blamer %s (JSON schema version %d)\n", BLAMER_VERSION,
+			       BLAMER_JSON_SCHEMA_VERSION);
 			return EX_OK;
 		case ':':
 			return usage_err("option '%s' needs a value (see `blamer --help`)",
@@ -149,20 +259,28 @@ int main(int argc, char **argv)
 	}
 	c.args = argv;
 	if (!c.cmd) {
-		usage(stderr);
-		return EX_USAGE;
+		usage(want_help ? stdout : stderr);
+		return want_help ? EX_OK : EX_USAGE;
 	}
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(commands[i].name, c.cmd))
-			cmd = &commands[i];
+	cmd = find_command(c.cmd);
 	if (!cmd)
-		return usage_err("unknown command '%s' (see `blamer --help`)", c.cmd);
+		return usage_err("unknown command '%s' (see `blamer help`)", c.cmd);
+	if (want_help) {
+		command_help(stdout, cmd);
+		return EX_OK;
+	}
+	if (!cmd->fn)
+		return help(&c);
 	for (i = 0; i < 32; i++) {
 		uint32_t bit = 1u << i;
 
 		if ((c.seen & bit) && !(cmd->opts & bit))
-			return usage_err("%s does not apply to `blamer %s` (see `blamer --help`)",
-					 opt_name(bit), cmd->name);
+			return usage_err("%s does not apply to `blamer %s` (see `blamer help %s`)",
+					 opt_name(bit), cmd->name, cmd->name);
 	}
+	/* A writer in this environment would fail on it: say so here too,
+	 * even where an option overrides it. */
+	if (cmd->fn != cmd_load && cmd->fn != cmd_unload && env_backend(NULL))
+		return err("BLAMER_BACKEND=%s: use device, dir or auto", getenv("BLAMER_BACKEND"));
 	return cmd->fn(&c);
 }

@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -40,6 +42,72 @@ int usage_err(const char *fmt, ...)
 	return ret;
 }
 
+int env_backend(enum blamer_backend *out)
+{
+	const char *e = getenv("BLAMER_BACKEND");
+	enum blamer_backend b = BLAMER_BACKEND_AUTO;
+
+	if (e && *e && strcmp(e, "auto")) {
+		if (!strcmp(e, "device"))
+			b = BLAMER_BACKEND_DEVICE;
+		else if (!strcmp(e, "dir"))
+			b = BLAMER_BACKEND_DIR;
+		else
+			return -1;
+	}
+	if (out)
+		*out = b;
+	return 0;
+}
+
+/* A directory named by --dir or $BLAMER_DIR (else the default one). */
+static const char *dir_named(const struct cli *c)
+{
+	const char *e = getenv("BLAMER_DIR");
+
+	if (c->dir)
+		return "--dir";
+	return e && *e ? "BLAMER_DIR" : NULL;
+}
+
+bool dir_asked(const struct cli *c)
+{
+	enum blamer_backend env = BLAMER_BACKEND_AUTO;
+
+	env_backend(&env);
+	return c->backend == BLAMER_BACKEND_DIR || env == BLAMER_BACKEND_DIR || dir_named(c);
+}
+
+int check_source(const struct cli *c, struct blamer_reader *r)
+{
+	const char *named = dir_named(c);
+	struct stat st;
+
+	/* The default directory appears with the first heap; one named
+	 * that does not exist is a typo far more often than not. */
+	if (blamer_reader_backend(r) == BLAMER_BACKEND_DIR && named &&
+	    stat(blamer_reader_source(r), &st) && errno == ENOENT)
+		return err("%s does not exist (no heap was ever made there: check %s)",
+			   blamer_reader_source(r), named);
+	return EX_OK;
+}
+
+void note_empty(const struct cli *c, const struct blamer_reader *r)
+{
+	const char *src = blamer_reader_source(r);
+
+	if (c->json)
+		return;		/* the document says it */
+	if (blamer_reader_backend(r) == BLAMER_BACKEND_DEVICE)
+		fprintf(stderr, "blamer: no heaps visible in %s (other users' heaps need permission)\n",
+			src);
+	else if (!dir_asked(c) && access("/dev/blamer", F_OK))
+		fprintf(stderr, "blamer: no heaps in %s, and /dev/blamer is absent (the module is not loaded: `blamer load` loads it)\n",
+			src);
+	else
+		fprintf(stderr, "blamer: no heaps in %s\n", src);
+}
+
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s)
 {
@@ -55,16 +123,16 @@ int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	*r = blamer_reader_open(&o, e, sizeof(e));
 	if (!*r)
 		return err("%s", e);
-	ret = blamer_reader_snapshot(*r, s, e, sizeof(e));
+	ret = check_source(c, *r);
+	if (!ret && blamer_reader_snapshot(*r, s, e, sizeof(e)))
+		ret = err("%s", e);
 	if (ret) {
 		blamer_reader_close(*r);
 		*r = NULL;
-		return err("%s", e);
+		return ret;
 	}
-	if (c->backend == BLAMER_BACKEND_AUTO && !(*s)->nprocs &&
-	    blamer_reader_backend(*r) == BLAMER_BACKEND_DIR && access("/dev/blamer", F_OK))
-		fprintf(stderr, "blamer: note: no heaps in %s, and /dev/blamer is absent (the module is not loaded: run `blamer load`)\n",
-			(*s)->source);
+	if (!(*s)->nprocs)
+		note_empty(c, *r);
 	return EX_OK;
 }
 
@@ -97,6 +165,7 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 
 		if (*end || end == c->args[i] || v <= 0 || v > INT32_MAX) {
 			free(*pids);
+			*pids = NULL;
 			return usage_err("'%s' is not a PID (give process IDs as shown by `blamer list`)",
 					 c->args[i]);
 		}
@@ -104,6 +173,7 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 			found |= s->procs[j].pid == v;
 		if (!found) {
 			free(*pids);
+			*pids = NULL;
 			return err("no heap for pid %ld visible in %s (see `blamer list`; other users' processes need permission)",
 				   v, s->source);
 		}
@@ -118,6 +188,8 @@ void fmt_bytes(char *buf, size_t len, uint64_t v)
 	double d = (double)v;
 	int u = -1;
 
+	/* One style everywhere: IEC prefixes, always a B, like "0B",
+	 * "512B", "41KiB", "1.0MiB"; two digits at most after rounding. */
 	if (v < 1024) {
 		snprintf(buf, len, "%lluB", (unsigned long long)v);
 		return;
@@ -126,7 +198,35 @@ void fmt_bytes(char *buf, size_t len, uint64_t v)
 		d /= 1024;
 		u++;
 	}
-	snprintf(buf, len, d < 10 ? "%.1f%ci" : "%.0f%ci", d, units[u]);
+	if (d >= 1023.5 && u < 5) {	/* would print as 1024 */
+		d /= 1024;
+		u++;
+	}
+	snprintf(buf, len, d < 9.95 ? "%.1f%ciB" : "%.0f%ciB", d, units[u]);
+}
+
+const char *unit_label(uint32_t unit, char *buf, size_t len)
+{
+	const char *n = blamer_unit_name(unit);
+
+	/* cpu_ns values are shown as time (2.22s), so the column is "cpu" */
+	if (unit == BLAMER_UNIT_CPU_NS)
+		n = "cpu";
+	if (n)
+		snprintf(buf, len, "%s", n);
+	else
+		snprintf(buf, len, "unit%u", unit);
+	return buf;
+}
+
+bool unit_is(uint32_t unit, const char *text)
+{
+	const char *n = blamer_unit_name(unit);
+	char label[24], *end;
+	unsigned long num = strtoul(text, &end, 10);
+
+	return !strcmp(unit_label(unit, label, sizeof(label)), text) ||
+	       (n && !strcmp(n, text)) || (!*end && end != text && num == unit);
 }
 
 void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v)
@@ -152,6 +252,11 @@ void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns)
 {
 	double s;
 
+	/* A TSC stamp converted to CLOCK_MONOTONIC may land a few ns after
+	 * the snapshot's "now" (heap-format.rst, "Activity clock"): up to a
+	 * millisecond is "just now"; more is a stamp that cannot be right. */
+	if (then_ns > now_ns && then_ns - now_ns < 1000000)
+		then_ns = now_ns;
 	if (!then_ns || then_ns > now_ns) {
 		snprintf(buf, len, "?");
 		return;
@@ -191,6 +296,9 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 		else
 			snprintf(buf, len, "closed its heap cleanly");
 	}
+	else if (p->exited && !p->kernel_facts)
+		snprintf(buf, len, "exited with code %d (as its heap says; the dir backend has no kernel facts)",
+			 p->exit_code);
 	else if (p->exited && p->exit_signal)
 		snprintf(buf, len, "killed by %s (signal %u)%s",
 			 sig_name(p->exit_signal, sb, sizeof(sb)), p->exit_signal,
@@ -203,6 +311,34 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 		snprintf(buf, len, "exited cleanly (as its heap says; dir backend has no kernel facts)");
 	else
 		snprintf(buf, len, "gone, cause unknown (dir backend has no kernel facts)");
+}
+
+void print_end_time(FILE *f, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p)
+{
+	time_t sec = (time_t)(p->last_seen_ns / 1000000000u);
+	char when[64], age[32];
+	struct tm tm;
+
+	if (p->state == BLAMER_PROC_LIVE)
+		return;
+	if (p->orphan_time_ns) {
+		/* orphan time is CLOCK_BOOTTIME; the snapshot has MONOTONIC: show as is */
+		fprintf(f, "  died at %.3fs after boot\n", (double)p->orphan_time_ns / 1e9);
+		return;
+	}
+	if (!p->last_seen_ns || !localtime_r(&sec, &tm) ||
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm)) {
+		/* the reader believes no time past now: none may be left */
+		if (p->exited)
+			fprintf(f, "  ended at an unknown time (its files show none that can be believed)\n");
+		return;
+	}
+	fmt_age(age, sizeof(age), s->realtime_ns, p->last_seen_ns);
+	if (p->exited)
+		fprintf(f, "  ended at %s (%s ago)\n", when, age);
+	else
+		fprintf(f, "  last sign of life at %s (%s ago): it ended then or later\n", when, age);
 }
 
 const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The terminal of the views that redraw (term.c): raw keys, restoring
+ * the terminal on every way out, size, colour, and a screen writer.
+ */
+#ifndef BLAMER_TERM_H
+#define BLAMER_TERM_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Keys one by one without echo, on the alternate screen; false if stdin
+ * is not a terminal. Restored by term_restore(), at exit, and around a
+ * stop (Ctrl-Z). */
+bool term_raw(void);
+void term_restore(void);
+/* True once after a stop and continue: the screen needs a full redraw. */
+bool term_resumed(void);
+/* Rows and columns of the terminal on stdout (24x80 if unknown). */
+void term_size(int *rows, int *cols);
+/* Colour on stdout: a terminal, NO_COLOR unset or empty, TERM not dumb. */
+bool term_colour(void);
+
+/*
+ * A frame written line by line. redraw: on a terminal, from the top
+ * left, each line cut at the width and the frame at the height, what the
+ * previous frame left below cleared; else plain lines.
+ */
+struct screen {
+	bool redraw;
+	bool colour;
+	int rows, cols;		/* 0: no limit */
+	int used;		/* lines written */
+};
+
+void scr_begin(struct screen *s);
+/* True when only @keep rows are left. */
+bool scr_full(const struct screen *s, int keep);
+/* One line; @sgr is its SGR colour ("1", "7", "31"...) or NULL. */
+void scr_line(struct screen *s, const char *sgr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Ends the frame; with redraw, @status (if not NULL) on the last row. */
+void scr_end(struct screen *s, const char *status, const char *sgr);
+
+#endif /* BLAMER_TERM_H */
