@@ -1,6 +1,7 @@
 # blamer: top-level build.
 #
-#   make            library, tool and module (KVER=6.1 by default)
+#   make            library, tool and, if the running kernel's headers are
+#                   installed, the module for it
 #   make check      every test suite; ends with "N passed, N failed"
 #                   (CHECK_JOBS=2 suites at a time unless -jN is given)
 #   make demo       the guided tour in a VM
@@ -8,10 +9,11 @@
 #   make deps       install the Debian packages everything needs (cheap
 #                   when done: a stamp in $(BUILD))
 #
-# Variables: BUILD=dir (all outputs, default ./build), KVER=6.1|6.12 (the
-# kernel series `make modules` builds for), KDIR=path (a kernel build tree;
-# default: Debian's headers for KVER via scripts/kernel-path, never
-# `uname -r`; see module/module.mk).
+# Variables: BUILD=dir (all outputs, default ./build), KVER=<kernel> (what
+# `make modules` builds for: a full release or a test-bed name such as
+# 6.1 or 6.12-debug, see scripts/kernel-path; default: the running kernel),
+# KDIR=path (a kernel build tree; see module/module.mk). The test suites
+# name their kernels themselves and never depend on `uname -r`.
 #
 # Each part of the tree has a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
@@ -29,7 +31,6 @@ SRC      := $(CURDIR)
 BUILD    ?= $(SRC)/build
 override BUILD := $(abspath $(BUILD))
 RESULTS  := $(BUILD)/results
-KVER     ?= 6.1
 export BUILD RESULTS
 
 CC       ?= cc
@@ -45,6 +46,7 @@ all:
 # include, not -include: a fragment that is missing is an error, never
 # suites silently gone from make check.
 include mk/deps.mk
+include mk/kernels.mk
 include mk/check.mk
 include lib/lib.mk
 include tools/tools.mk
@@ -62,13 +64,15 @@ all: $(ALL_TARGETS)
 # decides the exit status. Suites are independent targets, so unless the
 # caller chose a -j of their own they run CHECK_JOBS at a time, with each
 # suite's output kept together (-Otarget).
+# CHECK_ONLY=pattern runs only the suites it matches (make's % pattern).
 CHECK_JOBS ?= 2
+CHECK_RUN = $(if $(CHECK_ONLY),$(filter $(CHECK_ONLY),$(CHECK_SUITES)),$(CHECK_SUITES))
 check: deps
-	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	@rm -rf $(RESULTS) $(BUILD)/gcov && mkdir -p $(RESULTS)
 	@case " $$MAKEFLAGS" in *" -j"* | *jobserver*) j= ;; \
 	 *) j="-j$(CHECK_JOBS) -Otarget" ;; esac; \
-	$(MAKE) --no-print-directory -k $$j $(CHECK_SUITES) || true
-	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_SUITES)
+	$(MAKE) --no-print-directory -k $$j $(CHECK_RUN) || true
+	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_RUN)
 
 clean:
 	rm -rf $(BUILD)

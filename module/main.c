@@ -21,6 +21,7 @@
 #include <linux/slab.h>
 
 #include "blamer.h"
+#include "plant.h"
 
 u64 blamer_max_slab_bytes = 16ULL << 20;
 u64 blamer_max_user_bytes = 64ULL << 20;
@@ -152,6 +153,7 @@ static int blamer_open(struct inode *inode, struct file *file)
 	init_waitqueue_head(&ctx->wq);
 	INIT_LIST_HEAD(&ctx->watch);
 	file->private_data = ctx;
+	blamer_plant_open();
 	return nonseekable_open(inode, file);
 }
 
@@ -165,6 +167,7 @@ static int blamer_release(struct inode *inode, struct file *file)
 	if (ctx->mm)
 		mmdrop(ctx->mm);
 	kfree(ctx);
+	blamer_plant_release(ctx);
 	return 0;
 }
 

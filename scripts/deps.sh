@@ -13,11 +13,16 @@ pkgs=(
 	build-essential make gcc libc6-dev pkg-config git
 	# 32-bit static test binaries (the module's compat ioctl path)
 	gcc-multilib
-	# kernels: headers to build the module, images to boot in the VM
+	# kernels: headers to build the module, images to boot in the VM;
+	# stock and PREEMPT_RT
 	linux-headers-amd64 linux-headers-6.12-amd64
 	linux-image-amd64 linux-image-6.12-amd64
-	# kernel source tarball: kselftest harness, checkpatch
-	linux-source-6.1 xz-utils zstd perl
+	linux-headers-rt-amd64 linux-headers-6.12-rt-amd64
+	linux-image-rt-amd64 linux-image-6.12-rt-amd64
+	# kernel source tarballs: kselftest harness, checkpatch, and the
+	# debug kernels (scripts/debug-kernel), with what building them needs
+	linux-source-6.1 linux-source-6.12 xz-utils zstd perl
+	bc flex bison libelf-dev libssl-dev
 	# kernel checks
 	sparse
 	# VM test bed (tools/vm/run): qemu, busybox initramfs, cpio, flock
@@ -25,8 +30,9 @@ pkgs=(
 	# library and tools; lttng-tools lets `make bench` time an enabled
 	# LTTng-UST tracepoint
 	libkmod-dev liblttng-ust-dev lttng-tools
-	# tests: sanitizers and fuzzing, memory checks, stress
-	clang libclang-rt-14-dev valgrind stress-ng
+	# tests: sanitizers and fuzzing, memory checks, stress, the syscall
+	# fuzzer trinity
+	clang libclang-rt-14-dev valgrind stress-ng trinity
 	# documentation and exporters
 	man-db python3 python3-prometheus-client python3-docutils
 )

@@ -1,8 +1,8 @@
 # Library (writer) tests. Suites:
 #   lib-asan      host, dir backend, clang ASan+UBSan: every test
 #   lib-tsan      host, dir backend, clang TSan: the concurrency tests
-#   vm-lib-6.1    the same tests in the VM against /dev/blamer (static gcc build)
-#   vm-lib-6.12
+#   vm-lib-<k>    the same tests in the VM against /dev/blamer (static gcc
+#                 build), on each kernel of VM_KERNELS (mk/kernels.mk)
 # The tests link the library built with their sanitizer's flags (not the
 # installed library; selftests/selftests.mk) so that the sanitizers see
 # every access, the reader included, so a test can read what the writer
@@ -17,7 +17,8 @@ LIBT_ASAN   := $(addprefix $(BUILD)/asan/lib/,$(LIBT_TESTS))
 LIBT_TSAN   := $(BUILD)/tsan/lib/test_concurrency
 LIBT_STATIC := $(addprefix $(BUILD)/static/lib/,$(LIBT_TESTS))
 
-.PHONY: lib-tests lib-asan lib-tsan vm-lib-6.1 vm-lib-6.12
+VM_LIB_SUITES := $(addprefix vm-lib-,$(VM_KERNELS))
+.PHONY: lib-tests lib-asan lib-tsan $(VM_LIB_SUITES)
 lib-tests: $(LIBT_ASAN) $(LIBT_TSAN) $(LIBT_STATIC)
 
 # $(call libt_program,FLAVOR,LDFLAGS): a test program of that flavor: its
@@ -49,8 +50,7 @@ LIBT_VM_CMD := insmod /blamer.ko || exit 1; fail=0; \
 	for t in $(LIBT_TESTS); do as-user env BLAMER_TEST_BACKEND=device /bin/$$t || fail=1; done; \
 	[ $$fail = 0 ]
 
-CHECK_SUITES += vm-lib-6.1 vm-lib-6.12
-vm-lib-6.1 vm-lib-6.12: vm-lib-%: $(LIBT_STATIC)
-	@if [ ! -f $(BUILD)/kmod-$*/blamer.ko ]; then $(MAKE) --no-print-directory KVER=$* modules; fi
+CHECK_SUITES += $(VM_LIB_SUITES)
+$(VM_LIB_SUITES): vm-lib-%: $(LIBT_STATIC) bed-module-%
 	@BUILD=$(BUILD) $(SRC)/scripts/run-suite vm-lib-$* -- $(SRC)/tools/vm/run --kernel $* \
 		--timeout 600 --quiet $(foreach t,$(LIBT_STATIC),--add $(t)) -- '$(LIBT_VM_CMD)'

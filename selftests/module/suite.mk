@@ -1,6 +1,7 @@
 # selftests/module: tests of the kernel module in the QEMU test bed, on
-# both kernels (suites vm-module-6.1 and vm-module-6.12), and a static
-# check of the test sources (module-selftests-checkpatch).
+# every kernel of VM_MODULE_KERNELS (mk/kernels.mk): suites vm-module-6.1,
+# vm-module-6.12-debug, vm-module-6.1-rt...; and a static check of the
+# test sources (module-selftests-checkpatch).
 #
 # One kselftest-harness program per concern (test_<concern>.c ->
 # blamer_test_<concern>), blamer_slabctl and blamer_fuzz, all linked
@@ -50,19 +51,22 @@ $(MODTEST_DIR)/blamer_test_%32: $(SRC)/selftests/module/test_%.c \
 .PHONY: module-selftests
 module-selftests: $(MODTEST_BINS)
 
-VM_MODULE_SUITES := vm-module-6.1 vm-module-6.12
+VM_MODULE_SUITES := $(addprefix vm-module-,$(VM_MODULE_KERNELS))
 CHECK_SUITES += $(VM_MODULE_SUITES) module-selftests-checkpatch
 .PHONY: $(VM_MODULE_SUITES) module-selftests-checkpatch
 # Built inside the recipe: a build failure is reported by the suite
 # (selftests/module/vm-suite prints the log and fails) instead of
 # stopping `make check`.
-$(VM_MODULE_SUITES): vm-module-%:
-	@mkdir -p $(BUILD)/results
-	@-$(MAKE) --no-print-directory $(MODTEST_TESTS32) \
+# Suites run in parallel share the test programs: the lock keeps one from
+# copying a binary another is still writing.
+$(VM_MODULE_SUITES): vm-module-%: bed-kernel-%
+	@mkdir -p $(BUILD)/results $(MODTEST_DIR)
+	@flock $(MODTEST_DIR)/.build-lock sh -c '\
+	$(MAKE) --no-print-directory $(MODTEST_TESTS32) \
 		>$(BUILD)/vm-module-$*-build32.log 2>&1 || \
-		rm -f $(MODTEST_TESTS32)
-	@$(MAKE) --no-print-directory $(BUILD)/kmod-$*/blamer.ko module-selftests \
-		>$(BUILD)/vm-module-$*-build.log 2>&1; \
+		rm -f $(MODTEST_TESTS32); \
+	$(MAKE) --no-print-directory bed-module-$* module-selftests \
+		>$(BUILD)/vm-module-$*-build.log 2>&1'; \
 	BUILD=$(BUILD) $(SRC)/scripts/run-suite $@ -- \
 		$(SRC)/selftests/module/vm-suite $* $$? \
 		$(BUILD)/vm-module-$*-build.log

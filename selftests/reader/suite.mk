@@ -9,7 +9,8 @@
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
-#   vm-reader-6.1, vm-reader-6.12   the CLI on /dev/blamer in the VM, permissions
+#   vm-reader-<k>  the CLI on /dev/blamer in the VM, permissions, on each
+#                  kernel of VM_KERNELS (mk/kernels.mk)
 RT_DIR     := $(BUILD)/reader-tests
 RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
 	      -I$(SRC)/fuzz -I$(KSELFTEST_DIR) -DFUZZ_DIR='"$(SRC)/fuzz"'
@@ -21,10 +22,11 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$
 		 -DFUZZ_DIR='"$(SRC)/fuzz"'
 FUZZ_SECONDS ?= 60
 
-CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale reader-interop \
-		vm-reader-6.1 vm-reader-6.12
-.PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale reader-interop \
-	vm-reader-6.1 vm-reader-6.12 \
+VM_READER_SUITES := $(addprefix vm-reader-,$(VM_KERNELS))
+CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
+		reader-interop $(VM_READER_SUITES)
+.PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
+	reader-interop $(VM_READER_SUITES) \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -86,8 +88,8 @@ fuzz: $(RT_DIR)/fuzz_reader
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/fuzz/run-fuzz.sh $(RT_DIR)/fuzz_reader \
 		$(SRC)/fuzz/corpus $(FUZZ_SECONDS) $(RT_DIR)/fuzz-work
 
-vm-reader-6.1 vm-reader-6.12: vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer \
-		$(BUILD)/kmod-%/blamer.ko
+$(VM_READER_SUITES): vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer \
+		bed-module-%
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 300 --quiet \
 		--add $(BUILD)/static/blamer --add $(BUILD)/static/demo-app \
 		--add-dynamic $(TOOLS_DIR)/blamer:/bin/blamer-kmod \

@@ -4,7 +4,9 @@
 # included last so they all count. The tour runs the static blamer tool
 # and tools/demo/demo-app (linked with libblamer.a) in the guest.
 
-DEMO_DEPS += $(BUILD)/kmod-$(KVER)/blamer.ko $(BUILD)/static/blamer $(BUILD)/static/demo-app
+# KVER picks the demo's kernel: 6.1 (default) or 6.12.
+DEMO_KVER := $(or $(KVER),6.1)
+DEMO_DEPS += $(call kmod_ko,$(DEMO_KVER)) $(BUILD)/static/blamer $(BUILD)/static/demo-app
 
 $(BUILD)/static/demo-app: $(SRC)/tools/demo/demo-app.c $(LIB_A) $(SRC)/include/blamer.h
 	@mkdir -p $(dir $@)
@@ -18,4 +20,4 @@ demo: deps
 	@$(MAKE) --no-print-directory demo-run
 
 demo-run: $(DEMO_DEPS)
-	@KVER=$(KVER) BUILD=$(BUILD) $(SRC)/tools/demo/run-demo
+	@KVER=$(DEMO_KVER) BUILD=$(BUILD) $(SRC)/tools/demo/run-demo
