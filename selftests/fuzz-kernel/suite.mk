@@ -3,7 +3,8 @@
 # it for KFUZZ_SECONDS on that kernel with fault injection where the
 # kernel has it, then unloads the module (selftests/fuzz-kernel/vm-kfuzz).
 # `make check` runs it on the stock kernels and the BED_DEBUG kernels; any
-# kernel of the bed by name (make kfuzz-6.12-debug KFUZZ_SECONDS=600).
+# kernel of the bed by name (make kfuzz-6.12-debug KFUZZ_SECONDS=600);
+# make fuzz-kernel runs FUZZ_KERNEL for FUZZ_KERNEL_SECONDS.
 
 KFUZZ_BIN := $(BUILD)/static/fuzz-kernel/blamer_kfuzz
 KFUZZ_SECONDS ?= 30
@@ -24,3 +25,11 @@ $(KFUZZ_SUITES): kfuzz-%: bed-kernel-%
 	BUILD=$(BUILD) $(SRC)/scripts/run-suite $@ -- \
 		$(SRC)/selftests/fuzz-kernel/vm-kfuzz $* $$? \
 		$(BUILD)/kfuzz-$*-build.log $(KFUZZ_BIN) $(KFUZZ_SECONDS)
+
+# make fuzz-kernel: a long run, outside make check.
+FUZZ_KERNEL ?= 6.12-debug
+FUZZ_KERNEL_SECONDS ?= 600
+.PHONY: fuzz-kernel
+fuzz-kernel:
+	@$(MAKE) --no-print-directory kfuzz-$(FUZZ_KERNEL) \
+		KFUZZ_SECONDS=$(FUZZ_KERNEL_SECONDS)
