@@ -118,9 +118,11 @@ struct blamer_config {
 #define BLAMER_OPEN_NO_MODULES	(1u << 0)	/* skip blamer_modules_refresh() at open */
 
 int blamer_open(const struct blamer_config *cfg, struct blamer **out);
-/* Marks the heap deleted (a clean exit) and, in the dir backend, removes its files. */
+/* Marks the heap deleted (a clean exit) and removes it: its files (dir backend) or its slabs
+ * (device backend, released). */
 void blamer_close(struct blamer *b);
-/* Unmaps without marking anything: the heap stays as if the process died. */
+/* Unmaps without marking anything: the heap stays as if the process died (device: its
+ * slabs stay live until the process exits). */
 void blamer_abandon(struct blamer *b);
 
 /* Process-default context. */
@@ -374,7 +376,7 @@ struct blamer_snap_process {
 	 * life its heap and files show (when it called exit(), if exited),
 	 * so it ended then or later; 0 if unknown */
 	uint64_t last_seen_ns;
-	uint64_t heap_key;	/* owner_serial (device) or a hash (dir) */
+	uint64_t heap_key;	/* file_serial (device) or a hash (dir) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
 	uint64_t size;		/* bytes of all slabs (trusted) */
@@ -480,13 +482,16 @@ void blamer_snapshot_free(struct blamer_snapshot *s);
 struct blamer_backend_status {
 	enum blamer_backend backend;
 	char source[256];	/* device path or directory */
-	uint64_t bytes;		/* device: of all slabs; dir: of all heap files */
+	uint64_t bytes;		/* device: of all slabs (device_totals); dir: of all heap files */
 	/* dir: from the heaps' headers */
 	uint64_t heaps, dead;
-	/* device: the module's counters and limits (BLAMER_IOC_STATUS) */
-	uint32_t abi_version;
-	uint64_t slabs, orphans, generation;
-	uint64_t max_slab_bytes, max_owner_bytes, max_total_bytes, max_orphans;
+	/* device (BLAMER_IOC_STATUS): what is charged to the caller's user,
+	 * the limits, and, only if device_totals (callers who may read every
+	 * slab), the device's slabs, orphans and bytes */
+	uint64_t user_slabs, user_orphans, user_bytes;
+	bool device_totals;
+	uint64_t slabs, orphans;
+	uint64_t max_slab_bytes, max_user_bytes, max_total_bytes, max_user_orphans;
 	/* device: the module's parameters, as sysfs shows them */
 	struct {
 		char name[64];
@@ -557,7 +562,7 @@ const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 
 /* Exporters. Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 1
+#define BLAMER_JSON_SCHEMA_VERSION 2
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)

@@ -58,7 +58,7 @@ bed-module-%: bed-kernel-%
 # reached (scripts/coverage, report in $(BUILD)/coverage/<kernel>.txt).
 GCOV_DIR := $(BUILD)/gcov
 COVERAGE_SELFTESTS := vm-module vm-lib vm-reader
-COVERAGE_FUZZERS := trinity
+COVERAGE_FUZZERS := trinity kfuzz
 $(foreach k,$(BED_DEBUG_ALL),\
   $(foreach s,$(COVERAGE_SELFTESTS) $(COVERAGE_FUZZERS),\
     $(eval $(s)-$(k): export BLAMER_VM_GCOV = $(GCOV_DIR)/$(s)-$(k))))

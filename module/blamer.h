@@ -1,172 +1,306 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * blamer: kernel-owned shared-memory slabs with trusted owner facts.
- * Internal declarations shared by the files of the module.
+ * Internal declarations shared by the files of the module:
  *
- * Locking: one mutex, blamer_lock, protects the slab table (an xarray
- * indexed by slab ID), the orphan list, every byte and slab counter and the
- * per-user usage list. The page array of a slab (struct blamer_buf) is not
- * protected by it: it is reference counted and immutable once created, so
- * a mapping can keep it alive after the slab is gone. blamer_lock is taken
- * under mmap_lock (from ->mmap), so nothing may touch user memory while
- * holding it.
+ *   main.c    module init/exit, parameters, /dev/blamer file operations
+ *   ioctl.c   ioctl argument rules and dispatch
+ *   slab.c    the slab table: create, open, list, release, eviction
+ *   owner.c   owner processes and the exit tracepoint that ends them
+ *   user.c    per-user accounts: byte and orphan quotas
+ *   slabfs.c  a slab's pages, its inode and files, mmap and faults
+ *   perm.c    who may read a slab
+ *   event.c   poll(): events filtered per reader
+ *
+ * Objects and references:
+ *   - struct blamer_slab: the kernel's facts about a slab. Referenced by
+ *     the slab table (until released or evicted), by every open file of
+ *     the slab (and so by every mapping) and briefly by lookups; freed
+ *     after an RCU grace period, so the table can be walked under RCU.
+ *   - the slab's inode holds its pages (struct blamer_buf). The slab and
+ *     every slab file hold the inode; pages and their charge live until
+ *     the last of them is gone.
+ *   - struct blamer_owner: one creating process, found by its thread
+ *     group's struct pid; referenced by the owner table while the process
+ *     lives and by each of its slabs.
+ *   - struct blamer_user: the account a slab is charged to; referenced by
+ *     each slab and each page buffer.
+ *
+ * Locking: blamer_lock (a mutex) protects the slab table's contents, the
+ * owner table, every list_head named "under blamer_lock" and the users'
+ * slab and orphan counters. Byte counters are atomics. Dropping a slab,
+ * owner or user reference may take blamer_lock or free an inode, so no
+ * reference is dropped while holding it. blamer_watch_lock (event.c)
+ * protects the poll watchers and is never taken with blamer_lock held.
+ * The exit tracepoint probe (owner.c) runs with preemption disabled: it
+ * only reads RCU-protected data and flips atomics.
  */
 #ifndef _BLAMER_INTERNAL_H
 #define _BLAMER_INTERNAL_H
 
+#include <linux/atomic.h>
 #include <linux/cred.h>
+#include <linux/gfp.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 #include <linux/blamer.h>
 
+static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
+
 /*
- * Slab IDs select the slab in mmap(): offset = ID << PAGE_SHIFT. Keeping
- * the offset below 2^31 lets 32-bit userspace pass it as a plain off_t.
+ * Every allocation is charged to the caller's memory cgroup and fails
+ * quietly rather than invoking the OOM killer: the caller sees -ENOMEM.
  */
-#define BLAMER_ID_MAX	((u32)(INT_MAX >> PAGE_SHIFT))
+#define BLAMER_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/* Slab IDs: 1 .. BLAMER_ID_MAX, allocated cyclically. */
+#define BLAMER_ID_MAX	((u32)INT_MAX)
 
 /**
- * struct blamer_buf - the pages of one slab
- * @ref: one reference held by the slab, one by every VMA mapping it
+ * struct blamer_user - an account that slabs are charged to
+ * @node: entry in the users table, under blamer_lock
+ * @ref: one per slab and per page buffer charged, plus lookups
+ * @uid: the account: the creator's real uid, or the owner of its
+ *	outermost non-initial user namespace
+ * @bytes: bytes of pages charged and not yet freed
+ * @slabs: slabs in the table charged here, under blamer_lock
+ * @orphans: orphans among them, under blamer_lock
+ * @orphan_list: those orphans, oldest first, under blamer_lock
+ */
+struct blamer_user {
+	struct hlist_node node;
+	refcount_t ref;
+	kuid_t uid;
+	atomic64_t bytes;
+	unsigned long slabs;
+	unsigned long orphans;
+	struct list_head orphan_list;
+};
+
+/* States of struct blamer_owner */
+enum {
+	BLAMER_OWNER_ALIVE,	/* in the owner table, process running */
+	BLAMER_OWNER_DYING,	/* the exit probe is recording the status */
+	BLAMER_OWNER_DEAD,	/* @exit_status and @death_time_ns are set */
+	BLAMER_OWNER_GONE,	/* left the table alive: no slab was live */
+};
+
+/**
+ * struct blamer_owner - a process that created slabs
+ * @node: entry in the owner table (RCU) while alive
+ * @dead: entry in the reaper's list once dead
+ * @ref: the owner table's reference and one per slab
+ * @pid: the process's thread group (reference held)
+ * @start_time_ns: its start time, boot-based (time namespace free)
+ * @live: its live slabs, under blamer_lock
+ * @state: BLAMER_OWNER_*
+ * @exit_status: wait status of the whole process once DEAD
+ * @death_time_ns: when the last thread exited, boot-based, once DEAD
+ * @rcu: frees it after readers of the owner table are done
+ */
+struct blamer_owner {
+	struct hlist_node node;
+	struct llist_node dead;
+	struct kref ref;
+	struct pid *pid;
+	u64 start_time_ns;
+	struct list_head live;
+	atomic_t state;
+	int exit_status;
+	u64 death_time_ns;
+	struct rcu_head rcu;
+};
+
+/**
+ * struct blamer_buf - the pages of a slab (its inode's i_private)
+ * @user: the account charged for them until they are freed
  * @nr_pages: number of entries in @pages
  * @pages: order-0 pages, zeroed, charged to the creator's memory cgroup
  */
 struct blamer_buf {
-	struct kref ref;
+	struct blamer_user *user;
 	unsigned long nr_pages;
 	struct page *pages[];
 };
 
 /**
- * struct blamer_user - live bytes per user, for the max_owner_bytes quota
- * @node: entry in blamer_users
- * @uid: the user (creator's effective uid)
- * @bytes: bytes of live slabs this user created
- * @slabs: live slabs this user created; the entry goes away at zero
+ * struct blamer_slab - one slab and the kernel's facts about it
+ * @ref: see the top of this file
+ * @id: slab ID, the index in the slab table
+ * @size: size in bytes (whole pages)
+ * @file_serial: the /dev/blamer open file it was created through
+ * @owner: the creating process
+ * @user: the account it is charged to
+ * @cred: the creator's credentials at creation
+ * @mm: the creator's address space at creation (mm_count held): only
+ *	mappings in it may write, and its dumpable flag guards reading
+ * @inode: holds the pages
+ * @create_time_ns: creation time, boot-based
+ * @comm: the creator's command name at creation
+ * @node: entry in @owner->live while live, in @user->orphan_list once
+ *	orphaned, under blamer_lock
+ * @orphaned: on @user->orphan_list, under blamer_lock
+ * @removed: no longer in the slab table, under blamer_lock
+ * @rm_node: entry in a list of slabs just removed from the table
+ * @reap_node: entry in the reaper's list of slabs just orphaned
+ * @rcu: frees it after table walkers are done
  */
-struct blamer_user {
+struct blamer_slab {
+	struct kref ref;
+	u32 id;
+	u64 size;
+	u64 file_serial;
+	struct blamer_owner *owner;
+	struct blamer_user *user;
+	const struct cred *cred;
+	struct mm_struct *mm;
+	struct inode *inode;
+	u64 create_time_ns;
+	char comm[TASK_COMM_LEN];
 	struct list_head node;
-	kuid_t uid;
-	u64 bytes;
-	unsigned long slabs;
+	bool orphaned;
+	bool removed;
+	struct list_head rm_node;
+	struct list_head reap_node;
+	struct rcu_head rcu;
 };
 
 /**
- * struct blamer_ctx - per open file of /dev/blamer
- * @serial: identifies the file in listings (owner_serial)
- * @slabs: live slabs created through this file
- * @seen_generation: event generation at the caller's last BLAMER_IOC_LIST
+ * struct blamer_ident - who asks
+ * @cred: credentials
+ * @pidns: pid namespace the asker sees
+ * @tgid: the asker's thread group
+ * @live: the asker is current: capabilities are checked now (and
+ *	audited where a privilege is exercised); otherwise the fields below
+ *	were computed when the snapshot was taken (poll watchers)
+ * @priv_all: CAP_SYS_PTRACE in the initial user namespace (snapshot)
+ * @priv_own: CAP_SYS_PTRACE in its own user namespace (snapshot)
+ * @group: member of the reader_gid group (snapshot)
+ */
+struct blamer_ident {
+	const struct cred *cred;
+	struct pid_namespace *pidns;
+	struct pid *tgid;
+	bool live;
+	bool priv_all;
+	bool priv_own;
+	bool group;
+};
+
+/**
+ * struct blamer_ctx - an open /dev/blamer
+ * @serial: identifies the open file (blamer_slab_info.file_serial)
+ * @pid: the opener's thread group: only it creates slabs through this file
+ * @mm: the opener's address space (mm_count held), NULL for kernel callers
+ * @wq: poll() waiters
+ * @events: events visible to @ident reported so far
+ * @seen: @events at the last BLAMER_IOC_LIST
+ * @watch: entry in the watcher list once watching, under blamer_watch_lock
+ * @watching: on the watcher list, under blamer_watch_lock
+ * @ident: whose view events are filtered for, under blamer_watch_lock
  */
 struct blamer_ctx {
 	u64 serial;
-	struct list_head slabs;
-	u64 seen_generation;
-};
-
-/**
- * struct blamer_slab - one slab and the kernel's facts about it
- * @id: slab ID, the index in blamer_slabs
- * @size: real size in bytes (whole pages)
- * @serial: the owning file's serial, kept after orphaning
- * @buf: the pages, shared with every mapping
- * @ctx: the owning open file while live, NULL once orphaned
- * @node: entry in @ctx->slabs while live, in blamer_orphans once orphaned
- * @user: per-user usage entry charged while live
- * @pid: owner's thread group (reference held)
- * @cred: owner's credentials at creation (reference held)
- * @start_time_ns: owner's process start time, boot-based
- * @create_time_ns: creation time, boot-based
- * @orphan_time_ns: time it became an orphan, boot-based, or 0
- * @exit_status: owner's wait status (as waitpid reports it), if @exited
- * @exited: the owner was seen exiting and @exit_status is valid
- * @comm: owner's command name at creation
- */
-struct blamer_slab {
-	u32 id;
-	u64 size;
-	u64 serial;
-	struct blamer_buf *buf;
-	struct blamer_ctx *ctx;
-	struct list_head node;
-	struct blamer_user *user;
 	struct pid *pid;
-	const struct cred *cred;
-	u64 start_time_ns;
-	u64 create_time_ns;
-	u64 orphan_time_ns;
-	int exit_status;
-	bool exited;
-	char comm[TASK_COMM_LEN];
+	struct mm_struct *mm;
+	wait_queue_head_t wq;
+	atomic64_t events;
+	atomic64_t seen;
+	struct list_head watch;
+	bool watching;
+	struct blamer_ident ident;
 };
 
 /* main.c: module parameters (read with READ_ONCE) */
 extern u64 blamer_max_slab_bytes;
-extern u64 blamer_max_owner_bytes;
+extern u64 blamer_max_user_bytes;
 extern u64 blamer_max_total_bytes;
-extern u64 blamer_max_orphans;
+extern u64 blamer_max_user_orphans;
 extern int blamer_reader_gid;
 
 /* slab.c */
 extern struct mutex blamer_lock;
 extern struct xarray blamer_slabs;
-extern wait_queue_head_t blamer_wq;
-
-u64 blamer_generation(void);
-void blamer_status(struct blamer_status *st);
-int blamer_slab_create(struct blamer_ctx *ctx, u64 length, u32 *idp,
-		       u64 *sizep);
-void blamer_slab_undo(struct blamer_ctx *ctx, u32 id);
-void blamer_ctx_exiting(struct blamer_ctx *ctx);
-void blamer_ctx_orphan(struct blamer_ctx *ctx);
+int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
+		       struct file **filep);
+int blamer_slab_open(struct blamer_open *o, struct file **filep);
+int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l);
+void blamer_slab_undo(struct blamer_slab *slab);
 int blamer_slab_release(u64 id);
-void blamer_slab_fill_info(const struct blamer_slab *slab,
-			   const struct blamer_ctx *ctx,
-			   struct blamer_slab_info *info);
-void blamer_free_all(void);
-void blamer_buf_put(struct blamer_buf *buf);
+void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out);
+void blamer_slab_orphan_locked(struct blamer_slab *slab,
+			       struct list_head *evicted);
+void blamer_evict_locked(struct blamer_user *user, unsigned long keep,
+			 u64 bytes, struct list_head *out);
+void blamer_slab_put_list(struct list_head *list, bool notify);
+void blamer_slab_get(struct blamer_slab *slab);
+void blamer_slab_put(struct blamer_slab *slab);
+void blamer_status(struct blamer_status *st);
+void blamer_slab_free_all(void);
+
+/* owner.c */
+int blamer_owner_init(void);
+void blamer_owner_exit(void);
+void blamer_owner_settle(void);
+struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare);
+void blamer_owner_put(struct blamer_owner *owner);
+void blamer_owner_idle_locked(struct blamer_owner *owner);
+bool blamer_owner_dead(const struct blamer_owner *owner);
+bool blamer_owner_living(const struct blamer_owner *owner);
+bool blamer_is_owner(const struct blamer_slab *slab);
+
+/* user.c */
+int blamer_user_charge(u64 size, struct blamer_user **userp);
+void blamer_user_uncharge(struct blamer_user *user, u64 size);
+struct blamer_user *blamer_user_find_locked(kuid_t uid);
+kuid_t blamer_user_key(const struct cred *cred);
+void blamer_user_get(struct blamer_user *user);
+void blamer_user_put(struct blamer_user *user);
+u64 blamer_total_bytes(void);
+
+/* slabfs.c */
+int blamer_slabfs_init(void);
+void blamer_slabfs_exit(void);
+struct inode *blamer_slab_inode(u64 size, struct blamer_user *user);
+struct file *blamer_slab_file(struct blamer_slab *slab, int flags);
+void blamer_slab_revoke_writers(struct blamer_slab *slab);
 
 /* perm.c */
-bool blamer_may_read(const struct blamer_slab *slab);
+void blamer_ident_current(struct blamer_ident *id);
+void blamer_ident_snapshot(struct blamer_ident *id);
+void blamer_ident_release(struct blamer_ident *id);
+bool blamer_may_read(const struct blamer_ident *id,
+		     const struct blamer_slab *slab, bool audit);
 
-/* mmap.c */
-int blamer_mmap(struct file *file, struct vm_area_struct *vma);
+/* event.c */
+void blamer_watch(struct blamer_ctx *ctx, bool refresh);
+void blamer_unwatch(struct blamer_ctx *ctx);
+void blamer_notify(const struct blamer_slab *slab);
 
 /* ioctl.c */
 long blamer_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
-/* proc.c */
-int blamer_proc_init(void);
-void blamer_proc_exit(void);
-
 /*
- * vm_flags became read-only in 6.3; the vm_flags_set()/vm_flags_clear()
- * helpers arrived with that change. Some vendor 6.1 trees have them too,
- * so Kbuild probes the headers for them (BLAMER_HAVE_VM_FLAGS_SET) rather
- * than trusting the version number.
+ * vm_flags became read-only in 6.3, when the vm_flags_set() helper
+ * arrived; module/Kbuild defines BLAMER_VM_FLAGS_SET from 6.3 on.
  */
 static inline void blamer_vm_flags_set(struct vm_area_struct *vma,
 				       vm_flags_t flags)
 {
-#ifdef BLAMER_HAVE_VM_FLAGS_SET
+#ifdef BLAMER_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
-#endif
-}
-
-static inline void blamer_vm_flags_clear(struct vm_area_struct *vma,
-					 vm_flags_t flags)
-{
-#ifdef BLAMER_HAVE_VM_FLAGS_SET
-	vm_flags_clear(vma, flags);
-#else
-	vma->vm_flags &= ~flags;
 #endif
 }
 

@@ -1,172 +1,146 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * blamer: the ioctls.
+ * blamer: the ioctls of /dev/blamer.
  *
- * Every argument structure starts with a __u32 size. The kernel accepts
- * any size from the first published one (*_SIZE_VER0) up to a page:
- * fields it does not know must be zero (copy_struct_from_user), fields
- * userspace does not know are not written back. The ioctl number is
- * matched on type, number and direction only, since its size bits change
- * when a structure grows.
+ * A command is matched on type, number and direction; the size of its
+ * structure is the size in the command (_IOC_SIZE), as PIDFD_GET_INFO
+ * does, so strace, seccomp filters and fuzzers see the real argument. Any
+ * size from the first published one up is accepted: a larger structure
+ * must have a zero tail (copy_struct_from_user(), E2BIG otherwise, as
+ * clone3() and openat2() do), a smaller one reads as zero-filled, and at
+ * most the caller's size is written back, the rest of it zeroed.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/minmax.h>
-#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "blamer.h"
 
 static int blamer_copy_in(void *karg, size_t ksize, size_t ver0,
-			  void __user *uarg, u32 *usize)
+			  void __user *uarg, size_t usize)
 {
-	u32 size;
-	int err;
-
-	if (get_user(size, (u32 __user *)uarg))
-		return -EFAULT;
-	if (size < ver0 || size > PAGE_SIZE)
+	if (usize < ver0)
 		return -EINVAL;
-	err = copy_struct_from_user(karg, ksize, uarg, size);
-	if (err)
-		return err;
-	*usize = size;
-	return 0;
+	return copy_struct_from_user(karg, ksize, uarg, usize);
 }
 
-static int blamer_copy_out(void __user *uarg, const void *karg, size_t ksize,
-			   u32 usize)
+static int blamer_copy_out(void __user *uarg, size_t usize, const void *karg,
+			   size_t ksize)
 {
-	if (copy_to_user(uarg, karg, min_t(size_t, ksize, usize)))
+	size_t len = min(usize, ksize);
+
+	if (copy_to_user(uarg, karg, len))
+		return -EFAULT;
+	if (usize > len && clear_user(uarg + len, usize - len))
 		return -EFAULT;
 	return 0;
 }
 
-static long blamer_ioc_create(struct blamer_ctx *ctx, void __user *uarg)
+/*
+ * Hand @file to userspace as a new close-on-exec descriptor written to
+ * *@fdp inside @karg, which is copied out first: a failed copy leaves no
+ * descriptor behind. Consumes @file.
+ */
+static int blamer_install(struct file *file, s32 *fdp, void __user *uarg,
+			  size_t usize, const void *karg, size_t ksize)
+{
+	int fd = get_unused_fd_flags(O_CLOEXEC);
+
+	if (fd < 0) {
+		fput(file);
+		return fd;
+	}
+	*fdp = fd;
+	if (blamer_copy_out(uarg, usize, karg, ksize)) {
+		put_unused_fd(fd);
+		fput(file);
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return 0;
+}
+
+static long blamer_ioc_create(struct file *dev, void __user *uarg,
+			      size_t usize)
 {
 	struct blamer_create c;
-	u32 usize, id;
-	u64 size;
+	struct blamer_slab *slab;
+	struct file *file;
 	int err;
 
 	err = blamer_copy_in(&c, sizeof(c), BLAMER_CREATE_SIZE_VER0, uarg,
-			     &usize);
+			     usize);
 	if (err)
 		return err;
-	if (c.flags)
-		return -EINVAL;
-	err = blamer_slab_create(ctx, c.length, &id, &size);
+	if (!(dev->f_mode & FMODE_WRITE))
+		return -EBADF;
+	err = blamer_slab_create(dev->private_data, &c, &file);
 	if (err)
 		return err;
-	c.length = size;
-	c.id = id;
-	c.mmap_offset = (u64)id << PAGE_SHIFT;
-	err = blamer_copy_out(uarg, &c, sizeof(c), usize);
+	slab = file->private_data;
+	blamer_slab_get(slab);
+	err = blamer_install(file, &c.fd, uarg, usize, &c, sizeof(c));
 	if (err)
-		blamer_slab_undo(ctx, id);
+		blamer_slab_undo(slab);
+	else
+		blamer_notify(slab);
+	blamer_slab_put(slab);
 	return err;
 }
 
-/* Write @n infos to userspace entries of @stride bytes each. */
-static int blamer_copy_infos(u64 uptr, const struct blamer_slab_info *info,
-			     u32 n, u32 stride)
+static long blamer_ioc_open(void __user *uarg, size_t usize)
 {
-	size_t len = min_t(size_t, stride, sizeof(*info));
-	u32 i;
-
-	for (i = 0; i < n; i++) {
-		char __user *dst = u64_to_user_ptr(uptr + (u64)i * stride);
-
-		if (copy_to_user(dst, &info[i], len))
-			return -EFAULT;
-		if (stride > len && clear_user(dst + len, stride - len))
-			return -EFAULT;
-	}
-	return 0;
-}
-
-static long blamer_ioc_list(struct blamer_ctx *ctx, void __user *uarg)
-{
-	struct blamer_slab_info *info = NULL;
-	struct blamer_slab *slab;
-	struct blamer_list l;
-	unsigned long id;
-	u32 usize, n = 0, total = 0, cap;
-	u64 gen;
+	struct blamer_open o;
+	struct file *file;
 	int err;
 
-	err = blamer_copy_in(&l, sizeof(l), BLAMER_LIST_SIZE_VER0, uarg,
-			     &usize);
+	err = blamer_copy_in(&o, sizeof(o), BLAMER_OPEN_SIZE_VER0, uarg, usize);
 	if (err)
 		return err;
-	if (l.flags || l.info_size < BLAMER_SLAB_INFO_SIZE_VER0 ||
-	    l.info_size > PAGE_SIZE)
-		return -EINVAL;
-
-	mutex_lock(&blamer_lock);
-	/* Read before the walk, so that a later event still wakes poll. */
-	gen = blamer_generation();
-	/* Never allocate more than there are slabs, whatever capacity says. */
-	xa_for_each(&blamer_slabs, id, slab)
-		total++;
-	cap = min(l.capacity, total);
-	if (cap) {
-		info = kvcalloc(cap, sizeof(*info), GFP_KERNEL);
-		if (!info) {
-			mutex_unlock(&blamer_lock);
-			return -ENOMEM;
-		}
-	}
-	total = 0;
-	xa_for_each(&blamer_slabs, id, slab) {
-		if (slab->ctx != ctx && !blamer_may_read(slab))
-			continue;
-		if (n < cap)
-			blamer_slab_fill_info(slab, ctx, &info[n++]);
-		total++;
-	}
-	mutex_unlock(&blamer_lock);
-
-	err = blamer_copy_infos(l.slabs, info, n, l.info_size);
-	kvfree(info);
+	err = blamer_slab_open(&o, &file);
 	if (err)
 		return err;
-	l.count = n;
-	l.total = total;
-	l.generation = gen;
-	err = blamer_copy_out(uarg, &l, sizeof(l), usize);
-	if (err)
-		return err;
-	WRITE_ONCE(ctx->seen_generation, gen);
-	return 0;
+	return blamer_install(file, &o.fd, uarg, usize, &o, sizeof(o));
 }
 
-static long blamer_ioc_release(void __user *uarg)
+static long blamer_ioc_list(struct blamer_ctx *ctx, void __user *uarg,
+			    size_t usize)
+{
+	struct blamer_list l;
+	int err;
+
+	err = blamer_copy_in(&l, sizeof(l), BLAMER_LIST_SIZE_VER0, uarg, usize);
+	if (err)
+		return err;
+	err = blamer_slab_list(ctx, &l);
+	if (err)
+		return err;
+	return blamer_copy_out(uarg, usize, &l, sizeof(l));
+}
+
+static long blamer_ioc_release(void __user *uarg, size_t usize)
 {
 	struct blamer_release r;
-	u32 usize;
 	int err;
 
 	err = blamer_copy_in(&r, sizeof(r), BLAMER_RELEASE_SIZE_VER0, uarg,
-			     &usize);
+			     usize);
 	if (err)
 		return err;
-	if (r.flags)
+	if (r.flags || r.reserved)
 		return -EINVAL;
 	return blamer_slab_release(r.id);
 }
 
-static long blamer_ioc_status(void __user *uarg)
+static long blamer_ioc_status(void __user *uarg, size_t usize)
 {
-	struct blamer_status st;
-	u32 usize;
-	int err;
+	struct blamer_status st = { };
 
-	err = blamer_copy_in(&st, sizeof(st), BLAMER_STATUS_SIZE_VER0, uarg,
-			     &usize);
-	if (err)
-		return err;
+	if (usize < BLAMER_STATUS_SIZE_VER0)
+		return -EINVAL;
 	blamer_status(&st);
-	return blamer_copy_out(uarg, &st, sizeof(st), usize);
+	return blamer_copy_out(uarg, usize, &st, sizeof(st));
 }
 
 /* Same ioctl apart from the size bits? */
@@ -179,11 +153,12 @@ static bool blamer_cmd_is(unsigned int cmd, unsigned int ref)
 
 long blamer_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct blamer_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	size_t usize = _IOC_SIZE(cmd);
 
 	/* The published layouts; a change here breaks the ABI. */
 	BUILD_BUG_ON(sizeof(struct blamer_create) != BLAMER_CREATE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct blamer_open) != BLAMER_OPEN_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct blamer_list) != BLAMER_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct blamer_release) != BLAMER_RELEASE_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct blamer_status) != BLAMER_STATUS_SIZE_VER0);
@@ -191,12 +166,14 @@ long blamer_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		     BLAMER_SLAB_INFO_SIZE_VER0);
 
 	if (blamer_cmd_is(cmd, BLAMER_IOC_CREATE))
-		return blamer_ioc_create(ctx, uarg);
+		return blamer_ioc_create(file, uarg, usize);
+	if (blamer_cmd_is(cmd, BLAMER_IOC_OPEN))
+		return blamer_ioc_open(uarg, usize);
 	if (blamer_cmd_is(cmd, BLAMER_IOC_LIST))
-		return blamer_ioc_list(ctx, uarg);
+		return blamer_ioc_list(file->private_data, uarg, usize);
 	if (blamer_cmd_is(cmd, BLAMER_IOC_RELEASE))
-		return blamer_ioc_release(uarg);
+		return blamer_ioc_release(uarg, usize);
 	if (blamer_cmd_is(cmd, BLAMER_IOC_STATUS))
-		return blamer_ioc_status(uarg);
+		return blamer_ioc_status(uarg, usize);
 	return -ENOTTY;
 }

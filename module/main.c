@@ -16,15 +16,17 @@
 #include <linux/moduleparam.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "blamer.h"
 #include "plant.h"
 
 u64 blamer_max_slab_bytes = 16ULL << 20;
-u64 blamer_max_owner_bytes = 64ULL << 20;
+u64 blamer_max_user_bytes = 64ULL << 20;
 u64 blamer_max_total_bytes = 256ULL << 20;
-u64 blamer_max_orphans = 64;
+u64 blamer_max_user_orphans = 64;
 int blamer_reader_gid = -1;
 
 /**
@@ -77,13 +79,13 @@ module_param_cb(max_slab_bytes, &blamer_param_ops,
 MODULE_PARM_DESC(max_slab_bytes,
 		 "Largest slab in bytes, a multiple of the page size (default 16 MiB, at most 1 GiB)");
 
-static struct blamer_param blamer_param_max_owner_bytes = {
-	.val = &blamer_max_owner_bytes, .min = PAGE_SIZE, .max = 1ULL << 40,
+static struct blamer_param blamer_param_max_user_bytes = {
+	.val = &blamer_max_user_bytes, .min = PAGE_SIZE, .max = 1ULL << 40,
 };
-module_param_cb(max_owner_bytes, &blamer_param_ops,
-		&blamer_param_max_owner_bytes, 0644);
-MODULE_PARM_DESC(max_owner_bytes,
-		 "Bytes of live slabs one user may own (default 64 MiB)");
+module_param_cb(max_user_bytes, &blamer_param_ops,
+		&blamer_param_max_user_bytes, 0644);
+MODULE_PARM_DESC(max_user_bytes,
+		 "Bytes of slab pages, live and orphaned, charged to one user (default 64 MiB)");
 
 static struct blamer_param blamer_param_max_total_bytes = {
 	.val = &blamer_max_total_bytes, .min = PAGE_SIZE, .max = 1ULL << 40,
@@ -91,15 +93,15 @@ static struct blamer_param blamer_param_max_total_bytes = {
 module_param_cb(max_total_bytes, &blamer_param_ops,
 		&blamer_param_max_total_bytes, 0644);
 MODULE_PARM_DESC(max_total_bytes,
-		 "Bytes of all slabs, live and orphaned (default 256 MiB)");
+		 "Bytes of slab pages of all users (default 256 MiB)");
 
-static struct blamer_param blamer_param_max_orphans = {
-	.val = &blamer_max_orphans, .min = 0, .max = 1 << 20,
+static struct blamer_param blamer_param_max_user_orphans = {
+	.val = &blamer_max_user_orphans, .min = 0, .max = 1 << 20,
 };
-module_param_cb(max_orphans, &blamer_param_ops, &blamer_param_max_orphans,
-		0644);
-MODULE_PARM_DESC(max_orphans,
-		 "Orphaned slabs kept for postmortem reading; the oldest are evicted above it (default 64)");
+module_param_cb(max_user_orphans, &blamer_param_ops,
+		&blamer_param_max_user_orphans, 0644);
+MODULE_PARM_DESC(max_user_orphans,
+		 "Orphans kept per user; above it the user's oldest are evicted (default 64)");
 
 static int blamer_gid_set(const char *val, const struct kernel_param *kp)
 {
@@ -130,38 +132,40 @@ MODULE_PARM_DESC(reader_gid,
 
 static atomic64_t blamer_serial = ATOMIC64_INIT(0);
 
+/*
+ * The opener's process and address space are recorded: only they create
+ * slabs through this file (an inherited or passed descriptor, or one kept
+ * across execve(), gives no identity). Anyone may list, open and release
+ * through it, with their own rights.
+ */
 static int blamer_open(struct inode *inode, struct file *file)
 {
 	struct blamer_ctx *ctx;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
+	ctx = kzalloc(sizeof(*ctx), BLAMER_GFP);
 	if (!ctx)
 		return -ENOMEM;
 	ctx->serial = atomic64_inc_return(&blamer_serial);
-	INIT_LIST_HEAD(&ctx->slabs);
-	ctx->seen_generation = blamer_generation();
+	ctx->pid = get_pid(task_tgid(current));
+	ctx->mm = current->mm;
+	if (ctx->mm)
+		mmgrab(ctx->mm);
+	init_waitqueue_head(&ctx->wq);
+	INIT_LIST_HEAD(&ctx->watch);
 	file->private_data = ctx;
 	blamer_plant_open();
 	return nonseekable_open(inode, file);
 }
 
-/*
- * Runs on every close() of a descriptor, and from exit_files() when the
- * process exits: the only point where a module sees an exit status.
- */
-static int blamer_flush(struct file *file, fl_owner_t id)
-{
-	if (current->flags & PF_EXITING)
-		blamer_ctx_exiting(file->private_data);
-	return 0;
-}
-
-/* Last descriptor and last mapping are gone: orphan the slabs. */
+/* Closing a descriptor changes nothing about slabs: they follow processes. */
 static int blamer_release(struct inode *inode, struct file *file)
 {
 	struct blamer_ctx *ctx = file->private_data;
 
-	blamer_ctx_orphan(ctx);
+	blamer_unwatch(ctx);
+	put_pid(ctx->pid);
+	if (ctx->mm)
+		mmdrop(ctx->mm);
 	kfree(ctx);
 	blamer_plant_release(ctx);
 	return 0;
@@ -171,8 +175,9 @@ static __poll_t blamer_poll(struct file *file, poll_table *wait)
 {
 	struct blamer_ctx *ctx = file->private_data;
 
-	poll_wait(file, &blamer_wq, wait);
-	if (blamer_generation() != READ_ONCE(ctx->seen_generation))
+	blamer_watch(ctx, false);
+	poll_wait(file, &ctx->wq, wait);
+	if (atomic64_read(&ctx->events) != atomic64_read(&ctx->seen))
 		return EPOLLIN | EPOLLRDNORM;
 	return 0;
 }
@@ -180,12 +185,10 @@ static __poll_t blamer_poll(struct file *file, poll_table *wait)
 static const struct file_operations blamer_fops = {
 	.owner = THIS_MODULE,
 	.open = blamer_open,
-	.flush = blamer_flush,
 	.release = blamer_release,
 	.poll = blamer_poll,
 	.unlocked_ioctl = blamer_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.mmap = blamer_mmap,
 	.llseek = noop_llseek,
 };
 
@@ -204,24 +207,34 @@ static int __init blamer_init(void)
 {
 	int err;
 
-	err = blamer_proc_init();
+	err = blamer_slabfs_init();
 	if (err)
 		return err;
+	err = blamer_owner_init();
+	if (err)
+		goto slabfs;
 	err = misc_register(&blamer_misc);
-	if (err) {
-		blamer_proc_exit();
-		return err;
-	}
-	pr_info("ready, ABI %d\n", BLAMER_ABI_VERSION);
+	if (err)
+		goto owner;
 	return 0;
+
+owner:
+	blamer_owner_exit();
+slabfs:
+	blamer_slabfs_exit();
+	return err;
 }
 
-/* Open files and mappings pin the module, so only orphans remain here. */
+/*
+ * Open files and mappings pin the module, so only slabs without files
+ * remain: live ones of processes that closed everything, and orphans.
+ */
 static void __exit blamer_exit(void)
 {
 	misc_deregister(&blamer_misc);
-	blamer_proc_exit();
-	blamer_free_all();
+	blamer_owner_exit();
+	blamer_slab_free_all();
+	blamer_slabfs_exit();
 }
 
 module_init(blamer_init);

@@ -2,26 +2,35 @@
 /*
  * blamer: who may read a slab.
  *
- * ptrace_may_access() is not exported to modules, so this is our own rule,
- * modelled on __ptrace_may_access() (PTRACE_MODE_READ_FSCREDS) but without
- * the dumpable check and without LSM hooks (Yama's ptrace_scope does not
- * apply). The owner's credentials are those it had when it created the
- * slab.
+ * ptrace_may_access() is not exported to modules, so this is
+ * __ptrace_may_access() (PTRACE_MODE_READ_FSCREDS) restated against the
+ * creator as it was when it created the slab, for live slabs and orphans
+ * alike:
  *
- *  - the owner's own thread group may read its live slabs;
- *  - while the owner process lives: the caller's fsuid must equal the
- *    owner's uid, euid and suid, and its fsgid the owner's gid, egid and
- *    sgid, as ptrace requires;
- *  - once the owner process is gone, or the slab is an orphan: the caller's
- *    fsuid equal to the owner's uid or euid is enough;
- *  - always: CAP_SYS_PTRACE in the owner's user namespace, or membership in
- *    the group named by the reader_gid module parameter.
+ *  1. the creating process itself may read its slabs;
+ *  2. a slab whose creator is not visible in the reader's pid namespace
+ *     is readable only with CAP_SYS_PTRACE in the initial user namespace;
+ *  3. members of the reader_gid group may read every visible slab;
+ *  4. otherwise the reader's fsuid must equal the creator's uid, euid and
+ *     suid and its fsgid the creator's gid, egid and sgid, or it needs
+ *     CAP_SYS_PTRACE in the creator's user namespace;
+ *  5. and if the creator's address space is not dumpable (it ran a setuid
+ *     or setgid program, changed its ids, or said PR_SET_DUMPABLE 0; for
+ *     an orphan, as it was when the process died), the reader needs
+ *     CAP_SYS_PTRACE in that address space's user namespace.
+ *
+ * LSM and Yama ptrace policies are not applied. Capabilities exercised to
+ * open, map or release a slab are audited; those merely filtering a
+ * listing are not, as /proc does for its listings.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/pid.h>
-#include <linux/sched.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/coredump.h>
+#include <linux/sched/signal.h>
 #include <linux/uidgid.h>
+#include <linux/user_namespace.h>
 
 #include "blamer.h"
 
@@ -36,14 +45,7 @@ static bool blamer_same_ids(const struct cred *reader,
 	       gid_eq(reader->fsgid, owner->gid);
 }
 
-static bool blamer_same_user(const struct cred *reader,
-			     const struct cred *owner)
-{
-	return uid_eq(reader->fsuid, owner->uid) ||
-	       uid_eq(reader->fsuid, owner->euid);
-}
-
-static bool blamer_reader_group(void)
+static bool blamer_in_reader_group(void)
 {
 	int gid = READ_ONCE(blamer_reader_gid);
 	kgid_t kgid;
@@ -54,25 +56,89 @@ static bool blamer_reader_group(void)
 	return gid_valid(kgid) && in_group_p(kgid);
 }
 
+/* Is @ns @ancestor or below it? */
+static bool blamer_userns_within(const struct user_namespace *ns,
+				 const struct user_namespace *ancestor)
+{
+	while (ns->level > ancestor->level)
+		ns = ns->parent;
+	return ns == ancestor;
+}
+
+static bool blamer_capable(const struct blamer_ident *id,
+			   struct user_namespace *ns, bool audit)
+{
+	if (id->live)
+		return audit ? ns_capable(ns, CAP_SYS_PTRACE) :
+			       ns_capable_noaudit(ns, CAP_SYS_PTRACE);
+	/* A subset of what cap_capable() would allow: never more. */
+	return id->priv_all ||
+	       (id->priv_own && blamer_userns_within(ns, id->cred->user_ns));
+}
+
+static bool blamer_group(const struct blamer_ident *id)
+{
+	return id->live ? blamer_in_reader_group() : id->group;
+}
+
 /**
- * blamer_may_read - may the current task map @slab read-only?
- * @slab: the slab; blamer_lock is held
+ * blamer_may_read - may @id read @slab?
+ * @id: the asker
+ * @slab: the slab
+ * @audit: the answer is acted on (open, map, release): audit capability
+ *	checks
  *
  * Return: true if permitted.
  */
-bool blamer_may_read(const struct blamer_slab *slab)
+bool blamer_may_read(const struct blamer_ident *id,
+		     const struct blamer_slab *slab, bool audit)
 {
-	const struct cred *reader = current_cred();
 	const struct cred *owner = slab->cred;
-	bool owner_alive = slab->ctx && pid_has_task(slab->pid, PIDTYPE_TGID);
+	bool ids, dumpable;
 
-	lockdep_assert_held(&blamer_lock);
-	if (task_tgid(current) == slab->pid && owner_alive)
+	if (id->tgid == slab->owner->pid)
 		return true;
-	if (owner_alive ? blamer_same_ids(reader, owner) :
-			  blamer_same_user(reader, owner))
+	if (!pid_nr_ns(slab->owner->pid, id->pidns))
+		return blamer_capable(id, &init_user_ns, audit);
+	if (blamer_group(id))
 		return true;
-	if (ns_capable_noaudit(owner->user_ns, CAP_SYS_PTRACE))
+	ids = blamer_same_ids(id->cred, owner);
+	dumpable = get_dumpable(slab->mm) == SUID_DUMP_USER;
+	if (ids && dumpable)
 		return true;
-	return blamer_reader_group();
+	if (!ids && !blamer_capable(id, owner->user_ns, audit))
+		return false;
+	return dumpable || blamer_capable(id, slab->mm->user_ns, audit);
+}
+
+/* The calling task, checked live; valid for the duration of the call. */
+void blamer_ident_current(struct blamer_ident *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->cred = current_cred();
+	id->pidns = task_active_pid_ns(current);
+	id->tgid = task_tgid(current);
+	id->live = true;
+}
+
+/* A snapshot of the calling task for filtering events later. */
+void blamer_ident_snapshot(struct blamer_ident *id)
+{
+	id->cred = get_current_cred();
+	id->pidns = get_pid_ns(task_active_pid_ns(current));
+	id->tgid = get_pid(task_tgid(current));
+	id->live = false;
+	id->priv_all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+	id->priv_own = ns_capable_noaudit(current_user_ns(), CAP_SYS_PTRACE);
+	id->group = blamer_in_reader_group();
+}
+
+void blamer_ident_release(struct blamer_ident *id)
+{
+	if (id->cred)
+		put_cred(id->cred);
+	if (id->pidns)
+		put_pid_ns(id->pidns);
+	put_pid(id->tgid);
+	memset(id, 0, sizeof(*id));
 }

@@ -2,481 +2,525 @@
 /*
  * blamer: the slab table and the lifetime of a slab.
  *
- * A slab is created live, owned by the open file that asked for it. When
- * that file is released its slabs become orphans, kept for postmortem
- * reading until a permitted reader releases them or the retention limit
- * (max_orphans) evicts the oldest. The pages live in a reference-counted
- * struct blamer_buf: freeing a slab only drops the slab's reference, so a
- * mapping keeps reading the last contents, never freed memory.
+ * A slab is created live, owned by the calling process. When that process
+ * dies (owner.c) its slabs become orphans, kept for postmortem reading
+ * until a permitted reader releases them or their account's orphan limit
+ * evicts them, oldest first (user.c). The owner may release its own live
+ * slabs. Releasing or evicting only removes the slab from the table:
+ * files and mappings of it keep its facts and pages alive.
+ *
+ * The table is an xarray written under blamer_lock and walked under RCU:
+ * a walker takes a reference (kref_get_unless_zero) before leaving the
+ * RCU section, and slabs are freed after a grace period. So listing never
+ * holds blamer_lock, and never holds anything while copying to userspace.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
-#include <linux/atomic.h>
-#include <linux/mm.h>
-#include <linux/overflow.h>
-#include <linux/pid_namespace.h>
-#include <linux/sched.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/time_namespace.h>
 #include <linux/timekeeping.h>
-#include <linux/uidgid.h>
+#include <linux/uaccess.h>
 #include <linux/user_namespace.h>
 
 #include "blamer.h"
 
-/* Protects the slab table and everything below, see blamer.h. */
+/* Protects the table's contents and more, see blamer.h. */
 DEFINE_MUTEX(blamer_lock);
-/* The slab table: ID -> struct blamer_slab, IDs from 1. */
+/* ID -> struct blamer_slab, IDs from 1. */
 DEFINE_XARRAY_ALLOC1(blamer_slabs);
-/* poll() waiters, woken on every event. */
-DECLARE_WAIT_QUEUE_HEAD(blamer_wq);
 
-/* All below are protected by blamer_lock. */
-static LIST_HEAD(blamer_orphans);	/* oldest first */
-static LIST_HEAD(blamer_users);
+/* Under blamer_lock. */
 static u32 blamer_next_id;
-static u64 blamer_nr_slabs;
-static u64 blamer_nr_orphans;
-static u64 blamer_bytes;		/* live, orphaned and reserved */
+static unsigned long blamer_nr_slabs;
+static unsigned long blamer_nr_orphans;
 
-/* Bumped on every create, orphaning and removal; read locklessly by poll. */
-static atomic64_t blamer_gen = ATOMIC64_INIT(0);
-
-u64 blamer_generation(void)
+static void blamer_slab_free(struct kref *ref)
 {
-	return atomic64_read(&blamer_gen);
+	struct blamer_slab *slab = container_of(ref, struct blamer_slab, ref);
+
+	if (slab->owner)
+		blamer_owner_put(slab->owner);
+	if (slab->user)
+		blamer_user_put(slab->user);
+	if (slab->cred)
+		put_cred(slab->cred);
+	if (slab->mm)
+		mmdrop(slab->mm);
+	iput(slab->inode);
+	kfree_rcu(slab, rcu);
 }
 
-static void blamer_event(void)
+void blamer_slab_get(struct blamer_slab *slab)
 {
-	atomic64_inc(&blamer_gen);
-	wake_up_interruptible_all(&blamer_wq);
+	kref_get(&slab->ref);
 }
 
-void blamer_status(struct blamer_status *st)
+/* May free the slab's pages and take blamer_lock: never call it held. */
+void blamer_slab_put(struct blamer_slab *slab)
 {
-	mutex_lock(&blamer_lock);
-	st->slabs = blamer_nr_slabs;
-	st->orphans = blamer_nr_orphans;
-	st->bytes = blamer_bytes;
-	mutex_unlock(&blamer_lock);
-	st->abi_version = BLAMER_ABI_VERSION;
-	st->max_slab_bytes = READ_ONCE(blamer_max_slab_bytes);
-	st->max_owner_bytes = READ_ONCE(blamer_max_owner_bytes);
-	st->max_total_bytes = READ_ONCE(blamer_max_total_bytes);
-	st->max_orphans = READ_ONCE(blamer_max_orphans);
-	st->generation = blamer_generation();
+	lockdep_assert_not_held(&blamer_lock);
+	kref_put(&slab->ref, blamer_slab_free);
 }
 
-static void blamer_buf_free(struct kref *ref)
+/* The slab with ID @id, with a reference, or NULL. */
+static struct blamer_slab *blamer_slab_lookup(u64 id)
 {
-	struct blamer_buf *buf = container_of(ref, struct blamer_buf, ref);
-	unsigned long i;
+	struct blamer_slab *slab;
 
-	for (i = 0; i < buf->nr_pages; i++)
-		if (buf->pages[i])
-			__free_page(buf->pages[i]);
-	kvfree(buf);
-}
-
-void blamer_buf_put(struct blamer_buf *buf)
-{
-	kref_put(&buf->ref, blamer_buf_free);
-}
-
-/*
- * Order-0 pages, zeroed (no stale data reaches userspace), charged to the
- * caller's memory cgroup, failing quietly rather than invoking the OOM
- * killer or warning: the caller sees -ENOMEM.
- */
-static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages)
-{
-	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
-			  __GFP_RETRY_MAYFAIL;
-	struct blamer_buf *buf;
-	unsigned long i;
-
-	buf = kvzalloc(struct_size(buf, pages, nr_pages), gfp);
-	if (!buf)
+	if (!id || id > BLAMER_ID_MAX)
 		return NULL;
-	kref_init(&buf->ref);
-	buf->nr_pages = nr_pages;
-	for (i = 0; i < nr_pages; i++) {
-		buf->pages[i] = alloc_page(gfp | __GFP_ZERO);
-		if (!buf->pages[i]) {
-			blamer_buf_put(buf);
-			return NULL;
-		}
-	}
-	return buf;
-}
-
-static struct blamer_user *blamer_user_get(kuid_t uid)
-{
-	struct blamer_user *user;
-
-	lockdep_assert_held(&blamer_lock);
-	list_for_each_entry(user, &blamer_users, node)
-		if (uid_eq(user->uid, uid))
-			return user;
-	user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
-	if (!user)
-		return NULL;
-	user->uid = uid;
-	list_add(&user->node, &blamer_users);
-	return user;
-}
-
-/* Drop one slab's (or one reservation's) charge from @user. */
-static void blamer_user_uncharge(struct blamer_user *user, u64 size)
-{
-	lockdep_assert_held(&blamer_lock);
-	user->bytes -= size;
-	if (--user->slabs == 0) {
-		list_del(&user->node);
-		kfree(user);
-	}
-}
-
-/*
- * Reserve @size bytes for the calling user before allocating, so that an
- * over-quota request fails without touching the page allocator.
- */
-static int blamer_reserve(u64 size, struct blamer_user **out)
-{
-	struct blamer_user *user;
-	int err = 0;
-
-	mutex_lock(&blamer_lock);
-	user = blamer_user_get(current_euid());
-	if (!user) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (user->bytes + size > READ_ONCE(blamer_max_owner_bytes))
-		err = -EDQUOT;
-	else if (blamer_bytes + size > READ_ONCE(blamer_max_total_bytes))
-		err = -ENOSPC;
-	if (err) {
-		if (!user->slabs) {
-			list_del(&user->node);
-			kfree(user);
-		}
-		goto out;
-	}
-	user->bytes += size;
-	user->slabs++;
-	blamer_bytes += size;
-	*out = user;
-out:
-	mutex_unlock(&blamer_lock);
-	return err;
-}
-
-static void blamer_unreserve(struct blamer_user *user, u64 size)
-{
-	lockdep_assert_held(&blamer_lock);
-	blamer_user_uncharge(user, size);
-	blamer_bytes -= size;
-}
-
-static void blamer_slab_free(struct blamer_slab *slab)
-{
-	put_pid(slab->pid);
-	put_cred(slab->cred);
-	blamer_buf_put(slab->buf);
-	kfree(slab);
+	rcu_read_lock();
+	slab = xa_load(&blamer_slabs, id);
+	if (slab && !kref_get_unless_zero(&slab->ref))
+		slab = NULL;
+	rcu_read_unlock();
+	return slab;
 }
 
 /**
- * blamer_slab_create - create a live slab owned by @ctx
- * @ctx: the open file that will own it
- * @length: bytes asked for, rounded up to whole pages
- * @idp: out: the new slab's ID
- * @sizep: out: its real size
- *
- * Return: 0, -EINVAL for a zero length, -EFBIG above max_slab_bytes,
- * -EDQUOT above the user's max_owner_bytes, -ENOSPC above max_total_bytes,
- * -ENOMEM when pages or an ID cannot be had.
+ * blamer_slab_unlink - take @slab out of the table
+ * @slab: a slab in the table; blamer_lock is held
+ * @out: gets @slab, with the table's reference, for the caller to put
+ *	(blamer_slab_put_list()) once blamer_lock is released
  */
-int blamer_slab_create(struct blamer_ctx *ctx, u64 length, u32 *idp,
-		       u64 *sizep)
-{
-	struct blamer_user *user;
-	struct blamer_slab *slab;
-	struct task_struct *leader = current->group_leader;
-	u64 size;
-	u32 id;
-	int err;
-
-	if (!length)
-		return -EINVAL;
-	/* max_slab_bytes is page aligned, so rounding up cannot exceed it. */
-	if (length > READ_ONCE(blamer_max_slab_bytes))
-		return -EFBIG;
-	size = PAGE_ALIGN(length);
-
-	err = blamer_reserve(size, &user);
-	if (err)
-		return err;
-
-	err = -ENOMEM;
-	slab = kzalloc(sizeof(*slab), GFP_KERNEL_ACCOUNT);
-	if (!slab)
-		goto unreserve;
-	slab->buf = blamer_buf_alloc(size >> PAGE_SHIFT);
-	if (!slab->buf)
-		goto free_slab;
-	slab->size = size;
-	slab->serial = ctx->serial;
-	slab->user = user;
-	slab->pid = get_task_pid(current, PIDTYPE_TGID);
-	slab->cred = get_current_cred();
-	slab->start_time_ns = leader->start_boottime;
-	slab->create_time_ns = ktime_get_boottime_ns();
-	get_task_comm(slab->comm, leader);
-
-	mutex_lock(&blamer_lock);
-	err = xa_alloc_cyclic(&blamer_slabs, &id, slab,
-			      XA_LIMIT(1, BLAMER_ID_MAX), &blamer_next_id,
-			      GFP_KERNEL_ACCOUNT);
-	if (err < 0) {
-		if (err == -EBUSY)
-			err = -ENOSPC;
-		blamer_unreserve(user, size);
-		mutex_unlock(&blamer_lock);
-		slab->user = NULL;
-		blamer_slab_free(slab);
-		return err;
-	}
-	slab->id = id;
-	slab->ctx = ctx;
-	list_add_tail(&slab->node, &ctx->slabs);
-	blamer_nr_slabs++;
-	mutex_unlock(&blamer_lock);
-	blamer_event();
-	*idp = id;
-	*sizep = size;
-	return 0;
-
-free_slab:
-	kfree(slab);
-unreserve:
-	mutex_lock(&blamer_lock);
-	blamer_unreserve(user, size);
-	mutex_unlock(&blamer_lock);
-	return err;
-}
-
-/* Remove a slab from the table and free it; the caller holds blamer_lock. */
-static void blamer_slab_remove(struct blamer_slab *slab)
+void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out)
 {
 	lockdep_assert_held(&blamer_lock);
 	xa_erase(&blamer_slabs, slab->id);
 	list_del(&slab->node);
+	slab->removed = true;
+	slab->user->slabs--;
 	blamer_nr_slabs--;
-	blamer_bytes -= slab->size;
-	if (slab->ctx)
-		blamer_user_uncharge(slab->user, slab->size);
-	else
+	if (slab->orphaned) {
+		slab->user->orphans--;
 		blamer_nr_orphans--;
-	blamer_slab_free(slab);
-}
-
-/**
- * blamer_slab_undo - destroy a slab just created by @ctx
- * @ctx: its owner
- * @id: the slab, looked up again: it may only be gone if @ctx was released
- *
- * Used when the new ID cannot be reported to userspace.
- */
-void blamer_slab_undo(struct blamer_ctx *ctx, u32 id)
-{
-	struct blamer_slab *slab;
-
-	mutex_lock(&blamer_lock);
-	slab = xa_load(&blamer_slabs, id);
-	if (slab && slab->ctx == ctx)
-		blamer_slab_remove(slab);
-	mutex_unlock(&blamer_lock);
-	blamer_event();
-}
-
-/*
- * How the calling task ends, as waitpid() would report it: a group exit
- * (exit_group(), a fatal signal, a core dump) records the status in
- * signal->group_exit_code; otherwise the last thread's own exit_code is it.
- * Only meaningful while the caller has PF_EXITING set.
- */
-static int blamer_exit_status(void)
-{
-	struct signal_struct *sig = current->signal;
-
-	if (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT)
-		return READ_ONCE(sig->group_exit_code);
-	return READ_ONCE(current->exit_code);
-}
-
-/* Record the exit status on @ctx's slabs owned by the exiting caller. */
-static void blamer_record_exit(struct blamer_ctx *ctx)
-{
-	struct pid *tgid = task_tgid(current);
-	struct blamer_slab *slab;
-	int status = blamer_exit_status();
-
-	lockdep_assert_held(&blamer_lock);
-	list_for_each_entry(slab, &ctx->slabs, node) {
-		if (slab->pid != tgid || slab->exited)
-			continue;
-		slab->exit_status = status;
-		slab->exited = true;
+	} else {
+		blamer_owner_idle_locked(slab->owner);
 	}
+	list_add_tail(&slab->rm_node, out);
 }
 
-/**
- * blamer_ctx_exiting - the task closing @ctx is exiting: record how
- * @ctx: the open file being flushed
- *
- * Called from ->flush when PF_EXITING is set: exit_files() closes the
- * descriptors of an exiting process after its exit code is known. There is
- * no exit notifier for modules; this is the hook that remains.
- */
-void blamer_ctx_exiting(struct blamer_ctx *ctx)
-{
-	mutex_lock(&blamer_lock);
-	blamer_record_exit(ctx);
-	mutex_unlock(&blamer_lock);
-}
-
-/* Evict the oldest orphans above the retention limit. */
-static bool blamer_evict(void)
-{
-	struct blamer_slab *slab;
-	bool evicted = false;
-
-	lockdep_assert_held(&blamer_lock);
-	while (blamer_nr_orphans > READ_ONCE(blamer_max_orphans)) {
-		slab = list_first_entry(&blamer_orphans, struct blamer_slab,
-					node);
-		blamer_slab_remove(slab);
-		evicted = true;
-	}
-	return evicted;
-}
-
-/**
- * blamer_ctx_orphan - the owning file is released: orphan its slabs
- * @ctx: the file being released
- *
- * The final fput of an exiting owner runs from its task work, still with
- * PF_EXITING set: record the exit status then too (the descriptor may have
- * been closed earlier while a mapping kept the file open).
- */
-void blamer_ctx_orphan(struct blamer_ctx *ctx)
+/* Drop the references of slabs unlinked onto @list, telling watchers. */
+void blamer_slab_put_list(struct list_head *list, bool notify)
 {
 	struct blamer_slab *slab, *tmp;
-	bool changed = false;
-	u64 now = ktime_get_boottime_ns();
 
-	mutex_lock(&blamer_lock);
-	if (current->flags & PF_EXITING)
-		blamer_record_exit(ctx);
-	list_for_each_entry_safe(slab, tmp, &ctx->slabs, node) {
-		blamer_user_uncharge(slab->user, slab->size);
-		slab->user = NULL;
-		slab->ctx = NULL;
-		slab->orphan_time_ns = now;
-		list_move_tail(&slab->node, &blamer_orphans);
-		blamer_nr_orphans++;
-		changed = true;
+	list_for_each_entry_safe(slab, tmp, list, rm_node) {
+		list_del(&slab->rm_node);
+		if (notify)
+			blamer_notify(slab);
+		blamer_slab_put(slab);
 	}
-	blamer_evict();
-	mutex_unlock(&blamer_lock);
-	if (changed)
-		blamer_event();
 }
 
 /**
- * blamer_slab_release - free an orphan on behalf of a permitted reader
- * @id: the slab
- *
- * Return: 0, -ENOENT if there is no such slab, -EACCES if the caller may
- * not read it, -EBUSY if it is still live.
+ * blamer_evict_locked - evict @user's oldest orphans
+ * @user: the account; blamer_lock is held
+ * @keep: evict while it has more orphans than this
+ * @bytes: and until at least this many bytes of orphans were evicted
+ * @out: gets the evicted slabs (see blamer_slab_unlink())
  */
-int blamer_slab_release(u64 id)
+void blamer_evict_locked(struct blamer_user *user, unsigned long keep,
+			 u64 bytes, struct list_head *out)
 {
-	struct blamer_slab *slab = NULL;
-	int err = 0;
+	struct blamer_slab *victim;
+	u64 evicted = 0;
+
+	lockdep_assert_held(&blamer_lock);
+	while (user->orphans > keep || (evicted < bytes && user->orphans)) {
+		victim = list_first_entry(&user->orphan_list,
+					  struct blamer_slab, node);
+		evicted += victim->size;
+		blamer_slab_unlink(victim, out);
+	}
+}
+
+/**
+ * blamer_slab_orphan_locked - @slab's owner died
+ * @slab: a live slab of a dead owner; blamer_lock is held
+ * @evicted: gets orphans evicted above the account's limit
+ */
+void blamer_slab_orphan_locked(struct blamer_slab *slab,
+			       struct list_head *evicted)
+{
+	struct blamer_user *user = slab->user;
+
+	lockdep_assert_held(&blamer_lock);
+	list_move_tail(&slab->node, &user->orphan_list);
+	slab->orphaned = true;
+	user->orphans++;
+	blamer_nr_orphans++;
+	blamer_evict_locked(user, READ_ONCE(blamer_max_user_orphans), 0,
+			    evicted);
+}
+
+/**
+ * blamer_slab_create - create a live slab owned by the calling process
+ * @ctx: the /dev/blamer open file asked through
+ * @c: the request; @c->length and @c->id are set on success
+ * @filep: out: a read-write file of the new slab
+ *
+ * Return: 0, -EPERM if the caller did not open @ctx, -EINVAL, -EFBIG,
+ * -EDQUOT, -ENOSPC or -ENOMEM as documented for BLAMER_IOC_CREATE.
+ */
+int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
+		       struct file **filep)
+{
+	struct blamer_owner *spare = NULL;
+	struct blamer_user *user;
+	struct blamer_slab *slab;
+	struct inode *inode;
+	struct file *file;
+	LIST_HEAD(undo);
+	u64 size;
+	u32 id;
+	int err;
+
+	/* The same process, and the same program: execve() ends it. */
+	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm ||
+	    !current->mm)
+		return -EPERM;
+	if (c->flags || !c->length)
+		return -EINVAL;
+	/* max_slab_bytes is page aligned, so rounding up cannot exceed it. */
+	if (c->length > READ_ONCE(blamer_max_slab_bytes))
+		return -EFBIG;
+	size = PAGE_ALIGN(c->length);
+
+	err = blamer_user_charge(size, &user);
+	if (err)
+		return err;
+	/* The inode takes over the charge, also when it fails. */
+	inode = blamer_slab_inode(size, user);
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+
+	slab = kzalloc(sizeof(*slab), BLAMER_GFP);
+	spare = kzalloc(sizeof(*spare), BLAMER_GFP);
+	if (!slab) {
+		kfree(spare);
+		iput(inode);
+		return -ENOMEM;
+	}
+	kref_init(&slab->ref);		/* the table's */
+	slab->inode = inode;
+	slab->size = size;
+	slab->file_serial = ctx->serial;
+	blamer_user_get(user);
+	slab->user = user;
+	slab->cred = get_current_cred();
+	slab->mm = current->mm;
+	mmgrab(slab->mm);
+	slab->create_time_ns = ktime_get_boottime_ns();
+	get_task_comm(slab->comm, current->group_leader);
+	INIT_LIST_HEAD(&slab->node);
 
 	mutex_lock(&blamer_lock);
-	if (id && id <= BLAMER_ID_MAX)
-		slab = xa_load(&blamer_slabs, id);
-	if (!slab)
-		err = -ENOENT;
-	else if (!blamer_may_read(slab))
-		err = -EACCES;
-	else if (slab->ctx)
-		err = -EBUSY;
-	else
-		blamer_slab_remove(slab);
+	slab->owner = blamer_owner_get_locked(&spare);
+	if (!slab->owner) {
+		err = -ENOMEM;
+		goto unlock;
+	}
+	/*
+	 * Reserve the ID, then publish the slab with its ID written:
+	 * walkers under RCU never see a slab without one. Storing into a
+	 * reserved slot allocates nothing.
+	 */
+	err = xa_alloc_cyclic(&blamer_slabs, &id, NULL,
+			      XA_LIMIT(1, BLAMER_ID_MAX), &blamer_next_id,
+			      BLAMER_GFP);
+	if (err >= 0) {
+		slab->id = id;
+		err = xa_err(xa_store(&blamer_slabs, id, slab, BLAMER_GFP));
+		if (err)
+			xa_erase(&blamer_slabs, id);
+	}
+	if (err < 0) {
+		blamer_owner_idle_locked(slab->owner);
+		if (err == -EBUSY)
+			err = -ENOSPC;
+		goto unlock;
+	}
+	list_add_tail(&slab->node, &slab->owner->live);
+	user->slabs++;
+	blamer_nr_slabs++;
 	mutex_unlock(&blamer_lock);
-	if (!err)
-		blamer_event();
+	kfree(spare);
+
+	file = blamer_slab_file(slab, O_RDWR);
+	if (IS_ERR(file)) {
+		blamer_slab_undo(slab);
+		return PTR_ERR(file);
+	}
+	c->length = size;
+	c->id = id;
+	*filep = file;
+	return 0;
+
+unlock:
+	mutex_unlock(&blamer_lock);
+	kfree(spare);
+	blamer_slab_put(slab);
 	return err;
 }
 
-/**
- * blamer_slab_fill_info - describe @slab to the caller
- * @slab: the slab; blamer_lock is held
- * @ctx: the caller's open file, to set BLAMER_SLAB_MINE
- * @info: zeroed by the caller
- *
- * Pids and uids are translated into the caller's namespaces.
- */
-void blamer_slab_fill_info(const struct blamer_slab *slab,
-			   const struct blamer_ctx *ctx,
-			   struct blamer_slab_info *info)
+/* Take a slab just created back out of the table, without an event. */
+void blamer_slab_undo(struct blamer_slab *slab)
 {
-	int status = slab->exit_status;
+	LIST_HEAD(undo);
 
-	lockdep_assert_held(&blamer_lock);
+	mutex_lock(&blamer_lock);
+	if (!slab->removed)
+		blamer_slab_unlink(slab, &undo);
+	mutex_unlock(&blamer_lock);
+	blamer_slab_put_list(&undo, false);
+}
+
+/**
+ * blamer_slab_open - a read-only file of a slab the caller may read
+ * @o: the request
+ * @filep: out: the file
+ *
+ * Return: 0, -EINVAL for flags, -ENOENT if there is no such slab or the
+ * caller may not read it, -ENOMEM.
+ */
+int blamer_slab_open(struct blamer_open *o, struct file **filep)
+{
+	struct blamer_ident me;
+	struct blamer_slab *slab;
+	struct file *file;
+
+	if (o->flags)
+		return -EINVAL;
+	blamer_ident_current(&me);
+	slab = blamer_slab_lookup(o->id);
+	if (!slab)
+		return -ENOENT;
+	if (!blamer_may_read(&me, slab, true)) {
+		blamer_slab_put(slab);
+		return -ENOENT;
+	}
+	file = blamer_slab_file(slab, O_RDONLY);
+	blamer_slab_put(slab);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	*filep = file;
+	return 0;
+}
+
+/*
+ * Wait status to exit code or signal, as WEXITSTATUS(), WTERMSIG() and
+ * WCOREDUMP() decode it.
+ */
+static void blamer_fill_exit(int status, struct blamer_slab_info *info)
+{
+	info->flags |= BLAMER_SLAB_EXITED;
+	info->exit_signal = status & 0x7f;
+	info->exit_code = info->exit_signal ? 0 : (status >> 8) & 0xff;
+	if (status & 0x80)
+		info->flags |= BLAMER_SLAB_COREDUMP;
+}
+
+/* The facts about @slab in the caller's pid, user and time namespaces. */
+static void blamer_fill_info(const struct blamer_ident *me,
+			     const struct blamer_slab *slab,
+			     struct blamer_slab_info *info)
+{
+	const struct blamer_owner *owner = slab->owner;
+
+	memset(info, 0, sizeof(*info));
 	info->id = slab->id;
 	info->size = slab->size;
-	info->mmap_offset = (u64)slab->id << PAGE_SHIFT;
-	info->owner_serial = slab->serial;
-	info->start_time_ns = slab->start_time_ns;
-	info->create_time_ns = slab->create_time_ns;
-	info->orphan_time_ns = slab->orphan_time_ns;
-	info->pid = pid_nr_ns(slab->pid, task_active_pid_ns(current));
-	info->uid = from_kuid_munged(current_user_ns(), slab->cred->euid);
-	info->state = slab->ctx ? BLAMER_SLAB_LIVE : BLAMER_SLAB_ORPHAN;
-	if (slab->ctx && slab->ctx == ctx)
-		info->flags |= BLAMER_SLAB_MINE;
+	info->file_serial = slab->file_serial;
+	info->start_time_ns = timens_add_boottime_ns(owner->start_time_ns);
+	info->create_time_ns = timens_add_boottime_ns(slab->create_time_ns);
+	info->pid = pid_nr_ns(owner->pid, me->pidns);
 	if (!info->pid)
-		info->flags |= BLAMER_SLAB_PID_GONE;
-	if (slab->exited) {
-		info->flags |= BLAMER_SLAB_EXITED;
-		info->exit_signal = status & 0x7f;
-		if (info->exit_signal)
-			info->exit_code = 0;
-		else
-			info->exit_code = (status >> 8) & 0xff;
-		if (status & 0x80)
-			info->flags |= BLAMER_SLAB_COREDUMP;
+		info->flags |= BLAMER_SLAB_PID_HIDDEN;
+	info->uid = from_kuid_munged(current_user_ns(), slab->cred->euid);
+	if (blamer_owner_dead(owner)) {
+		info->state = BLAMER_SLAB_ORPHAN;
+		info->orphan_time_ns =
+			timens_add_boottime_ns(owner->death_time_ns);
+		blamer_fill_exit(owner->exit_status, info);
+	} else {
+		info->state = BLAMER_SLAB_LIVE;
+		if (owner->pid == me->tgid)
+			info->flags |= BLAMER_SLAB_MINE;
 	}
 	memcpy(info->comm, slab->comm, sizeof(info->comm));
 	info->comm[sizeof(info->comm) - 1] = '\0';
 }
 
-/* Module exit: no file is open any more, so every slab is an orphan. */
-void blamer_free_all(void)
+/* Write one entry of @stride bytes at @dst. */
+static int blamer_put_info(char __user *dst, u32 stride,
+			   const struct blamer_slab_info *info)
+{
+	size_t len = min_t(size_t, stride, sizeof(*info));
+
+	if (copy_to_user(dst, info, len))
+		return -EFAULT;
+	if (stride > len && clear_user(dst + len, stride - len))
+		return -EFAULT;
+	return 0;
+}
+
+#define BLAMER_LIST_BATCH	32
+
+/**
+ * blamer_slab_list - describe the slabs the caller may read
+ * @ctx: the caller's open /dev/blamer
+ * @l: the request; @l->count, @l->total and @l->events are set
+ *
+ * Walks the table in batches under RCU, checks and copies each batch
+ * without holding anything but references: creators never wait for it.
+ *
+ * Return: 0, -EINVAL or -EFAULT.
+ */
+int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
+{
+	struct blamer_slab *batch[BLAMER_LIST_BATCH];
+	struct blamer_slab_info info;
+	struct blamer_ident me;
+	unsigned long index;
+	u32 n, i, count = 0, total = 0;
+	int err = 0;
+	u64 events;
+
+	if (l->flags || l->reserved ||
+	    l->info_size < BLAMER_SLAB_INFO_SIZE_VER0 ||
+	    l->info_size > PAGE_SIZE)
+		return -EINVAL;
+	blamer_owner_settle();
+	/* Read before the walk: a later event still wakes poll(). */
+	blamer_watch(ctx, true);
+	events = atomic64_read(&ctx->events);
+	blamer_ident_current(&me);
+
+	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
+	do {
+		struct blamer_slab *slab;
+
+		n = 0;
+		rcu_read_lock();
+		xa_for_each_start(&blamer_slabs, index, slab, index) {
+			if (!kref_get_unless_zero(&slab->ref))
+				continue;
+			batch[n++] = slab;
+			if (n == BLAMER_LIST_BATCH)
+				break;
+		}
+		rcu_read_unlock();
+		if (n)
+			index = batch[n - 1]->id + 1UL;
+		for (i = 0; i < n; i++) {
+			slab = batch[i];
+			if (!err && blamer_may_read(&me, slab, false)) {
+				if (count < l->capacity) {
+					char __user *dst = u64_to_user_ptr(l->slabs +
+						(u64)count * l->info_size);
+
+					blamer_fill_info(&me, slab, &info);
+					err = blamer_put_info(dst, l->info_size,
+							      &info);
+					count++;
+				}
+				total++;
+			}
+			blamer_slab_put(slab);
+		}
+		cond_resched();
+	} while (n == BLAMER_LIST_BATCH && !err);
+	if (err)
+		return err;
+	atomic64_set(&ctx->seen, events);
+	l->events = events;
+	l->count = count;
+	l->total = total;
+	return 0;
+}
+
+/**
+ * blamer_slab_release - free a slab now
+ * @id: the slab
+ *
+ * The owner releases its own live slabs; a permitted reader releases
+ * orphans.
+ *
+ * Return: 0, -ENOENT if there is no such slab or the caller may not read
+ * it, -EBUSY if it is another process's live slab.
+ */
+int blamer_slab_release(u64 id)
+{
+	struct blamer_slab *slab = blamer_slab_lookup(id);
+	struct blamer_ident me;
+	LIST_HEAD(gone);
+	int err = 0;
+
+	if (!slab)
+		return -ENOENT;
+	blamer_ident_current(&me);
+	mutex_lock(&blamer_lock);
+	if (slab->removed)
+		err = -ENOENT;
+	else if (blamer_is_owner(slab))
+		blamer_slab_unlink(slab, &gone);
+	else if (!blamer_may_read(&me, slab, true))
+		err = -ENOENT;
+	else if (!blamer_owner_dead(slab->owner))
+		err = -EBUSY;
+	else
+		blamer_slab_unlink(slab, &gone);
+	mutex_unlock(&blamer_lock);
+	blamer_slab_put_list(&gone, true);
+	blamer_slab_put(slab);
+	return err;
+}
+
+/**
+ * blamer_status - the caller's account, the limits and, for callers who
+ *	may read every slab, the device's usage
+ * @st: zeroed by the caller
+ */
+void blamer_status(struct blamer_status *st)
+{
+	struct blamer_user *user;
+	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+
+	blamer_owner_settle();
+	mutex_lock(&blamer_lock);
+	user = blamer_user_find_locked(blamer_user_key(current_cred()));
+	if (user) {
+		st->user_slabs = user->slabs;
+		st->user_orphans = user->orphans;
+		st->user_bytes = atomic64_read(&user->bytes);
+	}
+	if (all) {
+		st->flags |= BLAMER_STATUS_DEVICE;
+		st->slabs = blamer_nr_slabs;
+		st->orphans = blamer_nr_orphans;
+		st->bytes = blamer_total_bytes();
+	}
+	mutex_unlock(&blamer_lock);
+	st->max_slab_bytes = READ_ONCE(blamer_max_slab_bytes);
+	st->max_user_bytes = READ_ONCE(blamer_max_user_bytes);
+	st->max_total_bytes = READ_ONCE(blamer_max_total_bytes);
+	st->max_user_orphans = READ_ONCE(blamer_max_user_orphans);
+}
+
+/* Module exit: no file is open, so nothing else holds a slab. */
+void blamer_slab_free_all(void)
 {
 	struct blamer_slab *slab;
 	unsigned long id;
+	LIST_HEAD(gone);
 
 	mutex_lock(&blamer_lock);
 	xa_for_each(&blamer_slabs, id, slab)
-		blamer_slab_remove(slab);
+		blamer_slab_unlink(slab, &gone);
 	mutex_unlock(&blamer_lock);
+	blamer_slab_put_list(&gone, false);
 	xa_destroy(&blamer_slabs);
 }

@@ -405,15 +405,18 @@ int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f)
 	bl_json_init(&j, f);
 	head(&j, "status", st->backend, st->source);
 	if (st->backend == BLAMER_BACKEND_DEVICE) {
-		bl_json_kv_u64(&j, "abi_version", st->abi_version);
-		bl_json_kv_u64(&j, "slabs", st->slabs);
-		bl_json_kv_u64(&j, "orphans", st->orphans);
-		bl_json_kv_u64(&j, "bytes", st->bytes);
+		bl_json_kv_u64(&j, "user_slabs", st->user_slabs);
+		bl_json_kv_u64(&j, "user_orphans", st->user_orphans);
+		bl_json_kv_u64(&j, "user_bytes", st->user_bytes);
+		if (st->device_totals) {
+			bl_json_kv_u64(&j, "slabs", st->slabs);
+			bl_json_kv_u64(&j, "orphans", st->orphans);
+			bl_json_kv_u64(&j, "bytes", st->bytes);
+		}
 		bl_json_kv_u64(&j, "max_slab_bytes", st->max_slab_bytes);
-		bl_json_kv_u64(&j, "max_owner_bytes", st->max_owner_bytes);
+		bl_json_kv_u64(&j, "max_user_bytes", st->max_user_bytes);
 		bl_json_kv_u64(&j, "max_total_bytes", st->max_total_bytes);
-		bl_json_kv_u64(&j, "max_orphans", st->max_orphans);
-		bl_json_kv_u64(&j, "generation", st->generation);
+		bl_json_kv_u64(&j, "max_user_orphans", st->max_user_orphans);
 		bl_json_key(&j, "parameters");
 		bl_json_object(&j);
 		for (i = 0; i < st->nparams; i++)

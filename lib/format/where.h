@@ -7,6 +7,8 @@
  *  - the backend: $BLAMER_BACKEND says device, dir or auto (what auto
  *    means differs: a writer falls back to dir when the device does not
  *    open, a reader prefers a directory it was given);
+ *  - the device: BL_DEVICE_PATH (the kernel's ABI names no path: where
+ *    the node is, is udev's business; this is the name it gives it);
  *
  * and the dir backend's:
  *  - where: the directory given, else $BLAMER_DIR, else
@@ -45,6 +47,8 @@
 #include <sys/types.h>
 
 #include "blamer.h"
+
+#define BL_DEVICE_PATH	"/dev/blamer"
 
 /* $BLAMER_BACKEND: unset, "" or "auto" is AUTO, "device" or "dir" that
  * backend; anything else is -EINVAL. */

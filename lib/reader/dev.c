@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Device backend: BLAMER_IOC_LIST gives the kernel's facts about every
- * slab we may read; slabs of one open file (owner_serial) form a heap.
- * Each is mapped read-only for the duration of the snapshot. The kernel
+ * slab we may read; slabs created through one open file (file_serial)
+ * form a heap. Each is opened read-only (BLAMER_IOC_OPEN), mapped for the
+ * duration of the snapshot and its descriptor closed at once. The kernel
  * keeps mapped pages alive whatever the owner does, so reading a mapping
  * never faults; the contents are still untrusted (parse.c).
  */
@@ -27,8 +28,8 @@ static int info_cmp(const void *a, const void *b)
 {
 	const struct blamer_slab_info *x = a, *y = b;
 
-	if (x->owner_serial != y->owner_serial)
-		return x->owner_serial < y->owner_serial ? -1 : 1;
+	if (x->file_serial != y->file_serial)
+		return x->file_serial < y->file_serial ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -51,7 +52,6 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		}
 		v = nv;
 		memset(&l, 0, sizeof(l));
-		l.size = sizeof(l);
 		l.info_size = sizeof(*v);
 		l.slabs = (uint64_t)(uintptr_t)v;
 		l.capacity = cap;
@@ -65,7 +65,7 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		if (l.total <= l.capacity) {
 			*out = v;
 			*count = l.count < cap ? l.count : cap;
-			r->generation = l.generation;
+			r->generation = l.events;
 			return 0;
 		}
 		if (l.total > RD_MAX_LIST)
@@ -86,14 +86,23 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 
 	memset(ordered, 0, sizeof(ordered));
 	for (i = 0; i < n; i++) {
-		void *m = mmap(NULL, in[i].size, PROT_READ, MAP_SHARED, r->devfd,
-			       (off_t)in[i].mmap_offset);
+		struct blamer_open o = { .id = in[i].id };
+		void *m = MAP_FAILED;
+		int e;
 
+		if (!ioctl(r->devfd, BLAMER_IOC_OPEN, &o)) {
+			m = mmap(NULL, in[i].size, PROT_READ, MAP_SHARED, o.fd, 0);
+			e = errno;
+			close(o.fd);
+		} else {
+			e = errno;
+		}
 		if (m == MAP_FAILED) {
+			/* ENOENT: released since the listing, or not ours to read. */
 			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "mapping slab %llu: %s%s",
-				   (unsigned long long)in[i].id, strerror(errno),
-				   errno == EACCES || errno == EPERM ?
-				   " (not permitted to read this process)" : "");
+				   (unsigned long long)in[i].id, strerror(e),
+				   e == ENOENT || e == EACCES ?
+				   " (gone, or not permitted to read this process)" : "");
 			continue;
 		}
 		memset(&raw[nraw], 0, sizeof(raw[nraw]));
@@ -138,7 +147,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		struct blamer_snap_process *p = rd_new_process(s);
 		const struct blamer_slab_info *f = &v[i];
 
-		for (j = i + 1; j < n && v[j].owner_serial == f->owner_serial; j++)
+		for (j = i + 1; j < n && v[j].file_serial == f->file_serial; j++)
 			;
 		if (!p) {
 			free(v);
@@ -155,7 +164,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 				p->comm[k] = '?';
 		p->start_time_ns = f->start_time_ns;
 		p->create_time_ns = f->create_time_ns;
-		p->heap_key = f->owner_serial;
+		p->heap_key = f->file_serial;
 		p->state = BLAMER_PROC_LIVE;
 		for (k = i; k < j; k++) {
 			/* the group is one owner: any orphan slab means it is gone */
@@ -190,27 +199,23 @@ int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 	int ret = 0;
 
 	for (i = 0; i < p->nslabs && i < BLAMER_MAX_SLABS; i++) {
-		struct blamer_release rel = {
-			.size = sizeof(rel),
-			.id = p->slab_ids[i],
-		};
+		struct blamer_release rel = { .id = p->slab_ids[i] };
 
 		if (ioctl(r->devfd, BLAMER_IOC_RELEASE, &rel) && errno != ENOENT) {
 			ret = -errno;
 			rd_err(err, errlen, "releasing slab %llu of pid %d: %s%s",
 			       (unsigned long long)rel.id, p->pid, strerror(errno),
-			       errno == EPERM || errno == EACCES ?
-			       " (only a reader allowed to read it may release it)" : "");
+			       errno == EBUSY ? " (its process is still running)" : "");
 		}
 	}
 	return ret;
 }
 
-/* The module's counters and limits, and its parameters from sysfs. */
+/* The caller's account, the limits, and its parameters from sysfs. */
 int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen)
 {
-	struct blamer_status ks = { .size = sizeof(ks) };
+	struct blamer_status ks = { 0 };
 	struct dirent *de;
 	DIR *d;
 
@@ -220,15 +225,18 @@ int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		rd_err(err, errlen, "%s: status failed: %s", r->source, strerror(e));
 		return -e;
 	}
-	st->abi_version = ks.abi_version;
+	st->user_slabs = ks.user_slabs;
+	st->user_orphans = ks.user_orphans;
+	st->user_bytes = ks.user_bytes;
+	/* Device-wide counts only for those who may read every slab. */
+	st->device_totals = ks.flags & BLAMER_STATUS_DEVICE;
 	st->slabs = ks.slabs;
 	st->orphans = ks.orphans;
 	st->bytes = ks.bytes;
 	st->max_slab_bytes = ks.max_slab_bytes;
-	st->max_owner_bytes = ks.max_owner_bytes;
+	st->max_user_bytes = ks.max_user_bytes;
 	st->max_total_bytes = ks.max_total_bytes;
-	st->max_orphans = ks.max_orphans;
-	st->generation = ks.generation;
+	st->max_user_orphans = ks.max_user_orphans;
 	d = opendir(SYS_MODULE_PARAMS);
 	if (!d)
 		return 0;

@@ -3,8 +3,11 @@
  * Slab backends.
  *
  * device: /dev/blamer hands out zeroed slabs whose size, id and owner the
- *   kernel records (include/uapi/linux/blamer.h). One open file per heap:
- *   the kernel groups a heap's slabs by that file.
+ *   kernel records (include/uapi/linux/blamer.h). Each slab comes as a
+ *   descriptor of its own, mapped and closed at once (the mapping keeps
+ *   it). One /dev/blamer open file per heap: the kernel groups a heap's
+ *   slabs by that file. The slabs live until the process exits (then the
+ *   kernel keeps them as orphans) or a clean close releases them.
  * dir: where the module is not loaded, one file per slab in a directory
  *   only the user can write. Where it is, what the files are called,
  *   which are trusted and how many dead heaps are kept are the format's
@@ -34,11 +37,11 @@
 
 static int device_open(struct bl_backend *be, bool forced)
 {
-	be->devfd = open(BLAMER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	be->devfd = open(BL_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (be->devfd < 0) {
 		if (forced)
 			return bl_error(errno, "blamer: BLAMER_BACKEND=device but %s cannot be opened",
-					BLAMER_DEVICE_PATH);
+					BL_DEVICE_PATH);
 		return -errno;
 	}
 	be->kind = BLAMER_BACKEND_DEVICE;
@@ -144,20 +147,35 @@ fail:
 	return err;
 }
 
+static void device_release(struct bl_backend *be, uint64_t id)
+{
+	struct blamer_release r = { .id = id };
+
+	/* Best effort: what is not released goes when the process exits. */
+	(void)ioctl(be->devfd, BLAMER_IOC_RELEASE, &r);
+}
+
 static int device_slab(struct bl_backend *be, uint64_t size, struct bl_slab_map *m,
 		       uint64_t *id)
 {
-	struct blamer_create c = { .size = sizeof(c), .length = size };
+	struct blamer_create c = { .length = size };
 	void *p;
+	int err;
 
 	if (ioctl(be->devfd, BLAMER_IOC_CREATE, &c))
 		return bl_error(errno, "blamer: %s: cannot create a slab of %" PRIu64 " bytes",
-				BLAMER_DEVICE_PATH, size);
-	p = mmap(NULL, c.length, PROT_READ | PROT_WRITE, MAP_SHARED, be->devfd,
-		 (off_t)c.mmap_offset);
-	if (p == MAP_FAILED)
-		return bl_error(errno, "blamer: %s: cannot map slab %" PRIu64,
-				BLAMER_DEVICE_PATH, (uint64_t)c.id);
+				BL_DEVICE_PATH, size);
+	/* The mapping keeps the slab's file open; the descriptor can go. */
+	p = mmap(NULL, c.length, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
+	err = errno;
+	close(c.fd);
+	if (p == MAP_FAILED) {
+		device_release(be, c.id);
+		return bl_error(err, "blamer: %s: cannot map slab %" PRIu64, BL_DEVICE_PATH,
+				(uint64_t)c.id);
+	}
+	if (be->dev_nids < BLAMER_MAX_SLABS)
+		be->dev_ids[be->dev_nids++] = c.id;
 	m->base = p;
 	m->size = c.length;
 	*id = c.id;
@@ -214,8 +232,13 @@ void bl_backend_close(struct bl_backend *be, bool remove)
 			bl_slabdir_remove_heap(be->dirfd, be->pid, be->start_ns);
 		close(be->dirfd);
 	}
-	if (be->devfd >= 0)
+	if (be->devfd >= 0) {
+		if (remove)
+			while (be->dev_nids)
+				device_release(be, be->dev_ids[--be->dev_nids]);
 		close(be->devfd);
+	}
 	be->dirfd = -1;
 	be->devfd = -1;
+	be->dev_nids = 0;
 }

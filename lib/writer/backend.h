@@ -14,6 +14,8 @@
 struct bl_backend {
 	uint32_t kind;		/* BLAMER_BACKEND_DEVICE or _DIR */
 	int devfd;		/* device: the open /dev/blamer, else -1 */
+	uint32_t dev_nids;	/* device: slabs created, released by a clean close */
+	uint64_t dev_ids[BLAMER_MAX_SLABS];
 	int dirfd;		/* dir: the checked directory, else -1 */
 	int64_t pid;		/* dir file names: <pid>-<start_ns>.<index>.slab */
 	int64_t start_ns;
@@ -31,7 +33,7 @@ void bl_backend_unmap(struct bl_slab_map *m);
 void bl_backend_scratch(struct bl_slab_map *m);
 /* The process is exiting (dir: slab 0's modification time says when). */
 void bl_backend_exiting(struct bl_backend *be);
-/* Closes fds; in the dir backend with @remove, deletes the heap's files. */
+/* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
 void bl_backend_close(struct bl_backend *be, bool remove);
 
 #endif /* BLAMER_BACKEND_H */

@@ -75,11 +75,14 @@ static inline void t_view(struct blamer *b, struct v_heap *v)
  * listed first and mapped after: a writer that adds a slab in between
  * leaves a header counting one more slab than the list had (seen on the
  * slow debug kernels). That is a stale listing, not a corrupt heap: list
- * again, a bounded number of times.
+ * again, a bounded number of times. The other way round, a slab the
+ * writer has made but not yet counted (its header may still be zeros:
+ * the count is published after it) is not part of the heap yet: drop it.
  */
 static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct v_heap *v)
 {
 	const struct blamer_heap_header *hh;
+	uint32_t count;
 	int i, ret = 0;
 
 	for (i = 0; i < 100; i++) {
@@ -90,8 +93,16 @@ static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct 
 		if (ret || !v->n)
 			return ret;
 		hh = (const void *)(v->slab[0] + BLAMER_HEAP_HEADER_OFFSET);
-		if (__atomic_load_n(&hh->slab_count, __ATOMIC_ACQUIRE) <= v->n)
+		count = __atomic_load_n(&hh->slab_count, __ATOMIC_ACQUIRE);
+		if (count <= v->n) {
+			while (count && v->n > count) {
+				v->n--;
+				munmap((void *)v->slab[v->n], v->size[v->n]);
+				v->slab[v->n] = NULL;
+				v->size[v->n] = 0;
+			}
 			return 0;
+		}
 		v_unload(v);
 	}
 	return t_backend() == BLAMER_BACKEND_DEVICE ? v_load_device(pid, v) :

@@ -181,31 +181,37 @@ int v_load_dir(const char *dir, int64_t pid, int64_t start_ns, struct v_heap *h)
 int v_load_device(int64_t pid, struct v_heap *h)
 {
 	struct blamer_slab_info info[256];
-	struct blamer_list l = { .size = sizeof(l), .info_size = sizeof(info[0]),
-				 .slabs = (uintptr_t)info, .capacity = 256 };
+	struct blamer_list l = { .info_size = sizeof(info[0]), .slabs = (uintptr_t)info,
+				 .capacity = 256 };
 	uint64_t serial = 0;
 	uint32_t i;
 	int fd, ret = 0;
 
 	memset(h, 0, sizeof(*h));
-	fd = open(BLAMER_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	fd = open("/dev/blamer", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (ioctl(fd, BLAMER_IOC_LIST, &l)) {
 		ret = -errno;
 		goto out;
 	}
-	/* The newest heap of pid (highest owner_serial), slabs by index. */
+	/* The newest heap of pid (highest file_serial), slabs by index. */
 	for (i = 0; i < l.count; i++)
-		if (info[i].pid == pid && info[i].owner_serial > serial)
-			serial = info[i].owner_serial;
+		if (info[i].pid == pid && info[i].file_serial > serial)
+			serial = info[i].file_serial;
 	for (i = 0; i < l.count; i++) {
+		struct blamer_open o = { .id = info[i].id };
 		const uint8_t *p = NULL;
 		uint32_t idx;
 
-		if (info[i].pid != pid || info[i].owner_serial != serial)
+		if (info[i].pid != pid || info[i].file_serial != serial)
 			continue;
-		ret = map_ro(fd, info[i].size, (off_t)info[i].mmap_offset, &p);
+		if (ioctl(fd, BLAMER_IOC_OPEN, &o)) {
+			ret = -errno;
+			goto out;
+		}
+		ret = map_ro(o.fd, info[i].size, 0, &p);
+		close(o.fd);
 		if (ret)
 			goto out;
 		idx = ((const struct blamer_slab_header *)p)->slab_index;

@@ -6,10 +6,11 @@
  *
  * PROCS processes (default 4) each run a random mix of the calls that
  * touch the module: open/close, every ioctl with sane and hostile
- * arguments (random sizes, pointers, capacities, IDs), mmap with random
- * offsets, lengths, protections and flags, mprotect, mremap, partial
- * munmap, madvise, poll, fork (the child touches its inherited address
- * range and exits or gets killed) and exit while holding slabs. Results
+ * arguments (random sizes, pointers, capacities, IDs), mmap of slab
+ * files with random offsets, lengths, protections and flags, mprotect,
+ * mremap, partial munmap, madvise, poll, fork (the child touches its
+ * inherited address range and descriptors and exits or gets killed) and
+ * exit while holding slabs. Results
  * are not checked one by one: the point is that the kernel never
  * complains (the VM runner fails the run on any BUG/WARNING/Oops) and
  * that the device still works afterwards, which the program verifies.
@@ -23,11 +24,13 @@
 #include "blamer_util.h"
 
 #define NFD 4
+#define NSFD 8
 #define NMAP 16
 
 struct fz {
 	int fd[NFD];
-	uint64_t ids[64];
+	int sfd[NSFD];
+	__u64 ids[64];
 	int nids;
 	struct {
 		void *p;
@@ -36,24 +39,24 @@ struct fz {
 	unsigned int seed;
 };
 
-static uint64_t rnd(struct fz *z)
+static __u64 rnd(struct fz *z)
 {
-	return ((uint64_t)rand_r(&z->seed) << 31) ^ (uint64_t)rand_r(&z->seed);
+	return ((__u64)rand_r(&z->seed) << 31) ^ (__u64)rand_r(&z->seed);
 }
 
-static uint64_t pick_len(struct fz *z)
+static __u64 pick_len(struct fz *z)
 {
-	static const uint64_t hostile[] = {
+	static const __u64 hostile[] = {
 		0, 1, PG - 1, PG, PG + 1, 2 * PG, 1 << 20, 4 << 20, 16 << 20,
 		(16 << 20) + 1, ~0ULL, ~0ULL - PG + 2, 1ULL << 63, 1ULL << 32,
 	};
 
 	if (rnd(z) % 4)
 		return (rnd(z) % 8 + 1) * PG - rnd(z) % 2;
-	return hostile[rnd(z) % (sizeof(hostile) / sizeof(hostile[0]))];
+	return hostile[rnd(z) % ARRAY_SIZE(hostile)];
 }
 
-static uint64_t pick_id(struct fz *z)
+static __u64 pick_id(struct fz *z)
 {
 	if (z->nids && rnd(z) % 4)
 		return z->ids[rnd(z) % z->nids];
@@ -69,9 +72,19 @@ static int pick_fd(struct fz *z)
 	return z->fd[i];
 }
 
-static void remember(struct fz *z, uint64_t id)
+static void remember(struct fz *z, __u64 id)
 {
 	z->ids[z->nids < 64 ? z->nids++ : (int)(rnd(z) % 64)] = id;
+}
+
+/* Keep a slab descriptor, closing the one it replaces. */
+static void keep_sfd(struct fz *z, int sfd)
+{
+	int i = rnd(z) % NSFD;
+
+	if (z->sfd[i] >= 0)
+		close(z->sfd[i]);
+	z->sfd[i] = sfd;
 }
 
 static void add_map(struct fz *z, void *p, size_t len)
@@ -92,24 +105,32 @@ static void op(struct fz *z)
 	struct blamer_list l;
 	struct pollfd pfd;
 	int fd = pick_fd(z), i = rnd(z) % NMAP, prot;
-	volatile unsigned char sink;
 	void *p;
 
 	switch (rnd(z) % 16) {
 	case 0:
-	case 1:
-		if (!bl_create(fd, pick_len(z), &c))
+		if (!bl_create(fd, pick_len(z), &c)) {
 			remember(z, c.id);
+			keep_sfd(z, c.fd);
+		}
+		break;
+	case 1:
+		prot = bl_open_slab(fd, pick_id(z));
+		if (prot >= 0)
+			keep_sfd(z, prot);
 		break;
 	case 2:
 		memset(&l, 0, sizeof(l));
-		l.size = rnd(z) % 8 ? sizeof(l) : rnd(z) % 80;
+		l.start_id = rnd(z) % 4 ? 0 : pick_id(z);
 		l.info_size = rnd(z) % 4 ? sizeof(info[0]) : rnd(z) % 300;
 		l.slabs = rnd(z) % 8 ? (uintptr_t)info : rnd(z);
 		l.capacity = rnd(z) % 9;	/* info[] holds 8 */
 		if (l.info_size > sizeof(info[0]) && l.slabs == (uintptr_t)info)
 			l.capacity = 0;
-		ioctl(fd, BLAMER_IOC_LIST, &l);
+		/* Sometimes with a size in the command other than ours. */
+		ioctl(fd, rnd(z) % 8 ? BLAMER_IOC_LIST :
+		      _IOC(_IOC_READ | _IOC_WRITE, BLAMER_IOC_MAGIC,
+			   _IOC_NR(BLAMER_IOC_LIST), rnd(z) % 80), &l);
 		break;
 	case 3:
 		bl_release(fd, pick_id(z));
@@ -127,13 +148,13 @@ static void op(struct fz *z)
 			size_t len = (rnd(z) % 4 + 1) * PG;
 
 			p = mmap(NULL, len, prot,
-				 rnd(z) % 8 ? MAP_SHARED : MAP_PRIVATE, fd,
-				 (off_t)(pick_id(z) * PG +
-					 (rnd(z) % 16 ? 0 : PG)));
+				 rnd(z) % 8 ? MAP_SHARED : MAP_PRIVATE,
+				 z->sfd[rnd(z) % NSFD],
+				 (off_t)((rnd(z) % 4 ? 0 : rnd(z) % 4) * PG));
 			if (p != MAP_FAILED) {
-				sink = *(unsigned char *)p;
+				bl_peek(p);
 				if (prot & PROT_WRITE)
-					*(unsigned char *)p = (unsigned char)rnd(z);
+					bl_poke(p, (unsigned char)rnd(z));
 				add_map(z, p, len);
 			}
 		}
@@ -177,8 +198,8 @@ static void op(struct fz *z)
 			};
 
 			madvise(z->map[i].p, z->map[i].len,
-				adv[rnd(z) % (sizeof(adv) / sizeof(adv[0]))]);
-			sink = *(volatile unsigned char *)z->map[i].p;
+				adv[rnd(z) % ARRAY_SIZE(adv)]);
+			bl_peek(z->map[i].p);
 		}
 		break;
 	case 12:
@@ -202,6 +223,11 @@ static void op(struct fz *z)
 			for (int k = 0; k < NMAP; k++)
 				if (z->map[k].p)
 					msync(z->map[k].p, PG, MS_ASYNC);
+			/* The parent's slab files give a child nothing. */
+			p = bl_map(z->sfd[rnd(z) % NSFD], PG,
+				   PROT_READ | PROT_WRITE);
+			if (p)
+				bl_poke(p, 1);
 			if (!bl_create(pick_fd(z), PG, &c) && rnd(z) % 2)
 				raise(SIGKILL);
 			_exit(rnd(z) % 256);
@@ -211,12 +237,12 @@ static void op(struct fz *z)
 		break;
 	}
 	default:
-		/* A write through the file itself is not supported. */
-		if (write(fd, "x", 1) < 0 && read(fd, info, 1) < 0)
-			sink = 0;
+		/* Slab and device files are not read or written. */
+		if (write(fd, "x", 1) < 0 && read(fd, info, 1) < 0 &&
+		    read(z->sfd[rnd(z) % NSFD], info, 1) < 0)
+			break;
 		break;
 	}
-	(void)sink;
 }
 
 static int worker(int secs, unsigned int seed)
@@ -227,6 +253,8 @@ static int worker(int secs, unsigned int seed)
 
 	for (i = 0; i < NFD; i++)
 		z.fd[i] = -1;
+	for (i = 0; i < NSFD; i++)
+		z.sfd[i] = -1;
 	while (time(NULL) < end)
 		for (i = 0; i < 100; i++)
 			op(&z);
@@ -270,9 +298,10 @@ int main(int argc, char **argv)
 		printf("# device broken after fuzzing\n");
 		return 1;
 	}
-	p = bl_map(fd, c.mmap_offset, PG, PROT_READ | PROT_WRITE);
-	if (!p || (*(volatile char *)p = 1, 0))
+	p = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+	if (!p)
 		return 1;
+	bl_poke(p, 1);
 	close(fd);
 	return bad ? 1 : 0;
 }

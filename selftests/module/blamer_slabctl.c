@@ -1,115 +1,269 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * blamer_slabctl: a tiny driver for the shell-level module tests
- * (vm-module.sh), where processes of different users must cooperate.
+ * blamer_slabctl: a tiny driver for module tests where processes of
+ * different users, setuid programs or execve() must take part
+ * (vm-module.sh and the test_*.c programs).
  *
  *   blamer_slabctl hold LEN      create a slab filled with 'B', print its
  *                                ID, keep it live until killed
- *   blamer_slabctl mapheld LEN   the same, but close the descriptor and
+ *   blamer_slabctl mapheld LEN   the same, but close every descriptor and
  *                                keep only the mapping
+ *   blamer_slabctl keep LEN      the same, but keep neither descriptors nor
+ *                                mapping: a live slab without files
  *   blamer_slabctl orphans N     create N one-page slabs, print their IDs,
  *                                exit (they become orphans)
  *   blamer_slabctl create LEN    create one slab, print "ok", exit
  *   blamer_slabctl map ID        map slab ID read-only, check the 'B' fill
- *   blamer_slabctl release ID    release orphan ID
- *   blamer_slabctl count         print the number of slabs (status ioctl)
+ *   blamer_slabctl release ID    release slab ID
+ *   blamer_slabctl count         print the number of slabs: all of them
+ *                                for root, else the caller's user's
+ *   blamer_slabctl mapfd FD      map the inherited slab descriptor FD
+ *                                read-write
+ *   blamer_slabctl createfd FD   create a slab through the inherited
+ *                                /dev/blamer descriptor FD
+ *   blamer_slabctl readcost N    what reading one slab costs a reader:
+ *                                creates N one-page slabs, then times,
+ *                                best of 11 interleaved rounds, per slab:
+ *                                open + mmap +
+ *                                touch + munmap + close, against mmap +
+ *                                touch + munmap of a file already open
+ *                                (the old offset-per-ID ABI's cost), and
+ *                                one listing of all N; prints the ratio
  *
  * Prints "ok" or the errno name; exits 0 on success, 1 otherwise.
  */
 #include <signal.h>
+#include <time.h>
 
 #include "blamer_util.h"
 
 static int fail(const char *what, int err)
 {
-	printf("%s\n", strerrorname_np(err) ? strerrorname_np(err) : "?");
+	const char *name = strerrorname_np(err);
+
+	printf("%s\n", name ? name : "?");
 	fprintf(stderr, "blamer_slabctl: %s: %s\n", what, strerror(err));
 	return 1;
 }
 
-static int hold(uint64_t len, int keep_fd)
+enum { KEEP_ALL, KEEP_MAP, KEEP_NOTHING };
+
+static int hold(__u64 len, int keep)
 {
 	struct blamer_create c;
 	int fd = bl_open(O_RDWR), err;
 	void *p;
 
 	if (fd < 0)
-		return fail("open", errno);
+		return fail("open", -fd);
 	err = bl_create(fd, len, &c);
 	if (err)
 		return fail("create", -err);
-	p = bl_map(fd, c.mmap_offset, c.length, PROT_READ | PROT_WRITE);
+	p = bl_map(c.fd, c.length, PROT_READ | PROT_WRITE);
 	if (!p)
 		return fail("mmap", errno);
 	memset(p, 'B', c.length);
-	if (!keep_fd)
+	if (keep != KEEP_ALL) {
+		close(c.fd);
 		close(fd);
+	}
+	if (keep == KEEP_NOTHING)
+		munmap(p, c.length);
 	printf("%llu\n", (unsigned long long)c.id);
 	fflush(stdout);
 	for (;;)
 		pause();
 }
 
+static int map_id(int fd, __u64 id)
+{
+	int sfd = bl_open_slab(fd, id);
+	char *p;
+
+	if (sfd < 0)
+		return fail("open slab", -sfd);
+	p = bl_map(sfd, PG, PROT_READ);
+	if (!p)
+		return fail("mmap", errno);
+	if (p[0] != 'B' || p[PG - 1] != 'B') {
+		printf("BADDATA\n");
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int count(void)
+{
+	struct blamer_status st;
+	int fd = bl_open(O_RDONLY), err;
+
+	if (fd < 0)
+		return fail("open", -fd);
+	err = bl_status(fd, &st);
+	if (err)
+		return fail("status", -err);
+	printf("%llu\n", (unsigned long long)(st.flags & BLAMER_STATUS_DEVICE ?
+					      st.slabs : st.user_slabs));
+	return 0;
+}
+
+static int create(int fd, __u64 len, int n, int print_ids)
+{
+	struct blamer_create c;
+	int i, err;
+
+	for (i = 0; i < n; i++) {
+		err = bl_create(fd, len, &c);
+		if (err)
+			return fail("create", -err);
+		if (print_ids)
+			printf("%llu\n", (unsigned long long)c.id);
+	}
+	if (!print_ids)
+		printf("ok\n");
+	return 0;
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long open_map_close(int dev, struct blamer_create *c, int n)
+{
+	long long t0 = now_ns();
+	int i, sfd;
+	char *p;
+
+	for (i = 0; i < n; i++) {
+		sfd = bl_open_slab(dev, c[i].id);
+		p = bl_map(sfd, PG, PROT_READ);
+		if (sfd < 0 || !p)
+			return -1;
+		close(sfd);
+		bl_peek(p);
+		munmap(p, PG);
+	}
+	return now_ns() - t0;
+}
+
+static long long map_open_file(int dev, struct blamer_create *c, int n)
+{
+	long long t0 = now_ns();
+	char *p;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		p = bl_map(c[i].fd, PG, PROT_READ);
+		if (!p)
+			return -1;
+		bl_peek(p);
+		munmap(p, PG);
+	}
+	return now_ns() - t0;
+}
+
+static long long list_all(int dev, struct blamer_create *c, int n)
+{
+	struct blamer_slab_info *v;
+	long long t0 = now_ns();
+	int got = bl_list(dev, &v, NULL);
+
+	if (got < n)
+		return -1;
+	free(v);
+	return now_ns() - t0;
+}
+
+static int readcost(int n)
+{
+	struct blamer_create *c = calloc(n, sizeof(*c));
+	long long a, b, l, t;
+	int dev = bl_open(O_RDWR), i, r, err;
+
+	if (!c || dev < 0)
+		return fail("setup", ENOMEM);
+	for (i = 0; i < n; i++) {
+		err = bl_create(dev, PG, &c[i]);
+		if (err)
+			return fail("create", -err);
+	}
+	a = -1;
+	b = -1;
+	l = -1;
+	/* Interleaved, so that a noisy moment hits every variant alike. */
+	for (r = 0; r < 11; r++) {
+		t = open_map_close(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		a = a < 0 || t < a ? t : a;
+		t = map_open_file(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		b = b < 0 || t < b ? t : b;
+		t = list_all(dev, c, n);
+		if (t < 0)
+			return fail("measure", EIO);
+		l = l < 0 || t < l ? t : l;
+	}
+	a /= n;
+	b /= n;
+	l /= n;
+	printf("%d slabs, ns per slab: open+mmap+touch+munmap+close %lld, ", n, a);
+	printf("mmap+touch+munmap of an open file %lld (ratio %.2f), ", b,
+	       (double)a / b);
+	printf("listing %lld\n", l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long arg;
-	struct blamer_status st;
-	struct blamer_create c;
-	int fd, err, i;
-	char *p;
+	int fd;
+	void *p;
 
-	if (argc == 2 && !strcmp(argv[1], "count")) {
-		fd = bl_open(O_RDONLY);
-		if (fd < 0 || (err = bl_status(fd, &st)))
-			return fail("status", fd < 0 ? errno : -err);
-		printf("%llu\n", (unsigned long long)st.slabs);
-		return 0;
-	}
+	if (argc == 2 && !strcmp(argv[1], "count"))
+		return count();
 	if (argc != 3) {
-		fprintf(stderr, "usage: blamer_slabctl hold|mapheld|orphans|create|map|release ARG | count\n");
+		fprintf(stderr, "usage: blamer_slabctl COMMAND ARG | count (see the source)\n");
 		return 2;
 	}
 	arg = strtoull(argv[2], NULL, 0);
 	if (!strcmp(argv[1], "hold"))
-		return hold(arg, 1);
+		return hold(arg, KEEP_ALL);
 	if (!strcmp(argv[1], "mapheld"))
-		return hold(arg, 0);
-	fd = bl_open(O_RDONLY);
-	if (fd < 0)
-		return fail("open", errno);
-	if (!strcmp(argv[1], "create")) {
-		close(fd);
-		fd = bl_open(O_RDWR);
-		err = bl_create(fd, arg, &c);
-		if (err)
-			return fail("create", -err);
-		printf("ok\n");
-		return 0;
-	}
-	if (!strcmp(argv[1], "orphans")) {
-		close(fd);
-		fd = bl_open(O_RDWR);
-		for (i = 0; i < (int)arg; i++) {
-			err = bl_create(fd, PG, &c);
-			if (err)
-				return fail("create", -err);
-			printf("%llu\n", (unsigned long long)c.id);
-		}
-		return 0;
-	}
-	if (!strcmp(argv[1], "map")) {
-		p = bl_map(fd, arg * PG, PG, PROT_READ);
+		return hold(arg, KEEP_MAP);
+	if (!strcmp(argv[1], "keep"))
+		return hold(arg, KEEP_NOTHING);
+	if (!strcmp(argv[1], "mapfd")) {
+		p = bl_map((int)arg, PG, PROT_READ | PROT_WRITE);
 		if (!p)
 			return fail("mmap", errno);
-		if (p[0] != 'B' || p[PG - 1] != 'B') {
-			printf("BADDATA\n");
-			return 1;
-		}
 		printf("ok\n");
 		return 0;
 	}
+	if (!strcmp(argv[1], "createfd"))
+		return create((int)arg, PG, 1, 0);
+	if (!strcmp(argv[1], "readcost"))
+		return readcost((int)arg);
+	fd = bl_open(O_RDWR);
+	if (fd < 0)
+		fd = bl_open(O_RDONLY);
+	if (fd < 0)
+		return fail("open", -fd);
+	if (!strcmp(argv[1], "create"))
+		return create(fd, arg, 1, 0);
+	if (!strcmp(argv[1], "orphans"))
+		return create(fd, PG, (int)arg, 1);
+	if (!strcmp(argv[1], "map"))
+		return map_id(fd, arg);
 	if (!strcmp(argv[1], "release")) {
-		err = bl_release(fd, arg);
+		int err = bl_release(fd, arg);
+
 		if (err)
 			return fail("release", -err);
 		printf("ok\n");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Small helpers shared by the /dev/blamer selftests: every ioctl wrapped
- * to return 0 or -errno, so tests compare errnos directly.
+ * Small helpers shared by the /dev/blamer selftests and tools: every
+ * ioctl wrapped to return 0 (or a descriptor) or -errno, so callers
+ * compare errnos directly, and the module parameters.
  */
 #ifndef BLAMER_UTIL_H
 #define BLAMER_UTIL_H
@@ -19,30 +20,57 @@
 #include <linux/blamer.h>
 
 #define PG 4096UL
+#define BL_DEVICE "/dev/blamer"
+#define BL_PARAMS "/sys/module/blamer/parameters/"
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+/* One real load or store of a byte of a mapping (a fault if it must). */
+static inline unsigned char bl_peek(const void *p)
+{
+	return __atomic_load_n((const unsigned char *)p, __ATOMIC_RELAXED);
+}
+
+static inline void bl_poke(void *p, unsigned char v)
+{
+	__atomic_store_n((unsigned char *)p, v, __ATOMIC_RELAXED);
+}
 
 static inline int bl_open(int flags)
 {
-	return open(BLAMER_DEVICE_PATH, flags | O_CLOEXEC);
+	int fd = open(BL_DEVICE, flags | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
 }
 
-static inline int bl_create(int fd, uint64_t len, struct blamer_create *c)
+/* Create a slab of @len bytes; c->fd is its read-write descriptor. */
+static inline int bl_create(int fd, __u64 len, struct blamer_create *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
 	c->length = len;
+	c->fd = -1;
 	return ioctl(fd, BLAMER_IOC_CREATE, c) ? -errno : 0;
+}
+
+/* A read-only descriptor of slab @id, or -errno. */
+static inline int bl_open_slab(int fd, __u64 id)
+{
+	struct blamer_open o = { .id = id };
+
+	return ioctl(fd, BLAMER_IOC_OPEN, &o) ? -errno : o.fd;
 }
 
 static inline int bl_status(int fd, struct blamer_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
 	return ioctl(fd, BLAMER_IOC_STATUS, st) ? -errno : 0;
 }
 
-static inline int bl_release(int fd, uint64_t id)
+static inline int bl_release(int fd, __u64 id)
 {
-	struct blamer_release r = { .size = sizeof(r), .id = id };
+	struct blamer_release r = { .id = id };
 
 	return ioctl(fd, BLAMER_IOC_RELEASE, &r) ? -errno : 0;
 }
@@ -51,9 +79,9 @@ static inline int bl_release(int fd, uint64_t id)
 static inline int bl_list(int fd, struct blamer_slab_info **out,
 			  struct blamer_list *lp)
 {
-	struct blamer_list l;
 	struct blamer_slab_info *v = NULL;
-	uint32_t cap = 64;
+	struct blamer_list l;
+	__u32 cap = 64;
 
 	*out = NULL;
 	for (;;) {
@@ -62,7 +90,6 @@ static inline int bl_list(int fd, struct blamer_slab_info **out,
 		if (!v)
 			return -ENOMEM;
 		memset(&l, 0, sizeof(l));
-		l.size = sizeof(l);
 		l.info_size = sizeof(*v);
 		l.slabs = (uintptr_t)v;
 		l.capacity = cap;
@@ -83,7 +110,7 @@ static inline int bl_list(int fd, struct blamer_slab_info **out,
 }
 
 /* The kernel's facts about slab @id as the caller sees them; 0 or -ENOENT. */
-static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
+static inline int bl_find(int fd, __u64 id, struct blamer_slab_info *info)
 {
 	struct blamer_slab_info *v = NULL;
 	int n, i, ret = -ENOENT;
@@ -101,12 +128,17 @@ static inline int bl_find(int fd, uint64_t id, struct blamer_slab_info *info)
 	return ret;
 }
 
-/* mmap wrapper: the address or NULL with errno set. */
-static inline void *bl_map(int fd, uint64_t off, size_t len, int prot)
+/* mmap of a slab descriptor from offset @off: the address or NULL, errno. */
+static inline void *bl_map_at(int sfd, __u64 off, size_t len, int prot)
 {
-	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
+	void *p = mmap(NULL, len, prot, MAP_SHARED, sfd, (off_t)off);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void *bl_map(int sfd, size_t len, int prot)
+{
+	return bl_map_at(sfd, 0, len, prot);
 }
 
 static inline int bl_param_get(const char *name, long long *v)
@@ -115,7 +147,7 @@ static inline int bl_param_get(const char *name, long long *v)
 	FILE *f;
 	int ok;
 
-	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	snprintf(path, sizeof(path), BL_PARAMS "%s", name);
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -130,7 +162,7 @@ static inline int bl_param_set(const char *name, long long v)
 	FILE *f;
 	int ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/module/blamer/parameters/%s", name);
+	snprintf(path, sizeof(path), BL_PARAMS "%s", name);
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;

@@ -40,7 +40,7 @@ n=$((n + 1))
 if $PY - "$D.j/3.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["schema_version"] == 1 and d["kind"] == "snapshot"
+assert d["schema_version"] == 2 and d["kind"] == "snapshot"
 p, = d["processes"]
 assert p["pid"] == 3999001 and p["state"] == "dead" and p["health"] == "ok"
 assert [a["label"] for a in p["threads"][0]["activities"]] == ["main-loop", "handle-request", "cache-lock"]
@@ -58,8 +58,9 @@ if "$MK" - device-status >"$D.j/status.json" &&
    $PY - "$D.j/status.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["kind"] == "status" and d["backend"] == "device" and d["max_orphans"] == 64
-assert d["parameters"] == {"max_orphans": "64", "reader_gid": "-1", 'odd "name"': "tab\there\x01"}
+assert d["kind"] == "status" and d["backend"] == "device" and d["max_user_orphans"] == 64
+assert d["user_slabs"] == 3 and d["slabs"] == 12
+assert d["parameters"] == {"max_user_orphans": "64", "reader_gid": "-1", 'odd "name"': "tab\there\x01"}
 PYEOF
 then echo "ok $n - a device status --json matches the schema"
 else fails=$((fails + 1)); echo "not ok $n - device status --json"; fi
@@ -86,7 +87,7 @@ then echo "ok $n - blame --dead --json: the inclusive tree adds up"
 else fails=$((fails + 1)); echo "not ok $n - the inclusive tree"; fi
 # negative controls: the validator must reject drift
 n=$((n + 1))
-sed 's/"schema_version":1/"schema_version":2/' "$D.j/2.json" >"$D.j/bad1.json"
+sed 's/"schema_version":2/"schema_version":3/' "$D.j/2.json" >"$D.j/bad1.json"
 if ! $PY "$HERE/jsonschema_lite.py" "$SCHEMA" "$D.j/bad1.json" >/dev/null; then
 	echo "ok $n - a wrong schema_version is rejected"
 else fails=$((fails + 1)); echo "not ok $n - a wrong schema_version passed"; fi

@@ -82,10 +82,11 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[2], "device-status")) {
 		struct blamer_backend_status st = {
 			.backend = BLAMER_BACKEND_DEVICE, .source = "/dev/blamer",
-			.abi_version = 1, .slabs = 12, .orphans = 2, .bytes = 3 << 20,
-			.generation = 40, .max_slab_bytes = 64 << 20, .max_owner_bytes = 256 << 20,
-			.max_total_bytes = 1 << 30, .max_orphans = 64,
-			.params = { { "max_orphans", "64" }, { "reader_gid", "-1" },
+			.user_slabs = 3, .user_orphans = 1, .user_bytes = 1 << 20,
+			.device_totals = true, .slabs = 12, .orphans = 2, .bytes = 3 << 20,
+			.max_slab_bytes = 64 << 20, .max_user_bytes = 256 << 20,
+			.max_total_bytes = 1 << 30, .max_user_orphans = 64,
+			.params = { { "max_user_orphans", "64" }, { "reader_gid", "-1" },
 				    { "odd \"name\"", "tab\there\x01" } },
 			.nparams = 3,
 		};

@@ -43,8 +43,8 @@ t "list on the device before load says to run blamer load" sh -c 'blamer --backe
 t "the static build loads by path only, and says so" sh -c '! blamer load 2>$OUT.e; grep -q "without libkmod: give the module.s path" $OUT.e'
 # The module leaves the device root-only for udev to set owner and mode;
 # the test bed has no udev and opens it to every user.
-t "blamer load /blamer.ko" sh -c 'blamer load /blamer.ko max_orphans=64 && chmod 0666 /dev/blamer'
-t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_orphans *64"'
+t "blamer load /blamer.ko" sh -c 'blamer load /blamer.ko max_user_orphans=64 && chmod 0666 /dev/blamer'
+t "status shows limits and parameters" sh -c 'blamer status && blamer status | grep -q "^  max_user_orphans *64"'
 t "a second load is refused clearly" sh -c '! blamer load 2>$OUT.e; grep -q "already loaded" $OUT.e'
 
 # top sleeps in poll(): a new heap must wake it long before --interval 30
@@ -104,6 +104,6 @@ blamer release --all >/dev/null 2>&1
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"
 # the dynamically linked build loads through libkmod (by name, then paths)
 t "libkmod build: with nothing installed, load says what to install" sh -c '! blamer-kmod load 2>$OUT.e && grep -q "no blamer module is installed for Linux $(uname -r): install blamer-dkms" $OUT.e'
-t "libkmod build: load by path" sh -c "blamer-kmod load /blamer.ko max_orphans=8 && blamer-kmod status | grep -q '^  max_orphans *8'"
+t "libkmod build: load by path" sh -c "blamer-kmod load /blamer.ko max_user_orphans=8 && blamer-kmod status | grep -q '^  max_user_orphans *8'"
 t "libkmod build: unload" sh -c "blamer-kmod unload && ! test -e /dev/blamer"
 [ $fails -eq 0 ]

@@ -17,8 +17,6 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 
-#include <linux/blamer.h>
-
 #include "cli.h"
 
 #define SYS_MODULE	"/sys/module/blamer"
@@ -197,16 +195,21 @@ int cmd_status(struct cli *c)
 		       (unsigned long long)st.heaps, (unsigned long long)st.dead, b1);
 		return EX_OK;
 	}
-	fmt_bytes(b1, sizeof(b1), st.bytes);
+	fmt_bytes(b1, sizeof(b1), st.user_bytes);
 	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
-	fmt_bytes(b3, sizeof(b3), st.max_owner_bytes);
+	fmt_bytes(b3, sizeof(b3), st.max_user_bytes);
 	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
-	printf("module: loaded, ABI %u, %s\n", st.abi_version, st.source);
-	printf("slabs: %llu (%llu orphaned, at most %llu kept)\n",
-	       (unsigned long long)st.slabs, (unsigned long long)st.orphans,
-	       (unsigned long long)st.max_orphans);
-	printf("bytes: %s of %s (per slab at most %s, per owner %s)\n", b1, b4, b2, b3);
-	printf("generation: %llu\nparameters:\n", (unsigned long long)st.generation);
+	printf("module: loaded, %s\n", st.source);
+	printf("your slabs: %llu (%llu orphaned, at most %llu kept), %s of %s\n",
+	       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
+	       (unsigned long long)st.max_user_orphans, b1, b3);
+	/* Device-wide counts only for those who may read every slab. */
+	if (st.device_totals) {
+		fmt_bytes(b1, sizeof(b1), st.bytes);
+		printf("all slabs: %llu (%llu orphaned), %s of %s\n",
+		       (unsigned long long)st.slabs, (unsigned long long)st.orphans, b1, b4);
+	}
+	printf("limits: %s per slab, %s per user, %s in all\nparameters:\n", b2, b3, b4);
 	for (i = 0; i < st.nparams; i++)
 		printf("  %-20s %s\n", st.params[i].name, st.params[i].value);
 	return EX_OK;

@@ -2,13 +2,20 @@
 /*
  * /dev/blamer: kernel-owned shared-memory slabs with trusted owner facts.
  *
- * Every structure here has fixed-size fields only, so the layout is the
- * same for 32- and 64-bit userspace and no compat translation is needed.
- * Every ioctl argument starts with a @size field: userspace sets it to
- * sizeof() of the structure it was compiled with, and the kernel accepts
- * any size between the first published one (the *_SIZE_VER0 constants)
- * and its own, zero-filling or checking the tail as copy_struct_from_user
- * does. Structures only ever grow at the end.
+ * A slab is its own file: BLAMER_IOC_CREATE returns a read-write
+ * descriptor of a new slab, BLAMER_IOC_OPEN a read-only descriptor of a
+ * slab the caller may read; mmap() that descriptor (offset 0 is the
+ * slab's first byte). /dev/blamer itself lists slabs, opens and releases
+ * them and reports events through poll().
+ *
+ * Every structure has fixed-size fields, 64-bit ones first, so the layout
+ * is the same for 32- and 64-bit programs. The size of an ioctl's
+ * structure is the size encoded in its command number (_IOC_SIZE): the
+ * kernel accepts any size from the first published one (*_SIZE_VER0);
+ * bytes beyond its own structure must be zero (E2BIG otherwise), fields
+ * the caller did not pass read as zero, and at most the caller's size is
+ * written back. Structures only ever grow at the end. Reserved fields and
+ * unknown flags must be zero (EINVAL otherwise).
  */
 #ifndef _UAPI_LINUX_BLAMER_H
 #define _UAPI_LINUX_BLAMER_H
@@ -16,77 +23,76 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define BLAMER_DEVICE_PATH	"/dev/blamer"
-#define BLAMER_ABI_VERSION	1
 #define BLAMER_COMM_LEN		16
 
 /**
- * struct blamer_create - ask the kernel for a new slab (BLAMER_IOC_CREATE)
- * @size: in: sizeof(struct blamer_create) as userspace knows it
- * @flags: in: must be 0
+ * struct blamer_create - ask for a new slab (BLAMER_IOC_CREATE)
  * @length: in: bytes wanted (>= 1); out: real size, rounded up to pages
- * @id: out: the slab ID, non-zero, never reused while the slab exists
- * @mmap_offset: out: the offset to pass to mmap() to map this slab
+ * @id: out: the slab ID, non-zero, not reused while the slab exists
+ * @flags: in: must be 0
+ * @fd: out: a read-write, close-on-exec descriptor of the slab
  *
- * The slab is zeroed and owned by the open file the ioctl was issued on.
- * Only that file may map it writable, with mmap(MAP_SHARED) at
- * @mmap_offset (ID << page shift, always below 2^31). The kernel records
- * the creating process as the owner: its tgid, start time, credentials
- * and command name.
+ * The slab is zeroed. The calling process is its owner: only it maps the
+ * slab writable (an inherited or passed copy of @fd gives no write access
+ * and no identity), and the slab becomes an orphan when it dies.
  */
 struct blamer_create {
-	__u32 size;
-	__u32 flags;
 	__u64 length;
 	__u64 id;
-	__u64 mmap_offset;
+	__u32 flags;
+	__s32 fd;
 };
 
-#define BLAMER_CREATE_SIZE_VER0	32
+#define BLAMER_CREATE_SIZE_VER0		24
+
+/**
+ * struct blamer_open - a read-only descriptor of a slab (BLAMER_IOC_OPEN)
+ * @id: in: the slab
+ * @flags: in: must be 0
+ * @fd: out: a read-only, close-on-exec descriptor of the slab
+ */
+struct blamer_open {
+	__u64 id;
+	__u32 flags;
+	__s32 fd;
+};
+
+#define BLAMER_OPEN_SIZE_VER0		16
 
 /* Values of blamer_slab_info.state */
-#define BLAMER_SLAB_LIVE	1	/* the owning file is still open */
-#define BLAMER_SLAB_ORPHAN	2	/* the owner is gone, kept for postmortem */
+#define BLAMER_SLAB_LIVE	1	/* its creating process is alive */
+#define BLAMER_SLAB_ORPHAN	2	/* its creating process died */
 
 /* Bits of blamer_slab_info.flags */
-#define BLAMER_SLAB_MINE	(1U << 0)	/* owned by the caller's open file */
+#define BLAMER_SLAB_MINE	(1U << 0)	/* created by the calling process */
 #define BLAMER_SLAB_EXITED	(1U << 1)	/* exit_code/exit_signal are valid */
 #define BLAMER_SLAB_COREDUMP	(1U << 2)	/* the owner dumped core */
-#define BLAMER_SLAB_PID_GONE	(1U << 3)	/* owner not visible in caller's pidns */
+#define BLAMER_SLAB_PID_HIDDEN	(1U << 3)	/* owner outside caller's pid ns */
 
 /**
  * struct blamer_slab_info - the kernel's facts about one slab
  * @id: slab ID
  * @size: real size in bytes
- * @mmap_offset: offset to pass to mmap() to map it (read-only for non-owners)
- * @owner_serial: identifies the owning open file; slabs created through
- *	the same open file share it, so it groups the slabs of one heap
- * @start_time_ns: owner's process start time (boot-based clock, ns), the
- *	PID-reuse guard; /proc/PID/stat field 22 (clock ticks) equals
- *	@start_time_ns / (1000000000 / sysconf(_SC_CLK_TCK)), truncated,
- *	outside time namespaces
- * @create_time_ns: when the slab was created (CLOCK_BOOTTIME, ns)
- * @orphan_time_ns: when it became an orphan (CLOCK_BOOTTIME, ns), or 0
- * @pid: owner tgid as seen in the caller's pid namespace, 0 if not visible
- * @uid: owner's effective uid (at creation) in the caller's user
- *	namespace, the overflow uid if not mapped
+ * @file_serial: identifies the /dev/blamer open file the slab was created
+ *	through; slabs created through one open file share it (a heap)
+ * @start_time_ns: owner's process start time, in the clock and time
+ *	namespace of /proc/PID/stat field 22 as the caller reads it: field
+ *	22 (clock ticks) equals @start_time_ns / (1000000000 / _SC_CLK_TCK)
+ * @create_time_ns: when the slab was created (CLOCK_BOOTTIME of the
+ *	caller's time namespace, ns)
+ * @orphan_time_ns: when the owner died (same clock), or 0
+ * @pid: owner's tgid in the caller's pid namespace, 0 if not visible
+ * @uid: owner's effective uid at creation, in the caller's user namespace
  * @state: BLAMER_SLAB_LIVE or BLAMER_SLAB_ORPHAN
- * @flags: BLAMER_SLAB_* bits; BLAMER_SLAB_EXITED is set when the owner
- *	was seen exiting (its descriptor closed by exit), and then
- *	@exit_code/@exit_signal and BLAMER_SLAB_COREDUMP describe how
- * @exit_code: exit code if BLAMER_SLAB_EXITED and @exit_signal is 0
- * @exit_signal: signal that killed the owner, if BLAMER_SLAB_EXITED
+ * @flags: BLAMER_SLAB_* bits
+ * @exit_code: if BLAMER_SLAB_EXITED and @exit_signal is 0: exit status
+ * @exit_signal: if BLAMER_SLAB_EXITED: the signal that killed the owner
  * @comm: owner's command name at creation, NUL-terminated
- *
- * Userspace may pass a larger or smaller entry size in
- * blamer_list.info_size (at least BLAMER_SLAB_INFO_SIZE_VER0): the kernel
- * writes what both know and zeroes the rest of each entry.
  */
 struct blamer_slab_info {
 	__u64 id;
 	__u64 size;
-	__u64 mmap_offset;
-	__u64 owner_serial;
+	__u64 file_serial;
 	__u64 start_time_ns;
 	__u64 create_time_ns;
 	__u64 orphan_time_ns;
@@ -99,125 +105,132 @@ struct blamer_slab_info {
 	char comm[BLAMER_COMM_LEN];
 };
 
-#define BLAMER_SLAB_INFO_SIZE_VER0	96
+#define BLAMER_SLAB_INFO_SIZE_VER0	88
 
 /**
- * struct blamer_list - list the slabs the caller may read (BLAMER_IOC_LIST)
- * @size: in: sizeof(struct blamer_list) as userspace knows it
- * @info_size: in: sizeof(struct blamer_slab_info) as userspace knows it
- * @slabs: in: user pointer to an array of @capacity entries
+ * struct blamer_list - describe slabs the caller may read (BLAMER_IOC_LIST)
+ * @slabs: in: user pointer to @capacity entries of @info_size bytes
+ * @start_id: in: list slabs with an ID of at least this (0: all)
+ * @events: out: events this descriptor has reported (see poll())
+ * @info_size: in: sizeof(struct blamer_slab_info) as the caller knows it,
+ *	from BLAMER_SLAB_INFO_SIZE_VER0 to 4096
  * @capacity: in: number of entries at @slabs
- * @count: out: number of entries written
- * @total: out: number of visible slabs (may exceed @capacity; retry)
+ * @count: out: entries written
+ * @total: out: slabs visible from @start_id on (retry if above @capacity)
  * @flags: in: must be 0
- * @generation: out: the device's event generation at the time of the
- *	listing; it also becomes the caller's "seen" mark for poll()
+ * @reserved: in: must be 0
  */
 struct blamer_list {
-	__u32 size;
-	__u32 info_size;
 	__u64 slabs;
+	__u64 start_id;
+	__u64 events;
+	__u32 info_size;
 	__u32 capacity;
 	__u32 count;
 	__u32 total;
 	__u32 flags;
-	__u64 generation;
+	__u32 reserved;
 };
 
-#define BLAMER_LIST_SIZE_VER0	40
+#define BLAMER_LIST_SIZE_VER0		48
 
 /**
- * struct blamer_release - free an orphaned slab (BLAMER_IOC_RELEASE)
- * @size: in: sizeof(struct blamer_release)
+ * struct blamer_release - free a slab (BLAMER_IOC_RELEASE)
+ * @id: in: the slab
  * @flags: in: must be 0
- * @id: in: the slab to release
- *
- * Only orphans can be released, and only by a reader that may map them.
- * Existing mappings keep their pages: they read the last contents.
+ * @reserved: in: must be 0
  */
 struct blamer_release {
-	__u32 size;
-	__u32 flags;
 	__u64 id;
+	__u32 flags;
+	__u32 reserved;
 };
 
 #define BLAMER_RELEASE_SIZE_VER0	16
 
+/* Bits of blamer_status.flags */
+#define BLAMER_STATUS_DEVICE	(1U << 0)	/* slabs/orphans/bytes are filled */
+
 /**
- * struct blamer_status - device-wide usage and limits (BLAMER_IOC_STATUS)
- * @size: in: sizeof(struct blamer_status)
- * @abi_version: out: BLAMER_ABI_VERSION of the running module
- * @slabs: out: slabs in existence (live and orphaned)
- * @orphans: out: orphaned slabs
- * @bytes: out: bytes held by all slabs
- * @max_slab_bytes: out: module parameter max_slab_bytes
- * @max_owner_bytes: out: module parameter max_owner_bytes
- * @max_total_bytes: out: module parameter max_total_bytes
- * @max_orphans: out: module parameter max_orphans
- * @generation: out: current event generation
+ * struct blamer_status - usage and limits (BLAMER_IOC_STATUS)
+ * @user_slabs: slabs charged to the caller's user, live and orphaned
+ * @user_orphans: orphans charged to the caller's user
+ * @user_bytes: bytes charged to the caller's user (until pages are freed)
+ * @slabs: slabs in existence, if BLAMER_STATUS_DEVICE
+ * @orphans: orphans, if BLAMER_STATUS_DEVICE
+ * @bytes: bytes of all slab pages not yet freed, if BLAMER_STATUS_DEVICE
+ * @max_slab_bytes: module parameter max_slab_bytes
+ * @max_user_bytes: module parameter max_user_bytes
+ * @max_total_bytes: module parameter max_total_bytes
+ * @max_user_orphans: module parameter max_user_orphans
+ * @flags: BLAMER_STATUS_* bits
+ * @reserved: 0
  */
 struct blamer_status {
-	__u32 size;
-	__u32 abi_version;
+	__u64 user_slabs;
+	__u64 user_orphans;
+	__u64 user_bytes;
 	__u64 slabs;
 	__u64 orphans;
 	__u64 bytes;
 	__u64 max_slab_bytes;
-	__u64 max_owner_bytes;
+	__u64 max_user_bytes;
 	__u64 max_total_bytes;
-	__u64 max_orphans;
-	__u64 generation;
+	__u64 max_user_orphans;
+	__u32 flags;
+	__u32 reserved;
 };
 
-#define BLAMER_STATUS_SIZE_VER0	72
+#define BLAMER_STATUS_SIZE_VER0		88
 
-#define BLAMER_IOC_MAGIC	0xB1
-
-/*
- * The kernel matches ioctl numbers on magic, number and direction only, so
- * a program built against a larger (newer) structure keeps working with
- * an older module, and vice versa, within the rules of the @size field.
- * Every ioctl fails with EFAULT for a bad pointer, EINVAL for a @size
- * below the *_SIZE_VER0 constant or above 4096 or for non-zero @flags,
- * E2BIG when @size is larger than the kernel's structure and the extra
- * bytes are not zero, and ENOTTY for an unknown command.
- */
+/* 0xBB is unused in Documentation/userspace-api/ioctl/ioctl-number.rst. */
+#define BLAMER_IOC_MAGIC	0xBB
 
 /**
- * define BLAMER_IOC_CREATE - create a slab owned by this open file
+ * define BLAMER_IOC_CREATE - create a slab owned by the calling process
  *
- * Argument: struct blamer_create. Errors: EINVAL for a zero @length,
- * EFBIG for a @length above max_slab_bytes (including any value that
- * would overflow when rounded up), EDQUOT when the caller's user would
- * own more than max_owner_bytes of live slabs, ENOSPC when all slabs
- * together would exceed max_total_bytes or no ID is free, ENOMEM when
- * memory (or the caller's memory cgroup) is exhausted.
+ * Argument: struct blamer_create. Errors: EBADF if /dev/blamer was not
+ * opened for writing, EPERM if the caller is not the process (and
+ * program: exec ends it) that opened it, EINVAL for a zero @length,
+ * EFBIG above max_slab_bytes (any length that would overflow when
+ * rounded up included), EDQUOT above the caller's user's max_user_bytes
+ * and ENOSPC above max_total_bytes after evicting that user's own oldest
+ * orphans, ENOMEM, EMFILE.
  */
 #define BLAMER_IOC_CREATE	_IOWR(BLAMER_IOC_MAGIC, 1, struct blamer_create)
 
 /**
+ * define BLAMER_IOC_OPEN - open a slab for reading
+ *
+ * Argument: struct blamer_open. Errors: ENOENT if no slab has that ID or
+ * the caller may not read it (the two are not told apart), EMFILE.
+ */
+#define BLAMER_IOC_OPEN		_IOWR(BLAMER_IOC_MAGIC, 2, struct blamer_open)
+
+/**
  * define BLAMER_IOC_LIST - describe the slabs the caller may read
  *
- * Argument: struct blamer_list. Lists the caller's own live slabs and
- * every slab it may map read-only, in ID order. Errors: EINVAL for an
- * @info_size below BLAMER_SLAB_INFO_SIZE_VER0 or above 4096, ENOMEM.
- * Also marks the current event generation as seen for poll().
+ * Argument: struct blamer_list. In ID order. Marks the descriptor's
+ * events as seen for poll(). Errors: EINVAL for a bad @info_size.
  */
-#define BLAMER_IOC_LIST		_IOWR(BLAMER_IOC_MAGIC, 2, struct blamer_list)
+#define BLAMER_IOC_LIST		_IOWR(BLAMER_IOC_MAGIC, 3, struct blamer_list)
 
 /**
- * define BLAMER_IOC_RELEASE - free an orphaned slab
+ * define BLAMER_IOC_RELEASE - free a slab now
  *
- * Argument: struct blamer_release. Errors: ENOENT if no slab has that ID,
- * EACCES if the caller may not read it, EBUSY if it is still live.
+ * Argument: struct blamer_release. The owner may release its own live
+ * slabs; a reader who may read an orphan may release it. Mappings keep
+ * their pages. Errors: ENOENT if no slab has that ID or the caller may
+ * not read it, EBUSY for another process's live slab.
  */
-#define BLAMER_IOC_RELEASE	_IOW(BLAMER_IOC_MAGIC, 3, struct blamer_release)
+#define BLAMER_IOC_RELEASE	_IOW(BLAMER_IOC_MAGIC, 4, struct blamer_release)
 
 /**
- * define BLAMER_IOC_STATUS - usage and limits of the whole device
+ * define BLAMER_IOC_STATUS - usage of the caller's user, and the limits
  *
- * Argument: struct blamer_status. Never fails but for the common errors.
+ * Argument: struct blamer_status. Device-wide counts are filled only for
+ * callers with CAP_SYS_PTRACE in the initial user namespace.
  */
-#define BLAMER_IOC_STATUS	_IOWR(BLAMER_IOC_MAGIC, 4, struct blamer_status)
+#define BLAMER_IOC_STATUS	_IOR(BLAMER_IOC_MAGIC, 5, struct blamer_status)
 
 #endif /* _UAPI_LINUX_BLAMER_H */

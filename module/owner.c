@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * blamer: owner processes and how they end.
+ *
+ * The owner of a slab is the process that created it, found by its thread
+ * group's struct pid (which is never reused while referenced). A process
+ * has one struct blamer_owner in the owner table from its first live slab
+ * until it dies or has no live slab left.
+ *
+ * Death is observed with the sched_process_exit tracepoint, which every
+ * exiting thread passes in do_exit() after exit_mm() and before its parent
+ * can reap it: no process-exit notifier is exported to modules, while
+ * tracepoint_probe_register() is, on 6.1 and 6.12 alike, with the same
+ * prototype. The whole process is dead exactly when the last thread has
+ * decremented signal->live; the thread that sees 0 there in the probe
+ * (several may, the first one wins) records the status as wait4() will
+ * report it: signal->group_exit_code under SIGNAL_GROUP_EXIT (always set
+ * once live is 0 on these kernels: synchronize_group_exit() sets it for
+ * the last thread), else the group leader's exit_code. A thread that
+ * exits alone (SYS_exit, with or without a file table of its own) or is
+ * killed by another thread's execve() leaves live above 0 and records
+ * nothing, and nothing a live process does can write the record.
+ *
+ * The probe runs with preemption disabled for every thread exit in the
+ * system, so it does the least: a read of signal->live (non-zero for
+ * most thread exits), a count of owners, an RCU hash lookup, atomics,
+ * and queue_work(). The reaper work then turns the owner's slabs into
+ * orphans under blamer_lock, revokes writable mappings, evicts above the
+ * per-user orphan limit and tells poll() watchers.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hashtable.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/tracepoint.h>
+#include <linux/workqueue.h>
+
+#include "blamer.h"
+
+/* Owners of live slabs by thread group, RCU for the probe. */
+static DEFINE_HASHTABLE(blamer_owners, 8);
+static atomic_t blamer_nr_owners = ATOMIC_INIT(0);
+
+/* Dead owners waiting for the reaper. */
+static LLIST_HEAD(blamer_dead_owners);
+static void blamer_reap(struct work_struct *work);
+static DECLARE_WORK(blamer_reap_work, blamer_reap);
+
+static struct tracepoint *blamer_exit_tp;
+
+static void blamer_owner_free(struct kref *ref)
+{
+	struct blamer_owner *owner = container_of(ref, struct blamer_owner,
+						  ref);
+
+	put_pid(owner->pid);
+	kfree_rcu(owner, rcu);
+}
+
+void blamer_owner_put(struct blamer_owner *owner)
+{
+	kref_put(&owner->ref, blamer_owner_free);
+}
+
+bool blamer_owner_dead(const struct blamer_owner *owner)
+{
+	return atomic_read_acquire(&owner->state) == BLAMER_OWNER_DEAD;
+}
+
+/*
+ * Not yet seen dying. A GONE owner is a living process that released all
+ * its live slabs; its released slabs' mappings still write.
+ */
+bool blamer_owner_living(const struct blamer_owner *owner)
+{
+	int state = atomic_read(&owner->state);
+
+	return state == BLAMER_OWNER_ALIVE || state == BLAMER_OWNER_GONE;
+}
+
+/* Is the caller the living process that created @slab? */
+bool blamer_is_owner(const struct blamer_slab *slab)
+{
+	return task_tgid(current) == slab->owner->pid &&
+	       blamer_owner_living(slab->owner);
+}
+
+/**
+ * blamer_owner_get_locked - the calling process's owner record
+ * @spare: a zeroed allocation to use if the process has none yet; set to
+ *	NULL when used
+ *
+ * The caller is alive, so its record, if any, is ALIVE.
+ *
+ * Return: the record with a reference for the caller, or NULL if one was
+ * needed and @spare was NULL.
+ */
+struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare)
+{
+	struct pid *tgid = task_tgid(current);
+	struct blamer_owner *owner;
+
+	lockdep_assert_held(&blamer_lock);
+	hash_for_each_possible(blamer_owners, owner, node, (unsigned long)tgid)
+		if (owner->pid == tgid) {
+			kref_get(&owner->ref);
+			return owner;
+		}
+	owner = *spare;
+	if (!owner)
+		return NULL;
+	*spare = NULL;
+	kref_init(&owner->ref);		/* the table's */
+	kref_get(&owner->ref);		/* the caller's */
+	owner->pid = get_pid(tgid);
+	owner->start_time_ns = current->group_leader->start_boottime;
+	INIT_LIST_HEAD(&owner->live);
+	atomic_set(&owner->state, BLAMER_OWNER_ALIVE);
+	hash_add_rcu(blamer_owners, &owner->node, (unsigned long)tgid);
+	atomic_inc(&blamer_nr_owners);
+	return owner;
+}
+
+/**
+ * blamer_owner_idle_locked - @owner may have lost its last live slab
+ * @owner: an owner record
+ *
+ * A living owner without live slabs leaves the table, so exits of
+ * processes that released everything cost the probe nothing. If the
+ * probe got there first, the reaper removes it instead.
+ */
+void blamer_owner_idle_locked(struct blamer_owner *owner)
+{
+	lockdep_assert_held(&blamer_lock);
+	if (!list_empty(&owner->live))
+		return;
+	if (atomic_cmpxchg(&owner->state, BLAMER_OWNER_ALIVE,
+			   BLAMER_OWNER_GONE) != BLAMER_OWNER_ALIVE)
+		return;
+	hash_del_rcu(&owner->node);
+	atomic_dec(&blamer_nr_owners);
+	kref_put(&owner->ref, blamer_owner_free);	/* a slab holds one */
+}
+
+/*
+ * sched_process_exit: @p is current, past exit_mm(), preemption disabled.
+ */
+static void blamer_exit_probe(void *data, struct task_struct *p)
+{
+	struct signal_struct *sig = p->signal;
+	struct blamer_owner *owner;
+	struct pid *tgid;
+	int status;
+
+	/* Other threads still run: the process is not dead. */
+	if (atomic_read(&sig->live))
+		return;
+	if (!atomic_read(&blamer_nr_owners))
+		return;
+	tgid = task_tgid(p);
+	rcu_read_lock();
+	hash_for_each_possible_rcu(blamer_owners, owner, node,
+				   (unsigned long)tgid) {
+		if (owner->pid != tgid)
+			continue;
+		/* Fully ordered: the reads below follow the read of live. */
+		if (atomic_cmpxchg(&owner->state, BLAMER_OWNER_ALIVE,
+				   BLAMER_OWNER_DYING) != BLAMER_OWNER_ALIVE)
+			break;
+		/* As wait_task_zombie() computes it. */
+		if (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT)
+			status = READ_ONCE(sig->group_exit_code);
+		else
+			status = READ_ONCE(p->group_leader->exit_code);
+		owner->exit_status = status;
+		owner->death_time_ns = ktime_get_boottime_ns();
+		atomic_set_release(&owner->state, BLAMER_OWNER_DEAD);
+		llist_add(&owner->dead, &blamer_dead_owners);
+		queue_work(system_unbound_wq, &blamer_reap_work);
+		break;
+	}
+	rcu_read_unlock();
+}
+
+/* Orphan the live slabs of one dead owner and drop its table reference. */
+static void blamer_reap_owner(struct blamer_owner *owner)
+{
+	struct blamer_slab *slab, *tmp;
+	LIST_HEAD(orphaned);
+	LIST_HEAD(evicted);
+
+	mutex_lock(&blamer_lock);
+	hash_del_rcu(&owner->node);
+	atomic_dec(&blamer_nr_owners);
+	list_for_each_entry_safe(slab, tmp, &owner->live, node) {
+		blamer_slab_get(slab);
+		list_add_tail(&slab->reap_node, &orphaned);
+		blamer_slab_orphan_locked(slab, &evicted);
+	}
+	mutex_unlock(&blamer_lock);
+
+	list_for_each_entry_safe(slab, tmp, &orphaned, reap_node) {
+		list_del(&slab->reap_node);
+		blamer_slab_revoke_writers(slab);
+		blamer_notify(slab);
+		blamer_slab_put(slab);
+	}
+	blamer_slab_put_list(&evicted, true);
+	blamer_owner_put(owner);
+}
+
+static void blamer_reap(struct work_struct *work)
+{
+	struct llist_node *list = llist_del_all(&blamer_dead_owners);
+	struct blamer_owner *owner, *tmp;
+
+	/* In the order they died: orphans are evicted oldest first. */
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(owner, tmp, list, dead)
+		blamer_reap_owner(owner);
+}
+
+/*
+ * Finish the reaping of processes already seen dead, so that a listing
+ * made after wait() returned shows their slabs as orphans with their
+ * accounts and evictions up to date.
+ */
+void blamer_owner_settle(void)
+{
+	flush_work(&blamer_reap_work);
+}
+
+static void blamer_find_exit_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_exit"))
+		*(struct tracepoint **)priv = tp;
+}
+
+int blamer_owner_init(void)
+{
+	int err;
+
+	for_each_kernel_tracepoint(blamer_find_exit_tp, &blamer_exit_tp);
+	if (!blamer_exit_tp) {
+		pr_err("the sched_process_exit tracepoint is missing (CONFIG_TRACEPOINTS)\n");
+		return -EOPNOTSUPP;
+	}
+	err = tracepoint_probe_register(blamer_exit_tp, blamer_exit_probe,
+					NULL);
+	if (err)
+		pr_err("cannot attach to sched_process_exit: %d\n", err);
+	return err;
+}
+
+/*
+ * After unregistering, wait for probes still running on other CPUs, then
+ * for the reaper work they queued.
+ */
+void blamer_owner_exit(void)
+{
+	tracepoint_probe_unregister(blamer_exit_tp, blamer_exit_probe, NULL);
+	tracepoint_synchronize_unregister();
+	flush_work(&blamer_reap_work);
+	blamer_reap(&blamer_reap_work);
+}

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/blamer selftests: ownership follows the creating process. A
+ * descriptor inherited across fork() or exec, or passed over a socket,
+ * gives neither write access nor the creator's identity; the creator may
+ * release its own live slabs; after its death nobody writes its slabs,
+ * and whoever drops the last reference to its files adds nothing.
+ */
+#include <setjmp.h>
+#include <sys/socket.h>
+
+#include "blamer_test.h"
+
+/* Facts about @id, as a fresh descriptor lists them. */
+static int facts(__u64 id, struct blamer_slab_info *info)
+{
+	int fd = bl_open(O_RDONLY), err;
+
+	if (fd < 0)
+		return fd;
+	err = bl_find(fd, id, info);
+	close(fd);
+	return err;
+}
+
+/* What another process can do with the creator's descriptors. */
+static int probe_fds(int dev, int sfd, __u64 id)
+{
+	struct blamer_create c;
+	int err;
+
+	if (bl_map(sfd, PG, PROT_READ | PROT_WRITE) || errno != EPERM)
+		return 10;
+	/* Not even read-only: the writable file is the creator's. */
+	if (bl_map(sfd, PG, PROT_READ) || errno != EPERM)
+		return 11;
+	/* No identity: it cannot create through the creator's file. */
+	if (bl_create(dev, PG, &c) != -EPERM)
+		return 12;
+	/* Nor release the creator's live slab. */
+	err = bl_release(dev, id);
+	if (err != -EBUSY && err != -ENOENT)
+		return 13;
+	return 0;
+}
+
+struct inherit_arg {
+	int dev;
+	int sfd;
+	__u64 id;
+};
+
+static int inherited_child(void *arg)
+{
+	struct inherit_arg *a = arg;
+
+	return probe_fds(a->dev, a->sfd, a->id);
+}
+
+/* A forked child, even one that keeps root's uid, gets nothing. */
+TEST(inherited_descriptors_give_nothing)
+{
+	struct blamer_slab_info info;
+	struct blamer_create c;
+	struct inherit_arg a;
+	int dev = bl_open(O_RDWR);
+	char *p;
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, bl_create(dev, PG, &c));
+	p = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	p[0] = 'c';
+	a.dev = dev;
+	a.sfd = c.fd;
+	a.id = c.id;
+	EXPECT_EQ(0, bt_run_as(-1, -1, inherited_child, &a));
+	if (!geteuid())	/* a worker that dropped to nobody */
+		EXPECT_EQ(0, bt_run_as(65534, 65534, inherited_child, &a));
+	EXPECT_EQ('c', p[0]);
+	ASSERT_EQ(0, facts(c.id, &info));
+	EXPECT_EQ(getpid(), info.pid);	/* the facts name the creator */
+	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
+	munmap(p, PG);
+	close(c.fd);
+	close(dev);
+}
+
+static int send_fds(int sock, int *fds, int n)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 }, b = 'f';
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = CMSG_SPACE(n * sizeof(int)),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fds(int sock, int *fds, int n)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))], b;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+
+	if (recvmsg(sock, &m, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(fds, CMSG_DATA(cm), n * sizeof(int));
+	return 0;
+}
+
+/*
+ * A process that existed before the slab (not a child of its creator)
+ * receives its descriptors over a Unix socket: still nothing.
+ */
+TEST(passed_descriptors_give_nothing)
+{
+	struct blamer_create c;
+	int sv[2], dev, status, fds[2];
+	__u64 id;
+	pid_t pid;
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(sv[0]);
+		if (!geteuid() && bt_become(65534, 65534))
+			_exit(20);
+		if (read(sv[1], &id, sizeof(id)) != sizeof(id) ||
+		    recv_fds(sv[1], fds, 2))
+			_exit(21);
+		_exit(probe_fds(fds[0], fds[1], id));
+	}
+	close(sv[1]);
+	dev = bl_open(O_RDWR);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, bl_create(dev, PG, &c));
+	fds[0] = dev;
+	fds[1] = c.fd;
+	ASSERT_EQ(sizeof(c.id), write(sv[0], &c.id, sizeof(c.id)));
+	ASSERT_EQ(0, send_fds(sv[0], fds, 2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(c.fd);
+	close(dev);
+	close(sv[0]);
+}
+
+/*
+ * Have the Unix garbage collector free the socket cycles nobody holds:
+ * it runs when a socket is released while descriptors are in flight
+ * (from this task on 6.1, from a workqueue on 6.12).
+ */
+static void unix_gc_run(void)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
+		return;
+	close(sv[0]);
+	close(sv[1]);
+	usleep(200000);
+}
+
+/*
+ * The creator leaves its descriptors in flight, in a socket that holds
+ * itself, and exits. It is dead: the slab is an orphan with its status
+ * at once, although its files live on. They are released later by the
+ * Unix garbage collector, in another task's context (a kworker, or this
+ * process): nothing about that task may become a fact of the slab, and
+ * the pages go (and stop being charged) then.
+ */
+TEST(descriptors_in_flight_at_exit)
+{
+	struct blamer_slab_info before, after;
+	struct blamer_status st0, st;
+	int up[2], status, fd = bl_open(O_RDONLY), i;
+	__u64 id;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, bl_status(fd, &st0));
+	ASSERT_EQ(0, pipe(up));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct blamer_create c;
+		int dev = bl_open(O_RDWR), sv[2], fds[2];
+
+		if (dev < 0 || bl_create(dev, PG, &c) ||
+		    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
+			_exit(1);
+		fds[0] = dev;
+		fds[1] = c.fd;
+		if (send_fds(sv[0], fds, 2) || send_fds(sv[0], sv, 2))
+			_exit(1);
+		close(dev);
+		close(c.fd);
+		close(sv[0]);
+		close(sv[1]);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(1);
+		_exit(6);
+	}
+	close(up[1]);
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	close(up[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(6, WEXITSTATUS(status));
+	ASSERT_EQ(0, facts(id, &before));
+	EXPECT_EQ(BLAMER_SLAB_ORPHAN, before.state);
+	EXPECT_TRUE(before.flags & BLAMER_SLAB_EXITED);
+	EXPECT_EQ(6, before.exit_code);
+	EXPECT_EQ(pid, before.pid);
+	unix_gc_run();
+	ASSERT_EQ(0, facts(id, &after));
+	EXPECT_EQ(0, memcmp(&before, &after, sizeof(before)));
+	EXPECT_EQ(0, bl_release(fd, id));
+	/*
+	 * The collector really dropped the files: the pages are freed. The
+	 * last fput() may be deferred to a work queue: allow 10 s.
+	 */
+	for (i = 0; i < 50; i++) {
+		ASSERT_EQ(0, bl_status(fd, &st));
+		if (st.user_bytes == st0.user_bytes)
+			break;
+		unix_gc_run();
+	}
+	EXPECT_EQ(st0.user_bytes, st.user_bytes);
+	close(fd);
+}
+
+/* Read the one line a helper prints. */
+static void read_line(int fd, char *buf, size_t len)
+{
+	ssize_t n = read(fd, buf, len - 1);
+
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/*
+ * execve() ends the program that created the slabs: the new program in
+ * the same process, handed the descriptors, can neither map the slab
+ * writable nor create through the old /dev/blamer file.
+ */
+TEST(exec_ends_write_access)
+{
+	const char *ctl = bt_slabctl();
+	char arg[16], out[64];
+	int up[2], dev, status;
+	struct blamer_create c;
+	pid_t pid;
+
+	if (!ctl)
+		SKIP(return, "blamer_slabctl not found (BLAMER_SLABCTL)");
+	for (int round = 0; round < 2; round++) {
+		ASSERT_EQ(0, pipe(up));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			dev = bl_open(O_RDWR);
+			if (dev < 0 || bl_create(dev, PG, &c))
+				_exit(1);
+			/* Keep both across exec. */
+			fcntl(dev, F_SETFD, 0);
+			fcntl(c.fd, F_SETFD, 0);
+			dup2(up[1], 1);
+			snprintf(arg, sizeof(arg), "%d", round ? dev : c.fd);
+			execl(ctl, "blamer_slabctl", round ? "createfd" : "mapfd",
+			      arg, (char *)NULL);
+			_exit(2);
+		}
+		close(up[1]);
+		read_line(up[0], out, sizeof(out));
+		close(up[0]);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_STREQ("EPERM", out) TH_LOG("round %d", round);
+	}
+}
+
+/* The creator frees its own live slab; others may not. */
+TEST(creator_releases_its_live_slab)
+{
+	struct blamer_slab_info info;
+	struct blamer_status st, st2;
+	struct bt_holder h;
+	struct blamer_create c;
+	int dev = bl_open(O_RDWR);
+	char *p;
+
+	ASSERT_LE(0, dev);
+	bt_clean_orphans();
+	ASSERT_EQ(0, bl_status(dev, &st));
+	ASSERT_EQ(0, bl_create(dev, 2 * PG, &c));
+	p = bl_map(c.fd, 2 * PG, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, bl_release(dev, c.id));
+	EXPECT_EQ(-ENOENT, facts(c.id, &info));
+	p[0] = 'k';	/* the mapping still writes its pages */
+	EXPECT_EQ('k', p[0]);
+	/* Charged until the pages go: munmap and close. */
+	ASSERT_EQ(0, bl_status(dev, &st2));
+	EXPECT_EQ(st.user_bytes + 2 * PG, st2.user_bytes);
+	EXPECT_EQ(st.user_slabs, st2.user_slabs);
+	munmap(p, 2 * PG);
+	close(c.fd);
+	ASSERT_EQ(0, bl_status(dev, &st2));
+	EXPECT_EQ(st.user_bytes, st2.user_bytes);
+
+	/* Another process of the same user: the slab is busy, not its own. */
+	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, NULL));
+	EXPECT_EQ(-EBUSY, bl_release(dev, h.id));
+	bt_holder_finish(&h);
+	EXPECT_EQ(0, bl_release(dev, h.id));	/* an orphan now */
+	close(dev);
+}
+
+/* A child creates through a descriptor of its own: its own slab. */
+TEST(child_creates_its_own)
+{
+	struct blamer_slab_info info;
+	int up[2], status;
+	__u64 id;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(up));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct blamer_create c;
+		int dev = bl_open(O_RDWR);
+
+		if (dev < 0 || bl_create(dev, PG, &c))
+			_exit(1);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(1);
+		_exit(4);
+	}
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, facts(id, &info));
+	EXPECT_EQ(pid, info.pid);
+	EXPECT_EQ(4, info.exit_code);
+	close(up[0]);
+	close(up[1]);
+}
+
+/* --------------------------- a CLONE_VM child outliving the creator */
+
+static sigjmp_buf bus_env;
+static char *shared_map;
+static int go_pipe[2], result_pipe[2];
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(bus_env, sig);
+}
+
+/* Runs in the creator's address space; writes after the creator died. */
+static int vm_child(void *arg)
+{
+	char b, r;
+
+	(void)arg;
+	if (read(go_pipe[0], &b, 1) != 1)
+		_exit(1);
+	signal(SIGBUS, on_sigbus);
+	if (sigsetjmp(bus_env, 1)) {
+		r = 'S';
+	} else {
+		bl_poke(shared_map, 'w');
+		r = 'W';
+	}
+	if (write(result_pipe[1], &r, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * The creator shares its address space with a process that is not one
+ * of its threads (clone(CLONE_VM), as vfork() does) and is killed. The
+ * slab is an orphan: that process may still read it, but no longer
+ * write, even through the creator's own writable mapping.
+ */
+TEST(no_writes_after_the_creator_died)
+{
+	static long stack[8192];
+	struct blamer_slab_info info;
+	int up[2], status;
+	__u64 id;
+	pid_t creator, child;
+	char r = 0;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(go_pipe));
+	ASSERT_EQ(0, pipe(result_pipe));
+	creator = fork();
+	ASSERT_LE(0, creator);
+	if (!creator) {
+		struct blamer_create c;
+		int dev = bl_open(O_RDWR);
+
+		if (dev < 0 || bl_create(dev, PG, &c))
+			_exit(1);
+		shared_map = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+		if (!shared_map)
+			_exit(1);
+		shared_map[0] = 'c';
+		child = clone(vm_child, (char *)stack + sizeof(stack),
+			      CLONE_VM | SIGCHLD, NULL);
+		if (child < 0)
+			_exit(1);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	kill(creator, SIGKILL);
+	ASSERT_EQ(creator, waitpid(creator, &status, 0));
+	ASSERT_EQ(0, facts(id, &info));
+	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+	EXPECT_EQ(SIGKILL, info.exit_signal);
+	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+	ASSERT_EQ(1, read(result_pipe[0], &r, 1));
+	EXPECT_EQ('S', r);	/* SIGBUS, not a write */
+	child = waitpid(-1, &status, 0);
+	EXPECT_LT(0, child);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/blamer selftests: who may read a slab, and what others learn.
+ * The ptrace-like rule for live slabs and orphans alike (setuid and
+ * setgid creators, non-dumpable ones, the reader group), pid and time
+ * namespaces, and no oracles: open, release, list, status and poll tell
+ * a caller nothing about slabs it may not read.
+ */
+#include <poll.h>
+
+#include "blamer_test.h"
+
+#define U1 1000
+#define U2 1001
+
+struct as {
+	int uid;
+	int gid;
+};
+
+static int open_as(struct as who, __u64 id)
+{
+	return bt_run_as(who.uid, who.gid, bt_child_open, &id);
+}
+
+static int release_as(struct as who, __u64 id)
+{
+	return bt_run_as(who.uid, who.gid, bt_child_release, &id);
+}
+
+static int lists_as(struct as who, __u64 id)
+{
+	return bt_run_as(who.uid, who.gid, bt_child_lists, &id);
+}
+
+static const struct as user1 = { U1, U1 }, user2 = { U2, U2 },
+	user1_gid2 = { U1, U2 };
+
+FIXTURE(root) {
+	struct bt_params saved;
+};
+
+FIXTURE_SETUP(root)
+{
+	if (geteuid())
+		SKIP(return, "needs root");
+	bt_params_save(&self->saved);
+	ASSERT_TRUE(self->saved.ok);
+}
+
+FIXTURE_TEARDOWN(root)
+{
+	if (BT_SKIPPED())
+		return;
+	EXPECT_EQ(0, bt_params_restore(&self->saved));
+}
+
+TEST_F(root, same_ids_for_live_slabs_and_orphans)
+{
+	struct bt_holder h;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bt_holder_start(&h, PG, U1, U1, 0, 0, NULL));
+	for (int orphan = 0; orphan < 2; orphan++) {
+		EXPECT_EQ(0, open_as(user1, h.id));
+		EXPECT_EQ(0, lists_as(user1, h.id));
+		EXPECT_EQ(ENOENT, open_as(user2, h.id));
+		EXPECT_EQ(1, lists_as(user2, h.id));
+		EXPECT_EQ(ENOENT, open_as(user1_gid2, h.id));
+		EXPECT_EQ(ENOENT, release_as(user2, h.id));
+		EXPECT_EQ(0, bt_try_open(h.id));	/* CAP_SYS_PTRACE */
+		/* The reader group opens every visible slab. */
+		ASSERT_EQ(0, bl_param_set("reader_gid", U2));
+		EXPECT_EQ(0, open_as(user2, h.id));
+		ASSERT_EQ(0, bl_param_set("reader_gid", -1));
+		EXPECT_EQ(ENOENT, open_as(user2, h.id));
+		if (!orphan) {
+			EXPECT_EQ(EBUSY, release_as(user1, h.id));
+			bt_holder_finish(&h);
+		}
+	}
+	EXPECT_EQ(0, release_as(user1, h.id));
+	EXPECT_EQ(ENOENT, release_as(user1, h.id));
+
+	/* Root's slab is closed to users, live or orphaned. */
+	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, NULL));
+	EXPECT_EQ(ENOENT, open_as(user1, h.id));
+	bt_holder_finish(&h);
+	EXPECT_EQ(ENOENT, open_as(user1, h.id));
+	EXPECT_EQ(ENOENT, release_as(user1, h.id));
+	EXPECT_EQ(0, release_as((struct as){ -1, -1 }, h.id));
+}
+
+/* A copy of blamer_slabctl owned by root:@gid with @mode, or NULL. */
+static char *setid_copy(const char *ctl, int gid, mode_t mode)
+{
+	static char path[64];
+	char cmd[256];
+
+	snprintf(path, sizeof(path), "/tmp/blamer-setid-%d", getpid());
+	snprintf(cmd, sizeof(cmd), "cp %s %s && chown 0:%d %s && chmod %o %s",
+		 ctl, path, gid, path, mode, path);
+	return system(cmd) ? NULL : path;
+}
+
+/* Run @prog hold 4096 as @who; its pid, and the slab ID in *@id. */
+static pid_t spawn_holder(const char *prog, struct as who, __u64 *id)
+{
+	char out[64] = "";
+	int p[2];
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(p[0]);
+		dup2(p[1], 1);
+		if (bt_become(who.uid, who.gid))
+			_exit(100);
+		execl(prog, "blamer_slabctl", "hold", "4096", (char *)NULL);
+		_exit(101);
+	}
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	out[n > 0 ? n : 0] = 0;
+	*id = strtoull(out, NULL, 10);
+	return pid;
+}
+
+static int kill_as(void *arg)
+{
+	return kill(*(pid_t *)arg, SIGKILL) ? errno : 0;
+}
+
+/*
+ * A setuid-root (then a setgid) program run by uid 1000 writes a secret.
+ * uid 1000 may kill it, but may read its slab neither while it lives nor
+ * once it is an orphan, nor release it.
+ */
+TEST_F(root, setuid_and_setgid_creators)
+{
+	static const struct {
+		int gid;
+		mode_t mode;
+		unsigned int euid;
+	} kind[] = {
+		{ 0, 04755, 0 },	/* setuid root */
+		{ U2, 02755, U1 },	/* setgid 1001 */
+	};
+	const char *ctl = bt_slabctl();
+	struct blamer_slab_info info;
+	int fd = bl_open(O_RDONLY);
+	__u64 id;
+	char *prog;
+	pid_t pid;
+
+	if (BT_SKIPPED())
+		return;
+	if (!ctl)
+		SKIP(return, "blamer_slabctl not found (BLAMER_SLABCTL)");
+	ASSERT_LE(0, fd);
+	for (int k = 0; k < 2; k++) {
+		prog = setid_copy(ctl, kind[k].gid, kind[k].mode);
+		ASSERT_NE(NULL, prog);
+		pid = spawn_holder(prog, user1, &id);
+		ASSERT_LT(0, pid);
+		ASSERT_NE(0, id);
+		ASSERT_EQ(0, bl_find(fd, id, &info));
+		EXPECT_EQ(kind[k].euid, info.uid);
+		EXPECT_EQ(ENOENT, open_as(user1, id)) TH_LOG("kind %d", k);
+		EXPECT_EQ(1, lists_as(user1, id));
+		EXPECT_EQ(0, bt_run_as(U1, U1, kill_as, &pid));
+		ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+		ASSERT_EQ(0, bl_find(fd, id, &info));
+		EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+		EXPECT_EQ(ENOENT, open_as(user1, id)) TH_LOG("kind %d", k);
+		EXPECT_EQ(1, lists_as(user1, id));
+		EXPECT_EQ(ENOENT, release_as(user1, id));
+		EXPECT_EQ(0, bt_try_open(id));
+		EXPECT_EQ(0, bl_release(fd, id));
+		unlink(prog);
+	}
+	close(fd);
+}
+
+static void not_dumpable(void)
+{
+	prctl(PR_SET_DUMPABLE, 0);
+}
+
+/* A process that made itself non-dumpable is closed to its own uid. */
+TEST_F(root, non_dumpable_creator)
+{
+	struct bt_holder h;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bt_holder_start(&h, PG, U1, U1, 0, 0, not_dumpable));
+	EXPECT_EQ(ENOENT, open_as(user1, h.id));
+	EXPECT_EQ(0, bt_try_open(h.id));
+	bt_holder_finish(&h);
+	EXPECT_EQ(ENOENT, open_as(user1, h.id));
+	EXPECT_EQ(0, release_as((struct as){ -1, -1 }, h.id));
+}
+
+/* In a new pid namespace: run @fn there as @who; its status. */
+static int in_pidns(struct as who, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork(), inner;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (unshare(CLONE_NEWPID))
+			_exit(120);
+		inner = fork();
+		if (inner < 0)
+			_exit(121);
+		if (!inner) {
+			if (bt_become(who.uid, who.gid))
+				_exit(122);
+			_exit(fn(arg));
+		}
+		if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+			_exit(123);
+		_exit(WEXITSTATUS(status));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* uid 1000 inside: the outside slab does not exist for it. */
+static int pidns_user(void *arg)
+{
+	__u64 outside = *(__u64 *)arg;
+	struct blamer_slab_info info;
+	struct blamer_create c;
+	int fd = bl_open(O_RDWR);
+
+	if (getpid() != 1)
+		return 10;
+	if (fd < 0 || bl_create(fd, PG, &c))
+		return 11;
+	if (bl_find(fd, c.id, &info) || info.pid != 1 ||
+	    (info.flags & BLAMER_SLAB_PID_HIDDEN))
+		return 12;
+	if (bl_find(fd, outside, &info) != -ENOENT)
+		return 13;
+	if (bl_open_slab(fd, outside) != -ENOENT)
+		return 14;
+	return 0;
+}
+
+/* root inside: privileged in the initial namespace, it sees all. */
+static int pidns_root(void *arg)
+{
+	__u64 outside = *(__u64 *)arg;
+	struct blamer_slab_info info;
+	int fd = bl_open(O_RDONLY), sfd;
+
+	if (fd < 0 || bl_find(fd, outside, &info))
+		return 20;
+	if (info.pid != 0 || !(info.flags & BLAMER_SLAB_PID_HIDDEN))
+		return 21;
+	sfd = bl_open_slab(fd, outside);
+	if (sfd < 0)
+		return 22;
+	return 0;
+}
+
+TEST_F(root, pid_namespace_visibility)
+{
+	struct bt_holder h;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bt_holder_start(&h, PG, U1, U1, 0, 0, NULL));
+	EXPECT_EQ(0, in_pidns(user1, pidns_user, &h.id));
+	EXPECT_EQ(0, in_pidns((struct as){ -1, -1 }, pidns_root, &h.id));
+	bt_holder_finish(&h);
+	EXPECT_EQ(0, in_pidns(user1, pidns_user, &h.id));	/* orphan */
+}
+
+#define TIMENS_OFFSET_S 1000
+
+/* Inside a time namespace: times agree with /proc/self/stat there. */
+static int timens_child(void *arg)
+{
+	struct blamer_slab_info info;
+	struct blamer_create c;
+	int fd = bl_open(O_RDWR), p = *(int *)arg;
+
+	if (fd < 0 || bl_create(fd, PG, &c) || bl_find(fd, c.id, &info))
+		return 30;
+	if (bt_proc_starttime(getpid()) != bt_ns_to_ticks(info.start_time_ns))
+		return 31;
+	if (write(p, &info, sizeof(info)) != sizeof(info))
+		return 32;
+	return 0;
+}
+
+TEST_F(root, time_namespace_start_times)
+{
+	struct blamer_slab_info in, out;
+	int status, p[2], fd = bl_open(O_RDONLY), tfd;
+	pid_t pid;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (unshare(CLONE_NEWTIME))
+			_exit(40);
+		tfd = open("/proc/self/timens_offsets", O_WRONLY);
+		if (tfd < 0 || dprintf(tfd, "boottime %d 0\n",
+				       TIMENS_OFFSET_S) < 0)
+			_exit(41);
+		close(tfd);
+		_exit(bt_run_as(-1, -1, timens_child, &p[1]));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(sizeof(in), read(p[0], &in, sizeof(in)));
+	ASSERT_EQ(0, bl_find(fd, in.id, &out));
+	EXPECT_EQ(TIMENS_OFFSET_S * 1000000000ULL,
+		  in.start_time_ns - out.start_time_ns);
+	EXPECT_EQ(TIMENS_OFFSET_S * 1000000000ULL,
+		  in.create_time_ns - out.create_time_ns);
+	EXPECT_EQ(0, bl_release(fd, in.id));
+	close(fd);
+}
+
+/* ---------------------------------------------------------- no oracles */
+
+static int map_passed(void *arg)
+{
+	int sfd = *(int *)arg;
+
+	/* Permission comes first: the size of the slab is not told either. */
+	if (bl_map(sfd, PG, PROT_READ) || errno != EACCES)
+		return 1;
+	if (bl_map(sfd, 64 * PG, PROT_READ) || errno != EACCES)
+		return 2;
+	if (bl_map_at(sfd, 63 * PG, PG, PROT_READ) || errno != EACCES)
+		return 3;
+	return 0;
+}
+
+/*
+ * A read-only descriptor root opened, handed to a user who may not read
+ * the slab: mapping is refused, whatever range it asks for.
+ */
+TEST_F(root, passed_readonly_descriptor_gives_nothing)
+{
+	struct bt_holder h;
+	int sfd, dev = bl_open(O_RDONLY);
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, bt_holder_start(&h, 2 * PG, U1, U1, 0, 0, NULL));
+	sfd = bl_open_slab(dev, h.id);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(0, bt_run_as(U2, U2, map_passed, &sfd));
+	/* uid 1000 may read it: its first mapping succeeds. */
+	EXPECT_EQ(1, bt_run_as(U1, U1, map_passed, &sfd));
+	bt_holder_finish(&h);
+	close(sfd);
+	close(dev);
+}
+
+struct scan {
+	__u64 hi;
+	int fd;
+};
+
+/*
+ * Every ID the caller can open is one it lists, and every other ID, in
+ * existence or not, answers open and release the same: ENOENT.
+ */
+static int scan_ids(void *arg)
+{
+	__u64 hi = *(__u64 *)arg, id;
+	struct blamer_slab_info info;
+	int fd = bl_open(O_RDONLY), sfd, err;
+
+	if (fd < 0)
+		return 50;
+	for (id = 1; id <= hi; id++) {
+		sfd = bl_open_slab(fd, id);
+		if (sfd >= 0) {
+			close(sfd);
+			if (bl_find(fd, id, &info))
+				return 51;
+			continue;
+		}
+		if (sfd != -ENOENT)
+			return 52;
+		if (!bl_find(fd, id, &info))
+			return 53;
+		err = bl_release(fd, id);
+		if (err != -ENOENT)
+			return 54;
+	}
+	return 0;
+}
+
+TEST(scanning_ids_reveals_nothing)
+{
+	struct blamer_create c;
+	struct bt_holder h;
+	int fd = bl_open(O_RDWR);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, bl_create(fd, PG, &c));
+	close(c.fd);
+	/* Slabs of another user exist, live and orphaned, when root. */
+	if (!geteuid()) {
+		ASSERT_NE(0, bt_orphan(PG, U1, U1));
+		ASSERT_EQ(0, bt_holder_start(&h, 2 * PG, U1, U1, 0, 0, NULL));
+		EXPECT_EQ(0, bt_run_as(U2, U2, scan_ids, &c.id));
+		bt_holder_finish(&h);
+	}
+	EXPECT_EQ(0, bt_run_as(-1, -1, scan_ids, &c.id));
+	close(fd);
+}
+
+static int status_pipe[2];
+
+static int send_status(void *arg)
+{
+	struct blamer_status st;
+	int fd = bl_open(O_RDONLY);
+
+	(void)arg;
+	if (fd < 0 || bl_status(fd, &st))
+		return 60;
+	return write(status_pipe[1], &st, sizeof(st)) == sizeof(st) ? 0 : 61;
+}
+
+static int status_as(struct as who, struct blamer_status *st)
+{
+	if (bt_run_as(who.uid, who.gid, send_status, NULL))
+		return -1;
+	return read(status_pipe[0], st, sizeof(*st)) == sizeof(*st) ? 0 : -1;
+}
+
+/* Another user's slabs show neither in one's counts nor as totals. */
+TEST_F(root, status_is_per_user)
+{
+	struct blamer_status a, b;
+	struct bt_holder h;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, pipe(status_pipe));
+	ASSERT_EQ(0, status_as(user2, &a));
+	EXPECT_FALSE(a.flags & BLAMER_STATUS_DEVICE);
+	EXPECT_EQ(0, a.slabs);
+	EXPECT_EQ(0, a.bytes);
+	ASSERT_EQ(0, bt_holder_start(&h, 3 * PG, U1, U1, 0, 0, NULL));
+	ASSERT_NE(0, bt_orphan(2 * PG, U1, U1));
+	ASSERT_EQ(0, status_as(user2, &b));
+	EXPECT_EQ(a.user_slabs, b.user_slabs);
+	EXPECT_EQ(a.user_orphans, b.user_orphans);
+	EXPECT_EQ(a.user_bytes, b.user_bytes);
+	EXPECT_EQ(0, b.slabs);
+	bt_holder_finish(&h);
+}
+
+/* poll(): 1 if woken with POLLIN within @ms, 0 if not, -1 on error. */
+static int polled(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, ms);
+
+	return n < 0 ? -1 : n > 0 && (p.revents & POLLIN);
+}
+
+static int list_clears(int fd)
+{
+	struct blamer_slab_info *v;
+	int n = bl_list(fd, &v, NULL);
+
+	if (n >= 0)
+		free(v);
+	return n;
+}
+
+/* Events: creation, orphaning and release wake a poller until it lists. */
+TEST(poll_wakeups)
+{
+	struct blamer_create c;
+	struct bt_holder h;
+	int fd = bl_open(O_RDONLY), dev = bl_open(O_RDWR), status;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, dev);
+	ASSERT_LE(0, list_clears(fd));
+	EXPECT_EQ(0, polled(fd, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* A descriptor of its own: an inherited one cannot create. */
+		int own = bl_open(O_RDWR);
+
+		usleep(200000);
+		_exit(own < 0 || bl_create(own, PG, &c) ? 1 : 0);
+	}
+	EXPECT_EQ(1, polled(fd, 5000));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(1, polled(fd, 0));	/* pending until listed */
+	ASSERT_LE(0, list_clears(fd));
+	EXPECT_EQ(0, polled(fd, 0));
+	/* The child died: its slab was orphaned, an event. */
+	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, NULL));
+	ASSERT_LE(0, list_clears(fd));
+	bt_holder_finish(&h);
+	EXPECT_EQ(1, polled(fd, 2000));
+	ASSERT_LE(0, list_clears(fd));
+	EXPECT_EQ(0, bl_release(fd, h.id));
+	EXPECT_EQ(1, polled(fd, 2000));
+	ASSERT_LE(0, list_clears(fd));
+	EXPECT_EQ(0, polled(fd, 100));
+	close(dev);
+	close(fd);
+}
+
+/* A watcher as @arg's uid; exits 1 if woken within 1.5 s, 0 if not. */
+static int watcher(void *arg)
+{
+	int *p = arg, fd = bl_open(O_RDONLY);
+
+	if (fd < 0 || list_clears(fd) < 0)
+		return 70;
+	if (write(p[1], "r", 1) != 1)
+		return 71;
+	return polled(fd, 1500) == 1;
+}
+
+/* Run a watcher as @who while a process as @creator creates a slab. */
+static int woken(struct as who, struct as creator)
+{
+	int p[2], status;
+	char b;
+	pid_t w;
+
+	if (pipe(p))
+		return -1;
+	w = fork();
+	if (!w)
+		_exit(bt_run_as(who.uid, who.gid, watcher, p));
+	if (read(p[0], &b, 1) != 1)
+		return -1;
+	bt_orphan(PG, creator.uid, creator.gid);
+	close(p[0]);
+	close(p[1]);
+	if (waitpid(w, &status, 0) != w || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* Nobody is woken by slabs it cannot read; any user cannot wake all. */
+TEST_F(root, poll_is_filtered)
+{
+	if (BT_SKIPPED())
+		return;
+	EXPECT_EQ(0, woken(user2, user1));
+	EXPECT_EQ(1, woken(user1, user1));
+	EXPECT_EQ(1, woken((struct as){ -1, -1 }, user1));
+	EXPECT_EQ(0, woken(user1, (struct as){ -1, -1 }));
+}
+
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/blamer selftests: quotas. Slabs are charged to their creator's
+ * user until their pages are really freed, orphans included; a user's
+ * own oldest orphans make room for it, never another user's; no user can
+ * lock root out, nor escape its quota through subordinate uids.
+ */
+#include "blamer_test.h"
+
+#define U1 1000
+#define U2 1001
+
+static int status_pipe[2];
+
+static int send_status(void *arg)
+{
+	struct blamer_status st;
+	int fd = bl_open(O_RDONLY);
+
+	(void)arg;
+	if (fd < 0 || bl_status(fd, &st))
+		return 60;
+	return write(status_pipe[1], &st, sizeof(st)) == sizeof(st) ? 0 : 61;
+}
+
+/* The status of @uid's account. */
+static struct blamer_status status_of(int uid)
+{
+	struct blamer_status st = { .flags = ~0U };
+
+	if (bt_run_as(uid, uid, send_status, NULL) ||
+	    read(status_pipe[0], &st, sizeof(st)) != sizeof(st))
+		st.flags = ~0U;
+	return st;
+}
+
+static int exists(__u64 id)
+{
+	struct blamer_slab_info info;
+	int fd = bl_open(O_RDONLY), err;
+
+	if (fd < 0)
+		return -1;
+	err = bl_find(fd, id, &info);
+	close(fd);
+	return err == 0;
+}
+
+FIXTURE(quota) {
+	struct bt_params saved;
+	int dev;
+};
+
+FIXTURE_SETUP(quota)
+{
+	if (geteuid())
+		SKIP(return, "needs root");
+	bt_params_save(&self->saved);
+	ASSERT_TRUE(self->saved.ok);
+	ASSERT_EQ(0, pipe(status_pipe));
+	bt_clean_orphans();
+	self->dev = bl_open(O_RDWR);
+	ASSERT_LE(0, self->dev);
+}
+
+FIXTURE_TEARDOWN(quota)
+{
+	if (BT_SKIPPED())
+		return;
+	EXPECT_EQ(0, bt_params_restore(&self->saved));
+	bt_clean_orphans();
+	close(self->dev);
+	close(status_pipe[0]);
+	close(status_pipe[1]);
+}
+
+/* An orphan stays charged to its creator, in bytes and in count. */
+TEST_F(quota, orphans_stay_charged)
+{
+	struct blamer_status a, b, c;
+	struct bt_holder h;
+
+	if (BT_SKIPPED())
+		return;
+	a = status_of(U1);
+	ASSERT_NE(~0U, a.flags);
+	ASSERT_EQ(0, bt_holder_start(&h, 4 * PG, U1, U1, 0, 0, NULL));
+	b = status_of(U1);
+	EXPECT_EQ(a.user_bytes + 4 * PG, b.user_bytes);
+	EXPECT_EQ(a.user_slabs + 1, b.user_slabs);
+	bt_holder_finish(&h);
+	c = status_of(U1);
+	EXPECT_EQ(b.user_bytes, c.user_bytes);
+	EXPECT_EQ(b.user_slabs, c.user_slabs);
+	EXPECT_EQ(a.user_orphans + 1, c.user_orphans);
+	ASSERT_EQ(0, bl_release(self->dev, h.id));
+	c = status_of(U1);
+	EXPECT_EQ(a.user_bytes, c.user_bytes);
+	EXPECT_EQ(a.user_orphans, c.user_orphans);
+}
+
+/*
+ * The attack on global retention: uid 1000 makes many orphans. Above its
+ * own limit its own oldest go; uid 1001's orphan stays.
+ */
+TEST_F(quota, orphan_limit_evicts_own_oldest_only)
+{
+	__u64 victim, ids[10];
+	struct blamer_status st;
+	int i;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 4));
+	victim = bt_orphan(PG, U2, U2);
+	ASSERT_NE(0, victim);
+	for (i = 0; i < 10; i++) {
+		ids[i] = bt_orphan(PG, U1, U1);
+		ASSERT_NE(0, ids[i]);
+	}
+	EXPECT_EQ(1, exists(victim));
+	for (i = 0; i < 10; i++)
+		EXPECT_EQ(i >= 6, exists(ids[i])) TH_LOG("orphan %d", i);
+	st = status_of(U1);
+	EXPECT_EQ(4, st.user_orphans);
+	st = status_of(U2);
+	EXPECT_EQ(1, st.user_orphans);
+}
+
+/* Over its byte quota, a create evicts the creator's own oldest orphans. */
+TEST_F(quota, create_evicts_own_oldest_orphans)
+{
+	__u64 a, b, other;
+	struct blamer_status st;
+
+	if (BT_SKIPPED())
+		return;
+	st = status_of(U1);
+	ASSERT_EQ(0, st.user_slabs);
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 8 * PG));
+	a = bt_orphan(4 * PG, U1, U1);
+	b = bt_orphan(4 * PG, U1, U1);
+	other = bt_orphan(8 * PG, U2, U2);
+	ASSERT_NE(0, a);
+	ASSERT_NE(0, b);
+	ASSERT_NE(0, other);
+	ASSERT_NE(0, bt_orphan(2 * PG, U1, U1));
+	EXPECT_EQ(0, exists(a));
+	EXPECT_EQ(1, exists(b));
+	EXPECT_EQ(1, exists(other));
+	st = status_of(U1);
+	EXPECT_EQ(6 * PG, st.user_bytes);
+}
+
+/*
+ * Nobody fills the device for everyone: a user is capped below the total
+ * (its own orphans recycle), other users still create, and root (with
+ * CAP_SYS_RESOURCE) is never locked out even when the total is reached.
+ */
+TEST_F(quota, no_lockout)
+{
+	struct blamer_create c;
+	struct bt_holder h1, h2;
+	int round;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 16 * PG));
+	ASSERT_EQ(0, bl_param_set("max_total_bytes", 32 * PG));
+	/* uid 1000, rounds of 4 x 4 pages that become orphans. */
+	for (round = 0; round < 4; round++)
+		for (int k = 0; k < 4; k++)
+			ASSERT_NE(0, bt_orphan(4 * PG, U1, U1));
+	EXPECT_EQ(16 * PG, status_of(U1).user_bytes);
+	ASSERT_EQ(0, bt_holder_start(&h2, 16 * PG, U2, U2, 0, 0, NULL));
+	/* The total is reached; root still creates. */
+	EXPECT_EQ(0, bl_create(self->dev, 4 * PG, &c));
+	close(c.fd);
+	/* uid 1000 over the total recycles its own orphans, not others'. */
+	ASSERT_EQ(0, bt_holder_start(&h1, 4 * PG, U1, U1, 0, 0, NULL));
+	bt_holder_finish(&h1);
+	EXPECT_EQ(1, exists(h2.id));
+	bt_holder_finish(&h2);
+}
+
+static int fill_and_hold(void *arg)
+{
+	int *report = arg;
+	struct blamer_create c;
+	int dev = bl_open(O_RDWR), rfd, i, err;
+	void *maps[8];
+
+	if (dev < 0)
+		return 70;
+	/* Map through a reader's file, release, close: bytes stay. */
+	for (i = 0; i < 4; i++) {
+		if (bl_create(dev, 4 * PG, &c))
+			return 71;
+		rfd = bl_open_slab(dev, c.id);
+		maps[i] = bl_map(rfd, 4 * PG, PROT_READ);
+		if (rfd < 0 || !maps[i])
+			return 72;
+		close(rfd);
+		close(c.fd);
+		if (bl_release(dev, c.id))
+			return 73;
+	}
+	err = bl_create(dev, 4 * PG, &c);
+	if (write(report[1], &err, sizeof(err)) != sizeof(err))
+		return 74;
+	/* Unmapped, the pages are freed and the quota is back. */
+	munmap(maps[0], 4 * PG);
+	err = bl_create(dev, 4 * PG, &c);
+	if (write(report[1], &err, sizeof(err)) != sizeof(err))
+		return 75;
+	if (!err) {
+		close(c.fd);
+		bl_release(dev, c.id);
+	}
+	return 0;
+}
+
+/*
+ * The attack on the byte limits: map a slab, release it, keep only the
+ * mapping. The pages stay charged until they are freed.
+ */
+TEST_F(quota, charged_until_pages_are_freed)
+{
+	int report[2], first, second;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 16 * PG));
+	ASSERT_EQ(0, pipe(report));
+	EXPECT_EQ(0, bt_run_as(U1, U1, fill_and_hold, report));
+	ASSERT_EQ(sizeof(first), read(report[0], &first, sizeof(first)));
+	ASSERT_EQ(sizeof(second), read(report[0], &second, sizeof(second)));
+	EXPECT_EQ(-EDQUOT, first);
+	EXPECT_EQ(0, second);
+	EXPECT_EQ(0, status_of(U1).user_bytes);	/* all freed at exit */
+	close(report[0]);
+	close(report[1]);
+}
+
+/*
+ * A user with subordinate uids: a process of uid 1000 in a user
+ * namespace of its own, as uid 0 there (uid 100000 outside). Its slabs
+ * are charged to uid 1000, so they count against uid 1000's quota.
+ */
+TEST_F(quota, user_namespace_charges_its_owner)
+{
+	struct blamer_slab_info info;
+	int up[2], down[2], status;
+	struct blamer_create c;
+	char path[64], b;
+	__u64 id;
+	pid_t pid;
+	FILE *f;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 8 * PG));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int dev;
+
+		if (bt_become(U1, U1) || unshare(CLONE_NEWUSER))
+			_exit(80);
+		if (write(up[1], "u", 1) != 1 || read(down[0], &b, 1) != 1)
+			_exit(81);
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
+			_exit(82);
+		dev = bl_open(O_RDWR);
+		if (dev < 0 || bl_create(dev, 8 * PG, &c))
+			_exit(83);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(84);
+		if (read(down[0], &b, 1) != 1)
+			_exit(85);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(up[0], &b, 1));
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "0 100000 65536\n");
+	ASSERT_EQ(0, fclose(f));
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "0 100000 65536\n");
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	ASSERT_EQ(0, bl_find(self->dev, id, &info));
+	EXPECT_EQ(100000, info.uid);
+	EXPECT_EQ(8 * PG, status_of(U1).user_bytes);
+	/* uid 1000 itself is now at its quota. */
+	EXPECT_EQ(0, bt_orphan(PG, U1, U1));
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+int main(int argc, char **argv)
+{
+	return bt_main(argc, argv);
+}
