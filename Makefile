@@ -8,12 +8,19 @@
 #   make bench      benchmarks with ratios against baselines
 #   make deps       install the Debian packages everything needs (cheap
 #                   when done: a stamp in $(BUILD))
+#   make install    the library, headers, tool and man pages (PREFIX=/usr/local);
+#                   make install-dkms, install-system, deb: the module's
+#                   sources for DKMS, its udev rule and groups, the Debian
+#                   packages (mk/install.mk)
 #
 # Variables: BUILD=dir (all outputs, default ./build), KVER=<kernel> (what
 # `make modules` builds for: a full release or a test-bed name such as
 # 6.1 or 6.12-debug, see scripts/kernel-path; default: the running kernel),
 # KDIR=path (a kernel build tree; see module/module.mk). The test suites
 # name their kernels themselves and never depend on `uname -r`.
+# CPPFLAGS, CFLAGS and LDFLAGS from the environment or the command line
+# are added to the project's own (Debian's build flags reach the library
+# and the tool this way).
 #
 # Each part of the tree has a fragment included below. A fragment
 #   - hangs its build products on `all`, either with its own `all: foo`
@@ -35,12 +42,13 @@ export BUILD RESULTS
 
 CC       ?= cc
 # Only the public headers: code outside lib/ sees nothing else.
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -I$(SRC)/include
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -I$(SRC)/include \
+		 $(CPPFLAGS) $(CFLAGS)
 CHECK_SUITES :=
 ALL_TARGETS  :=
 DEMO_DEPS    :=
 
-.PHONY: all check demo bench deps clean install
+.PHONY: all check demo bench deps clean
 all:
 
 # include, not -include: a fragment that is missing is an error, never
@@ -57,6 +65,7 @@ include bench/bench.mk
 include tools/demo/demo.mk
 include Documentation/docs.mk
 include examples/examples.mk
+include mk/install.mk
 
 all: $(ALL_TARGETS)
 

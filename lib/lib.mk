@@ -12,8 +12,7 @@
 # once, position independent, for both libraries and for the tools.
 #
 #   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
-#   make install        header, libraries, blamer.pc (+ INSTALL_TARGETS)
-#   PREFIX=/usr/local   DESTDIR=   LIBDIR=$(PREFIX)/lib  INCLUDEDIR=$(PREFIX)/include
+#   make install        see mk/install.mk
 
 LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
 LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
@@ -45,14 +44,10 @@ LIB_LDLIBS := -lpthread
 LIB_CFLAGS := -I$(SRC)/include/uapi
 LIB_PC     := $(LIB_DIR)/blamer.pc
 
-PREFIX     ?= /usr/local
-LIBDIR     ?= $(PREFIX)/lib
-INCLUDEDIR ?= $(PREFIX)/include
-PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
-DESTDIR    ?=
+# PREFIX, LIBDIR and INCLUDEDIR (for blamer.pc) are mk/install.mk's.
 VERSION    ?= 0.1.0
 
-.PHONY: lib install-lib
+.PHONY: lib
 all: lib
 lib: $(LIB_A) $(LIB_SO) $(LIB_PC)
 
@@ -79,7 +74,7 @@ $(LIB_A): $(LIB_OBJS)
 # Only blamer_* symbols are exported from the shared library. -z nodelete:
 # the exit handler (on_exit(), which dlclose() does not undo) stays valid.
 $(LIB_SO): $(LIB_OBJS) $(SRC)/lib/libblamer.map
-	$(CC) -shared -Wl,-soname,libblamer.so.$(LIB_SOVER) -Wl,-z,nodelete \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libblamer.so.$(LIB_SOVER) -Wl,-z,nodelete \
 		-Wl,--version-script=$(SRC)/lib/libblamer.map -o $@.$(LIB_SOVER) \
 		$(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libblamer.so.$(LIB_SOVER) $@
@@ -90,27 +85,11 @@ pc_file = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	      $(SRC)/blamer.pc.in > $(1)
 
-# (for in-tree use; install-lib writes the installed one with the PREFIX
-# given to make install)
+# (for in-tree use; make install writes the installed one with the PREFIX
+# given to it)
 $(LIB_PC): $(SRC)/blamer.pc.in
 	@mkdir -p $(dir $@)
 	$(call pc_file,$@)
-
-# Other fragments add their own install targets to INSTALL_TARGETS (for
-# example tools/tools.mk: INSTALL_TARGETS += install-tools); the recipe
-# expands it late, so the order of inclusion does not matter.
-INSTALL_TARGETS += install-lib
-install:
-	@$(MAKE) --no-print-directory $(INSTALL_TARGETS)
-
-install-lib: lib
-	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
-	install -m 0644 $(SRC)/include/blamer.h $(DESTDIR)$(INCLUDEDIR)/blamer.h
-	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libblamer.a
-	install -m 0755 $(LIB_SO).$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so.$(LIB_SOVER)
-	ln -sf libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
-	$(call pc_file,$(DESTDIR)$(PKGCONFIGDIR)/blamer.pc)
-	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/blamer.pc
 
 # examples/: built against the static library, as an application would.
 EXAMPLES := $(patsubst $(SRC)/examples/%.c,$(BUILD)/examples/%,$(wildcard $(SRC)/examples/*.c))

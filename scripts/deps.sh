@@ -35,6 +35,9 @@ pkgs=(
 	clang libclang-rt-14-dev valgrind stress-ng trinity
 	# documentation and exporters
 	man-db python3 python3-prometheus-client python3-docutils
+	# installing (selftests/install): DKMS, building and checking the
+	# Debian packages, what their maintainer scripts and the tests use
+	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion
 )
 
 missing=()

@@ -16,7 +16,7 @@ CLI_OBJS      := $(patsubst $(SRC)/tools/blamer/%.c,$(TOOLS_DIR)/obj/%.o,$(BLAME
 # How modules are loaded: libkmod (dynamic build) or raw syscalls (static).
 KMOD_OBJS     := $(TOOLS_DIR)/obj/kmod_libkmod.o $(TOOLS_DIR)/obj/kmod_raw.o
 
-.PHONY: tools tools-static install-tools
+.PHONY: tools tools-static
 all: tools
 tools: $(TOOLS_DIR)/blamer
 tools-static: $(BUILD)/static/blamer
@@ -27,18 +27,10 @@ $(TOOLS_DIR)/obj/%.o: $(SRC)/tools/blamer/%.c
 -include $(CLI_OBJS:.o=.d) $(KMOD_OBJS:.o=.d)
 
 $(TOOLS_DIR)/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_libkmod.o $(LIB_A)
-	$(CC) -o $@ $^ -lkmod -lm
+	$(CC) $(LDFLAGS) -o $@ $^ -lkmod -lm
 
 # Debian has no libkmod.a: the static binary loads modules with
 # finit_module(2)/delete_module(2) directly (tools/blamer/kmod_raw.c).
 $(BUILD)/static/blamer: $(CLI_OBJS) $(TOOLS_DIR)/obj/kmod_raw.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -static -o $@ $^ -lm
-
-PREFIX ?= /usr/local
-INSTALL_TARGETS += install-tools
-BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
-install-tools: tools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(BASHCOMPDIR)
-	install -m 0755 $(TOOLS_DIR)/blamer $(DESTDIR)$(PREFIX)/bin/blamer
-	install -m 0644 $(SRC)/tools/blamer/blamer.bash-completion $(DESTDIR)$(BASHCOMPDIR)/blamer

@@ -17,9 +17,38 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "where.h"
+
+/*
+ * The name of group GID from /etc/group, for a hint in an error message
+ * only: the static build has no NSS, and a group it cannot name is
+ * given by number.
+ */
+static void group_name(gid_t gid, char *buf, size_t len)
+{
+	char line[512], *pw, *id, *end;
+	FILE *f = fopen("/etc/group", "re");
+
+	snprintf(buf, len, "gid %u", (unsigned)gid);
+	if (!f)
+		return;
+	/* name:password:gid:members */
+	while (fgets(line, sizeof(line), f)) {
+		pw = strchr(line, ':');
+		id = pw ? strchr(pw + 1, ':') : NULL;
+		if (!id || pw == line)
+			continue;
+		*pw = '\0';
+		if (strtoul(id + 1, &end, 10) == gid && end != id + 1 && *end == ':') {
+			snprintf(buf, len, "%.*s", (int)(len - 1), line);
+			break;
+		}
+	}
+	fclose(f);
+}
 
 struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 					 char *err, size_t errlen)
@@ -27,6 +56,8 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 	struct blamer_reader *r = calloc(1, sizeof(*r));
 	enum blamer_backend env;
 	const char *dev;
+	char grp[64];
+	struct stat st;
 	int e;
 
 	if (!r) {
@@ -72,7 +103,11 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 				rd_err(err, errlen,
 				       "%s not found: the blamer module is not loaded (run `blamer load`, or use --backend dir)",
 				       dev);
-			else if (e == EACCES || e == EPERM)
+			else if ((e == EACCES || e == EPERM) && stat(dev, &st) == 0 && st.st_gid != 0) {
+				group_name(st.st_gid, grp, sizeof(grp));
+				rd_err(err, errlen, "%s: permission denied: it is for the group %s (ask an administrator to add you to it)",
+				       dev, grp);
+			} else if (e == EACCES || e == EPERM)
 				rd_err(err, errlen, "%s: permission denied (ask an administrator to open access to the device)",
 				       dev);
 			else

@@ -14,7 +14,7 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
+	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
 	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open"
 }
 trap cleanup EXIT
@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..72"
+echo "1..74"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -149,6 +149,18 @@ else
 	err_has 1 "not loaded (nothing to unload)" unload
 fi
 err_has 1 "not found" load /nonexistent/blamer.ko
+# load checks a module's vermagic before the kernel sees it (so this host
+# never loads anything): an object with a .modinfo naming another kernel,
+# and a file that is no module at all.
+printf '%s\n' 'static const char m[] __attribute__((section(".modinfo"), used)) =' \
+	'	"license=GPL\0vermagic=1.2.3-blamer-test SMP mod_unload ";' >"$D.c"
+if cc -c -o "$D/other.ko" "$D.c" 2>"$OUT.err"; then
+	err_has 1 "is built for Linux 1.2.3-blamer-test, this is $(uname -r)" load "$D/other.ko"
+else
+	nok "cc of a fake module"
+fi
+echo 'not an ELF file' >"$D/junk.ko"
+err_has 1 "is not a kernel module" load "$D/junk.ko"
 run 0 --help && grep -q '^  postmortem' "$OUT" && ok "--help lists commands" || nok "--help"
 run 0 --version && grep -q '^blamer [0-9]\+\.[0-9]\+\.[0-9]\+ ' "$OUT" && ok "--version" || nok "--version"
 run 0 help && grep -q '^  postmortem' "$OUT" && grep -q -- '-j, --json\|blamer help COMMAND' "$OUT" &&

@@ -103,9 +103,21 @@ int cmd_load(struct cli *c);
 int cmd_unload(struct cli *c);
 int cmd_status(struct cli *c);
 
-/* kmod_*.c: libkmod (dynamic build) or raw syscalls (static build) */
-int kmod_insert(const char *path, const char *name, const char *params, char *how,
-		size_t howlen);
+/*
+ * kmod_*.c: libkmod (dynamic build) or raw syscalls (static build, which
+ * can only load a module by path). Each returns 0 or a negative errno.
+ *   kmod_lookup   the module NAME installed for the running kernel (as
+ *                 modprobe finds it): its path and its modprobe.d options;
+ *                 -ENOENT if not installed, -ENOTSUP in the static build
+ *   kmod_vermagic the vermagic string of the module file PATH; -ENODATA if
+ *                 it has none, -ENOEXEC if PATH is not a module, -ENOTSUP
+ *                 if this build cannot read it (compressed, static build)
+ *   kmod_insert   insert the file PATH, or (PATH NULL) probe the installed
+ *                 NAME: dependencies first, modprobe.d options then PARAMS
+ */
+int kmod_lookup(const char *name, char *path, size_t pathlen, char *opts, size_t optslen);
+int kmod_vermagic(const char *path, char *buf, size_t len);
+int kmod_insert(const char *path, const char *name, const char *params);
 int kmod_remove(const char *name);
 
 #endif /* BLAMER_CLI_H */

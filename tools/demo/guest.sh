@@ -24,9 +24,10 @@ fail() {
 step "The kernel we booted"
 uname -sr
 
-step "Load the blamer module with the blamer tool: blamer load"
-say "(it finds the module: installed for this kernel, ./build/kmod-X.Y/, or /blamer.ko)"
-blamer load || fail "blamer load failed"
+step "Load the blamer module with the blamer tool: blamer load /blamer.ko"
+say "(on your machine, after installing blamer-dkms, plain \`blamer load\` is modprobe;"
+say " here the module built by make is loaded by its path)"
+blamer load /blamer.ko || fail "blamer load failed"
 ls -l /dev/blamer || fail "/dev/blamer does not exist"
 
 step "What the kernel enforces: blamer status"
