@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,6 +224,8 @@ TEST_F(ctx, writer_killed_mid_update)
 		struct blamer *b;
 		uint64_t n = 0;
 
+		/* A failed assertion must not leave this loop running. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (t_open(self, &c, &b) || blamer_heap_info(b, &info))
 			_exit(99);
 		for (;; n++) {
