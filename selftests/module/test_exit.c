@@ -12,18 +12,6 @@
 
 #include "blamer_test.h"
 
-/* Facts about @id, as a fresh descriptor lists them. */
-static int facts(__u64 id, struct blamer_slab_info *info)
-{
-	int fd = bl_open(O_RDONLY), err;
-
-	if (fd < 0)
-		return fd;
-	err = bl_find(fd, id, info);
-	close(fd);
-	return err;
-}
-
 TEST(exit_code_recorded)
 {
 	struct blamer_slab_info info;
@@ -31,13 +19,13 @@ TEST(exit_code_recorded)
 	int status;
 
 	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 42, 0, NULL));
-	ASSERT_EQ(0, facts(h.id, &info));
+	ASSERT_EQ(0, bt_facts(h.id, &info));
 	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
 	EXPECT_FALSE(info.flags & BLAMER_SLAB_EXITED);
 	status = bt_holder_finish(&h);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(42, WEXITSTATUS(status));
-	ASSERT_EQ(0, facts(h.id, &info));
+	ASSERT_EQ(0, bt_facts(h.id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_TRUE(info.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(42, info.exit_code);
@@ -96,7 +84,7 @@ TEST(signal_with_core_dump)
 	ASSERT_TRUE(WIFSIGNALED(status));
 	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
 	EXPECT_TRUE(WCOREDUMP(status)) TH_LOG("core_pattern or limits prevent dumps");
-	ASSERT_EQ(0, facts(h.id, &info));
+	ASSERT_EQ(0, bt_facts(h.id, &info));
 	EXPECT_EQ(SIGSEGV, info.exit_signal);
 	EXPECT_TRUE(info.flags & BLAMER_SLAB_COREDUMP);
 	d = opendir(".");
@@ -177,7 +165,7 @@ TEST(exit_code_from_threads)
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
 		ASSERT_TRUE(WIFEXITED(status))
 			TH_LOG("round %d: wait status 0x%x", round, status);
-		ASSERT_EQ(0, facts(id, &info));
+		ASSERT_EQ(0, bt_facts(id, &info));
 		EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 		EXPECT_TRUE(info.flags & BLAMER_SLAB_EXITED);
 		EXPECT_EQ(0, info.exit_signal);
@@ -306,7 +294,7 @@ TEST_F(lone_thread, cannot_forge_exit)
 	}
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	/* The thread is gone; the process is not. */
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
 	EXPECT_FALSE(info.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(0, info.exit_code);
@@ -314,7 +302,7 @@ TEST_F(lone_thread, cannot_forge_exit)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFSIGNALED(status));
 	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_TRUE(info.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(SIGSEGV, info.exit_signal);
@@ -381,14 +369,14 @@ TEST(exec_from_a_thread_is_not_an_exit)
 	for (status = 0; status < 200 && !runs_sh(pid); status++)
 		usleep(10000);
 	EXPECT_TRUE(runs_sh(pid));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
 	EXPECT_FALSE(info.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(pid, info.pid);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(9, WEXITSTATUS(status));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_EQ(9, info.exit_code);
 }
@@ -429,11 +417,11 @@ TEST(closing_everything_is_not_an_exit)
 		_exit(7);
 	}
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
 	ASSERT_EQ(1, write(down[1], "x", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_EQ(7, info.exit_code);
 }
@@ -474,7 +462,7 @@ TEST(child_holding_descriptors_does_not_keep_it_live)
 	close(up[1]);
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_TRUE(info.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(3, info.exit_code);
@@ -493,10 +481,10 @@ TEST(facts_kept_after_death)
 	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, NULL));
 	ticks = bt_proc_starttime(h.pid);
 	ASSERT_LE(0, ticks);
-	ASSERT_EQ(0, facts(h.id, &live));
+	ASSERT_EQ(0, bt_facts(h.id, &live));
 	EXPECT_EQ(ticks, bt_ns_to_ticks(live.start_time_ns));
 	bt_holder_finish(&h);
-	ASSERT_EQ(0, facts(h.id, &dead));
+	ASSERT_EQ(0, bt_facts(h.id, &dead));
 	EXPECT_EQ(live.start_time_ns, dead.start_time_ns);
 	EXPECT_EQ(live.create_time_ns, dead.create_time_ns);
 	EXPECT_EQ(h.pid, dead.pid);

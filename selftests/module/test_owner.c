@@ -11,18 +11,6 @@
 
 #include "blamer_test.h"
 
-/* Facts about @id, as a fresh descriptor lists them. */
-static int facts(__u64 id, struct blamer_slab_info *info)
-{
-	int fd = bl_open(O_RDONLY), err;
-
-	if (fd < 0)
-		return fd;
-	err = bl_find(fd, id, info);
-	close(fd);
-	return err;
-}
-
 /* What another process can do with the creator's descriptors. */
 static int probe_fds(int dev, int sfd, __u64 id)
 {
@@ -78,7 +66,7 @@ TEST(inherited_descriptors_give_nothing)
 	if (!geteuid())	/* a worker that dropped to nobody */
 		EXPECT_EQ(0, bt_run_as(65534, 65534, inherited_child, &a));
 	EXPECT_EQ('c', p[0]);
-	ASSERT_EQ(0, facts(c.id, &info));
+	ASSERT_EQ(0, bt_facts(c.id, &info));
 	EXPECT_EQ(getpid(), info.pid);	/* the facts name the creator */
 	EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
 	munmap(p, PG);
@@ -223,13 +211,13 @@ TEST(descriptors_in_flight_at_exit)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(6, WEXITSTATUS(status));
-	ASSERT_EQ(0, facts(id, &before));
+	ASSERT_EQ(0, bt_facts(id, &before));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, before.state);
 	EXPECT_TRUE(before.flags & BLAMER_SLAB_EXITED);
 	EXPECT_EQ(6, before.exit_code);
 	EXPECT_EQ(pid, before.pid);
 	unix_gc_run();
-	ASSERT_EQ(0, facts(id, &after));
+	ASSERT_EQ(0, bt_facts(id, &after));
 	EXPECT_EQ(0, memcmp(&before, &after, sizeof(before)));
 	EXPECT_EQ(0, bl_release(fd, id));
 	/*
@@ -312,7 +300,7 @@ TEST(creator_releases_its_live_slab)
 	p = bl_map(c.fd, 2 * PG, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(0, bl_release(dev, c.id));
-	EXPECT_EQ(-ENOENT, facts(c.id, &info));
+	EXPECT_EQ(-ENOENT, bt_facts(c.id, &info));
 	p[0] = 'k';	/* the mapping still writes its pages */
 	EXPECT_EQ('k', p[0]);
 	/* Charged until the pages go: munmap and close. */
@@ -355,7 +343,7 @@ TEST(child_creates_its_own)
 	}
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(pid, info.pid);
 	EXPECT_EQ(4, info.exit_code);
 	close(up[0]);
@@ -436,7 +424,7 @@ TEST(no_writes_after_the_creator_died)
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	kill(creator, SIGKILL);
 	ASSERT_EQ(creator, waitpid(creator, &status, 0));
-	ASSERT_EQ(0, facts(id, &info));
+	ASSERT_EQ(0, bt_facts(id, &info));
 	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
 	EXPECT_EQ(SIGKILL, info.exit_signal);
 	ASSERT_EQ(1, write(go_pipe[1], "g", 1));

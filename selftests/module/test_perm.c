@@ -437,26 +437,6 @@ TEST(scanning_ids_reveals_nothing)
 	close(fd);
 }
 
-static int status_pipe[2];
-
-static int send_status(void *arg)
-{
-	struct blamer_status st;
-	int fd = bl_open(O_RDONLY);
-
-	(void)arg;
-	if (fd < 0 || bl_status(fd, &st))
-		return 60;
-	return write(status_pipe[1], &st, sizeof(st)) == sizeof(st) ? 0 : 61;
-}
-
-static int status_as(struct as who, struct blamer_status *st)
-{
-	if (bt_run_as(who.uid, who.gid, send_status, NULL))
-		return -1;
-	return read(status_pipe[0], st, sizeof(*st)) == sizeof(*st) ? 0 : -1;
-}
-
 /* Another user's slabs show neither in one's counts nor as totals. */
 TEST_F(root, status_is_per_user)
 {
@@ -465,14 +445,13 @@ TEST_F(root, status_is_per_user)
 
 	if (BT_SKIPPED())
 		return;
-	ASSERT_EQ(0, pipe(status_pipe));
-	ASSERT_EQ(0, status_as(user2, &a));
+	ASSERT_EQ(0, bt_status_as(user2.uid, user2.gid, &a));
 	EXPECT_FALSE(a.flags & BLAMER_STATUS_DEVICE);
 	EXPECT_EQ(0, a.slabs);
 	EXPECT_EQ(0, a.bytes);
 	ASSERT_EQ(0, bt_holder_start(&h, 3 * PG, U1, U1, 0, 0, NULL));
 	ASSERT_NE(0, bt_orphan(2 * PG, U1, U1));
-	ASSERT_EQ(0, status_as(user2, &b));
+	ASSERT_EQ(0, bt_status_as(user2.uid, user2.gid, &b));
 	EXPECT_EQ(a.user_slabs, b.user_slabs);
 	EXPECT_EQ(a.user_orphans, b.user_orphans);
 	EXPECT_EQ(a.user_bytes, b.user_bytes);
