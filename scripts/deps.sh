@@ -33,8 +33,10 @@ pkgs=(
 	# tests: sanitizers and fuzzing, memory checks, stress, the syscall
 	# fuzzer trinity
 	clang libclang-rt-14-dev valgrind stress-ng trinity
-	# documentation and exporters
-	man-db python3 python3-prometheus-client python3-docutils
+	# documentation and exporters; the JSON schema's validator; the real
+	# Prometheus server and node_exporter the export is tested against
+	man-db python3 python3-prometheus-client python3-docutils python3-jsonschema
+	prometheus prometheus-node-exporter
 	# installing (selftests/install): DKMS, building and checking the
 	# Debian packages, what their maintainer scripts and the tests use
 	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion
