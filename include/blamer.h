@@ -73,6 +73,12 @@ enum blamer_backend {
 #define BLAMER_UNIT_COUNT	3u
 #define BLAMER_UNIT_APP_BASE	1000u
 
+/* Base units of an application unit (blamer_dag_unit(), exporters):
+ * what its values count. SECONDS: values are nanoseconds. */
+#define BLAMER_BASE_NONE	0u	/* events, items: a plain count */
+#define BLAMER_BASE_SECONDS	1u
+#define BLAMER_BASE_BYTES	2u
+
 /* Heap states (blamer_snap_process.heap_state). */
 #define BLAMER_HEAP_UNINIT	0u	/* being made */
 #define BLAMER_HEAP_READY	1u	/* in use */
@@ -228,6 +234,15 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 /* Atomic add; @unit_index < nunits of blamer_path_get(). Lock-free, no syscall. */
 void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value);
 
+/*
+ * Names application unit @unit (>= BLAMER_UNIT_APP_BASE) for readers and
+ * exporters, e.g. "requests" or "bytes_read", and says what its values
+ * count (BLAMER_BASE_*). @name: 1..31 of [a-z0-9_], not starting with a
+ * digit. Call it before the paths that use the unit; naming a unit again
+ * the same way is a no-op, otherwise -EEXIST.
+ */
+int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base);
+
 /* ---- end of writer API ---- */
 
 /* ---- Reader API ---- */
@@ -357,6 +372,13 @@ struct blamer_snap_path {
 	uint64_t values[BLAMER_SNAP_MAX_UNITS];
 };
 
+/* An application unit's name and base unit, as a heap defines it. */
+struct blamer_snap_unit_def {
+	uint32_t unit;		/* >= BLAMER_UNIT_APP_BASE */
+	uint32_t base;		/* BLAMER_BASE_* */
+	char name[33];		/* [a-z_][a-z0-9_]*, checked */
+};
+
 struct blamer_snap_process {
 	/* facts from the backend: the kernel (device) or names and /proc (dir) */
 	int32_t pid;		/* 0 if not visible in our pid namespace */
@@ -402,6 +424,8 @@ struct blamer_snap_process {
 	struct blamer_snap_node *nodes;		size_t nnodes;
 	struct blamer_snap_edge *edges;		size_t nedges;
 	struct blamer_snap_path *paths;		size_t npaths;
+	/* the names this heap gives its units (blamer_dag_unit()) */
+	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 };
 
 /*
@@ -554,6 +578,11 @@ int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nod
 			    uint32_t depth, char *buf, size_t len);
 
 /* Lookups: NULL if unknown. */
+/* The definition of @unit the snapshot's processes give, or NULL; when
+ * they disagree, the least by (name, base), so every reader picks the
+ * same one whatever order the heaps come in. */
+const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
+							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
 const char *blamer_health_name(enum blamer_health h);
 const char *blamer_unit_name(uint32_t unit);		/* "cpu_ns", "bytes", ... */

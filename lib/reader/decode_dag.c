@@ -142,3 +142,80 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 		sp->values[sp->nvalues++] = sum[i];
 	}
 }
+
+/* A unit name as the format allows it: 1..31 of [a-z0-9_], no leading
+ * digit, NUL-padded (so it can be a part of a Prometheus metric name). */
+static bool unit_name_ok(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < BLAMER_NAME_MAX && n[i]; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || n[i] == '_' ||
+		      (i && n[i] >= '0' && n[i] <= '9')))
+			return false;
+	return i > 0 && i < BLAMER_NAME_MAX;
+}
+
+/*
+ * A DAG_UNIT: the name of one application unit. A heap names at most the
+ * RD_MAX_HEAP_UNITS units its paths may use, each once (the first record
+ * of a unit wins; racing threads may write two equal ones), so names
+ * cost no more than the units they name.
+ */
+void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
+{
+	struct blamer_snap_unit_def *d;
+	struct blamer_dag_unit r;
+	struct blamer_block b;
+	size_t i;
+
+	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_UNIT, &b) ||
+	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+		return;
+	if (r.unit < BLAMER_UNIT_APP_BASE || r.base > BLAMER_BASE_BYTES ||
+	    !unit_name_ok(r.name)) {
+		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "unit record at %#llx: bad unit, base or name",
+			   (unsigned long long)ref);
+		return;
+	}
+	for (i = 0; i < c->p->nunit_defs; i++)
+		if (c->p->unit_defs[i].unit == r.unit)
+			return;
+	if (c->p->nunit_defs >= RD_MAX_HEAP_UNITS) {
+		rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
+			   "more than %u unit names: unit %u left unnamed", RD_MAX_HEAP_UNITS,
+			   r.unit);
+		return;
+	}
+	d = rd_push(c, (void **)&c->p->unit_defs, &c->p->nunit_defs, sizeof(*d));
+	if (!d)
+		return;
+	d->unit = r.unit;
+	d->base = r.base;
+	memcpy(d->name, r.name, BLAMER_NAME_MAX);
+	d->name[BLAMER_NAME_MAX] = '\0';
+}
+
+static int def_cmp(const struct blamer_snap_unit_def *x, const struct blamer_snap_unit_def *y)
+{
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->base > y->base) - (x->base < y->base);
+}
+
+const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
+							uint32_t unit)
+{
+	const struct blamer_snap_unit_def *best = NULL;
+	size_t i, j;
+
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < p->nunit_defs; j++)
+			if (p->unit_defs[j].unit == unit &&
+			    (!best || def_cmp(&p->unit_defs[j], best) < 0))
+				best = &p->unit_defs[j];
+	}
+	return best;
+}

@@ -96,6 +96,7 @@ void rd_scratch_free(struct rd_scratch *sc);
 /* What a snapshot holds is what the format can hold, plus a NUL. */
 _Static_assert(sizeof(((struct blamer_snap_thread *)0)->name) == BLAMER_NAME_MAX + 1, "name");
 _Static_assert(sizeof(((struct blamer_snap_node *)0)->name) == BLAMER_NAME_MAX + 1, "name");
+_Static_assert(sizeof(((struct blamer_snap_unit_def *)0)->name) == BLAMER_NAME_MAX + 1, "name");
 _Static_assert(sizeof(((struct blamer_snap_module *)0)->path) == BLAMER_PATH_MAX + 1, "path");
 _Static_assert(sizeof(((struct blamer_snap_log *)0)->text) == BLAMER_LOG_MSG_MAX + 1, "text");
 _Static_assert(sizeof(((struct blamer_snap_process *)0)->cmdline) == BLAMER_CMDLINE_MAX + 1,
@@ -243,6 +244,7 @@ void rd_decode_module(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_log(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_node(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_edge(struct rd_ctx *c, blamer_ref ref);
+void rd_decode_unit(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
 
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */

@@ -3,7 +3,7 @@
  * The attribution DAG: nodes (id, type, name), parent links (one EDGE
  * record per link, so a node may have several parents), and paths from
  * the root as actually walked, each with up to 8 measurements (added in
- * dag_shard.c). Ids are the application's, the same in every process
+ * dag_shard.c), and the names of application units. Ids are the application's, the same in every process
  * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
  * Finding an existing record walks the list (setup cost, not hot path);
  * two threads making the same record at once may both make it, and
@@ -107,6 +107,57 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 	e->parent_id = parent_id;
 	e->child_id = child_id;
 	bl_owner_set(b, &e->owner);
+	return 0;
+}
+
+static bool unit_match(const void *rec, const void *key)
+{
+	return ((const struct blamer_dag_unit *)rec)->unit == *(const uint32_t *)key;
+}
+
+/* What the format allows of a unit name (readers check it again). */
+static bool unit_name_ok(const char *n)
+{
+	size_t i;
+
+	for (i = 0; n[i]; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || n[i] == '_' ||
+		      (i && n[i] >= '0' && n[i] <= '9')))
+			return false;
+	return i > 0 && i < BLAMER_NAME_MAX;
+}
+
+int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base)
+{
+	struct blamer_dag_unit *u;
+	struct bl_heap *h;
+	int err;
+	blamer_ref ref;
+
+	h = bl_heap_for(&b, &err);
+	if (!h)
+		return err;
+	if (unit < BLAMER_UNIT_APP_BASE || base > BLAMER_BASE_BYTES || !name ||
+	    !unit_name_ok(name))
+		return bl_error(EINVAL, "blamer: a unit >= %u, a base BLAMER_BASE_*, and a name of "
+				"1..%u of [a-z0-9_] not starting with a digit",
+				BLAMER_UNIT_APP_BASE, BLAMER_NAME_MAX - 1);
+	ref = find(h, BLAMER_REC_DAG_UNIT, sizeof(*u), unit_match, &unit);
+	if (ref) {
+		u = bl_ptr(h, ref);
+		if (u->base == base && !strncmp(u->name, name, sizeof(u->name)))
+			return 0;
+		return bl_error(EEXIST, "blamer: unit %u is already named %.*s", unit,
+				(int)sizeof(u->name), u->name);
+	}
+	ref = bl_record_new(b, BLAMER_REC_DAG_UNIT, sizeof(*u), false);
+	if (!ref)
+		return -ENOSPC;
+	u = bl_ptr(h, ref);
+	u->unit = unit;
+	u->base = base;
+	strncpy(u->name, name, sizeof(u->name) - 1);
+	bl_owner_set(b, &u->owner);
 	return 0;
 }
 
