@@ -27,6 +27,7 @@
 #define OPT_ALL		(1u << 6)
 #define OPT_UNIT	(1u << 7)
 #define OPT_DEAD	(1u << 8)	/* dir: read dead heaps too */
+#define OPT_LISTEN	(1u << 9)	/* export: serve HTTP */
 
 struct cli {
 	const char *cmd;
@@ -40,6 +41,7 @@ struct cli {
 	const char *output;
 	const char *unit;
 	bool dead;
+	const char *listen;	/* export --listen ADDR:PORT */
 	char **args;		/* positional arguments after the command */
 	int nargs;
 };

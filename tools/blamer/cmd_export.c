@@ -1,60 +1,235 @@
 // SPDX-License-Identifier: MIT
 /*
- * blamer export --prometheus [--output FILE]: the text exposition format.
- * With --output the file is written next to FILE and renamed over it, so
- * node_exporter's textfile collector never reads a half-written file.
+ * blamer export --prometheus: the text exposition format, three ways.
+ *   (none)                 once, to stdout
+ *   --output FILE          once, to FILE, replaced atomically
+ *   --interval S --output  the same every S seconds, for node_exporter's
+ *                          textfile collector
+ *   --listen ADDR:PORT     serving GET /metrics (with --output and
+ *                          --interval: both)
+ * The long-lived forms keep one reader and take a snapshot per scrape or
+ * per write, so a scrape costs what a snapshot costs. Dead heaps are
+ * always read in full: their totals stay counted until they are released
+ * (the counter model, lib/export/prom.c).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "http.h"
+
+#define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL)
+#define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* The exposition of @s in memory: 0, or -1 with a one-line reason in
+ * *out. */
+static int render_snapshot(const struct blamer_snapshot *s, char **out, size_t *len)
+{
+	FILE *f;
+	int ret;
+
+	*out = NULL;
+	*len = 0;
+	f = open_memstream(out, len);
+	if (!f) {
+		*out = strdup("out of memory");
+		return -1;
+	}
+	ret = blamer_snapshot_write_prometheus(s, f);
+	if (fclose(f))
+		ret = -EIO;
+	if (ret) {
+		free(*out);
+		*out = strdup("writing the exposition failed");
+		return -1;
+	}
+	return 0;
+}
+
+/* The same of a fresh snapshot of reader @arg (http_render). */
+static int render(void *arg, char **out, size_t *len)
+{
+	struct blamer_snapshot *s = NULL;
+	char e[512];
+	int ret;
+
+	if (blamer_reader_snapshot(arg, &s, e, sizeof(e))) {
+		*out = strdup(e);
+		*len = 0;
+		return -1;
+	}
+	ret = render_snapshot(s, out, len);
+	blamer_snapshot_free(s);
+	return ret;
+}
+
+/*
+ * Replaces @path with @len bytes of @buf: a temporary file in the same
+ * directory (mkostemp: a name nobody can have made in advance), mode
+ * 0644 for the textfile collector, fsync'ed, then renamed over @path, so
+ * a reader sees the old file or the new one, never part of one.
+ */
+static int write_atomic(const char *path, const char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path + 1) : 0, fd, saved;
+	size_t off = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", dl, path, slash ? slash + 1 : path) >=
+	    (int)sizeof(tmp))
+		return err("--output path too long");
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return err("cannot write in the directory of %s: %s", path, strerror(errno));
+	if (fchmod(fd, 0644))
+		goto fail;
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto fail;
+		off += (size_t)w;
+	}
+	if (fsync(fd))
+		goto fail;
+	if (close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path))
+		goto fail;
+	return EX_OK;
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return err("cannot write %s: %s", path, strerror(saved));
+}
+
+static int write_file(struct blamer_reader *r, const char *path)
+{
+	char *buf;
+	size_t len;
+	int ret;
+
+	if (render(r, &buf, &len)) {
+		ret = err("%s", buf ? buf : "out of memory");
+		free(buf);
+		return ret;
+	}
+	ret = write_atomic(path, buf, len);
+	free(buf);
+	return ret;
+}
+
+static long long mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Until SIGTERM or SIGINT: serve @lfd (if >= 0) and rewrite --output
+ * every interval (if asked). Errors of one round are reported and the
+ * next round is tried: a service outlives a bad moment. */
+static int serve(struct cli *c, struct blamer_reader *r, int lfd)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+	bool periodic = c->output && (c->seen & OPT_INTERVAL);
+	long long period = (long long)(c->interval * 1000), next = mono_ms();
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	while (!stop) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		long long now = mono_ms();
+		int timeout = -1, n;
+
+		if (periodic) {
+			if (now >= next) {
+				write_file(r, c->output);
+				next += period;
+				if (next <= now)	/* fell behind: no burst */
+					next = now + period;
+			}
+			timeout = (int)(next - mono_ms());
+			if (timeout < 0)
+				timeout = 0;
+		}
+		n = poll(&p, lfd >= 0 ? 1 : 0, timeout);
+		if (n > 0 && lfd >= 0 && http_serve_one(lfd, "/metrics", PROM_TYPE, render, r) &&
+		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+			err("accept: %s", strerror(errno));
+	}
+	return EX_OK;
+}
 
 int cmd_export(struct cli *c)
 {
 	struct blamer_reader *r;
 	struct blamer_snapshot *s;
-	char tmp[4096];
-	FILE *f = stdout;
-	int ret;
+	char e[512];
+	int ret, lfd = -1;
 
 	if (!(c->seen & OPT_PROM))
 		return usage_err("export needs a format: `blamer export --prometheus`");
 	if (c->nargs)
 		return usage_err("export takes no arguments (use --output FILE)");
-	ret = take(c, READ_FOR_EXPORT | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
-	if (ret)
+	if ((c->seen & OPT_INTERVAL) && !c->output)
+		return usage_err("--interval rewrites a file: give --output FILE too");
+	if (c->listen) {
+		lfd = http_listen(c->listen, e, sizeof(e));
+		if (lfd < 0)
+			return usage_err("%s", e);
+	}
+	ret = take(c, READ_FOR_PROM, &r, &s);
+	if (ret) {
+		if (lfd >= 0)
+			close(lfd);
 		return ret;
-	if (c->output) {
-		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", c->output, (int)getpid()) >=
-		    (int)sizeof(tmp)) {
-			ret = usage_err("--output path too long");
-			goto out;
-		}
-		f = fopen(tmp, "w");
-		if (!f) {
-			ret = err("cannot write %s: %s", tmp, strerror(errno));
-			goto out;
-		}
 	}
-	if (blamer_snapshot_write_prometheus(s, f) || fflush(f)) {
-		ret = err("writing the exposition failed: %s", strerror(errno));
-		if (c->output) {
-			fclose(f);
-			unlink(tmp);
-		}
-		goto out;
+	if (lfd >= 0 || (c->seen & OPT_INTERVAL)) {
+		blamer_snapshot_free(s);	/* the source is fine; each round takes its own */
+		ret = serve(c, r, lfd);
+	} else {
+		char *buf;
+		size_t len;
+
+		if (render_snapshot(s, &buf, &len))
+			ret = err("%s", buf ? buf : "out of memory");
+		else if (c->output)
+			ret = write_atomic(c->output, buf, len);
+		else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout))
+			ret = err("writing the exposition failed: %s", strerror(errno));
+		free(buf);
+		blamer_snapshot_free(s);
 	}
-	if (c->output) {
-		if (fclose(f) || rename(tmp, c->output)) {
-			ret = err("cannot write %s: %s", c->output, strerror(errno));
-			unlink(tmp);
-		}
-	}
-out:
-	blamer_snapshot_free(s);
+	if (lfd >= 0)
+		close(lfd);
 	blamer_reader_close(r);
 	return ret;
 }

@@ -54,10 +54,15 @@ static const struct command {
 	  "dead processes: how and when they ended, last activities, data, log", NULL },
 	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all",
 	  "free dead processes' heaps", NULL },
-	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD, "--prometheus",
-	  "text exposition for node_exporter",
+	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN,
+	  "--prometheus",
+	  "Prometheus text exposition: once, as a textfile, or served over HTTP",
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
-	  "textfile collector never sees half of it).\n" },
+	  "textfile collector never sees half of it); with --interval S too, every\n"
+	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
+	  "127.0.0.1) until SIGTERM. Dead heaps are always read in full: every\n"
+	  "counter is a process's own (labels pid, start_time_ns, heap) and stays\n"
+	  "until its heap is released, so no counter ever goes down.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -90,6 +95,8 @@ static const struct option_help {
 	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
+	{ OPT_LISTEN, "--listen", "--listen ADDR:PORT", "--listen ADDR:PORT",
+	  "serve /metrics over HTTP (ADDR default 127.0.0.1)" },
 };
 
 static const char global_help[] =
@@ -186,6 +193,7 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "dead", no_argument, NULL, 'D' },
+		{ "listen", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -244,6 +252,7 @@ int main(int argc, char **argv)
 		case 'a': c.seen |= OPT_ALL; break;
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
 		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
+		case 'L': c.seen |= OPT_LISTEN; c.listen = optarg; break;
 		case 'h': want_help = true; break;
 		case 'V':
 			printf("blamer %s (JSON schema version %d)\n", BLAMER_VERSION,

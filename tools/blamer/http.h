@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The smallest HTTP/1.x server a scraper needs: one listening socket,
+ * one request at a time, GET or HEAD of one path, every connection
+ * closed after its answer.
+ */
+#ifndef BLAMER_HTTP_H
+#define BLAMER_HTTP_H
+
+#include <stddef.h>
+
+/* A whole request, from accept() to the last byte of the answer, takes
+ * at most this long: a client that sends slowly, or does not read, is
+ * dropped then, and the next one is served. */
+#define HTTP_TIMEOUT_MS		5000
+/* Request line and headers: more is refused (431). */
+#define HTTP_MAX_REQUEST	8192
+
+/*
+ * Parse "ADDR:PORT", "[ADDR6]:PORT" or ":PORT" (ADDR 127.0.0.1), bind
+ * and listen. Returns the socket, or -1 with a one-line message in @err.
+ */
+int http_listen(const char *spec, char *err, size_t errlen);
+
+/*
+ * Fills *body (malloc'ed, the caller frees it) with the answer to a GET
+ * of the served path; returns 0, or -1 with a one-line reason in
+ * *body (served as 500).
+ */
+typedef int (*http_render)(void *arg, char **body, size_t *len);
+
+/*
+ * Accept one connection on @lfd and answer it: @path with @render (as
+ * @content_type), 404 for other paths, 405 for other methods, 400 for
+ * anything malformed. Never blocks past HTTP_TIMEOUT_MS once a client is
+ * accepted. Returns 0, or -1 if accept() failed (errno set).
+ */
+int http_serve_one(int lfd, const char *path, const char *content_type,
+		   http_render render, void *arg);
+
+#endif /* BLAMER_HTTP_H */
