@@ -1,0 +1,18 @@
+# Prometheus suites.
+#
+#   prometheus-server  the real Prometheus (scraping `blamer export --listen`)
+#                      and node_exporter (reading the --interval textfile)
+#                      while a worker of a small application is killed,
+#                      replaced and released: no counter reset, the last
+#                      value kept, `promtool check metrics` clean
+PT_DIR := $(BUILD)/prometheus-tests
+CHECK_SUITES += prometheus-server
+.PHONY: prometheus-server
+
+$(PT_DIR)/prom-worker: $(SRC)/selftests/prometheus/prom_worker.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+
+prometheus-server: $(PT_DIR)/prom-worker $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/prometheus/server-test.sh \
+		$(TOOLS_DIR)/blamer $(PT_DIR)/prom-worker
