@@ -13,6 +13,11 @@ $(PT_DIR)/prom-worker: $(SRC)/selftests/prometheus/prom_worker.c $(LIB_A) $(SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
 
+# the exporter on a hostile snapshot made by hand (suite prometheus)
+$(PT_DIR)/prom-snap: $(SRC)/selftests/prometheus/prom_snap.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+
 prometheus-server: $(PT_DIR)/prom-worker $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/prometheus/server-test.sh \
 		$(TOOLS_DIR)/blamer $(PT_DIR)/prom-worker

@@ -1,17 +1,21 @@
 #!/bin/bash
 # prometheus: `blamer export --prometheus` parsed by python3-prometheus-client's
-# text parser (the format node_exporter's textfile collector reads).
-#   prom-test.sh BLAMER MKHEAP
+# text parser (the format node_exporter's textfile collector reads), and
+# the exposition of a hostile snapshot (prom-snap: 0xff and escape
+# sequences in comm, '/' and '%' in names, names two nodes share, a node
+# named 0x600 beside unnamed 0x600, a path recorded twice, two heaps of
+# one key): valid UTF-8, no control characters, every series once.
+#   prom-test.sh BLAMER MKHEAP PROM_SNAP
 set -u
-B=$1 MK=$2
+B=$1 MK=$2 SNAP=$3
 PY=/usr/bin/python3
 D=$(mktemp -d /tmp/blamer-prom.XXXXXX)
-trap 'rm -rf "$D" "$D.prom"' EXIT
+trap 'rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
 echo "TAP version 13"
-echo "1..2"
+echo "1..5"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "ok 1 # SKIP python3-prometheus-client not installed (scripts/deps.sh installs it)"
-	echo "ok 2 # SKIP python3-prometheus-client not installed"
+	for i in 2 3 4 5; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
 	exit 0
 fi
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 || exit 1
@@ -22,9 +26,17 @@ from prometheus_client.parser import text_string_to_metric_families
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
 cpu = fams["blamer_attribution_cpu_seconds"]
 assert cpu.type == "counter", cpu.type
-v = {s.labels["path"]: s.value for s in cpu.samples if s.name.endswith("_total")}
-# scales 1 + 2; the corrupt heap's list loops before its DAG records
+v = {}
+for s in cpu.samples:
+    if s.name.endswith("_total"):
+        # per process: pid, start time and heap key every counter's key
+        assert {"pid", "start_time_ns", "heap", "path"} <= set(s.labels), s
+        v[s.labels["path"]] = v.get(s.labels["path"], 0) + s.value
+# scales 1 + 2, summed as `sum without(pid, ...)` would; the corrupt
+# heap's list loops before its DAG records
 assert abs(v["/browser/tab/frame"] - 0.015) < 1e-9, v
+info = {s.labels["pid"]: s.labels for s in fams["blamer_process_info"].samples}
+assert info["3999001"]["identity"] == "claimed", info  # dir backend: the heap's word
 assert fams["blamer_heaps"].type == "gauge"
 dead = [s for s in fams["blamer_heaps"].samples if s.labels["state"] == "dead"][0]
 assert dead.value == 3, dead
@@ -47,3 +59,56 @@ for line in text.splitlines():
 PYEOF
 then echo "ok 2 - every line is a valid HELP/TYPE or sample line"
 else echo "not ok 2 - malformed exposition line"; exit 1; fi
+
+"$SNAP" >"$D.snap" || { echo "not ok 3 - prom-snap failed"; exit 1; }
+if $PY - "$D.snap" <<'PYEOF'
+import sys, unicodedata
+raw = open(sys.argv[1], "rb").read()
+text = raw.decode("utf-8")  # strict: byte 0xff must not get through
+bad = [c for c in text if c != "\n" and unicodedata.category(c) == "Cc"]
+assert not bad, bad  # no ESC, BEL, CR...
+PYEOF
+then echo "ok 3 - hostile strings: the exposition is valid UTF-8 with no control characters"
+else echo "not ok 3 - invalid UTF-8 or control characters in the exposition"; fi
+if $PY - "$D.snap" <<'PYEOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+seen = set()
+paths = set()
+for fam in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").read()):
+    for s in fam.samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        assert key not in seen, key   # Prometheus rejects a scrape with duplicates
+        seen.add(key)
+        if s.name == "blamer_attribution_count_total":
+            paths.add(s.labels["path"])
+        if s.name == "blamer_process_info" and s.labels["pid"] == "4242":
+            assert s.labels["comm"].startswith("\ufffd\ufffd]52"), s.labels
+            assert '"\\\nz' in s.labels["comm"], s.labels
+# two nodes of one name, a node named 0x600 and unnamed 0x600: all apart
+assert len(paths) == 5, paths
+assert "/root/0x600" in paths and "/root/%30x600" in paths, paths
+PYEOF
+then echo "ok 4 - every series once: same-name nodes, 0x600 named and unnamed, repeated paths, one key twice"
+else echo "not ok 4 - duplicate or ambiguous series"; fi
+if $PY - "$D.snap" <<'PYEOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").read())}
+cpu = {s.labels["path"]: s.value for s in fams["blamer_attribution_cpu_seconds"].samples
+       if s.labels["pid"] == "4242"}
+# '/' inside a name is %2F, a '%' is %25: "a/b" and "a%2Fb" stay apart
+assert cpu == {"/root/a%2Fb": 1.5, "/root/a%252Fb": 2e-9}, cpu
+req = {(s.labels["path"], s.labels["unit"]): s.value for s in fams["blamer_app_requests"].samples}
+# named units: two units of one name share a family, apart by unit; the
+# least definition wins ("requests" over "zzz")
+assert req[("/root/a%2Fb", "1007")] == 1 and req[("/root/\u00e9t\u00e9", "1009")] == 9, req
+assert fams["blamer_app_handling_seconds"].type == "counter"
+val = {s.labels["unit"]: s.value for s in fams["blamer_attribution_value"].samples}
+assert val == {"1010": 23}, val  # one unit twice in a path: one series, the sum
+PYEOF
+then echo "ok 5 - path labels escape '/' and '%'; named units make their own families"
+else echo "not ok 5 - path escaping or unit families wrong"; fi
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$D.snap" >"$D.lint" 2>&1 || { echo "# promtool:"; sed 's/^/#   /' "$D.lint"; }
+fi
