@@ -5,6 +5,7 @@
 #                      while a worker of a small application is killed,
 #                      replaced and released: no counter reset, the last
 #                      value kept, `promtool check metrics` clean
+#   systemd-unit       systemd/blamer-exporter.service.in verifies and is sandboxed
 PT_DIR := $(BUILD)/prometheus-tests
 CHECK_SUITES += prometheus-server
 .PHONY: prometheus-server
@@ -21,3 +22,9 @@ $(PT_DIR)/prom-snap: $(SRC)/selftests/prometheus/prom_snap.c $(LIB_A) $(SRC)/inc
 prometheus-server: $(PT_DIR)/prom-worker $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/prometheus/server-test.sh \
 		$(TOOLS_DIR)/blamer $(PT_DIR)/prom-worker
+
+CHECK_SUITES += systemd-unit
+.PHONY: systemd-unit
+systemd-unit: $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/prometheus/unit-test.sh \
+		$(SRC)/systemd/blamer-exporter.service.in $(TOOLS_DIR)/blamer
