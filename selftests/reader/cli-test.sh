@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..74"
+echo "1..79"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -108,10 +108,20 @@ run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 
 	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
-run 0 export --prometheus && grep -q '^blamer_attribution_cpu_seconds_total{path="/browser/tab/frame"} 0.015000000$' "$OUT" &&
-	ok "export --prometheus" || nok "export --prometheus"
+# per process (pid, start time, heap key), dead heaps included
+run 0 export --prometheus &&
+	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
+	grep -q '^blamer_attribution_cpu_seconds_total{pid="3999001",.*path="/browser/tab/frame"} 0.005000000$' "$OUT" &&
+	ok "export --prometheus: a counter per process, dead ones included" || nok "export --prometheus"
 run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT" ] &&
-	! ls "$D.prom".tmp.* >/dev/null 2>&1 && ok "export --output writes atomically" || nok "export --output"
+	[ "$(stat -c %a "$D.prom")" = 644 ] &&
+	! ls "$(dirname "$D")/.$(basename "$D").prom."* >/dev/null 2>&1 &&
+	ok "export --output writes atomically, mode 0644, no temporary file left" || nok "export --output"
+err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:0
+err_has 2 "port must be 1-65535" export --prometheus --listen :65536
+err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
+err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
+err_has 2 "give --output FILE too" export --prometheus --interval 1
 err_has 2 "needs a format" export
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list
