@@ -105,12 +105,36 @@ static int amplifiers(const char *dir)
 	return ret;
 }
 
+/* Unit names: good ones, one named twice, bad ones, and more than a heap
+ * may have units. */
+static int units(const char *dir)
+{
+	struct fx_heap h;
+	uint32_t i;
+	int ret;
+
+	fx_init(&h, 1, 8 << 10, 14, 14);
+	fx_process(&h, 2, "units");
+	fx_unit(&h, 1007, BLAMER_BASE_NONE, "requests");
+	fx_unit(&h, 1007, BLAMER_BASE_BYTES, "requests_again");
+	fx_unit(&h, 1008, BLAMER_BASE_SECONDS, "handling");
+	fx_unit(&h, 1009, 9, "bad_base");
+	fx_unit(&h, 1010, BLAMER_BASE_NONE, "Bad/Name");
+	fx_unit(&h, 1, BLAMER_BASE_NONE, "builtin");
+	for (i = 0; i < 12; i++)
+		fx_unit(&h, 2000 + i, BLAMER_BASE_BYTES, "many");
+	ret = put(dir, "dag-units", &h, 0);
+	fx_free(&h);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
 	const char *dir = argc > 1 ? argv[1] : "fuzz/corpus";
 	int ret = 0;
 
+	ret |= units(dir);
 	fx_standard(&h, 100, 200, 1);
 	ret |= put(dir, "standard", &h, 0);
 	ret |= put(dir, "truncated-1000", &h, 1000);

@@ -399,6 +399,76 @@ TEST(shards_add_up_with_their_path)
 	fx_free(&h);
 }
 
+TEST(unit_names_are_checked_and_bounded)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_unit_def *d;
+	uint32_t i;
+
+	fx_init(&h, 1, FX_SLAB, 9, 9);
+	fx_process(&h, 1, "x");
+	fx_unit(&h, 1007, BLAMER_BASE_NONE, "requests");
+	fx_unit(&h, 1007, BLAMER_BASE_BYTES, "again");	/* the first one wins */
+	fx_unit(&h, 1008, BLAMER_BASE_SECONDS, "handling");
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	ASSERT_EQ(2, s->procs[0].nunit_defs);
+	d = blamer_snap_unit_def(s, 1007);
+	ASSERT_NE(NULL, d);
+	EXPECT_STREQ("requests", d->name);
+	EXPECT_EQ(BLAMER_BASE_NONE, d->base);
+	d = blamer_snap_unit_def(s, 1008);
+	ASSERT_NE(NULL, d);
+	EXPECT_EQ(BLAMER_BASE_SECONDS, d->base);
+	EXPECT_EQ(NULL, blamer_snap_unit_def(s, 1009));
+	blamer_snapshot_free(s);
+
+	/* names that are not metric name parts, a built-in unit, a base
+	 * that does not exist: corrupt, and not shown */
+	fx_unit(&h, 1010, BLAMER_BASE_NONE, "Bad-Name\x1b");
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(NULL, blamer_snap_unit_def(s, 1010));
+	blamer_snapshot_free(s);
+	fx_free(&h);
+
+	fx_init(&h, 1, FX_SLAB, 9, 9);
+	fx_process(&h, 1, "x");
+	fx_unit(&h, BLAMER_UNIT_BYTES, BLAMER_BASE_NONE, "bytes");
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(0, s->procs[0].nunit_defs);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+
+	fx_init(&h, 1, FX_SLAB, 9, 9);
+	fx_process(&h, 1, "x");
+	fx_unit(&h, 1000, 7, "nobase");
+	fx_unit(&h, 1001, BLAMER_BASE_NONE, "9lives");
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
+	EXPECT_EQ(0, s->procs[0].nunit_defs);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+
+	/* more names than a heap may have units: the rest left unnamed */
+	fx_init(&h, 1, FX_SLAB, 9, 9);
+	fx_process(&h, 1, "x");
+	for (i = 0; i < 3 * RD_MAX_HEAP_UNITS; i++)
+		fx_unit(&h, 1000 + i, BLAMER_BASE_NONE, "u");
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(BLAMER_HEALTH_TRUNCATED, s->procs[0].health);
+	EXPECT_EQ(RD_MAX_HEAP_UNITS, s->procs[0].nunit_defs);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 /* A path of CPU time 10 whose chain is shard[1] (7) -> shard[0] (5), and another path. */
 struct shard_heap {
 	struct fx_heap h;
