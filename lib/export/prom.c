@@ -14,10 +14,10 @@
  * machine's total. What may change (comm, whether the identity is the
  * kernel's word or the heap's claim) is on blamer_process_info only.
  *
- * Every string from outside goes through one of three escapers here:
- * label_value() (valid UTF-8, no control characters, \\ \" \n escaped),
- * help_text() and path_element() (percent-encoding that keeps distinct
- * node paths distinct labels). Every series is written once: paths are
+ * Every string from outside goes through escape() (label values and HELP
+ * text: valid UTF-8, no control characters, \\ \" \n escaped), node
+ * names first through make_element() too (percent-encoding that keeps
+ * distinct node paths distinct labels). Every series is written once: paths are
  * merged per process by (path, unit), and a node name that two node ids
  * share is told apart by its id.
  */
@@ -33,6 +33,83 @@ struct label {
 	const char *name;
 	const char *value;
 };
+
+/*
+ * The exposition is made in memory and written with one fwrite(): a
+ * scrape of 1,000 processes is some 70,000 lines, and per-character
+ * stdio calls would cost more than the snapshot.
+ */
+struct out {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static bool out_room(struct out *o, size_t n)
+{
+	size_t cap;
+	char *np;
+
+	if (o->len + n <= o->cap)
+		return true;
+	if (o->oom)
+		return false;
+	for (cap = o->cap ? o->cap : 65536; cap < o->len + n; cap *= 2)
+		;
+	np = realloc(o->p, cap);
+	if (!np) {
+		o->oom = true;
+		return false;
+	}
+	o->p = np;
+	o->cap = cap;
+	return true;
+}
+
+static void put(struct out *o, const void *s, size_t n)
+{
+	if (out_room(o, n)) {
+		memcpy(o->p + o->len, s, n);
+		o->len += n;
+	}
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+static void putc_(struct out *o, char c)
+{
+	if (out_room(o, 1))
+		o->p[o->len++] = c;
+}
+
+static void put_u64(struct out *o, uint64_t v)
+{
+	char b[20];
+	size_t i = sizeof(b);
+
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(o, b + i, sizeof(b) - i);
+}
+
+/* Nanoseconds as seconds, exactly: "S.NNNNNNNNN". */
+static void put_ns(struct out *o, uint64_t v)
+{
+	char b[9];
+	uint64_t f = v % 1000000000u;
+	int i;
+
+	put_u64(o, v / 1000000000u);
+	for (i = 8; i >= 0; i--, f /= 10)
+		b[i] = (char)('0' + f % 10);
+	putc_(o, '.');
+	put(o, b, sizeof(b));
+}
 
 /*
  * The length of the valid UTF-8 sequence at @s (1..4), or 0: overlong
@@ -77,103 +154,92 @@ static bool is_control(uint32_t cp)
 	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
 }
 
+/* Bytes every escaper copies as they are: printable ASCII but \\ and ". */
+static bool plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '\\' && c != '"';
+}
+
 /*
  * The one escaper of label values: the exposition format's \\, \" and
  * \n; any other control character and every byte that is not valid UTF-8
  * becomes U+FFFD, so the exposition stays valid UTF-8 (Prometheus rejects
- * the whole scrape otherwise) and prints safely on a terminal.
+ * the whole scrape otherwise) and prints safely on a terminal. @help: HELP
+ * text, where " stays as it is.
  */
-static void label_value(FILE *f, const char *str)
+static void escape(struct out *o, const char *str, bool help)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	uint32_t cp;
 	size_t n;
 
 	while (*s) {
+		for (n = 0; plain(s[n]); n++)
+			;
+		put(o, s, n);
+		s += n;
+		if (!*s)
+			break;
 		n = utf8_seq(s, &cp);
-		if (*s == '\\' || *s == '"') {
-			fputc('\\', f);
-			fputc(*s, f);
+		if (*s == '\\' || (*s == '"' && !help)) {
+			putc_(o, '\\');
+			putc_(o, (char)*s);
+		} else if (*s == '"') {
+			putc_(o, '"');
 		} else if (*s == '\n') {
-			fputs("\\n", f);
+			puts_(o, "\\n");
 		} else if (!n || is_control(cp)) {
-			fputs("\xef\xbf\xbd", f);
+			puts_(o, "\xef\xbf\xbd");
 		} else {
-			fwrite(s, 1, n, f);
+			put(o, s, n);
 		}
 		s += n ? n : 1;
 	}
 }
 
-/* HELP text: \\ and \n escaped, the rest as label_value() makes it. */
-static void help_text(FILE *f, const char *str)
+static void family(struct out *o, const char *name, const char *type, const char *help)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	uint32_t cp;
-	size_t n;
-
-	while (*s) {
-		n = utf8_seq(s, &cp);
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (!n || is_control(cp))
-			fputs("\xef\xbf\xbd", f);
-		else
-			fwrite(s, 1, n, f);
-		s += n ? n : 1;
-	}
+	puts_(o, "# HELP ");
+	puts_(o, name);
+	putc_(o, ' ');
+	escape(o, help, true);
+	puts_(o, "\n# TYPE ");
+	puts_(o, name);
+	putc_(o, ' ');
+	puts_(o, type);
+	putc_(o, '\n');
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help)
-{
-	fprintf(f, "# HELP %s ", name);
-	help_text(f, help);
-	fprintf(f, "\n# TYPE %s %s\n", name, type);
-}
-
-/* "name{l1="v1",...} " (no braces without labels); the value follows. */
-static void sample(FILE *f, const char *name, const struct label *l, size_t n)
+/* Labels "l1="v1",..." (no braces). */
+static void labels(struct out *o, const struct label *l, size_t n)
 {
 	size_t i;
 
-	fputs(name, f);
 	for (i = 0; i < n; i++) {
-		fprintf(f, "%c%s=\"", i ? ',' : '{', l[i].name);
-		label_value(f, l[i].value);
-		fputc('"', f);
+		if (i)
+			putc_(o, ',');
+		puts_(o, l[i].name);
+		put(o, "=\"", 2);
+		escape(o, l[i].value, false);
+		putc_(o, '"');
 	}
-	fputs(n ? "} " : " ", f);
 }
 
-static void sample_u64(FILE *f, const char *name, const struct label *l, size_t n, uint64_t v)
+static void sample_u64(struct out *o, const char *name, const struct label *l, size_t n,
+		       uint64_t v)
 {
-	sample(f, name, l, n);
-	fprintf(f, "%" PRIu64 "\n", v);
+	puts_(o, name);
+	if (n) {
+		putc_(o, '{');
+		labels(o, l, n);
+		putc_(o, '}');
+	}
+	putc_(o, ' ');
+	put_u64(o, v);
+	putc_(o, '\n');
 }
 
 /* ---- processes ---- */
-
-#define PROC_KEYS 3	/* pid, start_time_ns, heap: a process's series' key */
-
-/* A process's labels, in bufs that live as long as @l is used; room for
- * two more after the key. */
-struct proc_labels {
-	char pid[16], start[24], heap[20];
-	struct label l[PROC_KEYS + 2];
-};
-
-static struct label *proc_labels(struct proc_labels *pl, const struct blamer_snap_process *p)
-{
-	snprintf(pl->pid, sizeof(pl->pid), "%" PRId32, p->pid);
-	snprintf(pl->start, sizeof(pl->start), "%" PRIu64, p->start_time_ns);
-	snprintf(pl->heap, sizeof(pl->heap), "%" PRIx64, p->heap_key);
-	pl->l[0] = (struct label){ "pid", pl->pid };
-	pl->l[1] = (struct label){ "start_time_ns", pl->start };
-	pl->l[2] = (struct label){ "heap", pl->heap };
-	return pl->l;
-}
 
 static int key_cmp(const struct blamer_snap_process *x, const struct blamer_snap_process *y)
 {
@@ -213,26 +279,54 @@ static const struct blamer_snap_process **export_procs(const struct blamer_snaps
 	return v;
 }
 
+
+/*
+ * What writing needs of the snapshot: the processes in key order and
+ * each one's key labels, made once (pid="..",start_time_ns="..",heap="..":
+ * digits and hex, nothing to escape).
+ */
 struct exp {
-	FILE *f;
+	struct out o;
 	const struct blamer_snapshot *s;
 	const struct blamer_snap_process **procs;
 	size_t nprocs;
+	char (*keys)[80];
 };
+
+static void make_keys(struct exp *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->nprocs; i++)
+		snprintf(e->keys[i], sizeof(e->keys[i]),
+			 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64 "\"",
+			 e->procs[i]->pid, e->procs[i]->start_time_ns, e->procs[i]->heap_key);
+}
+
+/* "name{KEY" of process @i; the caller adds labels, "} " and the value. */
+static void proc_sample(struct exp *e, const char *name, size_t i)
+{
+	puts_(&e->o, name);
+	putc_(&e->o, '{');
+	puts_(&e->o, e->keys[i]);
+}
 
 /* One gauge per process: @value(p), skipping those @skip(p) says to. */
 static void per_process(struct exp *e, const char *name, const char *help,
 			uint64_t (*value)(const struct blamer_snap_process *p),
 			bool (*skip)(const struct blamer_snap_process *p))
 {
-	struct proc_labels pl;
 	size_t i;
 
-	family(e->f, name, "gauge", help);
-	for (i = 0; i < e->nprocs; i++)
-		if (!skip || !skip(e->procs[i]))
-			sample_u64(e->f, name, proc_labels(&pl, e->procs[i]), PROC_KEYS,
-				   value(e->procs[i]));
+	family(&e->o, name, "gauge", help);
+	for (i = 0; i < e->nprocs; i++) {
+		if (skip && skip(e->procs[i]))
+			continue;
+		proc_sample(e, name, i);
+		put(&e->o, "} ", 2);
+		put_u64(&e->o, value(e->procs[i]));
+		putc_(&e->o, '\n');
+	}
 }
 
 static uint64_t p_size(const struct blamer_snap_process *p) { return p->size; }
@@ -270,21 +364,23 @@ static uint64_t p_corrupt(const struct blamer_snap_process *p)
 static void process_info(struct exp *e)
 {
 	const char *name = "blamer_process_info";
-	struct proc_labels pl;
 	size_t i;
 
-	family(e->f, name, "gauge",
+	family(&e->o, name, "gauge",
 	       "1 per heap: its comm, and whether its identity is the kernel's word (identity=\"kernel\") or the heap's claim (identity=\"claimed\").");
 	for (i = 0; i < e->nprocs; i++) {
 		const struct blamer_snap_process *p = e->procs[i];
-		struct label *l = proc_labels(&pl, p);
+		struct label l[2] = {
+			{ "comm", p->comm },
+			{ "identity", p->kernel_facts ? "kernel" : "claimed" },
+		};
 
-		l[PROC_KEYS] = (struct label){ "comm", p->comm };
-		l[PROC_KEYS + 1] = (struct label){ "identity", p->kernel_facts ? "kernel" : "claimed" };
-		sample_u64(e->f, name, l, PROC_KEYS + 2, 1);
+		proc_sample(e, name, i);
+		putc_(&e->o, ',');
+		labels(&e->o, l, 2);
+		put(&e->o, "} 1\n", 4);
 	}
 }
-
 /* ---- attribution ---- */
 
 /* The fixed families, by unit; unnamed application units share the last
@@ -403,11 +499,10 @@ static const struct named *named_find(const struct named *v, size_t n, uint32_t 
 	return NULL;
 }
 
-/* One (process, path, unit) value, its family and whether it is in
+/* One (path, unit) value of a process, its family and whether it is in
  * nanoseconds (exported as seconds). */
 struct entry {
 	size_t fam;
-	size_t proc;
 	const struct blamer_snap_path *path;
 	uint32_t unit;
 	bool ns;
@@ -421,18 +516,24 @@ static int entry_cmp(const void *a, const void *b)
 
 	if (x->fam != y->fam)
 		return x->fam < y->fam ? -1 : 1;
-	if (x->proc != y->proc)
-		return x->proc < y->proc ? -1 : 1;
 	c = blamer_path_cmp(x->path->nodes, x->path->depth, y->path->nodes, y->path->depth);
 	if (c)
 		return c;
 	return (x->unit > y->unit) - (x->unit < y->unit);
 }
 
-/* Names of the snapshot's nodes, and whether another node has the same. */
+/* Enough for one element: 32 bytes each percent-encoded, "@0x" and an id. */
+#define ELEM_MAX (3 * 32 + 24)
+
+/*
+ * The snapshot's nodes as path elements, each made once: whether
+ * another node has the same name, and its element when made.
+ */
 struct names {
 	const struct blamer_snapshot *s;
 	bool *shared;		/* by index of s->nodes */
+	char (*elem)[ELEM_MAX];
+	uint8_t *elen;		/* 0: not made yet */
 };
 
 static int node_name_cmp(const void *a, const void *b)
@@ -450,9 +551,10 @@ static bool names_init(struct names *nm, const struct blamer_snapshot *s)
 
 	nm->s = s;
 	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
-	if (!v || !nm->shared) {
+	nm->elem = malloc((s->nnodes + 1) * sizeof(*nm->elem));
+	nm->elen = calloc(s->nnodes + 1, sizeof(*nm->elen));
+	if (!v || !nm->shared || !nm->elem || !nm->elen) {
 		free(v);
-		free(nm->shared);
 		return false;
 	}
 	for (i = 0; i < s->nnodes; i++)
@@ -465,8 +567,15 @@ static bool names_init(struct names *nm, const struct blamer_snapshot *s)
 	return true;
 }
 
-/* The node of @id in s->nodes (sorted by id), or NULL. */
-static const struct blamer_snap_node *node_find(const struct blamer_snapshot *s, uint64_t id)
+static void names_free(struct names *nm)
+{
+	free(nm->shared);
+	free(nm->elem);
+	free(nm->elen);
+}
+
+/* The index of node @id in s->nodes (sorted by id), or SIZE_MAX. */
+static size_t node_find(const struct blamer_snapshot *s, uint64_t id)
 {
 	size_t lo = 0, hi = s->nnodes;
 
@@ -474,38 +583,31 @@ static const struct blamer_snap_node *node_find(const struct blamer_snapshot *s,
 		size_t mid = lo + (hi - lo) / 2;
 
 		if (s->nodes[mid].id == id)
-			return &s->nodes[mid];
+			return mid;
 		if (s->nodes[mid].id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return NULL;
+	return SIZE_MAX;
 }
 
-/* Enough for 8 elements of 32 bytes each percent-encoded plus an id. */
-#define PATH_LABEL_MAX (BLAMER_SNAP_MAX_DEPTH * (3 * 32 + 24) + 1)
-
 /*
- * One path element, appended at @o: a node's name, percent-encoded so
- * that '/' separates elements only ('%', '/' and '@' in a name become
- * %25, %2F and %40, as do control characters and bytes that are not
- * valid UTF-8), a leading "0x" written %30x (so a name never looks like
- * an unnamed node), then "@0x<id>" if another node has the same name; a
- * node without a name is "0x<id>". Distinct id paths give distinct
- * labels.
+ * A named node's path element into @o (ELEM_MAX bytes): its name,
+ * percent-encoded so that '/' separates elements only ('%', '/' and '@'
+ * in a name become %25, %2F and %40, as do control characters and bytes
+ * that are not valid UTF-8), a leading "0x" written %30x (so a name never
+ * looks like an unnamed node), then "@0x<id>" if another node has the
+ * same name. A node without a name is "0x<id>". So distinct paths of ids
+ * give distinct labels. Returns the length.
  */
-static char *path_element(char *o, const struct names *nm, uint64_t id)
+static size_t make_element(char *o, const struct blamer_snap_node *n, bool shared)
 {
-	const struct blamer_snap_node *n = node_find(nm->s, id);
-	const unsigned char *s;
+	const unsigned char *s = (const unsigned char *)n->name;
+	char *start = o;
 	uint32_t cp;
 	size_t len;
 
-	*o++ = '/';
-	if (!n || !n->name[0])
-		return o + sprintf(o, "0x%" PRIx64, id);
-	s = (const unsigned char *)n->name;
 	if (s[0] == '0' && s[1] == 'x') {
 		o += sprintf(o, "%%30");
 		s++;
@@ -521,19 +623,35 @@ static char *path_element(char *o, const struct names *nm, uint64_t id)
 				o += sprintf(o, "%%%02X", *s);
 		}
 	}
-	if (nm->shared[n - nm->s->nodes])
-		o += sprintf(o, "@0x%" PRIx64, id);
-	return o;
+	if (shared)
+		o += sprintf(o, "@0x%" PRIx64, n->id);
+	return (size_t)(o - start);
 }
 
-static void path_label(char *buf, const struct names *nm, const struct blamer_snap_path *p)
+/* path="/e/e/..." (escaped as every label value). */
+static void path_label(struct out *o, struct names *nm, const struct blamer_snap_path *p)
 {
-	char *o = buf;
+	char id[24];
 	uint32_t i;
 
-	for (i = 0; i < p->depth && i < BLAMER_SNAP_MAX_DEPTH; i++)
-		o = path_element(o, nm, p->nodes[i]);
-	*o = '\0';
+	put(o, "path=\"", 6);
+	for (i = 0; i < p->depth && i < BLAMER_SNAP_MAX_DEPTH; i++) {
+		size_t k = node_find(nm->s, p->nodes[i]);
+
+		putc_(o, '/');
+		if (k == SIZE_MAX || !nm->s->nodes[k].name[0]) {
+			put(o, id, (size_t)snprintf(id, sizeof(id), "0x%" PRIx64, p->nodes[i]));
+			continue;
+		}
+		if (!nm->elen[k]) {
+			size_t n = make_element(nm->elem[k], &nm->s->nodes[k], nm->shared[k]);
+
+			nm->elem[k][n] = '\0';
+			nm->elen[k] = (uint8_t)n;
+		}
+		escape(o, nm->elem[k], false);	/* the name may hold " or \ */
+	}
+	putc_(o, '"');
 }
 
 static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool *ns)
@@ -557,21 +675,19 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 	return d->fam_index;
 }
 
-static void value(FILE *f, bool ns, uint64_t v)
-{
-	if (ns)
-		fprintf(f, "%" PRIu64 ".%09" PRIu64 "\n", v / 1000000000u, v % 1000000000u);
-	else
-		fprintf(f, "%" PRIu64 "\n", v);
-}
-
+/*
+ * Every (process, path, unit) counter, family by family. Each process's
+ * values are sorted by (family, path, unit) once, with equal ones merged
+ * (one series, their sum, as the attribution view adds them); then each
+ * family takes its run from every process in turn.
+ */
 static int attribution(struct exp *e)
 {
 	struct names nm = { 0 };
 	struct named *nv;
 	struct entry *v;
-	size_t i, j, k, n = 0, nn = 0, nfam = NFIXED;
-	char path[PATH_LABEL_MAX], unit[16], help[160];
+	size_t *at, *end, i, j, k, n = 0, nn = 0, nfam = NFIXED, f;
+	char help[160];
 	int ret = -ENOMEM;
 
 	for (i = 0; i < e->nprocs; i++)
@@ -579,89 +695,105 @@ static int attribution(struct exp *e)
 			n += e->procs[i]->paths[j].nvalues;
 	nv = named_units(e->procs, e->nprocs, &nn, &nfam);
 	v = malloc((n + 1) * sizeof(*v));
-	if (!nv || !v || !names_init(&nm, e->s))
+	at = malloc((e->nprocs + 1) * sizeof(*at));
+	end = malloc((e->nprocs + 1) * sizeof(*end));
+	if (!nv || !v || !at || !end || !names_init(&nm, e->s))
 		goto out;
 	for (i = 0, n = 0; i < e->nprocs; i++) {
 		const struct blamer_snap_process *p = e->procs[i];
+		size_t first = n;
 
 		for (j = 0; j < p->npaths; j++) {
 			for (k = 0; k < p->paths[j].nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
 				struct entry *x = &v[n++];
 
-				x->proc = i;
 				x->path = &p->paths[j];
 				x->unit = p->paths[j].units[k];
 				x->value = p->paths[j].values[k];
 				x->fam = unit_family(nv, nn, x->unit, &x->ns);
 			}
 		}
-	}
-	qsort(v, n, sizeof(*v), entry_cmp);
-	for (i = 0; i < n; i = j) {
-		const char *fam;
-		struct proc_labels pl;
-		struct label *l;
-		uint64_t sum = v[i].value;
-		const struct named *d = NULL;
-
-		/* equal (process, path, unit): one series, the sum (as the
-		 * attribution view adds them) */
-		for (j = i + 1; j < n && !entry_cmp(&v[i], &v[j]); j++)
-			sum += v[j].value;
-		if (v[i].fam < NFIXED) {
-			fam = fixed_families[v[i].fam].name;
-		} else {
-			d = named_find(nv, nn, v[i].unit);
-			fam = d->fam;
+		qsort(v + first, n - first, sizeof(*v), entry_cmp);
+		for (j = k = first; j < n; j++) {
+			if (k > first && !entry_cmp(&v[k - 1], &v[j]))
+				v[k - 1].value += v[j].value;
+			else
+				v[k++] = v[j];
 		}
-		if (!i || v[i - 1].fam != v[i].fam) {
-			if (d) {
-				snprintf(help, sizeof(help),
-					 "Application unit %s (%s) a process attributed to a DAG path.",
-					 d->def->name,
-					 d->def->base == BLAMER_BASE_SECONDS ? "seconds" :
-					 d->def->base == BLAMER_BASE_BYTES ? "bytes" : "a count");
-				family(e->f, fam, "counter", help);
-			} else {
-				family(e->f, fam, "counter", fixed_families[v[i].fam].help);
+		n = k;
+		at[i] = first;
+		end[i] = n;
+	}
+	for (f = 0; f < nfam; f++) {
+		bool any = false;
+
+		for (i = 0; i < e->nprocs; i++) {
+			for (; at[i] < end[i] && v[at[i]].fam == f; at[i]++) {
+				const struct entry *x = &v[at[i]];
+				const struct named *d = f < NFIXED ? NULL : named_find(nv, nn, x->unit);
+				const char *fam = d ? d->fam : fixed_families[f].name;
+
+				if (!any) {
+					any = true;
+					if (d)
+						snprintf(help, sizeof(help),
+							 "Application unit %s (%s) a process attributed to a DAG path.",
+							 d->def->name,
+							 d->def->base == BLAMER_BASE_SECONDS ? "seconds" :
+							 d->def->base == BLAMER_BASE_BYTES ? "bytes" :
+							 "a count");
+					family(&e->o, fam, "counter",
+					       d ? help : fixed_families[f].help);
+				}
+				proc_sample(e, fam, i);
+				putc_(&e->o, ',');
+				path_label(&e->o, &nm, x->path);
+				if (f >= FAM_VALUE) {
+					put(&e->o, ",unit=\"", 7);
+					put_u64(&e->o, x->unit);
+					putc_(&e->o, '"');
+				}
+				put(&e->o, "} ", 2);
+				if (x->ns)
+					put_ns(&e->o, x->value);
+				else
+					put_u64(&e->o, x->value);
+				putc_(&e->o, '\n');
 			}
 		}
-		l = proc_labels(&pl, e->procs[v[i].proc]);
-		path_label(path, &nm, v[i].path);
-		snprintf(unit, sizeof(unit), "%" PRIu32, v[i].unit);
-		l[PROC_KEYS] = (struct label){ "path", path };
-		l[PROC_KEYS + 1] = (struct label){ "unit", unit };
-		sample(e->f, fam, l, PROC_KEYS + (v[i].fam >= FAM_VALUE ? 2 : 1));
-		value(e->f, v[i].ns, sum);
 	}
 	ret = 0;
 out:
-	free(nm.shared);
+	names_free(&nm);
 	free(nv);
 	free(v);
+	free(at);
+	free(end);
 	return ret;
 }
 
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 {
 	struct label state[1] = { { "state", "live" } };
-	struct exp e = { .f = f, .s = s };
+	struct exp e = { .s = s };
 	size_t i, live = 0, dead = 0;
-	int ret;
+	int ret = -ENOMEM;
 
 	e.procs = export_procs(s, &e.nprocs);
-	if (!e.procs)
-		return -ENOMEM;
+	e.keys = malloc((e.nprocs + 1) * sizeof(*e.keys));
+	if (!e.procs || !e.keys)
+		goto out;
+	make_keys(&e);
 	for (i = 0; i < e.nprocs; i++) {
 		if (e.procs[i]->state == BLAMER_PROC_LIVE)
 			live++;
 		else
 			dead++;
 	}
-	family(f, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
-	sample_u64(f, "blamer_heaps", state, 1, live);
+	family(&e.o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
+	sample_u64(&e.o, "blamer_heaps", state, 1, live);
 	state[0].value = "dead";
-	sample_u64(f, "blamer_heaps", state, 1, dead);
+	sample_u64(&e.o, "blamer_heaps", state, 1, dead);
 	process_info(&e);
 	per_process(&e, "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL);
 	per_process(&e, "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used,
@@ -678,8 +810,15 @@ int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 		    "Signal that killed a dead process (0: exited normally).",
 		    p_signal, p_not_exited);
 	ret = attribution(&e);
+	if (!ret && e.o.oom)
+		ret = -ENOMEM;
+	if (!ret && e.o.len && fwrite(e.o.p, 1, e.o.len, f) != e.o.len)
+		ret = -EIO;
+	if (!ret && ferror(f))
+		ret = -EIO;
+out:
+	free(e.o.p);
+	free(e.keys);
 	free(e.procs);
-	if (ret)
-		return ret;
-	return ferror(f) ? -EIO : 0;
+	return ret;
 }
