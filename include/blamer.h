@@ -598,6 +598,14 @@ const char *blamer_activity_kind_name(uint32_t kind);
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids);
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
+/*
+ * The same into *buf (malloc'ed, or NULL with *cap 0; grown with
+ * realloc(), *cap its size), *len bytes, for a caller that writes many:
+ * a long-lived endpoint keeps its buffer (and its faulted-in pages) from
+ * scrape to scrape. The caller frees *buf.
+ */
+int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
+				    size_t *cap);
 /* The status as one JSON document (kind "status", same schema). */
 int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 

@@ -772,10 +772,11 @@ out:
 	return ret;
 }
 
-int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
+int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
+				     size_t *cap)
 {
 	struct label state[1] = { { "state", "live" } };
-	struct exp e = { .s = s };
+	struct exp e = { .s = s, .o = { .p = *buf, .cap = *cap } };
 	size_t i, live = 0, dead = 0;
 	int ret = -ENOMEM;
 
@@ -812,13 +813,25 @@ int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 	ret = attribution(&e);
 	if (!ret && e.o.oom)
 		ret = -ENOMEM;
-	if (!ret && e.o.len && fwrite(e.o.p, 1, e.o.len, f) != e.o.len)
+out:
+	*buf = e.o.p;
+	*cap = e.o.cap;
+	*len = ret ? 0 : e.o.len;
+	free(e.keys);
+	free(e.procs);
+	return ret;
+}
+
+int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
+{
+	char *buf = NULL;
+	size_t len, cap = 0;
+	int ret = blamer_snapshot_prometheus_text(s, &buf, &len, &cap);
+
+	if (!ret && len && fwrite(buf, 1, len, f) != len)
 		ret = -EIO;
 	if (!ret && ferror(f))
 		ret = -EIO;
-out:
-	free(e.o.p);
-	free(e.keys);
-	free(e.procs);
+	free(buf);
 	return ret;
 }

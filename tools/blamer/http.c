@@ -217,7 +217,8 @@ static int parse_line(char *buf, char **method, char **target)
 int http_serve_one(int lfd, const char *path, const char *content_type,
 		   http_render render, void *arg)
 {
-	char buf[HTTP_MAX_REQUEST], *method, *target, *body = NULL;
+	char buf[HTTP_MAX_REQUEST], *method, *target;
+	const char *body = NULL;
 	long long deadline;
 	size_t len = 0;
 	bool too_big, head;
@@ -253,7 +254,6 @@ int http_serve_one(int lfd, const char *path, const char *content_type,
 	}
 	answer(fd, "200 OK", content_type, body, len, head, deadline);
 out:
-	free(body);
 	close(fd);
 	return 0;
 }

@@ -23,11 +23,11 @@
 int http_listen(const char *spec, char *err, size_t errlen);
 
 /*
- * Fills *body (malloc'ed, the caller frees it) with the answer to a GET
- * of the served path; returns 0, or -1 with a one-line reason in
+ * Points *body at the answer to a GET of the served path (@arg's memory,
+ * valid until the next call); returns 0, or -1 with a one-line reason in
  * *body (served as 500).
  */
-typedef int (*http_render)(void *arg, char **body, size_t *len);
+typedef int (*http_render)(void *arg, const char **body, size_t *len);
 
 /*
  * Accept one connection on @lfd and answer it: @path with @render (as
