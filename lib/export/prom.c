@@ -43,7 +43,10 @@ struct out {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	FILE *f;	/* if set, written out in OUT_CHUNK pieces: memory stays flat */
 };
+
+#define OUT_CHUNK	(256u << 10)
 
 static bool out_room(struct out *o, size_t n)
 {
@@ -52,9 +55,16 @@ static bool out_room(struct out *o, size_t n)
 
 	if (o->len + n <= o->cap)
 		return true;
+	if (o->f && o->len) {
+		if (fwrite(o->p, 1, o->len, o->f) != o->len)
+			o->oom = true;	/* ferror() says which */
+		o->len = 0;
+		if (n <= o->cap)
+			return !o->oom;
+	}
 	if (o->oom)
 		return false;
-	for (cap = o->cap ? o->cap : 65536; cap < o->len + n; cap *= 2)
+	for (cap = o->cap ? o->cap : o->f ? OUT_CHUNK : 65536; cap < o->len + n; cap *= 2)
 		;
 	np = realloc(o->p, cap);
 	if (!np) {
@@ -499,27 +509,65 @@ static const struct named *named_find(const struct named *v, size_t n, uint32_t 
 	return NULL;
 }
 
-/* One (path, unit) value of a process, its family and whether it is in
- * nanoseconds (exported as seconds). */
+/* One (path, unit) value of a process: values[k] of its paths[path],
+ * its family and whether it is in nanoseconds (exported as seconds).
+ * 16 bytes: a hostile heap can hold half a million of them. */
 struct entry {
-	size_t fam;
-	const struct blamer_snap_path *path;
+	uint32_t path;
+	uint32_t fam;
 	uint32_t unit;
+	uint8_t k;
 	bool ns;
-	uint64_t value;
 };
 
-static int entry_cmp(const void *a, const void *b)
+static int entry_cmp(const struct blamer_snap_path *paths, const struct entry *x,
+		     const struct entry *y)
 {
-	const struct entry *x = a, *y = b;
+	const struct blamer_snap_path *a = &paths[x->path], *b = &paths[y->path];
 	int c;
 
 	if (x->fam != y->fam)
 		return x->fam < y->fam ? -1 : 1;
-	c = blamer_path_cmp(x->path->nodes, x->path->depth, y->path->nodes, y->path->depth);
+	c = blamer_path_cmp(a->nodes, a->depth, b->nodes, b->depth);
 	if (c)
 		return c;
 	return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
+/* Heapsort of one process's entries: in place, so sorting half a million
+ * costs no second array (qsort() may take one as big). */
+static void sift(const struct blamer_snap_path *paths, struct entry *v, size_t i, size_t n)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct entry t;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && entry_cmp(paths, &v[c], &v[c + 1]) < 0)
+			c++;
+		if (entry_cmp(paths, &v[i], &v[c]) >= 0)
+			return;
+		t = v[i];
+		v[i] = v[c];
+		v[c] = t;
+		i = c;
+	}
+}
+
+static void sort_entries(const struct blamer_snap_path *paths, struct entry *v, size_t n)
+{
+	struct entry t;
+	size_t i;
+
+	for (i = n / 2; i-- > 0; )
+		sift(paths, v, i, n);
+	for (i = n; i-- > 1; ) {
+		t = v[0];
+		v[0] = v[i];
+		v[i] = t;
+		sift(paths, v, 0, i);
+	}
 }
 
 /* Enough for one element: 32 bytes each percent-encoded, "@0x" and an id. */
@@ -532,8 +580,8 @@ static int entry_cmp(const void *a, const void *b)
 struct names {
 	const struct blamer_snapshot *s;
 	bool *shared;		/* by index of s->nodes */
-	char (*elem)[ELEM_MAX];
-	uint8_t *elen;		/* 0: not made yet */
+	uint32_t *off;		/* by index: where its element is in pool, +1; 0: not yet */
+	struct out pool;	/* the elements made, NUL-terminated */
 };
 
 static int node_name_cmp(const void *a, const void *b)
@@ -551,9 +599,8 @@ static bool names_init(struct names *nm, const struct blamer_snapshot *s)
 
 	nm->s = s;
 	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
-	nm->elem = malloc((s->nnodes + 1) * sizeof(*nm->elem));
-	nm->elen = calloc(s->nnodes + 1, sizeof(*nm->elen));
-	if (!v || !nm->shared || !nm->elem || !nm->elen) {
+	nm->off = calloc(s->nnodes + 1, sizeof(*nm->off));
+	if (!v || !nm->shared || !nm->off) {
 		free(v);
 		return false;
 	}
@@ -570,8 +617,8 @@ static bool names_init(struct names *nm, const struct blamer_snapshot *s)
 static void names_free(struct names *nm)
 {
 	free(nm->shared);
-	free(nm->elem);
-	free(nm->elen);
+	free(nm->off);
+	free(nm->pool.p);
 }
 
 /* The index of node @id in s->nodes (sorted by id), or SIZE_MAX. */
@@ -643,13 +690,23 @@ static void path_label(struct out *o, struct names *nm, const struct blamer_snap
 			put(o, id, (size_t)snprintf(id, sizeof(id), "0x%" PRIx64, p->nodes[i]));
 			continue;
 		}
-		if (!nm->elen[k]) {
-			size_t n = make_element(nm->elem[k], &nm->s->nodes[k], nm->shared[k]);
+		if (!nm->off[k] && nm->pool.len < UINT32_MAX - ELEM_MAX &&
+		    out_room(&nm->pool, ELEM_MAX + 1)) {
+			char *at = nm->pool.p + nm->pool.len;
+			size_t n = make_element(at, &nm->s->nodes[k], nm->shared[k]);
 
-			nm->elem[k][n] = '\0';
-			nm->elen[k] = (uint8_t)n;
+			at[n] = '\0';
+			nm->off[k] = (uint32_t)nm->pool.len + 1;
+			nm->pool.len += n + 1;
 		}
-		escape(o, nm->elem[k], false);	/* the name may hold " or \ */
+		if (nm->off[k]) {
+			escape(o, nm->pool.p + nm->off[k] - 1, false);	/* may hold " or \ */
+		} else {
+			char tmp[ELEM_MAX + 1];
+
+			tmp[make_element(tmp, &nm->s->nodes[k], nm->shared[k])] = '\0';
+			escape(o, tmp, false);
+		}
 	}
 	putc_(o, '"');
 }
@@ -707,20 +764,13 @@ static int attribution(struct exp *e)
 			for (k = 0; k < p->paths[j].nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
 				struct entry *x = &v[n++];
 
-				x->path = &p->paths[j];
+				x->path = (uint32_t)j;
 				x->unit = p->paths[j].units[k];
-				x->value = p->paths[j].values[k];
-				x->fam = unit_family(nv, nn, x->unit, &x->ns);
+				x->k = (uint8_t)k;
+				x->fam = (uint32_t)unit_family(nv, nn, x->unit, &x->ns);
 			}
 		}
-		qsort(v + first, n - first, sizeof(*v), entry_cmp);
-		for (j = k = first; j < n; j++) {
-			if (k > first && !entry_cmp(&v[k - 1], &v[j]))
-				v[k - 1].value += v[j].value;
-			else
-				v[k++] = v[j];
-		}
-		n = k;
+		sort_entries(p->paths, v + first, n - first);
 		at[i] = first;
 		end[i] = n;
 	}
@@ -728,10 +778,19 @@ static int attribution(struct exp *e)
 		bool any = false;
 
 		for (i = 0; i < e->nprocs; i++) {
-			for (; at[i] < end[i] && v[at[i]].fam == f; at[i]++) {
+			const struct blamer_snap_path *paths = e->procs[i]->paths;
+
+			while (at[i] < end[i] && v[at[i]].fam == f) {
 				const struct entry *x = &v[at[i]];
 				const struct named *d = f < NFIXED ? NULL : named_find(nv, nn, x->unit);
 				const char *fam = d ? d->fam : fixed_families[f].name;
+				uint64_t sum = 0;
+
+				/* equal (path, unit) of one process: one series,
+				 * the sum, as the attribution view adds them */
+				do {
+					sum += paths[v[at[i]].path].values[v[at[i]].k];
+				} while (++at[i] < end[i] && !entry_cmp(paths, x, &v[at[i]]));
 
 				if (!any) {
 					any = true;
@@ -747,7 +806,7 @@ static int attribution(struct exp *e)
 				}
 				proc_sample(e, fam, i);
 				putc_(&e->o, ',');
-				path_label(&e->o, &nm, x->path);
+				path_label(&e->o, &nm, &paths[x->path]);
 				if (f >= FAM_VALUE) {
 					put(&e->o, ",unit=\"", 7);
 					put_u64(&e->o, x->unit);
@@ -755,9 +814,9 @@ static int attribution(struct exp *e)
 				}
 				put(&e->o, "} ", 2);
 				if (x->ns)
-					put_ns(&e->o, x->value);
+					put_ns(&e->o, sum);
 				else
-					put_u64(&e->o, x->value);
+					put_u64(&e->o, sum);
 				putc_(&e->o, '\n');
 			}
 		}
@@ -772,11 +831,10 @@ out:
 	return ret;
 }
 
-int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
-				     size_t *cap)
+static int write_all(const struct blamer_snapshot *s, struct out *o)
 {
 	struct label state[1] = { { "state", "live" } };
-	struct exp e = { .s = s, .o = { .p = *buf, .cap = *cap } };
+	struct exp e = { .s = s, .o = *o };
 	size_t i, live = 0, dead = 0;
 	int ret = -ENOMEM;
 
@@ -814,24 +872,34 @@ int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf,
 	if (!ret && e.o.oom)
 		ret = -ENOMEM;
 out:
-	*buf = e.o.p;
-	*cap = e.o.cap;
-	*len = ret ? 0 : e.o.len;
+	*o = e.o;
 	free(e.keys);
 	free(e.procs);
 	return ret;
 }
 
+
+int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
+				    size_t *cap)
+{
+	struct out o = { .p = *buf, .cap = *cap };
+	int ret = write_all(s, &o);
+
+	*buf = o.p;
+	*cap = o.cap;
+	*len = ret ? 0 : o.len;
+	return ret;
+}
+
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 {
-	char *buf = NULL;
-	size_t len, cap = 0;
-	int ret = blamer_snapshot_prometheus_text(s, &buf, &len, &cap);
+	struct out o = { .f = f };
+	int ret = write_all(s, &o);
 
-	if (!ret && len && fwrite(buf, 1, len, f) != len)
+	if (!ret && o.len && fwrite(o.p, 1, o.len, f) != o.len)
 		ret = -EIO;
-	if (!ret && ferror(f))
+	if (ferror(f))
 		ret = -EIO;
-	free(buf);
+	free(o.p);
 	return ret;
 }

@@ -8,7 +8,9 @@
  *   --listen ADDR:PORT     serving GET /metrics (with --output and
  *                          --interval: both)
  * The long-lived forms keep one reader and take a snapshot per scrape or
- * per write, so a scrape costs what a snapshot costs. Dead heaps are
+ * per write, so a scrape costs what a snapshot costs. Files and stdout
+ * get the exposition as it is made; an HTTP answer is made whole first
+ * (its length leads it), in a buffer kept from scrape to scrape. Dead heaps are
  * always read in full: their totals stay counted until they are released
  * (the counter model, lib/export/prom.c).
  */
@@ -78,17 +80,18 @@ static int render(void *arg, const char **body, size_t *len)
 }
 
 /*
- * Replaces @path with @len bytes of @buf: a temporary file in the same
+ * Replaces @path with the exposition of @s: a temporary file in the same
  * directory (mkostemp: a name nobody can have made in advance), mode
- * 0644 for the textfile collector, fsync'ed, then renamed over @path, so
- * a reader sees the old file or the new one, never part of one.
+ * 0644 for the textfile collector, written as it is made (memory stays
+ * flat however big the exposition), fsync'ed, then renamed over @path,
+ * so a reader sees the old file or the new one, never part of one.
  */
-static int write_atomic(const char *path, const char *buf, size_t len)
+static int write_atomic(const char *path, const struct blamer_snapshot *s)
 {
 	char tmp[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	int dl = slash ? (int)(slash - path + 1) : 0, fd, saved;
-	size_t off = 0;
+	FILE *f = NULL;
 
 	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", dl, path, slash ? slash + 1 : path) >=
 	    (int)sizeof(tmp))
@@ -98,28 +101,26 @@ static int write_atomic(const char *path, const char *buf, size_t len)
 		return err("cannot write in the directory of %s: %s", path, strerror(errno));
 	if (fchmod(fd, 0644))
 		goto fail;
-	while (off < len) {
-		ssize_t w = write(fd, buf + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto fail;
-		off += (size_t)w;
-	}
-	if (fsync(fd))
+	f = fdopen(fd, "w");
+	if (!f)
 		goto fail;
-	if (close(fd)) {
-		fd = -1;
+	errno = EIO;
+	if (blamer_snapshot_write_prometheus(s, f) || fflush(f) || fsync(fd))
 		goto fail;
-	}
 	fd = -1;
+	if (fclose(f)) {
+		f = NULL;
+		goto fail;
+	}
+	f = NULL;
 	if (rename(tmp, path))
 		goto fail;
 	return EX_OK;
 fail:
 	saved = errno;
-	if (fd >= 0)
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
 		close(fd);
 	unlink(tmp);
 	return err("cannot write %s: %s", path, strerror(saved));
@@ -127,12 +128,14 @@ fail:
 
 static int write_file(struct exporter *e, const char *path)
 {
-	const char *body;
-	size_t len;
+	struct blamer_snapshot *s = NULL;
+	int ret;
 
-	if (render(e, &body, &len))
-		return err("%s", body);
-	return write_atomic(path, body, len);
+	if (blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg)))
+		return err("%s", e->msg);
+	ret = write_atomic(path, s);
+	blamer_snapshot_free(s);
+	return ret;
 }
 
 static long long mono_ms(void)
@@ -207,11 +210,9 @@ int cmd_export(struct cli *c)
 		blamer_snapshot_free(s);	/* the source is fine; each round takes its own */
 		ret = serve(c, &e, lfd);
 	} else {
-		if (render_snapshot(&e, s))
-			ret = err("%s", e.msg);
-		else if (c->output)
-			ret = write_atomic(c->output, e.buf, e.len);
-		else if (fwrite(e.buf, 1, e.len, stdout) != e.len || fflush(stdout))
+		if (c->output)
+			ret = write_atomic(c->output, s);
+		else if (blamer_snapshot_write_prometheus(s, stdout) || fflush(stdout))
 			ret = err("writing the exposition failed: %s", strerror(errno));
 		blamer_snapshot_free(s);
 	}
