@@ -10,12 +10,13 @@ set -u
 B=$1 MK=$2 SNAP=$3
 PY=/usr/bin/python3
 D=$(mktemp -d /tmp/blamer-prom.XXXXXX)
-trap 'rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
+SRV=
+trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
 echo "TAP version 13"
-echo "1..5"
+echo "1..7"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "ok 1 # SKIP python3-prometheus-client not installed (scripts/deps.sh installs it)"
-	for i in 2 3 4 5; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
+	for i in 2 3 4 5 6 7; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
 	exit 0
 fi
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 || exit 1
@@ -112,3 +113,61 @@ else echo "not ok 5 - path escaping or unit families wrong"; fi
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$D.snap" >"$D.lint" 2>&1 || { echo "# promtool:"; sed 's/^/#   /' "$D.lint"; }
 fi
+
+# --listen as an attacker meets it: bad requests, a client that never
+# finishes, then a real scrape; SIGTERM ends it with status 0
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.lint" & SRV=$!
+if $PY - "$PORT" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+def ask(data, close_write=True, timeout=30):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    if close_write:
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+for _ in range(100):  # until it listens
+    try:
+        ask(b"GET /metrics HTTP/1.0\r\n\r\n"); break
+    except OSError:
+        time.sleep(0.1)
+r = ask(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+head, body = r.split(b"\r\n\r\n", 1)
+assert head.startswith(b"HTTP/1.1 200 "), head
+assert b"Content-Type: text/plain; version=0.0.4" in head, head
+assert b"Content-Length: %d" % len(body) in head, head
+assert b"\nblamer_heaps{" in body, body[:200]
+r = ask(b"HEAD /metrics HTTP/1.1\r\n\r\n")
+assert r.startswith(b"HTTP/1.1 200 ") and r.endswith(b"\r\n\r\n"), r[:200]
+want = [(b"GET /other HTTP/1.1\r\n\r\n", b"404"), (b"GET /metrics/ HTTP/1.1\r\n\r\n", b"404"),
+        (b"POST /metrics HTTP/1.1\r\n\r\n", b"405"), (b"garbage\r\n\r\n", b"400"),
+        (b"GET metrics HTTP/1.1\r\n\r\n", b"400"), (b"GET /metrics SPDY/9\r\n\r\n", b"400"),
+        (b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n", b"431"),
+        (b"\x00\xff\x1b[2J\r\n\r\n", b"400")]
+for req, code in want:
+    r = ask(req)
+    assert r.startswith(b"HTTP/1.1 " + code), (req[:40], r[:80])
+ask(b"")                       # connects and closes
+ask(b"\x00" * 20000)           # NUL bytes, past the limit
+# slowloris: a request that never ends, and one that never reads
+slow = socket.create_connection(("127.0.0.1", port)); slow.sendall(b"GET /metr")
+mute = socket.create_connection(("127.0.0.1", port))
+mute.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+mute.sendall(b"GET /metrics HTTP/1.1\r\n\r\n" * 1)
+r = ask(b"GET /metrics HTTP/1.1\r\n\r\n", timeout=60)
+assert r.startswith(b"HTTP/1.1 200 "), r[:80]
+slow.close(); mute.close()
+PYEOF
+then echo "ok 6 - --listen: 200 with the exposition, HEAD, 404, 405, 400, 431, NUL bytes; a stalled client does not stop the next"
+else echo "not ok 6 - --listen answers"; fi
+kill -TERM "$SRV"; wait "$SRV"; st=$?; SRV=
+if [ "$st" = 0 ] && [ ! -s "$D.lint" ]; then echo "ok 7 - --listen ends with status 0 on SIGTERM, nothing on stderr"
+else echo "not ok 7 - --listen exit status $st"; sed 's/^/#   /' "$D.lint"; fi

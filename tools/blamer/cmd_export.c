@@ -176,8 +176,12 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 		}
 		n = poll(&p, lfd >= 0 ? 1 : 0, timeout);
 		if (n > 0 && lfd >= 0 && http_serve_one(lfd, "/metrics", PROM_TYPE, render, e) &&
-		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+			/* EMFILE and the like: the connection stays queued and
+			 * poll() says so at once; wait rather than spin */
 			err("accept: %s", strerror(errno));
+			poll(NULL, 0, 200);
+		}
 	}
 	return EX_OK;
 }

@@ -160,7 +160,8 @@ static size_t read_head(int fd, char *buf, size_t cap, long long deadline, bool 
 			return 0;
 		n += (size_t)r;
 		buf[n] = '\0';
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
+		/* memmem: a NUL in the request must not hide its end */
+		if (memmem(buf, n, "\r\n\r\n", 4) || memmem(buf, n, "\n\n", 2))
 			return n;
 	}
 	*too_big = true;
@@ -214,6 +215,31 @@ static int parse_line(char *buf, char **method, char **target)
 	return 0;
 }
 
+/*
+ * Closes after the answer without losing it: closing a socket with unread
+ * input resets the connection, and the client may then never see the
+ * answer (a 431 to a request it is still sending). So: end our side, and
+ * read what the client still sends until it closes, up to 64 KiB, and
+ * never past the deadline.
+ */
+static void linger_close(int fd, long long deadline)
+{
+	char sink[4096];
+	size_t total = 0;
+
+	shutdown(fd, SHUT_WR);
+	while (total < 65536 && wait_fd(fd, POLLIN, deadline)) {
+		ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			break;
+		total += (size_t)r;
+	}
+	close(fd);
+}
+
 int http_serve_one(int lfd, const char *path, const char *content_type,
 		   http_render render, void *arg)
 {
@@ -254,6 +280,6 @@ int http_serve_one(int lfd, const char *path, const char *content_type,
 	}
 	answer(fd, "200 OK", content_type, body, len, head, deadline);
 out:
-	close(fd);
+	linger_close(fd, deadline);
 	return 0;
 }
