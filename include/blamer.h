@@ -372,13 +372,6 @@ struct blamer_snap_path {
 	uint64_t values[BLAMER_SNAP_MAX_UNITS];
 };
 
-/* An application unit's name and base unit, as a heap defines it. */
-struct blamer_snap_unit_def {
-	uint32_t unit;		/* >= BLAMER_UNIT_APP_BASE */
-	uint32_t base;		/* BLAMER_BASE_* */
-	char name[33];		/* [a-z_][a-z0-9_]*, checked */
-};
-
 struct blamer_snap_process {
 	/* facts from the backend: the kernel (device) or names and /proc (dir) */
 	int32_t pid;		/* 0 if not visible in our pid namespace */
@@ -424,8 +417,6 @@ struct blamer_snap_process {
 	struct blamer_snap_node *nodes;		size_t nnodes;
 	struct blamer_snap_edge *edges;		size_t nedges;
 	struct blamer_snap_path *paths;		size_t npaths;
-	/* the names this heap gives its units (blamer_dag_unit()) */
-	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 };
 
 /*
@@ -459,6 +450,13 @@ struct blamer_snap_tree_node {
 	const uint64_t *inclusive;	/* on this path and every path below it */
 };
 
+/* An application unit's name and base unit, as a heap defines it. */
+struct blamer_snap_unit_def {
+	uint32_t unit;		/* >= BLAMER_UNIT_APP_BASE */
+	uint32_t base;		/* BLAMER_BASE_* */
+	char name[33];		/* [a-z_][a-z0-9_]*, checked */
+};
+
 /* A directory entry the dir backend did not read, and why. */
 struct blamer_snap_skipped {
 	char name[64];		/* made printable, cut */
@@ -483,6 +481,10 @@ struct blamer_snapshot {
 	/* dir: entries not read (the first 256), and how many there were */
 	struct blamer_snap_skipped *skipped;	size_t nskipped;
 	size_t skipped_total;
+	/* the names heaps give their units (blamer_dag_unit()), each heap's
+	 * once, in the order read: several heaps may name one unit
+	 * (blamer_snap_unit_def() picks one) */
+	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 };
 
 struct blamer_reader;

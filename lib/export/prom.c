@@ -448,16 +448,13 @@ static int named_unit_cmp(const void *a, const void *b)
  * NFIXED on: units whose family names are equal share one family (their
  * unit label tells them apart). *nfam gets the number of families.
  */
-static struct named *named_units(const struct blamer_snap_process *const *procs,
-				 size_t nprocs, size_t *n, size_t *nfam)
+static struct named *named_units(const struct blamer_snapshot *s, size_t *n, size_t *nfam)
 {
 	static const char *const suffix[] = { "_total", "_seconds_total", "_bytes_total" };
 	const struct blamer_snap_unit_def **defs;
 	struct named *v;
-	size_t i, j, k = 0, nd = 0;
+	size_t i, k = 0, nd = s->nunit_defs;
 
-	for (i = 0; i < nprocs; i++)
-		nd += procs[i]->nunit_defs;
 	defs = malloc((nd + 1) * sizeof(*defs));
 	v = malloc((nd + 1) * sizeof(*v));
 	if (!defs || !v) {
@@ -465,9 +462,8 @@ static struct named *named_units(const struct blamer_snap_process *const *procs,
 		free(v);
 		return NULL;
 	}
-	for (i = 0, nd = 0; i < nprocs; i++)
-		for (j = 0; j < procs[i]->nunit_defs; j++)
-			defs[nd++] = &procs[i]->unit_defs[j];
+	for (i = 0; i < nd; i++)
+		defs[i] = &s->unit_defs[i];
 	qsort(defs, nd, sizeof(*defs), def_cmp);
 	for (i = 0; i < nd; i++) {
 		if (k && v[k - 1].def->unit == defs[i]->unit)
@@ -750,7 +746,7 @@ static int attribution(struct exp *e)
 	for (i = 0; i < e->nprocs; i++)
 		for (j = 0; j < e->procs[i]->npaths; j++)
 			n += e->procs[i]->paths[j].nvalues;
-	nv = named_units(e->procs, e->nprocs, &nn, &nfam);
+	nv = named_units(e->s, &nn, &nfam);
 	v = malloc((n + 1) * sizeof(*v));
 	at = malloc((e->nprocs + 1) * sizeof(*at));
 	end = malloc((e->nprocs + 1) * sizeof(*end));

@@ -6,6 +6,7 @@
  * once; shards have no decoder of their own).
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -157,17 +158,20 @@ static bool unit_name_ok(const char *n)
 }
 
 /*
- * A DAG_UNIT: the name of one application unit. A heap names at most the
- * RD_MAX_HEAP_UNITS units its paths may use, each once (the first record
- * of a unit wins; racing threads may write two equal ones), so names
- * cost no more than the units they name.
+ * A DAG_UNIT: the name of one application unit, added to the snapshot's
+ * unit_defs. A heap names at most the RD_MAX_HEAP_UNITS units its paths
+ * may use, each once (the first record of a unit wins; racing threads
+ * may write two equal ones), so names cost no more than the units they
+ * name.
  */
 void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 {
+	struct blamer_snapshot *s = c->h->s;
 	struct blamer_snap_unit_def *d;
 	struct blamer_dag_unit r;
 	struct blamer_block b;
-	size_t i;
+	uint32_t i;
+	size_t n;
 
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_UNIT, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
@@ -178,18 +182,27 @@ void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 			   (unsigned long long)ref);
 		return;
 	}
-	for (i = 0; i < c->p->nunit_defs; i++)
-		if (c->p->unit_defs[i].unit == r.unit)
+	for (i = 0; i < c->nnamed; i++)
+		if (c->named[i] == r.unit)
 			return;
-	if (c->p->nunit_defs >= RD_MAX_HEAP_UNITS) {
+	if (c->nnamed >= RD_MAX_HEAP_UNITS) {
 		rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
 			   "more than %u unit names: unit %u left unnamed", RD_MAX_HEAP_UNITS,
 			   r.unit);
 		return;
 	}
-	d = rd_push(c, (void **)&c->p->unit_defs, &c->p->nunit_defs, sizeof(*d));
-	if (!d)
-		return;
+	/* capacity 8, then doubled at each power of two */
+	n = s->nunit_defs;
+	if (!n || (n >= 8 && !(n & (n - 1)))) {
+		d = realloc(s->unit_defs, (n ? 2 * n : 8) * sizeof(*d));
+		if (!d) {
+			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+			return;
+		}
+		s->unit_defs = d;
+	}
+	c->named[c->nnamed++] = r.unit;
+	d = &s->unit_defs[s->nunit_defs++];
 	d->unit = r.unit;
 	d->base = r.base;
 	memcpy(d->name, r.name, BLAMER_NAME_MAX);
@@ -207,15 +220,10 @@ const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snap
 							uint32_t unit)
 {
 	const struct blamer_snap_unit_def *best = NULL;
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < s->nprocs; i++) {
-		const struct blamer_snap_process *p = &s->procs[i];
-
-		for (j = 0; j < p->nunit_defs; j++)
-			if (p->unit_defs[j].unit == unit &&
-			    (!best || def_cmp(&p->unit_defs[j], best) < 0))
-				best = &p->unit_defs[j];
-	}
+	for (i = 0; i < s->nunit_defs; i++)
+		if (s->unit_defs[i].unit == unit && (!best || def_cmp(&s->unit_defs[i], best) < 0))
+			best = &s->unit_defs[i];
 	return best;
 }

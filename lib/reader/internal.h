@@ -207,6 +207,8 @@ struct rd_ctx {
 	uint64_t shown_fields, shown_bytes;	/* user data shown so far */
 	uint32_t units[RD_MAX_HEAP_UNITS];	/* distinct units of the paths */
 	uint32_t nunits;
+	uint32_t named[RD_MAX_HEAP_UNITS];	/* units this heap named (DAG_UNIT) */
+	uint32_t nnamed;
 };
 
 /* record.c */

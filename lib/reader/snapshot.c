@@ -260,6 +260,7 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->tree);
 	free(s->nodes);
 	free(s->skipped);
+	free(s->unit_defs);
 	/* the blocks go to the pool for the next snapshot (any there
 	 * before are freed: one snapshot's worth is kept) */
 	if (rs->pool) {

@@ -41,12 +41,10 @@ int main(void)
 		{ 1, { 0x10 }, 2, { 1010, 1010 }, { 11, 12 } },	/* one unit twice */
 	};
 	static struct blamer_snap_unit_def defs[] = {
+		{ 1007, BLAMER_BASE_NONE, "zzz" },	/* another heap's: loses to "requests" */
 		{ 1007, BLAMER_BASE_NONE, "requests" },
 		{ 1008, BLAMER_BASE_SECONDS, "handling" },
 		{ 1009, BLAMER_BASE_NONE, "requests" },	/* a family two units share */
-	};
-	static struct blamer_snap_unit_def other[] = {
-		{ 1007, BLAMER_BASE_NONE, "zzz" },	/* loses to "requests" */
 	};
 	static struct blamer_snap_process procs[3];
 	struct blamer_snapshot s;
@@ -57,6 +55,8 @@ int main(void)
 	s.nprocs = 3;
 	s.nodes = nodes;
 	s.nnodes = N_NODES;
+	s.unit_defs = defs;
+	s.nunit_defs = sizeof(defs) / sizeof(defs[0]);
 	procs[0].pid = 4242;
 	procs[0].start_time_ns = 77;
 	procs[0].heap_key = 0xabc;
@@ -65,8 +65,6 @@ int main(void)
 	procs[0].have_record = true;
 	procs[0].paths = paths;
 	procs[0].npaths = sizeof(paths) / sizeof(paths[0]);
-	procs[0].unit_defs = defs;
-	procs[0].nunit_defs = sizeof(defs) / sizeof(defs[0]);
 	/* the same key again (a crafted directory): exported once */
 	procs[1] = procs[0];
 	strcpy(procs[1].comm, "twin");
@@ -78,7 +76,5 @@ int main(void)
 	strcpy(procs[2].comm, "kernel-said");
 	procs[2].paths = paths;
 	procs[2].npaths = 1;
-	procs[2].unit_defs = other;
-	procs[2].nunit_defs = 1;
 	return blamer_snapshot_write_prometheus(&s, stdout) ? 1 : 0;
 }

@@ -414,7 +414,7 @@ TEST(unit_names_are_checked_and_bounded)
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
 	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
-	ASSERT_EQ(2, s->procs[0].nunit_defs);
+	ASSERT_EQ(2, s->nunit_defs);
 	d = blamer_snap_unit_def(s, 1007);
 	ASSERT_NE(NULL, d);
 	EXPECT_STREQ("requests", d->name);
@@ -441,7 +441,7 @@ TEST(unit_names_are_checked_and_bounded)
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
 	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
-	EXPECT_EQ(0, s->procs[0].nunit_defs);
+	EXPECT_EQ(0, s->nunit_defs);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 
@@ -452,7 +452,7 @@ TEST(unit_names_are_checked_and_bounded)
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
 	EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
-	EXPECT_EQ(0, s->procs[0].nunit_defs);
+	EXPECT_EQ(0, s->nunit_defs);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 
@@ -464,7 +464,7 @@ TEST(unit_names_are_checked_and_bounded)
 	s = read_heap(&h);
 	ASSERT_NE(NULL, s);
 	EXPECT_EQ(BLAMER_HEALTH_TRUNCATED, s->procs[0].health);
-	EXPECT_EQ(RD_MAX_HEAP_UNITS, s->procs[0].nunit_defs);
+	EXPECT_EQ(RD_MAX_HEAP_UNITS, s->nunit_defs);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 }
