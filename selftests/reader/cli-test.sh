@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..79"
+echo "1..80"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -122,6 +122,7 @@ err_has 2 "port must be 1-65535" export --prometheus --listen :65536
 err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
 err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
 err_has 2 "give --output FILE too" export --prometheus --interval 1
+err_has 2 "give --interval S" export --prometheus --listen 127.0.0.1:9 --output "$D.prom"
 err_has 2 "needs a format" export
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list

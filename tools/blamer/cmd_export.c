@@ -199,6 +199,8 @@ int cmd_export(struct cli *c)
 		return usage_err("export takes no arguments (use --output FILE)");
 	if ((c->seen & OPT_INTERVAL) && !c->output)
 		return usage_err("--interval rewrites a file: give --output FILE too");
+	if (c->listen && c->output && !(c->seen & OPT_INTERVAL))
+		return usage_err("--listen with --output: give --interval S, how often to rewrite it");
 	if (c->listen) {
 		lfd = http_listen(c->listen, msg, sizeof(msg));
 		if (lfd < 0)
