@@ -5,14 +5,15 @@
  *
  * The counter model (Documentation/reader.rst, "Prometheus"): every
  * series belongs to one process, keyed by pid, start_time_ns (the
- * PID-reuse guard) and heap (the heap key), labels that never change for
- * as long as the heap exists, live or dead. Counters are a process's own
+ * PID-reuse guard), heap (the heap key) and identity (kernel fact or
+ * heap claim), labels that never change for as long as the heap exists,
+ * live or dead. Counters are a process's own
  * sums, which only grow while it runs and stay as they were once it died,
  * until its heap is released; then the series ends (which PromQL's
  * rate()/increase() handle), and a new worker is a new series. So no
- * counter ever goes down: `sum without(pid, start_time_ns, heap)` is the
- * machine's total. What may change (comm, whether the identity is the
- * kernel's word or the heap's claim) is on blamer_process_info only.
+ * counter ever goes down: `sum without(pid, start_time_ns, heap,
+ * identity)` is the machine's total. What may change (comm) is on
+ * blamer_process_info only.
  *
  * Every string from outside goes through escape() (label values and HELP
  * text: valid UTF-8, no control characters, \\ \" \n escaped), node
@@ -292,15 +293,19 @@ static const struct blamer_snap_process **export_procs(const struct blamer_snaps
 
 /*
  * What writing needs of the snapshot: the processes in key order and
- * each one's key labels, made once (pid="..",start_time_ns="..",heap="..":
- * digits and hex, nothing to escape).
+ * each one's key labels, made once (pid, start_time_ns, heap, identity:
+ * digits, hex and two words, nothing to escape). identity says whose word
+ * pid, uid, start time and comm are: "kernel" (device backend) or
+ * "claimed" (dir backend: the heap's file name and its own record, which
+ * any process of the user could have written). It is on every series so
+ * that no query shows a claim as a fact, and it never changes for a heap.
  */
 struct exp {
 	struct out o;
 	const struct blamer_snapshot *s;
 	const struct blamer_snap_process **procs;
 	size_t nprocs;
-	char (*keys)[80];
+	char (*keys)[112];	/* 97 at most */
 };
 
 static void make_keys(struct exp *e)
@@ -309,8 +314,9 @@ static void make_keys(struct exp *e)
 
 	for (i = 0; i < e->nprocs; i++)
 		snprintf(e->keys[i], sizeof(e->keys[i]),
-			 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64 "\"",
-			 e->procs[i]->pid, e->procs[i]->start_time_ns, e->procs[i]->heap_key);
+			 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
+			 "\",identity=\"%s\"", e->procs[i]->pid, e->procs[i]->start_time_ns,
+			 e->procs[i]->heap_key, e->procs[i]->kernel_facts ? "kernel" : "claimed");
 }
 
 /* "name{KEY" of process @i; the caller adds labels, "} " and the value. */
@@ -364,30 +370,21 @@ static uint64_t p_corrupt(const struct blamer_snap_process *p)
 	return p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE;
 }
 
-/*
- * blamer_process_info: what may change about a process or is only
- * claimed, so it is kept off the counters' labels. identity says whose
- * word pid, uid, start time and comm are: "kernel" (device backend) or
- * "claimed" (dir backend: the heap's file name and its own record, which
- * any process of the user could have written).
- */
+/* blamer_process_info: what may change about a process (comm), kept off
+ * the counters' labels. */
 static void process_info(struct exp *e)
 {
 	const char *name = "blamer_process_info";
 	size_t i;
 
 	family(&e->o, name, "gauge",
-	       "1 per heap: its comm, and whether its identity is the kernel's word (identity=\"kernel\") or the heap's claim (identity=\"claimed\").");
+	       "1 per heap, with its comm; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.");
 	for (i = 0; i < e->nprocs; i++) {
-		const struct blamer_snap_process *p = e->procs[i];
-		struct label l[2] = {
-			{ "comm", p->comm },
-			{ "identity", p->kernel_facts ? "kernel" : "claimed" },
-		};
+		struct label l[1] = { { "comm", e->procs[i]->comm } };
 
 		proc_sample(e, name, i);
 		putc_(&e->o, ',');
-		labels(&e->o, l, 2);
+		labels(&e->o, l, 1);
 		put(&e->o, "} 1\n", 4);
 	}
 }

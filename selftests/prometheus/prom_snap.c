@@ -8,6 +8,7 @@
  * one path recorded twice by a process; two heaps claiming one key;
  * named units, one shared by two units. prom-test.sh checks the output.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,9 +69,10 @@ int main(void)
 	/* the same key again (a crafted directory): exported once */
 	procs[1] = procs[0];
 	strcpy(procs[1].comm, "twin");
-	procs[2].pid = 4243;
-	procs[2].start_time_ns = 78;
-	procs[2].heap_key = 0xabd;
+	/* the longest key there can be */
+	procs[2].pid = INT32_MIN;
+	procs[2].start_time_ns = UINT64_MAX;
+	procs[2].heap_key = UINT64_MAX;
 	procs[2].state = BLAMER_PROC_DEAD;
 	procs[2].kernel_facts = true;
 	strcpy(procs[2].comm, "kernel-said");

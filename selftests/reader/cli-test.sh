@@ -110,7 +110,7 @@ run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 # per process (pid, start time, heap key), dead heaps included
 run 0 export --prometheus &&
-	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
+	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",identity=\"claimed\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
 	grep -q '^blamer_attribution_cpu_seconds_total{pid="3999001",.*path="/browser/tab/frame"} 0.005000000$' "$OUT" &&
 	ok "export --prometheus: a counter per process, dead ones included" || nok "export --prometheus"
 run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT" ] &&

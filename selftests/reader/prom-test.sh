@@ -30,8 +30,9 @@ assert cpu.type == "counter", cpu.type
 v = {}
 for s in cpu.samples:
     if s.name.endswith("_total"):
-        # per process: pid, start time and heap key every counter's key
-        assert {"pid", "start_time_ns", "heap", "path"} <= set(s.labels), s
+        # per process: pid, start time, heap key and identity every counter's key
+        assert {"pid", "start_time_ns", "heap", "identity", "path"} <= set(s.labels), s
+        assert s.labels["identity"] == "claimed", s  # dir backend: the heap's word
         v[s.labels["path"]] = v.get(s.labels["path"], 0) + s.value
 # scales 1 + 2, summed as `sum without(pid, ...)` would; the corrupt
 # heap's list loops before its DAG records
@@ -86,11 +87,16 @@ for fam in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").re
         if s.name == "blamer_process_info" and s.labels["pid"] == "4242":
             assert s.labels["comm"].startswith("\ufffd\ufffd]52"), s.labels
             assert '"\\\nz' in s.labels["comm"], s.labels
+            assert s.labels["identity"] == "claimed", s.labels
+        if s.name == "blamer_process_info" and s.labels["pid"] == "-2147483648":
+            assert s.labels == {"pid": "-2147483648", "start_time_ns": "18446744073709551615",
+                                "heap": "ffffffffffffffff", "identity": "kernel",
+                                "comm": "kernel-said"}, s.labels
 # two nodes of one name, a node named 0x600 and unnamed 0x600: all apart
 assert len(paths) == 5, paths
 assert "/root/0x600" in paths and "/root/%30x600" in paths, paths
 PYEOF
-then echo "ok 4 - every series once: same-name nodes, 0x600 named and unnamed, repeated paths, one key twice"
+then echo "ok 4 - every series once: same-name nodes, 0x600 named and unnamed, repeated paths, one key twice; the longest key whole"
 else echo "not ok 4 - duplicate or ambiguous series"; fi
 if $PY - "$D.snap" <<'PYEOF'
 import sys

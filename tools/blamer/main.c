@@ -56,13 +56,13 @@ static const struct command {
 	  "free dead processes' heaps", NULL },
 	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN,
 	  "--prometheus",
-	  "Prometheus text exposition: once, as a textfile, or served over HTTP",
+	  "metrics for Prometheus: once, as a textfile, or served over HTTP",
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
 	  "textfile collector never sees half of it); with --interval S too, every\n"
 	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
 	  "127.0.0.1) until SIGTERM. Dead heaps are always read in full: every\n"
-	  "counter is a process's own (labels pid, start_time_ns, heap) and stays\n"
-	  "until its heap is released, so no counter ever goes down.\n" },
+	  "counter is a process's own (labels pid, start_time_ns, heap, identity)\n"
+	  "and stays until its heap is released, so no counter ever goes down.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -86,11 +86,11 @@ static const struct option_help {
 	{ OPT_JSON, "--json", "-j|--json", "-j, --json", "one JSON document (blamer(1), JSON OUTPUT)" },
 	{ OPT_ONCE, "--once", "--once", "--once", "one frame, then exit" },
 	{ OPT_INTERVAL, "--interval", "--interval S", "--interval S",
-	  "seconds between frames (default 2)" },
+	  "seconds between frames (default 2); export: between rewrites" },
 	{ OPT_COUNT, "--count", "--count N", "--count N", "stop after N frames" },
 	{ OPT_UNIT, "--unit", "--unit UNIT", "--unit UNIT",
 	  "sort by this unit: cpu, bytes, count or a number" },
-	{ OPT_DEAD, "--dead", "--dead", "--dead", "include dead heaps of the dir backend" },
+	{ OPT_DEAD, "--dead", "--dead", "--dead", "include dead heaps of the dir backend (export: always)" },
 	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format" },
 	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
 	  "write to FILE instead of stdout" },
