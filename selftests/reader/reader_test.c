@@ -790,7 +790,12 @@ TEST(dir_live_dead_and_aggregation)
 	p = by_pid(s, 3999001);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(BLAMER_PROC_DEAD, p->state);
-	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);	/* not opened */
+	/* not read in full: its headers, as list has them (one summary of a
+	 * dead heap for every view) */
+	EXPECT_EQ(BLAMER_HEALTH_UNCHECKED, p->health);
+	EXPECT_STREQ("app", p->comm);
+	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
+	EXPECT_GT(p->used, 1000);
 	EXPECT_EQ(0, p->npaths);
 	EXPECT_EQ(NULL, by_pid(s, 13));
 	/* only the live heap counts in the totals */
@@ -816,7 +821,7 @@ TEST(dir_live_dead_and_aggregation)
 	s = dir_snapshot(BLAMER_READ_HEADERS_ONLY);
 	ASSERT_NE(NULL, s);
 	p = by_pid(s, getpid());
-	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);
+	EXPECT_EQ(BLAMER_HEALTH_UNCHECKED, p->health);
 	EXPECT_EQ(0, p->nthreads);
 	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
 	EXPECT_EQ(2 * FX_SLAB, p->size);
