@@ -120,7 +120,7 @@ int cmd_load(struct cli *c)
 		ret = kmod_insert(path, NULL, params);
 		if (ret)
 			return load_error(-ret, path, u.release);
-		printf("loaded %s%s%s\n", path, len ? " with " : "", params);
+		tty_printf(stdout, "loaded %s%s%s\n", path, len ? " with " : "", params);
 		return EX_OK;
 	}
 	ret = kmod_lookup("blamer", found, sizeof(found), opts, sizeof(opts));
@@ -137,8 +137,8 @@ int cmd_load(struct cli *c)
 	ret = kmod_insert(NULL, "blamer", params);
 	if (ret)
 		return load_error(-ret, found, u.release);
-	printf("loaded %s%s%s%s%s\n", found, opts[0] || len ? " with " : "", opts,
-	       opts[0] && len ? " " : "", params);
+	tty_printf(stdout, "loaded %s%s%s%s%s\n", found, opts[0] || len ? " with " : "", opts,
+		   opts[0] && len ? " " : "", params);
 	return EX_OK;
 }
 
