@@ -289,6 +289,9 @@ for env in "BLAMER_DIR=$E/missing" "BLAMER_BACKEND=$osc"; do
 done
 "$B" dump "$osc" >"$OUT" 2>"$OUT.err"
 [ -z "$(LC_ALL=C tr -d '\n\040-\176' <"$OUT.err")" ] || dirty="$dirty [an argument]"
+# a newline in a name quoted by a message cannot forge a second line
+BLAMER_DIR=$'/nonexistent\nblamer: forged' "$B" list >"$OUT" 2>"$OUT.err"
+[ "$(wc -l <"$OUT.err")" -eq 1 ] && ! grep -q '^blamer: forged' "$OUT.err" || dirty="$dirty [a newline]"
 BLAMER_DIR=$E run 0 list
 [ -z "$dirty" ] && [ "$(grep -c '^ *[0-9]* o?]52;c;aGk=???' "$OUT")" -eq 2 ] &&
 	ok "OSC 52, CR and 0xff in names, paths, the environment: only printable ASCII reaches the terminal, JSON is UTF-8" ||
