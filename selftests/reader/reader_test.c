@@ -109,6 +109,33 @@ TEST(valid_heap_reads_completely)
 	fx_free(&h);
 }
 
+/* Addresses as every view shows them: module+offset, else hex. */
+TEST(addresses_name_their_module)
+{
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	struct fx_heap h;
+	char buf[64];
+
+	fx_standard(&h, 4242, 777, 1);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	EXPECT_EQ(&p->modules[0], blamer_snap_module_at(p, 0x7f0000000120ull));
+	blamer_snap_addr_string(p, 0x7f0000000120ull, buf, sizeof(buf));
+	EXPECT_STREQ("libfoo.so+0x120", buf);
+	/* one past the module's 4 KiB, and below it: no module */
+	EXPECT_EQ(NULL, blamer_snap_module_at(p, 0x7f0000001000ull));
+	EXPECT_EQ(NULL, blamer_snap_module_at(p, 0x7effffffffffull));
+	blamer_snap_addr_string(p, 0x7f0000001000ull, buf, sizeof(buf));
+	EXPECT_STREQ("0x7f0000001000", buf);
+	/* snprintf()'s contract: cut, NUL-terminated, the length it needs */
+	EXPECT_EQ(15, blamer_snap_addr_string(p, 0x7f0000000120ull, buf, 8));
+	EXPECT_STREQ("libfoo.", buf);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 /* The conversion of heap stamps, on numbers worked out by hand. */
 TEST(clock_conversion)
 {
