@@ -283,7 +283,8 @@ struct blamer_reader_opts {
 /* How much of a heap could be read (blamer_snap_process.health). */
 enum blamer_health {
 	BLAMER_HEALTH_OK = 0,
-	BLAMER_HEALTH_SUMMARY,	/* not read: headers only, or a dead dir heap */
+	BLAMER_HEALTH_UNCHECKED, /* headers checked, records not read: list,
+				  * and a dead dir heap not read in full */
 	BLAMER_HEALTH_EMPTY,	/* heap header not (yet) initialized */
 	BLAMER_HEALTH_TORN,	/* some records kept changing: marked, not shown */
 	BLAMER_HEALTH_CORRUPT,	/* invalid contents found; the rest was read */
@@ -579,6 +580,15 @@ int blamer_snap_unit_index(const struct blamer_snapshot *s, uint32_t unit);
 int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nodes,
 			    uint32_t depth, char *buf, size_t len);
 
+/* The module of @p holding @addr (its own module list), or NULL. */
+const struct blamer_snap_module *blamer_snap_module_at(const struct blamer_snap_process *p,
+							uint64_t addr);
+/* An address as every view shows it: "libfoo.so+0x120" (the basename of
+ * the module holding it, and the offset into it), else "0x7f...":
+ * snprintf()'s contract. */
+int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
+			    char *buf, size_t len);
+
 /* Lookups: NULL if unknown. */
 /* The definition of @unit the snapshot's processes give, or NULL; when
  * they disagree, the least by (name, base), so every reader picks the
@@ -593,7 +603,7 @@ const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 
 /* Exporters. Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 2
+#define BLAMER_JSON_SCHEMA_VERSION 3
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)

@@ -484,31 +484,6 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 }
 
-/* A dead heap not read: its files are checked (not opened), and counted. */
-static void name_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      uint32_t n)
-{
-	char name[BL_SLAB_NAME_MAX];
-	const char *why;
-	struct stat st;
-	uint32_t i;
-
-	p->nslabs = 0;
-	for (i = 0; i < n; i++) {
-		dfile_name(name, &f[i]);
-		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;	/* gone since readdir */
-		why = bl_slab_file_why(&st, d->owner);
-		if (why) {
-			rd_skip(d->s, name, "%s", why);
-			continue;
-		}
-		p->size += (uint64_t)st.st_size;
-		p->slab_ids[p->nslabs++] = f[i].idx;
-	}
-	p->health = BLAMER_HEALTH_SUMMARY;	/* dead: names only */
-}
-
 /*
  * A dead heap's comm: the basename of its argv[0], as the heap claims
  * it (the cmdline holds argv joined by spaces), cut to 15 characters.
@@ -572,12 +547,11 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
 			memcpy(p->comm, comm, sizeof(p->comm));
 		}
-		if (r->opts.flags & BLAMER_READ_HEADERS_ONLY)
-			read_heap(&d, p, &files[i], nf, true);
-		else if (live || (r->opts.flags & BLAMER_READ_DEAD_FULL))
-			read_heap(&d, p, &files[i], nf, false);
-		else
-			name_heap(&d, p, &files[i], nf);
+		/* A dead heap not read in full gets what list gets (its headers
+		 * and process record: name, how it ended, sizes), so it looks
+		 * the same in every view; its records stay unchecked. */
+		read_heap(&d, p, &files[i], nf, (r->opts.flags & BLAMER_READ_HEADERS_ONLY) ||
+			  !(live || (r->opts.flags & BLAMER_READ_DEAD_FULL)));
 		if (!p->nslabs) {
 			rd_drop_last_process(s);	/* every file of it was skipped */
 			continue;

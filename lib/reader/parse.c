@@ -129,7 +129,7 @@ static void parse(struct rd_heap *h)
 		rd_decode_process(&c, hh.process);
 	if (h->headers_only) {
 		if (!p->problem[0])
-			p->health = BLAMER_HEALTH_SUMMARY;
+			p->health = BLAMER_HEALTH_UNCHECKED;
 		return;
 	}
 	walk_list(&c, &hh);

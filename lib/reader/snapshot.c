@@ -212,7 +212,7 @@ static int severity(enum blamer_health h)
 {
 	switch (h) {
 	case BLAMER_HEALTH_OK: return 0;
-	case BLAMER_HEALTH_SUMMARY: return 1;
+	case BLAMER_HEALTH_UNCHECKED: return 1;
 	case BLAMER_HEALTH_EMPTY: return 2;
 	case BLAMER_HEALTH_TORN: return 3;
 	case BLAMER_HEALTH_TRUNCATED: return 4;

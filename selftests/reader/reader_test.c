@@ -109,6 +109,33 @@ TEST(valid_heap_reads_completely)
 	fx_free(&h);
 }
 
+/* Addresses as every view shows them: module+offset, else hex. */
+TEST(addresses_name_their_module)
+{
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	struct fx_heap h;
+	char buf[64];
+
+	fx_standard(&h, 4242, 777, 1);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	EXPECT_EQ(&p->modules[0], blamer_snap_module_at(p, 0x7f0000000120ull));
+	blamer_snap_addr_string(p, 0x7f0000000120ull, buf, sizeof(buf));
+	EXPECT_STREQ("libfoo.so+0x120", buf);
+	/* one past the module's 4 KiB, and below it: no module */
+	EXPECT_EQ(NULL, blamer_snap_module_at(p, 0x7f0000001000ull));
+	EXPECT_EQ(NULL, blamer_snap_module_at(p, 0x7effffffffffull));
+	blamer_snap_addr_string(p, 0x7f0000001000ull, buf, sizeof(buf));
+	EXPECT_STREQ("0x7f0000001000", buf);
+	/* snprintf()'s contract: cut, NUL-terminated, the length it needs */
+	EXPECT_EQ(15, blamer_snap_addr_string(p, 0x7f0000000120ull, buf, 8));
+	EXPECT_STREQ("libfoo.", buf);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 /* The conversion of heap stamps, on numbers worked out by hand. */
 TEST(clock_conversion)
 {
@@ -860,7 +887,12 @@ TEST(dir_live_dead_and_aggregation)
 	p = by_pid(s, 3999001);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(BLAMER_PROC_DEAD, p->state);
-	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);	/* not opened */
+	/* not read in full: its headers, as list has them (one summary of a
+	 * dead heap for every view) */
+	EXPECT_EQ(BLAMER_HEALTH_UNCHECKED, p->health);
+	EXPECT_STREQ("app", p->comm);
+	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
+	EXPECT_GT(p->used, 1000);
 	EXPECT_EQ(0, p->npaths);
 	EXPECT_EQ(NULL, by_pid(s, 13));
 	/* only the live heap counts in the totals */
@@ -886,7 +918,7 @@ TEST(dir_live_dead_and_aggregation)
 	s = dir_snapshot(BLAMER_READ_HEADERS_ONLY);
 	ASSERT_NE(NULL, s);
 	p = by_pid(s, getpid());
-	EXPECT_EQ(BLAMER_HEALTH_SUMMARY, p->health);
+	EXPECT_EQ(BLAMER_HEALTH_UNCHECKED, p->health);
 	EXPECT_EQ(0, p->nthreads);
 	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
 	EXPECT_EQ(2 * FX_SLAB, p->size);

@@ -23,10 +23,13 @@ static const struct command {
 	const char *more;	/* the rest, for `blamer help NAME` */
 } commands[] = {
 	{ "list", cmd_list, OPT_JSON, "",
-	  "one line per heap: pid, command, state, slabs, heap size and use, health",
+	  "one line per heap: pid, command, state, slabs, heap size and use, health, identity",
 	  "Reads only the heaps' headers, so it stays cheap however many dead\n"
 	  "heaps there are. HEAP_SIZE is what the heap's slabs take, HEAP_USED\n"
-	  "what the heap has allocated in them.\n" },
+	  "what the heap has allocated in them. HEALTH is what the headers show:\n"
+	  "unchecked when they are sound (`blamer dump PID` reads the records).\n"
+	  "IDENTITY: kernel (pid, comm, uid and exit are the kernel's facts) or\n"
+	  "claimed (the dir backend: they are the heap's word).\n" },
 	{ "dump", cmd_dump, OPT_JSON, "[PID...]",
 	  "everything the heaps say, readable",
 	  "For every process (or the PIDs given): how it runs or ended, its heap,\n"
