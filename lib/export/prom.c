@@ -356,7 +356,7 @@ static bool p_not_exited(const struct blamer_snap_process *p) { return !p->exite
 /* What a heap that was not read says nothing about: no values to give. */
 static bool p_not_read(const struct blamer_snap_process *p)
 {
-	return p->health == BLAMER_HEALTH_SUMMARY || p->health == BLAMER_HEALTH_EMPTY ||
+	return p->health == BLAMER_HEALTH_UNCHECKED || p->health == BLAMER_HEALTH_EMPTY ||
 	       p->health == BLAMER_HEALTH_UNREADABLE;
 }
 
