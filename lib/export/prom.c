@@ -7,20 +7,17 @@
  * series belongs to one process, keyed by pid, start_time_ns (the
  * PID-reuse guard), heap (the heap key) and identity (kernel fact or
  * heap claim), labels that never change for as long as the heap exists,
- * live or dead. Counters are a process's own
- * sums, which only grow while it runs and stay as they were once it died,
- * until its heap is released; then the series ends (which PromQL's
- * rate()/increase() handle), and a new worker is a new series. So no
- * counter ever goes down: `sum without(pid, start_time_ns, heap,
- * identity)` is the machine's total. What may change (comm) is on
- * blamer_process_info only.
+ * live or dead. Counters are a process's own sums, which only grow while
+ * it runs and stay as they were once it died, until its heap is
+ * released; then the series ends (which rate() and increase() handle),
+ * and a new worker is a new series. So no counter ever goes down: `sum
+ * without(pid, start_time_ns, heap, identity)` is the machine's total.
+ * What may change (comm) is on blamer_process_info only.
  *
- * Every string from outside goes through escape() (label values and HELP
- * text: valid UTF-8, no control characters, \\ \" \n escaped), node
- * names first through make_element() too (percent-encoding that keeps
- * distinct node paths distinct labels). Every series is written once: paths are
- * merged per process by (path, unit), and a node name that two node ids
- * share is told apart by its id.
+ * Every series is written once: a process's paths are merged by (path,
+ * unit), a heap key two heaps claim is written once, and path labels
+ * (prom_path.c) are unambiguous. Every string from outside goes through
+ * prom_escape() (prom_text.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,227 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blamer.h"
-
-struct label {
-	const char *name;
-	const char *value;
-};
-
-/*
- * The exposition is made in memory and written with one fwrite(): a
- * scrape of 1,000 processes is some 70,000 lines, and per-character
- * stdio calls would cost more than the snapshot.
- */
-struct out {
-	char *p;
-	size_t len, cap;
-	bool oom;
-	FILE *f;	/* if set, written out in OUT_CHUNK pieces: memory stays flat */
-};
-
-#define OUT_CHUNK	(256u << 10)
-
-static bool out_room(struct out *o, size_t n)
-{
-	size_t cap;
-	char *np;
-
-	if (o->len + n <= o->cap)
-		return true;
-	if (o->f && o->len) {
-		if (fwrite(o->p, 1, o->len, o->f) != o->len)
-			o->oom = true;	/* ferror() says which */
-		o->len = 0;
-		if (n <= o->cap)
-			return !o->oom;
-	}
-	if (o->oom)
-		return false;
-	for (cap = o->cap ? o->cap : o->f ? OUT_CHUNK : 65536; cap < o->len + n; cap *= 2)
-		;
-	np = realloc(o->p, cap);
-	if (!np) {
-		o->oom = true;
-		return false;
-	}
-	o->p = np;
-	o->cap = cap;
-	return true;
-}
-
-static void put(struct out *o, const void *s, size_t n)
-{
-	if (out_room(o, n)) {
-		memcpy(o->p + o->len, s, n);
-		o->len += n;
-	}
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
-}
-
-static void putc_(struct out *o, char c)
-{
-	if (out_room(o, 1))
-		o->p[o->len++] = c;
-}
-
-static void put_u64(struct out *o, uint64_t v)
-{
-	char b[20];
-	size_t i = sizeof(b);
-
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(o, b + i, sizeof(b) - i);
-}
-
-/* Nanoseconds as seconds, exactly: "S.NNNNNNNNN". */
-static void put_ns(struct out *o, uint64_t v)
-{
-	char b[9];
-	uint64_t f = v % 1000000000u;
-	int i;
-
-	put_u64(o, v / 1000000000u);
-	for (i = 8; i >= 0; i--, f /= 10)
-		b[i] = (char)('0' + f % 10);
-	putc_(o, '.');
-	put(o, b, sizeof(b));
-}
-
-/*
- * The length of the valid UTF-8 sequence at @s (1..4), or 0: overlong
- * forms, surrogates and code points past U+10FFFF are invalid. @cp gets
- * the code point.
- */
-static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
-{
-	size_t n, i;
-	uint32_t c = s[0];
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		c &= 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		c &= 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		c &= 0x07;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
-static bool is_control(uint32_t cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
-}
-
-/* Bytes every escaper copies as they are: printable ASCII but \\ and ". */
-static bool plain(unsigned char c)
-{
-	return c >= 0x20 && c < 0x7f && c != '\\' && c != '"';
-}
-
-/*
- * The one escaper of label values: the exposition format's \\, \" and
- * \n; any other control character and every byte that is not valid UTF-8
- * becomes U+FFFD, so the exposition stays valid UTF-8 (Prometheus rejects
- * the whole scrape otherwise) and prints safely on a terminal. @help: HELP
- * text, where " stays as it is.
- */
-static void escape(struct out *o, const char *str, bool help)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	uint32_t cp;
-	size_t n;
-
-	while (*s) {
-		for (n = 0; plain(s[n]); n++)
-			;
-		put(o, s, n);
-		s += n;
-		if (!*s)
-			break;
-		n = utf8_seq(s, &cp);
-		if (*s == '\\' || (*s == '"' && !help)) {
-			putc_(o, '\\');
-			putc_(o, (char)*s);
-		} else if (*s == '"') {
-			putc_(o, '"');
-		} else if (*s == '\n') {
-			puts_(o, "\\n");
-		} else if (!n || is_control(cp)) {
-			puts_(o, "\xef\xbf\xbd");
-		} else {
-			put(o, s, n);
-		}
-		s += n ? n : 1;
-	}
-}
-
-static void family(struct out *o, const char *name, const char *type, const char *help)
-{
-	puts_(o, "# HELP ");
-	puts_(o, name);
-	putc_(o, ' ');
-	escape(o, help, true);
-	puts_(o, "\n# TYPE ");
-	puts_(o, name);
-	putc_(o, ' ');
-	puts_(o, type);
-	putc_(o, '\n');
-}
-
-/* Labels "l1="v1",..." (no braces). */
-static void labels(struct out *o, const struct label *l, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (i)
-			putc_(o, ',');
-		puts_(o, l[i].name);
-		put(o, "=\"", 2);
-		escape(o, l[i].value, false);
-		putc_(o, '"');
-	}
-}
-
-static void sample_u64(struct out *o, const char *name, const struct label *l, size_t n,
-		       uint64_t v)
-{
-	puts_(o, name);
-	if (n) {
-		putc_(o, '{');
-		labels(o, l, n);
-		putc_(o, '}');
-	}
-	putc_(o, ' ');
-	put_u64(o, v);
-	putc_(o, '\n');
-}
+#include "prom.h"
 
 /* ---- processes ---- */
 
@@ -290,7 +67,6 @@ static const struct blamer_snap_process **export_procs(const struct blamer_snaps
 	return v;
 }
 
-
 /*
  * What writing needs of the snapshot: the processes in key order and
  * each one's key labels, made once (pid, start_time_ns, heap, identity:
@@ -301,7 +77,7 @@ static const struct blamer_snap_process **export_procs(const struct blamer_snaps
  * that no query shows a claim as a fact, and it never changes for a heap.
  */
 struct exp {
-	struct out o;
+	struct prom_out o;
 	const struct blamer_snapshot *s;
 	const struct blamer_snap_process **procs;
 	size_t nprocs;
@@ -322,9 +98,9 @@ static void make_keys(struct exp *e)
 /* "name{KEY" of process @i; the caller adds labels, "} " and the value. */
 static void proc_sample(struct exp *e, const char *name, size_t i)
 {
-	puts_(&e->o, name);
-	putc_(&e->o, '{');
-	puts_(&e->o, e->keys[i]);
+	prom_puts(&e->o, name);
+	prom_putc(&e->o, '{');
+	prom_puts(&e->o, e->keys[i]);
 }
 
 /* One gauge per process: @value(p), skipping those @skip(p) says to. */
@@ -334,14 +110,14 @@ static void per_process(struct exp *e, const char *name, const char *help,
 {
 	size_t i;
 
-	family(&e->o, name, "gauge", help);
+	prom_family(&e->o, name, "gauge", help);
 	for (i = 0; i < e->nprocs; i++) {
 		if (skip && skip(e->procs[i]))
 			continue;
 		proc_sample(e, name, i);
-		put(&e->o, "} ", 2);
-		put_u64(&e->o, value(e->procs[i]));
-		putc_(&e->o, '\n');
+		prom_put(&e->o, "} ", 2);
+		prom_u64(&e->o, value(e->procs[i]));
+		prom_putc(&e->o, '\n');
 	}
 }
 
@@ -377,15 +153,15 @@ static void process_info(struct exp *e)
 	const char *name = "blamer_process_info";
 	size_t i;
 
-	family(&e->o, name, "gauge",
+	prom_family(&e->o, name, "gauge",
 	       "1 per heap, with its comm; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.");
 	for (i = 0; i < e->nprocs; i++) {
-		struct label l[1] = { { "comm", e->procs[i]->comm } };
+		struct prom_label l[1] = { { "comm", e->procs[i]->comm } };
 
 		proc_sample(e, name, i);
-		putc_(&e->o, ',');
-		labels(&e->o, l, 1);
-		put(&e->o, "} 1\n", 4);
+		prom_putc(&e->o, ',');
+		prom_labels(&e->o, l, 1);
+		prom_put(&e->o, "} 1\n", 4);
 	}
 }
 /* ---- attribution ---- */
@@ -442,7 +218,7 @@ static int named_unit_cmp(const void *a, const void *b)
 /*
  * The named units of the snapshot, one per unit (blamer_snap_unit_def()'s
  * choice: the least definition), sorted by unit, with family indexes from
- * NFIXED on: units whose family names are equal share one family (their
+ * NFIXED on: units whose family names are equal share one prom_family(their
  * unit label tells them apart). *nfam gets the number of families.
  */
 static struct named *named_units(const struct blamer_snapshot *s, size_t *n, size_t *nfam)
@@ -563,147 +339,6 @@ static void sort_entries(const struct blamer_snap_path *paths, struct entry *v, 
 	}
 }
 
-/* Enough for one element: 32 bytes each percent-encoded, "@0x" and an id. */
-#define ELEM_MAX (3 * 32 + 24)
-
-/*
- * The snapshot's nodes as path elements, each made once: whether
- * another node has the same name, and its element when made.
- */
-struct names {
-	const struct blamer_snapshot *s;
-	bool *shared;		/* by index of s->nodes */
-	uint32_t *off;		/* by index: where its element is in pool, +1; 0: not yet */
-	struct out pool;	/* the elements made, NUL-terminated */
-};
-
-static int node_name_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_node *x = *(const struct blamer_snap_node *const *)a;
-	const struct blamer_snap_node *y = *(const struct blamer_snap_node *const *)b;
-
-	return strcmp(x->name, y->name);
-}
-
-static bool names_init(struct names *nm, const struct blamer_snapshot *s)
-{
-	const struct blamer_snap_node **v = malloc((s->nnodes + 1) * sizeof(*v));
-	size_t i;
-
-	nm->s = s;
-	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
-	nm->off = calloc(s->nnodes + 1, sizeof(*nm->off));
-	if (!v || !nm->shared || !nm->off) {
-		free(v);
-		return false;
-	}
-	for (i = 0; i < s->nnodes; i++)
-		v[i] = &s->nodes[i];
-	qsort(v, s->nnodes, sizeof(*v), node_name_cmp);
-	for (i = 1; i < s->nnodes; i++)
-		if (v[i]->name[0] && !strcmp(v[i - 1]->name, v[i]->name))
-			nm->shared[v[i - 1] - s->nodes] = nm->shared[v[i] - s->nodes] = true;
-	free(v);
-	return true;
-}
-
-static void names_free(struct names *nm)
-{
-	free(nm->shared);
-	free(nm->off);
-	free(nm->pool.p);
-}
-
-/* The index of node @id in s->nodes (sorted by id), or SIZE_MAX. */
-static size_t node_find(const struct blamer_snapshot *s, uint64_t id)
-{
-	size_t lo = 0, hi = s->nnodes;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->nodes[mid].id == id)
-			return mid;
-		if (s->nodes[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return SIZE_MAX;
-}
-
-/*
- * A named node's path element into @o (ELEM_MAX bytes): its name,
- * percent-encoded so that '/' separates elements only ('%', '/' and '@'
- * in a name become %25, %2F and %40, as do control characters and bytes
- * that are not valid UTF-8), a leading "0x" written %30x (so a name never
- * looks like an unnamed node), then "@0x<id>" if another node has the
- * same name. A node without a name is "0x<id>". So distinct paths of ids
- * give distinct labels. Returns the length.
- */
-static size_t make_element(char *o, const struct blamer_snap_node *n, bool shared)
-{
-	const unsigned char *s = (const unsigned char *)n->name;
-	char *start = o;
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] == '0' && s[1] == 'x') {
-		o += sprintf(o, "%%30");
-		s++;
-	}
-	while (*s) {
-		len = utf8_seq(s, &cp);
-		if (len && !is_control(cp) && *s != '%' && *s != '/' && *s != '@') {
-			memcpy(o, s, len);
-			o += len;
-			s += len;
-		} else {
-			for (len = len ? len : 1; len; len--, s++)
-				o += sprintf(o, "%%%02X", *s);
-		}
-	}
-	if (shared)
-		o += sprintf(o, "@0x%" PRIx64, n->id);
-	return (size_t)(o - start);
-}
-
-/* path="/e/e/..." (escaped as every label value). */
-static void path_label(struct out *o, struct names *nm, const struct blamer_snap_path *p)
-{
-	char id[24];
-	uint32_t i;
-
-	put(o, "path=\"", 6);
-	for (i = 0; i < p->depth && i < BLAMER_SNAP_MAX_DEPTH; i++) {
-		size_t k = node_find(nm->s, p->nodes[i]);
-
-		putc_(o, '/');
-		if (k == SIZE_MAX || !nm->s->nodes[k].name[0]) {
-			put(o, id, (size_t)snprintf(id, sizeof(id), "0x%" PRIx64, p->nodes[i]));
-			continue;
-		}
-		if (!nm->off[k] && nm->pool.len < UINT32_MAX - ELEM_MAX &&
-		    out_room(&nm->pool, ELEM_MAX + 1)) {
-			char *at = nm->pool.p + nm->pool.len;
-			size_t n = make_element(at, &nm->s->nodes[k], nm->shared[k]);
-
-			at[n] = '\0';
-			nm->off[k] = (uint32_t)nm->pool.len + 1;
-			nm->pool.len += n + 1;
-		}
-		if (nm->off[k]) {
-			escape(o, nm->pool.p + nm->off[k] - 1, false);	/* may hold " or \ */
-		} else {
-			char tmp[ELEM_MAX + 1];
-
-			tmp[make_element(tmp, &nm->s->nodes[k], nm->shared[k])] = '\0';
-			escape(o, tmp, false);
-		}
-	}
-	putc_(o, '"');
-}
-
 static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool *ns)
 {
 	const struct named *d;
@@ -733,7 +368,7 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
  */
 static int attribution(struct exp *e)
 {
-	struct names nm = { 0 };
+	struct prom_names nm = { 0 };
 	struct named *nv;
 	struct entry *v;
 	size_t *at, *end, i, j, k, n = 0, nn = 0, nfam = NFIXED, f;
@@ -747,7 +382,7 @@ static int attribution(struct exp *e)
 	v = malloc((n + 1) * sizeof(*v));
 	at = malloc((e->nprocs + 1) * sizeof(*at));
 	end = malloc((e->nprocs + 1) * sizeof(*end));
-	if (!nv || !v || !at || !end || !names_init(&nm, e->s))
+	if (!nv || !v || !at || !end || !prom_names_init(&nm, e->s))
 		goto out;
 	for (i = 0, n = 0; i < e->nprocs; i++) {
 		const struct blamer_snap_process *p = e->procs[i];
@@ -794,29 +429,29 @@ static int attribution(struct exp *e)
 							 d->def->base == BLAMER_BASE_SECONDS ? "seconds" :
 							 d->def->base == BLAMER_BASE_BYTES ? "bytes" :
 							 "a count");
-					family(&e->o, fam, "counter",
+					prom_family(&e->o, fam, "counter",
 					       d ? help : fixed_families[f].help);
 				}
 				proc_sample(e, fam, i);
-				putc_(&e->o, ',');
-				path_label(&e->o, &nm, &paths[x->path]);
+				prom_putc(&e->o, ',');
+				prom_path_label(&e->o, &nm, &paths[x->path]);
 				if (f >= FAM_VALUE) {
-					put(&e->o, ",unit=\"", 7);
-					put_u64(&e->o, x->unit);
-					putc_(&e->o, '"');
+					prom_put(&e->o, ",unit=\"", 7);
+					prom_u64(&e->o, x->unit);
+					prom_putc(&e->o, '"');
 				}
-				put(&e->o, "} ", 2);
+				prom_put(&e->o, "} ", 2);
 				if (x->ns)
-					put_ns(&e->o, sum);
+					prom_ns(&e->o, sum);
 				else
-					put_u64(&e->o, sum);
-				putc_(&e->o, '\n');
+					prom_u64(&e->o, sum);
+				prom_putc(&e->o, '\n');
 			}
 		}
 	}
 	ret = 0;
 out:
-	names_free(&nm);
+	prom_names_free(&nm);
 	free(nv);
 	free(v);
 	free(at);
@@ -824,9 +459,9 @@ out:
 	return ret;
 }
 
-static int write_all(const struct blamer_snapshot *s, struct out *o)
+static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
 {
-	struct label state[1] = { { "state", "live" } };
+	struct prom_label state[1] = { { "state", "live" } };
 	struct exp e = { .s = s, .o = *o };
 	size_t i, live = 0, dead = 0;
 	int ret = -ENOMEM;
@@ -842,10 +477,10 @@ static int write_all(const struct blamer_snapshot *s, struct out *o)
 		else
 			dead++;
 	}
-	family(&e.o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
-	sample_u64(&e.o, "blamer_heaps", state, 1, live);
+	prom_family(&e.o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
+	prom_sample_u64(&e.o, "blamer_heaps", state, 1, live);
 	state[0].value = "dead";
-	sample_u64(&e.o, "blamer_heaps", state, 1, dead);
+	prom_sample_u64(&e.o, "blamer_heaps", state, 1, dead);
 	process_info(&e);
 	per_process(&e, "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL);
 	per_process(&e, "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used,
@@ -871,11 +506,10 @@ out:
 	return ret;
 }
 
-
 int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
 				    size_t *cap)
 {
-	struct out o = { .p = *buf, .cap = *cap };
+	struct prom_out o = { .p = *buf, .cap = *cap };
 	int ret = write_all(s, &o);
 
 	*buf = o.p;
@@ -886,7 +520,7 @@ int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf,
 
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 {
-	struct out o = { .f = f };
+	struct prom_out o = { .f = f };
 	int ret = write_all(s, &o);
 
 	if (!ret && o.len && fwrite(o.p, 1, o.len, f) != o.len)
