@@ -200,6 +200,20 @@ static int def_cmp(const void *a, const void *b)
 	return c ? c : (x->base > y->base) - (x->base < y->base);
 }
 
+/* A metric name part, as the reader checks it: the family name is made
+ * of it, and no escaper applies to names (a snapshot made by hand may
+ * hold anything). */
+static bool name_ok(const char *n)
+{
+	size_t i;
+
+	for (i = 0; n[i]; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || n[i] == '_' ||
+		      (i && n[i] >= '0' && n[i] <= '9')) || i >= 32)
+			return false;
+	return i > 0;
+}
+
 static int named_fam_cmp(const void *a, const void *b)
 {
 	const struct named *x = a, *y = b;
@@ -235,15 +249,19 @@ static struct named *named_units(const struct blamer_snapshot *s, size_t *n, siz
 		free(v);
 		return NULL;
 	}
-	for (i = 0; i < nd; i++)
-		defs[i] = &s->unit_defs[i];
+	for (i = k = 0; i < nd; i++)
+		if (name_ok(s->unit_defs[i].name) && s->unit_defs[i].unit >= BLAMER_UNIT_APP_BASE &&
+		    s->unit_defs[i].base <= BLAMER_BASE_BYTES)
+			defs[k++] = &s->unit_defs[i];
+	nd = k;
+	k = 0;
 	qsort(defs, nd, sizeof(*defs), def_cmp);
 	for (i = 0; i < nd; i++) {
 		if (k && v[k - 1].def->unit == defs[i]->unit)
 			continue;
 		v[k].def = defs[i];
 		snprintf(v[k].fam, sizeof(v[k].fam), "blamer_app_%s%s", defs[i]->name,
-			 suffix[defs[i]->base <= BLAMER_BASE_BYTES ? defs[i]->base : 0]);
+			 suffix[defs[i]->base]);
 		k++;
 	}
 	free(defs);

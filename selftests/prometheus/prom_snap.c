@@ -14,7 +14,7 @@
 
 #include "blamer.h"
 
-#define N_NODES 8
+#define N_NODES 9
 
 int main(void)
 {
@@ -28,6 +28,7 @@ int main(void)
 		{ 0x40, 0, "0x600" },
 		{ 0x50, 0, "x@0x31" },
 		{ 0x60, 0, "\xc3\xa9t\xc3\xa9" },	/* valid UTF-8 stays */
+		{ 0x70, 0, "q\"\\" },		/* the label's quote and escape */
 	};
 	static struct blamer_snap_path paths[] = {
 		{ 2, { 0x10, 0x20 }, 2, { BLAMER_UNIT_CPU_NS, 1007 }, { 1500000000, 1 } },
@@ -40,12 +41,14 @@ int main(void)
 		{ 2, { 0x10, 0x60 }, 2, { 1008, 1009 }, { 8, 9 } },
 		{ 2, { 0x10, 0x30 }, 1, { BLAMER_UNIT_COUNT }, { 10 } },	/* again */
 		{ 1, { 0x10 }, 2, { 1010, 1010 }, { 11, 12 } },	/* one unit twice */
+		{ 2, { 0x10, 0x70 }, 2, { BLAMER_UNIT_BYTES, 1011 }, { 13, 14 } },
 	};
 	static struct blamer_snap_unit_def defs[] = {
 		{ 1007, BLAMER_BASE_NONE, "zzz" },	/* another heap's: loses to "requests" */
 		{ 1007, BLAMER_BASE_NONE, "requests" },
 		{ 1008, BLAMER_BASE_SECONDS, "handling" },
 		{ 1009, BLAMER_BASE_NONE, "requests" },	/* a family two units share */
+		{ 1011, BLAMER_BASE_NONE, "x{y=\"1\"} 2\n#" },	/* not a name: left unnamed */
 	};
 	static struct blamer_snap_process procs[3];
 	struct blamer_snapshot s;

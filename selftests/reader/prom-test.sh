@@ -112,7 +112,9 @@ req = {(s.labels["path"], s.labels["unit"]): s.value for s in fams["blamer_app_r
 assert req[("/root/a%2Fb", "1007")] == 1 and req[("/root/\u00e9t\u00e9", "1009")] == 9, req
 assert fams["blamer_app_handling_seconds"].type == "counter"
 val = {s.labels["unit"]: s.value for s in fams["blamer_attribution_value"].samples}
-assert val == {"1010": 23}, val  # one unit twice in a path: one series, the sum
+assert val == {"1010": 23, "1011": 14}, val  # one unit twice in a path: one series, the sum
+byt = {s.labels["path"]: s.value for s in fams["blamer_attribution_bytes"].samples}
+assert byt == {'/root/q"\\': 13}, byt  # a name's " and \ escaped in the label, read back
 PYEOF
 then echo "ok 5 - path labels escape '/' and '%'; named units make their own families"
 else echo "not ok 5 - path escaping or unit families wrong"; fi
