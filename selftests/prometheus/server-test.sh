@@ -11,7 +11,7 @@
 set -u
 B=$1 W=$2
 PY=/usr/bin/python3
-PLAN=7
+PLAN=8
 echo "TAP version 13"
 echo "1..$PLAN"
 skip_all() {
@@ -141,4 +141,13 @@ for job in blamer node; do
 		echo "not ok $((n + 1)) - $job: last value $MAXA (want $LAST), workers with increase() > 0: $INC (want 3)"
 	fi
 done
+# after some 20 rewrites: the file alone (no temporary left), as the
+# textfile collector wants it
+left=$(ls -A "$D/textfile")
+if [ "$left" = blamer.prom ] && [ "$(stat -c %a "$D/textfile/blamer.prom")" = 644 ] &&
+   [ ! -s "$D/textfile.err" ] && [ ! -s "$D/export.err" ]; then
+	echo "ok 8 - --interval: only blamer.prom in the textfile directory, mode 0644; no error from either exporter"
+else
+	echo "not ok 8 - textfile directory: $left"; cat "$D/textfile.err" "$D/export.err" | sed 's/^/#   /'
+fi
 exit 0
