@@ -176,6 +176,10 @@ slow.close(); mute.close()
 PYEOF
 then echo "ok 6 - --listen: 200 with the exposition, HEAD, 404, 405, 400, 431, NUL bytes; a stalled client does not stop the next"
 else echo "not ok 6 - --listen answers"; fi
+# a port in use: one line, status 1 (not a usage error)
+BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.snap"; st2=$?
 kill -TERM "$SRV"; wait "$SRV"; st=$?; SRV=
-if [ "$st" = 0 ] && [ ! -s "$D.lint" ]; then echo "ok 7 - --listen ends with status 0 on SIGTERM, nothing on stderr"
-else echo "not ok 7 - --listen exit status $st"; sed 's/^/#   /' "$D.lint"; fi
+if [ "$st" = 0 ] && [ ! -s "$D.lint" ] && [ "$st2" = 1 ] && [ "$(wc -l <"$D.snap")" = 1 ] &&
+   grep -q "cannot listen on 127.0.0.1:$PORT: Address already in use" "$D.snap"; then
+	echo "ok 7 - --listen ends with status 0 on SIGTERM, nothing on stderr; a port in use is one line, status 1"
+else echo "not ok 7 - --listen exit status $st, port in use $st2"; sed 's/^/#   /' "$D.lint" "$D.snap"; fi

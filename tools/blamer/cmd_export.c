@@ -10,9 +10,9 @@
  * The long-lived forms keep one reader and take a snapshot per scrape or
  * per write, so a scrape costs what a snapshot costs. Files and stdout
  * get the exposition as it is made; an HTTP answer is made whole first
- * (its length leads it), in a buffer kept from scrape to scrape. Dead heaps are
- * always read in full: their totals stay counted until they are released
- * (the counter model, lib/export/prom.c).
+ * (its length leads it), in a buffer kept from scrape to scrape. Dead
+ * heaps are always read in full: their totals stay counted until they
+ * are released (the counter model, lib/export/prom.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,27 +154,43 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 	struct sigaction sa = { .sa_handler = on_stop };
 	bool periodic = c->output && (c->seen & OPT_INTERVAL);
 	long long period = (long long)(c->interval * 1000), next = mono_ms();
+	sigset_t stops, waiting;
 
+	/* SIGTERM and SIGINT are blocked but while waiting (ppoll): one that
+	 * comes between the check of stop and the wait still ends the wait,
+	 * and one during a round lets the round finish. */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigprocmask(SIG_BLOCK, &stops, &waiting);
+	sigdelset(&waiting, SIGTERM);
+	sigdelset(&waiting, SIGINT);
 	while (!stop) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct timespec ts, *tsp = NULL;
 		long long now = mono_ms();
-		int timeout = -1, n;
+		int n;
 
 		if (periodic) {
+			long long left;
+
 			if (now >= next) {
 				write_file(e, c->output);
 				next += period;
 				if (next <= now)	/* fell behind: no burst */
 					next = now + period;
 			}
-			timeout = (int)(next - mono_ms());
-			if (timeout < 0)
-				timeout = 0;
+			left = next - mono_ms();
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = (time_t)(left / 1000);
+			ts.tv_nsec = (long)(left % 1000) * 1000000;
+			tsp = &ts;
 		}
-		n = poll(&p, lfd >= 0 ? 1 : 0, timeout);
+		n = ppoll(&p, lfd >= 0 ? 1 : 0, tsp, &waiting);
 		if (n > 0 && lfd >= 0 && http_serve_one(lfd, "/metrics", PROM_TYPE, render, e) &&
 		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
 			/* EMFILE and the like: the connection stays queued and
@@ -203,8 +219,10 @@ int cmd_export(struct cli *c)
 		return usage_err("--listen with --output: give --interval S, how often to rewrite it");
 	if (c->listen) {
 		lfd = http_listen(c->listen, msg, sizeof(msg));
-		if (lfd < 0)
+		if (lfd == -1)
 			return usage_err("%s", msg);
+		if (lfd < 0)
+			return err("%s", msg);
 	}
 	ret = take(c, READ_FOR_PROM, &e.r, &s);
 	if (ret) {

@@ -87,7 +87,7 @@ int http_listen(const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return -2;
 	}
 	return fd;
 }

@@ -18,7 +18,9 @@
 
 /*
  * Parse "ADDR:PORT", "[ADDR6]:PORT" or ":PORT" (ADDR 127.0.0.1), bind
- * and listen. Returns the socket, or -1 with a one-line message in @err.
+ * and listen. Returns the socket, or with a one-line message in @err -1
+ * (@spec is not an address and port) or -2 (socket, bind or listen
+ * failed: in use, not ours...).
  */
 int http_listen(const char *spec, char *err, size_t errlen);
 
