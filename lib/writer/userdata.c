@@ -100,14 +100,24 @@ static struct blamer_userdata *scope_record(struct blamer *b, unsigned scope)
 	return bl_heap_get(h, ref, BLAMER_REC_USERDATA, sizeof(struct blamer_userdata));
 }
 
+/*
+ * The header is read with atomic loads even where it no longer changes:
+ * a walker that loses the race to claim it CASes it too (a failed CAS,
+ * which a race detector counts as a write).
+ */
+static uint32_t hdr_name_size(struct blamer_field *f)
+{
+	return ld_relaxed(A8(&f->name_size));
+}
+
 static uint8_t *value_area(struct blamer_field *f)
 {
-	return (uint8_t *)f + FIELD_HDR + pad8(f->name_size);
+	return (uint8_t *)f + FIELD_HDR + pad8(hdr_name_size(f));
 }
 
 static uint32_t value_capacity(struct blamer_field *f)
 {
-	return f->record_size - FIELD_HDR - pad8(f->name_size);
+	return ld_relaxed(A16(&f->record_size)) - FIELD_HDR - pad8(hdr_name_size(f));
 }
 
 /* The claim word: a field's 8-byte header while it is being made. Its
@@ -286,8 +296,8 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 static void publish(struct blamer_field *f, uint8_t type, uint16_t value_size)
 {
 	struct blamer_field h = {
-		.type = type, .name_size = f->name_size, .value_size = value_size,
-		.record_size = f->record_size, .seq = 0,
+		.type = type, .name_size = (uint8_t)hdr_name_size(f), .value_size = value_size,
+		.record_size = ld_relaxed(A16(&f->record_size)), .seq = 0,
 	};
 	uint64_t w;
 

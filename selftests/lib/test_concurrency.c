@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/time.h>
@@ -723,9 +724,10 @@ TEST_F(ctx, user_data_past_a_stalled_maker)
 	__atomic_store_n(&stalled->record_size, 24, __ATOMIC_RELEASE);
 	memcpy(stalled + 1, "stalled", 7);
 	__atomic_store_n(&u->used, u->used + 24, __ATOMIC_RELEASE);
-	for (i = 0; i < 1000; i++)
+	for (i = 0; i < 1000; i++) {
 		ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_GLOBAL, "counter", i))
 			TH_LOG("set %d: %s", i, blamer_errmsg());
+	}
 	ASSERT_EQ(1, t_fields(u, "counter", &got));
 	ASSERT_EQ(999, *(int64_t *)((uint8_t *)(got + 1) + 8));
 	ASSERT_EQ(2, t_fields(u, NULL, NULL));	/* "before", "counter" */
@@ -772,29 +774,46 @@ TEST_F(ctx, user_data_past_a_stalled_maker)
  * Threads released together set the same new name, round after round:
  * each name is made once. Before the fix a thread that lost the claim
  * to another took the next space without looking at what the winner
- * made, so most rounds that raced made the name twice.
+ * made, so rounds that raced made the name twice. The threads spin at
+ * the start of each round (a sleeping barrier wakes them one by one, too
+ * far apart to race), yielding if they wait long (more threads than
+ * CPUs).
  */
-enum { RACE_THREADS = 4, RACE_ROUNDS = 120 };
+enum { RACE_THREADS = 2, RACE_ROUNDS = 120, RACE_CONTEXTS = 12 };
 
 struct race_arg {
 	struct blamer *b;
-	pthread_barrier_t *go;
+	atomic_uint *arrived;
 	int id, bad;
 };
 
+static void race_start(atomic_uint *arrived, unsigned int round)
+{
+	unsigned int spins = 0;
+
+	atomic_fetch_add(arrived, 1);
+	while (atomic_load(arrived) < (round + 1) * RACE_THREADS)
+		if (++spins % 4096 == 0)
+			sched_yield();
+}
+
+/* Rounds 0..RACE_ROUNDS - 1 in the global record, as many in the process
+ * record: about as many names as each holds. */
 static void *first_set_racer(void *p)
 {
 	struct race_arg *a = p;
 	char name[32];
 	int i;
 
-	for (i = 0; i < RACE_ROUNDS; i++) {
-		snprintf(name, sizeof(name), "round-%d", i);
-		pthread_barrier_wait(a->go);
+	for (i = 0; i < 2 * RACE_ROUNDS; i++) {
+		unsigned int scope = i < RACE_ROUNDS ? BLAMER_DATA_GLOBAL : BLAMER_DATA_PROCESS;
+
+		snprintf(name, sizeof(name), "round-%d", i % RACE_ROUNDS);
+		race_start(a->arrived, i);
 		if (i % 2)
-			a->bad += !set_ok(blamer_set_int(a->b, BLAMER_DATA_GLOBAL, name, a->id));
+			a->bad += !set_ok(blamer_set_int(a->b, scope, name, a->id));
 		else
-			a->bad += !set_ok(blamer_set_string(a->b, BLAMER_DATA_GLOBAL, name, "v"));
+			a->bad += !set_ok(blamer_set_string(a->b, scope, name, "v"));
 	}
 	return NULL;
 }
@@ -803,32 +822,37 @@ TEST_F(ctx, user_data_first_sets_race)
 {
 	struct race_arg args[RACE_THREADS];
 	pthread_t th[RACE_THREADS];
-	pthread_barrier_t go;
 	struct blamer_config c;
-	struct blamer_userdata *u;
+	struct blamer_userdata *u[2];
 	struct blamer *b;
 	char name[32];
-	int i;
+	int n, i, k;
 
 	c = t_cfg(self->dir, 0, 0);
-	ASSERT_EQ(0, t_open(self, &c, &b));
-	pthread_barrier_init(&go, NULL, RACE_THREADS);
-	for (i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct race_arg){ .b = b, .go = &go, .id = i };
-		ASSERT_EQ(0, pthread_create(&th[i], NULL, first_set_racer, &args[i]));
+	for (n = 0; n < RACE_CONTEXTS; n++) {
+		atomic_uint arrived = 0;
+
+		ASSERT_EQ(0, t_open(self, &c, &b));
+		for (i = 0; i < RACE_THREADS; i++) {
+			args[i] = (struct race_arg){ .b = b, .arrived = &arrived, .id = i };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, first_set_racer, &args[i]));
+		}
+		for (i = 0; i < RACE_THREADS; i++)
+			pthread_join(th[i], NULL);
+		for (i = 0; i < RACE_THREADS; i++)
+			ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
+		u[0] = bl_ptr(&b->heap, b->global_data);
+		u[1] = bl_ptr(&b->heap, b->process_data);
+		for (k = 0; k < 2; k++) {
+			for (i = 0; i < RACE_ROUNDS; i++) {
+				snprintf(name, sizeof(name), "round-%d", i);
+				ASSERT_EQ(1, t_fields(u[k], name, NULL))
+					TH_LOG("context %d, record %d: %s", n, k, name);
+			}
+			ASSERT_EQ(RACE_ROUNDS, t_fields(u[k], NULL, NULL));
+		}
+		t_close(self, b);
 	}
-	for (i = 0; i < RACE_THREADS; i++) {
-		pthread_join(th[i], NULL);
-		ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
-	}
-	pthread_barrier_destroy(&go);
-	u = bl_ptr(&b->heap, b->global_data);
-	for (i = 0; i < RACE_ROUNDS; i++) {
-		snprintf(name, sizeof(name), "round-%d", i);
-		ASSERT_EQ(1, t_fields(u, name, NULL)) TH_LOG("%s", name);
-	}
-	ASSERT_EQ(RACE_ROUNDS, t_fields(u, NULL, NULL));
-	t_close(self, b);
 }
 
 static struct blamer *sig_ctx;
