@@ -855,6 +855,106 @@ TEST_F(ctx, user_data_first_sets_race)
 	}
 }
 
+/*
+ * Threads make the same DAG node, link and path at the same instant,
+ * round after round: each is made once (one record per heap), and the
+ * reader's view has every add of every thread. Before, each racer could
+ * make its own record (the merged view was right, the per-process lists
+ * of dump and JSON showed copies with the values split between them).
+ */
+enum { DAG_ROUNDS = 150 };
+
+struct dag_arg {
+	struct blamer *b;
+	atomic_uint *arrived;
+	int bad;
+};
+
+static void *dag_racer(void *p)
+{
+	uint32_t unit = BLAMER_UNIT_COUNT;
+	struct dag_arg *a = p;
+	uint64_t ids[2] = { blamer_dag_id("race-root") };
+	struct blamer_path *path;
+	char name[32];
+	int i;
+
+	for (i = 0; i < DAG_ROUNDS; i++) {
+		snprintf(name, sizeof(name), "node-%d", i);
+		ids[1] = blamer_dag_id(name);
+		race_start(a->arrived, i);
+		a->bad += blamer_dag_node(a->b, ids[1], 1, name) != 0;
+		a->bad += blamer_dag_link(a->b, ids[0], ids[1]) != 0;
+		path = blamer_path_get(a->b, ids, 2, &unit, 1);
+		a->bad += !path;
+		if (path)
+			blamer_path_add(path, 0, 1);
+	}
+	return NULL;
+}
+
+TEST_F(ctx, dag_first_creations_race)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	struct dag_arg args[RACE_THREADS];
+	pthread_t th[RACE_THREADS];
+	atomic_uint arrived = 0;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	uint64_t id;
+	char name[32];
+	size_t k, seen;
+	uint32_t n;
+	int i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < RACE_THREADS; i++) {
+		args[i] = (struct dag_arg){ .b = b, .arrived = &arrived };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, dag_racer, &args[i]));
+	}
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < RACE_THREADS; i++)
+		ASSERT_EQ(0, args[i].bad) TH_LOG("%s", blamer_errmsg());
+	n = b->heap.nslabs;
+	for (k = 0; k < n; k++) {
+		m[k].data = b->heap.slabs[k].base;
+		m[k].size = b->heap.slabs[k].size;
+	}
+	ASSERT_EQ(0, blamer_snapshot_from_memory(m, n, &s));
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	/* the records: one of each */
+	ASSERT_EQ(DAG_ROUNDS, s->procs[0].nnodes);
+	ASSERT_EQ(DAG_ROUNDS, s->procs[0].nedges);
+	ASSERT_EQ(DAG_ROUNDS, s->procs[0].npaths);
+	/* merged: one node per id, one total per path, every add in it */
+	ASSERT_EQ(DAG_ROUNDS, s->nnodes);
+	ASSERT_EQ(DAG_ROUNDS, s->ntotals);
+	for (i = 0; i < DAG_ROUNDS; i++) {
+		snprintf(name, sizeof(name), "node-%d", i);
+		id = blamer_dag_id(name);
+		for (k = 0, seen = 0; k < s->nnodes; k++) {
+			if (s->nodes[k].id != id)
+				continue;
+			ASSERT_STREQ(name, s->nodes[k].name);
+			seen++;
+		}
+		ASSERT_EQ(1, seen) TH_LOG("%s", name);
+		for (k = 0, seen = 0; k < s->ntotals; k++) {
+			if (s->totals[k].depth != 2 || s->totals[k].nodes[1] != id)
+				continue;
+			ASSERT_EQ(RACE_THREADS, s->totals[k].value) TH_LOG("%s", name);
+			ASSERT_EQ(1, s->totals[k].nprocs);
+			seen++;
+		}
+		ASSERT_EQ(1, seen) TH_LOG("%s", name);
+	}
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
 static struct blamer *sig_ctx;
 
 static volatile sig_atomic_t sig_count;
