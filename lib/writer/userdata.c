@@ -225,8 +225,10 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 	/* Acquire: pairs with the release that moved used, so the claim
 	 * words of the fields below it are visible. */
 	used = ld_acquire(A32(&u->used));
-	if (used > u->capacity)
+	if (used > u->capacity) {
+		bl_error(EIO, "blamer: user data used %u > capacity %u", used, u->capacity);
 		return NULL;
+	}
 	for (;;) {
 		if (off + FIELD_HDR > u->capacity)
 			break;
@@ -234,6 +236,11 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 		/* Acquire: pairs with the claim CAS and with the publishing
 		 * store: a published header comes with its name and value. */
 		w = ld_acquire(A64(f));
+		if (!w && off < used) {
+			/* used moves past a field only after its claim */
+			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
+			return NULL;
+		}
 		if (!w) {
 			if (off + rs > u->capacity)
 				break;
