@@ -208,7 +208,7 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 					const char *name, uint32_t cap, enum found *how)
 {
 	size_t nlen = name ? strlen(name) : 0;
-	uint32_t off = 0, used, rs, hash, i;
+	uint32_t off = 0, used, rs, hash, i, cap_bytes = u->capacity;
 	struct blamer_field *f, h;
 	uint64_t w;
 
@@ -225,31 +225,33 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 	/* Acquire: pairs with the release that moved used, so the claim
 	 * words of the fields below it are visible. */
 	used = ld_acquire(A32(&u->used));
-	if (used > u->capacity) {
-		bl_error(EIO, "blamer: user data used %u > capacity %u", used, u->capacity);
+	if (used > cap_bytes) {
+		bl_error(EIO, "blamer: user data used %u > capacity %u", used, cap_bytes);
 		return NULL;
 	}
-	for (;;) {
-		if (off + FIELD_HDR > u->capacity)
-			break;
+	/* cap_bytes: the capacity does not change, and a local copy is not
+	 * reloaded after every acquire below. */
+	for (; off + FIELD_HDR <= cap_bytes; off += h.record_size) {
 		f = (void *)(u->fields + off);
 		/* Acquire: pairs with the claim CAS and with the publishing
 		 * store: a published header comes with its name and value. */
 		w = ld_acquire(A64(f));
-		if (!w && off < used) {
-			/* used moves past a field only after its claim */
-			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
-			return NULL;
-		}
-		if (!w) {
-			if (off + rs > u->capacity)
+		if (__builtin_expect(!w, 0)) {
+			if (off < used) {
+				/* used moves past a field only after its claim */
+				bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
+				return NULL;
+			}
+			if (off + rs > cap_bytes)
 				break;
-			/* Acquire on failure: the winner's word is re-read anyway. */
+			/* Acquire on failure: the winner's word is re-read. */
 			if (!atomic_compare_exchange_strong_explicit(A64(f), &w,
 								     claim_word((uint8_t)nlen, (uint16_t)rs, hash),
 								     memory_order_acquire,
-								     memory_order_acquire))
+								     memory_order_acquire)) {
+				h.record_size = 0;	/* this offset again */
 				continue;
+			}
 			advance_used(u, off, off + rs);
 			/* Byte stores: walkers read the bytes while we write them. */
 			for (i = 0; i < nlen; i++)
@@ -258,18 +260,21 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 			return f;
 		}
 		memcpy(&h, &w, sizeof(h));
-		if (!h.name_size || h.record_size < FIELD_HDR + pad8(h.name_size) ||
-		    h.record_size % 8 || off + h.record_size > u->capacity) {
+		/* What stepping over it needs (a multiple of 8, not 0, inside);
+		 * its name only if we read it. */
+		if (!h.record_size || h.record_size % 8 || off + h.record_size > cap_bytes) {
 			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
 			return NULL;
 		}
-		if (off + h.record_size > used) {
+		if (__builtin_expect(off + h.record_size > used, 0)) {
 			advance_used(u, off, off + h.record_size);
 			used = off + h.record_size;
 		}
-		if (h.name_size != nlen) {
-			off += h.record_size;
+		if (h.name_size != nlen)
 			continue;
+		if (h.record_size < FIELD_HDR + pad8(h.name_size)) {
+			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
+			return NULL;
 		}
 		if (h.type != BLAMER_FIELD_END) {
 			if (!memcmp(f + 1, name, nlen)) {
@@ -291,7 +296,6 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 				return NULL;
 			}
 		}
-		off += h.record_size;
 	}
 	bl_error(ENOSPC, "blamer: no room for field %s", name);
 	return NULL;
