@@ -217,8 +217,12 @@ struct blamer_thread {
  * User data: a record holding a sequence of fields in fields[0..used),
  * each struct blamer_field + name (name_size bytes, padded to 8) + value
  * area (record_size - 8 - padded name, a multiple of 8, 8-aligned). A
- * field of type BLAMER_FIELD_END (0) ends the sequence (it is being
- * created: its type is stored last, with release).
+ * field of type BLAMER_FIELD_END (0) is being created: with a valid
+ * record_size, step over it (its other header bytes mean nothing yet);
+ * with record_size 0 the sequence ends. The writer claims a field by a
+ * CAS of its 8-byte header from 0 and publishes it by storing the whole
+ * header again, with release; used is moved past a claim after it, so
+ * it may lag a claim for a moment. Each name occurs once.
  * Values of 8 bytes or less (BOOL, CHAR: 1 byte; SIGNED, UNSIGNED,
  * DOUBLE: 8 bytes) are written with one atomic store of that size.
  * Other values (STRING, RAW, *_REF) are written under the field's seq:

@@ -5,9 +5,12 @@
  * the root as actually walked, each with up to 8 measurements (added in
  * dag_shard.c), and the names of application units. Ids are the application's, the same in every process
  * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
- * Finding an existing record walks the list (setup cost, not hot path);
- * two threads making the same record at once may both make it, and
- * readers merge records with equal keys.
+ * Finding an existing record walks the list (setup cost, not hot path).
+ * A record is made once per heap, without locks: it is written whole,
+ * then listed by bl_heap_append_unique(), whose walk from the head looks
+ * at every record appended before ours can go in; the loser of a race
+ * leaves its copy off the list and uses the winner. Readers still merge
+ * by id across processes (each heap has its own records).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,25 +30,46 @@ uint64_t blamer_dag_id(const char *name)
 	return h;
 }
 
-/* The first live record of @type for which @match returns true, or 0. */
-static blamer_ref find(struct bl_heap *h, uint32_t type, uint32_t size,
-		       bool (*match)(const void *rec, const void *key), const void *key)
+/* What makes two records of a type the same one. */
+struct dag_key {
+	uint32_t type, size;
+	bool (*match)(const void *rec, const void *key);
+	const void *key;
+};
+
+/* A live (published) record of the key's type that @match says is it. */
+static bool dag_same(struct bl_heap *h, blamer_ref ref, const void *k)
+{
+	const struct dag_key *d = k;
+	const struct blamer_block *r = bl_heap_get(h, ref, d->type, d->size);
+
+	/* Acquire: pairs with bl_owner_set(), so the record is complete. */
+	return r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
+	       d->match(r, d->key);
+}
+
+/* The first live record equal to @k, or 0. */
+static blamer_ref find(struct bl_heap *h, const struct dag_key *k)
 {
 	struct bl_iter it = { 0 };
 	blamer_ref ref;
 	uint32_t t;
 
-	while ((ref = bl_heap_next(h, &it, &t))) {
-		const struct blamer_block *r;
-
-		if (t != type)
-			continue;
-		r = bl_heap_get(h, ref, type, size);
-		if (r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
-		    match(r, key))
+	while ((ref = bl_heap_next(h, &it, &t)))
+		if (t == k->type && dag_same(h, ref, k))
 			return ref;
-	}
 	return 0;
+}
+
+/* Lists the filled record @ref: it, or the equal record another thread
+ * listed first (ours then stays off the list); 0 if the heap is corrupt. */
+static blamer_ref list_once(struct bl_heap *h, blamer_ref ref, const struct dag_key *k)
+{
+	blamer_ref got = bl_heap_append_unique(h, ref, dag_same, k);
+
+	if (!got)
+		bl_error(EIO, "blamer: the heap is corrupt");
+	return got;
 }
 
 static bool node_match(const void *rec, const void *key)
@@ -55,6 +79,7 @@ static bool node_match(const void *rec, const void *key)
 
 int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const char *name)
 {
+	struct dag_key k = { BLAMER_REC_DAG_NODE, sizeof(struct blamer_dag_node), node_match, &id };
 	struct blamer_dag_node *n;
 	struct bl_heap *h;
 	int err;
@@ -63,9 +88,9 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	h = bl_heap_for(&b, &err);
 	if (!h)
 		return err;
-	if (find(h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
+	if (find(h, &k))
 		return 0;
-	ref = bl_record_new(b, BLAMER_REC_DAG_NODE, sizeof(*n), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_NODE, sizeof(*n));
 	if (!ref)
 		return -ENOSPC;
 	n = bl_ptr(h, ref);
@@ -74,7 +99,7 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	if (name)
 		strncpy(n->name, name, sizeof(n->name) - 1);
 	bl_owner_set(b, &n->owner);
-	return 0;
+	return list_once(h, ref, &k) ? 0 : -EIO;
 }
 
 static bool edge_match(const void *rec, const void *key)
@@ -88,6 +113,7 @@ static bool edge_match(const void *rec, const void *key)
 int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 {
 	uint64_t key[2] = { parent_id, child_id };
+	struct dag_key k = { BLAMER_REC_DAG_EDGE, sizeof(struct blamer_dag_edge), edge_match, key };
 	struct blamer_dag_edge *e;
 	struct bl_heap *h;
 	int err;
@@ -98,16 +124,16 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 		return err;
 	if (parent_id == child_id)
 		return bl_error(EINVAL, "blamer: a node cannot be its own parent");
-	if (find(h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))
+	if (find(h, &k))
 		return 0;
-	ref = bl_record_new(b, BLAMER_REC_DAG_EDGE, sizeof(*e), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_EDGE, sizeof(*e));
 	if (!ref)
 		return -ENOSPC;
 	e = bl_ptr(h, ref);
 	e->parent_id = parent_id;
 	e->child_id = child_id;
 	bl_owner_set(b, &e->owner);
-	return 0;
+	return list_once(h, ref, &k) ? 0 : -EIO;
 }
 
 static bool unit_match(const void *rec, const void *key)
@@ -233,6 +259,7 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 				    const uint32_t *units, unsigned nunits)
 {
 	struct path_key key = { ids, units, depth, nunits };
+	struct dag_key k = { BLAMER_REC_DAG_PATH, sizeof(struct blamer_dag_path), path_match, &key };
 	struct blamer_dag_path *p;
 	struct bl_heap *h;
 	blamer_ref ref;
@@ -249,10 +276,10 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	h = bl_ready(b);
 	if (!h)
 		return NULL;
-	ref = find(h, BLAMER_REC_DAG_PATH, sizeof(*p), path_match, &key);
+	ref = find(h, &k);
 	if (ref)
 		return path_handle(b, ref);
-	ref = bl_record_new(b, BLAMER_REC_DAG_PATH, sizeof(*p), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
 	if (!ref)
 		return NULL;
 	p = bl_ptr(h, ref);
@@ -261,5 +288,6 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	if (nunits)
 		memcpy(p->units, units, nunits * sizeof(uint32_t));
 	bl_owner_set(b, &p->owner);
-	return path_handle(b, ref);
+	ref = list_once(h, ref, &k);
+	return ref ? path_handle(b, ref) : NULL;
 }
