@@ -3,8 +3,9 @@
  * The attribution DAG: nodes (id, type, name), parent links (one EDGE
  * record per link, so a node may have several parents), and paths from
  * the root as actually walked, each with up to 8 measurements (added in
- * dag_shard.c), and the names of application units. Ids are the application's, the same in every process
- * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
+ * dag_shard.c), and the names of application units. Ids are the
+ * application's, the same in every process (blamer_dag_id() hashes a
+ * stable name), so a reader can merge heaps.
  * Finding an existing record walks the list (setup cost, not hot path).
  * A record is made once per heap, without locks: it is written whole,
  * then listed by bl_heap_append_unique(), whose walk from the head looks
@@ -153,12 +154,25 @@ static bool unit_name_ok(const char *n)
 	return i > 0 && i < BLAMER_NAME_MAX;
 }
 
+/* The unit record @ref names @unit as asked: 0, else -EEXIST. */
+static int unit_same_name(struct bl_heap *h, blamer_ref ref, uint32_t unit, const char *name,
+			  uint32_t base)
+{
+	const struct blamer_dag_unit *u = bl_ptr(h, ref);
+
+	if (u->base == base && !strncmp(u->name, name, sizeof(u->name)))
+		return 0;
+	return bl_error(EEXIST, "blamer: unit %u is already named %.*s", unit,
+			(int)sizeof(u->name), u->name);
+}
+
 int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base)
 {
+	struct dag_key k = { BLAMER_REC_DAG_UNIT, sizeof(struct blamer_dag_unit), unit_match, &unit };
 	struct blamer_dag_unit *u;
 	struct bl_heap *h;
 	int err;
-	blamer_ref ref;
+	blamer_ref ref, got;
 
 	h = bl_heap_for(&b, &err);
 	if (!h)
@@ -168,15 +182,10 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 		return bl_error(EINVAL, "blamer: a unit >= %u, a base BLAMER_BASE_*, and a name of "
 				"1..%u of [a-z0-9_] not starting with a digit",
 				BLAMER_UNIT_APP_BASE, BLAMER_NAME_MAX - 1);
-	ref = find(h, BLAMER_REC_DAG_UNIT, sizeof(*u), unit_match, &unit);
-	if (ref) {
-		u = bl_ptr(h, ref);
-		if (u->base == base && !strncmp(u->name, name, sizeof(u->name)))
-			return 0;
-		return bl_error(EEXIST, "blamer: unit %u is already named %.*s", unit,
-				(int)sizeof(u->name), u->name);
-	}
-	ref = bl_record_new(b, BLAMER_REC_DAG_UNIT, sizeof(*u), false);
+	ref = find(h, &k);
+	if (ref)
+		return unit_same_name(h, ref, unit, name, base);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_UNIT, sizeof(*u));
 	if (!ref)
 		return -ENOSPC;
 	u = bl_ptr(h, ref);
@@ -184,7 +193,11 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 	u->base = base;
 	strncpy(u->name, name, sizeof(u->name) - 1);
 	bl_owner_set(b, &u->owner);
-	return 0;
+	got = list_once(h, ref, &k);
+	if (!got)
+		return -EIO;
+	/* another thread named it first: as we asked, or not */
+	return got == ref ? 0 : unit_same_name(h, got, unit, name, base);
 }
 
 struct path_key {
