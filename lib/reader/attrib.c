@@ -185,32 +185,48 @@ static bool make_units(struct blamer_snapshot *s)
 	return true;
 }
 
-/* Each node's processes: those with a path at it or below it, counted
- * once per node (the node remembers the last process it counted). */
+/*
+ * Each node's processes: those with a path at it or below it, counted
+ * once per node (the node remembers the last process it counted). A
+ * path's own node is found once, then its ancestors through their parent
+ * links, up to the first one this process already counted (whose own
+ * ancestors it counted then): one lookup per path, not one per prefix.
+ */
 static bool count_procs(struct blamer_snapshot *s)
 {
-	uint32_t *last = malloc((s->ntree ? s->ntree : 1) * sizeof(*last));
+	size_t n = s->ntree ? s->ntree : 1;
+	uint32_t *last = malloc(n * sizeof(*last));
+	size_t *parent = malloc(n * sizeof(*parent));
 	size_t i, j, at;
-	uint32_t d;
 
-	if (!last)
+	if (!last || !parent) {
+		free(last);
+		free(parent);
 		return false;
-	for (i = 0; i < s->ntree; i++)
+	}
+	for (i = 0; i < s->ntree; i++) {
 		last[i] = UINT32_MAX;
+		parent[i] = SIZE_MAX;
+	}
+	/* the children of i start at i + 1 and follow each other's subtrees */
+	for (i = 0; i < s->ntree; i++)
+		for (j = i + 1; j < s->tree[i].end; j = s->tree[j].end)
+			parent[j] = i;
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].npaths; j++) {
 			const struct blamer_snap_path *p = &s->procs[i].paths[j];
 
-			for (d = 1; p->nvalues && d <= p->depth; d++) {
-				at = tree_find(s, p->nodes, d);
-				if (at < s->ntree && last[at] != (uint32_t)i) {
-					last[at] = (uint32_t)i;
-					s->tree[at].nprocs++;
-				}
+			if (!p->nvalues || !p->depth)
+				continue;
+			for (at = tree_find(s, p->nodes, p->depth);
+			     at < s->ntree && last[at] != (uint32_t)i; at = parent[at]) {
+				last[at] = (uint32_t)i;
+				s->tree[at].nprocs++;
 			}
 		}
 	}
 	free(last);
+	free(parent);
 	return true;
 }
 
@@ -327,29 +343,62 @@ static bool make_tree(struct blamer_snapshot *s)
 	return count_procs(s);
 }
 
-/* Nodes of every process, merged by id (a named one wins). */
+/*
+ * Nodes of every process, merged by id (a named one wins, else the
+ * first). Thousands of processes name the same few nodes: each is looked
+ * up in a hash table of the distinct ones (grown as they come), and only
+ * those are copied and sorted.
+ */
 static bool merge_nodes(struct blamer_snapshot *s)
 {
+	const struct blamer_snap_node **slot = NULL, **ns, *x;
 	struct blamer_snap_node *nodes;
-	size_t i, k, nn = 0;
+	size_t i, j, k, n = 0, mask = 0, at;
 
-	for (i = 0; i < s->nprocs; i++)
-		nn += s->procs[i].nnodes;
-	nodes = calloc(nn ? nn : 1, sizeof(*nodes));
-	if (!nodes)
-		return false;
-	nn = 0;
 	for (i = 0; i < s->nprocs; i++) {
-		if (s->procs[i].nnodes)
-			memcpy(nodes + nn, s->procs[i].nodes, s->procs[i].nnodes * sizeof(*nodes));
-		nn += s->procs[i].nnodes;
+		for (j = 0; j < s->procs[i].nnodes; j++) {
+			x = &s->procs[i].nodes[j];
+			if (2 * (n + 1) > mask) {	/* grow: at most half full */
+				size_t nmask = mask ? mask * 2 + 1 : 63;
+
+				ns = calloc(nmask + 1, sizeof(*ns));
+				if (!ns) {
+					free(slot);
+					return false;
+				}
+				for (k = 0; mask && k <= mask; k++) {
+					if (!slot[k])
+						continue;
+					for (at = slot[k]->id * 0x9e3779b97f4a7c15ull >> 7 & nmask;
+					     ns[at]; at = (at + 1) & nmask)
+						;
+					ns[at] = slot[k];
+				}
+				free(slot);
+				slot = ns;
+				mask = nmask;
+			}
+			for (at = x->id * 0x9e3779b97f4a7c15ull >> 7 & mask;
+			     slot[at] && slot[at]->id != x->id; at = (at + 1) & mask)
+				;
+			if (!slot[at])
+				n++;
+			if (!slot[at] || (!slot[at]->name[0] && x->name[0]))
+				slot[at] = x;
+		}
 	}
-	qsort(nodes, nn, sizeof(*nodes), node_cmp);
-	for (i = 0, k = 0; i < nn; i++)
-		if (k == 0 || nodes[k - 1].id != nodes[i].id)
-			nodes[k++] = nodes[i];
+	nodes = calloc(n ? n : 1, sizeof(*nodes));
+	if (!nodes) {
+		free(slot);
+		return false;
+	}
+	for (k = 0, i = 0; mask && k <= mask; k++)
+		if (slot[k])
+			nodes[i++] = *slot[k];
+	free(slot);
+	qsort(nodes, n, sizeof(*nodes), node_cmp);
 	s->nodes = nodes;
-	s->nnodes = k;
+	s->nnodes = n;
 	return true;
 }
 
@@ -385,14 +434,34 @@ static int use_by_procs(const void *a, const void *b)
  */
 static void limit_units(struct blamer_snapshot *s)
 {
+	uint32_t seen[RD_MAX_SNAP_UNITS];
 	struct unit_use *use;
-	size_t i, j, k, n = 0, nuse;
+	size_t i, j, k, n = 0, nuse, nseen = 0;
 
+	/* the common case first: few distinct units, nothing to leave out */
+	for (i = 0; i < s->nprocs && nseen <= RD_MAX_SNAP_UNITS; i++) {
+		for (j = 0; j < s->procs[i].npaths && nseen <= RD_MAX_SNAP_UNITS; j++) {
+			const struct blamer_snap_path *sp = &s->procs[i].paths[j];
+
+			for (k = 0; k < sp->nvalues && nseen <= RD_MAX_SNAP_UNITS; k++) {
+				size_t m;
+
+				for (m = 0; m < nseen && seen[m] != sp->units[k]; m++)
+					;
+				if (m < nseen)
+					continue;
+				if (nseen == RD_MAX_SNAP_UNITS)
+					nseen++;	/* one more than the view holds */
+				else
+					seen[nseen++] = sp->units[k];
+			}
+		}
+	}
+	if (nseen <= RD_MAX_SNAP_UNITS)
+		return;
 	for (i = 0; i < s->nprocs; i++)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
-	if (n <= RD_MAX_SNAP_UNITS)
-		return;
 	use = calloc(n, sizeof(*use));
 	if (!use)
 		return;
@@ -454,7 +523,12 @@ static void limit_units(struct blamer_snapshot *s)
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
-	if (s->nprocs > 1)
+	size_t i;
+
+	/* the backends read in that order already, mostly: sort only if not */
+	for (i = 1; i < s->nprocs && proc_cmp(&s->procs[i - 1], &s->procs[i]) <= 0; i++)
+		;
+	if (i < s->nprocs)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
 	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the

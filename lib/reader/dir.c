@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,10 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 {
 	struct bl_proc_stat st;
 
+	/* No such pid (most dead heaps): one signal-0 probe says so for
+	 * less than a path lookup in /proc. EPERM means it exists. */
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+		return false;
 	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
 		return false;	/* gone, or a zombie: it has exited, its heap is dead */
 	*start = (uint64_t)st.start_ns;
