@@ -154,6 +154,9 @@ struct rd_stable {
 	size_t seq_off;		/* rd_settled_seq(): offset of the u32 version */
 	bool (*settled)(struct rd_stable *r);
 	void *arg;		/* for settled() */
+	bool one_source;	/* set by rd_read_stable(): both copies come from
+				 * one private buffer nothing writes (no need to
+				 * compare them) */
 };
 enum rd_read {
 	RD_READ_STABLE,		/* first holds one state of the record */
