@@ -251,6 +251,12 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
 
+/* Device backend: a slab's mapping, kept from one snapshot to the next. */
+struct rd_devmap {
+	uint64_t id, create_time_ns, len;
+	void *addr;		/* NULL: taken by the current snapshot */
+};
+
 /* reader.c, dir.c, dev.c: fill s->procs; 0 or -errno + message. */
 struct blamer_reader {
 	struct blamer_reader_opts opts;
@@ -264,6 +270,10 @@ struct blamer_reader {
 	size_t bufcap;
 	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
 	struct rd_scratch scratch;	/* arrays of the heap being parsed */
+	/* device: the last snapshot's mappings by id, and the current one's */
+	struct rd_devmap *maps, *next;
+	size_t nmaps, mapcap, nnext, nextcap;
+	uint64_t next_bytes;	/* mapped by next */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
@@ -273,6 +283,8 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
 int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
+/* Unmaps every slab the reader keeps mapped. */
+void rd_dev_close(struct blamer_reader *r);
 int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 
