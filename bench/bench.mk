@@ -50,6 +50,8 @@ bench-reader: $(READER_BENCH) $(TOOLS_DIR)/blamer
 # kernel of BENCH_KERNELS, one boot each (bench/vm-bench.sh): static
 # programs, the VM given 2 GiB so that 100,000 slabs fit.
 BENCH_KERNELS ?= 6.1 6.12
+# slabs listed at most, heaps read on the device
+BENCH_MODULE_ARGS ?= 100000 200
 BENCH_STATIC := $(BENCH_DIR)/static
 MODULE_BENCH := $(BENCH_STATIC)/module_bench
 DEV_READER_BENCH := $(BENCH_STATIC)/dev_reader_bench
@@ -65,5 +67,5 @@ bench-module: $(MODULE_BENCH) $(DEV_READER_BENCH) $(addprefix bed-module-,$(BENC
 	@for k in $(BENCH_KERNELS); do \
 		BLAMER_VM_MEM=2G $(SRC)/tools/vm/run --kernel $$k --timeout 1500 --quiet \
 			--add $(MODULE_BENCH) --add $(DEV_READER_BENCH) \
-			--add $(SRC)/bench/vm-bench.sh -- 'sh /bin/vm-bench.sh' || exit; \
+			--add $(SRC)/bench/vm-bench.sh -- "sh /bin/vm-bench.sh $(BENCH_MODULE_ARGS)" || exit; \
 	done
