@@ -68,13 +68,13 @@ static int total_sort_cmp(const void *a, const void *b)
 }
 
 /* A (path, unit)'s place in the table of make_totals(). */
-static uint64_t total_hash(const struct blamer_snap_path *p, uint32_t unit)
+static uint64_t total_hash(const uint64_t *nodes, uint32_t depth, uint32_t unit)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ p->depth ^ ((uint64_t)unit << 32);
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth ^ ((uint64_t)unit << 32);
 	uint32_t i;
 
-	for (i = 0; i < p->depth; i++) {
-		h = (h ^ p->nodes[i]) * 0xff51afd7ed558ccdull;
+	for (i = 0; i < depth; i++) {
+		h = (h ^ nodes[i]) * 0xff51afd7ed558ccdull;
 		h ^= h >> 33;
 	}
 	return h;
@@ -102,69 +102,97 @@ static size_t tree_find(const struct blamer_snapshot *s, const uint64_t *nodes, 
 /*
  * Totals, one per (path, unit), summed over processes. Many processes
  * measure the same few paths: each value is added to its (path, unit)'s
- * total through a hash table, and only the distinct totals are sorted.
- * Processes are visited in order, so a total counts a process when the
- * last one it counted was another.
+ * total through a hash table of the distinct ones (grown as they come,
+ * so its memory follows what is distinct, not what is measured), and
+ * only those are sorted. Processes are visited in order, so a total
+ * counts a process when the last one it counted was another.
  */
-static bool make_totals(struct blamer_snapshot *s)
-{
-	struct blamer_snap_total *t, *x;
-	uint32_t *slot, *last;
-	size_t i, j, k, n = 0, mask, at;
+struct totals {
+	struct blamer_snap_total *t;
+	uint32_t *last;		/* per total: the last process it counted */
+	uint32_t *slot;		/* total index + 1, 0 = free */
+	size_t n, cap, mask;
+};
 
-	for (i = 0; i < s->nprocs; i++)
-		for (j = 0; j < s->procs[i].npaths; j++)
-			n += s->procs[i].paths[j].nvalues;
-	for (mask = 15; mask < 2 * n; mask = mask * 2 + 1)
-		;
-	slot = calloc(mask + 1, sizeof(*slot));	/* total index + 1, 0 = free */
-	last = malloc((n ? n : 1) * sizeof(*last));
-	t = calloc(n ? n : 1, sizeof(*t));
-	if (!slot || !last || !t) {
+static bool totals_grow(struct totals *tt)
+{
+	size_t cap = tt->cap ? tt->cap * 2 : 64, mask = 2 * cap - 1, i, at;
+	struct blamer_snap_total *t = realloc(tt->t, cap * sizeof(*t));
+	uint32_t *last, *slot;
+
+	if (t)
+		tt->t = t;
+	last = realloc(tt->last, cap * sizeof(*last));
+	if (last)
+		tt->last = last;
+	slot = calloc(mask + 1, sizeof(*slot));
+	if (!t || !last || !slot) {
 		free(slot);
-		free(last);
-		free(t);
 		return false;
 	}
-	n = 0;
-	for (i = 0; i < s->nprocs; i++) {
+	for (i = 0; i < tt->n; i++) {
+		for (at = total_hash(tt->t[i].nodes, tt->t[i].depth, tt->t[i].unit) & mask;
+		     slot[at]; at = (at + 1) & mask)
+			;
+		slot[at] = (uint32_t)i + 1;
+	}
+	free(tt->slot);
+	tt->slot = slot;
+	tt->mask = mask;
+	tt->cap = cap;
+	return true;
+}
+
+static bool make_totals(struct blamer_snapshot *s)
+{
+	struct totals tt = { 0 };
+	struct blamer_snap_total *x;
+	size_t i, j, k, at;
+	bool ok = totals_grow(&tt);
+
+	for (i = 0; ok && i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
-		for (j = 0; j < p->npaths; j++) {
+		for (j = 0; ok && j < p->npaths; j++) {
 			const struct blamer_snap_path *pa = &p->paths[j];
 
 			for (k = 0; k < pa->nvalues; k++) {
-				for (at = total_hash(pa, pa->units[k]) & mask; slot[at];
-				     at = (at + 1) & mask) {
-					x = &t[slot[at] - 1];
+				/* room for one more, before looking */
+				if (tt.n == tt.cap && !(ok = totals_grow(&tt)))
+					break;
+				for (at = total_hash(pa->nodes, pa->depth, pa->units[k]) & tt.mask;
+				     tt.slot[at]; at = (at + 1) & tt.mask) {
+					x = &tt.t[tt.slot[at] - 1];
 					if (x->unit == pa->units[k] &&
 					    !blamer_path_cmp(x->nodes, x->depth, pa->nodes, pa->depth))
 						break;
 				}
-				if (!slot[at]) {
-					x = &t[n];
+				if (!tt.slot[at]) {
+					x = &tt.t[tt.n];
+					memset(x, 0, sizeof(*x));
 					x->depth = pa->depth;
 					memcpy(x->nodes, pa->nodes, pa->depth * sizeof(x->nodes[0]));
 					x->unit = pa->units[k];
-					last[n] = (uint32_t)i;
+					tt.last[tt.n] = (uint32_t)i;
 					x->nprocs = 1;
-					slot[at] = (uint32_t)++n;
-				} else if (last[slot[at] - 1] != (uint32_t)i) {
-					last[slot[at] - 1] = (uint32_t)i;
+					tt.slot[at] = (uint32_t)++tt.n;
+				} else if (tt.last[tt.slot[at] - 1] != (uint32_t)i) {
+					tt.last[tt.slot[at] - 1] = (uint32_t)i;
 					x->nprocs++;
 				}
 				x->value += pa->values[k];
 			}
 		}
 	}
-	free(slot);
-	free(last);
-	x = realloc(t, (n ? n : 1) * sizeof(*t));	/* distinct ones only */
-	if (x)
-		t = x;
-	qsort(t, n, sizeof(*t), total_sort_cmp);
-	s->totals = t;
-	s->ntotals = n;
+	free(tt.slot);
+	free(tt.last);
+	if (!ok) {
+		free(tt.t);
+		return false;
+	}
+	qsort(tt.t, tt.n, sizeof(*tt.t), total_sort_cmp);
+	s->totals = tt.t;
+	s->ntotals = tt.n;
 	return true;
 }
 

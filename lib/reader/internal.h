@@ -251,6 +251,13 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
 
+/* Dir backend: how many bytes of a slab file the last snapshot read. */
+struct rd_hint {
+	int32_t pid;
+	uint32_t idx;
+	uint64_t start, bytes;
+};
+
 /* Device backend: a slab's mapping, kept from one snapshot to the next. */
 struct rd_devmap {
 	uint64_t id, create_time_ns, len;
@@ -274,9 +281,15 @@ struct blamer_reader {
 	struct rd_devmap *maps, *next;
 	size_t nmaps, mapcap, nnext, nextcap;
 	uint64_t next_bytes;	/* mapped by next */
+	/* dir: the last snapshot's reads by file (sorted as its files are),
+	 * and the current one's */
+	struct rd_hint *hints, *nhints;
+	size_t nhint, hintcap, nnhint, nhintcap;
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
+/* Frees what the dir backend keeps between snapshots. */
+void rd_dir_close(struct blamer_reader *r);
 int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
 int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
