@@ -204,6 +204,34 @@ static void list_scaling(uint32_t max)
 		fflush(stdout);
 		prev = t;
 	}
+	/* The same table, the same moment: LIST of the last 1,000, 10,000
+	 * and 100,000 slabs (start_id), interleaved, medians of the ratios.
+	 * What grows with the table itself (memory the walk misses in)
+	 * is the same for all three. */
+	if (n >= 10000) {
+		double r1[ROUNDS], r2[ROUNDS], tl[3][ROUNDS];
+		uint32_t part[3] = { n / 100, n / 10, n }, k, q;
+
+		for (k = 0; k < ROUNDS; k++) {
+			for (q = 0; q < 3; q++) {
+				struct blamer_list l = { .info_size = sizeof(*buf),
+							 .capacity = max + 64,
+							 .slabs = (uint64_t)(uintptr_t)buf,
+							 .start_id = ids[n - part[q]] };
+
+				t0 = now();
+				if (ioctl(dev, BLAMER_IOC_LIST, &l) || l.count < part[q])
+					die("BLAMER_IOC_LIST from an id");
+				tl[q][k] = now() - t0;
+			}
+			r1[k] = tl[1][k] / tl[0][k];
+			r2[k] = tl[2][k] / tl[1][k];
+		}
+		printf("# the same %u slabs listed from an id on (interleaved): the last %u %.2f ms,"
+		       " %u %.2f ms, all %.2f ms; time(10N)/time(N) %.1f and %.1f\n", n, part[0],
+		       median(tl[0], ROUNDS) * 1e3, part[1], median(tl[1], ROUNDS) * 1e3,
+		       median(tl[2], ROUNDS) * 1e3, median(r1, ROUNDS), median(r2, ROUNDS));
+	}
 	/* released, not left as orphans for what runs next */
 	for (have = 0; have < n; have++) {
 		struct blamer_release r = { .id = ids[have] };
