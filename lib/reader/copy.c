@@ -138,7 +138,7 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 
 	/* A private copy read once (a dead dir heap): nothing can change it
 	 * between the two copies, so comparing them is no test. */
-	r->one_source = slab < h->nslabs && !h->slabs[slab].unmap && !h->slabs[slab].again;
+	r->one_source = slab < h->nslabs && h->slabs[slab].copied && !h->slabs[slab].again;
 
 	for (attempt = 0; attempt <= h->retries; attempt++) {
 		if (r->len > r->cap) {

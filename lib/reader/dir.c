@@ -446,6 +446,7 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	/* buf is set once every slab of the heap is in (the buffer may move) */
 	s->buf = (uint8_t *)(uintptr_t)*off;
 	s->size = got;	/* the only size we trust */
+	s->copied = true;
 	*off += (got + 7) & ~(size_t)7;
 	if (headers_only || p->state != BLAMER_PROC_LIVE)
 		close(fd);	/* no writer: nothing will change */

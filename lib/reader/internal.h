@@ -59,6 +59,8 @@ struct rd_slab {
 	uint32_t index;		/* slab_index claimed by its header */
 	bool unmap;		/* buf is an mmap() of map_len bytes */
 	bool owned;		/* buf was malloc()ed */
+	bool copied;		/* buf is the reader's own copy (dir): nothing
+				 * but a second read changes what it holds */
 };
 
 /* One heap being read: its slabs ordered by index, and bookkeeping. */
