@@ -64,6 +64,7 @@ $(DEV_READER_BENCH): $(SRC)/bench/dev_reader_bench.c $(SRC)/bench/heap_gen.h $(L
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -static -o $@ $< $(LIB_A) -lpthread
 bench-module: $(MODULE_BENCH) $(DEV_READER_BENCH) $(addprefix bed-module-,$(BENCH_KERNELS))
+	@$(MODULE_BENCH) --machine
 	@for k in $(BENCH_KERNELS); do \
 		BLAMER_VM_MEM=2G $(SRC)/tools/vm/run --kernel $$k --timeout 1500 --quiet \
 			--add $(MODULE_BENCH) --add $(DEV_READER_BENCH) \
