@@ -441,8 +441,19 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 	if (got > want)
 		got = want;
-	if (!headers_only)
-		hint_note(r, f, got);
+	if (!headers_only) {
+		struct blamer_slab_header sh;
+		uint64_t used = got;
+
+		/* what the writer allocated of what was read, for next time
+		 * (a claim: at worst the next first read is a bad guess) */
+		if (got >= sizeof(sh)) {
+			memcpy(&sh, r->buf + *off, sizeof(sh));
+			if (sh.freeptr < used)
+				used = sh.freeptr;
+		}
+		hint_note(r, f, used);
+	}
 	/* buf is set once every slab of the heap is in (the buffer may move) */
 	s->buf = (uint8_t *)(uintptr_t)*off;
 	s->size = got;	/* the only size we trust */
