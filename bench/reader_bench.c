@@ -125,6 +125,7 @@ static void rm_rf(const char *dir)
 struct result {
 	int n;
 	double snap, prom, cmd, copy, py, blame, dump;	/* seconds */
+	double ratio;	/* copy / snapshot, the median of the rounds' */
 	uint64_t used;
 	int health_ok;
 };
@@ -134,8 +135,57 @@ struct result {
  * one, or with @prom what `blamer export --prometheus --dead` decodes,
  * written out as it does (to /dev/null).
  */
-static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom)
+/*
+ * The copy the reader is set against: @n blocks of @len bytes (the
+ * bytes the heaps use) from @n distinct places to @n others, the least
+ * any reader must spend. Timed in the same rounds as the snapshots,
+ * interleaved (snapshot, copy, snapshot, copy...), so that both see the
+ * same machine: the ratio is the median of the per-round ratios.
+ */
+struct copy_job {
+	uint8_t *from, *to;
+	size_t len;
+	int n;
+	double secs, ratio;	/* median copy time; median copy/snapshot */
+};
+
+static int copy_job_init(struct copy_job *j, const uint8_t *src, size_t len, int n)
 {
+	int k;
+
+	j->from = malloc((size_t)n * len);
+	j->to = malloc((size_t)n * len);
+	j->len = len;
+	j->n = n;
+	if (!j->from || !j->to)
+		return -1;
+	for (k = 0; k < n; k++)
+		memcpy(j->from + (size_t)k * len, src, len);
+	memset(j->to, 1, (size_t)n * len);	/* faulted in, as the reader's reused buffer */
+	return 0;
+}
+
+static double copy_job_run(struct copy_job *j)
+{
+	double t0 = now();
+	int k;
+
+	for (k = 0; k < j->n; k++)
+		memcpy(j->to + (size_t)k * j->len, j->from + (size_t)k * j->len, j->len);
+	__asm__ volatile("" : : "r"(j->to) : "memory");
+	return now() - t0;
+}
+
+static void copy_job_free(struct copy_job *j)
+{
+	free(j->from);
+	free(j->to);
+}
+
+static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom,
+			     struct copy_job *cj)
+{
+	double c[21], ratio[21];
 	struct blamer_reader_opts o = {
 		.backend = BLAMER_BACKEND_DIR, .dir = dir,
 		.flags = BLAMER_READ_DEAD_FULL |
@@ -168,6 +218,10 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 			blamer_snapshot_write_prometheus(s, null);
 		if (i >= 0)
 			t[i] = now() - t0;
+		if (i >= 0 && cj) {
+			c[i] = copy_job_run(cj);
+			ratio[i] = c[i] / t[i];
+		}
 		*used = 0;
 		*ok = 0;
 		for (k = 0; k < s->nprocs; k++) {
@@ -178,33 +232,11 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 	}
 	blamer_reader_close(r);
 	fclose(null);
-	return median(t, rounds);
-}
-
-/* Median time of copying @n blocks of @len bytes (the bytes the heaps use)
- * from @n distinct places, as the reader must at least. */
-static double time_memcpy(const uint8_t *src, size_t len, int n)
-{
-	uint8_t *from = malloc((size_t)n * len), *to = malloc((size_t)n * len);
-	double t[11];
-	int i, k;
-
-	if (!from || !to)
-		return -1;
-	for (k = 0; k < n; k++)
-		memcpy(from + (size_t)k * len, src, len);
-	memset(to, 1, (size_t)n * len);	/* faulted in, as the reader's reused buffer */
-	for (i = 0; i < 11; i++) {
-		double t0 = now();
-
-		for (k = 0; k < n; k++)
-			memcpy(to + (size_t)k * len, from + (size_t)k * len, len);
-		t[i] = now() - t0;
-		__asm__ volatile("" : : "r"(to) : "memory");
+	if (cj) {
+		cj->secs = median(c, rounds);
+		cj->ratio = median(ratio, rounds);
 	}
-	free(from);
-	free(to);
-	return median(t, 11);
+	return median(t, rounds);
 }
 
 /* Median CPU time of a command (user + system), output to /dev/null. */
@@ -268,7 +300,7 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 	for (n = 10; n <= max_n; n *= 10) {
 		char *blame[] = { (char *)blamer, "--dir", dir, "blame", NULL };
 		char *dump[] = { (char *)blamer, "--dir", dir, "dump", "--json", NULL };
-		double snap, copy, bl, du;
+		double snap = 0, copy = 0, ratio = 0, bl = 0, du = 0;
 		pid_t *pids = calloc((size_t)n, sizeof(*pids));
 		int pfd[2], i, ready = 0, ok = 0;
 		uint64_t u = 0;
@@ -291,8 +323,14 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 			ready++;
 		close(pfd[0]);
 		if (ready == n) {
-			snap = time_snapshots(dir, n, &u, &ok, false);
-			copy = time_memcpy(slab, used, n);
+			struct copy_job cj;
+
+			if (copy_job_init(&cj, slab, used, n))
+				return -1;
+			snap = time_snapshots(dir, n, &u, &ok, false, &cj);
+			copy = cj.secs;
+			ratio = cj.ratio;
+			copy_job_free(&cj);
 			bl = time_command(blame, 5);
 			du = time_command(dump, 5);
 		}
@@ -307,7 +345,7 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 			return -1;
 		}
 		printf("  %-6d %7.2f ms %7.2f ms %6.0f %% %9.1f ms %9.1f ms", n, snap * 1e3,
-		       copy * 1e3, 100 * copy / snap, bl * 1e3, du * 1e3);
+		       copy * 1e3, 100 * ratio, bl * 1e3, du * 1e3);
 		if (prev_n)
 			printf("   time(%d)/time(%d) %.1f", n, prev_n, snap / prev);
 		printf("\n");
@@ -376,6 +414,7 @@ int main(int argc, char **argv)
 	       "snapshot", "lib", "cmd", "client", "lib", "cmd");
 	for (n = 10; n <= max_n; n *= 10) {
 		struct result *r = &res[nres++];
+		struct copy_job cj;
 		char *cmd[] = { (char *)blamer, "--dir", dir, "export", "--prometheus", "--dead",
 				NULL };
 		char *blame[] = { (char *)blamer, "--dir", dir, "blame", "--dead", NULL };
@@ -387,9 +426,13 @@ int main(int argc, char **argv)
 		r->n = n;
 		if (copy_heaps(dir, slab, used, (size_t)sb.st_size, n))
 			return 1;
-		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false);
-		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true);
-		r->copy = time_memcpy(slab, used, n);
+		if (copy_job_init(&cj, slab, used, n))
+			return 1;
+		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false, &cj);
+		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true, NULL);
+		r->copy = cj.secs;
+		r->ratio = cj.ratio;
+		copy_job_free(&cj);
 		r->cmd = time_command(cmd, n >= 10000 ? 3 : 5);
 		r->blame = time_command(blame, n >= 10000 ? 3 : 5);
 		r->dump = time_command(dump, n >= 10000 ? 3 : 5);
@@ -407,7 +450,7 @@ int main(int argc, char **argv)
 		}
 		printf("  %-6d %6.1f KiB %7.2f ms %7.2f ms %6.0f %% %7.1f ms %7.1f ms %7.1f ms %6.1fx %6.1fx\n",
 		       n, (double)used / 1024, r->snap * 1e3, r->copy * 1e3,
-		       100 * r->copy / r->snap, r->prom * 1e3, r->cmd * 1e3, r->py * 1e3,
+		       100 * r->ratio, r->prom * 1e3, r->cmd * 1e3, r->py * 1e3,
 		       r->py > 0 ? r->py / r->prom : 0, r->py > 0 ? r->py / r->cmd : 0);
 		if (r->health_ok != n)
 			printf("  (!) %d of %d heaps read whole\n", r->health_ok, n);
