@@ -50,24 +50,33 @@ static int info_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* LIST until the buffer is big enough (slabs may appear between calls). */
+/*
+ * LIST until the buffer is big enough (slabs may appear between calls).
+ * The buffer is the reader's, kept for the next snapshot at the size the
+ * last one needed: a long-lived reader lists once per snapshot, where
+ * starting small would walk the kernel's table twice (once to learn the
+ * total).
+ */
 static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		      uint32_t *count, char *err, size_t errlen)
 {
-	struct blamer_slab_info *v = NULL;
-	uint32_t cap = 64;
+	struct blamer_slab_info *v = r->list;
+	uint32_t cap = r->list_cap ? r->list_cap : 64;
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
 		struct blamer_list l;
-		struct blamer_slab_info *nv = realloc(v, cap * sizeof(*v));
 
-		if (!nv) {
-			free(v);
-			rd_err(err, errlen, "out of memory");
-			return -ENOMEM;
+		if (cap > r->list_cap) {
+			struct blamer_slab_info *nv = realloc(v, cap * sizeof(*v));
+
+			if (!nv) {
+				rd_err(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			r->list = v = nv;
+			r->list_cap = cap;
 		}
-		v = nv;
 		memset(&l, 0, sizeof(l));
 		l.info_size = sizeof(*v);
 		l.slabs = (uint64_t)(uintptr_t)v;
@@ -75,7 +84,6 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		if (ioctl(r->devfd, BLAMER_IOC_LIST, &l)) {
 			int e = errno;
 
-			free(v);
 			rd_err(err, errlen, "%s: listing slabs failed: %s", r->source, strerror(e));
 			return -e;
 		}
@@ -87,9 +95,8 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		}
 		if (l.total > RD_MAX_LIST)
 			break;
-		cap = l.total + 16;
+		cap = l.total + l.total / 16 + 16;	/* room for a few more */
 	}
-	free(v);
 	rd_err(err, errlen, "%s: too many slabs to list", r->source);
 	return -E2BIG;
 }
@@ -171,6 +178,9 @@ static void cache_swap(struct blamer_reader *r)
 
 void rd_dev_close(struct blamer_reader *r)
 {
+	free(r->list);
+	r->list = NULL;
+	r->list_cap = 0;
 	cache_swap(r);	/* nothing listed since: every mapping goes */
 	free(r->maps);
 	free(r->next);
@@ -253,7 +263,6 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		for (j = i + 1; j < n && v[j].file_serial == f->file_serial; j++)
 			;
 		if (!p) {
-			free(v);
 			cache_swap(r);
 			rd_err(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -292,7 +301,6 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 				   j - i, BLAMER_MAX_SLABS);
 		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
 	}
-	free(v);
 	cache_swap(r);
 	return 0;
 }

@@ -279,6 +279,9 @@ struct blamer_reader {
 	size_t bufcap;
 	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
 	struct rd_scratch scratch;	/* arrays of the heap being parsed */
+	/* device: LIST's buffer, kept at the size the last snapshot needed */
+	struct blamer_slab_info *list;
+	uint32_t list_cap;
 	/* device: the last snapshot's mappings by id, and the current one's */
 	struct rd_devmap *maps, *next;
 	size_t nmaps, mapcap, nnext, nextcap;
