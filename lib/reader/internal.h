@@ -59,6 +59,8 @@ struct rd_slab {
 	uint32_t index;		/* slab_index claimed by its header */
 	bool unmap;		/* buf is an mmap() of map_len bytes */
 	bool owned;		/* buf was malloc()ed */
+	bool copied;		/* buf is the reader's own copy (dir): nothing
+				 * but a second read changes what it holds */
 };
 
 /* One heap being read: its slabs ordered by index, and bookkeeping. */
@@ -155,6 +157,9 @@ struct rd_stable {
 	size_t seq_off;		/* rd_settled_seq(): offset of the u32 version */
 	bool (*settled)(struct rd_stable *r);
 	void *arg;		/* for settled() */
+	bool one_source;	/* set by rd_read_stable(): both copies come from
+				 * one private buffer nothing writes (no need to
+				 * compare them) */
 };
 enum rd_read {
 	RD_READ_STABLE,		/* first holds one state of the record */
@@ -252,6 +257,19 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
 
+/* Dir backend: how many bytes of a slab file the last snapshot read. */
+struct rd_hint {
+	int32_t pid;
+	uint32_t idx;
+	uint64_t start, bytes;
+};
+
+/* Device backend: a slab's mapping, kept from one snapshot to the next. */
+struct rd_devmap {
+	uint64_t id, create_time_ns, len;
+	void *addr;		/* NULL: taken by the current snapshot */
+};
+
 /* reader.c, dir.c, dev.c: fill s->procs; 0 or -errno + message. */
 struct blamer_reader {
 	struct blamer_reader_opts opts;
@@ -265,15 +283,30 @@ struct blamer_reader {
 	size_t bufcap;
 	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
 	struct rd_scratch scratch;	/* arrays of the heap being parsed */
+	/* device: LIST's buffer, kept at the size the last snapshot needed */
+	struct blamer_slab_info *list;
+	uint32_t list_cap;
+	/* device: the last snapshot's mappings by id, and the current one's */
+	struct rd_devmap *maps, *next;
+	size_t nmaps, mapcap, nnext, nextcap;
+	uint64_t next_bytes;	/* mapped by next */
+	/* dir: the last snapshot's reads by file (sorted as its files are),
+	 * and the current one's */
+	struct rd_hint *hints, *nhints;
+	size_t nhint, hintcap, nnhint, nhintcap;
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
+/* Frees what the dir backend keeps between snapshots. */
+void rd_dir_close(struct blamer_reader *r);
 int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
 int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
 int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
+/* Unmaps every slab the reader keeps mapped. */
+void rd_dev_close(struct blamer_reader *r);
 int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 

@@ -149,7 +149,10 @@ static void parse(struct rd_heap *h)
 	rd_seen_free(&c.listed);
 	rd_seen_free(&c.shards);
 	free(c.ud.v);
-	if (p->nlogs)
+	/* a ring that has not wrapped is in order already: sorted only if not */
+	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)
+		;
+	if (i < p->nlogs)
 		qsort(p->logs, p->nlogs, sizeof(*p->logs), log_cmp);
 	if (p->torn_records)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",

@@ -1075,6 +1075,61 @@ TEST(dir_file_truncated_while_read)
 	fx_free(&a);
 }
 
+/*
+ * A long-lived reader reads a slab file first as far as it read it the
+ * last time: a heap that grew since (a file rewritten with more records,
+ * a freeptr past that hint) is still read whole, and one that shrank is
+ * read as it is now.
+ */
+TEST(long_lived_dir_reader_follows_a_heap_that_grows_and_shrinks)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL };
+	uint64_t p5[] = { FX_ROOT, 0x500ull };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap a, b;
+	int i;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_standard(&a, 3999011, 11, 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999011, 11));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	ASSERT_EQ(1, s->nprocs);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(4, s->procs[0].npaths);
+	blamer_snapshot_free(s);
+	/* grown: three more paths in the second slab, past its old freeptr */
+	a.cur = 1;
+	for (i = 0; i < 3; i++) {
+		p5[1] = 0x500ull + (uint64_t)i;
+		fx_path(&a, p5, 2, 1000, 0);
+	}
+	a.cur = 0;
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999011, 11));
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	ASSERT_EQ(1, s->nprocs);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(7, s->procs[0].npaths);
+	blamer_snapshot_free(s);
+	/* shrunk back: the heap as it is now, nothing of the bigger one */
+	fx_standard(&b, 3999011, 11, 1);
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999011, 11));
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	ASSERT_EQ(1, s->nprocs);
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(4, s->procs[0].npaths);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+	fx_free(&a);
+	fx_free(&b);
+}
+
 TEST(dir_release_removes_dead_only)
 {
 	struct fx_heap a;
