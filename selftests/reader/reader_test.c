@@ -1277,9 +1277,9 @@ static uint64_t inverse_of(uint64_t k)
  * Node IDs and paths are the heap's to choose: ones made to land in one
  * slot of the merge's hash tables (as the unkeyed hashes of the first
  * version placed them) must not make a snapshot quadratic. 4 heaps of
- * 65536 such nodes and 8192 such paths cost some 4e10 probes that way,
- * minutes; the CPU limit (a bound some thousand times what the snapshot
- * costs, not a measurement) turns that into a failure.
+ * 65536 such nodes and 8192 such paths cost some 3e10 probes that way,
+ * minutes; the CPU limit (a bound far above what the snapshot costs, a
+ * second at most, not a measurement) turns that into a failure.
  */
 TEST(colliding_node_ids_and_paths_stay_linear)
 {
