@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 
 #include "internal.h"
 
@@ -67,16 +69,41 @@ static int total_sort_cmp(const void *a, const void *b)
 	return total_cmp(a, b);
 }
 
-/* A (path, unit)'s place in the table of make_totals(). */
-static uint64_t total_hash(const uint64_t *nodes, uint32_t depth, uint32_t unit)
+/*
+ * The hash tables below are keyed by node IDs, which a heap chooses: an
+ * unkeyed hash lets a hostile heap put every key in one slot and make
+ * the merge quadratic. So each table mixes its keys with a secret seed
+ * of its own (a nonlinear mix: no key choice without the seed).
+ */
+static uint64_t hash_seed(void)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth ^ ((uint64_t)unit << 32);
+	uint64_t seed;
+	struct timespec t;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
+	return (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t;
+}
+
+static uint64_t hash_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* A (path, unit)'s place in the table of make_totals(). */
+static uint64_t total_hash(uint64_t seed, const uint64_t *nodes, uint32_t depth, uint32_t unit)
+{
+	uint64_t h = hash_mix(seed ^ depth ^ ((uint64_t)unit << 32));
 	uint32_t i;
 
-	for (i = 0; i < depth; i++) {
-		h = (h ^ nodes[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
+	for (i = 0; i < depth; i++)
+		h = hash_mix(h ^ nodes[i]);
 	return h;
 }
 
@@ -112,6 +139,7 @@ struct totals {
 	uint32_t *last;		/* per total: the last process it counted */
 	uint32_t *slot;		/* total index + 1, 0 = free */
 	size_t n, cap, mask;
+	uint64_t seed;
 };
 
 static bool totals_grow(struct totals *tt)
@@ -131,7 +159,7 @@ static bool totals_grow(struct totals *tt)
 		return false;
 	}
 	for (i = 0; i < tt->n; i++) {
-		for (at = total_hash(tt->t[i].nodes, tt->t[i].depth, tt->t[i].unit) & mask;
+		for (at = total_hash(tt->seed, tt->t[i].nodes, tt->t[i].depth, tt->t[i].unit) & mask;
 		     slot[at]; at = (at + 1) & mask)
 			;
 		slot[at] = (uint32_t)i + 1;
@@ -145,7 +173,7 @@ static bool totals_grow(struct totals *tt)
 
 static bool make_totals(struct blamer_snapshot *s)
 {
-	struct totals tt = { 0 };
+	struct totals tt = { .seed = hash_seed() };
 	struct blamer_snap_total *x;
 	size_t i, j, k, at;
 	bool ok = totals_grow(&tt);
@@ -160,7 +188,7 @@ static bool make_totals(struct blamer_snapshot *s)
 				/* room for one more, before looking */
 				if (tt.n == tt.cap && !(ok = totals_grow(&tt)))
 					break;
-				for (at = total_hash(pa->nodes, pa->depth, pa->units[k]) & tt.mask;
+				for (at = total_hash(tt.seed, pa->nodes, pa->depth, pa->units[k]) & tt.mask;
 				     tt.slot[at]; at = (at + 1) & tt.mask) {
 					x = &tt.t[tt.slot[at] - 1];
 					if (x->unit == pa->units[k] &&
@@ -382,6 +410,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 	const struct blamer_snap_node **slot = NULL, **ns, *x;
 	struct blamer_snap_node *nodes;
 	size_t i, j, k, n = 0, mask = 0, at;
+	uint64_t seed = hash_seed();
 
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].nnodes; j++) {
@@ -397,7 +426,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 				for (k = 0; mask && k <= mask; k++) {
 					if (!slot[k])
 						continue;
-					for (at = slot[k]->id * 0x9e3779b97f4a7c15ull >> 7 & nmask;
+					for (at = hash_mix(slot[k]->id ^ seed) & nmask;
 					     ns[at]; at = (at + 1) & nmask)
 						;
 					ns[at] = slot[k];
@@ -406,7 +435,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 				slot = ns;
 				mask = nmask;
 			}
-			for (at = x->id * 0x9e3779b97f4a7c15ull >> 7 & mask;
+			for (at = hash_mix(x->id ^ seed) & mask;
 			     slot[at] && slot[at]->id != x->id; at = (at + 1) & mask)
 				;
 			if (!slot[at])

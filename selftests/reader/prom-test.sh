@@ -13,10 +13,10 @@ D=$(mktemp -d /tmp/blamer-prom.XXXXXX)
 SRV=
 trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "ok 1 # SKIP python3-prometheus-client not installed (scripts/deps.sh installs it)"
-	for i in 2 3 4 5 6 7; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
+	for i in 2 3 4 5 6 7 8; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
 	exit 0
 fi
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 || exit 1
@@ -183,3 +183,9 @@ if [ "$st" = 0 ] && [ ! -s "$D.lint" ] && [ "$st2" = 1 ] && [ "$(wc -l <"$D.snap
    grep -q "cannot listen on 127.0.0.1:$PORT: Address already in use" "$D.snap"; then
 	echo "ok 7 - --listen ends with status 0 on SIGTERM, nothing on stderr; a port in use is one line, status 1"
 else echo "not ok 7 - --listen exit status $st, port in use $st2"; sed 's/^/#   /' "$D.lint" "$D.snap"; fi
+# --dead is accepted for old command lines and changes nothing: export
+# reads dead heaps in full always
+if BLAMER_DIR=$D "$B" export --prometheus >"$D.lint" && cmp -s "$D.prom" "$D.lint" &&
+   grep -q 'state="dead"} 3$' "$D.lint"; then
+	echo "ok 8 - export without --dead is the same exposition: dead heaps counted"
+else echo "not ok 8 - export --dead and export differ"; fi

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -1259,6 +1260,70 @@ TEST(dir_trust_rules_of_the_reader)
 	blamer_reader_close(r);
 	rm_tmpdir();
 	fx_free(&a);
+}
+
+/* The inverse of odd @k modulo 2^64 (Newton: each step doubles the bits). */
+static uint64_t inverse_of(uint64_t k)
+{
+	uint64_t x = k;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		x *= 2 - k * x;
+	return x;
+}
+
+/*
+ * Node IDs and paths are the heap's to choose: ones made to land in one
+ * slot of the merge's hash tables (as the unkeyed hashes of the first
+ * version placed them) must not make a snapshot quadratic. 4 heaps of
+ * 65536 such nodes and 8192 such paths cost some 3e10 probes that way,
+ * minutes; the CPU limit (a bound far above what the snapshot costs, a
+ * second at most, not a measurement) turns that into a failure.
+ */
+TEST(colliding_node_ids_and_paths_stay_linear)
+{
+	const uint64_t kinv = inverse_of(0x9e3779b97f4a7c15ull), minv = inverse_of(0xff51afd7ed558ccdull);
+	const uint32_t nn = 65536, np = 8192, nh = 4;
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL,
+					.max_slab_bytes = 16 << 20 };
+	struct rlimit cpu = { .rlim_cur = 30, .rlim_max = 30 };
+	struct blamer_snapshot *s = NULL;
+	struct blamer_reader *r;
+	struct fx_heap h;
+	uint32_t i, k;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	for (k = 0; k < nh; k++) {
+		fx_init(&h, 1, 12 << 20, 3999200 + k, 9);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "collide");
+		for (i = 0; i < nn; i++)	/* id * K >> 7: j << 25, slot 0 */
+			fx_node(&h, kinv * ((uint64_t)(k * nn + i + 1) << 32), "");
+		for (i = 0; i < np; i++) {
+			/* total_hash of depth 1, unit CPU_NS: (k * np + i + 1) << 32 */
+			uint64_t want = (uint64_t)(k * np + i + 1) << 32, h1 = want ^ (want >> 33);
+			uint64_t h0 = 0x9e3779b97f4a7c15ull ^ 1 ^ ((uint64_t)BLAMER_UNIT_CPU_NS << 32);
+			uint64_t node = (h1 * minv) ^ h0;
+
+			fx_path(&h, &node, 1, 1, 0);
+		}
+		ASSERT_EQ(0, fx_write_dir(&h, tmpdir, 3999200 + k, 9));
+		fx_free(&h);
+	}
+	ASSERT_EQ(0, setrlimit(RLIMIT_CPU, &cpu));
+	o.dir = tmpdir;
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	EXPECT_EQ(nh, s->nprocs);
+	EXPECT_EQ(nh * nn, s->nnodes);
+	for (i = 1; i < s->nnodes; i++)
+		ASSERT_LT(s->nodes[i - 1].id, s->nodes[i].id);
+	EXPECT_EQ(2 * nh * np, s->ntotals);	/* CPU_NS and BYTES of each */
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
 }
 
 TEST(missing_dir_is_empty_and_device_error_says_load)
