@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..84"
+echo "1..86"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -147,6 +147,8 @@ run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT
 	ok "export --output writes atomically, mode 0644, no temporary file left" || nok "export --output"
 err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:0
 err_has 2 "port must be 1-65535" export --prometheus --listen :65536
+err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:+80
+err_has 2 "port must be 1-65535" export --prometheus --listen "127.0.0.1: 80"
 err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
 err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
 err_has 2 "give --output FILE too" export --prometheus --interval 1

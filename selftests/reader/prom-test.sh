@@ -155,6 +155,11 @@ assert b"Content-Length: %d" % len(body) in head, head
 assert b"\nblamer_heaps{" in body, body[:200]
 r = ask(b"HEAD /metrics HTTP/1.1\r\n\r\n")
 assert r.startswith(b"HTTP/1.1 200 ") and r.endswith(b"\r\n\r\n"), r[:200]
+# bare LF line ends, and LF then CRLF: the head ends at the empty line
+# (the client keeps its side open, so only that can end the read)
+for req in (b"GET /metrics HTTP/1.1\nHost: a\n\n", b"GET /metrics HTTP/1.1\nHost: a\n\r\n"):
+    r = ask(req, close_write=False)
+    assert r.startswith(b"HTTP/1.1 200 "), (req, r[:80])
 want = [(b"GET /other HTTP/1.1\r\n\r\n", b"404"), (b"GET /metrics/ HTTP/1.1\r\n\r\n", b"404"),
         (b"POST /metrics HTTP/1.1\r\n\r\n", b"405"), (b"garbage\r\n\r\n", b"400"),
         (b"GET metrics HTTP/1.1\r\n\r\n", b"400"), (b"GET /metrics SPDY/9\r\n\r\n", b"400"),

@@ -28,6 +28,7 @@
 
 #include "cli.h"
 #include "http.h"
+#include "mono.h"
 
 #define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL)
 #define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
@@ -136,14 +137,6 @@ static int write_file(struct exporter *e, const char *path)
 	ret = write_atomic(path, s);
 	blamer_snapshot_free(s);
 	return ret;
-}
-
-static long long mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* Until SIGTERM or SIGINT: serve @lfd (if >= 0) and rewrite --output

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mono.h"
 #include "term.h"
 
 enum sort_key { SORT_PID, SORT_COMM, SORT_STATE, SORT_PHASE, SORT_THREADS, SORT_AGE, NSORT };
@@ -53,14 +54,6 @@ static void on_signal(int sig)
 static void on_winch(int sig)
 {
 	(void)sig;	/* only to interrupt poll(): the next frame fits */
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static const struct blamer_snap_activity *current(const struct blamer_snap_process *p,
@@ -413,7 +406,7 @@ int cmd_top(struct cli *c)
 	struct top t = { .c = c, .interval = c->interval };
 	struct sigaction sa = { 0 };
 	bool want = true, dirty = false;
-	uint64_t due = 0;
+	int64_t due = 0;
 	long frames = 0;
 	char e[512];
 	int ret = EX_OK;
@@ -446,7 +439,7 @@ int cmd_top(struct cli *c)
 			if (ret)
 				break;
 			frames++;
-			due = mono_ms() + (uint64_t)(t.interval * 1000);
+			due = mono_ms() + (int64_t)(t.interval * 1000);
 			want = false;
 			dirty = true;
 		}

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "mono.h"
 
 int http_listen(const char *spec, char *err, size_t errlen)
 {
@@ -45,7 +46,7 @@ int http_listen(const char *spec, char *err, size_t errlen)
 	port = colon + 1;
 	errno = 0;
 	pn = strtol(port, &end, 10);
-	if (!*port || *end || errno || pn < 1 || pn > 65535) {
+	if (*port < '0' || *port > '9' || *end || errno || pn < 1 || pn > 65535) {
 		snprintf(err, errlen, "bad --listen '%s': the port must be 1-65535", spec);
 		return -1;
 	}
@@ -92,14 +93,6 @@ int http_listen(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Waits for @events on @fd until @deadline: true if ready. */
 static bool wait_fd(int fd, short events, long long deadline)
 {
@@ -108,7 +101,7 @@ static bool wait_fd(int fd, short events, long long deadline)
 	int r;
 
 	for (;;) {
-		left = deadline - now_ms();
+		left = deadline - mono_ms();
 		if (left <= 0)
 			return false;
 		r = poll(&p, 1, (int)left);
@@ -160,8 +153,9 @@ static size_t read_head(int fd, char *buf, size_t cap, long long deadline, bool 
 			return 0;
 		n += (size_t)r;
 		buf[n] = '\0';
-		/* memmem: a NUL in the request must not hide its end */
-		if (memmem(buf, n, "\r\n\r\n", 4) || memmem(buf, n, "\n\n", 2))
+		/* the empty line, after CRLF or bare LF line ends (or a mix);
+		 * memmem: a NUL in the request must not hide its end */
+		if (memmem(buf, n, "\n\r\n", 3) || memmem(buf, n, "\n\n", 2))
 			return n;
 	}
 	*too_big = true;
@@ -253,7 +247,7 @@ int http_serve_one(int lfd, const char *path, const char *content_type,
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	deadline = now_ms() + HTTP_TIMEOUT_MS;
+	deadline = mono_ms() + HTTP_TIMEOUT_MS;
 	if (!read_head(fd, buf, sizeof(buf), deadline, &too_big))
 		goto out;	/* closed or too slow: nobody to answer */
 	if (too_big) {
