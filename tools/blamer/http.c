@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * A scrape endpoint (http.h). The server answers one client at a time,
- * so each client gets a deadline for the whole exchange: reading the
- * request and writing the answer both poll() against it, and a client
- * past it is closed without an answer. Requests are parsed only as far
+ * so each client gets deadlines: one for sending its request, and one,
+ * from when the answer is made, for reading it; reads and writes poll()
+ * against them, and a client past one is closed without (the rest of)
+ * an answer. Requests are parsed only as far
  * as the request line (method, target, version); headers are read, up
  * to HTTP_MAX_REQUEST bytes, and ignored.
  */
@@ -242,7 +243,7 @@ int http_serve_one(int lfd, const char *path, const char *content_type,
 	long long deadline;
 	size_t len = 0;
 	bool too_big, head;
-	int fd;
+	int fd, ret;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
@@ -267,7 +268,12 @@ int http_serve_one(int lfd, const char *path, const char *content_type,
 		error_answer(fd, "404 Not Found", deadline);
 		goto out;
 	}
-	if (render(arg, &body, &len)) {
+	ret = render(arg, &body, &len);
+	/* the time rendering took is ours, not the client's: it gets as
+	 * long again to take the answer (a snapshot of many heaps can take
+	 * seconds, and an answer cut off is worse than a late one) */
+	deadline = mono_ms() + HTTP_TIMEOUT_MS;
+	if (ret) {
 		answer(fd, "500 Internal Server Error", "text/plain; charset=utf-8",
 		       body ? body : "", body ? strlen(body) : 0, head, deadline);
 		goto out;

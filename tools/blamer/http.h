@@ -9,9 +9,9 @@
 
 #include <stddef.h>
 
-/* A whole request, from accept() to the last byte of the answer, takes
- * at most this long: a client that sends slowly, or does not read, is
- * dropped then, and the next one is served. */
+/* A client has this long from accept() to send its request, and as long
+ * again, once the answer is made, to read it: one that sends slowly, or
+ * does not read, is dropped then, and the next one is served. */
 #define HTTP_TIMEOUT_MS		5000
 /* Request line and headers: more is refused (431). */
 #define HTTP_MAX_REQUEST	8192
@@ -34,8 +34,8 @@ typedef int (*http_render)(void *arg, const char **body, size_t *len);
 /*
  * Accept one connection on @lfd and answer it: @path with @render (as
  * @content_type), 404 for other paths, 405 for other methods, 400 for
- * anything malformed. Never blocks past HTTP_TIMEOUT_MS once a client is
- * accepted. Returns 0, or -1 if accept() failed (errno set).
+ * anything malformed. Waits on the client at most HTTP_TIMEOUT_MS for
+ * its request and as long for it to take the answer. Returns 0, or -1 if accept() failed (errno set).
  */
 int http_serve_one(int lfd, const char *path, const char *content_type,
 		   http_render render, void *arg);
