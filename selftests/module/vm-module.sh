@@ -6,7 +6,8 @@
 #
 #   1. load the module with small limits; device mode and parameters
 #   2. every kselftest harness program as root, then as the unprivileged
-#      user, then the 32-bit builds as root (compat ioctls), if built
+#      user, then the 32-bit builds as root (compat ioctls), if built; the
+#      error paths with fault injection where the kernel has it
 #   3. cross-user rules between two unprivileged users (as-user/as-user2),
 #      a slab whose owner is SIGKILLed, read and released
 #   4. unload: refused while an fd or a mapping is open, orphans freed
@@ -69,7 +70,9 @@ check "parameters not writable by users" \
 check "no /proc/blamer" [ ! -e /proc/blamer ]
 
 # ---- 2. harness -----------------------------------------------------------
-for t in ioctl map exit owner perm quota; do
+# blamer_test_fault reloads the module with each allocation failing.
+export BLAMER_KO=/blamer.ko
+for t in ioctl map exit owner perm quota fault; do
 	echo "# blamer_test_$t as root"
 	blamer_test_$t 2>&1 | tag "$t/root" || fails=$((fails + 1))
 	echo "# blamer_test_$t as uid 1000"
