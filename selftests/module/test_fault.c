@@ -310,21 +310,29 @@ static struct knob knobs[] = {
 	{ .path = DEBUGFS "fail_page_alloc/verbose", .val = "0" },
 };
 
+/* Debugfs attribute files are not seekable: one open to read, one to write. */
 static int knob_rw(const char *path, char *old, size_t n, const char *val)
 {
-	int fd = open(path, O_RDWR), ok = 1;
 	ssize_t r;
+	int fd;
 
-	if (fd < 0)
-		return -errno;
 	if (old) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return -errno;
 		r = read(fd, old, n - 1);
+		close(fd);
 		old[r > 0 ? r : 0] = 0;
 		old[strcspn(old, "\n")] = 0;
 	}
-	ok = pwrite(fd, val, strlen(val), 0) == (ssize_t)strlen(val);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	r = write(fd, val, strlen(val));
+	if (r < 0)
+		r = -errno;
 	close(fd);
-	return ok ? 0 : -EIO;
+	return r < 0 ? (int)r : r == (ssize_t)strlen(val) ? 0 : -EIO;
 }
 
 /* 0, or why fault injection cannot be used here (a reason to skip). */
@@ -336,10 +344,18 @@ static const char *inject_setup(void)
 		return "needs root (debugfs)";
 	if (access(FAIL_NTH, W_OK))
 		return "no fault injection in this kernel (CONFIG_FAULT_INJECTION)";
-	for (i = 0; i < ARRAY_SIZE(knobs); i++)
-		if (knob_rw(knobs[i].path, knobs[i].old, sizeof(knobs[i].old),
-			    knobs[i].val))
-			return "no failslab or fail_page_alloc in debugfs";
+	static char why[160];
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		err = knob_rw(knobs[i].path, knobs[i].old, sizeof(knobs[i].old),
+			      knobs[i].val);
+		if (err) {
+			snprintf(why, sizeof(why), "cannot set %s: %s",
+				 knobs[i].path, strerror(-err));
+			return why;
+		}
+	}
 	return NULL;
 }
 
@@ -435,6 +451,7 @@ static int run_sweep(struct __test_metadata *_metadata, struct sweep *s)
 	EXPECT_LT(0, s_.failed);					\
 	printf("# %s: %d allocations, %d failed the call (ENOMEM), %d absorbed\n", \
 	       s_.name, s_.calls - 1, s_.failed, s_.absorbed);		\
+	fflush(stdout);							\
 } while (0)
 
 FIXTURE(nth) {
@@ -611,75 +628,126 @@ static int unload(void)
 	return syscall(SYS_delete_module, "blamer", O_NONBLOCK) ? -errno : 0;
 }
 
+/* Allocations a successful load makes (fail-nth counts them down). */
+static int load_allocations(struct load_arg *a)
+{
+	int nth = open(FAIL_NTH, O_RDWR | O_CLOEXEC), left;
+	char buf[32] = "1000000";
+
+	if (nth < 0 || write(nth, buf, strlen(buf)) != (ssize_t)strlen(buf) ||
+	    op_load(a)) {
+		close(nth);
+		return -1;
+	}
+	left = read(nth, buf, sizeof(buf) - 1) > 0 ? atoi(buf) : -1;
+	if (write(nth, "0", 1) != 1)
+		left = -1;
+	close(nth);
+	return left < 0 ? -1 : 1000000 - left;
+}
+
+/* The last allocations of a load: init's, and the loader's just before. */
+#define LOAD_WINDOW 150
+
+FIXTURE(load) {
+	struct load_arg a;
+	int unloaded;
+};
+
 /*
- * Loading the module with each allocation failing in turn, the loader's
- * and init's: ENOMEM (or success), and after a failure no module and no
- * device. Needs the module file (BLAMER_KO) and nobody using the device;
- * the module is loaded again at the end with the parameters it had, and
- * the device opened to every user as the test bed has it.
+ * Needs the module file (BLAMER_KO) and nobody using the device. Only
+ * slab allocations fail here: the loader's page allocations (the module's
+ * sections) would each print a page allocation failure report, and init
+ * allocates no pages.
  */
-TEST(module_load)
+FIXTURE_SETUP(load)
 {
 	const char *why = inject_setup();
-	int n, nth, left, failed = 0, absorbed = 0, calls = 0;
-	struct load_arg a = { .ko = getenv("BLAMER_KO") };
-	struct stat sb;
-	char buf[32];
 	size_t i, len = 0;
-	long ret;
 
 	if (why)
 		SKIP(return, "%s", why);
-	if (!a.ko || access(a.ko, R_OK))
-		SKIP(inject_restore(); return, "no module file (BLAMER_KO)");
+	self->a.ko = getenv("BLAMER_KO");
+	if (!self->a.ko || access(self->a.ko, R_OK))
+		SKIP(return, "no module file (BLAMER_KO)");
+	ASSERT_EQ(0, knob_rw(DEBUGFS "fail_page_alloc/ignore-gfp-wait", NULL,
+			     0, "Y"));
 	for (i = 0; i < BT_NPARAMS; i++) {
 		long long v;
 
 		ASSERT_EQ(0, bl_param_get(bt_param_names[i], &v));
-		len += snprintf(a.params + len, sizeof(a.params) - len,
-				"%s=%lld ", bt_param_names[i], v);
+		len += snprintf(self->a.params + len,
+				sizeof(self->a.params) - len, "%s=%lld ",
+				bt_param_names[i], v);
 	}
 	if (unload())
-		SKIP(inject_restore(); return, "the module is in use");
-	for (n = 1; n <= MAX_NTH; n++) {
+		SKIP(return, "the module is in use");
+	self->unloaded = 1;
+}
+
+/* The module back with the parameters it had, the device open to all. */
+FIXTURE_TEARDOWN(load)
+{
+	if (BT_SKIPPED()) {
+		inject_restore();
+		return;
+	}
+	if (!loaded())
+		EXPECT_EQ(0, op_load(&self->a));
+	EXPECT_EQ(0, chmod(BL_DEVICE, 0666));
+	inject_restore();
+}
+
+/*
+ * Loading the module with each of the last LOAD_WINDOW allocations of a
+ * load failing in turn: those of init (the filesystem's mount, the
+ * tracepoint probe, the misc device) and of the loader just before and
+ * after. Each load fails with ENOMEM and leaves no module and no device,
+ * or succeeds (a failure the kernel absorbed) and unloads again.
+ */
+TEST_F_TIMEOUT(load, module_init, 600)
+{
+	int n, k, left, failed = 0, absorbed = 0, nth;
+	struct stat sb;
+	char buf[32];
+	long ret;
+
+	if (BT_SKIPPED())
+		return;
+	k = load_allocations(&self->a);
+	ASSERT_LT(0, k);
+	ASSERT_EQ(0, unload());
+	for (n = k; n > 0 && n > k - LOAD_WINDOW; n--) {
 		nth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, nth);
 		snprintf(buf, sizeof(buf), "%d", n);
-		ASSERT_EQ((ssize_t)strlen(buf), pwrite(nth, buf, strlen(buf), 0));
-		ret = op_load(&a);
+		ASSERT_EQ((ssize_t)strlen(buf), write(nth, buf, strlen(buf)));
+		ret = op_load(&self->a);
 		memset(buf, 0, sizeof(buf));
-		ASSERT_LT(0, pread(nth, buf, sizeof(buf) - 1, 0));
-		ASSERT_EQ(1, pwrite(nth, "0", 1, 0));
+		ASSERT_LT(0, read(nth, buf, sizeof(buf) - 1));
+		ASSERT_EQ(1, write(nth, "0", 1));
 		close(nth);
 		left = atoi(buf);
 		if (ret) {
 			EXPECT_EQ(-ENOMEM, ret)
-				TH_LOG("allocation %d failing: %s", n,
+				TH_LOG("allocation %d of %d failing: %s", n, k,
 				       strerror(-ret));
 			EXPECT_FALSE(loaded()) TH_LOG("allocation %d", n);
 			EXPECT_NE(0, stat(BL_DEVICE, &sb))
 				TH_LOG("allocation %d: the device stayed", n);
-			/* An error of its own: the sweep is over, failed. */
-			ASSERT_EQ(0, left) TH_LOG("allocation %d", n);
+			EXPECT_EQ(0, left)
+				TH_LOG("allocation %d: failed uninjected", n);
 			failed++;
 			continue;
 		}
-		if (left) {
-			calls = n;
-			break;
-		}
-		/* The failure was absorbed: unload for the next round. */
-		absorbed++;
+		if (!left)
+			absorbed++;
 		ASSERT_EQ(0, unload());
 	}
-	EXPECT_LT(0, calls);
 	EXPECT_LT(0, failed);
-	printf("# finit_module: %d allocations, %d failed the load, %d absorbed\n",
-	       calls - 1, failed, absorbed);
-	if (!loaded())
-		ASSERT_EQ(0, op_load(&a));
-	EXPECT_EQ(0, chmod(BL_DEVICE, 0666));
-	inject_restore();
+	printf("# finit_module: %d allocations; last %d: %d failed (ENOMEM), %d absorbed\n",
+	       k, k - n, failed, absorbed);
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
