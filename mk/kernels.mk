@@ -33,8 +33,12 @@ VM_MODULE_KERNELS := $(VM_KERNELS) $(BED_RT)
 # them (make check-debug-extra).
 .PHONY: debug-kernels check-debug-extra
 check-debug-extra:
+ifeq ($(strip $(BED_DEBUG_EXTRA)),)
+	@echo "check-debug-extra: no debug kernel outside make check (BED_DEBUG: $(BED_DEBUG))"
+else
 	@$(MAKE) --no-print-directory check BED_DEBUG='$(BED_DEBUG_EXTRA)' \
 		BED_DEBUG_EXTRA= CHECK_ONLY='%-debug'
+endif
 debug-kernels:
 	@for k in $(BED_DEBUG_ALL); do \
 		$(SRC)/scripts/debug-kernel --build $${k%-debug} >/dev/null || exit; done
