@@ -45,3 +45,28 @@ $(READER_BENCH): $(SRC)/bench/reader_bench.c $(LIB_A)
 READER_BENCH_MAX ?= 10000
 bench-reader: $(READER_BENCH) $(TOOLS_DIR)/blamer
 	@$(READER_BENCH) $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp.py $(READER_BENCH_MAX)
+
+# The module's costs and the reader on /dev/blamer, in the VM on each
+# kernel of BENCH_KERNELS, one boot each (bench/vm-bench.sh): static
+# programs, the VM given 2 GiB so that 100,000 slabs fit.
+BENCH_KERNELS ?= 6.1 6.12
+# slabs listed at most, heaps read on the device
+BENCH_MODULE_ARGS ?= 100000 200
+BENCH_STATIC := $(BENCH_DIR)/static
+MODULE_BENCH := $(BENCH_STATIC)/module_bench
+DEV_READER_BENCH := $(BENCH_STATIC)/dev_reader_bench
+.PHONY: bench-module
+$(MODULE_BENCH): $(SRC)/bench/module_bench.c $(SRC)/include/uapi/linux/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -std=c11,$(CFLAGS_COMMON)) -std=gnu11 -I$(SRC)/include/uapi -static \
+		-o $@ $<
+$(DEV_READER_BENCH): $(SRC)/bench/dev_reader_bench.c $(SRC)/bench/heap_gen.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -static -o $@ $< $(LIB_A) -lpthread
+bench-module: $(MODULE_BENCH) $(DEV_READER_BENCH) $(addprefix bed-module-,$(BENCH_KERNELS))
+	@$(MODULE_BENCH) --machine
+	@for k in $(BENCH_KERNELS); do \
+		BLAMER_VM_MEM=2G $(SRC)/tools/vm/run --kernel $$k --timeout 1500 --quiet \
+			--add $(MODULE_BENCH) --add $(DEV_READER_BENCH) \
+			--add $(SRC)/bench/vm-bench.sh -- "sh /bin/vm-bench.sh $(BENCH_MODULE_ARGS)" || exit; \
+	done

@@ -20,12 +20,16 @@
  * with prometheus_client) the same N processes' counters are collected
  * by prometheus_client's MultiProcessCollector (bench/prom_mp.py).
  *
+ * Then N = 10 ... 1,000 live heaps: N processes running with the library
+ * (READER_BENCH_LIVE=N sets the top, 0 skips them).
+ *
  *   reader_bench BLAMER [PYTHON PROM_MP_PY] [MAX_N]
  *
  * READER_BENCH_KEEP=1 keeps the directory of the largest N (its path is
  * printed), to profile a command on.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,12 +43,8 @@
 
 #include "blamer.h"
 #include "heap_format.h"
+#include "heap_gen.h"
 
-#define THREADS		16
-#define DEPTH		4
-#define FIELDS		20
-#define LOGS		50
-#define PATHS		30
 #define FAKE_PID	2000000000	/* above any pid_max: never live */
 
 /*
@@ -72,71 +72,6 @@ static double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
 	return v[n / 2];
-}
-
-/* ---- the heap, written by the library ---- */
-
-static pthread_barrier_t all_pushed;
-
-static void *worker(void *arg)
-{
-	static const char *const labels[DEPTH] = { "request", "parse", "lookup", "io" };
-	struct blamer *b = arg;
-	int d;
-
-	for (d = 0; d < DEPTH; d++)
-		blamer_push(b, BLAMER_ACTIVITY_TASK, labels[d], (uint64_t)d, 0);
-	pthread_barrier_wait(&all_pushed);	/* stacks full when the process dies */
-	pause();
-	return NULL;
-}
-
-/* In a child: a heap in @dir, then death with the threads mid-stack. */
-static void write_heap(const char *dir)
-{
-	struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = dir,
-				     .max_slabs = 1, .flags = BLAMER_OPEN_NO_MODULES };
-	static const uint32_t units[] = { BLAMER_UNIT_CPU_NS, BLAMER_UNIT_BYTES };
-	pthread_t t[THREADS];
-	char name[32];
-	struct blamer *b;
-	int i;
-
-	if (blamer_open(&cfg, &b)) {
-		fprintf(stderr, "reader_bench: %s\n", blamer_errmsg());
-		_exit(1);
-	}
-	blamer_set_phase(b, BLAMER_PHASE_MAIN_LOOP);
-	for (i = 0; i < FIELDS; i++) {
-		snprintf(name, sizeof(name), "field_%02d", i);
-		if (i % 2)
-			blamer_set_uint(b, BLAMER_DATA_PROCESS, name, (uint64_t)i * 1000);
-		else
-			blamer_set_string(b, BLAMER_DATA_PROCESS, name, "a value of some length");
-	}
-	for (i = 0; i < LOGS; i++)
-		blamer_log(b, "request %d served in %d us", i, i * 37);
-	for (i = 0; i < PATHS; i++) {
-		uint64_t ids[3];
-		struct blamer_path *p;
-
-		snprintf(name, sizeof(name), "handler_%d", i % 6);
-		ids[0] = blamer_dag_id("server");
-		ids[1] = blamer_dag_id(name);
-		snprintf(name, sizeof(name), "step_%d", i);
-		ids[2] = blamer_dag_id(name);
-		blamer_dag_node(b, ids[2], 1, name);
-		p = blamer_path_get(b, ids, 3, units, 2);
-		if (p) {
-			blamer_path_add(p, 0, 1000u * (unsigned)i);
-			blamer_path_add(p, 1, 64u * (unsigned)i);
-		}
-	}
-	pthread_barrier_init(&all_pushed, NULL, THREADS + 1);
-	for (i = 0; i < THREADS; i++)
-		pthread_create(&t[i], NULL, worker, b);
-	pthread_barrier_wait(&all_pushed);
-	_exit(0);	/* dead: the heap stays, as after a crash */
 }
 
 /* The template heap's one slab file in @dir: its name in @name. */
@@ -190,6 +125,7 @@ static void rm_rf(const char *dir)
 struct result {
 	int n;
 	double snap, prom, cmd, copy, py, blame, dump;	/* seconds */
+	double ratio;	/* copy / snapshot, the median of the rounds' */
 	uint64_t used;
 	int health_ok;
 };
@@ -199,8 +135,57 @@ struct result {
  * one, or with @prom what `blamer export --prometheus --dead` decodes,
  * written out as it does (to /dev/null).
  */
-static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom)
+/*
+ * The copy the reader is set against: @n blocks of @len bytes (the
+ * bytes the heaps use) from @n distinct places to @n others, the least
+ * any reader must spend. Timed in the same rounds as the snapshots,
+ * interleaved (snapshot, copy, snapshot, copy...), so that both see the
+ * same machine: the ratio is the median of the per-round ratios.
+ */
+struct copy_job {
+	uint8_t *from, *to;
+	size_t len;
+	int n;
+	double secs, ratio;	/* median copy time; median copy/snapshot */
+};
+
+static int copy_job_init(struct copy_job *j, const uint8_t *src, size_t len, int n)
 {
+	int k;
+
+	j->from = malloc((size_t)n * len);
+	j->to = malloc((size_t)n * len);
+	j->len = len;
+	j->n = n;
+	if (!j->from || !j->to)
+		return -1;
+	for (k = 0; k < n; k++)
+		memcpy(j->from + (size_t)k * len, src, len);
+	memset(j->to, 1, (size_t)n * len);	/* faulted in, as the reader's reused buffer */
+	return 0;
+}
+
+static double copy_job_run(struct copy_job *j)
+{
+	double t0 = now();
+	int k;
+
+	for (k = 0; k < j->n; k++)
+		memcpy(j->to + (size_t)k * j->len, j->from + (size_t)k * j->len, j->len);
+	__asm__ volatile("" : : "r"(j->to) : "memory");
+	return now() - t0;
+}
+
+static void copy_job_free(struct copy_job *j)
+{
+	free(j->from);
+	free(j->to);
+}
+
+static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom,
+			     struct copy_job *cj)
+{
+	double c[21], ratio[21];
 	struct blamer_reader_opts o = {
 		.backend = BLAMER_BACKEND_DIR, .dir = dir,
 		.flags = BLAMER_READ_DEAD_FULL |
@@ -233,6 +218,10 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 			blamer_snapshot_write_prometheus(s, null);
 		if (i >= 0)
 			t[i] = now() - t0;
+		if (i >= 0 && cj) {
+			c[i] = copy_job_run(cj);
+			ratio[i] = c[i] / t[i];
+		}
 		*used = 0;
 		*ok = 0;
 		for (k = 0; k < s->nprocs; k++) {
@@ -243,33 +232,11 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 	}
 	blamer_reader_close(r);
 	fclose(null);
-	return median(t, rounds);
-}
-
-/* Median time of copying @n blocks of @len bytes (the bytes the heaps use)
- * from @n distinct places, as the reader must at least. */
-static double time_memcpy(const uint8_t *src, size_t len, int n)
-{
-	uint8_t *from = malloc((size_t)n * len), *to = malloc((size_t)n * len);
-	double t[11];
-	int i, k;
-
-	if (!from || !to)
-		return -1;
-	for (k = 0; k < n; k++)
-		memcpy(from + (size_t)k * len, src, len);
-	memset(to, 1, (size_t)n * len);	/* faulted in, as the reader's reused buffer */
-	for (i = 0; i < 11; i++) {
-		double t0 = now();
-
-		for (k = 0; k < n; k++)
-			memcpy(to + (size_t)k * len, from + (size_t)k * len, len);
-		t[i] = now() - t0;
-		__asm__ volatile("" : : "r"(to) : "memory");
+	if (cj) {
+		cj->secs = median(c, rounds);
+		cj->ratio = median(ratio, rounds);
 	}
-	free(from);
-	free(to);
-	return median(t, 11);
+	return median(t, rounds);
 }
 
 /* Median CPU time of a command (user + system), output to /dev/null. */
@@ -305,7 +272,7 @@ static double time_python(const char *py, const char *script, const char *dir, i
 	double secs = -1;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "%s %s %s %d %d %d", py, script, dir, n, PATHS, FIELDS);
+	snprintf(cmd, sizeof(cmd), "%s %s %s %d %d %d", py, script, dir, n, GEN_PATHS, GEN_FIELDS);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -315,11 +282,90 @@ static double time_python(const char *py, const char *script, const char *dir, i
 	return secs;
 }
 
+/*
+ * N live dir heaps: N processes running with the real library, each
+ * with its one heap (read twice, the second read compared with the
+ * first; /proc/<pid>/stat read for each), as `blamer top`, blame and dump
+ * see a machine's running processes.
+ */
+static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int max_n)
+{
+	char dir[64];
+	int n, prev_n = 0;
+	double prev = 0;
+
+	printf("# live: N processes running with the library, their dir heaps read in full\n");
+	printf("# %-6s %10s %10s %8s %12s %12s\n", "N", "snapshot", "memcpy", "memcpy/",
+	       "blame", "dump --json");
+	for (n = 10; n <= max_n; n *= 10) {
+		char *blame[] = { (char *)blamer, "--dir", dir, "blame", NULL };
+		char *dump[] = { (char *)blamer, "--dir", dir, "dump", "--json", NULL };
+		double snap = 0, copy = 0, ratio = 0, bl = 0, du = 0;
+		pid_t *pids = calloc((size_t)n, sizeof(*pids));
+		int pfd[2], i, ready = 0, ok = 0;
+		uint64_t u = 0;
+		char c;
+
+		snprintf(dir, sizeof(dir), "/dev/shm/blamer-rbench-live.XXXXXX");
+		if (!pids || !mkdtemp(dir) || pipe(pfd))
+			return -1;
+		for (i = 0; i < n; i++) {
+			pids[i] = fork();
+			if (pids[i] == 0) {
+				close(pfd[0]);
+				gen_heap(BLAMER_BACKEND_DIR, dir, pfd[1]);
+			}
+			if (pids[i] < 0)
+				break;
+		}
+		close(pfd[1]);
+		while (ready < i && read(pfd[0], &c, 1) == 1)
+			ready++;
+		close(pfd[0]);
+		if (ready == n) {
+			struct copy_job cj;
+
+			if (copy_job_init(&cj, slab, used, n))
+				return -1;
+			snap = time_snapshots(dir, n, &u, &ok, false, &cj);
+			copy = cj.secs;
+			ratio = cj.ratio;
+			copy_job_free(&cj);
+			bl = time_command(blame, 5);
+			du = time_command(dump, 5);
+		}
+		for (i = 0; i < n && pids[i] > 0; i++)
+			kill(pids[i], SIGKILL);
+		for (i = 0; i < n && pids[i] > 0; i++)
+			waitpid(pids[i], NULL, 0);
+		free(pids);
+		rm_rf(dir);
+		if (ready != n) {
+			fprintf(stderr, "reader_bench: %d of %d live writers started\n", ready, n);
+			return -1;
+		}
+		printf("  %-6d %7.2f ms %7.2f ms %6.0f %% %9.1f ms %9.1f ms", n, snap * 1e3,
+		       copy * 1e3, 100 * ratio, bl * 1e3, du * 1e3);
+		if (prev_n)
+			printf("   time(%d)/time(%d) %.1f", n, prev_n, snap / prev);
+		printf("\n");
+		if (ok != n)
+			printf("  (!) %d of %d heaps read whole\n", ok, n);
+		fflush(stdout);
+		prev = snap;
+		prev_n = n;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *blamer = argc > 1 ? argv[1] : "blamer";
 	const char *py = argc > 3 ? argv[2] : NULL, *script = argc > 3 ? argv[3] : NULL;
 	int max_n = argc > 4 ? atoi(argv[4]) : 10000;
+	/* live heaps are processes: 1,000 of them by default */
+	int max_live = getenv("READER_BENCH_LIVE") ? atoi(getenv("READER_BENCH_LIVE")) :
+		       max_n < 1000 ? max_n : 1000;
 	char tmpl[64], dir[64], pydir[64], slabpath[600];
 	struct result res[4];
 	int nres = 0, n, st;
@@ -334,7 +380,7 @@ int main(int argc, char **argv)
 		return 1;
 	pid = fork();
 	if (pid == 0)
-		write_heap(tmpl);
+		gen_heap(BLAMER_BACKEND_DIR, tmpl, -1);
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) ||
 	    find_slab(tmpl, slabpath, sizeof(slabpath))) {
 		fprintf(stderr, "reader_bench: the template heap was not written\n");
@@ -356,7 +402,7 @@ int main(int argc, char **argv)
 
 	printf("# reader: N dead dir heaps, each one 1 MiB slab written by the library\n");
 	printf("# (%d threads x depth %d, %d fields, %d log lines, %d paths x 2 units)\n",
-	       THREADS, DEPTH, FIELDS, LOGS, PATHS);
+	       GEN_THREADS, GEN_DEPTH, GEN_FIELDS, GEN_LOGS, GEN_PATHS);
 	printf("# CPU time (user + system), medians; export: snapshot + Prometheus text,\n"
 	       "# in a long-lived reader (lib) and as the command `blamer export --prometheus\n"
 	       "# --dead` (cmd, exec included); prometheus_client: MultiProcessCollector +\n"
@@ -368,6 +414,7 @@ int main(int argc, char **argv)
 	       "snapshot", "lib", "cmd", "client", "lib", "cmd");
 	for (n = 10; n <= max_n; n *= 10) {
 		struct result *r = &res[nres++];
+		struct copy_job cj;
 		char *cmd[] = { (char *)blamer, "--dir", dir, "export", "--prometheus", "--dead",
 				NULL };
 		char *blame[] = { (char *)blamer, "--dir", dir, "blame", "--dead", NULL };
@@ -379,9 +426,13 @@ int main(int argc, char **argv)
 		r->n = n;
 		if (copy_heaps(dir, slab, used, (size_t)sb.st_size, n))
 			return 1;
-		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false);
-		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true);
-		r->copy = time_memcpy(slab, used, n);
+		if (copy_job_init(&cj, slab, used, n))
+			return 1;
+		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false, &cj);
+		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true, NULL);
+		r->copy = cj.secs;
+		r->ratio = cj.ratio;
+		copy_job_free(&cj);
 		r->cmd = time_command(cmd, n >= 10000 ? 3 : 5);
 		r->blame = time_command(blame, n >= 10000 ? 3 : 5);
 		r->dump = time_command(dump, n >= 10000 ? 3 : 5);
@@ -399,7 +450,7 @@ int main(int argc, char **argv)
 		}
 		printf("  %-6d %6.1f KiB %7.2f ms %7.2f ms %6.0f %% %7.1f ms %7.1f ms %7.1f ms %6.1fx %6.1fx\n",
 		       n, (double)used / 1024, r->snap * 1e3, r->copy * 1e3,
-		       100 * r->copy / r->snap, r->prom * 1e3, r->cmd * 1e3, r->py * 1e3,
+		       100 * r->ratio, r->prom * 1e3, r->cmd * 1e3, r->py * 1e3,
 		       r->py > 0 ? r->py / r->prom : 0, r->py > 0 ? r->py / r->cmd : 0);
 		if (r->health_ok != n)
 			printf("  (!) %d of %d heaps read whole\n", r->health_ok, n);
@@ -413,6 +464,8 @@ int main(int argc, char **argv)
 		printf("  time(%d)/time(%d): snapshot %.1f, export lib %.1f, cmd %.1f (10 is linear)\n",
 		       res[n].n, res[n - 1].n, res[n].snap / res[n - 1].snap,
 		       res[n].prom / res[n - 1].prom, res[n].cmd / res[n - 1].cmd);
+	if (max_live && bench_live(blamer, slab, used, max_live))
+		return 1;
 	free(slab);
 	return 0;
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One fuzz input -> one heap read -> every exporter. Shared by the
- * libFuzzer harness (fuzz_reader.c) and the regression replay test
- * (selftests/reader), so a crash found once is replayed forever.
+ * One fuzz input -> one heap read -> every exporter, and each output
+ * checked against the promises its format makes: valid UTF-8 and no
+ * control byte but the newlines that end lines, whatever the heap holds,
+ * and in Prometheus's, every series once. Shared by the libFuzzer harness (fuzz_reader.c) and the
+ * regression replay test (selftests/reader), so a crash or an unclean
+ * output found once is replayed forever.
  *
  * Input: byte 0 picks the slab count (1..4), the rest is split into that
  * many equal slabs (the last takes the remainder).
@@ -10,6 +13,7 @@
 #ifndef BLAMER_FUZZ_ONE_H
 #define BLAMER_FUZZ_ONE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +21,130 @@
 
 #include "blamer.h"
 
-static inline int fuzz_one(const uint8_t *data, size_t size, FILE *sink)
+/* Valid UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF) holding no C0 control or DEL except '\n'. */
+static inline bool fuzz_output_is_clean(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		uint32_t cp;
+		size_t len, k;
+
+		if (c < 0x80) {
+			if ((c < 0x20 && c != '\n') || c == 0x7f)
+				return false;
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, cp = c & 0x07;
+		else
+			return false;
+		if (n - i < len)
+			return false;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+static inline int fuzz_cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Every sample of a Prometheus exposition names a series once: the text
+ * before a sample line's last space (name and labels) is unique. Edits
+ * @text (one NUL per line).
+ */
+static inline bool fuzz_series_are_unique(char *text)
+{
+	size_t n = 0, cap = 0, i;
+	char **lines = NULL, *p, *nl;
+	bool ok = true;
+
+	for (p = text; *p; p = nl + 1) {
+		char *sp;
+
+		nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		sp = strrchr(p, ' ');
+		if (*p == '#' || !sp)
+			continue;
+		*sp = '\0';
+		if (n == cap) {
+			char **more = realloc(lines, (cap = cap ? 2 * cap : 64) * sizeof(*lines));
+
+			if (!more) {
+				free(lines);
+				return true;	/* no memory: nothing to judge */
+			}
+			lines = more;
+		}
+		lines[n++] = p;
+	}
+	if (n)
+		qsort(lines, n, sizeof(*lines), fuzz_cmp_line);
+	for (i = 1; i < n && ok; i++)
+		ok = strcmp(lines[i - 1], lines[i]) != 0;
+	free(lines);
+	return ok;
+}
+
+/* 0 if the output of each exporter is clean, -1 if one is not. */
+static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
+{
+	int ret = 0;
+	int fmt;
+
+	for (fmt = 0; fmt < 2; fmt++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		if (!f)
+			return 0;	/* no memory: nothing to judge */
+		if (fmt == 0)
+			blamer_snapshot_write_json(s, f, 0, NULL, 0);
+		else
+			blamer_snapshot_write_prometheus(s, f);
+		if (fclose(f) == 0 && !fuzz_output_is_clean((const unsigned char *)buf, len)) {
+			fprintf(stderr, "fuzz: the %s output is not clean UTF-8 text\n",
+				fmt == 0 ? "JSON" : "Prometheus");
+			ret = -1;
+		} else if (fmt == 1 && buf && !fuzz_series_are_unique(buf)) {
+			fprintf(stderr, "fuzz: the Prometheus output names a series twice\n");
+			ret = -1;
+		}
+		free(buf);
+	}
+	return ret;
+}
+
+/* 0, or -1 if an exporter's output broke its format's promise. */
+static inline int fuzz_one(const uint8_t *data, size_t size)
 {
 	struct blamer_mem_slab slabs[4];
 	struct blamer_snapshot *s;
 	uint8_t *copy[4] = { 0 };
 	size_t n, chunk, i, off;
-	int ret;
+	int ret = 0;
 
 	if (size < 1)
 		return 0;
@@ -43,16 +164,14 @@ static inline int fuzz_one(const uint8_t *data, size_t size, FILE *sink)
 		slabs[i].size = len;
 		off += len;
 	}
-	ret = blamer_snapshot_from_memory(slabs, n, &s);
-	if (ret == 0) {
-		blamer_snapshot_write_json(s, sink, 0, NULL, 0);
-		blamer_snapshot_write_prometheus(s, sink);
+	if (blamer_snapshot_from_memory(slabs, n, &s) == 0) {
+		ret = fuzz_exports_are_clean(s);
 		blamer_snapshot_free(s);
 	}
 out:
 	for (i = 0; i < n; i++)
 		free(copy[i]);
-	return 0;
+	return ret;
 }
 
 #endif /* BLAMER_FUZZ_ONE_H */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: arbitrary bytes as heaps for the reader.
- * Built with clang -fsanitize=fuzzer,address,undefined (fuzz/fuzz.mk).
+ * libFuzzer harness: arbitrary bytes as heaps for the reader. An output
+ * that is not clean UTF-8 text aborts, which libFuzzer reports like a
+ * crash. Built with clang -fsanitize=fuzzer,address,undefined (fuzz/fuzz.mk).
  */
 #include "fuzz_one.h"
 
@@ -9,9 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static FILE *sink;
-
-	if (!sink)
-		sink = fopen("/dev/null", "w");
-	return fuzz_one(data, size, sink);
+	if (fuzz_one(data, size))
+		abort();
+	return 0;
 }

@@ -105,12 +105,80 @@ static int amplifiers(const char *dir)
 	return ret;
 }
 
+/* Unit names: good ones, one named twice, bad ones, and more than a heap
+ * may have units. */
+static int units(const char *dir)
+{
+	struct fx_heap h;
+	uint32_t i;
+	int ret;
+
+	fx_init(&h, 1, 8 << 10, 14, 14);
+	fx_process(&h, 2, "units");
+	fx_unit(&h, 1007, BLAMER_BASE_NONE, "requests");
+	fx_unit(&h, 1007, BLAMER_BASE_BYTES, "requests_again");
+	fx_unit(&h, 1008, BLAMER_BASE_SECONDS, "handling");
+	fx_unit(&h, 1009, 9, "bad_base");
+	fx_unit(&h, 1010, BLAMER_BASE_NONE, "Bad/Name");
+	fx_unit(&h, 1, BLAMER_BASE_NONE, "builtin");
+	for (i = 0; i < 12; i++)
+		fx_unit(&h, 2000 + i, BLAMER_BASE_BYTES, "many");
+	ret = put(dir, "dag-units", &h, 0);
+	fx_free(&h);
+	return ret;
+}
+
+/*
+ * Strings that once reached a terminal or an exporter raw: an OSC 52
+ * clipboard write, CR, DEL, byte 0xff and a lone UTF-8 continuation in
+ * every kind of name and text, quotes and backslashes, a '/' and a '%'
+ * inside node names, two nodes of one name, and a node named "0x600"
+ * beside an unnamed node 0x600. The harness checks that every exporter's
+ * output stays valid UTF-8 with no control bytes.
+ */
+static int hostile_strings(const char *dir)
+{
+	static const char nasty[] = "\x1b]52;c;aGk=\a\r\x7f\xff\x80\"\\";
+	uint64_t a[] = { 0x100 }, b[] = { 0x100, 0x200 }, c[] = { 0x100, 0x300 },
+		 d[] = { 0x100, 0x600 }, e[] = { 0x100, 0x601 };
+	struct fx_heap h;
+	blamer_ref t, ud, log;
+	int ret;
+
+	fx_init(&h, 1, 8 << 10, 15, 15);
+	fx_process(&h, 2, "\x1b]52;c;aGk=\a \r\xff");
+	ud = fx_userdata(&h, BLAMER_DATA_PROCESS, 256, 1);
+	fx_field_str(&h, ud, nasty, nasty);
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ud;
+	t = fx_thread(&h, 15, nasty, 2);
+	fx_push(&h, t, BLAMER_ACTIVITY_TASK, nasty, 1, 0);
+	log = fx_log(&h, 2);
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->log = log;
+	fx_log_msg(&h, log, nasty);
+	fx_module(&h, nasty, 0x7f0000000000ull);
+	fx_node(&h, 0x100, "a/b%c");
+	fx_node(&h, 0x200, "dup");
+	fx_node(&h, 0x300, "dup");
+	fx_node(&h, 0x601, "0x600");
+	fx_node(&h, 0x602, nasty);
+	fx_path(&h, a, 1, 1, 1);
+	fx_path(&h, b, 2, 2, 2);
+	fx_path(&h, c, 2, 3, 3);
+	fx_path(&h, d, 2, 4, 4);
+	fx_path(&h, e, 2, 5, 5);
+	ret = put(dir, "hostile-strings", &h, 0);
+	fx_free(&h);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
 	const char *dir = argc > 1 ? argv[1] : "fuzz/corpus";
 	int ret = 0;
 
+	ret |= units(dir);
+	ret |= hostile_strings(dir);
 	fx_standard(&h, 100, 200, 1);
 	ret |= put(dir, "standard", &h, 0);
 	ret |= put(dir, "truncated-1000", &h, 1000);

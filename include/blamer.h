@@ -73,6 +73,12 @@ enum blamer_backend {
 #define BLAMER_UNIT_COUNT	3u
 #define BLAMER_UNIT_APP_BASE	1000u
 
+/* Base units of an application unit (blamer_dag_unit(), exporters):
+ * what its values count. SECONDS: values are nanoseconds. */
+#define BLAMER_BASE_NONE	0u	/* events, items: a plain count */
+#define BLAMER_BASE_SECONDS	1u
+#define BLAMER_BASE_BYTES	2u
+
 /* Heap states (blamer_snap_process.heap_state). */
 #define BLAMER_HEAP_UNINIT	0u	/* being made */
 #define BLAMER_HEAP_READY	1u	/* in use */
@@ -228,6 +234,15 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 /* Atomic add; @unit_index < nunits of blamer_path_get(). Lock-free, no syscall. */
 void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value);
 
+/*
+ * Names application unit @unit (>= BLAMER_UNIT_APP_BASE) for readers and
+ * exporters, e.g. "requests" or "bytes_read", and says what its values
+ * count (BLAMER_BASE_*). @name: 1..31 of [a-z0-9_], not starting with a
+ * digit. Call it before the paths that use the unit; naming a unit again
+ * the same way is a no-op, otherwise -EEXIST.
+ */
+int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base);
+
 /* ---- end of writer API ---- */
 
 /* ---- Reader API ---- */
@@ -268,7 +283,8 @@ struct blamer_reader_opts {
 /* How much of a heap could be read (blamer_snap_process.health). */
 enum blamer_health {
 	BLAMER_HEALTH_OK = 0,
-	BLAMER_HEALTH_SUMMARY,	/* not read: headers only, or a dead dir heap */
+	BLAMER_HEALTH_UNCHECKED, /* headers checked, records not read: list,
+				  * and a dead dir heap not read in full */
 	BLAMER_HEALTH_EMPTY,	/* heap header not (yet) initialized */
 	BLAMER_HEALTH_TORN,	/* some records kept changing: marked, not shown */
 	BLAMER_HEALTH_CORRUPT,	/* invalid contents found; the rest was read */
@@ -435,6 +451,13 @@ struct blamer_snap_tree_node {
 	const uint64_t *inclusive;	/* on this path and every path below it */
 };
 
+/* An application unit's name and base unit, as a heap defines it. */
+struct blamer_snap_unit_def {
+	uint32_t unit;		/* >= BLAMER_UNIT_APP_BASE */
+	uint32_t base;		/* BLAMER_BASE_* */
+	char name[33];		/* [a-z_][a-z0-9_]*, checked */
+};
+
 /* A directory entry the dir backend did not read, and why. */
 struct blamer_snap_skipped {
 	char name[64];		/* made printable, cut */
@@ -459,6 +482,10 @@ struct blamer_snapshot {
 	/* dir: entries not read (the first 256), and how many there were */
 	struct blamer_snap_skipped *skipped;	size_t nskipped;
 	size_t skipped_total;
+	/* the names heaps give their units (blamer_dag_unit()), each heap's
+	 * once, in the order read: several heaps may name one unit
+	 * (blamer_snap_unit_def() picks one) */
+	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 };
 
 struct blamer_reader;
@@ -553,7 +580,21 @@ int blamer_snap_unit_index(const struct blamer_snapshot *s, uint32_t unit);
 int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nodes,
 			    uint32_t depth, char *buf, size_t len);
 
+/* The module of @p holding @addr (its own module list), or NULL. */
+const struct blamer_snap_module *blamer_snap_module_at(const struct blamer_snap_process *p,
+							uint64_t addr);
+/* An address as every view shows it: "libfoo.so+0x120" (the basename of
+ * the module holding it, and the offset into it), else "0x7f...":
+ * snprintf()'s contract. */
+int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
+			    char *buf, size_t len);
+
 /* Lookups: NULL if unknown. */
+/* The definition of @unit the snapshot's processes give, or NULL; when
+ * they disagree, the least by (name, base), so every reader picks the
+ * same one whatever order the heaps come in. */
+const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
+							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
 const char *blamer_health_name(enum blamer_health h);
 const char *blamer_unit_name(uint32_t unit);		/* "cpu_ns", "bytes", ... */
@@ -562,13 +603,21 @@ const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 
 /* Exporters. Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 2
+#define BLAMER_JSON_SCHEMA_VERSION 3
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids);
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
+/*
+ * The same into *buf (malloc'ed, or NULL with *cap 0; grown with
+ * realloc(), *cap its size), *len bytes, for a caller that writes many:
+ * a long-lived endpoint keeps its buffer (and its faulted-in pages) from
+ * scrape to scrape. The caller frees *buf.
+ */
+int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
+				    size_t *cap);
 /* The status as one JSON document (kind "status", same schema). */
 int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 

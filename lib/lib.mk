@@ -21,7 +21,8 @@ LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c b
 LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c record.c \
 		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
 		     decode_log.c decode_dag.c parse.c dir.c dev.c attrib.c names.c reader.c)
-LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c)
+LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c prom_text.c \
+						  prom_path.c)
 
 LIB_INC_format := -I$(SRC)/lib/format
 LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/writer

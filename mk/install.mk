@@ -4,7 +4,9 @@
 #                       and the uapi header <linux/blamer.h>, the blamer
 #                       tool, man pages blamer(1) and libblamer(3) (a page
 #                       per call family, a .so page for every other name),
-#                       bash completion; ldconfig when DESTDIR is empty
+#                       bash completion, the systemd unit
+#                       blamer-exporter.service (not enabled); ldconfig
+#                       when DESTDIR is empty
 #   make uninstall      removes exactly what make install installed (same
 #                       PREFIX/LIBDIR/... as for the install)
 #   make install-dkms   the module's sources and dkms.conf in
@@ -22,7 +24,9 @@
 # the compiler's multiarch directory, $(PREFIX)/lib/x86_64-linux-gnu on
 # Debian, else $(PREFIX)/lib), INCLUDEDIR, BINDIR, MANDIR, PKGCONFIGDIR,
 # BASHCOMPDIR, UDEVRULESDIR (default: udev's own, /lib/udev/rules.d on
-# Debian 12), MODULESLOADDIR. The udev rule and modules-load.d entry
+# Debian 12), MODULESLOADDIR, SYSTEMDUNITDIR (default
+# $(PREFIX)/lib/systemd/system, where systemd looks for /usr and
+# /usr/local). The udev rule and modules-load.d entry
 # ignore PREFIX: udev and systemd read nothing under /usr/local.
 
 PREFIX       ?= /usr/local
@@ -36,6 +40,7 @@ BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
 UDEVDIR      := $(shell pkg-config --variable=udevdir udev 2>/dev/null)
 UDEVRULESDIR ?= $(or $(UDEVDIR),/usr/lib/udev)/rules.d
 MODULESLOADDIR ?= /usr/lib/modules-load.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 DKMS_SRCDIR  ?= /usr/src/blamer-$(VERSION)
 DESTDIR      ?=
 
@@ -50,7 +55,8 @@ INSTALL_FILES = \
 	$(TOOLS_DIR)/blamer:$(BINDIR)/blamer \
 	$(SRC)/Documentation/blamer.1:$(MANDIR)/man1/blamer.1 \
 	$(foreach p,$(MAN3_PAGES),$(p):$(MANDIR)/man3/$(notdir $(p))) \
-	$(SRC)/tools/blamer/blamer.bash-completion:$(BASHCOMPDIR)/blamer
+	$(SRC)/tools/blamer/blamer.bash-completion:$(BASHCOMPDIR)/blamer \
+	$(BUILD)/install/blamer-exporter.service:$(SYSTEMDUNITDIR)/blamer-exporter.service
 INSTALL_EXEC = $(LIBDIR)/libblamer.so.$(LIB_SOVER) $(BINDIR)/blamer
 # libblamer(3) is a page per call family; every other name a page gives
 # gets a one-line page sourcing it (`man blamer_pop` opens blamer_push(3)),
@@ -80,6 +86,8 @@ endef
 install: lib tools
 	@mkdir -p $(BUILD)/install
 	@$(call pc_file,$(BUILD)/install/blamer.pc)
+	@sed 's|@BINDIR@|$(BINDIR)|g' $(SRC)/systemd/blamer-exporter.service.in \
+		>$(BUILD)/install/blamer-exporter.service
 	$(call install_files,$(INSTALL_FILES))
 	@ln -sfn libblamer.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libblamer.so
 	@set -e; $(man3_names) | while read -r name page; do \

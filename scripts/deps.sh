@@ -37,6 +37,9 @@ pkgs=(
 	# Prometheus server and node_exporter the export is tested against
 	man-db python3 python3-prometheus-client python3-docutils python3-jsonschema
 	prometheus prometheus-node-exporter
+	# the prometheus-server suite scrapes and queries with curl; the
+	# systemd-unit suite checks the unit with systemd-analyze
+	curl systemd
 	# installing (selftests/install): DKMS, building and checking the
 	# Debian packages, what their maintainer scripts and the tests use
 	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion

@@ -3,9 +3,10 @@
  * JSON views of a snapshot and of a backend's status, written through
  * the one JSON writer (json_writer.c). The schema is
  * Documentation/blamer-json-schema.json (schema_version
- * BLAMER_JSON_SCHEMA_VERSION); fields are only ever added. Node IDs are
- * hex strings ("0x..."): they are 64-bit hashes and would lose precision
- * as JSON numbers in most consumers.
+ * BLAMER_JSON_SCHEMA_VERSION); fields are only ever added within a
+ * version. Every value takes its width from the model (json_writer.h):
+ * 32-bit integers are numbers, 64-bit ones decimal strings, ids and
+ * addresses hex strings, so no parser rounds them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ static void head(struct bl_json *j, const char *kind, enum blamer_backend backen
 		 const char *source)
 {
 	bl_json_object(j);
-	bl_json_kv_u64(j, "schema_version", BLAMER_JSON_SCHEMA_VERSION);
+	bl_json_kv_u32(j, "schema_version", BLAMER_JSON_SCHEMA_VERSION);
 	bl_json_kv_string(j, "kind", kind);
 	bl_json_kv_string(j, "backend", backend_name(backend));
 	bl_json_kv_string(j, "source", source);
@@ -64,7 +65,7 @@ static void field_value(struct bl_json *j, const struct blamer_snap_field *x)
 	case BLAMER_FIELD_RAW_REF:
 	case BLAMER_FIELD_STRING_REF:
 		bl_json_object(j);
-		bl_json_kv_u64(j, "address", x->u);
+		bl_json_kv_id(j, "address", x->u);
 		bl_json_kv_u64(j, "size", x->ref_size);
 		bl_json_object_end(j);
 		break;
@@ -116,7 +117,7 @@ static void unit(struct bl_json *j, uint32_t u)
 	const char *n = blamer_unit_name(u);
 	char app[24];
 
-	bl_json_kv_u64(j, "unit", u);
+	bl_json_kv_u32(j, "unit", u);
 	if (!n) {
 		snprintf(app, sizeof(app), "unit%u", u);
 		n = app;
@@ -129,9 +130,33 @@ static void node(struct bl_json *j, const struct blamer_snap_node *n)
 	bl_json_object(j);
 	bl_json_key(j, "id");
 	bl_json_id(j, n->id);
-	bl_json_kv_u64(j, "type", n->type);
+	bl_json_kv_u32(j, "type", n->type);
 	bl_json_kv_string(j, "name", n->name);
 	bl_json_object_end(j);
+}
+
+/*
+ * Where an activity was pushed: the raw address, and as text shows it
+ * (module+offset, from the process's own module list) with the module's
+ * full path, for addr2line; null for both when no module holds it.
+ */
+static void calling(struct bl_json *j, const struct blamer_snap_process *p, uint64_t addr)
+{
+	const struct blamer_snap_module *m = blamer_snap_module_at(p, addr);
+	char loc[300];
+
+	bl_json_kv_id(j, "calling_address", addr);
+	blamer_snap_addr_string(p, addr, loc, sizeof(loc));
+	bl_json_key(j, "calling_location");
+	if (m && addr)
+		bl_json_string(j, loc);
+	else
+		bl_json_null(j);
+	bl_json_key(j, "calling_module");
+	if (m && addr)
+		bl_json_string(j, m->path);
+	else
+		bl_json_null(j);
 }
 
 static void threads(struct bl_json *j, const struct blamer_snap_process *p)
@@ -147,9 +172,9 @@ static void threads(struct bl_json *j, const struct blamer_snap_process *p)
 		bl_json_kv_i64(j, "tid", t->tid);
 		bl_json_kv_string(j, "name", t->name);
 		bl_json_kv_u64(j, "start_time_ns", t->start_time_ns);
-		bl_json_kv_u64(j, "depth", t->depth);
-		bl_json_kv_u64(j, "stack_slots", t->stack_slots);
-		bl_json_kv_u64(j, "overflows", t->overflows);
+		bl_json_kv_u32(j, "depth", t->depth);
+		bl_json_kv_u32(j, "stack_slots", t->stack_slots);
+		bl_json_kv_u32(j, "overflows", t->overflows);
 		bl_json_kv_bool(j, "torn", t->torn);
 		bl_json_key(j, "activities");
 		bl_json_array(j);
@@ -158,14 +183,14 @@ static void threads(struct bl_json *j, const struct blamer_snap_process *p)
 
 			bl_json_object(j);
 			bl_json_kv_u64(j, "time_ns", a->time_ns);
-			bl_json_kv_u64(j, "calling_address", a->calling_address);
-			bl_json_kv_u64(j, "kind", a->kind);
+			calling(j, p, a->calling_address);
+			bl_json_kv_u32(j, "kind", a->kind);
 			bl_json_kv_string(j, "kind_name", blamer_activity_kind_name(a->kind));
 			bl_json_kv_string(j, "label", a->label);
-			bl_json_key(j, "data");
+			bl_json_key(j, "data");	/* two words the writer chose: hex */
 			bl_json_array(j);
-			bl_json_u64(j, a->data[0]);
-			bl_json_u64(j, a->data[1]);
+			bl_json_id(j, a->data[0]);
+			bl_json_id(j, a->data[1]);
 			bl_json_array_end(j);
 			fields(j, "user_data", &a->fields);
 			bl_json_object_end(j);
@@ -191,7 +216,7 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 
 		bl_json_object(j);
 		bl_json_kv_string(j, "path", m->path);
-		bl_json_kv_u64(j, "base", m->base);
+		bl_json_kv_id(j, "base", m->base);
 		bl_json_kv_u64(j, "size", m->size);
 		bl_json_kv_bool(j, "loaded", m->loaded);
 		bl_json_key(j, "build_id");
@@ -218,7 +243,7 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 		bl_json_kv_i64(j, "pid", c->pid);
 		bl_json_kv_u64(j, "launch_time_ns", c->launch_time_ns);
 		bl_json_kv_u64(j, "exit_time_ns", c->exit_time_ns);
-		bl_json_kv_i64(j, "exit_status", c->exit_status);
+		bl_json_kv_i32(j, "exit_status", c->exit_status);
 		bl_json_kv_string(j, "state", c->state == BLAMER_CHILD_EXITED ? "exited" :
 					      c->state == BLAMER_CHILD_RUNNING ? "running" :
 					      "unknown");
@@ -265,6 +290,31 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_object_end(j);
 }
 
+/*
+ * The members of a process that are its writer's word, not the
+ * kernel's. With kernel_facts (the device backend) the kernel vouches
+ * for pid, uid, comm, start time, state and how it ended; the dir
+ * backend has only the heap's files and contents, so all of them are
+ * claims. What the heap holds (cmdline, phase and every detail) is a
+ * claim on both (Documentation/reader.rst, "Facts and claims").
+ */
+static void claimed(struct bl_json *j, const struct blamer_snap_process *p)
+{
+	static const char *const identity[] = {
+		"pid", "uid", "comm", "start_time_ns", "state", "exited", "exit_code",
+		"exit_signal", "coredump", "last_seen_ns",
+	};
+	size_t i;
+
+	bl_json_key(j, "claimed");
+	bl_json_array(j);
+	for (i = 0; i < sizeof(identity) / sizeof(identity[0]) && !p->kernel_facts; i++)
+		bl_json_string(j, identity[i]);
+	bl_json_string(j, "cmdline");
+	bl_json_string(j, "phase");
+	bl_json_array_end(j);
+}
+
 static void process(struct bl_json *j, const struct blamer_snapshot *s,
 		    const struct blamer_snap_process *p, bool summary)
 {
@@ -273,19 +323,21 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	uint32_t i;
 
 	bl_json_object(j);
-	bl_json_kv_i64(j, "pid", p->pid);
-	bl_json_kv_u64(j, "uid", p->uid);
+	bl_json_kv_i32(j, "pid", p->pid);
+	bl_json_kv_u32(j, "uid", p->uid);
 	bl_json_kv_string(j, "comm", p->comm);
 	bl_json_kv_u64(j, "start_time_ns", p->start_time_ns);
 	bl_json_kv_string(j, "state", p->state == BLAMER_PROC_LIVE ? "live" : "dead");
 	bl_json_kv_bool(j, "kernel_facts", p->kernel_facts);
 	bl_json_kv_bool(j, "exited", p->exited);
-	bl_json_kv_i64(j, "exit_code", p->exit_code);
-	bl_json_kv_u64(j, "exit_signal", p->exit_signal);
+	bl_json_kv_i32(j, "exit_code", p->exit_code);
+	bl_json_kv_u32(j, "exit_signal", p->exit_signal);
 	bl_json_kv_bool(j, "coredump", p->coredump);
 	bl_json_kv_u64(j, "create_time_ns", p->create_time_ns);
 	bl_json_kv_u64(j, "orphan_time_ns", p->orphan_time_ns);
 	bl_json_kv_u64(j, "last_seen_ns", p->last_seen_ns);
+	claimed(j, p);
+	bl_json_kv_id(j, "heap", p->heap_key);
 	bl_json_key(j, "slabs");
 	bl_json_array(j);
 	for (i = 0; i < p->nslabs && i < 64; i++)
@@ -295,10 +347,10 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_u64(j, "used", p->used);
 	bl_json_kv_string(j, "health", blamer_health_name(p->health));
 	bl_json_kv_string(j, "problem", p->problem);
-	bl_json_kv_u64(j, "torn_records", p->torn_records);
-	bl_json_kv_u64(j, "heap_state", p->heap_state);
-	bl_json_kv_u64(j, "heap_flags", p->heap_flags);
-	bl_json_kv_u64(j, "phase", p->phase);
+	bl_json_kv_u32(j, "torn_records", p->torn_records);
+	bl_json_kv_u32(j, "heap_state", p->heap_state);
+	bl_json_kv_u32(j, "heap_flags", p->heap_flags);
+	bl_json_kv_u32(j, "phase", p->phase);
 	if (!phase) {
 		snprintf(app, sizeof(app), "app%u", p->phase);
 		phase = app;
@@ -331,7 +383,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		path(j, s, t->nodes, t->depth);
 		unit(j, t->unit);
 		bl_json_kv_u64(j, "value", t->value);
-		bl_json_kv_u64(j, "processes", t->nprocs);
+		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_object_end(j);
 	}
 	bl_json_array_end(j);
@@ -351,7 +403,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		bl_json_object(j);
 		path(j, s, t->nodes, t->depth);
 		bl_json_kv_bool(j, "walked", t->walked);
-		bl_json_kv_u64(j, "processes", t->nprocs);
+		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_key(j, "self");
 		bl_json_array(j);
 		for (u = 0; u < s->nunits; u++)
@@ -368,6 +420,23 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 	bl_json_object_end(j);
 }
 
+/* Directory entries the dir backend did not read, and why. */
+static void skipped(struct bl_json *j, const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	bl_json_key(j, "skipped");
+	bl_json_array(j);
+	for (i = 0; i < s->nskipped; i++) {
+		bl_json_object(j);
+		bl_json_kv_string(j, "name", s->skipped[i].name);
+		bl_json_kv_string(j, "why", s->skipped[i].why);
+		bl_json_object_end(j);
+	}
+	bl_json_array_end(j);
+	bl_json_kv_u64(j, "skipped_total", s->skipped_total);
+}
+
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids)
 {
@@ -377,7 +446,11 @@ int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 	bl_json_init(&j, f);
 	head(&j, "snapshot", s->backend, s->source);
 	bl_json_kv_u64(&j, "generation", s->generation);
+	/* when it was taken, after every heap was read: the monotonic one
+	 * turns activity time_ns into ages, the realtime one log times */
 	bl_json_kv_u64(&j, "time_realtime_ns", s->realtime_ns);
+	bl_json_kv_u64(&j, "time_monotonic_ns", s->monotonic_ns);
+	skipped(&j, s);
 	if (!(flags & BLAMER_JSON_NO_PROCS)) {
 		bl_json_key(&j, "processes");
 		bl_json_array(&j);

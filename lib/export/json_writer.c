@@ -124,16 +124,29 @@ void bl_json_string(struct bl_json *j, const char *s)
 		bl_json_string_n(j, s, strlen(s));
 }
 
+void bl_json_u32(struct bl_json *j, uint32_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRIu32, v);
+}
+
+void bl_json_i32(struct bl_json *j, int32_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRId32, v);
+}
+
+/* 64 bits: strings, exact in every parser (json_writer.h) */
 void bl_json_u64(struct bl_json *j, uint64_t v)
 {
 	sep(j);
-	fprintf(j->f, "%" PRIu64, v);
+	fprintf(j->f, "\"%" PRIu64 "\"", v);
 }
 
 void bl_json_i64(struct bl_json *j, int64_t v)
 {
 	sep(j);
-	fprintf(j->f, "%" PRId64, v);
+	fprintf(j->f, "\"%" PRId64 "\"", v);
 }
 
 void bl_json_bool(struct bl_json *j, bool v)

@@ -153,6 +153,7 @@ struct blamer_block {
 #define BLAMER_REC_DAG_PATH	8u
 #define BLAMER_REC_CHILD	9u	/* a child process launched/exited */
 #define BLAMER_REC_DAG_SHARD	10u	/* one thread's part of a path's values */
+#define BLAMER_REC_DAG_UNIT	11u	/* an application unit's name and base unit */
 #define BLAMER_RETIRED(t)	(~(uint32_t)(t))
 
 /*
@@ -216,8 +217,12 @@ struct blamer_thread {
  * User data: a record holding a sequence of fields in fields[0..used),
  * each struct blamer_field + name (name_size bytes, padded to 8) + value
  * area (record_size - 8 - padded name, a multiple of 8, 8-aligned). A
- * field of type BLAMER_FIELD_END (0) ends the sequence (it is being
- * created: its type is stored last, with release).
+ * field of type BLAMER_FIELD_END (0) is being created: with a valid
+ * record_size, step over it (its other header bytes mean nothing yet);
+ * with record_size 0 the sequence ends. The writer claims a field by a
+ * CAS of its 8-byte header from 0 and publishes it by storing the whole
+ * header again, with release; used is moved past a claim after it, so
+ * it may lag a claim for a moment. Each name occurs once.
  * Values of 8 bytes or less (BOOL, CHAR: 1 byte; SIGNED, UNSIGNED,
  * DOUBLE: 8 bytes) are written with one atomic store of that size.
  * Other values (STRING, RAW, *_REF) are written under the field's seq:
@@ -363,6 +368,20 @@ struct blamer_dag_shard {
 	uint64_t values[BLAMER_DAG_MAX_UNITS];	/* single writer: the claimer */
 };
 
+/*
+ * The name an application gives one of its units (>= BLAMER_UNIT_APP_BASE)
+ * and the base unit its values are in, for exporters: name is
+ * [a-z_][a-z0-9_]* (a Prometheus metric name part), NUL-padded. Added in
+ * version 2 as a new record type: older readers skip it.
+ */
+struct blamer_dag_unit {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t unit;		/* >= BLAMER_UNIT_APP_BASE */
+	uint32_t base;		/* BLAMER_BASE_* */
+	char name[BLAMER_NAME_MAX];
+};
+
 #define BLAMER_FORMAT_ASSERT(t, n) \
 	_Static_assert(sizeof(struct t) == (n), "layout of struct " #t)
 
@@ -383,6 +402,7 @@ BLAMER_FORMAT_ASSERT(blamer_dag_node, 96);
 BLAMER_FORMAT_ASSERT(blamer_dag_edge, 64);
 BLAMER_FORMAT_ASSERT(blamer_dag_path, 224);
 BLAMER_FORMAT_ASSERT(blamer_dag_shard, 136);
+BLAMER_FORMAT_ASSERT(blamer_dag_unit, 88);
 
 /* The numbers of the public values the format stores (see the top). */
 #define BLAMER_VALUE_ASSERT(name, v) _Static_assert((name) == (v), "value of " #name)
@@ -424,6 +444,9 @@ BLAMER_VALUE_ASSERT(BLAMER_UNIT_CPU_NS, 1);
 BLAMER_VALUE_ASSERT(BLAMER_UNIT_BYTES, 2);
 BLAMER_VALUE_ASSERT(BLAMER_UNIT_COUNT, 3);
 BLAMER_VALUE_ASSERT(BLAMER_UNIT_APP_BASE, 1000);
+BLAMER_VALUE_ASSERT(BLAMER_BASE_NONE, 0);
+BLAMER_VALUE_ASSERT(BLAMER_BASE_SECONDS, 1);
+BLAMER_VALUE_ASSERT(BLAMER_BASE_BYTES, 2);
 BLAMER_VALUE_ASSERT(BLAMER_CHILD_RUNNING, 1);
 BLAMER_VALUE_ASSERT(BLAMER_CHILD_EXITED, 2);
 /* What a snapshot holds of a path is what the format can hold. */

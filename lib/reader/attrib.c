@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 
 #include "internal.h"
 
@@ -67,16 +69,41 @@ static int total_sort_cmp(const void *a, const void *b)
 	return total_cmp(a, b);
 }
 
-/* A (path, unit)'s place in the table of make_totals(). */
-static uint64_t total_hash(const struct blamer_snap_path *p, uint32_t unit)
+/*
+ * The hash tables below are keyed by node IDs, which a heap chooses: an
+ * unkeyed hash lets a hostile heap put every key in one slot and make
+ * the merge quadratic. So each table mixes its keys with a secret seed
+ * of its own (a nonlinear mix: no key choice without the seed).
+ */
+static uint64_t hash_seed(void)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ p->depth ^ ((uint64_t)unit << 32);
+	uint64_t seed;
+	struct timespec t;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
+	return (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t;
+}
+
+static uint64_t hash_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* A (path, unit)'s place in the table of make_totals(). */
+static uint64_t total_hash(uint64_t seed, const uint64_t *nodes, uint32_t depth, uint32_t unit)
+{
+	uint64_t h = hash_mix(seed ^ depth ^ ((uint64_t)unit << 32));
 	uint32_t i;
 
-	for (i = 0; i < p->depth; i++) {
-		h = (h ^ p->nodes[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
+	for (i = 0; i < depth; i++)
+		h = hash_mix(h ^ nodes[i]);
 	return h;
 }
 
@@ -102,69 +129,98 @@ static size_t tree_find(const struct blamer_snapshot *s, const uint64_t *nodes, 
 /*
  * Totals, one per (path, unit), summed over processes. Many processes
  * measure the same few paths: each value is added to its (path, unit)'s
- * total through a hash table, and only the distinct totals are sorted.
- * Processes are visited in order, so a total counts a process when the
- * last one it counted was another.
+ * total through a hash table of the distinct ones (grown as they come,
+ * so its memory follows what is distinct, not what is measured), and
+ * only those are sorted. Processes are visited in order, so a total
+ * counts a process when the last one it counted was another.
  */
-static bool make_totals(struct blamer_snapshot *s)
-{
-	struct blamer_snap_total *t, *x;
-	uint32_t *slot, *last;
-	size_t i, j, k, n = 0, mask, at;
+struct totals {
+	struct blamer_snap_total *t;
+	uint32_t *last;		/* per total: the last process it counted */
+	uint32_t *slot;		/* total index + 1, 0 = free */
+	size_t n, cap, mask;
+	uint64_t seed;
+};
 
-	for (i = 0; i < s->nprocs; i++)
-		for (j = 0; j < s->procs[i].npaths; j++)
-			n += s->procs[i].paths[j].nvalues;
-	for (mask = 15; mask < 2 * n; mask = mask * 2 + 1)
-		;
-	slot = calloc(mask + 1, sizeof(*slot));	/* total index + 1, 0 = free */
-	last = malloc((n ? n : 1) * sizeof(*last));
-	t = calloc(n ? n : 1, sizeof(*t));
-	if (!slot || !last || !t) {
+static bool totals_grow(struct totals *tt)
+{
+	size_t cap = tt->cap ? tt->cap * 2 : 64, mask = 2 * cap - 1, i, at;
+	struct blamer_snap_total *t = realloc(tt->t, cap * sizeof(*t));
+	uint32_t *last, *slot;
+
+	if (t)
+		tt->t = t;
+	last = realloc(tt->last, cap * sizeof(*last));
+	if (last)
+		tt->last = last;
+	slot = calloc(mask + 1, sizeof(*slot));
+	if (!t || !last || !slot) {
 		free(slot);
-		free(last);
-		free(t);
 		return false;
 	}
-	n = 0;
-	for (i = 0; i < s->nprocs; i++) {
+	for (i = 0; i < tt->n; i++) {
+		for (at = total_hash(tt->seed, tt->t[i].nodes, tt->t[i].depth, tt->t[i].unit) & mask;
+		     slot[at]; at = (at + 1) & mask)
+			;
+		slot[at] = (uint32_t)i + 1;
+	}
+	free(tt->slot);
+	tt->slot = slot;
+	tt->mask = mask;
+	tt->cap = cap;
+	return true;
+}
+
+static bool make_totals(struct blamer_snapshot *s)
+{
+	struct totals tt = { .seed = hash_seed() };
+	struct blamer_snap_total *x;
+	size_t i, j, k, at;
+	bool ok = totals_grow(&tt);
+
+	for (i = 0; ok && i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
-		for (j = 0; j < p->npaths; j++) {
+		for (j = 0; ok && j < p->npaths; j++) {
 			const struct blamer_snap_path *pa = &p->paths[j];
 
 			for (k = 0; k < pa->nvalues; k++) {
-				for (at = total_hash(pa, pa->units[k]) & mask; slot[at];
-				     at = (at + 1) & mask) {
-					x = &t[slot[at] - 1];
+				/* room for one more, before looking */
+				if (tt.n == tt.cap && !(ok = totals_grow(&tt)))
+					break;
+				for (at = total_hash(tt.seed, pa->nodes, pa->depth, pa->units[k]) & tt.mask;
+				     tt.slot[at]; at = (at + 1) & tt.mask) {
+					x = &tt.t[tt.slot[at] - 1];
 					if (x->unit == pa->units[k] &&
 					    !blamer_path_cmp(x->nodes, x->depth, pa->nodes, pa->depth))
 						break;
 				}
-				if (!slot[at]) {
-					x = &t[n];
+				if (!tt.slot[at]) {
+					x = &tt.t[tt.n];
+					memset(x, 0, sizeof(*x));
 					x->depth = pa->depth;
 					memcpy(x->nodes, pa->nodes, pa->depth * sizeof(x->nodes[0]));
 					x->unit = pa->units[k];
-					last[n] = (uint32_t)i;
+					tt.last[tt.n] = (uint32_t)i;
 					x->nprocs = 1;
-					slot[at] = (uint32_t)++n;
-				} else if (last[slot[at] - 1] != (uint32_t)i) {
-					last[slot[at] - 1] = (uint32_t)i;
+					tt.slot[at] = (uint32_t)++tt.n;
+				} else if (tt.last[tt.slot[at] - 1] != (uint32_t)i) {
+					tt.last[tt.slot[at] - 1] = (uint32_t)i;
 					x->nprocs++;
 				}
 				x->value += pa->values[k];
 			}
 		}
 	}
-	free(slot);
-	free(last);
-	x = realloc(t, (n ? n : 1) * sizeof(*t));	/* distinct ones only */
-	if (x)
-		t = x;
-	qsort(t, n, sizeof(*t), total_sort_cmp);
-	s->totals = t;
-	s->ntotals = n;
+	free(tt.slot);
+	free(tt.last);
+	if (!ok) {
+		free(tt.t);
+		return false;
+	}
+	qsort(tt.t, tt.n, sizeof(*tt.t), total_sort_cmp);
+	s->totals = tt.t;
+	s->ntotals = tt.n;
 	return true;
 }
 
@@ -185,32 +241,48 @@ static bool make_units(struct blamer_snapshot *s)
 	return true;
 }
 
-/* Each node's processes: those with a path at it or below it, counted
- * once per node (the node remembers the last process it counted). */
+/*
+ * Each node's processes: those with a path at it or below it, counted
+ * once per node (the node remembers the last process it counted). A
+ * path's own node is found once, then its ancestors through their parent
+ * links, up to the first one this process already counted (whose own
+ * ancestors it counted then): one lookup per path, not one per prefix.
+ */
 static bool count_procs(struct blamer_snapshot *s)
 {
-	uint32_t *last = malloc((s->ntree ? s->ntree : 1) * sizeof(*last));
+	size_t n = s->ntree ? s->ntree : 1;
+	uint32_t *last = malloc(n * sizeof(*last));
+	size_t *parent = malloc(n * sizeof(*parent));
 	size_t i, j, at;
-	uint32_t d;
 
-	if (!last)
+	if (!last || !parent) {
+		free(last);
+		free(parent);
 		return false;
-	for (i = 0; i < s->ntree; i++)
+	}
+	for (i = 0; i < s->ntree; i++) {
 		last[i] = UINT32_MAX;
+		parent[i] = SIZE_MAX;
+	}
+	/* the children of i start at i + 1 and follow each other's subtrees */
+	for (i = 0; i < s->ntree; i++)
+		for (j = i + 1; j < s->tree[i].end; j = s->tree[j].end)
+			parent[j] = i;
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].npaths; j++) {
 			const struct blamer_snap_path *p = &s->procs[i].paths[j];
 
-			for (d = 1; p->nvalues && d <= p->depth; d++) {
-				at = tree_find(s, p->nodes, d);
-				if (at < s->ntree && last[at] != (uint32_t)i) {
-					last[at] = (uint32_t)i;
-					s->tree[at].nprocs++;
-				}
+			if (!p->nvalues || !p->depth)
+				continue;
+			for (at = tree_find(s, p->nodes, p->depth);
+			     at < s->ntree && last[at] != (uint32_t)i; at = parent[at]) {
+				last[at] = (uint32_t)i;
+				s->tree[at].nprocs++;
 			}
 		}
 	}
 	free(last);
+	free(parent);
 	return true;
 }
 
@@ -327,29 +399,63 @@ static bool make_tree(struct blamer_snapshot *s)
 	return count_procs(s);
 }
 
-/* Nodes of every process, merged by id (a named one wins). */
+/*
+ * Nodes of every process, merged by id (a named one wins, else the
+ * first). Thousands of processes name the same few nodes: each is looked
+ * up in a hash table of the distinct ones (grown as they come), and only
+ * those are copied and sorted.
+ */
 static bool merge_nodes(struct blamer_snapshot *s)
 {
+	const struct blamer_snap_node **slot = NULL, **ns, *x;
 	struct blamer_snap_node *nodes;
-	size_t i, k, nn = 0;
+	size_t i, j, k, n = 0, mask = 0, at;
+	uint64_t seed = hash_seed();
 
-	for (i = 0; i < s->nprocs; i++)
-		nn += s->procs[i].nnodes;
-	nodes = calloc(nn ? nn : 1, sizeof(*nodes));
-	if (!nodes)
-		return false;
-	nn = 0;
 	for (i = 0; i < s->nprocs; i++) {
-		if (s->procs[i].nnodes)
-			memcpy(nodes + nn, s->procs[i].nodes, s->procs[i].nnodes * sizeof(*nodes));
-		nn += s->procs[i].nnodes;
+		for (j = 0; j < s->procs[i].nnodes; j++) {
+			x = &s->procs[i].nodes[j];
+			if (2 * (n + 1) > mask) {	/* grow: at most half full */
+				size_t nmask = mask ? mask * 2 + 1 : 63;
+
+				ns = calloc(nmask + 1, sizeof(*ns));
+				if (!ns) {
+					free(slot);
+					return false;
+				}
+				for (k = 0; mask && k <= mask; k++) {
+					if (!slot[k])
+						continue;
+					for (at = hash_mix(slot[k]->id ^ seed) & nmask;
+					     ns[at]; at = (at + 1) & nmask)
+						;
+					ns[at] = slot[k];
+				}
+				free(slot);
+				slot = ns;
+				mask = nmask;
+			}
+			for (at = hash_mix(x->id ^ seed) & mask;
+			     slot[at] && slot[at]->id != x->id; at = (at + 1) & mask)
+				;
+			if (!slot[at])
+				n++;
+			if (!slot[at] || (!slot[at]->name[0] && x->name[0]))
+				slot[at] = x;
+		}
 	}
-	qsort(nodes, nn, sizeof(*nodes), node_cmp);
-	for (i = 0, k = 0; i < nn; i++)
-		if (k == 0 || nodes[k - 1].id != nodes[i].id)
-			nodes[k++] = nodes[i];
+	nodes = calloc(n ? n : 1, sizeof(*nodes));
+	if (!nodes) {
+		free(slot);
+		return false;
+	}
+	for (k = 0, i = 0; mask && k <= mask; k++)
+		if (slot[k])
+			nodes[i++] = *slot[k];
+	free(slot);
+	qsort(nodes, n, sizeof(*nodes), node_cmp);
 	s->nodes = nodes;
-	s->nnodes = k;
+	s->nnodes = n;
 	return true;
 }
 
@@ -385,14 +491,34 @@ static int use_by_procs(const void *a, const void *b)
  */
 static void limit_units(struct blamer_snapshot *s)
 {
+	uint32_t seen[RD_MAX_SNAP_UNITS];
 	struct unit_use *use;
-	size_t i, j, k, n = 0, nuse;
+	size_t i, j, k, n = 0, nuse, nseen = 0;
 
+	/* the common case first: few distinct units, nothing to leave out */
+	for (i = 0; i < s->nprocs && nseen <= RD_MAX_SNAP_UNITS; i++) {
+		for (j = 0; j < s->procs[i].npaths && nseen <= RD_MAX_SNAP_UNITS; j++) {
+			const struct blamer_snap_path *sp = &s->procs[i].paths[j];
+
+			for (k = 0; k < sp->nvalues && nseen <= RD_MAX_SNAP_UNITS; k++) {
+				size_t m;
+
+				for (m = 0; m < nseen && seen[m] != sp->units[k]; m++)
+					;
+				if (m < nseen)
+					continue;
+				if (nseen == RD_MAX_SNAP_UNITS)
+					nseen++;	/* one more than the view holds */
+				else
+					seen[nseen++] = sp->units[k];
+			}
+		}
+	}
+	if (nseen <= RD_MAX_SNAP_UNITS)
+		return;
 	for (i = 0; i < s->nprocs; i++)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
-	if (n <= RD_MAX_SNAP_UNITS)
-		return;
 	use = calloc(n, sizeof(*use));
 	if (!use)
 		return;
@@ -454,7 +580,12 @@ static void limit_units(struct blamer_snapshot *s)
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
-	if (s->nprocs > 1)
+	size_t i;
+
+	/* the backends read in that order already, mostly: sort only if not */
+	for (i = 1; i < s->nprocs && proc_cmp(&s->procs[i - 1], &s->procs[i]) <= 0; i++)
+		;
+	if (i < s->nprocs)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
 	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the

@@ -6,6 +6,7 @@
  * once; shards have no decoder of their own).
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -141,4 +142,88 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 		sp->units[sp->nvalues] = r.units[i];
 		sp->values[sp->nvalues++] = sum[i];
 	}
+}
+
+/* A unit name as the format allows it: 1..31 of [a-z0-9_], no leading
+ * digit, NUL-padded (so it can be a part of a Prometheus metric name). */
+static bool unit_name_ok(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < BLAMER_NAME_MAX && n[i]; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || n[i] == '_' ||
+		      (i && n[i] >= '0' && n[i] <= '9')))
+			return false;
+	return i > 0 && i < BLAMER_NAME_MAX;
+}
+
+/*
+ * A DAG_UNIT: the name of one application unit, added to the snapshot's
+ * unit_defs. A heap names at most the RD_MAX_HEAP_UNITS units its paths
+ * may use, each once (the first record of a unit wins; racing threads
+ * may write two equal ones), so names cost no more than the units they
+ * name.
+ */
+void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
+{
+	struct blamer_snapshot *s = c->h->s;
+	struct blamer_snap_unit_def *d;
+	struct blamer_dag_unit r;
+	struct blamer_block b;
+	uint32_t i;
+	size_t n;
+
+	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_UNIT, &b) ||
+	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+		return;
+	if (r.unit < BLAMER_UNIT_APP_BASE || r.base > BLAMER_BASE_BYTES ||
+	    !unit_name_ok(r.name)) {
+		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "unit record at %#llx: bad unit, base or name",
+			   (unsigned long long)ref);
+		return;
+	}
+	for (i = 0; i < c->nnamed; i++)
+		if (c->named[i] == r.unit)
+			return;
+	if (c->nnamed >= RD_MAX_HEAP_UNITS) {
+		rd_problem(c->p, BLAMER_HEALTH_TRUNCATED,
+			   "more than %u unit names: unit %u left unnamed", RD_MAX_HEAP_UNITS,
+			   r.unit);
+		return;
+	}
+	/* capacity 8, then doubled at each power of two */
+	n = s->nunit_defs;
+	if (!n || (n >= 8 && !(n & (n - 1)))) {
+		d = realloc(s->unit_defs, (n ? 2 * n : 8) * sizeof(*d));
+		if (!d) {
+			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+			return;
+		}
+		s->unit_defs = d;
+	}
+	c->named[c->nnamed++] = r.unit;
+	d = &s->unit_defs[s->nunit_defs++];
+	d->unit = r.unit;
+	d->base = r.base;
+	memcpy(d->name, r.name, BLAMER_NAME_MAX);
+	d->name[BLAMER_NAME_MAX] = '\0';
+}
+
+static int def_cmp(const struct blamer_snap_unit_def *x, const struct blamer_snap_unit_def *y)
+{
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->base > y->base) - (x->base < y->base);
+}
+
+const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
+							uint32_t unit)
+{
+	const struct blamer_snap_unit_def *best = NULL;
+	size_t i;
+
+	for (i = 0; i < s->nunit_defs; i++)
+		if (s->unit_defs[i].unit == unit && (!best || def_cmp(&s->unit_defs[i], best) < 0))
+			best = &s->unit_defs[i];
+	return best;
 }

@@ -61,8 +61,15 @@ static void walk_fields(struct rd_ctx *c, const uint8_t *a, const uint8_t *b, ui
 
 		memcpy(&fa, a + pos, sizeof(fa));
 		memcpy(&fb, b + pos, sizeof(fb));
-		if (fa.type == BLAMER_FIELD_END)
-			break;
+		/* A field being made (type END) has its size from its claim:
+		 * step over it; without one, the fields end here. */
+		if (fa.type == BLAMER_FIELD_END) {
+			if (fa.record_size < sizeof(fa) || fa.record_size % 8 ||
+			    (uint64_t)pos + fa.record_size > used)
+				break;
+			pos += fa.record_size;
+			continue;
+		}
 		namepad = (((uint32_t)fa.name_size + 7u) & ~7u);
 		if (fa.name_size == 0 || fa.record_size < sizeof(fa) + namepad ||
 		    (uint64_t)pos + fa.record_size > used) {

@@ -2,10 +2,19 @@
 /*
  * Device backend: BLAMER_IOC_LIST gives the kernel's facts about every
  * slab we may read; slabs created through one open file (file_serial)
- * form a heap. Each is opened read-only (BLAMER_IOC_OPEN), mapped for the
- * duration of the snapshot and its descriptor closed at once. The kernel
- * keeps mapped pages alive whatever the owner does, so reading a mapping
- * never faults; the contents are still untrusted (parse.c).
+ * form a heap. Each is opened read-only (BLAMER_IOC_OPEN), mapped and its
+ * descriptor closed at once. The kernel keeps mapped pages alive whatever
+ * the owner does, so reading a mapping never faults; the contents are
+ * still untrusted (parse.c).
+ *
+ * Cost: only the pages below a slab's freeptr are read (slabs.c), and a
+ * mapping's pages come in one fault each as they are read, so a snapshot
+ * touches the used pages and no others. The mappings are kept from one
+ * snapshot to the next (a long-lived reader: top, export --interval), by
+ * slab id and creation time: a slab listed again is read through the same
+ * mapping, with its pages already faulted in, and no ioctl, mmap or
+ * munmap; a slab no longer listed is unmapped at the end of the snapshot
+ * that misses it, and every mapping when the reader closes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +31,14 @@
 #include "internal.h"
 
 #define RD_MAX_LIST	(1u << 20)
+/*
+ * Mappings kept between snapshots, at most: well below vm.max_map_count
+ * (65530 by default), which the application's own mappings share, and a
+ * small part of a 32-bit address space. Slabs past either are mapped
+ * for their heap's read only, as before.
+ */
+#define RD_CACHE_MAPS	16384u
+#define RD_CACHE_BYTES	(sizeof(void *) > 4 ? 64ull << 30 : 256ull << 20)
 #define SYS_MODULE_PARAMS	"/sys/module/blamer/parameters"
 
 static int info_cmp(const void *a, const void *b)
@@ -33,24 +50,33 @@ static int info_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* LIST until the buffer is big enough (slabs may appear between calls). */
+/*
+ * LIST until the buffer is big enough (slabs may appear between calls).
+ * The buffer is the reader's, kept for the next snapshot at the size the
+ * last one needed: a long-lived reader lists once per snapshot, where
+ * starting small would walk the kernel's table twice (once to learn the
+ * total).
+ */
 static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		      uint32_t *count, char *err, size_t errlen)
 {
-	struct blamer_slab_info *v = NULL;
-	uint32_t cap = 64;
+	struct blamer_slab_info *v = r->list;
+	uint32_t cap = r->list_cap ? r->list_cap : 64;
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
 		struct blamer_list l;
-		struct blamer_slab_info *nv = realloc(v, cap * sizeof(*v));
 
-		if (!nv) {
-			free(v);
-			rd_err(err, errlen, "out of memory");
-			return -ENOMEM;
+		if (cap > r->list_cap) {
+			struct blamer_slab_info *nv = realloc(v, cap * sizeof(*v));
+
+			if (!nv) {
+				rd_err(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			r->list = v = nv;
+			r->list_cap = cap;
 		}
-		v = nv;
 		memset(&l, 0, sizeof(l));
 		l.info_size = sizeof(*v);
 		l.slabs = (uint64_t)(uintptr_t)v;
@@ -58,7 +84,6 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		if (ioctl(r->devfd, BLAMER_IOC_LIST, &l)) {
 			int e = errno;
 
-			free(v);
 			rd_err(err, errlen, "%s: listing slabs failed: %s", r->source, strerror(e));
 			return -e;
 		}
@@ -70,11 +95,97 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 		}
 		if (l.total > RD_MAX_LIST)
 			break;
-		cap = l.total + 16;
+		cap = l.total + l.total / 16 + 16;	/* room for a few more */
 	}
-	free(v);
 	rd_err(err, errlen, "%s: too many slabs to list", r->source);
 	return -E2BIG;
+}
+
+/* The cached mapping of slab @in, moved to the snapshot's new cache. */
+static void *cached_map(struct blamer_reader *r, const struct blamer_slab_info *in)
+{
+	size_t lo = 0, hi = r->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct rd_devmap *m = &r->maps[mid];
+
+		if (m->id == in->id) {
+			void *p = m->addr;
+
+			/* an id names one slab while it exists: the time and
+			 * size say it is still that one */
+			if (!p || m->create_time_ns != in->create_time_ns || m->len != in->size)
+				return NULL;
+			m->addr = NULL;	/* carried over, not unmapped */
+			return p;
+		}
+		if (m->id < in->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Keeps the mapping for the next snapshot; false: no room (unmap it). */
+static bool cache_map(struct blamer_reader *r, const struct blamer_slab_info *in, void *addr)
+{
+	if (r->nnext >= RD_CACHE_MAPS || in->size > RD_CACHE_BYTES - r->next_bytes)
+		return false;
+	if (r->nnext == r->nextcap) {
+		size_t cap = r->nextcap ? r->nextcap * 2 : 64;
+		struct rd_devmap *nv = realloc(r->next, cap * sizeof(*nv));
+
+		if (!nv)
+			return false;
+		r->next = nv;
+		r->nextcap = cap;
+	}
+	r->next_bytes += in->size;
+	r->next[r->nnext++] = (struct rd_devmap){ .id = in->id, .create_time_ns = in->create_time_ns,
+						  .len = in->size, .addr = addr };
+	return true;
+}
+
+static int devmap_cmp(const void *a, const void *b)
+{
+	const struct rd_devmap *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The end of a snapshot: mappings of slabs it did not list go, the rest
+ * are the cache (by id) for the next one. */
+static void cache_swap(struct blamer_reader *r)
+{
+	struct rd_devmap *t = r->maps;
+	size_t i, cap = r->mapcap;
+
+	for (i = 0; i < r->nmaps; i++)
+		if (r->maps[i].addr)
+			munmap(r->maps[i].addr, r->maps[i].len);
+	if (r->nnext > 1)
+		qsort(r->next, r->nnext, sizeof(*r->next), devmap_cmp);
+	r->maps = r->next;
+	r->nmaps = r->nnext;
+	r->mapcap = r->nextcap;
+	r->next = t;
+	r->nextcap = cap;
+	r->nnext = 0;
+	r->next_bytes = 0;
+}
+
+void rd_dev_close(struct blamer_reader *r)
+{
+	free(r->list);
+	r->list = NULL;
+	r->list_cap = 0;
+	cache_swap(r);	/* nothing listed since: every mapping goes */
+	free(r->maps);
+	free(r->next);
+	r->maps = r->next = NULL;
+	r->nmaps = r->mapcap = r->nnext = r->nextcap = 0;
 }
 
 static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
@@ -87,15 +198,16 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 	memset(ordered, 0, sizeof(ordered));
 	for (i = 0; i < n; i++) {
 		struct blamer_open o = { .id = in[i].id };
-		void *m = MAP_FAILED;
-		int e;
+		void *m = cached_map(r, &in[i]);
+		int e = 0;
 
-		if (!ioctl(r->devfd, BLAMER_IOC_OPEN, &o)) {
+		if (!m && !ioctl(r->devfd, BLAMER_IOC_OPEN, &o)) {
 			m = mmap(NULL, in[i].size, PROT_READ, MAP_SHARED, o.fd, 0);
 			e = errno;
 			close(o.fd);
-		} else {
+		} else if (!m) {
 			e = errno;
+			m = MAP_FAILED;
 		}
 		if (m == MAP_FAILED) {
 			/* ENOENT: released since the listing, or not ours to read. */
@@ -112,7 +224,8 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 		raw[nraw].map_len = in[i].size;
 		raw[nraw].fd = -1;
 		raw[nraw].id = in[i].id;
-		raw[nraw].unmap = true;
+		/* kept for the next snapshot, or unmapped when this heap is done */
+		raw[nraw].unmap = !cache_map(r, &in[i], m);
 		nraw++;
 	}
 	h.slabs = ordered;
@@ -150,7 +263,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		for (j = i + 1; j < n && v[j].file_serial == f->file_serial; j++)
 			;
 		if (!p) {
-			free(v);
+			cache_swap(r);
 			rd_err(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
@@ -188,7 +301,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 				   j - i, BLAMER_MAX_SLABS);
 		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
 	}
-	free(v);
+	cache_swap(r);
 	return 0;
 }
 

@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,10 @@ static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
 {
 	struct bl_proc_stat st;
 
+	/* No such pid (most dead heaps): one signal-0 probe says so for
+	 * less than a path lookup in /proc. EPERM means it exists. */
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+		return false;
 	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
 		return false;	/* gone, or a zombie: it has exited, its heap is dead */
 	*start = (uint64_t)st.start_ns;
@@ -281,6 +286,76 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
 	return want > got ? want : got;
 }
 
+/*
+ * A long-lived reader reads a slab file first as far as the last
+ * snapshot read it: a dead heap's bytes exactly (they do not change), a
+ * live one's and a page to grow into. A first snapshot, and a file not
+ * read last time, start with RD_FIRST_READ. Either way the header is
+ * checked before anything more is read, and what is read past the
+ * freeptr is not kept: the hint only spares a second pread() or copying
+ * bytes no record is in.
+ */
+static uint64_t hint_of(const struct blamer_reader *r, const struct dfile *f)
+{
+	size_t lo = 0, hi = r->nhint;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct rd_hint *h = &r->hints[mid];
+		struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
+		int c = dfile_cmp(&k, f);
+
+		if (!c)
+			return h->bytes;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+static void hint_note(struct blamer_reader *r, const struct dfile *f, uint64_t bytes)
+{
+	if (r->nnhint == r->nhintcap) {
+		size_t cap = r->nhintcap ? r->nhintcap * 2 : 64;
+		struct rd_hint *nh;
+
+		if (cap > RD_MAX_DIR_FILES)
+			return;
+		nh = realloc(r->nhints, cap * sizeof(*nh));
+		if (!nh)
+			return;	/* no hint next time: RD_FIRST_READ */
+		r->nhints = nh;
+		r->nhintcap = cap;
+	}
+	r->nhints[r->nnhint++] = (struct rd_hint){ .pid = f->pid, .idx = f->idx,
+						   .start = f->start, .bytes = bytes };
+}
+
+/* The end of a snapshot: its reads are the hints of the next. */
+static void hint_swap(struct blamer_reader *r)
+{
+	struct rd_hint *t = r->hints;
+	size_t cap = r->hintcap;
+
+	/* files are read in dfile_cmp() order: the notes come sorted */
+	r->hints = r->nhints;
+	r->nhint = r->nnhint;
+	r->hintcap = r->nhintcap;
+	r->nhints = t;
+	r->nhintcap = cap;
+	r->nnhint = 0;
+}
+
+void rd_dir_close(struct blamer_reader *r)
+{
+	free(r->hints);
+	free(r->nhints);
+	r->hints = r->nhints = NULL;
+	r->nhint = r->hintcap = r->nnhint = r->nhintcap = 0;
+}
+
 /* Why the slab file @name did not open with @err: the trust rule it
  * breaks if it breaks one, else the error. */
 static const char *open_why(struct dir *d, const char *name, int err)
@@ -340,6 +415,12 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	p->size += (uint64_t)st.st_size;
 	s->real_size = (uint64_t)st.st_size;
 	first = headers_only ? RD_FIRST_READ_HEADERS : RD_FIRST_READ;
+	if (!headers_only) {
+		uint64_t hint = hint_of(r, f);
+
+		if (hint >= sizeof(struct blamer_slab_header))
+			first = p->state == BLAMER_PROC_LIVE ? (hint + 8191) & ~4095ull : hint;
+	}
 	if (first > (uint64_t)st.st_size)
 		first = (uint64_t)st.st_size;
 	if (!buf_room(r, *off, first)) {
@@ -360,9 +441,23 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 	if (got > want)
 		got = want;
+	if (!headers_only) {
+		struct blamer_slab_header sh;
+		uint64_t used = got;
+
+		/* what the writer allocated of what was read, for next time
+		 * (a claim: at worst the next first read is a bad guess) */
+		if (got >= sizeof(sh)) {
+			memcpy(&sh, r->buf + *off, sizeof(sh));
+			if (sh.freeptr < used)
+				used = sh.freeptr;
+		}
+		hint_note(r, f, used);
+	}
 	/* buf is set once every slab of the heap is in (the buffer may move) */
 	s->buf = (uint8_t *)(uintptr_t)*off;
 	s->size = got;	/* the only size we trust */
+	s->copied = true;
 	*off += (got + 7) & ~(size_t)7;
 	if (headers_only || p->state != BLAMER_PROC_LIVE)
 		close(fd);	/* no writer: nothing will change */
@@ -484,31 +579,6 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 }
 
-/* A dead heap not read: its files are checked (not opened), and counted. */
-static void name_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      uint32_t n)
-{
-	char name[BL_SLAB_NAME_MAX];
-	const char *why;
-	struct stat st;
-	uint32_t i;
-
-	p->nslabs = 0;
-	for (i = 0; i < n; i++) {
-		dfile_name(name, &f[i]);
-		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;	/* gone since readdir */
-		why = bl_slab_file_why(&st, d->owner);
-		if (why) {
-			rd_skip(d->s, name, "%s", why);
-			continue;
-		}
-		p->size += (uint64_t)st.st_size;
-		p->slab_ids[p->nslabs++] = f[i].idx;
-	}
-	p->health = BLAMER_HEALTH_SUMMARY;	/* dead: names only */
-}
-
 /*
  * A dead heap's comm: the basename of its argv[0], as the heap claims
  * it (the cmdline holds argv joined by spaces), cut to 15 characters.
@@ -572,12 +642,11 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
 			memcpy(p->comm, comm, sizeof(p->comm));
 		}
-		if (r->opts.flags & BLAMER_READ_HEADERS_ONLY)
-			read_heap(&d, p, &files[i], nf, true);
-		else if (live || (r->opts.flags & BLAMER_READ_DEAD_FULL))
-			read_heap(&d, p, &files[i], nf, false);
-		else
-			name_heap(&d, p, &files[i], nf);
+		/* A dead heap not read in full gets what list gets (its headers
+		 * and process record: name, how it ended, sizes), so it looks
+		 * the same in every view; its records stay unchecked. */
+		read_heap(&d, p, &files[i], nf, (r->opts.flags & BLAMER_READ_HEADERS_ONLY) ||
+			  !(live || (r->opts.flags & BLAMER_READ_DEAD_FULL)));
 		if (!p->nslabs) {
 			rd_drop_last_process(s);	/* every file of it was skipped */
 			continue;
@@ -586,6 +655,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			comm_from_cmdline(p);
 	}
 out:
+	hint_swap(r);
 	free(files);
 	close(d.fd);
 	return ret;

@@ -59,6 +59,8 @@ struct rd_slab {
 	uint32_t index;		/* slab_index claimed by its header */
 	bool unmap;		/* buf is an mmap() of map_len bytes */
 	bool owned;		/* buf was malloc()ed */
+	bool copied;		/* buf is the reader's own copy (dir): nothing
+				 * but a second read changes what it holds */
 };
 
 /* One heap being read: its slabs ordered by index, and bookkeeping. */
@@ -96,6 +98,7 @@ void rd_scratch_free(struct rd_scratch *sc);
 /* What a snapshot holds is what the format can hold, plus a NUL. */
 _Static_assert(sizeof(((struct blamer_snap_thread *)0)->name) == BLAMER_NAME_MAX + 1, "name");
 _Static_assert(sizeof(((struct blamer_snap_node *)0)->name) == BLAMER_NAME_MAX + 1, "name");
+_Static_assert(sizeof(((struct blamer_snap_unit_def *)0)->name) == BLAMER_NAME_MAX + 1, "name");
 _Static_assert(sizeof(((struct blamer_snap_module *)0)->path) == BLAMER_PATH_MAX + 1, "path");
 _Static_assert(sizeof(((struct blamer_snap_log *)0)->text) == BLAMER_LOG_MSG_MAX + 1, "text");
 _Static_assert(sizeof(((struct blamer_snap_process *)0)->cmdline) == BLAMER_CMDLINE_MAX + 1,
@@ -154,6 +157,9 @@ struct rd_stable {
 	size_t seq_off;		/* rd_settled_seq(): offset of the u32 version */
 	bool (*settled)(struct rd_stable *r);
 	void *arg;		/* for settled() */
+	bool one_source;	/* set by rd_read_stable(): both copies come from
+				 * one private buffer nothing writes (no need to
+				 * compare them) */
 };
 enum rd_read {
 	RD_READ_STABLE,		/* first holds one state of the record */
@@ -206,6 +212,8 @@ struct rd_ctx {
 	uint64_t shown_fields, shown_bytes;	/* user data shown so far */
 	uint32_t units[RD_MAX_HEAP_UNITS];	/* distinct units of the paths */
 	uint32_t nunits;
+	uint32_t named[RD_MAX_HEAP_UNITS];	/* units this heap named (DAG_UNIT) */
+	uint32_t nnamed;
 };
 
 /* record.c */
@@ -243,10 +251,24 @@ void rd_decode_module(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_log(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_node(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_edge(struct rd_ctx *c, blamer_ref ref);
+void rd_decode_unit(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
 
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
+
+/* Dir backend: how many bytes of a slab file the last snapshot read. */
+struct rd_hint {
+	int32_t pid;
+	uint32_t idx;
+	uint64_t start, bytes;
+};
+
+/* Device backend: a slab's mapping, kept from one snapshot to the next. */
+struct rd_devmap {
+	uint64_t id, create_time_ns, len;
+	void *addr;		/* NULL: taken by the current snapshot */
+};
 
 /* reader.c, dir.c, dev.c: fill s->procs; 0 or -errno + message. */
 struct blamer_reader {
@@ -261,15 +283,30 @@ struct blamer_reader {
 	size_t bufcap;
 	struct rd_pool *pool;	/* decoded data's memory, across snapshots */
 	struct rd_scratch scratch;	/* arrays of the heap being parsed */
+	/* device: LIST's buffer, kept at the size the last snapshot needed */
+	struct blamer_slab_info *list;
+	uint32_t list_cap;
+	/* device: the last snapshot's mappings by id, and the current one's */
+	struct rd_devmap *maps, *next;
+	size_t nmaps, mapcap, nnext, nextcap;
+	uint64_t next_bytes;	/* mapped by next */
+	/* dir: the last snapshot's reads by file (sorted as its files are),
+	 * and the current one's */
+	struct rd_hint *hints, *nhints;
+	size_t nhint, hintcap, nnhint, nhintcap;
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
+/* Frees what the dir backend keeps between snapshots. */
+void rd_dir_close(struct blamer_reader *r);
 int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
 int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
 int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 		   char *err, size_t errlen);
+/* Unmaps every slab the reader keeps mapped. */
+void rd_dev_close(struct blamer_reader *r);
 int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 		  char *err, size_t errlen);
 

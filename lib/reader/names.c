@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Names of the values a snapshot shows, for every view. */
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "blamer.h"
 
@@ -8,7 +10,7 @@ const char *blamer_health_name(enum blamer_health h)
 {
 	switch (h) {
 	case BLAMER_HEALTH_OK: return "ok";
-	case BLAMER_HEALTH_SUMMARY: return "summary";
+	case BLAMER_HEALTH_UNCHECKED: return "unchecked";
 	case BLAMER_HEALTH_EMPTY: return "empty";
 	case BLAMER_HEALTH_TORN: return "torn";
 	case BLAMER_HEALTH_CORRUPT: return "corrupt";
@@ -59,4 +61,34 @@ const char *blamer_activity_kind_name(uint32_t kind)
 	};
 
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}
+
+const struct blamer_snap_module *blamer_snap_module_at(const struct blamer_snap_process *p,
+							uint64_t addr)
+{
+	const struct blamer_snap_module *best = NULL;
+	size_t i;
+
+	/* the module holding addr, as the process reported its mappings;
+	 * the last one listed wins (a library mapped again later) */
+	for (i = 0; i < p->nmodules; i++) {
+		const struct blamer_snap_module *m = &p->modules[i];
+
+		if (m->loaded && addr >= m->base && addr - m->base < m->size)
+			best = m;
+	}
+	return best;
+}
+
+int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
+			    char *buf, size_t len)
+{
+	const struct blamer_snap_module *m = blamer_snap_module_at(p, addr);
+	const char *base;
+
+	if (!m)
+		return snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+	base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	return snprintf(buf, len, "%s+0x%llx", base, (unsigned long long)(addr - m->base));
 }

@@ -58,6 +58,7 @@ static const struct {
 	[BLAMER_REC_DAG_EDGE] = { rd_decode_edge, BLAMER_READ_NO_DAG },
 	[BLAMER_REC_DAG_PATH] = { rd_decode_path, BLAMER_READ_NO_DAG },
 	[BLAMER_REC_CHILD] = { rd_decode_child, BLAMER_READ_NO_CHILDREN },
+	[BLAMER_REC_DAG_UNIT] = { rd_decode_unit, BLAMER_READ_NO_DAG },
 };
 
 static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)
@@ -128,7 +129,7 @@ static void parse(struct rd_heap *h)
 		rd_decode_process(&c, hh.process);
 	if (h->headers_only) {
 		if (!p->problem[0])
-			p->health = BLAMER_HEALTH_SUMMARY;
+			p->health = BLAMER_HEALTH_UNCHECKED;
 		return;
 	}
 	walk_list(&c, &hh);
@@ -148,7 +149,10 @@ static void parse(struct rd_heap *h)
 	rd_seen_free(&c.listed);
 	rd_seen_free(&c.shards);
 	free(c.ud.v);
-	if (p->nlogs)
+	/* a ring that has not wrapped is in order already: sorted only if not */
+	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)
+		;
+	if (i < p->nlogs)
 		qsort(p->logs, p->nlogs, sizeof(*p->logs), log_cmp);
 	if (p->torn_records)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",

@@ -132,6 +132,8 @@ void blamer_reader_close(struct blamer_reader *r)
 {
 	if (!r)
 		return;
+	rd_dev_close(r);
+	rd_dir_close(r);
 	if (r->devfd >= 0)
 		close(r->devfd);
 	free(r->buf);

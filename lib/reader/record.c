@@ -156,9 +156,22 @@ void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 
 void rd_sanitize(char *dst, const char *src, size_t n)
 {
-	size_t i;
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t i = 0;
 
-	for (i = 0; i < n && src[i]; i++) {
+	/* Eight bytes at a time while all are printable ASCII: no byte
+	 * below 0x20 (NUL included) and none above 0x7e (the high bit of a
+	 * byte of each test says so, for bytes under 0x80 and, for the
+	 * second test, for any byte). */
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, src + i, sizeof(w));
+		if (((w - ones * 0x20) & ~w & highs) | (((w + ones * (0x7f - 0x7e)) | w) & highs))
+			break;
+		memcpy(dst + i, &w, sizeof(w));
+	}
+	for (; i < n && src[i]; i++) {
 		unsigned char c = (unsigned char)src[i];
 
 		dst[i] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;

@@ -212,7 +212,7 @@ static int severity(enum blamer_health h)
 {
 	switch (h) {
 	case BLAMER_HEALTH_OK: return 0;
-	case BLAMER_HEALTH_SUMMARY: return 1;
+	case BLAMER_HEALTH_UNCHECKED: return 1;
 	case BLAMER_HEALTH_EMPTY: return 2;
 	case BLAMER_HEALTH_TORN: return 3;
 	case BLAMER_HEALTH_TRUNCATED: return 4;
@@ -260,6 +260,7 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->tree);
 	free(s->nodes);
 	free(s->skipped);
+	free(s->unit_defs);
 	/* the blocks go to the pool for the next snapshot (any there
 	 * before are freed: one snapshot's worth is kept) */
 	if (rs->pool) {

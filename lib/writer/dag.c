@@ -3,11 +3,15 @@
  * The attribution DAG: nodes (id, type, name), parent links (one EDGE
  * record per link, so a node may have several parents), and paths from
  * the root as actually walked, each with up to 8 measurements (added in
- * dag_shard.c). Ids are the application's, the same in every process
- * (blamer_dag_id() hashes a stable name), so a reader can merge heaps.
- * Finding an existing record walks the list (setup cost, not hot path);
- * two threads making the same record at once may both make it, and
- * readers merge records with equal keys.
+ * dag_shard.c), and the names of application units. Ids are the
+ * application's, the same in every process (blamer_dag_id() hashes a
+ * stable name), so a reader can merge heaps.
+ * Finding an existing record walks the list (setup cost, not hot path).
+ * A record is made once per heap, without locks: it is written whole,
+ * then listed by bl_heap_append_unique(), whose walk from the head looks
+ * at every record appended before ours can go in; the loser of a race
+ * leaves its copy off the list and uses the winner. Readers still merge
+ * by id across processes (each heap has its own records).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,25 +31,46 @@ uint64_t blamer_dag_id(const char *name)
 	return h;
 }
 
-/* The first live record of @type for which @match returns true, or 0. */
-static blamer_ref find(struct bl_heap *h, uint32_t type, uint32_t size,
-		       bool (*match)(const void *rec, const void *key), const void *key)
+/* What makes two records of a type the same one. */
+struct dag_key {
+	uint32_t type, size;
+	bool (*match)(const void *rec, const void *key);
+	const void *key;
+};
+
+/* A live (published) record of the key's type that @match says is it. */
+static bool dag_same(struct bl_heap *h, blamer_ref ref, const void *k)
+{
+	const struct dag_key *d = k;
+	const struct blamer_block *r = bl_heap_get(h, ref, d->type, d->size);
+
+	/* Acquire: pairs with bl_owner_set(), so the record is complete. */
+	return r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
+	       d->match(r, d->key);
+}
+
+/* The first live record equal to @k, or 0. */
+static blamer_ref find(struct bl_heap *h, const struct dag_key *k)
 {
 	struct bl_iter it = { 0 };
 	blamer_ref ref;
 	uint32_t t;
 
-	while ((ref = bl_heap_next(h, &it, &t))) {
-		const struct blamer_block *r;
-
-		if (t != type)
-			continue;
-		r = bl_heap_get(h, ref, type, size);
-		if (r && ld_acquire(A32(&((struct blamer_owner *)(r + 1))->data_id)) &&
-		    match(r, key))
+	while ((ref = bl_heap_next(h, &it, &t)))
+		if (t == k->type && dag_same(h, ref, k))
 			return ref;
-	}
 	return 0;
+}
+
+/* Lists the filled record @ref: it, or the equal record another thread
+ * listed first (ours then stays off the list); 0 if the heap is corrupt. */
+static blamer_ref list_once(struct bl_heap *h, blamer_ref ref, const struct dag_key *k)
+{
+	blamer_ref got = bl_heap_append_unique(h, ref, dag_same, k);
+
+	if (!got)
+		bl_error(EIO, "blamer: the heap is corrupt");
+	return got;
 }
 
 static bool node_match(const void *rec, const void *key)
@@ -55,6 +80,7 @@ static bool node_match(const void *rec, const void *key)
 
 int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const char *name)
 {
+	struct dag_key k = { BLAMER_REC_DAG_NODE, sizeof(struct blamer_dag_node), node_match, &id };
 	struct blamer_dag_node *n;
 	struct bl_heap *h;
 	int err;
@@ -63,9 +89,9 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	h = bl_heap_for(&b, &err);
 	if (!h)
 		return err;
-	if (find(h, BLAMER_REC_DAG_NODE, sizeof(*n), node_match, &id))
+	if (find(h, &k))
 		return 0;
-	ref = bl_record_new(b, BLAMER_REC_DAG_NODE, sizeof(*n), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_NODE, sizeof(*n));
 	if (!ref)
 		return -ENOSPC;
 	n = bl_ptr(h, ref);
@@ -74,7 +100,7 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	if (name)
 		strncpy(n->name, name, sizeof(n->name) - 1);
 	bl_owner_set(b, &n->owner);
-	return 0;
+	return list_once(h, ref, &k) ? 0 : -EIO;
 }
 
 static bool edge_match(const void *rec, const void *key)
@@ -88,6 +114,7 @@ static bool edge_match(const void *rec, const void *key)
 int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 {
 	uint64_t key[2] = { parent_id, child_id };
+	struct dag_key k = { BLAMER_REC_DAG_EDGE, sizeof(struct blamer_dag_edge), edge_match, key };
 	struct blamer_dag_edge *e;
 	struct bl_heap *h;
 	int err;
@@ -98,16 +125,79 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 		return err;
 	if (parent_id == child_id)
 		return bl_error(EINVAL, "blamer: a node cannot be its own parent");
-	if (find(h, BLAMER_REC_DAG_EDGE, sizeof(*e), edge_match, key))
+	if (find(h, &k))
 		return 0;
-	ref = bl_record_new(b, BLAMER_REC_DAG_EDGE, sizeof(*e), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_EDGE, sizeof(*e));
 	if (!ref)
 		return -ENOSPC;
 	e = bl_ptr(h, ref);
 	e->parent_id = parent_id;
 	e->child_id = child_id;
 	bl_owner_set(b, &e->owner);
-	return 0;
+	return list_once(h, ref, &k) ? 0 : -EIO;
+}
+
+static bool unit_match(const void *rec, const void *key)
+{
+	return ((const struct blamer_dag_unit *)rec)->unit == *(const uint32_t *)key;
+}
+
+/* What the format allows of a unit name (readers check it again). */
+static bool unit_name_ok(const char *n)
+{
+	size_t i;
+
+	for (i = 0; n[i]; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || n[i] == '_' ||
+		      (i && n[i] >= '0' && n[i] <= '9')))
+			return false;
+	return i > 0 && i < BLAMER_NAME_MAX;
+}
+
+/* The unit record @ref names @unit as asked: 0, else -EEXIST. */
+static int unit_same_name(struct bl_heap *h, blamer_ref ref, uint32_t unit, const char *name,
+			  uint32_t base)
+{
+	const struct blamer_dag_unit *u = bl_ptr(h, ref);
+
+	if (u->base == base && !strncmp(u->name, name, sizeof(u->name)))
+		return 0;
+	return bl_error(EEXIST, "blamer: unit %u is already named %.*s", unit,
+			(int)sizeof(u->name), u->name);
+}
+
+int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base)
+{
+	struct dag_key k = { BLAMER_REC_DAG_UNIT, sizeof(struct blamer_dag_unit), unit_match, &unit };
+	struct blamer_dag_unit *u;
+	struct bl_heap *h;
+	int err;
+	blamer_ref ref, got;
+
+	h = bl_heap_for(&b, &err);
+	if (!h)
+		return err;
+	if (unit < BLAMER_UNIT_APP_BASE || base > BLAMER_BASE_BYTES || !name ||
+	    !unit_name_ok(name))
+		return bl_error(EINVAL, "blamer: a unit >= %u, a base BLAMER_BASE_*, and a name of "
+				"1..%u of [a-z0-9_] not starting with a digit",
+				BLAMER_UNIT_APP_BASE, BLAMER_NAME_MAX - 1);
+	ref = find(h, &k);
+	if (ref)
+		return unit_same_name(h, ref, unit, name, base);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_UNIT, sizeof(*u));
+	if (!ref)
+		return -ENOSPC;
+	u = bl_ptr(h, ref);
+	u->unit = unit;
+	u->base = base;
+	strncpy(u->name, name, sizeof(u->name) - 1);
+	bl_owner_set(b, &u->owner);
+	got = list_once(h, ref, &k);
+	if (!got)
+		return -EIO;
+	/* another thread named it first: as we asked, or not */
+	return got == ref ? 0 : unit_same_name(h, got, unit, name, base);
 }
 
 struct path_key {
@@ -182,6 +272,7 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 				    const uint32_t *units, unsigned nunits)
 {
 	struct path_key key = { ids, units, depth, nunits };
+	struct dag_key k = { BLAMER_REC_DAG_PATH, sizeof(struct blamer_dag_path), path_match, &key };
 	struct blamer_dag_path *p;
 	struct bl_heap *h;
 	blamer_ref ref;
@@ -198,10 +289,10 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	h = bl_ready(b);
 	if (!h)
 		return NULL;
-	ref = find(h, BLAMER_REC_DAG_PATH, sizeof(*p), path_match, &key);
+	ref = find(h, &k);
 	if (ref)
 		return path_handle(b, ref);
-	ref = bl_record_new(b, BLAMER_REC_DAG_PATH, sizeof(*p), false);
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
 	if (!ref)
 		return NULL;
 	p = bl_ptr(h, ref);
@@ -210,5 +301,6 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	if (nunits)
 		memcpy(p->units, units, nunits * sizeof(uint32_t));
 	bl_owner_set(b, &p->owner);
-	return path_handle(b, ref);
+	ref = list_once(h, ref, &k);
+	return ref ? path_handle(b, ref) : NULL;
 }

@@ -436,6 +436,66 @@ bool bl_heap_make_iterable(struct bl_heap *h, blamer_ref ref)
 	return false;
 }
 
+/*
+ * Appends @ref unless the list holds a record @same() says is its equal;
+ * returns the one that is on the list then (@ref, or the equal, and @ref
+ * stays off the list, invisible). One walk from the head does both: the
+ * append is a CAS on the next of the record the walk found last, so one
+ * that another thread appended meanwhile makes the CAS fail and is
+ * looked at before ours can go in. The caller writes the whole record
+ * before: it is complete when it is seen. 0 if the heap is corrupt, or
+ * if @ref was listed (or is being listed) already.
+ */
+blamer_ref bl_heap_append_unique(struct bl_heap *h, blamer_ref ref,
+				 bool (*same)(struct bl_heap *h, blamer_ref r, const void *key),
+				 const void *key)
+{
+	struct blamer_block *b = block_at(h, ref, false), *t;
+	blamer_ref cur = BLAMER_LIST_HEAD_REF, next, zero = 0;
+	uint64_t rounds;
+
+	if (!b || is_corrupt(h))
+		return 0;
+	/* As in bl_heap_make_iterable(): ours is being appended. */
+	if (!atomic_compare_exchange_strong_explicit(A64(&b->next), &zero, BLAMER_LIST_HEAD_REF,
+						     memory_order_relaxed, memory_order_relaxed))
+		return 0;
+	for (rounds = 0; rounds < (uint64_t)h->max_slabs * (h->slab_size / BLOCK_SIZE) + 2;
+	     rounds++) {
+		t = block_at(h, cur, true);
+		if (!t)
+			break;
+		/* Acquire: pairs with the appender's release CAS. */
+		next = ld_acquire(A64(&t->next));
+		if (next == BLAMER_LIST_HEAD_REF) {
+			/* Acq_rel as in bl_heap_make_iterable(); on failure
+			 * next is what was appended: look at it. */
+			if (atomic_compare_exchange_strong_explicit(A64(&t->next), &next, ref,
+								    memory_order_acq_rel,
+								    memory_order_acquire)) {
+				/* The tail hint lags or is ours to move; appenders
+				 * that start from a lagging one walk on from it. */
+				atomic_compare_exchange_strong_explicit(A64(&h->hh->list_tail),
+									&cur, ref,
+									memory_order_release,
+									memory_order_relaxed);
+				return ref;
+			}
+		}
+		if (next == 0 || next == BLAMER_LIST_HEAD_REF || !block_at(h, next, false))
+			break;	/* a listed record mid-append, or a bad link */
+		if (same(h, next, key)) {
+			/* Ours never goes in: undo the claim, so nothing says
+			 * it is on its way to the list. */
+			st_relaxed(A64(&b->next), 0);
+			return next;
+		}
+		cur = next;
+	}
+	bl_heap_set_corrupt(h);
+	return 0;
+}
+
 bool bl_heap_change_type(struct bl_heap *h, blamer_ref ref, uint32_t to, uint32_t from,
 			 bool clear)
 {

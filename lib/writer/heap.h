@@ -56,6 +56,12 @@ blamer_ref bl_heap_alloc(struct bl_heap *h, uint32_t size, uint32_t type, int *e
 void *bl_heap_get(struct bl_heap *h, blamer_ref ref, uint32_t type, uint32_t size);
 /* Appends @ref to the iterable list (idempotent). False if corrupt. */
 bool bl_heap_make_iterable(struct bl_heap *h, blamer_ref ref);
+/* Appends @ref unless @same() finds its equal on the list: the record on
+ * the list (@ref or that one); 0 if corrupt or @ref was listed before.
+ * @ref must be complete: others may use it as soon as it is listed. */
+blamer_ref bl_heap_append_unique(struct bl_heap *h, blamer_ref ref,
+				 bool (*same)(struct bl_heap *h, blamer_ref r, const void *key),
+				 const void *key);
 /* CAS of the type from @from to @to; with @clear the payload is zeroed
  * while the type is BLAMER_REC_TRANSITIONING. True if this caller won. */
 bool bl_heap_change_type(struct bl_heap *h, blamer_ref ref, uint32_t to, uint32_t from,

@@ -27,13 +27,29 @@ void bl_owner_set(struct blamer *b, struct blamer_owner *o)
 	st_release(A32(&o->data_id), b->data_id);
 }
 
+blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size)
+{
+	struct bl_heap *h = &b->heap;
+	blamer_ref ref;
+	int err = 0;
+
+	if (ld_relaxed(A32(&h->corrupt))) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	size = (size + 7) & ~7u;
+	ref = bl_heap_alloc(h, size, type, &err);
+	if (!ref)
+		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+	return ref;
+}
+
 blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse)
 {
 	struct bl_heap *h = &b->heap;
 	struct bl_iter it = { 0 };
 	blamer_ref ref;
 	uint32_t t;
-	int err = 0;
 
 	if (ld_relaxed(A32(&h->corrupt))) {
 		bl_error(EIO, "blamer: the heap is corrupt");
@@ -48,11 +64,9 @@ blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool re
 			    bl_heap_change_type(h, ref, type, t, true))
 				return ref;
 	}
-	ref = bl_heap_alloc(h, size, type, &err);
-	if (!ref) {
-		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+	ref = bl_record_alloc(b, type, size);
+	if (!ref)
 		return 0;
-	}
 	if (!bl_heap_make_iterable(h, ref)) {
 		bl_error(EIO, "blamer: the heap is corrupt");
 		return 0;

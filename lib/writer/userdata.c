@@ -4,15 +4,19 @@
  * in place without locks (format: heap_format.h, struct blamer_field).
  *
  * Invariants:
- *  - Space for a field is claimed by a CAS on the record's used; the
- *    field's type is stored last (release), so a field of type END is one
- *    being made and a walker stops there.
+ *  - A field is claimed by a CAS of its 8-byte header from 0 (the space
+ *    past the last field is zero: fresh, or cleared when a retired record
+ *    is taken over) to a claim word: type END, its record_size, its name's
+ *    hash. used is moved past it after, by its maker or any walker. The
+ *    header is stored again, whole, with release when the name and value
+ *    are written: that publishes the field. A field of type END is being
+ *    made; walkers step over it by its record_size.
+ *  - Each name is made once (find_or_add() says how): lookups and the
+ *    allocation are one walk, so readers need not merge duplicates.
  *  - Scalars are single atomic stores (no torn values, nothing to retry);
  *    strings and bytes go under the field's seq (odd while writing). Two
  *    threads setting the same string at once: the one that does not win
  *    the seq CAS drops its value (writers never wait).
- *  - A name is looked up by walking the fields; concurrent first sets of
- *    one name may make two fields, readers show the last one.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,6 +26,7 @@
 #include "context.h"
 
 #define FIELD_HDR	8u
+_Static_assert(sizeof(struct blamer_field) == FIELD_HDR, "a field header is one word");
 #define ACTIVITY_DATA_BYTES	1024u
 
 static uint32_t pad8(uint32_t n)
@@ -95,77 +100,220 @@ static struct blamer_userdata *scope_record(struct blamer *b, unsigned scope)
 	return bl_heap_get(h, ref, BLAMER_REC_USERDATA, sizeof(struct blamer_userdata));
 }
 
+/*
+ * The header is read with atomic loads even where it no longer changes:
+ * a walker that loses the race to claim it CASes it too (a failed CAS,
+ * which a race detector counts as a write).
+ */
+static uint32_t hdr_name_size(struct blamer_field *f)
+{
+	return ld_relaxed(A8(&f->name_size));
+}
+
 static uint8_t *value_area(struct blamer_field *f)
 {
-	return (uint8_t *)f + FIELD_HDR + pad8(f->name_size);
+	return (uint8_t *)f + FIELD_HDR + pad8(hdr_name_size(f));
 }
 
 static uint32_t value_capacity(struct blamer_field *f)
 {
-	return f->record_size - FIELD_HDR - pad8(f->name_size);
+	return ld_relaxed(A16(&f->record_size)) - FIELD_HDR - pad8(hdr_name_size(f));
 }
 
+/* The claim word: a field's 8-byte header while it is being made. Its
+ * type is END, record_size is its size (so walkers can step over it) and
+ * value_size and seq hold the name's hash (they mean nothing until the
+ * field is published), so a walker knows at once that a field being made
+ * is not of its name. */
+static uint64_t claim_word(uint8_t nlen, uint16_t rs, uint32_t hash)
+{
+	struct blamer_field h = {
+		.type = BLAMER_FIELD_END, .name_size = nlen, .value_size = (uint16_t)hash,
+		.record_size = rs, .seq = (uint16_t)(hash >> 16),
+	};
+	uint64_t w;
+
+	memcpy(&w, &h, sizeof(w));
+	return w;
+}
+
+/* FNV-1a 32 of the name. */
+static uint32_t name_hash(const char *name, size_t nlen)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < nlen; i++)
+		h = (h ^ (uint8_t)name[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * The name of field @f, still being made, against ours (same length):
+ * 1 the same, 0 another, -1 not all written yet. Its bytes were zero
+ * before the claim and each is stored once, so a non-zero byte is final.
+ */
+static int pending_name(struct blamer_field *f, const char *name, size_t nlen)
+{
+	const uint8_t *p = (const uint8_t *)(f + 1);
+	int whole = 1;
+	size_t i;
+
+	for (i = 0; i < nlen; i++) {
+		uint8_t c = ld_relaxed(A8(p + i));
+
+		if (!c)
+			whole = -1;
+		else if (c != (uint8_t)name[i])
+			return 0;
+	}
+	return whole;
+}
+
+/* Moves used from @off to @end if no one has: the claimer of the field at
+ * @off may not have yet (or died before it could). Release: a walker that
+ * loads used (acquire) past the field sees its claim word. */
+static void advance_used(struct blamer_userdata *u, uint32_t off, uint32_t end)
+{
+	uint32_t cur = off;
+
+	atomic_compare_exchange_strong_explicit(A32(&u->used), &cur, end, memory_order_release,
+						memory_order_relaxed);
+}
+
+enum found { FOUND_PUBLISHED, FOUND_MADE, FOUND_OTHERS };
+
+/*
+ * The field @name of @u: the published one, the one we just claimed
+ * (FOUND_MADE: type END, name written; the caller writes the value and
+ * publishes it), or one another thread is making under the same name
+ * (FOUND_OTHERS: not ours to write).
+ *
+ * Each name is made once, without locks and without waiting. A field is
+ * claimed by a CAS of its header from 0 to its claim word, at the first
+ * offset whose header is 0, and the walk that reaches that offset has
+ * looked at every field before it: published ones by name, ones being
+ * made by the hash in their claim word (and by name bytes when the hashes
+ * agree). So no field before ours has our name, and every later walker
+ * sees ours. The one case this cannot decide without waiting, a field of
+ * our name's length and hash whose maker has not finished writing the
+ * name, fails with EAGAIN: this set overlaps that creation and is ordered
+ * before it, its value dropped (as for two string writers at once).
+ * Walkers step over fields being made (their claim word has their size),
+ * so a maker that stalls, or a thread interrupted by a signal handler
+ * that sets data, hides or duplicates nothing. used follows the claims:
+ * whoever sees a claimed header at used moves it on (advance_used()).
+ */
 static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
-					const char *name, uint32_t cap)
+					const char *name, uint32_t cap, enum found *how)
 {
 	size_t nlen = name ? strlen(name) : 0;
-	uint32_t off = 0, used, rs;
-	struct blamer_field *f;
+	uint32_t off = 0, used, rs, hash, i, cap_bytes = u->capacity;
+	struct blamer_field *f, h;
+	uint64_t w;
 
 	if (!nlen || nlen > 255) {
 		bl_error(EINVAL, "blamer: a field name has 1 to 255 bytes");
 		return NULL;
-	}
-	/* Acquire: pairs with the release CAS that claimed space, so the
-	 * headers of fields below used are (being) written by their maker. */
-	used = ld_acquire(A32(&u->used));
-	if (used > u->capacity)
-		return NULL;
-	while (off + FIELD_HDR <= used) {
-		f = (void *)(u->fields + off);
-		/* Acquire: pairs with the type's release: header and name are
-		 * complete if the type is not END. */
-		if (ld_acquire(A8(&f->type)) == BLAMER_FIELD_END)
-			break;
-		rs = f->record_size;
-		if (rs < FIELD_HDR || rs % 8 || off + rs > used)
-			break;
-		if (f->name_size == nlen && !memcmp(f + 1, name, nlen)) {
-			if (f->type != type) {
-				bl_error(EINVAL, "blamer: field %s has another type", name);
-				return NULL;
-			}
-			return f;
-		}
-		off += rs;
 	}
 	rs = FIELD_HDR + pad8((uint32_t)nlen) + pad8(cap ? cap : 8);
 	if (rs > 0xffff) {
 		bl_error(EINVAL, "blamer: field %s too large", name);
 		return NULL;
 	}
-	do {
-		if (used + rs > u->capacity) {
-			bl_error(ENOSPC, "blamer: no room for field %s", name);
+	hash = name_hash(name, nlen);
+	/* Acquire: pairs with the release that moved used, so the claim
+	 * words of the fields below it are visible. */
+	used = ld_acquire(A32(&u->used));
+	if (used > cap_bytes) {
+		bl_error(EIO, "blamer: user data used %u > capacity %u", used, cap_bytes);
+		return NULL;
+	}
+	/* cap_bytes: the capacity does not change, and a local copy is not
+	 * reloaded after every acquire below. */
+	for (; off + FIELD_HDR <= cap_bytes; off += h.record_size) {
+		f = (void *)(u->fields + off);
+		/* Acquire: pairs with the claim CAS and with the publishing
+		 * store: a published header comes with its name and value. */
+		w = ld_acquire(A64(f));
+		if (__builtin_expect(!w, 0)) {
+			if (off < used) {
+				/* used moves past a field only after its claim */
+				bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
+				return NULL;
+			}
+			if (off + rs > cap_bytes)
+				break;
+			/* Acquire on failure: the winner's word is re-read. */
+			if (!atomic_compare_exchange_strong_explicit(A64(f), &w,
+								     claim_word((uint8_t)nlen, (uint16_t)rs, hash),
+								     memory_order_acquire,
+								     memory_order_acquire)) {
+				h.record_size = 0;	/* this offset again */
+				continue;
+			}
+			advance_used(u, off, off + rs);
+			/* Byte stores: walkers read the bytes while we write them. */
+			for (i = 0; i < nlen; i++)
+				st_relaxed(A8((uint8_t *)(f + 1) + i), (uint8_t)name[i]);
+			*how = FOUND_MADE;
+			return f;
+		}
+		memcpy(&h, &w, sizeof(h));
+		/* What stepping over it needs (a multiple of 8, not 0, inside);
+		 * its name only if we read it. */
+		if (!h.record_size || h.record_size % 8 || off + h.record_size > cap_bytes) {
+			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
 			return NULL;
 		}
-	/* Release: not needed for the claim itself (the field publishes
-	 * through its type), but cheap and keeps used monotonic for readers. */
-	} while (!atomic_compare_exchange_weak_explicit(A32(&u->used), &used, used + rs,
-							memory_order_release,
-							memory_order_acquire));
-	f = (void *)(u->fields + used);
-	f->name_size = (uint8_t)nlen;
-	f->record_size = (uint16_t)rs;
-	memcpy(f + 1, name, nlen);
-	return f;	/* type still END: the caller writes the value, then publishes */
+		if (__builtin_expect(off + h.record_size > used, 0)) {
+			advance_used(u, off, off + h.record_size);
+			used = off + h.record_size;
+		}
+		if (h.name_size != nlen)
+			continue;
+		if (h.record_size < FIELD_HDR + pad8(h.name_size)) {
+			bl_error(EIO, "blamer: user data field at +%u is corrupt", off);
+			return NULL;
+		}
+		if (h.type != BLAMER_FIELD_END) {
+			if (!memcmp(f + 1, name, nlen)) {
+				if (h.type != type) {
+					bl_error(EINVAL, "blamer: field %s has another type", name);
+					return NULL;
+				}
+				*how = FOUND_PUBLISHED;
+				return f;
+			}
+		} else if ((h.value_size | (uint32_t)h.seq << 16) == hash) {
+			switch (pending_name(f, name, nlen)) {
+			case 1:
+				*how = FOUND_OTHERS;
+				return f;
+			case -1:
+				bl_error(EAGAIN, "blamer: field %s is being made by another thread",
+					 name);
+				return NULL;
+			}
+		}
+	}
+	bl_error(ENOSPC, "blamer: no room for field %s", name);
+	return NULL;
 }
 
+/* One store of the whole header: the field is published with its real
+ * value_size and seq (the claim word held the name's hash there).
+ * Release: readers that see the type see name and value. */
 static void publish(struct blamer_field *f, uint8_t type, uint16_t value_size)
 {
-	st_relaxed(A16(&f->value_size), value_size);
-	/* Release: readers that see the type see name and value. */
-	st_release(A8(&f->type), type);
+	struct blamer_field h = {
+		.type = type, .name_size = (uint8_t)hdr_name_size(f), .value_size = value_size,
+		.record_size = ld_relaxed(A16(&f->record_size)), .seq = 0,
+	};
+	uint64_t w;
+
+	memcpy(&w, &h, sizeof(w));
+	st_release(A64(f), w);
 }
 
 static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const char *name,
@@ -173,7 +321,7 @@ static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const c
 {
 	struct blamer_userdata *u;
 	struct blamer_field *f;
-	bool fresh;
+	enum found how;
 
 	b = bl_ctx(b);
 	if (!b)
@@ -181,17 +329,18 @@ static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const c
 	u = scope_record(b, scope);
 	if (!u)
 		return NULL;
-	f = find_or_add(u, type, name, 8);
-	if (!f)
-		return NULL;
-	fresh = ld_relaxed(A8(&f->type)) == BLAMER_FIELD_END;
-	/* Relaxed: one atomic store is the whole update; for a new field the
-	 * release of its type publishes it. */
+	f = find_or_add(u, type, name, 8, &how);
+	/* Another thread's field being made: our set is ordered before its
+	 * first value, which overwrites ours anyway. */
+	if (!f || how == FOUND_OTHERS)
+		return (struct blamer_value *)f;
+	/* Relaxed: one atomic store is the whole update; a new field is
+	 * published by the release of its header. */
 	if (size == 1)
 		st_relaxed(A8(value_area(f)), (uint8_t)bits);
 	else
 		st_relaxed(A64(value_area(f)), bits);
-	if (fresh)
+	if (how == FOUND_MADE)
 		publish(f, type, size);
 	return (struct blamer_value *)f;
 }
@@ -257,6 +406,7 @@ static struct blamer_value *set_bytes(struct blamer *b, unsigned scope, const ch
 {
 	struct blamer_userdata *u;
 	struct blamer_field *f;
+	enum found how;
 
 	b = bl_ctx(b);
 	if (!b)
@@ -268,11 +418,11 @@ static struct blamer_value *set_bytes(struct blamer *b, unsigned scope, const ch
 		bl_error(EINVAL, "blamer: value of %s too large", name);
 		return NULL;
 	}
-	f = find_or_add(u, type, name, (uint32_t)cap);
-	if (!f)
-		return NULL;
-	if (ld_relaxed(A8(&f->type)) == BLAMER_FIELD_END) {
-		/* New field: nobody else can see it yet, no seq needed. */
+	f = find_or_add(u, type, name, (uint32_t)cap, &how);
+	if (!f || how == FOUND_OTHERS)
+		return (struct blamer_value *)f;	/* as in set_scalar() */
+	if (how == FOUND_MADE) {
+		/* New field: no one reads its value yet, no seq needed. */
 		len = len > value_capacity(f) ? value_capacity(f) : len;
 		memcpy(value_area(f), v, len);
 		publish(f, type, (uint16_t)len);

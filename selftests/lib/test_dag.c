@@ -153,6 +153,47 @@ TEST_F(ctx, path_add_totals_through_the_reader)
 	t_close(self, b);
 }
 
+/* Unit names: checked, made once, read back by the reader. */
+TEST_F(ctx, dag_unit_names)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	const struct blamer_snap_unit_def *d;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	uint32_t i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	ASSERT_EQ(0, blamer_dag_unit(b, 1007, "requests", BLAMER_BASE_NONE));
+	ASSERT_EQ(0, blamer_dag_unit(b, 1007, "requests", BLAMER_BASE_NONE));	/* found */
+	ASSERT_EQ(-EEXIST, blamer_dag_unit(b, 1007, "requests", BLAMER_BASE_BYTES));
+	ASSERT_EQ(-EEXIST, blamer_dag_unit(b, 1007, "other", BLAMER_BASE_NONE));
+	ASSERT_EQ(0, blamer_dag_unit(b, 1008, "handling_ns_2", BLAMER_BASE_SECONDS));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, BLAMER_UNIT_BYTES, "bytes", BLAMER_BASE_BYTES));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "Requests", BLAMER_BASE_NONE));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "9lives", BLAMER_BASE_NONE));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "a/b", BLAMER_BASE_NONE));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "", BLAMER_BASE_NONE));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, NULL, BLAMER_BASE_NONE));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "x", 3));
+	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "a_name_of_thirty_two_characters_", 0));
+	ASSERT_EQ(0, blamer_dag_unit(b, 1009, "a_name_of_thirty_one_characters", 0));
+	for (i = 0; i < b->heap.nslabs; i++) {
+		m[i].data = b->heap.slabs[i].base;
+		m[i].size = b->heap.slabs[i].size;
+	}
+	ASSERT_EQ(0, blamer_snapshot_from_memory(m, b->heap.nslabs, &s));
+	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
+	EXPECT_EQ(3, s->nunit_defs);	/* each once */
+	d = blamer_snap_unit_def(s, 1008);
+	ASSERT_NE(NULL, d);
+	EXPECT_STREQ("handling_ns_2", d->name);
+	EXPECT_EQ(BLAMER_BASE_SECONDS, d->base);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
 /* More paths than cache slots: slots are lost and the shards found again. */
 
 TEST_F(ctx, path_add_beyond_the_cache_is_exact)

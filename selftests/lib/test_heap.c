@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libblamer writer tests, the heap's limits: full heaps, small slabs, a
- * corrupt heap is never written again, a list that loops.
+ * corrupt heap is never written again, a list that loops; appending a
+ * record only if its equal is not listed.
  * Each test runs in a fixture (common.h): a private directory and a
  * context the teardown closes, so a failed assert leaks neither.
  */
@@ -14,6 +15,79 @@
 static void *push_in_thread(void *b)
 {
 	return (void *)(intptr_t)blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0);
+}
+
+/* A test record whose key is its first payload word. */
+static uint64_t *key_of(struct bl_heap *h, blamer_ref r)
+{
+	struct blamer_block *rec = bl_heap_get(h, r, T_REC_TEST, sizeof(*rec) + 8);
+
+	return rec ? (uint64_t *)(rec + 1) : NULL;
+}
+
+static bool same_key(struct bl_heap *h, blamer_ref r, const void *key)
+{
+	const uint64_t *k = key_of(h, r);
+
+	return k && *k == *(const uint64_t *)key;
+}
+
+static blamer_ref keyed(struct bl_heap *h, uint64_t key)
+{
+	int err = 0;
+	blamer_ref r = bl_heap_alloc(h, 32, T_REC_TEST, &err);
+
+	if (r)
+		*key_of(h, r) = key;
+	return r;
+}
+
+/* Listed records of type T_REC_TEST with @key. */
+static int listed(struct bl_heap *h, uint64_t key, blamer_ref *last)
+{
+	struct bl_iter it = { 0 };
+	blamer_ref r;
+	uint32_t t;
+	int n = 0;
+
+	while ((r = bl_heap_next(h, &it, &t)))
+		if (t == T_REC_TEST && same_key(h, r, &key)) {
+			n++;
+			*last = r;
+		}
+	return n;
+}
+
+TEST_F(ctx, append_unique_keeps_the_first)
+{
+	uint64_t k7 = 7, k8 = 8;
+	struct blamer_config c;
+	blamer_ref r1, r2, r3, got = 0;
+	struct blamer *b;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	r1 = keyed(&b->heap, 7);
+	r2 = keyed(&b->heap, 7);
+	r3 = keyed(&b->heap, 8);
+	ASSERT_NE(0, r1);
+	ASSERT_NE(0, r2);
+	ASSERT_NE(0, r3);
+	ASSERT_EQ(r1, bl_heap_append_unique(&b->heap, r1, same_key, &k7));
+	/* an equal one is listed: the first is returned, the second stays off */
+	ASSERT_EQ(r1, bl_heap_append_unique(&b->heap, r2, same_key, &k7));
+	ASSERT_EQ(1, listed(&b->heap, 7, &got));
+	ASSERT_EQ(r1, got);
+	ASSERT_EQ(r3, bl_heap_append_unique(&b->heap, r3, same_key, &k8));
+	ASSERT_EQ(1, listed(&b->heap, 8, &got));
+	ASSERT_EQ(r3, got);
+	/* a record is listed once: appending it again changes nothing */
+	ASSERT_EQ(0, bl_heap_append_unique(&b->heap, r3, same_key, &k8));
+	ASSERT_EQ(1, listed(&b->heap, 8, &got));
+	ASSERT_FALSE(bl_heap_flags(&b->heap) & BLAMER_HEAP_F_CORRUPT);
+	/* and records appended after still go in */
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_GLOBAL, "after", 1));
+	t_close(self, b);
 }
 
 TEST_F(ctx, full_heap)

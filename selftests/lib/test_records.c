@@ -346,6 +346,44 @@ TEST_F(ctx, user_data_all_types)
 	t_close(self, b);
 }
 
+/* A crafted or damaged record: sets fail with a message, write nothing. */
+TEST_F(ctx, user_data_refuses_a_bad_header)
+{
+	struct blamer_config c;
+	struct blamer_userdata *u;
+	struct blamer_field *f;
+	struct blamer *b;
+	uint32_t used;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	u = bl_ptr(&b->heap, b->process_data);
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "a", 1));
+	used = u->used;
+	/* used past a header nobody claimed */
+	u->used = used + 24;
+	ASSERT_EQ(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "b", 2));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "corrupt")) TH_LOG("%s", blamer_errmsg());
+	/* a field running past the capacity */
+	u->used = used;
+	f = (void *)(u->fields + used);
+	f->name_size = 1;
+	f->record_size = 0xfff8;
+	ASSERT_EQ(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "b", 2));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "corrupt")) TH_LOG("%s", blamer_errmsg());
+	/* used past the capacity */
+	f->record_size = 0;
+	f->name_size = 0;
+	u->used = u->capacity + 8;
+	ASSERT_EQ(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "b", 2));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "capacity")) TH_LOG("%s", blamer_errmsg());
+	/* repaired: sets work again, the first field kept its value */
+	u->used = used;
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "b", 2));
+	ASSERT_EQ(1, *(int64_t *)fval(field(u, "a")));
+	t_close(self, b);
+}
+
 TEST_F(ctx, activity_data_reused)
 {
 	struct blamer_config c;

@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..74"
+echo "1..86"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -84,10 +84,10 @@ run 0 blame --dead && golden blame-dead.txt
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
 run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
 	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
-run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  app$' "$OUT")" -eq 1 ] &&
+run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  claimed  app$' "$OUT")" -eq 1 ] &&
 	grep -q '^ *17.0ms *138KiB *1  browser$' "$OUT" && ! grep -q 3999001 "$OUT" &&
 	ok "blame PID: the tree and the share of that process only" || nok "blame PID"
-run 0 blame --dead && [ "$(sed -n '/PID  COMM$/,$p' "$OUT" | grep -c ' app$\| mkheap$')" -eq 3 ] &&
+run 0 blame --dead && [ "$(sed -n '/PID  IDENTITY COMM$/,$p' "$OUT" | grep -c ' claimed  app$\| claimed  mkheap$')" -eq 3 ] &&
 	ok "blame shows each process's share" || nok "blame shares"
 err_has 1 "no heap for pid 12345678" blame 12345678
 err_has 2 "no measurements in unit" blame --unit furlongs
@@ -97,7 +97,35 @@ run 0 dump "$livepid" && grep -q 'thread.*"main": depth 3' "$OUT" && grep -q 'ur
 run 0 dump 3999003 && grep -q 'health corrupt: record list loops' "$OUT" && ok "dump names a corrupt heap" || nok "dump corrupt"
 run 0 dump && [ "$(grep -c '^pid ' "$OUT")" -eq 4 ] && ok "dump shows all 4 heaps" || nok "dump all"
 run 0 postmortem && golden postmortem.txt
-run 0 postmortem 3999002 && grep -q '^pid 3999002 (app): gone, cause unknown' "$OUT" &&
+# list reads headers only: a heap whose record list loops is not "ok"
+# there, it is unchecked (dump, which reads the records, says corrupt)
+run 0 list && grep -q '^3999003 app .* unchecked  claimed$' "$OUT" && ! grep -q ' ok ' "$OUT" &&
+	ok "list says unchecked, never ok, for records it did not read (a looping list)" ||
+	nok "list health of a looping heap"
+# a dead heap looks the same in every view: its name, how it ended, its health
+run 0 top --once && grep -q '^3999001 app  *dead  *claimed ' "$OUT" &&
+	run 0 list && grep -q '^3999001 app  *dead .* unchecked  claimed$' "$OUT" &&
+	run 0 blame && ! grep -q '?' "$OUT" &&
+	ok "a dead heap not read in full: the same comm and state in top and list" || nok "dead heaps in top vs list"
+# Claims look like claims: a dir heap named after pid 1 with pid 1's
+# start time is read as pid 1, live (that process runs), but every view
+# says the identity is the heap's word, not the kernel's.
+mkdir -m 700 "$D.pid1"
+ticks=$(sed 's/.*) //' /proc/1/stat | awk '{ print $20 }')
+"$MK" "$D.pid1" dead 1 $((ticks * (1000000000 / $(getconf CLK_TCK)))) 1
+bad=
+BLAMER_DIR=$D.pid1 run 0 list && grep -q '^      1 .* live .* claimed$' "$OUT" || bad="$bad list"
+BLAMER_DIR=$D.pid1 run 0 dump 1 && head -1 "$OUT" | grep -q '^pid 1 (.*) uid [0-9]* \[claimed\]: running$' ||
+	bad="$bad dump"
+BLAMER_DIR=$D.pid1 run 0 top --once && grep -q '^      1 .* live  *claimed ' "$OUT" || bad="$bad top"
+BLAMER_DIR=$D.pid1 run 0 blame && grep -q '^ .*       1  claimed  ' "$OUT" || bad="$bad blame"
+BLAMER_DIR=$D.pid1 run 0 status && grep -q '^identity: claimed' "$OUT" || bad="$bad status"
+BLAMER_DIR=$D.pid1 run 0 list --json && grep -q '"pid":1,.*"kernel_facts":false,.*"claimed":\["pid","uid","comm","start_time_ns","state"' "$OUT" ||
+	bad="$bad json"
+[ -z "$bad" ] && ok "a dir heap claiming pid 1 is shown as a claim in list, dump, top, blame, status and JSON" ||
+	nok "pid 1 claims:$bad"
+rm -rf "$D.pid1"
+run 0 postmortem 3999002 && grep -q '^pid 3999002 (app) \[claimed\]: gone, cause unknown' "$OUT" &&
 	grep -q 'cache warm' "$OUT" && ! grep -q 3999001 "$OUT" && ok "postmortem PID" || nok "postmortem PID"
 err_has 1 "still running" postmortem "$livepid"
 err_has 1 "no heap for pid 12345678" dump 12345678
@@ -108,10 +136,23 @@ run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 
 	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
-run 0 export --prometheus && grep -q '^blamer_attribution_cpu_seconds_total{path="/browser/tab/frame"} 0.015000000$' "$OUT" &&
-	ok "export --prometheus" || nok "export --prometheus"
+# per process (pid, start time, heap key), dead heaps included
+run 0 export --prometheus &&
+	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",identity=\"claimed\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
+	grep -q '^blamer_attribution_cpu_seconds_total{pid="3999001",.*path="/browser/tab/frame"} 0.005000000$' "$OUT" &&
+	ok "export --prometheus: a counter per process, dead ones included" || nok "export --prometheus"
 run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT" ] &&
-	! ls "$D.prom".tmp.* >/dev/null 2>&1 && ok "export --output writes atomically" || nok "export --output"
+	[ "$(stat -c %a "$D.prom")" = 644 ] &&
+	! ls "$(dirname "$D")/.$(basename "$D").prom."* >/dev/null 2>&1 &&
+	ok "export --output writes atomically, mode 0644, no temporary file left" || nok "export --output"
+err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:0
+err_has 2 "port must be 1-65535" export --prometheus --listen :65536
+err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:+80
+err_has 2 "port must be 1-65535" export --prometheus --listen "127.0.0.1: 80"
+err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
+err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
+err_has 2 "give --output FILE too" export --prometheus --interval 1
+err_has 2 "give --interval S" export --prometheus --listen 127.0.0.1:9 --output "$D.prom"
 err_has 2 "needs a format" export
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list
@@ -124,7 +165,7 @@ err_has 1 "still running" release "$livepid"
 # A PID no process can have (above the kernel's PID_MAX_LIMIT, 4194304):
 # a small number like 777 can be the live fixture's own PID once PIDs wrap.
 err_has 1 "no dead process or slab 4194399" release 4194399
-run 0 release 3999001 && grep -q 'released pid 3999001 (app): 2 slabs' "$OUT" && ! ls "$D"/3999001-* >/dev/null 2>&1 &&
+run 0 release 3999001 && grep -q 'released pid 3999001 (app) \[claimed\]: 2 slabs' "$OUT" && ! ls "$D"/3999001-* >/dev/null 2>&1 &&
 	ok "release PID unlinks its files" || nok "release PID"
 run 0 release --all && [ "$(grep -c released "$OUT")" -eq 2 ] && ls "$D"/"$livepid"-* >/dev/null 2>&1 &&
 	ok "release --all frees dead heaps only" || nok "release --all"
@@ -194,13 +235,13 @@ BLAMER_DIR=$D.end run 0 list && grep -q "^ *$p3 mkheap  *exit:3 " "$OUT" &&
 	grep -q "^ *$p0 mkheap  *exit:0 " "$OUT" && grep -q "^ *$pa mkheap  *dead " "$OUT" &&
 	ok "list: exit(3), exit(0) and abort() on the dir backend look different" || nok "list of ended writers"
 BLAMER_DIR=$D.end run 0 postmortem "$p3" &&
-	grep -q "^pid $p3 (mkheap): exited with code 3 (as its heap says" "$OUT" &&
+	grep -q "^pid $p3 (mkheap) \[claimed\]: exited with code 3 (as its heap says" "$OUT" &&
 	grep -q '^  ended at [0-9-]* [0-9:]* ([0-9.]*s ago)$' "$OUT" &&
 	grep -q '#0 task "last-task" pushed [0-9.]*s ago' "$OUT" &&
 	ok "postmortem of exit(3): the code, when, and its last activity's age" || nok "postmortem exit(3)"
 BLAMER_DIR=$D.end run 0 postmortem "$p0" && grep -q "exited with code 0 (as its heap says" "$OUT" &&
 	ok "postmortem of a return from main without blamer_close(): a clean exit" || nok "postmortem exit(0)"
-BLAMER_DIR=$D.end run 0 postmortem "$pa" && grep -q "^pid $pa (mkheap): gone, cause unknown" "$OUT" &&
+BLAMER_DIR=$D.end run 0 postmortem "$pa" && grep -q "^pid $pa (mkheap) \[claimed\]: gone, cause unknown" "$OUT" &&
 	grep -q '^  last sign of life at .* ago): it ended then or later$' "$OUT" &&
 	ok "postmortem of abort(): cause unknown, and its last sign of life" || nok "postmortem abort"
 BLAMER_DIR=$D.end run 0 dump "$p3" && grep -q '^  ended at ' "$OUT" && ok "dump says when it ended" || nok "dump ended"
@@ -227,6 +268,49 @@ BLAMER_DIR=$D.evil run 0 list && [ "$clean" = 1 ] &&
 	ok "a name full of escape sequences reaches no view raw (list, top, dump, blame, postmortem)" ||
 	nok "escape sequences in names"
 [ -n "$evilpid" ] && kill "$evilpid" 2>/dev/null
+# OSC 52 (a clipboard write), a carriage return and byte 0xff in a
+# process name, in a directory name, in a file name of the directory and
+# in the environment: no view, no message writes a byte outside
+# printable ASCII (and newlines) to the terminal; every JSON document is
+# valid UTF-8.
+osc=$'\e]52;c;aGk=\a\r\xff'
+E="$D.osc$osc"
+mkdir -m 700 "$E" "$D.oscbin"
+ln -s "$MK" "$D.oscbin/o$osc"
+"$D.oscbin/o$osc" "$E" live 1 >"$D.oscpid" &
+(ulimit -c 0; "$D.oscbin/o$osc" "$E" end 0 >/dev/null)
+for _ in $(seq 100); do [ -s "$D.oscpid" ] && break; sleep 0.05; done
+: >"$E/$osc.0.slab"		# skipped, and the skip reported
+dirty=
+for args in list "list --json" "top --once" "top --once --json" dump "dump --json" "blame --dead" \
+	"blame --json" postmortem "postmortem --json" status "status --json" "export --prometheus" \
+	"dump 4194399" "release 4194399"; do
+	# shellcheck disable=SC2086
+	BLAMER_DIR=$E "$B" $args >"$OUT" 2>"$OUT.err"
+	if [ -n "$(LC_ALL=C tr -d '\n\040-\176' <"$OUT.err")" ]; then dirty="$dirty [$args: stderr]"; fi
+	case $args in
+	*--json*) /usr/bin/python3 -c 'import json, sys
+for l in open(sys.argv[1], "rb"): json.loads(l.decode("utf-8"))' "$OUT" 2>/dev/null ||
+			dirty="$dirty [$args: not UTF-8 JSON]" ;;
+	export*) ;;	# the Prometheus exporter has its own sanitizer
+	*) [ -z "$(LC_ALL=C tr -d '\n\040-\176' <"$OUT")" ] || dirty="$dirty [$args: stdout]" ;;
+	esac
+done
+for env in "BLAMER_DIR=$E/missing" "BLAMER_BACKEND=$osc"; do
+	env "$env" "$B" list >"$OUT" 2>"$OUT.err"
+	[ -s "$OUT.err" ] && [ -z "$(LC_ALL=C tr -d '\n\040-\176' <"$OUT.err")" ] || dirty="$dirty [$env]"
+done
+"$B" dump "$osc" >"$OUT" 2>"$OUT.err"
+[ -z "$(LC_ALL=C tr -d '\n\040-\176' <"$OUT.err")" ] || dirty="$dirty [an argument]"
+# a newline in a name quoted by a message cannot forge a second line
+BLAMER_DIR=$'/nonexistent\nblamer: forged' "$B" list >"$OUT" 2>"$OUT.err"
+[ "$(wc -l <"$OUT.err")" -eq 1 ] && ! grep -q '^blamer: forged' "$OUT.err" || dirty="$dirty [a newline]"
+BLAMER_DIR=$E run 0 list
+[ -z "$dirty" ] && [ "$(grep -c '^ *[0-9]* o?]52;c;aGk=???' "$OUT")" -eq 2 ] &&
+	ok "OSC 52, CR and 0xff in names, paths, the environment: only printable ASCII reaches the terminal, JSON is UTF-8" ||
+	{ echo "#$dirty"; nok "OSC 52 / CR / 0xff"; }
+kill "$(cat "$D.oscpid")" 2>/dev/null
+rm -rf "$E" "$D.oscbin" "$D.oscpid"
 # A dead heap that claims a time of death in the future (its files' times
 # are its writer's to set): not believed, never "? ago".
 mkdir -m 700 "$D.future"
@@ -252,7 +336,7 @@ if [ "$(id -u)" = 0 ] && [ -d "$D.real" ]; then
 	# of another uid is planted, skipped and said so
 	"$MK" "$D.real" dead 3999004 5 1 && chown -R 65534 "$D.real" &&
 	"$MK" "$D.real" dead 3999005 5 1 &&
-	BLAMER_DIR=$D.real run 0 list && grep -q '^ *3999004 .* ok$' "$OUT" &&
+	BLAMER_DIR=$D.real run 0 list && grep -q '^ *3999004 .* unchecked  claimed$' "$OUT" &&
 	! grep -q '^ *3999005 ' "$OUT" &&
 	grep -q 'skipped .*/3999005-5.0.slab: owned by another user' "$OUT.err" &&
 	BLAMER_DIR=$D.real run 0 dump && ! grep -q 'pid 3999005' "$OUT" &&

@@ -306,6 +306,17 @@ static inline void fx_edge(struct fx_heap *h, uint64_t parent, uint64_t child)
 	e->child_id = child;
 }
 
+/* A DAG_UNIT record: the name of application unit @unit. */
+static inline void fx_unit(struct fx_heap *h, uint32_t unit, uint32_t base, const char *name)
+{
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_UNIT, sizeof(struct blamer_dag_unit), 1);
+	struct blamer_dag_unit *u = fx_at(h, ref);
+
+	u->unit = unit;
+	u->base = base;
+	snprintf(u->name, sizeof(u->name), "%s", name);
+}
+
 static inline blamer_ref fx_path(struct fx_heap *h, const uint64_t *nodes, uint32_t depth,
 				 uint64_t cpu_ns, uint64_t bytes)
 {

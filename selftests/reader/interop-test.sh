@@ -31,13 +31,14 @@ for i in $(seq 100); do
 	"$B" dump --json >"$D.j" 2>"$D.e" || { bad=$((bad + 1)); continue; }
 	r=$($PY -c '
 import json, sys, time
-now = time.monotonic_ns()
 d = json.load(open(sys.argv[1]))
 h = [p["health"] for p in d["processes"]]
-when = [a["time_ns"] - t["start_time_ns"] for p in d["processes"] for t in p.get("threads", [])
-        for a in t["activities"]]
+# 64-bit values are decimal strings (schema 3); the document says its own now
+now = int(d["time_monotonic_ns"])
+when = [int(a["time_ns"]) - int(t["start_time_ns"]) for p in d["processes"]
+        for t in p.get("threads", []) for a in t["activities"]]
 wrong = sum(1 for p in d["processes"] for t in p.get("threads", []) for a in t["activities"]
-            if not t["start_time_ns"] - 1000000 <= a["time_ns"] <= now)
+            if not int(t["start_time_ns"]) - 1000000 <= int(a["time_ns"]) <= now)
 print(len(h), h.count("corrupt") + h.count("unreadable") + h.count("empty"), h.count("torn"),
       len(when), wrong)' "$D.j")
 	set -- $r
@@ -57,7 +58,7 @@ done
 kill -9 "$parent"
 kill -9 "$w0"
 sleep 0.3
-"$B" postmortem "$w0" >"$D.p" && grep -q "^pid $w0 (.*): gone, cause unknown" "$D.p" &&
+"$B" postmortem "$w0" >"$D.p" && grep -q "^pid $w0 (.*) \[claimed\]: gone, cause unknown" "$D.p" &&
 	grep -q 'task "\(request\|parse\|render\)"\|idle-wait' "$D.p" &&
 	ok "postmortem of a SIGKILLed writer: its last activities" || { nok "postmortem"; sed 's/^/#   /' "$D.p" | head -20; }
 kill -9 "$w1" "$w2" 2>/dev/null
@@ -74,7 +75,7 @@ rm -f "$D.ready"
 app=$!
 for _ in $(seq 200); do [ -s "$D.ready" ] && break; sleep 0.05; done
 read -r parent w0 w1 <"$D.ready"
-"$B" postmortem "$w1" >"$D.p" 2>&1 && grep -q "^pid $w1 (.*): gone, cause unknown" "$D.p" &&
+"$B" postmortem "$w1" >"$D.p" 2>&1 && grep -q "^pid $w1 (.*) \[claimed\]: gone, cause unknown" "$D.p" &&
 	grep -q 'task "render"' "$D.p" && grep -q 'bad pointer' "$D.p" &&
 	ok "postmortem of a crashed worker its supervisor reaped: last activity and log" ||
 	{ nok "postmortem of a reaped crash"; sed 's/^/#   /' "$D.p" | head -20; }

@@ -1,17 +1,22 @@
 #!/bin/bash
 # prometheus: `blamer export --prometheus` parsed by python3-prometheus-client's
-# text parser (the format node_exporter's textfile collector reads).
-#   prom-test.sh BLAMER MKHEAP
+# text parser (the format node_exporter's textfile collector reads), and
+# the exposition of a hostile snapshot (prom-snap: 0xff and escape
+# sequences in comm, '/' and '%' in names, names two nodes share, a node
+# named 0x600 beside unnamed 0x600, a path recorded twice, two heaps of
+# one key): valid UTF-8, no control characters, every series once.
+#   prom-test.sh BLAMER MKHEAP PROM_SNAP
 set -u
-B=$1 MK=$2
+B=$1 MK=$2 SNAP=$3
 PY=/usr/bin/python3
 D=$(mktemp -d /tmp/blamer-prom.XXXXXX)
-trap 'rm -rf "$D" "$D.prom"' EXIT
+SRV=
+trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
 echo "TAP version 13"
-echo "1..2"
+echo "1..8"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "ok 1 # SKIP python3-prometheus-client not installed (scripts/deps.sh installs it)"
-	echo "ok 2 # SKIP python3-prometheus-client not installed"
+	for i in 2 3 4 5 6 7 8; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
 	exit 0
 fi
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 || exit 1
@@ -22,9 +27,18 @@ from prometheus_client.parser import text_string_to_metric_families
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
 cpu = fams["blamer_attribution_cpu_seconds"]
 assert cpu.type == "counter", cpu.type
-v = {s.labels["path"]: s.value for s in cpu.samples if s.name.endswith("_total")}
-# scales 1 + 2; the corrupt heap's list loops before its DAG records
+v = {}
+for s in cpu.samples:
+    if s.name.endswith("_total"):
+        # per process: pid, start time, heap key and identity every counter's key
+        assert {"pid", "start_time_ns", "heap", "identity", "path"} <= set(s.labels), s
+        assert s.labels["identity"] == "claimed", s  # dir backend: the heap's word
+        v[s.labels["path"]] = v.get(s.labels["path"], 0) + s.value
+# scales 1 + 2, summed as `sum without(pid, ...)` would; the corrupt
+# heap's list loops before its DAG records
 assert abs(v["/browser/tab/frame"] - 0.015) < 1e-9, v
+info = {s.labels["pid"]: s.labels for s in fams["blamer_process_info"].samples}
+assert info["3999001"]["identity"] == "claimed", info  # dir backend: the heap's word
 assert fams["blamer_heaps"].type == "gauge"
 dead = [s for s in fams["blamer_heaps"].samples if s.labels["state"] == "dead"][0]
 assert dead.value == 3, dead
@@ -47,3 +61,136 @@ for line in text.splitlines():
 PYEOF
 then echo "ok 2 - every line is a valid HELP/TYPE or sample line"
 else echo "not ok 2 - malformed exposition line"; exit 1; fi
+
+"$SNAP" >"$D.snap" || { echo "not ok 3 - prom-snap failed"; exit 1; }
+if $PY - "$D.snap" <<'PYEOF'
+import sys, unicodedata
+raw = open(sys.argv[1], "rb").read()
+text = raw.decode("utf-8")  # strict: byte 0xff must not get through
+bad = [c for c in text if c != "\n" and unicodedata.category(c) == "Cc"]
+assert not bad, bad  # no ESC, BEL, CR...
+PYEOF
+then echo "ok 3 - hostile strings: the exposition is valid UTF-8 with no control characters"
+else echo "not ok 3 - invalid UTF-8 or control characters in the exposition"; fi
+if $PY - "$D.snap" <<'PYEOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+seen = set()
+paths = set()
+for fam in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").read()):
+    for s in fam.samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        assert key not in seen, key   # Prometheus rejects a scrape with duplicates
+        seen.add(key)
+        if s.name == "blamer_attribution_count_total":
+            paths.add(s.labels["path"])
+        if s.name == "blamer_process_info" and s.labels["pid"] == "4242":
+            assert s.labels["comm"].startswith("\ufffd\ufffd]52"), s.labels
+            assert '"\\\nz' in s.labels["comm"], s.labels
+            assert s.labels["identity"] == "claimed", s.labels
+        if s.name == "blamer_process_info" and s.labels["pid"] == "-2147483648":
+            assert s.labels == {"pid": "-2147483648", "start_time_ns": "18446744073709551615",
+                                "heap": "ffffffffffffffff", "identity": "kernel",
+                                "comm": "kernel-said"}, s.labels
+# two nodes of one name, a node named 0x600 and unnamed 0x600: all apart
+assert len(paths) == 5, paths
+assert "/root/0x600" in paths and "/root/%30x600" in paths, paths
+PYEOF
+then echo "ok 4 - every series once: same-name nodes, 0x600 named and unnamed, repeated paths, one key twice; the longest key whole"
+else echo "not ok 4 - duplicate or ambiguous series"; fi
+if $PY - "$D.snap" <<'PYEOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").read())}
+cpu = {s.labels["path"]: s.value for s in fams["blamer_attribution_cpu_seconds"].samples
+       if s.labels["pid"] == "4242"}
+# '/' inside a name is %2F, a '%' is %25: "a/b" and "a%2Fb" stay apart
+assert cpu == {"/root/a%2Fb": 1.5, "/root/a%252Fb": 2e-9}, cpu
+req = {(s.labels["path"], s.labels["unit"]): s.value for s in fams["blamer_app_requests"].samples}
+# named units: two units of one name share a family, apart by unit; the
+# least definition wins ("requests" over "zzz")
+assert req[("/root/a%2Fb", "1007")] == 1 and req[("/root/\u00e9t\u00e9", "1009")] == 9, req
+assert fams["blamer_app_handling_seconds"].type == "counter"
+val = {s.labels["unit"]: s.value for s in fams["blamer_attribution_value"].samples}
+assert val == {"1010": 23, "1011": 14}, val  # one unit twice in a path: one series, the sum
+byt = {s.labels["path"]: s.value for s in fams["blamer_attribution_bytes"].samples}
+assert byt == {'/root/q"\\': 13}, byt  # a name's " and \ escaped in the label, read back
+PYEOF
+then echo "ok 5 - path labels escape '/' and '%'; named units make their own families"
+else echo "not ok 5 - path escaping or unit families wrong"; fi
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$D.snap" >"$D.lint" 2>&1 || { echo "# promtool:"; sed 's/^/#   /' "$D.lint"; }
+fi
+
+# --listen as an attacker meets it: bad requests, a client that never
+# finishes, then a real scrape; SIGTERM ends it with status 0
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.lint" & SRV=$!
+if $PY - "$PORT" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+def ask(data, close_write=True, timeout=30):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    if close_write:
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+for _ in range(100):  # until it listens
+    try:
+        ask(b"GET /metrics HTTP/1.0\r\n\r\n"); break
+    except OSError:
+        time.sleep(0.1)
+r = ask(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+head, body = r.split(b"\r\n\r\n", 1)
+assert head.startswith(b"HTTP/1.1 200 "), head
+assert b"Content-Type: text/plain; version=0.0.4" in head, head
+assert b"Content-Length: %d" % len(body) in head, head
+assert b"\nblamer_heaps{" in body, body[:200]
+r = ask(b"HEAD /metrics HTTP/1.1\r\n\r\n")
+assert r.startswith(b"HTTP/1.1 200 ") and r.endswith(b"\r\n\r\n"), r[:200]
+# bare LF line ends, and LF then CRLF: the head ends at the empty line
+# (the client keeps its side open, so only that can end the read)
+for req in (b"GET /metrics HTTP/1.1\nHost: a\n\n", b"GET /metrics HTTP/1.1\nHost: a\n\r\n"):
+    r = ask(req, close_write=False)
+    assert r.startswith(b"HTTP/1.1 200 "), (req, r[:80])
+want = [(b"GET /other HTTP/1.1\r\n\r\n", b"404"), (b"GET /metrics/ HTTP/1.1\r\n\r\n", b"404"),
+        (b"POST /metrics HTTP/1.1\r\n\r\n", b"405"), (b"garbage\r\n\r\n", b"400"),
+        (b"GET metrics HTTP/1.1\r\n\r\n", b"400"), (b"GET /metrics SPDY/9\r\n\r\n", b"400"),
+        (b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n", b"431"),
+        (b"\x00\xff\x1b[2J\r\n\r\n", b"400")]
+for req, code in want:
+    r = ask(req)
+    assert r.startswith(b"HTTP/1.1 " + code), (req[:40], r[:80])
+ask(b"")                       # connects and closes
+ask(b"\x00" * 20000)           # NUL bytes, past the limit
+# slowloris: a request that never ends, and one that never reads
+slow = socket.create_connection(("127.0.0.1", port)); slow.sendall(b"GET /metr")
+mute = socket.create_connection(("127.0.0.1", port))
+mute.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+mute.sendall(b"GET /metrics HTTP/1.1\r\n\r\n" * 1)
+r = ask(b"GET /metrics HTTP/1.1\r\n\r\n", timeout=60)
+assert r.startswith(b"HTTP/1.1 200 "), r[:80]
+slow.close(); mute.close()
+PYEOF
+then echo "ok 6 - --listen: 200 with the exposition, HEAD, 404, 405, 400, 431, NUL bytes; a stalled client does not stop the next"
+else echo "not ok 6 - --listen answers"; fi
+# a port in use: one line, status 1 (not a usage error)
+BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.snap"; st2=$?
+kill -TERM "$SRV"; wait "$SRV"; st=$?; SRV=
+if [ "$st" = 0 ] && [ ! -s "$D.lint" ] && [ "$st2" = 1 ] && [ "$(wc -l <"$D.snap")" = 1 ] &&
+   grep -q "cannot listen on 127.0.0.1:$PORT: Address already in use" "$D.snap"; then
+	echo "ok 7 - --listen ends with status 0 on SIGTERM, nothing on stderr; a port in use is one line, status 1"
+else echo "not ok 7 - --listen exit status $st, port in use $st2"; sed 's/^/#   /' "$D.lint" "$D.snap"; fi
+# --dead is accepted for old command lines and changes nothing: export
+# reads dead heaps in full always
+if BLAMER_DIR=$D "$B" export --prometheus >"$D.lint" && cmp -s "$D.prom" "$D.lint" &&
+   grep -q 'state="dead"} 3$' "$D.lint"; then
+	echo "ok 8 - export without --dead is the same exposition: dead heaps counted"
+else echo "not ok 8 - export --dead and export differ"; fi

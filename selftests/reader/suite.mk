@@ -82,9 +82,9 @@ json-schema: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/json-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
 
-prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer $(PT_DIR)/prom-snap
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/prom-test.sh \
-		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap $(PT_DIR)/prom-snap
 
 reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer $(RT_DIR)/writer-bench
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/scale-test.sh \

@@ -27,6 +27,7 @@
 #define OPT_ALL		(1u << 6)
 #define OPT_UNIT	(1u << 7)
 #define OPT_DEAD	(1u << 8)	/* dir: read dead heaps too */
+#define OPT_LISTEN	(1u << 9)	/* export: serve HTTP */
 
 struct cli {
 	const char *cmd;
@@ -40,6 +41,7 @@ struct cli {
 	const char *output;
 	const char *unit;
 	bool dead;
+	const char *listen;	/* export --listen ADDR:PORT */
 	char **args;		/* positional arguments after the command */
 	int nargs;
 };
@@ -99,6 +101,22 @@ void print_end_time(FILE *f, const struct blamer_snapshot *s,
 const char *state_short(const struct blamer_snap_process *p, char *buf, size_t len);
 const char *phase_str(uint32_t phase, char *buf, size_t len);
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs);
+/*
+ * What every view shows of a process, decided once, so a heap looks the
+ * same in list, top, dump, blame, postmortem and release (and as the
+ * JSON says it: health by blamer_health_name(), identity by
+ * kernel_facts):
+ *   proc_comm      its comm, "?" if none is known
+ *   proc_identity  "kernel" when the kernel vouches for pid, uid, start
+ *                  time, comm, state and exit (the device backend),
+ *                  "claimed" when they are the heap's word (dir backend)
+ *   proc_tag       "" or " [claimed]", after "pid N (comm) uid U"
+ *   proc_health    the health's one name ("unchecked": records not read)
+ */
+const char *proc_comm(const struct blamer_snap_process *p);
+const char *proc_identity(const struct blamer_snap_process *p);
+const char *proc_tag(const struct blamer_snap_process *p);
+const char *proc_health(const struct blamer_snap_process *p);
 /* "module+0xoffset" from the process's module list, else hex. */
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr);
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "term.h"
 
 #define MAXCOL 8
 
@@ -57,7 +58,7 @@ static void print_level(const struct view *v, size_t from, size_t to, uint32_t d
 		}
 		printf("%5u  %*s", e->nprocs, (int)(2 * (d - 1)), "");
 		if (name)
-			printf("%s\n", name);
+			tty_printf(stdout, "%s\n", name);
 		else
 			printf("%#llx\n", (unsigned long long)e->nodes[d - 1]);
 		print_level(v, at + 1, e->end, d + 1);
@@ -129,7 +130,7 @@ static void print_shares(const struct view *v)
 	}
 	qsort_r(sh, n, sizeof(*sh), share_cmp, (void *)&v->sortcol);
 	putchar('\n');
-	print_header(v, "    PID  COMM");
+	print_header(v, "    PID  IDENTITY COMM");
 	for (i = 0; i < n; i++) {
 		char val[32];
 
@@ -137,7 +138,8 @@ static void print_shares(const struct view *v)
 			fmt_value(val, sizeof(val), s->units[col], sh[i].v[col]);
 			printf("%10s ", sh[i].v[col] ? val : "-");
 		}
-		printf("%7d  %s\n", sh[i].p->pid, sh[i].p->comm[0] ? sh[i].p->comm : "?");
+		tty_printf(stdout, "%7d  %-8s %s\n", sh[i].p->pid, proc_identity(sh[i].p),
+			   proc_comm(sh[i].p));
 	}
 	free(sh);
 }
@@ -177,8 +179,8 @@ int cmd_blame(struct cli *c)
 	}
 	if (!s->ntree) {
 		if (s->nprocs)
-			printf("no attribution data in %s (processes attribute with blamer_path_add())\n",
-			       s->source);
+			tty_printf(stdout, "no attribution data in %s (processes attribute with blamer_path_add())\n",
+				   s->source);
 		goto out;
 	}
 	print_header(&v, "PROCS  PATH");

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "term.h"
 
 static void dump_process(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {
@@ -17,13 +18,14 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	fmt_bytes(b1, sizeof(b1), p->size);
 	fmt_bytes(b2, sizeof(b2), p->used);
 	fmt_end(b3, sizeof(b3), p);
-	printf("pid %d (%s) uid %u: %s\n", p->pid, p->comm[0] ? p->comm : "?", p->uid, b3);
+	/* a dir heap's pid, uid and state are its claims: said on the line */
+	tty_printf(stdout, "pid %d (%s) uid %u%s: %s\n", p->pid, proc_comm(p), p->uid, proc_tag(p), b3);
 	print_end_time(stdout, s, p);
-	printf("  heap: %u slab%s, %s, %s used, health %s%s%s\n", p->nslabs,
-	       p->nslabs == 1 ? "" : "s", b1, b2, blamer_health_name(p->health),
-	       p->problem[0] ? ": " : "", p->problem);
+	tty_printf(stdout, "  heap: %u slab%s, %s, %s used, health %s%s%s\n", p->nslabs,
+		   p->nslabs == 1 ? "" : "s", b1, b2, proc_health(p),
+		   p->problem[0] ? ": " : "", p->problem);
 	if (p->cmdline[0])
-		printf("  cmdline: %s\n", p->cmdline);
+		tty_printf(stdout, "  cmdline: %s\n", p->cmdline);
 	if (p->have_record)
 		printf("  phase: %s\n", phase_str(p->phase, b1, sizeof(b1)));
 	if (p->user_data.n) {
@@ -37,8 +39,8 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	for (i = 0; i < p->nthreads; i++) {
 		const struct blamer_snap_thread *t = &p->threads[i];
 
-		printf("  thread %lld \"%s\": depth %u%s", (long long)t->tid, t->name, t->depth,
-		       t->torn ? " (stack kept changing, not shown)" : "");
+		tty_printf(stdout, "  thread %lld \"%s\": depth %u%s", (long long)t->tid, t->name,
+			   t->depth, t->torn ? " (stack kept changing, not shown)" : "");
 		if (t->overflows)
 			printf(", %u pushes beyond %u slots dropped", t->overflows, t->stack_slots);
 		putchar('\n');
@@ -46,11 +48,11 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			const struct blamer_snap_activity *a = &t->acts[j];
 
 			fmt_age(b1, sizeof(b1), s->monotonic_ns, a->time_ns);
-			printf("    #%zu %s \"%s\" since %s ago", j,
-			       blamer_activity_kind_name(a->kind), a->label, b1);
+			tty_printf(stdout, "    #%zu %s \"%s\" since %s ago", j,
+				   blamer_activity_kind_name(a->kind), a->label, b1);
 			if (a->calling_address) {
 				fmt_addr(b2, sizeof(b2), p, a->calling_address);
-				printf(" from %s", b2);
+				tty_printf(stdout, " from %s", b2);
 			}
 			if (a->data[0] || a->data[1])
 				printf(" data=%#llx,%#llx", (unsigned long long)a->data[0],
@@ -62,14 +64,14 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	if (p->nmodules) {
 		printf("  modules:\n");
 		for (i = 0; i < p->nmodules; i++)
-			printf("    %#llx %s%s\n", (unsigned long long)p->modules[i].base,
-			       p->modules[i].path, p->modules[i].loaded ? "" : " (unloaded)");
+			tty_printf(stdout, "    %#llx %s%s\n", (unsigned long long)p->modules[i].base,
+				   p->modules[i].path, p->modules[i].loaded ? "" : " (unloaded)");
 	}
 	if (p->nlogs) {
 		printf("  log:\n");
 		for (i = 0; i < p->nlogs; i++)
-			printf("    [%llu] %s\n", (unsigned long long)p->logs[i].number,
-			       p->logs[i].text);
+			tty_printf(stdout, "    [%llu] %s\n", (unsigned long long)p->logs[i].number,
+				   p->logs[i].text);
 	}
 	for (i = 0; i < p->nchildren; i++) {
 		const struct blamer_snap_child *ch = &p->children[i];

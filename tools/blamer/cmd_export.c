@@ -1,60 +1,241 @@
 // SPDX-License-Identifier: MIT
 /*
- * blamer export --prometheus [--output FILE]: the text exposition format.
- * With --output the file is written next to FILE and renamed over it, so
- * node_exporter's textfile collector never reads a half-written file.
+ * blamer export --prometheus: the text exposition format, three ways.
+ *   (none)                 once, to stdout
+ *   --output FILE          once, to FILE, replaced atomically
+ *   --interval S --output  the same every S seconds, for node_exporter's
+ *                          textfile collector
+ *   --listen ADDR:PORT     serving GET /metrics (with --output and
+ *                          --interval: both)
+ * The long-lived forms keep one reader and take a snapshot per scrape or
+ * per write, so a scrape costs what a snapshot costs. Files and stdout
+ * get the exposition as it is made; an HTTP answer is made whole first
+ * (its length leads it), in a buffer kept from scrape to scrape. Dead
+ * heaps are always read in full: their totals stay counted until they
+ * are released (the counter model, lib/export/prom.c).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "http.h"
+#include "mono.h"
+
+#define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL)
+#define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/*
+ * What rounds keep: the reader, and the buffer the exposition is made in
+ * (10 MB for 1,000 heaps: made anew each time, its page faults would
+ * cost more than writing it).
+ */
+struct exporter {
+	struct blamer_reader *r;
+	char *buf;
+	size_t len, cap;
+	char msg[512];
+};
+
+/* The exposition of @s in e->buf: 0, or -1 with a one-line reason in
+ * e->msg. */
+static int render_snapshot(struct exporter *e, const struct blamer_snapshot *s)
+{
+	if (blamer_snapshot_prometheus_text(s, &e->buf, &e->len, &e->cap)) {
+		snprintf(e->msg, sizeof(e->msg), "writing the exposition failed: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The same of a fresh snapshot of e->r (an http_render). */
+static int render(void *arg, const char **body, size_t *len)
+{
+	struct exporter *e = arg;
+	struct blamer_snapshot *s = NULL;
+	int ret = -1;
+
+	if (!blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg))) {
+		ret = render_snapshot(e, s);
+		blamer_snapshot_free(s);
+	}
+	*body = ret ? e->msg : e->buf;
+	*len = ret ? strlen(e->msg) : e->len;
+	return ret;
+}
+
+/*
+ * Replaces @path with the exposition of @s: a temporary file in the same
+ * directory (mkostemp: a name nobody can have made in advance), mode
+ * 0644 for the textfile collector, written as it is made (memory stays
+ * flat however big the exposition), fsync'ed, then renamed over @path,
+ * so a reader sees the old file or the new one, never part of one.
+ */
+static int write_atomic(const char *path, const struct blamer_snapshot *s)
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path + 1) : 0, fd, saved;
+	FILE *f = NULL;
+
+	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", dl, path, slash ? slash + 1 : path) >=
+	    (int)sizeof(tmp))
+		return err("--output path too long");
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return err("cannot write in the directory of %s: %s", path, strerror(errno));
+	if (fchmod(fd, 0644))
+		goto fail;
+	f = fdopen(fd, "w");
+	if (!f)
+		goto fail;
+	errno = EIO;
+	if (blamer_snapshot_write_prometheus(s, f) || fflush(f) || fsync(fd))
+		goto fail;
+	fd = -1;
+	if (fclose(f)) {
+		f = NULL;
+		goto fail;
+	}
+	f = NULL;
+	if (rename(tmp, path))
+		goto fail;
+	return EX_OK;
+fail:
+	saved = errno;
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return err("cannot write %s: %s", path, strerror(saved));
+}
+
+static int write_file(struct exporter *e, const char *path)
+{
+	struct blamer_snapshot *s = NULL;
+	int ret;
+
+	if (blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg)))
+		return err("%s", e->msg);
+	ret = write_atomic(path, s);
+	blamer_snapshot_free(s);
+	return ret;
+}
+
+/* Until SIGTERM or SIGINT: serve @lfd (if >= 0) and rewrite --output
+ * every interval (if asked). Errors of one round are reported and the
+ * next round is tried: a service outlives a bad moment. */
+static int serve(struct cli *c, struct exporter *e, int lfd)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+	bool periodic = c->output && (c->seen & OPT_INTERVAL);
+	long long period = (long long)(c->interval * 1000), next = mono_ms();
+	sigset_t stops, waiting;
+
+	/* SIGTERM and SIGINT are blocked but while waiting (ppoll): one that
+	 * comes between the check of stop and the wait still ends the wait,
+	 * and one during a round lets the round finish. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigprocmask(SIG_BLOCK, &stops, &waiting);
+	sigdelset(&waiting, SIGTERM);
+	sigdelset(&waiting, SIGINT);
+	while (!stop) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct timespec ts, *tsp = NULL;
+		long long now = mono_ms();
+		int n;
+
+		if (periodic) {
+			long long left;
+
+			if (now >= next) {
+				write_file(e, c->output);
+				next += period;
+				if (next <= now)	/* fell behind: no burst */
+					next = now + period;
+			}
+			left = next - mono_ms();
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = (time_t)(left / 1000);
+			ts.tv_nsec = (long)(left % 1000) * 1000000;
+			tsp = &ts;
+		}
+		n = ppoll(&p, lfd >= 0 ? 1 : 0, tsp, &waiting);
+		if (n > 0 && lfd >= 0 && http_serve_one(lfd, "/metrics", PROM_TYPE, render, e) &&
+		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+			/* EMFILE and the like: the connection stays queued and
+			 * poll() says so at once; wait rather than spin */
+			err("accept: %s", strerror(errno));
+			poll(NULL, 0, 200);
+		}
+	}
+	return EX_OK;
+}
 
 int cmd_export(struct cli *c)
 {
-	struct blamer_reader *r;
+	struct exporter e = { 0 };
 	struct blamer_snapshot *s;
-	char tmp[4096];
-	FILE *f = stdout;
-	int ret;
+	char msg[512];
+	int ret, lfd = -1;
 
 	if (!(c->seen & OPT_PROM))
 		return usage_err("export needs a format: `blamer export --prometheus`");
 	if (c->nargs)
 		return usage_err("export takes no arguments (use --output FILE)");
-	ret = take(c, READ_FOR_EXPORT | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
-	if (ret)
+	if ((c->seen & OPT_INTERVAL) && !c->output)
+		return usage_err("--interval rewrites a file: give --output FILE too");
+	if (c->listen && c->output && !(c->seen & OPT_INTERVAL))
+		return usage_err("--listen with --output: give --interval S, how often to rewrite it");
+	if (c->listen) {
+		lfd = http_listen(c->listen, msg, sizeof(msg));
+		if (lfd == -1)
+			return usage_err("%s", msg);
+		if (lfd < 0)
+			return err("%s", msg);
+	}
+	ret = take(c, READ_FOR_PROM, &e.r, &s);
+	if (ret) {
+		if (lfd >= 0)
+			close(lfd);
 		return ret;
-	if (c->output) {
-		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", c->output, (int)getpid()) >=
-		    (int)sizeof(tmp)) {
-			ret = usage_err("--output path too long");
-			goto out;
-		}
-		f = fopen(tmp, "w");
-		if (!f) {
-			ret = err("cannot write %s: %s", tmp, strerror(errno));
-			goto out;
-		}
 	}
-	if (blamer_snapshot_write_prometheus(s, f) || fflush(f)) {
-		ret = err("writing the exposition failed: %s", strerror(errno));
-		if (c->output) {
-			fclose(f);
-			unlink(tmp);
-		}
-		goto out;
+	if (lfd >= 0 || (c->seen & OPT_INTERVAL)) {
+		blamer_snapshot_free(s);	/* the source is fine; each round takes its own */
+		ret = serve(c, &e, lfd);
+	} else {
+		if (c->output)
+			ret = write_atomic(c->output, s);
+		else if (blamer_snapshot_write_prometheus(s, stdout) || fflush(stdout))
+			ret = err("writing the exposition failed: %s", strerror(errno));
+		blamer_snapshot_free(s);
 	}
-	if (c->output) {
-		if (fclose(f) || rename(tmp, c->output)) {
-			ret = err("cannot write %s: %s", c->output, strerror(errno));
-			unlink(tmp);
-		}
-	}
-out:
-	blamer_snapshot_free(s);
-	blamer_reader_close(r);
+	if (lfd >= 0)
+		close(lfd);
+	free(e.buf);
+	blamer_reader_close(e.r);
 	return ret;
 }

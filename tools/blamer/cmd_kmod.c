@@ -18,6 +18,7 @@
 #include <sys/utsname.h>
 
 #include "cli.h"
+#include "term.h"
 
 #define SYS_MODULE	"/sys/module/blamer"
 
@@ -119,7 +120,7 @@ int cmd_load(struct cli *c)
 		ret = kmod_insert(path, NULL, params);
 		if (ret)
 			return load_error(-ret, path, u.release);
-		printf("loaded %s%s%s\n", path, len ? " with " : "", params);
+		tty_printf(stdout, "loaded %s%s%s\n", path, len ? " with " : "", params);
 		return EX_OK;
 	}
 	ret = kmod_lookup("blamer", found, sizeof(found), opts, sizeof(opts));
@@ -136,8 +137,8 @@ int cmd_load(struct cli *c)
 	ret = kmod_insert(NULL, "blamer", params);
 	if (ret)
 		return load_error(-ret, found, u.release);
-	printf("loaded %s%s%s%s%s\n", found, opts[0] || len ? " with " : "", opts,
-	       opts[0] && len ? " " : "", params);
+	tty_printf(stdout, "loaded %s%s%s%s%s\n", found, opts[0] || len ? " with " : "", opts,
+		   opts[0] && len ? " " : "", params);
 	return EX_OK;
 }
 
@@ -191,15 +192,18 @@ int cmd_status(struct cli *c)
 	}
 	if (st.backend == BLAMER_BACKEND_DIR) {
 		fmt_bytes(b1, sizeof(b1), st.bytes);
-		printf("backend: dir %s\nheaps: %llu (%llu dead)\nbytes: %s\n", st.source,
-		       (unsigned long long)st.heaps, (unsigned long long)st.dead, b1);
+		tty_printf(stdout, "backend: dir %s\n", st.source);
+		printf("heaps: %llu (%llu dead)\nbytes: %s\n", (unsigned long long)st.heaps,
+		       (unsigned long long)st.dead, b1);
+		printf("identity: claimed (each heap's pid, uid, start time, state and command line are its files' word)\n");
 		return EX_OK;
 	}
 	fmt_bytes(b1, sizeof(b1), st.user_bytes);
 	fmt_bytes(b2, sizeof(b2), st.max_slab_bytes);
 	fmt_bytes(b3, sizeof(b3), st.max_user_bytes);
 	fmt_bytes(b4, sizeof(b4), st.max_total_bytes);
-	printf("module: loaded, %s\n", st.source);
+	tty_printf(stdout, "module: loaded, %s\n", st.source);
+	printf("identity: kernel (pid, uid, start time, comm and exit status are the kernel's facts)\n");
 	printf("your slabs: %llu (%llu orphaned, at most %llu kept), %s of %s\n",
 	       (unsigned long long)st.user_slabs, (unsigned long long)st.user_orphans,
 	       (unsigned long long)st.max_user_orphans, b1, b3);
@@ -211,6 +215,6 @@ int cmd_status(struct cli *c)
 	}
 	printf("limits: %s per slab, %s per user, %s in all\nparameters:\n", b2, b3, b4);
 	for (i = 0; i < st.nparams; i++)
-		printf("  %-20s %s\n", st.params[i].name, st.params[i].value);
+		tty_printf(stdout, "  %-20s %s\n", st.params[i].name, st.params[i].value);
 	return EX_OK;
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * blamer list: one line per heap. Reads headers only (and the process
- * record), so listing stays cheap however many dead heaps there are.
+ * record), so listing stays cheap however many dead heaps there are; a
+ * heap's records are left unchecked (dump checks them).
  */
 #include <stdlib.h>
 
 #include "cli.h"
+#include "term.h"
 
 int cmd_list(struct cli *c)
 {
@@ -24,19 +26,20 @@ int cmd_list(struct cli *c)
 		blamer_snapshot_write_json(s, stdout, BLAMER_JSON_SUMMARY | BLAMER_JSON_NO_ATTRIB,
 					   NULL, 0);
 	} else {
-		/* sizes of the heap: its slabs, and what it allocated in them */
-		printf("%7s %-16s %-14s %5s %9s %9s %s\n", "PID", "COMM", "STATE", "SLABS",
-		       "HEAP_SIZE", "HEAP_USED", "HEALTH");
+		/* sizes of the heap: its slabs, and what it allocated in them;
+		 * HEALTH is what its headers show (records are not read here:
+		 * "unchecked"); IDENTITY who says pid, comm and state */
+		printf("%7s %-16s %-14s %5s %9s %9s %-10s %s\n", "PID", "COMM", "STATE", "SLABS",
+		       "HEAP_SIZE", "HEAP_USED", "HEALTH", "IDENTITY");
 		for (i = 0; i < s->nprocs; i++) {
 			const struct blamer_snap_process *p = &s->procs[i];
 			char size[16], used[16], st[32];
 
 			fmt_bytes(size, sizeof(size), p->size);
 			fmt_bytes(used, sizeof(used), p->used);
-			printf("%7d %-16s %-14s %5u %9s %9s %s\n", p->pid,
-			       p->comm[0] ? p->comm : "?", state_short(p, st, sizeof(st)),
-			       p->nslabs, size, used,
-			       p->health == BLAMER_HEALTH_SUMMARY ? "ok" : blamer_health_name(p->health));
+			tty_printf(stdout, "%7d %-16s %-14s %5u %9s %9s %-10s %s\n", p->pid,
+				   proc_comm(p), state_short(p, st, sizeof(st)), p->nslabs, size,
+				   used, proc_health(p), proc_identity(p));
 		}
 	}
 	blamer_snapshot_free(s);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "term.h"
 
 static void show(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {
@@ -15,31 +16,31 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 	size_t i, j;
 
 	fmt_end(end, sizeof(end), p);
-	printf("pid %d (%s): %s\n", p->pid, p->comm[0] ? p->comm : "?", end);
+	tty_printf(stdout, "pid %d (%s)%s: %s\n", p->pid, proc_comm(p), proc_tag(p), end);
 	print_end_time(stdout, s, p);
 	if (p->cmdline[0])
-		printf("  cmdline: %s\n", p->cmdline);
+		tty_printf(stdout, "  cmdline: %s\n", p->cmdline);
 	if (p->have_record)
 		printf("  last phase: %s\n", phase_str(p->phase, b, sizeof(b)));
 	if (p->health != BLAMER_HEALTH_OK)
-		printf("  heap: %s%s%s\n", blamer_health_name(p->health),
-		       p->problem[0] ? ": " : "", p->problem);
+		tty_printf(stdout, "  heap: %s%s%s\n", proc_health(p),
+			   p->problem[0] ? ": " : "", p->problem);
 	printf("  last activities:%s\n", p->nthreads ? "" : " none recorded");
 	for (i = 0; i < p->nthreads; i++) {
 		const struct blamer_snap_thread *t = &p->threads[i];
 
-		printf("    thread %lld \"%s\":%s\n", (long long)t->tid, t->name,
-		       t->torn ? " (stack changing at death, not shown)" :
-		       t->nacts ? "" : " idle");
+		tty_printf(stdout, "    thread %lld \"%s\":%s\n", (long long)t->tid, t->name,
+			   t->torn ? " (stack changing at death, not shown)" :
+			   t->nacts ? "" : " idle");
 		for (j = t->nacts; j-- > 0;) {
 			const struct blamer_snap_activity *a = &t->acts[j];
 
 			fmt_age(b, sizeof(b), s->monotonic_ns, a->time_ns);
-			printf("      #%zu %s \"%s\" pushed %s ago", j,
-			       blamer_activity_kind_name(a->kind), a->label, b);
+			tty_printf(stdout, "      #%zu %s \"%s\" pushed %s ago", j,
+				   blamer_activity_kind_name(a->kind), a->label, b);
 			if (a->calling_address) {
 				fmt_addr(b, sizeof(b), p, a->calling_address);
-				printf(" from %s", b);
+				tty_printf(stdout, " from %s", b);
 			}
 			putchar('\n');
 			print_fields(stdout, "         ", &a->fields);
@@ -52,8 +53,8 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 	if (p->nlogs) {
 		printf("  log (last %zu):\n", p->nlogs < 10 ? p->nlogs : 10);
 		for (i = p->nlogs > 10 ? p->nlogs - 10 : 0; i < p->nlogs; i++)
-			printf("    [%llu] %s\n", (unsigned long long)p->logs[i].number,
-			       p->logs[i].text);
+			tty_printf(stdout, "    [%llu] %s\n", (unsigned long long)p->logs[i].number,
+				   p->logs[i].text);
 	}
 }
 
@@ -112,7 +113,7 @@ int cmd_postmortem(struct cli *c)
 		show(s, p);
 	}
 	if (!n && s->nprocs)
-		printf("no dead processes in %s\n", s->source);
+		tty_printf(stdout, "no dead processes in %s\n", s->source);
 	else if (n)
 		printf("\nfree them with `blamer release PID...` or `blamer release --all`\n");
 out_pids:
@@ -193,11 +194,11 @@ int cmd_release(struct cli *c)
 			continue;
 		}
 		n++;
-		printf("released pid %d (%s): %u slab%s\n", p->pid, p->comm[0] ? p->comm : "?",
-		       p->nslabs, p->nslabs == 1 ? "" : "s");
+		tty_printf(stdout, "released pid %d (%s)%s: %u slab%s\n", p->pid, proc_comm(p),
+			   proc_tag(p), p->nslabs, p->nslabs == 1 ? "" : "s");
 	}
 	if (all && !n && !ret && s->nprocs)
-		printf("no dead processes in %s\n", s->source);
+		tty_printf(stdout, "no dead processes in %s\n", s->source);
 out:
 	free(pick);
 	blamer_snapshot_free(s);

@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mono.h"
 #include "term.h"
 
 enum sort_key { SORT_PID, SORT_COMM, SORT_STATE, SORT_PHASE, SORT_THREADS, SORT_AGE, NSORT };
+/* IDENTITY is shown after STATE but not sorted by: one backend, one value */
 
 static const char *const sort_names[NSORT] = { "pid", "command", "state", "phase",
 					       "threads", "activity age" };
@@ -52,14 +54,6 @@ static void on_signal(int sig)
 static void on_winch(int sig)
 {
 	(void)sig;	/* only to interrupt poll(): the next frame fits */
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static const struct blamer_snap_activity *current(const struct blamer_snap_process *p,
@@ -189,8 +183,8 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	for (i = 0; i < NSORT; i++)
 		snprintf(col[i], sizeof(col[i]), "%s%s", titles[i], i != t->sort || !t->keys ? "" :
 			 t->reversed ? "^" : "*");
-	scr_line(&t->scr, "7", "%7s %-16s %-12s %-14s %4s  %s", col[SORT_PID], col[SORT_COMM],
-		 col[SORT_STATE], col[SORT_PHASE], col[SORT_THREADS], col[SORT_AGE]);
+	scr_line(&t->scr, "7", "%7s %-16s %-12s %-8s %-14s %4s  %s", col[SORT_PID], col[SORT_COMM],
+		 col[SORT_STATE], "IDENTITY", col[SORT_PHASE], col[SORT_THREADS], col[SORT_AGE]);
 	order = calloc(s->nprocs + 1, sizeof(*order));
 	if (!order)
 		return;
@@ -214,13 +208,12 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 				 blamer_activity_kind_name(a->kind), a->label, age,
 				 th->name[0] ? th->name : "?", th->depth);
 		} else {
-			/* summary: a dead dir heap not read (see --dead) */
+			/* unchecked: a dead dir heap not read (see --dead) */
 			snprintf(act, sizeof(act), "%s", p->health == BLAMER_HEALTH_OK ? "idle" :
-				 p->health == BLAMER_HEALTH_SUMMARY ? "-" :
-				 blamer_health_name(p->health));
+				 p->health == BLAMER_HEALTH_UNCHECKED ? "-" : proc_health(p));
 		}
-		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-14s %4zu  %s", p->pid,
-			 p->comm[0] ? p->comm : "?", state_short(p, st, sizeof(st)),
+		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-8s %-14s %4zu  %s", p->pid,
+			 proc_comm(p), state_short(p, st, sizeof(st)), proc_identity(p),
 			 p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads,
 			 act);
 	}
@@ -413,7 +406,7 @@ int cmd_top(struct cli *c)
 	struct top t = { .c = c, .interval = c->interval };
 	struct sigaction sa = { 0 };
 	bool want = true, dirty = false;
-	uint64_t due = 0;
+	int64_t due = 0;
 	long frames = 0;
 	char e[512];
 	int ret = EX_OK;
@@ -446,7 +439,7 @@ int cmd_top(struct cli *c)
 			if (ret)
 				break;
 			frames++;
-			due = mono_ms() + (uint64_t)(t.interval * 1000);
+			due = mono_ms() + (int64_t)(t.interval * 1000);
 			want = false;
 			dirty = true;
 		}

@@ -23,10 +23,13 @@ static const struct command {
 	const char *more;	/* the rest, for `blamer help NAME` */
 } commands[] = {
 	{ "list", cmd_list, OPT_JSON, "",
-	  "one line per heap: pid, command, state, slabs, heap size and use, health",
+	  "one line per heap: pid, command, state, slabs, heap size and use, health, identity",
 	  "Reads only the heaps' headers, so it stays cheap however many dead\n"
 	  "heaps there are. HEAP_SIZE is what the heap's slabs take, HEAP_USED\n"
-	  "what the heap has allocated in them.\n" },
+	  "what the heap has allocated in them. HEALTH is what the headers show:\n"
+	  "unchecked when they are sound (`blamer dump PID` reads the records).\n"
+	  "IDENTITY: kernel (pid, comm, uid and exit are the kernel's facts) or\n"
+	  "claimed (the dir backend: they are the heap's word).\n" },
 	{ "dump", cmd_dump, OPT_JSON, "[PID...]",
 	  "everything the heaps say, readable",
 	  "For every process (or the PIDs given): how it runs or ended, its heap,\n"
@@ -54,10 +57,15 @@ static const struct command {
 	  "dead processes: how and when they ended, last activities, data, log", NULL },
 	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all",
 	  "free dead processes' heaps", NULL },
-	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD, "--prometheus",
-	  "text exposition for node_exporter",
+	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN,
+	  "--prometheus",
+	  "metrics for Prometheus: once, as a textfile, or served over HTTP",
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
-	  "textfile collector never sees half of it).\n" },
+	  "textfile collector never sees half of it); with --interval S too, every\n"
+	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
+	  "127.0.0.1) until SIGTERM. Dead heaps are always read in full: every\n"
+	  "counter is a process's own (labels pid, start_time_ns, heap, identity)\n"
+	  "and stays until its heap is released, so no counter ever goes down.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -81,15 +89,18 @@ static const struct option_help {
 	{ OPT_JSON, "--json", "-j|--json", "-j, --json", "one JSON document (blamer(1), JSON OUTPUT)" },
 	{ OPT_ONCE, "--once", "--once", "--once", "one frame, then exit" },
 	{ OPT_INTERVAL, "--interval", "--interval S", "--interval S",
-	  "seconds between frames (default 2)" },
+	  "seconds between frames (default 2); export: between rewrites" },
 	{ OPT_COUNT, "--count", "--count N", "--count N", "stop after N frames" },
 	{ OPT_UNIT, "--unit", "--unit UNIT", "--unit UNIT",
 	  "sort by this unit: cpu, bytes, count or a number" },
-	{ OPT_DEAD, "--dead", "--dead", "--dead", "include dead heaps of the dir backend" },
+	{ OPT_DEAD, "--dead", "--dead", "--dead",
+	  "include dead heaps of the dir backend (export: always; kept for old scripts)" },
 	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format" },
 	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
+	{ OPT_LISTEN, "--listen", "--listen ADDR:PORT", "--listen ADDR:PORT",
+	  "serve /metrics over HTTP (ADDR default 127.0.0.1)" },
 };
 
 static const char global_help[] =
@@ -186,6 +197,7 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "dead", no_argument, NULL, 'D' },
+		{ "listen", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -244,6 +256,7 @@ int main(int argc, char **argv)
 		case 'a': c.seen |= OPT_ALL; break;
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
 		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
+		case 'L': c.seen |= OPT_LISTEN; c.listen = optarg; break;
 		case 'h': want_help = true; break;
 		case 'V':
 			printf("blamer %s (JSON schema version %d)\n", BLAMER_VERSION,

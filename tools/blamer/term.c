@@ -126,6 +126,56 @@ bool term_colour(void)
 	return isatty(STDOUT_FILENO) && !(nc && *nc) && t && *t && strcmp(t, "dumb");
 }
 
+/* Every byte of s[0, n) but printable ASCII becomes '?'. */
+static void clean_n(char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			s[i] = '?';
+}
+
+char *tty_clean(char *s)
+{
+	clean_n(s, strlen(s));
+	return s;
+}
+
+void tty_vprintf(FILE *f, const char *fmt, va_list ap)
+{
+	size_t flen = strlen(fmt), k = 0;
+	char small[1024], *buf = small;
+	va_list again;
+	int n;
+
+	while (k < flen && fmt[flen - 1 - k] == '\n')
+		k++;		/* the format's own line ends */
+	va_copy(again, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (n >= (int)sizeof(small)) {
+		buf = malloc((size_t)n + 1);
+		if (buf)
+			vsnprintf(buf, (size_t)n + 1, fmt, again);
+	}
+	va_end(again);
+	if (n < 0 || !buf)
+		return;
+	clean_n(buf, (size_t)n - ((size_t)n < k ? (size_t)n : k));
+	fputs(buf, f);
+	if (buf != small)
+		free(buf);
+}
+
+void tty_printf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tty_vprintf(f, fmt, ap);
+	va_end(ap);
+}
+
 void scr_begin(struct screen *s)
 {
 	s->used = 0;
@@ -154,6 +204,7 @@ void scr_line(struct screen *s, const char *sgr, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
+	tty_clean(buf);		/* what the frame shows comes from outside */
 	/* cut at the width: a wrapped line would scroll the frame away */
 	if (s->cols && (size_t)s->cols < strlen(buf))
 		buf[s->cols] = '\0';
@@ -177,6 +228,7 @@ void scr_end(struct screen *s, const char *status, const char *sgr)
 			char buf[512];
 
 			snprintf(buf, sizeof(buf), "%s", status);
+			tty_clean(buf);
 			if (s->cols && (size_t)s->cols < strlen(buf))
 				buf[s->cols] = '\0';
 			printf("\033[%d;1H", s->rows);

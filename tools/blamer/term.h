@@ -6,8 +6,27 @@
 #ifndef BLAMER_TERM_H
 #define BLAMER_TERM_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+/*
+ * The terminal's one sanitizer: every string that reaches a terminal
+ * from outside the program (heap contents, /proc, the kernel's comm,
+ * file names, the environment, messages quoting them) passes through it.
+ * Printable ASCII stays; every other byte (ESC, CR, LF, BEL, DEL, bytes
+ * of 0x80 and above, so any UTF-8 too) becomes '?', so no escape
+ * sequence, carriage return, forged line or invalid text reaches the
+ * terminal. In place; returns @s.
+ */
+char *tty_clean(char *s);
+/*
+ * printf() to @f through tty_clean(): only the newlines that end @fmt
+ * itself are kept (a line's own end), so a view writes one line per
+ * call and no argument can start a line of its own.
+ */
+void tty_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tty_vprintf(FILE *f, const char *fmt, va_list ap);
 
 /* Keys one by one without echo, on the alternate screen; false if stdin
  * is not a terminal. Restored by term_restore(), at exit, and around a

@@ -10,12 +10,15 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "term.h"
 
-/* One line on stderr, "blamer: " first; returns @status. */
+/* One line on stderr, "blamer: " first; returns @status. Messages quote
+ * outside strings (arguments, the environment, file names, the library's
+ * messages about them): through the terminal's sanitizer. */
 static int verr(int status, const char *fmt, va_list ap)
 {
 	fputs("blamer: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	tty_vprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	return status;
 }
@@ -47,11 +50,11 @@ void report_skipped(const struct blamer_snapshot *s)
 	size_t i;
 
 	for (i = 0; i < s->nskipped; i++)
-		fprintf(stderr, "blamer: skipped %s/%s: %s\n", s->source, s->skipped[i].name,
-			s->skipped[i].why);
+		tty_printf(stderr, "blamer: skipped %s/%s: %s\n", s->source, s->skipped[i].name,
+			   s->skipped[i].why);
 	if (s->skipped_total > s->nskipped)
-		fprintf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
-			s->skipped_total - s->nskipped, s->source);
+		tty_printf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
+			   s->skipped_total - s->nskipped, s->source);
 }
 
 int env_backend(enum blamer_backend *out)
@@ -111,13 +114,13 @@ void note_empty(const struct cli *c, const struct blamer_reader *r)
 	if (c->json)
 		return;		/* the document says it */
 	if (blamer_reader_backend(r) == BLAMER_BACKEND_DEVICE)
-		fprintf(stderr, "blamer: no heaps visible in %s (other users' heaps need permission)\n",
-			src);
+		tty_printf(stderr, "blamer: no heaps visible in %s (other users' heaps need permission)\n",
+			   src);
 	else if (!dir_asked(c) && access("/dev/blamer", F_OK))
-		fprintf(stderr, "blamer: no heaps in %s, and /dev/blamer is absent (the module is not loaded: `blamer load` loads it)\n",
-			src);
+		tty_printf(stderr, "blamer: no heaps in %s, and /dev/blamer is absent (the module is not loaded: `blamer load` loads it)\n",
+			   src);
 	else
-		fprintf(stderr, "blamer: no heaps in %s\n", src);
+		tty_printf(stderr, "blamer: no heaps in %s\n", src);
 }
 
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
@@ -382,14 +385,12 @@ const char *phase_str(uint32_t phase, char *buf, size_t len)
 
 static void print_string(FILE *f, const uint8_t *b, size_t n)
 {
-	size_t i;
+	char buf[201];
 
-	fputc('"', f);
-	for (i = 0; i < n && i < 200; i++)
-		fputc(b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '?', f);
-	if (n > 200)
-		fputs("...", f);
-	fputc('"', f);
+	/* a value's bytes are its writer's: the first 200, sanitized */
+	memcpy(buf, b, n < 200 ? n : 200);
+	buf[n < 200 ? n : 200] = '\0';
+	tty_printf(f, "\"%s\"%s", buf, n > 200 ? "..." : "");
 }
 
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs)
@@ -399,7 +400,7 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
 	for (i = 0; i < fs->n; i++) {
 		const struct blamer_snap_field *x = &fs->v[i];
 
-		fprintf(f, "%s%s = ", indent, x->name);
+		tty_printf(f, "%s%s = ", indent, x->name);
 		if (x->torn) {
 			fprintf(f, "(changing or unknown %s)\n", blamer_field_type_name(x->type));
 			continue;
@@ -434,27 +435,30 @@ void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 	char buf[BLAMER_SNAP_MAX_DEPTH * (1 + sizeof(((struct blamer_snap_node *)0)->name))];
 
 	blamer_snap_path_string(s, nodes, depth, buf, sizeof(buf));
-	fputs(buf, f);
+	fputs(tty_clean(buf), f);	/* node names are the writers' */
 }
 
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr)
 {
-	const struct blamer_snap_module *best = NULL;
-	const char *base;
-	size_t i;
+	blamer_snap_addr_string(p, addr, buf, len);	/* the JSON's calling_location too */
+}
 
-	/* the module containing addr, as the process reported its mappings */
-	for (i = 0; i < p->nmodules; i++) {
-		const struct blamer_snap_module *m = &p->modules[i];
+const char *proc_comm(const struct blamer_snap_process *p)
+{
+	return p->comm[0] ? p->comm : "?";
+}
 
-		if (m->loaded && addr >= m->base && addr - m->base < m->size)
-			best = m;
-	}
-	if (!best) {
-		snprintf(buf, len, "%#llx", (unsigned long long)addr);
-		return;
-	}
-	base = strrchr(best->path, '/');
-	base = base ? base + 1 : best->path;
-	snprintf(buf, len, "%s+%#llx", base, (unsigned long long)(addr - best->base));
+const char *proc_identity(const struct blamer_snap_process *p)
+{
+	return p->kernel_facts ? "kernel" : "claimed";
+}
+
+const char *proc_tag(const struct blamer_snap_process *p)
+{
+	return p->kernel_facts ? "" : " [claimed]";
+}
+
+const char *proc_health(const struct blamer_snap_process *p)
+{
+	return blamer_health_name(p->health);
 }

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * module_bench: what /dev/blamer itself costs, run as root in the VM
+ * with the module loaded (bench/vm-bench.sh; Documentation/performance.rst,
+ * "Module"). Static, the uapi header only.
+ *
+ * 1. Creating and mapping a slab (BLAMER_IOC_CREATE, mmap, close; then
+ *    munmap and BLAMER_IOC_RELEASE) against the same with an anonymous
+ *    file (memfd_create, ftruncate, mmap, close; munmap), for three
+ *    sizes, each with no page touched and with every page written once
+ *    (a slab's pages are allocated and zeroed at creation, a memfd's at
+ *    first touch: the two are comparable only touched). Interleaved
+ *    rounds, the median of the per-round ratios.
+ * 2. BLAMER_IOC_LIST with N = 1,000, 10,000 and 100,000 live slabs (one
+ *    page each, created by this process): the median time of one LIST
+ *    of them all, time(10N)/time(N), and what creating them cost per
+ *    slab at each step (a cost per create growing with N is a scan).
+ *
+ * Wall time (CLOCK_MONOTONIC) in a guest with nothing else running;
+ * under TCG the absolute figures are emulated time, the ratios of one
+ * boot are the meaningful part.
+ *
+ *   module_bench [MAX_SLABS]     in the guest
+ *   module_bench --machine       the host's syscall and memcpy, to compare
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/blamer.h>
+
+#define ROUNDS	11
+
+static int dev;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
+	return v[n / 2];
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "module_bench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void touch(volatile uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += 4096)
+		p[i] = 1;
+}
+
+static void slab_once(size_t len, int touched)
+{
+	struct blamer_create c = { .length = len };
+	struct blamer_release r = { 0 };
+	void *p;
+
+	if (ioctl(dev, BLAMER_IOC_CREATE, &c))
+		die("BLAMER_IOC_CREATE");
+	p = mmap(NULL, c.length, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap of a slab");
+	close(c.fd);
+	if (touched)
+		touch(p, c.length);
+	munmap(p, c.length);
+	r.id = c.id;
+	if (ioctl(dev, BLAMER_IOC_RELEASE, &r))
+		die("BLAMER_IOC_RELEASE");
+}
+
+static void memfd_once(size_t len, int touched)
+{
+	int fd = memfd_create("bench", MFD_CLOEXEC);
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)len))
+		die("memfd_create");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap of a memfd");
+	close(fd);
+	if (touched)
+		touch(p, len);
+	munmap(p, len);
+}
+
+static void create_vs_memfd(void)
+{
+	static const size_t sizes[] = { 4096, 64 << 10, 1 << 20 };
+	size_t s;
+	int touched;
+
+	printf("# create + map a slab vs memfd_create + ftruncate + mmap (then unmap, release)\n");
+	printf("# %-9s %-9s %12s %12s %10s\n", "size", "pages", "slab", "memfd", "slab/memfd");
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (touched = 0; touched < 2; touched++) {
+			double a[ROUNDS], b[ROUNDS], ratio[ROUNDS];
+			int k, i, iters = sizes[s] >= (1 << 20) ? 20 : 100;
+
+			slab_once(sizes[s], touched);	/* warm-up */
+			memfd_once(sizes[s], touched);
+			for (k = 0; k < ROUNDS; k++) {
+				double t0 = now();
+
+				for (i = 0; i < iters; i++)
+					slab_once(sizes[s], touched);
+				a[k] = (now() - t0) / iters;
+				t0 = now();
+				for (i = 0; i < iters; i++)
+					memfd_once(sizes[s], touched);
+				b[k] = (now() - t0) / iters;
+				ratio[k] = a[k] / b[k];
+			}
+			printf("  %4zu KiB  %-9s %9.1f us %9.1f us %9.2fx\n", sizes[s] >> 10,
+			       touched ? "written" : "untouched", median(a, ROUNDS) * 1e6,
+			       median(b, ROUNDS) * 1e6, median(ratio, ROUNDS));
+			fflush(stdout);
+		}
+	}
+}
+
+/* The median time of one LIST of every slab into @buf (room for @cap). */
+static double time_list(struct blamer_slab_info *buf, uint32_t cap, uint32_t want)
+{
+	double t[ROUNDS];
+	int k;
+
+	for (k = 0; k < ROUNDS; k++) {
+		struct blamer_list l = { .info_size = sizeof(*buf), .capacity = cap,
+					 .slabs = (uint64_t)(uintptr_t)buf };
+		double t0 = now();
+
+		if (ioctl(dev, BLAMER_IOC_LIST, &l))
+			die("BLAMER_IOC_LIST");
+		t[k] = now() - t0;
+		if (l.total < want || l.count != l.total) {
+			fprintf(stderr, "module_bench: LIST gave %u of %u slabs\n", l.count, want);
+			exit(1);
+		}
+	}
+	return median(t, ROUNDS);
+}
+
+static void list_scaling(uint32_t max)
+{
+	struct blamer_slab_info *buf = calloc(max + 64, sizeof(*buf));
+	uint64_t *ids = calloc(max, sizeof(*ids));
+	double prev = 0, t0, create;
+	uint32_t n = 0, step, have;
+
+	if (!buf || !ids)
+		die("calloc");
+	memset(buf, 1, (size_t)(max + 64) * sizeof(*buf));	/* faulted in before timing */
+	printf("# BLAMER_IOC_LIST of N live slabs of one page (sizeof info %zu bytes)\n",
+	       sizeof(*buf));
+	printf("# %-7s %12s %14s %16s\n", "N", "LIST", "time(N)/", "create per slab");
+	printf("# %-7s %12s %14s %16s\n", "", "", "time(N/10)", "(the last N-N/10)");
+	for (step = 1000; step <= max; step *= 10) {
+		double t;
+
+		t0 = now();
+		for (have = n; n < step; n++) {
+			struct blamer_create c = { .length = 4096 };
+
+			if (ioctl(dev, BLAMER_IOC_CREATE, &c))
+				die("BLAMER_IOC_CREATE (raise max_user_bytes, max_total_bytes?)");
+			close(c.fd);	/* the slab stays: this process owns it */
+			ids[n] = c.id;
+		}
+		create = (now() - t0) / (n - have);
+		t = time_list(buf, max + 64, n);
+		printf("  %-7u %9.2f ms ", n, t * 1e3);
+		if (prev > 0)
+			printf("%14.1f", t / prev);
+		else
+			printf("%14s", "");
+		printf(" %13.1f us\n", create * 1e6);
+		fflush(stdout);
+		prev = t;
+	}
+	/* The same table, the same moment: LIST of the last 1,000, 10,000
+	 * and 100,000 slabs (start_id), interleaved, medians of the ratios.
+	 * What grows with the table itself (memory the walk misses in)
+	 * is the same for all three. */
+	if (n >= 10000) {
+		double r1[ROUNDS], r2[ROUNDS], tl[3][ROUNDS];
+		uint32_t part[3] = { n / 100, n / 10, n }, k, q;
+
+		for (k = 0; k < ROUNDS; k++) {
+			for (q = 0; q < 3; q++) {
+				struct blamer_list l = { .info_size = sizeof(*buf),
+							 .capacity = max + 64,
+							 .slabs = (uint64_t)(uintptr_t)buf,
+							 .start_id = ids[n - part[q]] };
+
+				t0 = now();
+				if (ioctl(dev, BLAMER_IOC_LIST, &l) || l.count < part[q])
+					die("BLAMER_IOC_LIST from an id");
+				tl[q][k] = now() - t0;
+			}
+			r1[k] = tl[1][k] / tl[0][k];
+			r2[k] = tl[2][k] / tl[1][k];
+		}
+		printf("# the same %u slabs listed from an id on (interleaved): the last %u %.2f ms,"
+		       " %u %.2f ms, all %.2f ms; time(10N)/time(N) %.1f and %.1f\n", n, part[0],
+		       median(tl[0], ROUNDS) * 1e3, part[1], median(tl[1], ROUNDS) * 1e3,
+		       median(tl[2], ROUNDS) * 1e3, median(r1, ROUNDS), median(r2, ROUNDS));
+	}
+	/* released, not left as orphans for what runs next */
+	for (have = 0; have < n; have++) {
+		struct blamer_release r = { .id = ids[have] };
+
+		if (ioctl(dev, BLAMER_IOC_RELEASE, &r))
+			die("BLAMER_IOC_RELEASE");
+	}
+	free(ids);
+	free(buf);
+}
+
+/*
+ * The machine's own speed, to set the figures above against: one
+ * getppid() system call and a 64 KiB memcpy, which the same static
+ * program also measures on the host (module_bench --machine), where no
+ * module runs. Under TCG the guest's kernel code runs many times slower
+ * than the host's; this says how many.
+ */
+static void machine(const char *where)
+{
+	static uint8_t a[64 << 10], b[64 << 10];
+	double t[ROUNDS], m[ROUNDS], t0;
+	int k, i;
+
+	for (k = 0; k < ROUNDS; k++) {
+		t0 = now();
+		for (i = 0; i < 20000; i++)
+			if (syscall(SYS_getppid) < 0)
+				die("getppid");
+		t[k] = (now() - t0) / 20000;
+		t0 = now();
+		for (i = 0; i < 2000; i++) {
+			memcpy(b, a, sizeof(a));
+			__asm__ volatile("" : : "r"(b) : "memory");
+		}
+		m[k] = (now() - t0) / 2000;
+	}
+	printf("# machine (%s): one getppid() %.3f us, memcpy of 64 KiB %.2f us\n", where,
+	       median(t, ROUNDS) * 1e6, median(m, ROUNDS) * 1e6);
+}
+
+int main(int argc, char **argv)
+{
+	uint32_t max = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 100000;
+
+	if (argc > 1 && !strcmp(argv[1], "--machine")) {
+		machine("host");
+		return 0;
+	}
+	machine("guest");
+	dev = open("/dev/blamer", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		die("/dev/blamer");
+	create_vs_memfd();
+	list_scaling(max);
+	close(dev);
+	return 0;
+}

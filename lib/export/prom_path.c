@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Path labels: "/e/e/...", one element per node, unambiguous for any
+ * node names, so that distinct paths of node ids are distinct series.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prom.h"
+
+static int node_name_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_node *x = *(const struct blamer_snap_node *const *)a;
+	const struct blamer_snap_node *y = *(const struct blamer_snap_node *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s)
+{
+	const struct blamer_snap_node **v = malloc((s->nnodes + 1) * sizeof(*v));
+	size_t i;
+
+	nm->s = s;
+	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
+	nm->off = calloc(s->nnodes + 1, sizeof(*nm->off));
+	if (!v || !nm->shared || !nm->off) {
+		free(v);
+		return false;
+	}
+	for (i = 0; i < s->nnodes; i++)
+		v[i] = &s->nodes[i];
+	qsort(v, s->nnodes, sizeof(*v), node_name_cmp);
+	for (i = 1; i < s->nnodes; i++)
+		if (v[i]->name[0] && !strcmp(v[i - 1]->name, v[i]->name))
+			nm->shared[v[i - 1] - s->nodes] = nm->shared[v[i] - s->nodes] = true;
+	free(v);
+	return true;
+}
+
+void prom_names_free(struct prom_names *nm)
+{
+	free(nm->shared);
+	free(nm->off);
+	free(nm->pool.p);
+}
+
+/* The index of node @id in s->nodes (sorted by id), or SIZE_MAX. */
+static size_t node_find(const struct blamer_snapshot *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->nnodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->nodes[mid].id == id)
+			return mid;
+		if (s->nodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+/*
+ * A named node's path element into @o (ELEM_MAX bytes): its name,
+ * percent-encoded so that '/' separates elements only ('%', '/' and '@'
+ * in a name become %25, %2F and %40, as do control characters and bytes
+ * that are not valid UTF-8), a leading "0x" written %30x (so a name never
+ * looks like an unnamed node), then "@0x<id>" if another node has the
+ * same name. A node without a name is "0x<id>". So distinct paths of ids
+ * give distinct labels. Returns the length.
+ */
+static size_t make_element(char *o, const struct blamer_snap_node *n, bool shared)
+{
+	const unsigned char *s = (const unsigned char *)n->name;
+	char *start = o;
+	uint32_t cp;
+	size_t len;
+
+	if (s[0] == '0' && s[1] == 'x') {
+		o += sprintf(o, "%%30");
+		s++;
+	}
+	while (*s) {
+		len = prom_utf8_seq(s, &cp);
+		if (len && !prom_is_control(cp) && *s != '%' && *s != '/' && *s != '@') {
+			memcpy(o, s, len);
+			o += len;
+			s += len;
+		} else {
+			for (len = len ? len : 1; len; len--, s++)
+				o += sprintf(o, "%%%02X", *s);
+		}
+	}
+	if (shared)
+		o += sprintf(o, "@0x%" PRIx64, n->id);
+	return (size_t)(o - start);
+}
+
+/* path="/e/e/..." (escaped as every label value). */
+void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct blamer_snap_path *p)
+{
+	char id[24];
+	uint32_t i;
+
+	prom_put(o, "path=\"", 6);
+	for (i = 0; i < p->depth && i < BLAMER_SNAP_MAX_DEPTH; i++) {
+		size_t k = node_find(nm->s, p->nodes[i]);
+
+		prom_putc(o, '/');
+		if (k == SIZE_MAX || !nm->s->nodes[k].name[0]) {
+			prom_put(o, id, (size_t)snprintf(id, sizeof(id), "0x%" PRIx64, p->nodes[i]));
+			continue;
+		}
+		if (!nm->off[k] && nm->pool.len < UINT32_MAX - ELEM_MAX &&
+		    prom_room(&nm->pool, ELEM_MAX + 1)) {
+			char *at = nm->pool.p + nm->pool.len;
+			size_t n = make_element(at, &nm->s->nodes[k], nm->shared[k]);
+
+			at[n] = '\0';
+			nm->off[k] = (uint32_t)nm->pool.len + 1;
+			nm->pool.len += n + 1;
+		}
+		if (nm->off[k]) {
+			prom_escape(o, nm->pool.p + nm->off[k] - 1, false);	/* may hold " or \ */
+		} else {
+			char tmp[ELEM_MAX + 1];
+
+			tmp[make_element(tmp, &nm->s->nodes[k], nm->shared[k])] = '\0';
+			prom_escape(o, tmp, false);
+		}
+	}
+	prom_putc(o, '"');
+}
