@@ -1293,10 +1293,18 @@ static int setup_injection(void)
 		snprintf(p, sizeof(p), "%s/verbose", dirs[i]);
 		knob(p, "0");
 	}
-	snprintf(p, sizeof(p), "%s/ignore-gfp-wait", dirs[1]);
-	knob(p, "N");
+	/*
+	 * The defaults spare what the module allocates: sleeping
+	 * allocations (both) and order-0 pages (fail_page_alloc).
+	 */
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), "%s/ignore-gfp-wait", dirs[i]);
+		knob(p, "N");
+	}
 	snprintf(p, sizeof(p), "%s/ignore-gfp-highmem", dirs[1]);
 	knob(p, "N");
+	snprintf(p, sizeof(p), "%s/min-order", dirs[1]);
+	knob(p, "0");
 	return 0;
 }
 

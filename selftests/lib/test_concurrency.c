@@ -972,7 +972,11 @@ static void on_alarm(int sig)
 
 TEST_F(ctx, push_pop_from_signal_handler)
 {
-	struct itimerval tv = { { 0, 200 }, { 0, 200 } };
+	/*
+	 * Every 2 ms: at 200 us, on a debug kernel under TCG (6.1-debug)
+	 * delivering the signals took all the time and the loop never ended.
+	 */
+	struct itimerval tv = { { 0, 2000 }, { 0, 2000 } };
 	struct blamer_config c;
 	struct blamer_thread *t;
 	struct sigaction sa = { .sa_handler = on_alarm };
