@@ -9,6 +9,7 @@
 #ifndef BLAMER_TEST_VALIDATE_H
 #define BLAMER_TEST_VALIDATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "heap_format.h"
@@ -29,6 +30,8 @@ struct v_stats {
 	uint64_t transitioning;
 	int64_t pid;			/* from the process record */
 	uint32_t data_id;
+	bool grew;			/* the list went on into a slab the view
+					 * did not have: the heap grew meanwhile */
 	char why[128];			/* the first problem, if any */
 };
 
