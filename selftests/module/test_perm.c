@@ -564,6 +564,151 @@ TEST_F(root, poll_is_filtered)
 	EXPECT_EQ(0, woken(user1, (struct as){ -1, -1 }));
 }
 
+/* Map ids 0..@count-1 of @pid's user namespace to @outer... of its parent's. */
+static int map_ids(pid_t pid, int outer, int count)
+{
+	static const char *const which[] = { "uid_map", "gid_map" };
+	char path[64];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, which[i]);
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fprintf(f, "0 %d %d\n", outer, count);
+		if (fclose(f))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * In a child: a user namespace of its own (made as uid 1000, so uid 1000
+ * owns it), whose ids 0..@count-1 the parent maps to @outer... (map_ids);
+ * then root in it, with every capability there and none outside, and
+ * dumpable (changing ids made it not). Returns 0 in the child, the
+ * child's pid in the parent, -1 on trouble.
+ */
+static pid_t userns_child(int outer, int count)
+{
+	int up[2], down[2];
+	char b = 0;
+	pid_t pid;
+
+	if (pipe(up) || pipe(down))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if ((geteuid() == 0 && bt_become(U1, U1)) || unshare(CLONE_NEWUSER) ||
+		    write(up[1], "u", 1) != 1 || read(down[0], &b, 1) != 1 || b != 'g' ||
+		    setresgid(0, 0, 0) || setresuid(0, 0, 0) || prctl(PR_SET_DUMPABLE, 1))
+			_exit(90);
+	} else if (pid > 0) {
+		if (read(up[0], &b, 1) != 1 || map_ids(pid, outer, count) ||
+		    write(down[1], "g", 1) != 1)
+			pid = -1;
+	}
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	return pid;
+}
+
+/* A creator: once @go says so, one slab, then exit (an orphan). */
+static __attribute__((noreturn)) void create_when_told(int go)
+{
+	struct blamer_create cr;
+	char b;
+	int dev;
+
+	if (read(go, &b, 1) != 1)
+		_exit(72);
+	dev = bl_open(O_RDWR);
+	_exit(dev < 0 || bl_create(dev, PG, &cr) ? 73 : 0);
+}
+
+/*
+ * A watcher is root in a user namespace of its own (host uids 100000...);
+ * a creator is root in a user namespace nested in the watcher's
+ * (@nested) or in a sibling of it (host uids 200000...). Returns what the
+ * watcher saw: 1 woken, 0 not; -1 on trouble.
+ */
+static int woken_across_namespaces(bool nested)
+{
+	int ready[2], go[2], seen[2];
+	char b = 0, r = 0;
+	pid_t top, other = 0;
+
+	if (pipe(ready) || pipe(go) || pipe(seen))
+		return -1;
+	top = userns_child(100000, 65536);
+	if (top == 0) {
+		/* The watcher's namespace: a watcher in it, and if nested,
+		 * the creator's namespace inside it. */
+		pid_t w = fork(), c = 0;
+
+		if (w == 0) {
+			int fd = bl_open(O_RDONLY);
+
+			if (fd < 0 || list_clears(fd) < 0 || write(ready[1], "r", 1) != 1)
+				_exit(70);
+			r = (char)('0' + polled(fd, 3000));
+			_exit(write(seen[1], &r, 1) == 1 ? 0 : 71);
+		}
+		if (nested)
+			c = userns_child(1, 1000);
+		if (c == 0 && nested)
+			create_when_told(go[0]);
+		_exit(w < 0 || c < 0 || waitpid(w, NULL, 0) != w ||
+		      (nested && waitpid(c, NULL, 0) != c) ? 74 : 0);
+	}
+	if (top > 0 && !nested) {
+		/* The sibling: a namespace of its own whose child creates. */
+		other = userns_child(200000, 65536);
+		if (other == 0) {
+			pid_t c = userns_child(1, 1000);
+
+			if (c == 0)
+				create_when_told(go[0]);
+			_exit(c < 0 || waitpid(c, NULL, 0) != c ? 74 : 0);
+		}
+	}
+	/* only the children write these: if they all die, reads see EOF */
+	close(ready[1]);
+	close(seen[1]);
+	close(go[0]);
+	if (top < 0 || other < 0 || read(ready[0], &b, 1) != 1 || write(go[1], "g", 1) != 1 ||
+	    read(seen[0], &r, 1) != 1)
+		r = -1;
+	close(go[1]);
+	if (top > 0)
+		waitpid(top, NULL, 0);
+	if (other > 0)
+		waitpid(other, NULL, 0);
+	close(ready[0]);
+	close(seen[0]);
+	bt_clean_orphans();
+	return r < 0 ? -1 : r - '0';
+}
+
+/*
+ * A poll watcher's capabilities count only in its own user namespace
+ * and the namespaces nested in it: root in a namespace of its own is
+ * woken by a slab of a creator in a namespace below (its ids are not the
+ * watcher's), not by one in a sibling namespace.
+ */
+TEST_F(root, poll_follows_user_namespace_nesting)
+{
+	if (BT_SKIPPED())
+		return;
+	EXPECT_EQ(1, woken_across_namespaces(true));
+	EXPECT_EQ(0, woken_across_namespaces(false));
+}
+
 int main(int argc, char **argv)
 {
 	return bt_main(argc, argv);
