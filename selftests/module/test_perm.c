@@ -619,7 +619,7 @@ static pid_t userns_child(int outer, int count)
 }
 
 /* A creator: once @go says so, one slab, then exit (an orphan). */
-static __attribute__((noreturn)) void create_when_told(int go)
+static void create_when_told(int go)
 {
 	struct blamer_create cr;
 	char b;
@@ -647,8 +647,10 @@ static int woken_across_namespaces(bool nested)
 		return -1;
 	top = userns_child(100000, 65536);
 	if (top == 0) {
-		/* The watcher's namespace: a watcher in it, and if nested,
-		 * the creator's namespace inside it. */
+		/*
+		 * The watcher's namespace: a watcher in it, and if nested,
+		 * the creator's namespace inside it.
+		 */
 		pid_t w = fork(), c = 0;
 
 		if (w == 0) {
