@@ -36,7 +36,7 @@ bench: deps
 bench-run: $(BENCH_BIN) bench-reader
 	@$(SRC)/bench/run-bench $(BENCH_BIN)
 
-$(READER_BENCH): $(SRC)/bench/reader_bench.c $(LIB_A)
+$(READER_BENCH): $(SRC)/bench/reader_bench.c $(SRC)/bench/stats.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIB_A) -lpthread
 
@@ -56,11 +56,11 @@ BENCH_STATIC := $(BENCH_DIR)/static
 MODULE_BENCH := $(BENCH_STATIC)/module_bench
 DEV_READER_BENCH := $(BENCH_STATIC)/dev_reader_bench
 .PHONY: bench-module
-$(MODULE_BENCH): $(SRC)/bench/module_bench.c $(SRC)/include/uapi/linux/blamer.h
+$(MODULE_BENCH): $(SRC)/bench/module_bench.c $(SRC)/bench/stats.h $(SRC)/include/uapi/linux/blamer.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -std=c11,$(CFLAGS_COMMON)) -std=gnu11 -I$(SRC)/include/uapi -static \
 		-o $@ $<
-$(DEV_READER_BENCH): $(SRC)/bench/dev_reader_bench.c $(SRC)/bench/heap_gen.h $(LIB_A)
+$(DEV_READER_BENCH): $(SRC)/bench/dev_reader_bench.c $(SRC)/bench/heap_gen.h $(SRC)/bench/stats.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -static -o $@ $< $(LIB_A) -lpthread
 bench-module: $(MODULE_BENCH) $(DEV_READER_BENCH) $(addprefix bed-module-,$(BENCH_KERNELS))

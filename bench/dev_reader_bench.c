@@ -31,22 +31,13 @@
 
 #include "blamer.h"
 #include "heap_gen.h"
+#include "stats.h"
 
 #define ROUNDS	11
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
+	return bench_seconds(CLOCK_MONOTONIC);
 }
 
 /* Resident pages of file and shared memory mappings (statm's third field). */
@@ -168,16 +159,16 @@ int main(int argc, char **argv)
 		copy[i] = now() - t0;
 		__asm__ volatile("" : : "r"(to) : "memory");
 	}
-	qsort(t, ROUNDS, sizeof(t[0]), dbl_cmp);
-	qsort(copy, ROUNDS, sizeof(copy[0]), dbl_cmp);
+	qsort(t, ROUNDS, sizeof(t[0]), bench_dbl_cmp);
+	qsort(copy, ROUNDS, sizeof(copy[0]), bench_dbl_cmp);
 	printf("# the reader on /dev/blamer: %d heaps (%d live, %d read whole), one 1 MiB slab each\n",
 	       procs, live, ok);
 	printf("  pages mapped %llu, below the freeptrs %llu, touched by the first snapshot %ld"
 	       " (%.1f %% of those mapped), by the next %d: %ld more\n",
 	       (unsigned long long)size, (unsigned long long)used, after - before,
 	       100.0 * (double)(after - before) / (double)size, ROUNDS, after2 - after);
-	qsort(cold, ROUNDS, sizeof(cold[0]), dbl_cmp);
-	qsort(ratio, ROUNDS, sizeof(ratio[0]), dbl_cmp);
+	qsort(cold, ROUNDS, sizeof(cold[0]), bench_dbl_cmp);
+	qsort(ratio, ROUNDS, sizeof(ratio[0]), bench_dbl_cmp);
 	printf("  one-shot reader %.2f ms, long-lived (mappings kept) %.2f ms: %.1fx (median"
 	       " ratio); memcpy of the pages used %.2f ms: %.0f %% of a kept snapshot\n",
 	       cold[ROUNDS / 2] * 1e3, t[ROUNDS / 2] * 1e3, ratio[ROUNDS / 2],

@@ -37,29 +37,15 @@
 
 #include <linux/blamer.h>
 
+#include "stats.h"
+
 #define ROUNDS	11
 
 static int dev;
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
-	return v[n / 2];
+	return bench_seconds(CLOCK_MONOTONIC);
 }
 
 static void die(const char *what)
@@ -140,8 +126,8 @@ static void create_vs_memfd(void)
 				ratio[k] = a[k] / b[k];
 			}
 			printf("  %4zu KiB  %-9s %9.1f us %9.1f us %9.2fx\n", sizes[s] >> 10,
-			       touched ? "written" : "untouched", median(a, ROUNDS) * 1e6,
-			       median(b, ROUNDS) * 1e6, median(ratio, ROUNDS));
+			       touched ? "written" : "untouched", bench_median(a, ROUNDS) * 1e6,
+			       bench_median(b, ROUNDS) * 1e6, bench_median(ratio, ROUNDS));
 			fflush(stdout);
 		}
 	}
@@ -166,7 +152,7 @@ static double time_list(struct blamer_slab_info *buf, uint32_t cap, uint32_t wan
 			exit(1);
 		}
 	}
-	return median(t, ROUNDS);
+	return bench_median(t, ROUNDS);
 }
 
 static void list_scaling(uint32_t max)
@@ -231,8 +217,8 @@ static void list_scaling(uint32_t max)
 		}
 		printf("# the same %u slabs listed from an id on (interleaved): the last %u %.2f ms,"
 		       " %u %.2f ms, all %.2f ms; time(10N)/time(N) %.1f and %.1f\n", n, part[0],
-		       median(tl[0], ROUNDS) * 1e3, part[1], median(tl[1], ROUNDS) * 1e3,
-		       median(tl[2], ROUNDS) * 1e3, median(r1, ROUNDS), median(r2, ROUNDS));
+		       bench_median(tl[0], ROUNDS) * 1e3, part[1], bench_median(tl[1], ROUNDS) * 1e3,
+		       bench_median(tl[2], ROUNDS) * 1e3, bench_median(r1, ROUNDS), bench_median(r2, ROUNDS));
 	}
 	/* released, not left as orphans for what runs next */
 	for (have = 0; have < n; have++) {
@@ -272,7 +258,7 @@ static void machine(const char *where)
 		m[k] = (now() - t0) / 2000;
 	}
 	printf("# machine (%s): one getppid() %.3f us, memcpy of 64 KiB %.2f us\n", where,
-	       median(t, ROUNDS) * 1e6, median(m, ROUNDS) * 1e6);
+	       bench_median(t, ROUNDS) * 1e6, bench_median(m, ROUNDS) * 1e6);
 }
 
 int main(int argc, char **argv)

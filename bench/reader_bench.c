@@ -44,6 +44,7 @@
 #include "blamer.h"
 #include "heap_format.h"
 #include "heap_gen.h"
+#include "stats.h"
 
 #define FAKE_PID	2000000000	/* above any pid_max: never live */
 
@@ -55,23 +56,7 @@
  */
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
-	return v[n / 2];
+	return bench_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* The template heap's one slab file in @dir: its name in @name. */
@@ -233,10 +218,10 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 	blamer_reader_close(r);
 	fclose(null);
 	if (cj) {
-		cj->secs = median(c, rounds);
-		cj->ratio = median(ratio, rounds);
+		cj->secs = bench_median(c, rounds);
+		cj->ratio = bench_median(ratio, rounds);
 	}
-	return median(t, rounds);
+	return bench_median(t, rounds);
 }
 
 /* Median CPU time of a command (user + system), output to /dev/null. */
@@ -262,7 +247,7 @@ static double time_command(char *const *argv, int rounds)
 		t[i] = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 		       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	}
-	return median(t, rounds);
+	return bench_median(t, rounds);
 }
 
 /* prometheus_client over @n processes' files: the seconds it reports. */
