@@ -72,7 +72,8 @@ worker b
 
 BP=$(free_port) NP=$(free_port) PP=$(free_port)
 "$B" export --prometheus --listen "127.0.0.1:$BP" 2>"$D/export.err" & PIDS+=($!)
-"$B" export --prometheus --interval 1 --output "$D/textfile/blamer.prom" 2>"$D/textfile.err" & PIDS+=($!)
+"$B" export --prometheus --interval 1 --output "$D/textfile/blamer.prom" 2>"$D/textfile.err" &
+TF=$!; PIDS+=($TF)
 prometheus-node-exporter --web.listen-address="127.0.0.1:$NP" --collector.disable-defaults \
 	--collector.textfile --collector.textfile.directory="$D/textfile" \
 	>"$D/node.log" 2>&1 & PIDS+=($!)
@@ -141,13 +142,18 @@ for job in blamer node; do
 		echo "not ok $((n + 1)) - $job: last value $MAXA (want $LAST), workers with increase() > 0: $INC (want 3)"
 	fi
 done
-# after some 20 rewrites: the file alone (no temporary left), as the
-# textfile collector wants it
+# after some 20 rewrites, stopped (SIGTERM is taken only between two
+# rewrites; while it runs, a listing may catch a rewrite's temporary
+# file): the file alone, no temporary left, as the textfile collector
+# wants it, and a clean exit
+kill -TERM "$TF"
+wait "$TF"
+tf_status=$?
 left=$(ls -A "$D/textfile")
 if [ "$left" = blamer.prom ] && [ "$(stat -c %a "$D/textfile/blamer.prom")" = 644 ] &&
-   [ ! -s "$D/textfile.err" ] && [ ! -s "$D/export.err" ]; then
-	echo "ok 8 - --interval: only blamer.prom in the textfile directory, mode 0644; no error from either exporter"
+   [ "$tf_status" = 0 ] && [ ! -s "$D/textfile.err" ] && [ ! -s "$D/export.err" ]; then
+	echo "ok 8 - --interval: stopped, it leaves only blamer.prom in the textfile directory, mode 0644, exit 0; no error from either exporter"
 else
-	echo "not ok 8 - textfile directory: $left"; cat "$D/textfile.err" "$D/export.err" | sed 's/^/#   /'
+	echo "not ok 8 - textfile directory: $left, exit $tf_status"; cat "$D/textfile.err" "$D/export.err" | sed 's/^/#   /'
 fi
 exit 0
