@@ -269,6 +269,17 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 #define BLAMER_READ_NO_LOG	(1u << 6)
 #define BLAMER_READ_NO_CHILDREN	(1u << 7)
 #define BLAMER_READ_NO_DAG	(1u << 8) /* nodes, edges, paths: no attribution view */
+/*
+ * A long-lived reader (top, an exporter): a dead heap is decoded once and
+ * what was decoded kept for the snapshots after, for as long as the
+ * backend shows its slabs unchanged (Documentation/reader.rst, "Long-lived
+ * readers"). Costs the decoded heaps' memory, at most 64 MiB.
+ */
+#define BLAMER_READ_KEEP_DEAD	(1u << 9)
+/* The processes' own paths without the view summed over them: totals,
+ * units and tree stay empty (nodes are still merged). For a caller that
+ * exports each process's own values. */
+#define BLAMER_READ_NO_TOTALS	(1u << 10)
 
 struct blamer_reader_opts {
 	enum blamer_backend backend;

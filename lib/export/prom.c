@@ -384,24 +384,63 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
  * (one series, their sum, as the attribution view adds them); then each
  * family takes its run from every process in turn.
  */
+/*
+ * The path labels of one scrape, each made once: a path has a series in
+ * each of its units' families. By process and path index; off is where
+ * its label is in pool, +1 (0: not made yet).
+ */
+struct labels {
+	struct prom_names nm;
+	struct prom_out pool;
+	size_t *base;			/* by process: its first path's index */
+	struct { uint32_t off, len; } *at;
+};
+
+static void path_label(struct exp *e, struct labels *lb, size_t proc, uint32_t path)
+{
+	const struct blamer_snap_path *p = &e->procs[proc]->paths[path];
+	size_t i = lb->base[proc] + path, start = lb->pool.len;
+
+	if (!lb->at[i].off && start < UINT32_MAX / 2) {
+		prom_path_label(&lb->pool, &lb->nm, p);
+		if (!lb->pool.oom) {
+			lb->at[i].off = (uint32_t)start + 1;
+			lb->at[i].len = (uint32_t)(lb->pool.len - start);
+		}
+	}
+	if (lb->at[i].off)
+		prom_put(&e->o, lb->pool.p + lb->at[i].off - 1, lb->at[i].len);
+	else
+		prom_path_label(&e->o, &lb->nm, p);	/* out of memory for the cache */
+}
+
 static int attribution(struct exp *e)
 {
-	struct prom_names nm = { 0 };
+	struct labels lb;
 	struct named *nv;
 	struct entry *v;
-	size_t *at, *end, i, j, k, n = 0, nn = 0, nfam = NFIXED, f;
+	size_t *at, *end, i, j, k, n = 0, np = 0, nn = 0, nfam = NFIXED, f;
 	char help[160];
 	int ret = -ENOMEM;
 
-	for (i = 0; i < e->nprocs; i++)
+	memset(&lb, 0, sizeof(lb));
+	for (i = 0; i < e->nprocs; i++) {
+		np += e->procs[i]->npaths;
 		for (j = 0; j < e->procs[i]->npaths; j++)
 			n += e->procs[i]->paths[j].nvalues;
+	}
 	nv = named_units(e->s, &nn, &nfam);
 	v = malloc((n + 1) * sizeof(*v));
 	at = malloc((e->nprocs + 1) * sizeof(*at));
 	end = malloc((e->nprocs + 1) * sizeof(*end));
-	if (!nv || !v || !at || !end || !prom_names_init(&nm, e->s))
+	lb.base = malloc((e->nprocs + 1) * sizeof(*lb.base));
+	lb.at = calloc(np + 1, sizeof(*lb.at));
+	if (!nv || !v || !at || !end || !lb.base || !lb.at || !prom_names_init(&lb.nm, e->s))
 		goto out;
+	for (i = 0, np = 0; i < e->nprocs; i++) {
+		lb.base[i] = np;
+		np += e->procs[i]->npaths;
+	}
 	for (i = 0, n = 0; i < e->nprocs; i++) {
 		const struct blamer_snap_process *p = e->procs[i];
 		size_t first = n;
@@ -452,7 +491,7 @@ static int attribution(struct exp *e)
 				}
 				proc_sample(e, fam, i);
 				prom_putc(&e->o, ',');
-				prom_path_label(&e->o, &nm, &paths[x->path]);
+				path_label(e, &lb, i, x->path);
 				if (f >= FAM_VALUE) {
 					prom_put(&e->o, ",unit=\"", 7);
 					prom_u64(&e->o, x->unit);
@@ -469,7 +508,10 @@ static int attribution(struct exp *e)
 	}
 	ret = 0;
 out:
-	prom_names_free(&nm);
+	prom_names_free(&lb.nm);
+	free(lb.pool.p);
+	free(lb.base);
+	free(lb.at);
 	free(nv);
 	free(v);
 	free(at);

@@ -62,7 +62,8 @@ struct prom_names {
 	const struct blamer_snapshot *s;
 	bool *shared;		/* by index of s->nodes */
 	uint32_t *off;		/* by index: where its element is in pool, +1; 0: not yet */
-	struct prom_out pool;	/* the elements made, NUL-terminated */
+	uint32_t *len;		/* by index: its length there */
+	struct prom_out pool;	/* the elements made, escaped */
 };
 
 bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s);

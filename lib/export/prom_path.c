@@ -26,7 +26,8 @@ bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s)
 	nm->s = s;
 	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
 	nm->off = calloc(s->nnodes + 1, sizeof(*nm->off));
-	if (!v || !nm->shared || !nm->off) {
+	nm->len = calloc(s->nnodes + 1, sizeof(*nm->len));
+	if (!v || !nm->shared || !nm->off || !nm->len) {
 		free(v);
 		return false;
 	}
@@ -44,6 +45,7 @@ void prom_names_free(struct prom_names *nm)
 {
 	free(nm->shared);
 	free(nm->off);
+	free(nm->len);
 	free(nm->pool.p);
 }
 
@@ -101,10 +103,55 @@ static size_t make_element(char *o, const struct blamer_snap_node *n, bool share
 	return (size_t)(o - start);
 }
 
+/* "0x<id>" in lowercase hex, as PRIx64 would write it. Returns the length. */
+static size_t put_hex_id(char *o, uint64_t id)
+{
+	static const char digit[] = "0123456789abcdef";
+	char b[16];
+	size_t i = sizeof(b), n;
+
+	do {
+		b[--i] = digit[id & 15];
+		id >>= 4;
+	} while (id);
+	o[0] = '0';
+	o[1] = 'x';
+	n = sizeof(b) - i;
+	memcpy(o + 2, b + i, n);
+	return n + 2;
+}
+
+/*
+ * Node @k's element, escaped as every label value, into the pool once:
+ * a scrape writes each node's element many times (every path through it,
+ * every unit, every process), so it is made and escaped only the first
+ * time. False if out of memory.
+ */
+static bool element_made(struct prom_names *nm, size_t k)
+{
+	const struct blamer_snap_node *n = &nm->s->nodes[k];
+	char tmp[ELEM_MAX + 1];
+	size_t len, start;
+
+	if (nm->off[k])
+		return true;
+	if (nm->pool.len > UINT32_MAX - 4 * ELEM_MAX)	/* escaped: 3 bytes each at most */
+		return false;
+	len = n->name[0] ? make_element(tmp, n, nm->shared[k]) : put_hex_id(tmp, n->id);
+	tmp[len] = '\0';
+	start = nm->pool.len;
+	prom_escape(&nm->pool, tmp, false);	/* may hold " or \ */
+	if (nm->pool.oom)
+		return false;
+	nm->off[k] = (uint32_t)start + 1;
+	nm->len[k] = (uint32_t)(nm->pool.len - start);
+	return true;
+}
+
 /* path="/e/e/..." (escaped as every label value). */
 void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct blamer_snap_path *p)
 {
-	char id[24];
+	char tmp[ELEM_MAX + 1];
 	uint32_t i;
 
 	prom_put(o, "path=\"", 6);
@@ -112,25 +159,13 @@ void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct bla
 		size_t k = node_find(nm->s, p->nodes[i]);
 
 		prom_putc(o, '/');
-		if (k == SIZE_MAX || !nm->s->nodes[k].name[0]) {
-			prom_put(o, id, (size_t)snprintf(id, sizeof(id), "0x%" PRIx64, p->nodes[i]));
-			continue;
-		}
-		if (!nm->off[k] && nm->pool.len < UINT32_MAX - ELEM_MAX &&
-		    prom_room(&nm->pool, ELEM_MAX + 1)) {
-			char *at = nm->pool.p + nm->pool.len;
-			size_t n = make_element(at, &nm->s->nodes[k], nm->shared[k]);
-
-			at[n] = '\0';
-			nm->off[k] = (uint32_t)nm->pool.len + 1;
-			nm->pool.len += n + 1;
-		}
-		if (nm->off[k]) {
-			prom_escape(o, nm->pool.p + nm->off[k] - 1, false);	/* may hold " or \ */
+		if (k == SIZE_MAX) {
+			prom_put(o, tmp, put_hex_id(tmp, p->nodes[i]));
+		} else if (element_made(nm, k)) {
+			prom_put(o, nm->pool.p + nm->off[k] - 1, nm->len[k]);
 		} else {
-			char tmp[ELEM_MAX + 1];
-
-			tmp[make_element(tmp, &nm->s->nodes[k], nm->shared[k])] = '\0';
+			tmp[nm->s->nodes[k].name[0] ? make_element(tmp, &nm->s->nodes[k], nm->shared[k]) :
+			    put_hex_id(tmp, p->nodes[i])] = '\0';
 			prom_escape(o, tmp, false);
 		}
 	}

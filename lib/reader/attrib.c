@@ -590,7 +590,7 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the
 	 * per-process data remains. */
-	if (make_totals(s) && make_units(s))
+	if (!(s->flags & BLAMER_READ_NO_TOTALS) && make_totals(s) && make_units(s))
 		make_tree(s);
 	merge_nodes(s);
 }

@@ -167,11 +167,10 @@ static bool unit_name_ok(const char *n)
 void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 {
 	struct blamer_snapshot *s = c->h->s;
-	struct blamer_snap_unit_def *d;
+	struct blamer_snap_unit_def def;
 	struct blamer_dag_unit r;
 	struct blamer_block b;
 	uint32_t i;
-	size_t n;
 
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_UNIT, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
@@ -191,22 +190,15 @@ void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 			   r.unit);
 		return;
 	}
-	/* capacity 8, then doubled at each power of two */
-	n = s->nunit_defs;
-	if (!n || (n >= 8 && !(n & (n - 1)))) {
-		d = realloc(s->unit_defs, (n ? 2 * n : 8) * sizeof(*d));
-		if (!d) {
-			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
-			return;
-		}
-		s->unit_defs = d;
+	def.unit = r.unit;
+	def.base = r.base;
+	memcpy(def.name, r.name, BLAMER_NAME_MAX);
+	def.name[BLAMER_NAME_MAX] = '\0';
+	if (!rd_add_unit_def(s, &def)) {
+		rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+		return;
 	}
 	c->named[c->nnamed++] = r.unit;
-	d = &s->unit_defs[s->nunit_defs++];
-	d->unit = r.unit;
-	d->base = r.base;
-	memcpy(d->name, r.name, BLAMER_NAME_MAX);
-	d->name[BLAMER_NAME_MAX] = '\0';
 }
 
 static int def_cmp(const struct blamer_snap_unit_def *x, const struct blamer_snap_unit_def *y)

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -368,13 +369,31 @@ static const char *open_why(struct dir *d, const char *name, int err)
 	return why ? why : strerror(err);
 }
 
+static uint64_t ns_of(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+/* What says a slab file is the one a kept heap was decoded from. */
+static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const struct stat *st)
+{
+	memset(ks, 0, sizeof(*ks));
+	ks->id = f->idx;
+	ks->v[0] = (uint64_t)st->st_dev;
+	ks->v[1] = (uint64_t)st->st_ino;
+	ks->v[2] = (uint64_t)st->st_size;
+	ks->v[3] = ns_of(&st->st_mtim);
+	ks->v[4] = ns_of(&st->st_ctim);
+}
+
 /*
  * Reads one slab file into the reader's buffer at *@off (which it
- * advances). False if the file is not read (skipped or gone; said why).
+ * advances). @ks gets what identifies the file (kept_slab()); if @held
+ * is given, it is set when some process holds the file's lock. False if the file is not read (skipped or gone; said why).
  */
 static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
 		      bool headers_only, struct rd_slab *s, size_t *off, uint64_t heap_read,
-		      uint64_t *mtime_ns)
+		      uint64_t *mtime_ns, struct rd_kept_slab *ks, bool *held)
 {
 	struct blamer_reader *r = d->r;
 	char name[BL_SLAB_NAME_MAX];
@@ -409,6 +428,13 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 		close(fd);
 		return false;
 	}
+	kept_slab(ks, f, &st);
+	/* Kept for later snapshots only if no writer holds its lock: one in
+	 * another pid namespace, that /proc does not show, still writes. */
+	if (held && !flock(fd, LOCK_EX | LOCK_NB))
+		flock(fd, LOCK_UN);
+	else if (held)
+		*held = true;
 	/* a writer's pages are first written, or its exit recorded, by now */
 	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
 		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
@@ -453,6 +479,7 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 				used = sh.freeptr;
 		}
 		hint_note(r, f, used);
+		ks->hint = used;
 	}
 	/* buf is set once every slab of the heap is in (the buffer may move) */
 	s->buf = (uint8_t *)(uintptr_t)*off;
@@ -519,7 +546,7 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 }
 
 static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      uint32_t n, bool headers_only)
+		      uint32_t n, bool headers_only, struct rd_kept_slab *ks, bool *held)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	size_t again[BLAMER_MAX_SLABS];
@@ -531,7 +558,8 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	memset(ordered, 0, sizeof(ordered));
 	p->nslabs = 0;
 	for (i = 0; i < n; i++) {
-		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read, &mtime))
+		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read, &mtime,
+			       &ks[nraw], i ? NULL : held))
 			continue;
 		heap_read += raw[nraw].size;
 		p->slab_ids[p->nslabs++] = f[i].idx;
@@ -600,6 +628,63 @@ static void comm_from_cmdline(struct blamer_snap_process *p)
 	p->comm[l] = '\0';
 }
 
+/*
+ * Have the files not changed for a second? File times are coarse (a
+ * clock tick): a file written again within the tick it was read in could
+ * look unchanged, so a heap is kept only once its files are quiet (a
+ * time in the future is not quiet either).
+ */
+static bool quiet(const struct rd_kept_slab *ks, uint32_t n)
+{
+	struct timespec now;
+	uint64_t t;
+	uint32_t i;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	t = ns_of(&now);
+	for (i = 0; i < n; i++)
+		if (ks[i].v[3] + 1000000000u > t || ks[i].v[4] + 1000000000u > t)
+			return false;
+	return true;
+}
+
+/*
+ * A dead heap kept from the last snapshot, as @p, if its @n files are
+ * still the ones it was decoded from (same device, inode, size and
+ * times, and still files the reader trusts): a stat() each, no read.
+ */
+static bool reuse_kept(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+		       uint32_t n)
+{
+	struct rd_kept_slab ks[BLAMER_MAX_SLABS];
+	struct blamer_snap_process facts = *p;
+	char name[BL_SLAB_NAME_MAX];
+	struct rd_kept *e;
+	struct stat st;
+	uint32_t i;
+
+	e = rd_keep_find(&d->r->keep, p->pid, p->start_time_ns, p->heap_key);
+	if (!e || e->nslabs != n)
+		return false;
+	for (i = 0; i < n; i++) {
+		dfile_name(name, &f[i]);
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    bl_slab_file_why(&st, d->owner))
+			return false;
+		kept_slab(&ks[i], &f[i], &st);
+		ks[i].hint = e->slabs[i].hint;
+	}
+	if (!rd_keep_same(e, ks, n))
+		return false;
+	if (!rd_keep_reuse(&d->r->keep, e, d->s, p)) {
+		*p = facts;	/* out of memory: read it as if not kept */
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		hint_note(d->r, &f[i], ks[i].hint);
+	return true;
+}
+
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen)
 {
@@ -615,11 +700,13 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	if (ret)
 		goto out;
 	for (i = 0; i < n; i = j) {
+		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
 		struct blamer_snap_process *p;
 		uint64_t live_start = 0;
+		bool live, full, keep, held = false;
 		char comm[64] = "";
+		size_t defs;
 		uint32_t nf;
-		bool live;
 
 		for (j = i + 1; j < n && files[j].pid == files[i].pid &&
 		     files[j].start == files[i].start; j++)
@@ -645,17 +732,27 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		/* A dead heap not read in full gets what list gets (its headers
 		 * and process record: name, how it ended, sizes), so it looks
 		 * the same in every view; its records stay unchecked. */
-		read_heap(&d, p, &files[i], nf, (r->opts.flags & BLAMER_READ_HEADERS_ONLY) ||
-			  !(live || (r->opts.flags & BLAMER_READ_DEAD_FULL)));
+		full = !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) &&
+		       (live || (r->opts.flags & BLAMER_READ_DEAD_FULL));
+		keep = full && !live && (r->opts.flags & BLAMER_READ_KEEP_DEAD);
+		if (keep && reuse_kept(&d, p, &files[i], nf))
+			continue;
+		defs = s->nunit_defs;
+		read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL);
 		if (!p->nslabs) {
 			rd_drop_last_process(s);	/* every file of it was skipped */
 			continue;
 		}
 		if (!p->comm[0] && p->cmdline[0])
 			comm_from_cmdline(p);
+		if (keep && !held && p->nslabs == nf && p->health != BLAMER_HEALTH_TORN &&
+		    quiet(ks, nf))
+			rd_keep_add(&r->keep, s, p, defs, ks, nf);
 	}
 out:
 	hint_swap(r);
+	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
+		rd_keep_swap(&r->keep);
 	free(files);
 	close(d.fd);
 	return ret;

@@ -115,6 +115,7 @@ _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
  *   decode_*.c                one decoder per record type
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
+ *   keep.c                    dead heaps kept decoded between snapshots
  *   snapshot.c                the model: processes, problems, freeing
  *   names.c                   (alone) names of values
  */
@@ -264,6 +265,52 @@ struct rd_hint {
 	uint64_t start, bytes;
 };
 
+/*
+ * keep.c: dead heaps kept decoded for the next snapshot
+ * (BLAMER_READ_KEEP_DEAD). A heap is reused only while each of its slabs
+ * is the same as when it was decoded: the backend says what "the same"
+ * is (dir: the file's device, inode, size, mtime and ctime; device: the
+ * slab's ID, creation time and size), and the next read hint (dir).
+ */
+struct rd_kept_slab {
+	uint64_t id, v[5];
+	uint64_t hint;
+};
+
+struct rd_kept {
+	int32_t pid;
+	uint32_t nslabs;
+	uint64_t start, heap_key;
+	struct rd_kept_slab *slabs;
+	struct blamer_snapshot *one;	/* the process and its unit names */
+	size_t bytes;
+};
+
+/* The last snapshot's kept heaps (sorted by pid, start, heap key), and
+ * the current one's. */
+struct rd_keep {
+	struct rd_kept *v, *nv;
+	size_t n, cap, nn, ncap;
+	size_t nbytes;		/* kept by nv */
+};
+
+struct rd_kept *rd_keep_find(struct rd_keep *k, int32_t pid, uint64_t start, uint64_t heap_key);
+/* Are @slabs those @e was decoded from? */
+bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uint32_t n);
+/* @e copied into @s as @p (filled in whole), and kept for the next
+ * snapshot; false out of memory (@p emptied: read the heap instead). */
+bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot *s,
+		   struct blamer_snap_process *p);
+/* Keeps @p, just decoded into @s with the unit names s->unit_defs[@first_def..],
+ * read from @slabs, for the next snapshot (if it fits). */
+void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
+		 const struct blamer_snap_process *p, size_t first_def,
+		 const struct rd_kept_slab *slabs, uint32_t n);
+/* The end of a snapshot: what it kept is what the next may reuse; the
+ * heaps it did not see are freed. */
+void rd_keep_swap(struct rd_keep *k);
+void rd_keep_free(struct rd_keep *k);
+
 /* Device backend: a slab's mapping, kept from one snapshot to the next. */
 struct rd_devmap {
 	uint64_t id, create_time_ns, len;
@@ -294,6 +341,7 @@ struct blamer_reader {
 	 * and the current one's */
 	struct rd_hint *hints, *nhints;
 	size_t nhint, hintcap, nnhint, nhintcap;
+	struct rd_keep keep;	/* BLAMER_READ_KEEP_DEAD */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);
@@ -336,6 +384,14 @@ void rd_skip(struct blamer_snapshot *s, const char *name, const char *fmt, ...)
 void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void rd_process_free(struct blamer_snap_process *p);
+/* @from, a process of another snapshot, copied into @s's memory as @to:
+ * false (and @to emptied) out of memory. */
+bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
+		     const struct blamer_snap_process *from);
+/* Appends a unit definition to s->unit_defs; false out of memory. */
+bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d);
+/* The bytes of @s's arena. */
+size_t rd_snapshot_bytes(struct blamer_snapshot *s);
 /* A one-line message into the caller's buffer (if any). */
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -134,6 +134,7 @@ void blamer_reader_close(struct blamer_reader *r)
 		return;
 	rd_dev_close(r);
 	rd_dir_close(r);
+	rd_keep_free(&r->keep);
 	if (r->devfd >= 0)
 		close(r->devfd);
 	free(r->buf);

@@ -236,6 +236,97 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 	va_end(ap);
 }
 
+/*
+ * Appends @d to s->unit_defs: capacity 8, then doubled at each power of
+ * two. False out of memory.
+ */
+bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d)
+{
+	struct blamer_snap_unit_def *nd;
+	size_t n = s->nunit_defs;
+
+	if (!n || (n >= 8 && !(n & (n - 1)))) {
+		nd = realloc(s->unit_defs, (n ? 2 * n : 8) * sizeof(*nd));
+		if (!nd)
+			return false;
+		s->unit_defs = nd;
+	}
+	s->unit_defs[s->nunit_defs++] = *d;
+	return true;
+}
+
+/* A copy of @n elements of @elsz at @src in @s's arena (NULL stays NULL). */
+static void *dup_array(struct blamer_snapshot *s, const void *src, size_t n, size_t elsz,
+		       bool *oom)
+{
+	void *d;
+
+	if (!src)
+		return NULL;
+	d = rd_alloc(s, (n ? n : 1) * elsz);
+	if (!d) {
+		*oom = true;
+		return NULL;
+	}
+	memcpy(d, src, n * elsz);
+	return d;
+}
+
+/* @f's fields, their names and values, made @s's own. */
+static void dup_fields(struct blamer_snapshot *s, struct blamer_snap_fields *f, bool *oom)
+{
+	size_t i;
+
+	f->v = dup_array(s, f->v, f->n, sizeof(*f->v), oom);
+	for (i = 0; f->v && i < f->n; i++) {
+		struct blamer_snap_field *x = &f->v[i];
+
+		if (x->name)
+			x->name = dup_array(s, x->name, strlen(x->name) + 1, 1, oom);
+		if (x->bytes)	/* RAW and STRING: len bytes and a NUL */
+			x->bytes = dup_array(s, x->bytes, x->len + 1, 1, oom);
+	}
+}
+
+bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
+		     const struct blamer_snap_process *from)
+{
+	bool oom = false;
+	size_t i;
+
+	*to = *from;
+	dup_fields(s, &to->user_data, &oom);
+	dup_fields(s, &to->global_data, &oom);
+	to->threads = dup_array(s, from->threads, from->nthreads, sizeof(*to->threads), &oom);
+	for (i = 0; to->threads && i < to->nthreads; i++) {
+		struct blamer_snap_thread *t = &to->threads[i];
+		size_t j;
+
+		t->acts = dup_array(s, t->acts, t->nacts, sizeof(*t->acts), &oom);
+		for (j = 0; t->acts && j < t->nacts; j++)
+			dup_fields(s, &t->acts[j].fields, &oom);
+	}
+	to->modules = dup_array(s, from->modules, from->nmodules, sizeof(*to->modules), &oom);
+	to->logs = dup_array(s, from->logs, from->nlogs, sizeof(*to->logs), &oom);
+	to->children = dup_array(s, from->children, from->nchildren, sizeof(*to->children), &oom);
+	to->nodes = dup_array(s, from->nodes, from->nnodes, sizeof(*to->nodes), &oom);
+	to->edges = dup_array(s, from->edges, from->nedges, sizeof(*to->edges), &oom);
+	to->paths = dup_array(s, from->paths, from->npaths, sizeof(*to->paths), &oom);
+	if (oom)
+		rd_process_free(to);
+	return !oom;
+}
+
+size_t rd_snapshot_bytes(struct blamer_snapshot *s)
+{
+	struct rd_chunk *c;
+	size_t n = 0;
+
+	for (c = priv(s)->chunks; c; c = c->next)
+		n += c->cap;
+	return n;
+}
+
 /* Everything a process holds is the arena's (rd_push() grows its arrays
  * there): nothing of its own to free. */
 void rd_process_free(struct blamer_snap_process *p)

@@ -30,7 +30,8 @@
 #include "http.h"
 #include "mono.h"
 
-#define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL)
+/* each process's own counters: no totals over them */
+#define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_TOTALS)
 #define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
 static volatile sig_atomic_t stop;
@@ -217,7 +218,9 @@ int cmd_export(struct cli *c)
 		if (lfd < 0)
 			return err("%s", msg);
 	}
-	ret = take(c, READ_FOR_PROM, &e.r, &s);
+	/* a serving exporter reads each dead heap once (BLAMER_READ_KEEP_DEAD) */
+	ret = take(c, READ_FOR_PROM | (lfd >= 0 || (c->seen & OPT_INTERVAL) ?
+				       BLAMER_READ_KEEP_DEAD : 0), &e.r, &s);
 	if (ret) {
 		if (lfd >= 0)
 			close(lfd);

@@ -401,7 +401,7 @@ static int snap(struct top *t)
 int cmd_top(struct cli *c)
 {
 	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
-					.flags = READ_FOR_TOP |
+					.flags = READ_FOR_TOP | BLAMER_READ_KEEP_DEAD |
 						 (c->dead ? BLAMER_READ_DEAD_FULL : 0) };
 	struct top t = { .c = c, .interval = c->interval };
 	struct sigaction sa = { 0 };

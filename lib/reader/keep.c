@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dead heaps kept decoded from one snapshot to the next, for a long-lived
+ * reader (BLAMER_READ_KEEP_DEAD: `blamer top`, `export --listen` and
+ * `--interval`). A dead heap's bytes do not change: nothing writes them
+ * once their owner has died (the kernel revokes a dead owner's writable
+ * mappings; a dir heap's writer is gone, and every write would show in its
+ * files' times). So the reader decodes it once, keeps a copy of what it
+ * decoded, and hands a copy of that to every later snapshot for as long as
+ * the backend says its slabs are the same ones (dir: each file's device,
+ * inode, size, modification and change times; device: each slab's ID,
+ * creation time and size), instead of reading and checking it again.
+ *
+ * Each kept heap is a snapshot of its own holding one process and the
+ * unit names its heap gave, so it is freed at once when the heap goes.
+ * At most RD_KEEP_MAX bytes are kept; heaps beyond that are read again
+ * each time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RD_KEEP_MAX	(64u << 20)
+
+static int key_cmp(int32_t pid, uint64_t start, uint64_t key, const struct rd_kept *e)
+{
+	if (pid != e->pid)
+		return pid < e->pid ? -1 : 1;
+	if (start != e->start)
+		return start < e->start ? -1 : 1;
+	return (key > e->heap_key) - (key < e->heap_key);
+}
+
+static int kept_cmp(const void *a, const void *b)
+{
+	const struct rd_kept *y = b;
+
+	return key_cmp(((const struct rd_kept *)a)->pid, ((const struct rd_kept *)a)->start,
+		       ((const struct rd_kept *)a)->heap_key, y);
+}
+
+static void kept_free(struct rd_kept *e)
+{
+	blamer_snapshot_free(e->one);
+	free(e->slabs);
+	e->one = NULL;
+	e->slabs = NULL;
+}
+
+struct rd_kept *rd_keep_find(struct rd_keep *k, int32_t pid, uint64_t start, uint64_t heap_key)
+{
+	size_t lo = 0, hi = k->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = key_cmp(pid, start, heap_key, &k->v[mid]);
+
+		if (!c)
+			return k->v[mid].one ? &k->v[mid] : NULL;
+		if (c > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uint32_t n)
+{
+	return e->nslabs == n && !memcmp(e->slabs, slabs, n * sizeof(*slabs));
+}
+
+/* Room for one more entry in the next list. */
+static struct rd_kept *next_slot(struct rd_keep *k)
+{
+	struct rd_kept *nv;
+	size_t cap;
+
+	if (k->nn == k->ncap) {
+		cap = k->ncap ? 2 * k->ncap : 64;
+		nv = realloc(k->nv, cap * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		k->nv = nv;
+		k->ncap = cap;
+	}
+	return &k->nv[k->nn];
+}
+
+bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot *s,
+		   struct blamer_snap_process *p)
+{
+	const struct blamer_snapshot *one = e->one;
+	struct rd_kept *slot = next_slot(k);
+	size_t i, defs = s->nunit_defs;
+
+	if (!slot || !rd_process_copy(s, p, &one->procs[0]))
+		return false;
+	for (i = 0; i < one->nunit_defs; i++) {
+		if (!rd_add_unit_def(s, &one->unit_defs[i])) {
+			s->nunit_defs = defs;
+			rd_process_free(p);
+			return false;
+		}
+	}
+	/* it moves on to the next list: kept as long as it is seen */
+	*slot = *e;
+	k->nn++;
+	k->nbytes += e->bytes;
+	e->one = NULL;
+	e->slabs = NULL;
+	return true;
+}
+
+void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
+		 const struct blamer_snap_process *p, size_t first_def,
+		 const struct rd_kept_slab *slabs, uint32_t n)
+{
+	struct rd_kept *slot = next_slot(k);
+	struct blamer_snap_process *q;
+	struct rd_kept e = { .pid = p->pid, .start = p->start_time_ns,
+			     .heap_key = p->heap_key, .nslabs = n };
+	size_t i;
+
+	if (!slot || k->nbytes >= RD_KEEP_MAX)
+		return;
+	e.one = rd_snapshot_new(NULL);
+	e.slabs = malloc((n ? n : 1) * sizeof(*slabs));
+	q = e.one ? rd_new_process(e.one) : NULL;
+	if (!q || !e.slabs || !rd_process_copy(e.one, q, p))
+		goto fail;
+	memcpy(e.slabs, slabs, n * sizeof(*slabs));
+	for (i = first_def; i < s->nunit_defs; i++)
+		if (!rd_add_unit_def(e.one, &s->unit_defs[i]))
+			goto fail;
+	e.bytes = rd_snapshot_bytes(e.one) + sizeof(*q) + n * sizeof(*slabs);
+	if (k->nbytes + e.bytes > RD_KEEP_MAX)
+		goto fail;
+	*slot = e;
+	k->nn++;
+	k->nbytes += e.bytes;
+	return;
+fail:
+	kept_free(&e);
+}
+
+void rd_keep_swap(struct rd_keep *k)
+{
+	struct rd_kept *t = k->v;
+	size_t i, cap = k->cap;
+
+	for (i = 0; i < k->n; i++)
+		kept_free(&k->v[i]);	/* not seen this time: released or changed */
+	qsort(k->nv, k->nn, sizeof(*k->nv), kept_cmp);
+	k->v = k->nv;
+	k->n = k->nn;
+	k->cap = k->ncap;
+	k->nv = t;
+	k->ncap = cap;
+	k->nn = 0;
+	k->nbytes = 0;
+}
+
+void rd_keep_free(struct rd_keep *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		kept_free(&k->v[i]);
+	for (i = 0; i < k->nn; i++)
+		kept_free(&k->nv[i]);
+	free(k->v);
+	free(k->nv);
+	memset(k, 0, sizeof(*k));
+}
