@@ -107,6 +107,27 @@ static inline bool fuzz_series_are_unique(char *text)
 	return ok;
 }
 
+/*
+ * Does a long-lived exporter write other than @want (the one-off text)
+ * for @s, made fresh or kept from a scrape before? (Out of memory: no.)
+ */
+static inline bool fuzz_cached_differs(const struct blamer_snapshot *s, const char *want,
+				       size_t wlen)
+{
+	struct blamer_prom_cache *c = blamer_prom_cache_new();
+	bool differs = false;
+	char *buf = NULL;
+	size_t len, cap = 0;
+	int round;
+
+	for (round = 0; c && round < 2 && !differs; round++)
+		if (!blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap))
+			differs = len != wlen || memcmp(buf, want, len);
+	free(buf);
+	blamer_prom_cache_free(c);
+	return differs;
+}
+
 /* 0 if the output of each exporter is clean, -1 if one is not. */
 static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 {
@@ -128,7 +149,10 @@ static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 			fprintf(stderr, "fuzz: the %s output is not clean UTF-8 text\n",
 				fmt == 0 ? "JSON" : "Prometheus");
 			ret = -1;
-		} else if (fmt == 1 && buf && !fuzz_series_are_unique(buf)) {
+		} else if (fmt == 1 && buf && fuzz_cached_differs(s, buf, len)) {
+			fprintf(stderr, "fuzz: a long-lived exporter's cache wrote another text\n");
+			ret = -1;
+		} else if (fmt == 1 && buf && !fuzz_series_are_unique(buf)) {	/* cuts buf */
 			fprintf(stderr, "fuzz: the Prometheus output names a series twice\n");
 			ret = -1;
 		}

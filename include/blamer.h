@@ -629,6 +629,21 @@ int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f);
  */
 int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
 				    size_t *cap);
+/*
+ * A long-lived exporter's memory of what it wrote (`blamer export
+ * --listen`, `--interval`): each process's text is made again only when
+ * something it shows changed, else copied from the last scrape. The
+ * output is the same as blamer_snapshot_prometheus_text()'s. One cache
+ * per series of scrapes, used by one thread at a time; NULL if out of
+ * memory.
+ */
+struct blamer_prom_cache;
+struct blamer_prom_cache *blamer_prom_cache_new(void);
+void blamer_prom_cache_free(struct blamer_prom_cache *c);
+/* blamer_snapshot_prometheus_text() through @c (NULL: none). */
+int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
+					   struct blamer_prom_cache *c, char **buf, size_t *len,
+					   size_t *cap);
 /* The status as one JSON document (kind "status", same schema). */
 int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 

@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 
 #include "prom.h"
 
@@ -67,60 +69,6 @@ static const struct blamer_snap_process **export_procs(const struct blamer_snaps
 	return v;
 }
 
-/*
- * What writing needs of the snapshot: the processes in key order and
- * each one's key labels, made once (pid, start_time_ns, heap, identity:
- * digits, hex and two words, nothing to escape). identity says whose word
- * pid, uid, start time and comm are: "kernel" (device backend) or
- * "claimed" (dir backend: the heap's file name and its own record, which
- * any process of the user could have written). It is on every series so
- * that no query shows a claim as a fact, and it never changes for a heap.
- */
-struct exp {
-	struct prom_out o;
-	const struct blamer_snapshot *s;
-	const struct blamer_snap_process **procs;
-	size_t nprocs;
-	char (*keys)[112];	/* 97 at most */
-};
-
-static void make_keys(struct exp *e)
-{
-	size_t i;
-
-	for (i = 0; i < e->nprocs; i++)
-		snprintf(e->keys[i], sizeof(e->keys[i]),
-			 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
-			 "\",identity=\"%s\"", e->procs[i]->pid, e->procs[i]->start_time_ns,
-			 e->procs[i]->heap_key, e->procs[i]->kernel_facts ? "kernel" : "claimed");
-}
-
-/* "name{KEY" of process @i; the caller adds labels, "} " and the value. */
-static void proc_sample(struct exp *e, const char *name, size_t i)
-{
-	prom_puts(&e->o, name);
-	prom_putc(&e->o, '{');
-	prom_puts(&e->o, e->keys[i]);
-}
-
-/* One gauge per process: @value(p), skipping those @skip(p) says to. */
-static void per_process(struct exp *e, const char *name, const char *help,
-			uint64_t (*value)(const struct blamer_snap_process *p),
-			bool (*skip)(const struct blamer_snap_process *p))
-{
-	size_t i;
-
-	prom_family(&e->o, name, "gauge", help);
-	for (i = 0; i < e->nprocs; i++) {
-		if (skip && skip(e->procs[i]))
-			continue;
-		proc_sample(e, name, i);
-		prom_put(&e->o, "} ", 2);
-		prom_u64(&e->o, value(e->procs[i]));
-		prom_putc(&e->o, '\n');
-	}
-}
-
 static uint64_t p_size(const struct blamer_snap_process *p) { return p->size; }
 static uint64_t p_used(const struct blamer_snap_process *p) { return p->used; }
 static uint64_t p_live(const struct blamer_snap_process *p) { return p->state == BLAMER_PROC_LIVE; }
@@ -146,24 +94,7 @@ static uint64_t p_corrupt(const struct blamer_snap_process *p)
 	return p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE;
 }
 
-/* blamer_process_info: what may change about a process (comm), kept off
- * the counters' labels. */
-static void process_info(struct exp *e)
-{
-	const char *name = "blamer_process_info";
-	size_t i;
 
-	prom_family(&e->o, name, "gauge",
-	       "1 per heap, with its comm; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.");
-	for (i = 0; i < e->nprocs; i++) {
-		struct prom_label l[1] = { { "comm", e->procs[i]->comm } };
-
-		proc_sample(e, name, i);
-		prom_putc(&e->o, ',');
-		prom_labels(&e->o, l, 1);
-		prom_put(&e->o, "} 1\n", 4);
-	}
-}
 /* ---- attribution ---- */
 
 /* The fixed families, by unit; unnamed application units share the last
@@ -378,204 +309,600 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 	return d->fam_index;
 }
 
+
 /*
- * Every (process, path, unit) counter, family by family. Each process's
- * values are sorted by (family, path, unit) once, with equal ones merged
- * (one series, their sum, as the attribution view adds them); then each
- * family takes its run from every process in turn.
+ * What writing needs of the snapshot, made once per scrape: the
+ * processes in key order, the named units and their families, and the
+ * node names path labels are made of.
  */
-/*
- * The path labels of one scrape, each made once: a path has a series in
- * each of its units' families. By process and path index; off is where
- * its label is in pool, +1 (0: not made yet).
- */
-struct labels {
+struct exp {
+	const struct blamer_snapshot *s;
+	const struct blamer_snap_process **procs;
+	size_t nprocs;
+	struct named *nv;
+	size_t nn, nfam;	/* named units; attribution families */
 	struct prom_names nm;
-	struct prom_out pool;
-	size_t *base;			/* by process: its first path's index */
-	struct { uint32_t off, len; } *at;
 };
 
-static void path_label(struct exp *e, struct labels *lb, size_t proc, uint32_t path)
-{
-	const struct blamer_snap_path *p = &e->procs[proc]->paths[path];
-	size_t i = lb->base[proc] + path, start = lb->pool.len;
+/*
+ * One process being written: its key labels (pid, start_time_ns, heap,
+ * identity: digits, hex and two words, nothing to escape), its (family,
+ * path, unit) values sorted, the next one to write, and its path labels,
+ * each made once (a path has a series in each of its units' families).
+ * identity says whose word pid, uid, start time and comm are: "kernel"
+ * (device backend) or "claimed" (dir backend: the heap's file name and
+ * its own record, which any process of the user could have written). It
+ * is on every series so that no query shows a claim as a fact, and it
+ * never changes for a heap.
+ */
+struct pw {
+	const struct blamer_snap_process *p;
+	char key[112];		/* 97 at most */
+	struct entry *v;
+	size_t n, at;
+	struct { uint32_t off, len; } *lab;	/* by path: in pool, off + 1 */
+	struct prom_out *pool;
+};
 
-	if (!lb->at[i].off && start < UINT32_MAX / 2) {
-		prom_path_label(&lb->pool, &lb->nm, p);
-		if (!lb->pool.oom) {
-			lb->at[i].off = (uint32_t)start + 1;
-			lb->at[i].len = (uint32_t)(lb->pool.len - start);
-		}
-	}
-	if (lb->at[i].off)
-		prom_put(&e->o, lb->pool.p + lb->at[i].off - 1, lb->at[i].len);
-	else
-		prom_path_label(&e->o, &lb->nm, p);	/* out of memory for the cache */
+
+/* The gauges every process has a sample in (unless @skip says not),
+ * in output order, after blamer_heaps. */
+static const struct gauge {
+	const char *name, *help;
+	uint64_t (*value)(const struct blamer_snap_process *p);
+	bool (*skip)(const struct blamer_snap_process *p);
+} gauges[] = {
+	/* what may change about a process (comm), kept off the counters' labels */
+	{ "blamer_process_info",
+	  "1 per heap, with its comm; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.",
+	  NULL, NULL },
+	{ "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL },
+	{ "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used, NULL },
+	{ "blamer_process_live", "1 if the heap's owner is running, 0 if dead.", p_live, NULL },
+	{ "blamer_heap_corrupt", "1 if the reader found the heap corrupt or unreadable.",
+	  p_corrupt, NULL },
+	{ "blamer_process_phase", "Process phase (see blamer(1)), as the heap says.", p_phase,
+	  p_no_record },
+	{ "blamer_process_threads", "Threads with an activity tracker.", p_threads, p_not_read },
+	{ "blamer_process_exit_signal", "Signal that killed a dead process (0: exited normally).",
+	  p_signal, p_not_exited },
+};
+#define NGAUGES (sizeof(gauges) / sizeof(gauges[0]))
+
+static bool exp_init(struct exp *e, const struct blamer_snapshot *s)
+{
+	memset(e, 0, sizeof(*e));
+	e->s = s;
+	e->nfam = NFIXED;
+	e->procs = export_procs(s, &e->nprocs);
+	e->nv = named_units(s, &e->nn, &e->nfam);
+	return e->procs && e->nv && prom_names_init(&e->nm, s);
 }
 
-static int attribution(struct exp *e)
+static void exp_free(struct exp *e)
 {
-	struct labels lb;
-	struct named *nv;
-	struct entry *v;
-	size_t *at, *end, i, j, k, n = 0, np = 0, nn = 0, nfam = NFIXED, f;
+	prom_names_free(&e->nm);
+	free(e->nv);
+	free(e->procs);
+}
+
+/* How many values @p has: the entries pw_init() needs room for. */
+static size_t nvalues(const struct blamer_snap_process *p)
+{
+	size_t j, n = 0;
+
+	for (j = 0; j < p->npaths; j++)
+		n += p->paths[j].nvalues < BLAMER_SNAP_MAX_UNITS ? p->paths[j].nvalues :
+								     BLAMER_SNAP_MAX_UNITS;
+	return n;
+}
+
+/*
+ * @w for @p: its key, its values in @v (room for nvalues(p)) sorted by
+ * (family, path, unit), and room for its labels; false out of memory.
+ */
+static bool pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process *p,
+		    struct entry *v, struct prom_out *pool)
+{
+	size_t j, k;
+
+	w->p = p;
+	w->v = v;
+	w->n = w->at = 0;
+	w->pool = pool;
+	snprintf(w->key, sizeof(w->key),
+		 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
+		 "\",identity=\"%s\"", p->pid, p->start_time_ns, p->heap_key,
+		 p->kernel_facts ? "kernel" : "claimed");
+	for (j = 0; j < p->npaths; j++) {
+		for (k = 0; k < p->paths[j].nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
+			struct entry *x = &v[w->n++];
+
+			x->path = (uint32_t)j;
+			x->unit = p->paths[j].units[k];
+			x->k = (uint8_t)k;
+			x->fam = (uint32_t)unit_family(e->nv, e->nn, x->unit, &x->ns);
+		}
+	}
+	sort_entries(p->paths, v, w->n);
+	w->lab = calloc(p->npaths + 1, sizeof(*w->lab));
+	return w->lab != NULL;
+}
+
+static void pw_free(struct pw *w)
+{
+	free(w->lab);
+	w->lab = NULL;
+}
+
+/* "name{KEY" of @w; the caller adds labels, "} " and the value. */
+static void proc_sample(struct prom_out *o, const char *name, const struct pw *w)
+{
+	prom_puts(o, name);
+	prom_putc(o, '{');
+	prom_puts(o, w->key);
+}
+
+static void path_label(struct exp *e, struct pw *w, struct prom_out *o, uint32_t path)
+{
+	const struct blamer_snap_path *p = &w->p->paths[path];
+	size_t start = w->pool->len;
+
+	if (!w->lab[path].off && start < UINT32_MAX / 2) {
+		prom_path_label(w->pool, &e->nm, p);
+		if (!w->pool->oom) {
+			w->lab[path].off = (uint32_t)start + 1;
+			w->lab[path].len = (uint32_t)(w->pool->len - start);
+		}
+	}
+	if (w->lab[path].off)
+		prom_put(o, w->pool->p + w->lab[path].off - 1, w->lab[path].len);
+	else
+		prom_path_label(o, &e->nm, p);	/* out of memory for the labels */
+}
+
+/* @w's sample of gauge @g, if it has one. */
+static void write_gauge(struct pw *w, size_t g, struct prom_out *o)
+{
+	const struct gauge *ga = &gauges[g];
+
+	if (!ga->value) {
+		struct prom_label l[1] = { { "comm", w->p->comm } };
+
+		proc_sample(o, ga->name, w);
+		prom_putc(o, ',');
+		prom_labels(o, l, 1);
+		prom_put(o, "} 1\n", 4);
+	} else if (!ga->skip || !ga->skip(w->p)) {
+		proc_sample(o, ga->name, w);
+		prom_put(o, "} ", 2);
+		prom_u64(o, ga->value(w->p));
+		prom_putc(o, '\n');
+	}
+}
+
+/* The HELP and TYPE of attribution family @f, whose first value is in @unit. */
+static void attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o)
+{
+	const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, unit);
 	char help[160];
+
+	if (!d) {
+		prom_family(o, fixed_families[f].name, "counter", fixed_families[f].help);
+		return;
+	}
+	snprintf(help, sizeof(help), "Application unit %s (%s) a process attributed to a DAG path.",
+		 d->def->name, d->def->base == BLAMER_BASE_SECONDS ? "seconds" :
+			       d->def->base == BLAMER_BASE_BYTES ? "bytes" : "a count");
+	prom_family(o, d->fam, "counter", help);
+}
+
+/*
+ * @w's series of attribution family @f: its values of the family, equal
+ * (path, unit) ones merged (one series, their sum, as the attribution
+ * view adds them).
+ */
+static void write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
+{
+	const struct blamer_snap_path *paths = w->p->paths;
+
+	while (w->at < w->n && w->v[w->at].fam == f) {
+		const struct entry *x = &w->v[w->at];
+		const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, x->unit);
+		uint64_t sum = 0;
+
+		do {
+			sum += paths[w->v[w->at].path].values[w->v[w->at].k];
+		} while (++w->at < w->n && !entry_cmp(paths, x, &w->v[w->at]));
+		proc_sample(o, d ? d->fam : fixed_families[f].name, w);
+		prom_putc(o, ',');
+		path_label(e, w, o, x->path);
+		if (f >= FAM_VALUE) {
+			prom_put(o, ",unit=\"", 7);
+			prom_u64(o, x->unit);
+			prom_putc(o, '"');
+		}
+		prom_put(o, "} ", 2);
+		if (x->ns)
+			prom_ns(o, sum);
+		else
+			prom_u64(o, sum);
+		prom_putc(o, '\n');
+	}
+}
+
+static void write_heaps(struct exp *e, struct prom_out *o)
+{
+	struct prom_label state[1] = { { "state", "live" } };
+	size_t i, live = 0;
+
+	for (i = 0; i < e->nprocs; i++)
+		live += e->procs[i]->state == BLAMER_PROC_LIVE;
+	prom_family(o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
+	prom_sample_u64(o, "blamer_heaps", state, 1, live);
+	state[0].value = "dead";
+	prom_sample_u64(o, "blamer_heaps", state, 1, e->nprocs - live);
+}
+
+/*
+ * The exposition family by family, each taking every process's samples
+ * in turn: what a one-off export writes, straight into @o (which may
+ * write out as it goes: memory stays flat).
+ */
+static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
+{
+	struct prom_out pool = { 0 };
+	struct entry *v = NULL;
+	struct pw *w = NULL;
+	size_t i, g, f, n = 0;
+	struct exp e;
 	int ret = -ENOMEM;
 
-	memset(&lb, 0, sizeof(lb));
-	for (i = 0; i < e->nprocs; i++) {
-		np += e->procs[i]->npaths;
-		for (j = 0; j < e->procs[i]->npaths; j++)
-			n += e->procs[i]->paths[j].nvalues;
-	}
-	nv = named_units(e->s, &nn, &nfam);
-	v = malloc((n + 1) * sizeof(*v));
-	at = malloc((e->nprocs + 1) * sizeof(*at));
-	end = malloc((e->nprocs + 1) * sizeof(*end));
-	lb.base = malloc((e->nprocs + 1) * sizeof(*lb.base));
-	lb.at = calloc(np + 1, sizeof(*lb.at));
-	if (!nv || !v || !at || !end || !lb.base || !lb.at || !prom_names_init(&lb.nm, e->s))
+	if (!exp_init(&e, s))
 		goto out;
-	for (i = 0, np = 0; i < e->nprocs; i++) {
-		lb.base[i] = np;
-		np += e->procs[i]->npaths;
+	for (i = 0; i < e.nprocs; i++)
+		n += nvalues(e.procs[i]);
+	v = malloc((n + 1) * sizeof(*v));
+	w = calloc(e.nprocs + 1, sizeof(*w));
+	if (!v || !w)
+		goto out;
+	for (i = 0, n = 0; i < e.nprocs; i++) {
+		if (!pw_init(&e, &w[i], e.procs[i], v + n, &pool))
+			goto out;
+		n += w[i].n;
 	}
-	for (i = 0, n = 0; i < e->nprocs; i++) {
-		const struct blamer_snap_process *p = e->procs[i];
-		size_t first = n;
-
-		for (j = 0; j < p->npaths; j++) {
-			for (k = 0; k < p->paths[j].nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
-				struct entry *x = &v[n++];
-
-				x->path = (uint32_t)j;
-				x->unit = p->paths[j].units[k];
-				x->k = (uint8_t)k;
-				x->fam = (uint32_t)unit_family(nv, nn, x->unit, &x->ns);
-			}
-		}
-		sort_entries(p->paths, v + first, n - first);
-		at[i] = first;
-		end[i] = n;
+	write_heaps(&e, o);
+	for (g = 0; g < NGAUGES; g++) {
+		prom_family(o, gauges[g].name, "gauge", gauges[g].help);
+		for (i = 0; i < e.nprocs; i++)
+			write_gauge(&w[i], g, o);
 	}
-	for (f = 0; f < nfam; f++) {
+	for (f = 0; f < e.nfam; f++) {
 		bool any = false;
 
-		for (i = 0; i < e->nprocs; i++) {
-			const struct blamer_snap_path *paths = e->procs[i]->paths;
-
-			while (at[i] < end[i] && v[at[i]].fam == f) {
-				const struct entry *x = &v[at[i]];
-				const struct named *d = f < NFIXED ? NULL : named_find(nv, nn, x->unit);
-				const char *fam = d ? d->fam : fixed_families[f].name;
-				uint64_t sum = 0;
-
-				/* equal (path, unit) of one process: one series,
-				 * the sum, as the attribution view adds them */
-				do {
-					sum += paths[v[at[i]].path].values[v[at[i]].k];
-				} while (++at[i] < end[i] && !entry_cmp(paths, x, &v[at[i]]));
-
-				if (!any) {
-					any = true;
-					if (d)
-						snprintf(help, sizeof(help),
-							 "Application unit %s (%s) a process attributed to a DAG path.",
-							 d->def->name,
-							 d->def->base == BLAMER_BASE_SECONDS ? "seconds" :
-							 d->def->base == BLAMER_BASE_BYTES ? "bytes" :
-							 "a count");
-					prom_family(&e->o, fam, "counter",
-					       d ? help : fixed_families[f].help);
-				}
-				proc_sample(e, fam, i);
-				prom_putc(&e->o, ',');
-				path_label(e, &lb, i, x->path);
-				if (f >= FAM_VALUE) {
-					prom_put(&e->o, ",unit=\"", 7);
-					prom_u64(&e->o, x->unit);
-					prom_putc(&e->o, '"');
-				}
-				prom_put(&e->o, "} ", 2);
-				if (x->ns)
-					prom_ns(&e->o, sum);
-				else
-					prom_u64(&e->o, sum);
-				prom_putc(&e->o, '\n');
+		for (i = 0; i < e.nprocs; i++) {
+			if (w[i].at >= w[i].n || w[i].v[w[i].at].fam != f)
+				continue;
+			if (!any) {
+				any = true;
+				attr_family(&e, f, w[i].v[w[i].at].unit, o);
 			}
+			write_attr(&e, &w[i], f, o);
 		}
 	}
-	ret = 0;
+	ret = o->oom ? -ENOMEM : 0;
 out:
-	prom_names_free(&lb.nm);
-	free(lb.pool.p);
-	free(lb.base);
-	free(lb.at);
-	free(nv);
+	for (i = 0; w && i < e.nprocs; i++)
+		pw_free(&w[i]);
+	free(w);
 	free(v);
-	free(at);
-	free(end);
+	free(pool.p);
+	exp_free(&e);
 	return ret;
 }
 
-static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
+/* ---- a long-lived exporter's cache ---- */
+
+/*
+ * What a scrape wrote for one process, kept for the next: its text, and
+ * where each family's samples are in it (gauges first, then attribution
+ * families), with the unit of its first attribution value in each (which
+ * names a shared family's HELP). Reused while the process shows the same
+ * (its fingerprint) and the scrape writes the same families and labels
+ * (the cache's context).
+ */
+struct span {
+	uint32_t off, len, unit;
+};
+
+struct written {
+	int32_t pid;
+	bool kernel_facts;
+	uint64_t start, heap_key;
+	uint64_t print;		/* fingerprint of what it shows */
+	char *text;
+	struct span *spans;	/* NGAUGES + nfam */
+};
+
+struct blamer_prom_cache {
+	uint64_t seed;
+	uint64_t context;	/* of the last scrape: families, units, node names */
+	size_t nfam;
+	struct written *v;
+	size_t n;
+	struct prom_out scratch;	/* one process's text while it is made */
+};
+
+static uint64_t mix(uint64_t h, uint64_t x)
 {
-	struct prom_label state[1] = { { "state", "live" } };
-	struct exp e = { .s = s, .o = *o };
-	size_t i, live = 0, dead = 0;
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t mix_str(uint64_t h, const char *str)
+{
+	uint64_t w;
+	size_t n = strlen(str), i;
+
+	h = mix(h, n);
+	for (i = 0; i < n; i += 8) {
+		w = 0;
+		memcpy(&w, str + i, n - i < 8 ? n - i : 8);
+		h = mix(h, w);
+	}
+	return h;
+}
+
+/* Everything of @p a scrape writes (keyed by the cache's secret seed:
+ * no heap can aim for another process's fingerprint). */
+static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
+{
+	uint64_t h = seed;
+	size_t j, k;
+
+	h = mix(h, (uint64_t)(uint32_t)p->pid);
+	h = mix(h, p->start_time_ns);
+	h = mix(h, p->heap_key);
+	h = mix(h, p->kernel_facts);
+	h = mix_str(h, p->comm);
+	h = mix(h, p->state);
+	h = mix(h, p->size);
+	h = mix(h, p->used);
+	h = mix(h, p->health);
+	h = mix(h, p->have_record);
+	h = mix(h, p->phase);
+	h = mix(h, p->nthreads);
+	h = mix(h, p->exited);
+	h = mix(h, p->exit_signal);
+	h = mix(h, p->npaths);
+	for (j = 0; j < p->npaths; j++) {
+		const struct blamer_snap_path *q = &p->paths[j];
+
+		h = mix(h, q->depth);
+		for (k = 0; k < q->depth && k < BLAMER_SNAP_MAX_DEPTH; k++)
+			h = mix(h, q->nodes[k]);
+		h = mix(h, q->nvalues);
+		for (k = 0; k < q->nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
+			h = mix(h, q->units[k]);
+			h = mix(h, q->values[k]);
+		}
+	}
+	return h;
+}
+
+/* What every process's text depends on beyond the process: the families
+ * and the path elements of the snapshot's named nodes. */
+static uint64_t context(uint64_t seed, const struct exp *e)
+{
+	uint64_t h = mix(seed, e->nfam);
+	size_t i;
+
+	for (i = 0; i < e->nn; i++) {
+		h = mix(h, e->nv[i].def->unit);
+		h = mix(h, e->nv[i].def->base);
+		h = mix(h, e->nv[i].fam_index);
+		h = mix_str(h, e->nv[i].fam);
+	}
+	h = mix(h, e->s->nnodes);
+	for (i = 0; i < e->s->nnodes; i++) {
+		h = mix(h, e->s->nodes[i].id);
+		h = mix(h, e->nm.shared[i]);
+		h = mix_str(h, e->s->nodes[i].name);
+	}
+	return h;
+}
+
+static void written_free(struct written *x)
+{
+	free(x->text);
+	free(x->spans);
+	x->text = NULL;
+	x->spans = NULL;
+}
+
+struct blamer_prom_cache *blamer_prom_cache_new(void)
+{
+	struct blamer_prom_cache *c = calloc(1, sizeof(*c));
+	struct timespec t;
+
+	if (!c)
+		return NULL;
+	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
+		c->seed = mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
+	}
+	return c;
+}
+
+void blamer_prom_cache_free(struct blamer_prom_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n; i++)
+		written_free(&c->v[i]);
+	free(c->v);
+	free(c->scratch.p);
+	free(c);
+}
+
+static int written_cmp(const struct blamer_snap_process *p, const struct written *x)
+{
+	if (p->pid != x->pid)
+		return p->pid < x->pid ? -1 : 1;
+	if (p->start_time_ns != x->start)
+		return p->start_time_ns < x->start ? -1 : 1;
+	if (p->heap_key != x->heap_key)
+		return p->heap_key < x->heap_key ? -1 : 1;
+	return (p->kernel_facts > x->kernel_facts) - (p->kernel_facts < x->kernel_facts);
+}
+
+/* @p's text, made now into @x: its samples family by family. */
+static bool write_one(struct blamer_prom_cache *c, struct exp *e,
+		      const struct blamer_snap_process *p, struct written *x)
+{
+	struct prom_out *o = &c->scratch, pool = { 0 };
+	size_t g, f, nspans = NGAUGES + e->nfam;
+	struct entry *v = malloc((nvalues(p) + 1) * sizeof(*v));
+	struct pw w = { 0 };
+	bool ok = false;
+
+	o->len = 0;
+	x->spans = calloc(nspans, sizeof(*x->spans));
+	if (!v || !x->spans || !pw_init(e, &w, p, v, &pool))
+		goto out;
+	for (g = 0; g < NGAUGES; g++) {
+		x->spans[g].off = (uint32_t)o->len;
+		write_gauge(&w, g, o);
+		x->spans[g].len = (uint32_t)(o->len - x->spans[g].off);
+	}
+	for (f = 0; f < e->nfam; f++) {
+		struct span *sp = &x->spans[NGAUGES + f];
+
+		sp->off = (uint32_t)o->len;
+		if (w.at < w.n && w.v[w.at].fam == f)
+			sp->unit = w.v[w.at].unit;
+		write_attr(e, &w, f, o);
+		sp->len = (uint32_t)(o->len - sp->off);
+	}
+	/* one process's text fits the spans' 32 bits: the reader's limits */
+	if (o->oom || o->len >= UINT32_MAX)
+		goto out;
+	x->text = malloc(o->len + 1);
+	if (!x->text)
+		goto out;
+	memcpy(x->text, o->p, o->len);
+	ok = true;
+out:
+	pw_free(&w);
+	free(pool.p);
+	free(v);
+	if (!ok)
+		written_free(x);
+	return ok;
+}
+
+/*
+ * The exposition from each process's text: kept from the last scrape
+ * where the process shows the same, made now where not; then family by
+ * family, each process's part of it.
+ */
+static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapshot *s,
+			struct prom_out *o)
+{
+	struct written *nv = NULL;
+	size_t i, j = 0, g, f, k;
+	uint64_t ctx;
+	struct exp e;
 	int ret = -ENOMEM;
 
-	e.procs = export_procs(s, &e.nprocs);
-	e.keys = malloc((e.nprocs + 1) * sizeof(*e.keys));
-	if (!e.procs || !e.keys)
+	if (!exp_init(&e, s))
 		goto out;
-	make_keys(&e);
-	for (i = 0; i < e.nprocs; i++) {
-		if (e.procs[i]->state == BLAMER_PROC_LIVE)
-			live++;
-		else
-			dead++;
+	ctx = context(c->seed, &e);
+	if (ctx != c->context || e.nfam != c->nfam) {
+		for (i = 0; i < c->n; i++)	/* other families or labels: all made anew */
+			written_free(&c->v[i]);
+		c->n = 0;
+		c->context = ctx;
+		c->nfam = e.nfam;
 	}
-	prom_family(&e.o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
-	prom_sample_u64(&e.o, "blamer_heaps", state, 1, live);
-	state[0].value = "dead";
-	prom_sample_u64(&e.o, "blamer_heaps", state, 1, dead);
-	process_info(&e);
-	per_process(&e, "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL);
-	per_process(&e, "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used,
-		    NULL);
-	per_process(&e, "blamer_process_live", "1 if the heap's owner is running, 0 if dead.",
-		    p_live, NULL);
-	per_process(&e, "blamer_heap_corrupt",
-		    "1 if the reader found the heap corrupt or unreadable.", p_corrupt, NULL);
-	per_process(&e, "blamer_process_phase", "Process phase (see blamer(1)), as the heap says.",
-		    p_phase, p_no_record);
-	per_process(&e, "blamer_process_threads", "Threads with an activity tracker.",
-		    p_threads, p_not_read);
-	per_process(&e, "blamer_process_exit_signal",
-		    "Signal that killed a dead process (0: exited normally).",
-		    p_signal, p_not_exited);
-	ret = attribution(&e);
-	if (!ret && e.o.oom)
-		ret = -ENOMEM;
+	nv = calloc(e.nprocs + 1, sizeof(*nv));
+	if (!nv)
+		goto out;
+	for (i = 0; i < e.nprocs; i++) {
+		const struct blamer_snap_process *p = e.procs[i];
+		struct written *x = &nv[i];
+		int cmp = 1;
+
+		/* both in key order: the last scrape's entry for p, if any */
+		while (j < c->n && (cmp = written_cmp(p, &c->v[j])) > 0)
+			j++;
+		x->pid = p->pid;
+		x->start = p->start_time_ns;
+		x->heap_key = p->heap_key;
+		x->kernel_facts = p->kernel_facts;
+		x->print = fingerprint(c->seed, p);
+		if (!cmp && c->v[j].text && c->v[j].print == x->print) {
+			x->text = c->v[j].text;
+			x->spans = c->v[j].spans;
+			c->v[j].text = NULL;
+			c->v[j].spans = NULL;
+		} else if (!write_one(c, &e, p, x)) {
+			goto out;
+		}
+	}
+	write_heaps(&e, o);
+	for (g = 0; g < NGAUGES; g++) {
+		prom_family(o, gauges[g].name, "gauge", gauges[g].help);
+		for (i = 0; i < e.nprocs; i++)
+			prom_put(o, nv[i].text + nv[i].spans[g].off, nv[i].spans[g].len);
+	}
+	for (f = 0; f < e.nfam; f++) {
+		k = NGAUGES + f;
+		for (i = 0; i < e.nprocs && !nv[i].spans[k].len; i++)
+			;
+		if (i == e.nprocs)
+			continue;
+		attr_family(&e, f, nv[i].spans[k].unit, o);
+		for (; i < e.nprocs; i++)
+			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
+	}
+	ret = o->oom ? -ENOMEM : 0;
 out:
-	*o = e.o;
-	free(e.keys);
-	free(e.procs);
+	for (i = 0; i < c->n; i++)
+		written_free(&c->v[i]);
+	free(c->v);
+	c->v = nv;
+	c->n = nv ? e.nprocs : 0;
+	if (ret) {
+		/* nothing half made is kept */
+		for (i = 0; i < c->n; i++)
+			written_free(&c->v[i]);
+		c->n = 0;
+	}
+	exp_free(&e);
+	return ret;
+}
+
+int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
+					   struct blamer_prom_cache *c, char **buf, size_t *len,
+					   size_t *cap)
+{
+	struct prom_out o = { .p = *buf, .cap = *cap };
+	int ret = c ? write_cached(c, s, &o) : write_all(s, &o);
+
+	*buf = o.p;
+	*cap = o.cap;
+	*len = ret ? 0 : o.len;
 	return ret;
 }
 
 int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
 				    size_t *cap)
 {
-	struct prom_out o = { .p = *buf, .cap = *cap };
-	int ret = write_all(s, &o);
-
-	*buf = o.p;
-	*cap = o.cap;
-	*len = ret ? 0 : o.len;
-	return ret;
+	return blamer_snapshot_prometheus_text_cached(s, NULL, buf, len, cap);
 }
 
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)

@@ -152,7 +152,8 @@ void rd_keep_swap(struct rd_keep *k)
 
 	for (i = 0; i < k->n; i++)
 		kept_free(&k->v[i]);	/* not seen this time: released or changed */
-	qsort(k->nv, k->nn, sizeof(*k->nv), kept_cmp);
+	if (k->nn)
+		qsort(k->nv, k->nn, sizeof(*k->nv), kept_cmp);
 	k->v = k->nv;
 	k->n = k->nn;
 	k->cap = k->ncap;

@@ -1267,6 +1267,105 @@ TEST(long_lived_reader_keeps_dead_heaps_while_unchanged)
 	fx_free(&a);
 }
 
+/* Does the cached text of the next snapshot of @r equal a fresh export's? */
+static bool cached_matches(struct blamer_reader *r, struct blamer_prom_cache *c, size_t *len)
+{
+	char *want = NULL, *got = NULL;
+	size_t wlen = 0, wcap = 0, gcap = 0;
+	struct blamer_snapshot *s;
+	bool same;
+
+	if (blamer_reader_snapshot(r, &s, NULL, 0))
+		return false;
+	same = !blamer_snapshot_prometheus_text(s, &want, &wlen, &wcap) &&
+	       !blamer_snapshot_prometheus_text_cached(s, c, &got, len, &gcap) &&
+	       *len == wlen && !memcmp(want, got, wlen);
+	if (!same)
+		fprintf(stderr, "# fresh:\n%.*s\n# cached:\n%.*s\n", (int)wlen, want, (int)*len, got);
+	free(want);
+	free(got);
+	blamer_snapshot_free(s);
+	return same;
+}
+
+/*
+ * blamer_prom_cache: scrape after scrape, the text a long-lived exporter
+ * writes is the one-off export's, byte for byte, while processes keep
+ * their values, change them, come and go, and while what every process's
+ * text depends on changes (a unit named, two nodes of one name).
+ */
+TEST(prometheus_cache_writes_what_a_fresh_export_writes)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_KEEP_DEAD |
+						 BLAMER_READ_NO_TOTALS };
+	uint64_t twin[] = { FX_ROOT, 0x999 }, app[] = { FX_ROOT, FX_GPU };
+	struct blamer_prom_cache *c = blamer_prom_cache_new();
+	struct blamer_reader *r;
+	struct fx_heap a, b, d;
+	char path[256];
+	size_t len;
+
+	ASSERT_NE(NULL, c);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_standard(&a, 3999041, 41, 1);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999041, 41));
+	fx_standard(&b, 3999042, 42, 2);
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999042, 42));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	EXPECT_TRUE(cached_matches(r, c, &len));	/* all made */
+	EXPECT_GT(len, 1000);
+	EXPECT_TRUE(cached_matches(r, c, &len));	/* all kept */
+	sleep(2);	/* now the reader keeps the heaps too */
+	EXPECT_TRUE(cached_matches(r, c, &len));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+
+	/* one process's values change */
+	fx_free(&b);
+	fx_standard(&b, 3999042, 42, 3);
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999042, 42));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+
+	/* a new process names another node "tab": every "tab" label changes */
+	fx_standard(&d, 3999043, 43, 1);
+	d.cur = 1;
+	fx_node(&d, 0x999, "tab");
+	fx_path(&d, twin, 2, 100, 200);
+	d.cur = 0;
+	ASSERT_EQ(0, fx_write_dir(&d, tmpdir, 3999043, 43));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+
+	/* a unit gets a name: its values move to a family of their own */
+	d.cur = 1;
+	fx_unit(&d, BLAMER_UNIT_APP_BASE + 1, BLAMER_BASE_SECONDS, "render");
+	((struct blamer_dag_path *)fx_at(&d, fx_path(&d, app, 2, 300, 400)))->units[1] =
+		BLAMER_UNIT_APP_BASE + 1;
+	d.cur = 0;
+	ASSERT_EQ(0, fx_write_dir(&d, tmpdir, 3999043, 43));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+
+	/* a process goes */
+	snprintf(path, sizeof(path), "%s/3999041-41.0.slab", tmpdir);
+	ASSERT_EQ(0, unlink(path));
+	snprintf(path, sizeof(path), "%s/3999041-41.1.slab", tmpdir);
+	ASSERT_EQ(0, unlink(path));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+	EXPECT_TRUE(cached_matches(r, c, &len));
+
+	blamer_prom_cache_free(c);
+	blamer_reader_close(r);
+	rm_tmpdir();
+	fx_free(&a);
+	fx_free(&b);
+	fx_free(&d);
+}
+
 TEST(dir_release_removes_dead_only)
 {
 	struct fx_heap a;

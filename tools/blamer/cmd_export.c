@@ -43,12 +43,15 @@ static void on_stop(int sig)
 }
 
 /*
- * What rounds keep: the reader, and the buffer the exposition is made in
- * (10 MB for 1,000 heaps: made anew each time, its page faults would
- * cost more than writing it).
+ * What rounds keep: the reader (which keeps dead heaps decoded), the
+ * text each process had (remade only for a process whose values
+ * changed), and the buffer the exposition is made in (10 MB for 1,000
+ * heaps: made anew each time, its page faults would cost more than
+ * writing it).
  */
 struct exporter {
 	struct blamer_reader *r;
+	struct blamer_prom_cache *pc;
 	char *buf;
 	size_t len, cap;
 	char msg[512];
@@ -58,7 +61,7 @@ struct exporter {
  * e->msg. */
 static int render_snapshot(struct exporter *e, const struct blamer_snapshot *s)
 {
-	if (blamer_snapshot_prometheus_text(s, &e->buf, &e->len, &e->cap)) {
+	if (blamer_snapshot_prometheus_text_cached(s, e->pc, &e->buf, &e->len, &e->cap)) {
 		snprintf(e->msg, sizeof(e->msg), "writing the exposition failed: out of memory");
 		return -1;
 	}
@@ -84,11 +87,13 @@ static int render(void *arg, const char **body, size_t *len)
 /*
  * Replaces @path with the exposition of @s: a temporary file in the same
  * directory (mkostemp: a name nobody can have made in advance), mode
- * 0644 for the textfile collector, written as it is made (memory stays
- * flat however big the exposition), fsync'ed, then renamed over @path,
- * so a reader sees the old file or the new one, never part of one.
+ * 0644 for the textfile collector, fsync'ed, then renamed over @path,
+ * so a reader sees the old file or the new one, never part of one. A
+ * one-off export (@e NULL) writes it as it is made (memory stays flat
+ * however big the exposition); a serving one writes what e's cache made.
  */
-static int write_atomic(const char *path, const struct blamer_snapshot *s)
+static int write_atomic(const char *path, const struct blamer_snapshot *s,
+			struct exporter *e)
 {
 	char tmp[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -107,7 +112,12 @@ static int write_atomic(const char *path, const struct blamer_snapshot *s)
 	if (!f)
 		goto fail;
 	errno = EIO;
-	if (blamer_snapshot_write_prometheus(s, f) || fflush(f) || fsync(fd))
+	if (e && render_snapshot(e, s)) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	if ((e ? fwrite(e->buf, 1, e->len, f) != e->len : blamer_snapshot_write_prometheus(s, f)) ||
+	    fflush(f) || fsync(fd))
 		goto fail;
 	fd = -1;
 	if (fclose(f)) {
@@ -135,7 +145,7 @@ static int write_file(struct exporter *e, const char *path)
 
 	if (blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg)))
 		return err("%s", e->msg);
-	ret = write_atomic(path, s);
+	ret = write_atomic(path, s, e);
 	blamer_snapshot_free(s);
 	return ret;
 }
@@ -228,10 +238,11 @@ int cmd_export(struct cli *c)
 	}
 	if (lfd >= 0 || (c->seen & OPT_INTERVAL)) {
 		blamer_snapshot_free(s);	/* the source is fine; each round takes its own */
+		e.pc = blamer_prom_cache_new();	/* none: each round writes it all */
 		ret = serve(c, &e, lfd);
 	} else {
 		if (c->output)
-			ret = write_atomic(c->output, s);
+			ret = write_atomic(c->output, s, NULL);
 		else if (blamer_snapshot_write_prometheus(s, stdout) || fflush(stdout))
 			ret = err("writing the exposition failed: %s", strerror(errno));
 		blamer_snapshot_free(s);
@@ -239,6 +250,7 @@ int cmd_export(struct cli *c)
 	if (lfd >= 0)
 		close(lfd);
 	free(e.buf);
+	blamer_prom_cache_free(e.pc);
 	blamer_reader_close(e.r);
 	return ret;
 }
