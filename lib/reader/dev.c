@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -243,6 +244,35 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 		rd_slab_drop(&raw[i]);
 }
 
+/*
+ * May a dead heap's decoding be kept (BLAMER_READ_KEEP_DEAD)? Only once
+ * its owner has been dead a second: every slab of it is an orphan, and
+ * the module's reaper has revoked every writer (a CLONE_VM child of the
+ * owner can write until then; LIST waits for the reaping of the owners
+ * seen dead before it). @ks gets what identifies its slabs.
+ */
+static bool keepable(const struct blamer_slab_info *in, uint32_t n, struct rd_kept_slab *ks)
+{
+	struct timespec now;
+	uint64_t t;
+	uint32_t i;
+
+	clock_gettime(CLOCK_BOOTTIME, &now);
+	t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	for (i = 0; i < n; i++) {
+		if (in[i].state != BLAMER_SLAB_ORPHAN || in[i].orphan_time_ns + 1000000000u > t)
+			return false;
+		memset(&ks[i], 0, sizeof(ks[i]));
+		ks[i].id = in[i].id;
+		ks[i].v[0] = in[i].size;
+		ks[i].v[1] = in[i].create_time_ns;
+		ks[i].v[2] = in[i].file_serial;
+		ks[i].v[3] = in[i].flags;
+		ks[i].v[4] = in[i].orphan_time_ns;
+	}
+	return true;
+}
+
 int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen)
 {
@@ -259,11 +289,17 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	for (i = 0; i < n; i = j) {
 		struct blamer_snap_process *p = rd_new_process(s);
 		const struct blamer_slab_info *f = &v[i];
+		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
+		struct rd_kept *e = NULL;
+		bool keep;
+		size_t defs;
 
 		for (j = i + 1; j < n && v[j].file_serial == f->file_serial; j++)
 			;
 		if (!p) {
 			cache_swap(r);
+			if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
+				rd_keep_swap(&r->keep);
 			rd_err(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
@@ -299,9 +335,27 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (j - i > BLAMER_MAX_SLABS)
 			rd_problem(p, BLAMER_HEALTH_CORRUPT, "%u slabs, at most %u are read",
 				   j - i, BLAMER_MAX_SLABS);
+		/* a dead heap's slabs no longer change: decoded once, then kept */
+		keep = (r->opts.flags & BLAMER_READ_KEEP_DEAD) &&
+		       !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) && p->state == BLAMER_PROC_DEAD &&
+		       j - i <= BLAMER_MAX_SLABS && keepable(&v[i], j - i, ks);
+		if (keep)
+			e = rd_keep_find(&r->keep, p->pid, p->start_time_ns, p->heap_key);
+		if (e && rd_keep_same(e, ks, j - i)) {
+			struct blamer_snap_process facts = *p;
+
+			if (rd_keep_reuse(&r->keep, e, s, p))
+				continue;
+			*p = facts;	/* out of memory: read it as if not kept */
+		}
+		defs = s->nunit_defs;
 		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
+		if (keep && p->health != BLAMER_HEALTH_TORN && p->health != BLAMER_HEALTH_UNREADABLE)
+			rd_keep_add(&r->keep, s, p, defs, ks, j - i);
 	}
 	cache_swap(r);
+	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
+		rd_keep_swap(&r->keep);
 	return 0;
 }
 

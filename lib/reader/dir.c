@@ -746,7 +746,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (!p->comm[0] && p->cmdline[0])
 			comm_from_cmdline(p);
 		if (keep && !held && p->nslabs == nf && p->health != BLAMER_HEALTH_TORN &&
-		    quiet(ks, nf))
+		    p->health != BLAMER_HEALTH_UNREADABLE && quiet(ks, nf))
 			rd_keep_add(&r->keep, s, p, defs, ks, nf);
 	}
 out:

@@ -36,7 +36,7 @@ wait_gone() {
 }
 
 echo "TAP version 13"
-echo "1..31"
+echo "1..32"
 
 t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
@@ -92,6 +92,16 @@ t "export --prometheus has the exit signal" sh -c "blamer export --prometheus | 
 kill -9 $W2
 wait_gone $W2
 t "postmortem after SIGKILL" sh -c "blamer postmortem $W2 | grep -q 'killed by SIGKILL (signal 9)'"
+# a serving exporter decodes a dead heap once and writes its text once
+# (BLAMER_READ_KEEP_DEAD, blamer_prom_cache): what it writes of the dead
+# must be what a one-off export reads from the slabs
+blamer export --prometheus --interval 0.2 --output /tmp/kept.prom &
+EXP=$!
+sleep 2
+blamer export --prometheus >/tmp/fresh.prom
+t "a serving exporter's series of dead processes are a fresh export's" sh -c "grep -E 'pid=\"($W1|$W2)\"' /tmp/kept.prom >$OUT.k; grep -E 'pid=\"($W1|$W2)\"' /tmp/fresh.prom >$OUT.f; [ \$(grep -c _total $OUT.k) -gt 2 ] && cmp $OUT.k $OUT.f"
+kill $EXP 2>/dev/null
+wait $EXP 2>/dev/null
 
 # permissions: an unprivileged user sees its own heaps, not root's
 as-user demo-app --workers 1 --iterations 4 --ready /tmp/ready-u &
