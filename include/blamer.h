@@ -272,8 +272,8 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 /*
  * A long-lived reader (top, an exporter): a dead heap is decoded once and
  * what was decoded kept for the snapshots after, for as long as the
- * backend shows its slabs unchanged (Documentation/reader.rst, "Long-lived
- * readers"). Costs the decoded heaps' memory, at most 64 MiB.
+ * backend shows its slabs unchanged (Documentation/reader.rst, "Cost"). Costs a copy of what was decoded of the dead heaps (at most
+ * 1 GiB).
  */
 #define BLAMER_READ_KEEP_DEAD	(1u << 9)
 /* The processes' own paths without the view summed over them: totals,

@@ -390,6 +390,11 @@ bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
 		     const struct blamer_snap_process *from);
 /* Appends a unit definition to s->unit_defs; false out of memory. */
 bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d);
+/* The arena bytes rd_process_copy() of @p takes. */
+size_t rd_process_copy_size(const struct blamer_snap_process *p);
+/* The next block of @s's arena: @n bytes (a snapshot whose size is
+ * known takes one block of exactly that). */
+void rd_snapshot_reserve(struct blamer_snapshot *s, size_t n);
 /* The bytes of @s's arena. */
 size_t rd_snapshot_bytes(struct blamer_snapshot *s);
 /* A one-line message into the caller's buffer (if any). */

@@ -12,16 +12,18 @@
  * creation time and size), instead of reading and checking it again.
  *
  * Each kept heap is a snapshot of its own holding one process and the
- * unit names its heap gave, so it is freed at once when the heap goes.
- * At most RD_KEEP_MAX bytes are kept; heaps beyond that are read again
- * each time.
+ * unit names its heap gave, in one block of exactly its size, so it is
+ * freed at once when the heap goes. What is kept is a copy of what the
+ * last snapshot decoded of its dead heaps, so it costs at most that
+ * snapshot's memory again; RD_KEEP_MAX more bounds it (heaps beyond it
+ * are read again each time).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-#define RD_KEEP_MAX	(64u << 20)
+#define RD_KEEP_MAX	(1ull << 30)
 
 static int key_cmp(int32_t pid, uint64_t start, uint64_t key, const struct rd_kept *e)
 {
@@ -127,6 +129,8 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 		return;
 	e.one = rd_snapshot_new(NULL);
 	e.slabs = malloc((n ? n : 1) * sizeof(*slabs));
+	if (e.one)
+		rd_snapshot_reserve(e.one, rd_process_copy_size(p));	/* one block, no slack */
 	q = e.one ? rd_new_process(e.one) : NULL;
 	if (!q || !e.slabs || !rd_process_copy(e.one, q, p))
 		goto fail;

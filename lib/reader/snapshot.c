@@ -255,66 +255,101 @@ bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_de
 	return true;
 }
 
-/* A copy of @n elements of @elsz at @src in @s's arena (NULL stays NULL). */
-static void *dup_array(struct blamer_snapshot *s, const void *src, size_t n, size_t elsz,
-		       bool *oom)
+/* Where rd_process_copy() puts things: @s's arena, or (s NULL) nowhere,
+ * counting what it would take. */
+struct copier {
+	struct blamer_snapshot *s;
+	size_t need;
+	bool oom;
+};
+
+/* A copy of @n elements of @elsz at @src (NULL stays NULL). */
+static void *dup_array(struct copier *c, const void *src, size_t n, size_t elsz)
 {
+	size_t len = (n ? n : 1) * elsz;
 	void *d;
 
 	if (!src)
 		return NULL;
-	d = rd_alloc(s, (n ? n : 1) * elsz);
+	if (!c->s) {
+		c->need += (len + 7) & ~(size_t)7;	/* as rd_alloc() rounds */
+		return (void *)src;
+	}
+	d = rd_alloc(c->s, len);
 	if (!d) {
-		*oom = true;
+		c->oom = true;
 		return NULL;
 	}
 	memcpy(d, src, n * elsz);
 	return d;
 }
 
-/* @f's fields, their names and values, made @s's own. */
-static void dup_fields(struct blamer_snapshot *s, struct blamer_snap_fields *f, bool *oom)
+/* @f's fields, their names and values, made the copier's. */
+static void dup_fields(struct copier *c, struct blamer_snap_fields *f)
 {
 	size_t i;
 
-	f->v = dup_array(s, f->v, f->n, sizeof(*f->v), oom);
+	f->v = dup_array(c, f->v, f->n, sizeof(*f->v));
 	for (i = 0; f->v && i < f->n; i++) {
 		struct blamer_snap_field *x = &f->v[i];
 
 		if (x->name)
-			x->name = dup_array(s, x->name, strlen(x->name) + 1, 1, oom);
+			x->name = dup_array(c, x->name, strlen(x->name) + 1, 1);
 		if (x->bytes)	/* RAW and STRING: len bytes and a NUL */
-			x->bytes = dup_array(s, x->bytes, x->len + 1, 1, oom);
+			x->bytes = dup_array(c, x->bytes, x->len + 1, 1);
 	}
+}
+
+static void copy_process(struct copier *c, struct blamer_snap_process *to,
+			 const struct blamer_snap_process *from)
+{
+	size_t i;
+
+	*to = *from;
+	dup_fields(c, &to->user_data);
+	dup_fields(c, &to->global_data);
+	to->threads = dup_array(c, from->threads, from->nthreads, sizeof(*to->threads));
+	for (i = 0; to->threads && i < to->nthreads; i++) {
+		struct blamer_snap_thread *t = &to->threads[i];
+		size_t j;
+
+		t->acts = dup_array(c, t->acts, t->nacts, sizeof(*t->acts));
+		for (j = 0; t->acts && j < t->nacts; j++)
+			dup_fields(c, &t->acts[j].fields);
+	}
+	to->modules = dup_array(c, from->modules, from->nmodules, sizeof(*to->modules));
+	to->logs = dup_array(c, from->logs, from->nlogs, sizeof(*to->logs));
+	to->children = dup_array(c, from->children, from->nchildren, sizeof(*to->children));
+	to->nodes = dup_array(c, from->nodes, from->nnodes, sizeof(*to->nodes));
+	to->edges = dup_array(c, from->edges, from->nedges, sizeof(*to->edges));
+	to->paths = dup_array(c, from->paths, from->npaths, sizeof(*to->paths));
 }
 
 bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
 		     const struct blamer_snap_process *from)
 {
-	bool oom = false;
-	size_t i;
+	struct copier c = { .s = s };
 
-	*to = *from;
-	dup_fields(s, &to->user_data, &oom);
-	dup_fields(s, &to->global_data, &oom);
-	to->threads = dup_array(s, from->threads, from->nthreads, sizeof(*to->threads), &oom);
-	for (i = 0; to->threads && i < to->nthreads; i++) {
-		struct blamer_snap_thread *t = &to->threads[i];
-		size_t j;
-
-		t->acts = dup_array(s, t->acts, t->nacts, sizeof(*t->acts), &oom);
-		for (j = 0; t->acts && j < t->nacts; j++)
-			dup_fields(s, &t->acts[j].fields, &oom);
-	}
-	to->modules = dup_array(s, from->modules, from->nmodules, sizeof(*to->modules), &oom);
-	to->logs = dup_array(s, from->logs, from->nlogs, sizeof(*to->logs), &oom);
-	to->children = dup_array(s, from->children, from->nchildren, sizeof(*to->children), &oom);
-	to->nodes = dup_array(s, from->nodes, from->nnodes, sizeof(*to->nodes), &oom);
-	to->edges = dup_array(s, from->edges, from->nedges, sizeof(*to->edges), &oom);
-	to->paths = dup_array(s, from->paths, from->npaths, sizeof(*to->paths), &oom);
-	if (oom)
+	copy_process(&c, to, from);
+	if (c.oom)
 		rd_process_free(to);
-	return !oom;
+	return !c.oom;
+}
+
+size_t rd_process_copy_size(const struct blamer_snap_process *p)
+{
+	struct blamer_snap_process scratch;
+	struct copier c = { 0 };
+
+	/* a dry run: nested arrays are read where they are */
+	copy_process(&c, &scratch, p);
+	return c.need;
+}
+
+void rd_snapshot_reserve(struct blamer_snapshot *s, size_t n)
+{
+	if (n)
+		priv(s)->next_cap = n;
 }
 
 size_t rd_snapshot_bytes(struct blamer_snapshot *s)
