@@ -24,8 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/random.h>
 
 #include "prom.h"
 
@@ -112,12 +110,6 @@ static const struct {
 #define NFIXED (sizeof(fixed_families) / sizeof(fixed_families[0]))
 #define FAM_VALUE (NFIXED - 1)
 
-/* A named unit: its family name and index. */
-struct named {
-	const struct blamer_snap_unit_def *def;
-	char fam[80];
-	size_t fam_index;
-};
 
 static int def_cmp(const void *a, const void *b)
 {
@@ -227,16 +219,6 @@ static const struct named *named_find(const struct named *v, size_t n, uint32_t 
 	return NULL;
 }
 
-/* One (path, unit) value of a process: values[k] of its paths[path],
- * its family and whether it is in nanoseconds (exported as seconds).
- * 16 bytes: a hostile heap can hold half a million of them. */
-struct entry {
-	uint32_t path;
-	uint32_t fam;
-	uint32_t unit;
-	uint8_t k;
-	bool ns;
-};
 
 static int entry_cmp(const struct blamer_snap_path *paths, const struct entry *x,
 		     const struct entry *y)
@@ -310,39 +292,7 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 }
 
 
-/*
- * What writing needs of the snapshot, made once per scrape: the
- * processes in key order, the named units and their families, and the
- * node names path labels are made of.
- */
-struct exp {
-	const struct blamer_snapshot *s;
-	const struct blamer_snap_process **procs;
-	size_t nprocs;
-	struct named *nv;
-	size_t nn, nfam;	/* named units; attribution families */
-	struct prom_names nm;
-};
 
-/*
- * One process being written: its key labels (pid, start_time_ns, heap,
- * identity: digits, hex and two words, nothing to escape), its (family,
- * path, unit) values sorted, the next one to write, and its path labels,
- * each made once (a path has a series in each of its units' families).
- * identity says whose word pid, uid, start time and comm are: "kernel"
- * (device backend) or "claimed" (dir backend: the heap's file name and
- * its own record, which any process of the user could have written). It
- * is on every series so that no query shows a claim as a fact, and it
- * never changes for a heap.
- */
-struct pw {
-	const struct blamer_snap_process *p;
-	char key[112];		/* 97 at most */
-	struct entry *v;
-	size_t n, at;
-	struct { uint32_t off, len; } *lab;	/* by path: in pool, off + 1 */
-	struct prom_out *pool;
-};
 
 
 /* The gauges every process has a sample in (unless @skip says not),
@@ -367,9 +317,14 @@ static const struct gauge {
 	{ "blamer_process_exit_signal", "Signal that killed a dead process (0: exited normally).",
 	  p_signal, p_not_exited },
 };
-#define NGAUGES (sizeof(gauges) / sizeof(gauges[0]))
+_Static_assert(sizeof(gauges) / sizeof(gauges[0]) == NGAUGES, "gauges");
 
-static bool exp_init(struct exp *e, const struct blamer_snapshot *s)
+void prom_gauge_family(struct prom_out *o, size_t g)
+{
+	prom_family(o, gauges[g].name, "gauge", gauges[g].help);
+}
+
+bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s)
 {
 	memset(e, 0, sizeof(*e));
 	e->s = s;
@@ -379,15 +334,15 @@ static bool exp_init(struct exp *e, const struct blamer_snapshot *s)
 	return e->procs && e->nv && prom_names_init(&e->nm, s);
 }
 
-static void exp_free(struct exp *e)
+void prom_exp_free(struct exp *e)
 {
 	prom_names_free(&e->nm);
 	free(e->nv);
 	free(e->procs);
 }
 
-/* How many values @p has: the entries pw_init() needs room for. */
-static size_t nvalues(const struct blamer_snap_process *p)
+/* How many values @p has: the entries prom_pw_init() needs room for. */
+size_t prom_nvalues(const struct blamer_snap_process *p)
 {
 	size_t j, n = 0;
 
@@ -398,10 +353,10 @@ static size_t nvalues(const struct blamer_snap_process *p)
 }
 
 /*
- * @w for @p: its key, its values in @v (room for nvalues(p)) sorted by
+ * @w for @p: its key, its values in @v (room for prom_nvalues(p)) sorted by
  * (family, path, unit), and room for its labels; false out of memory.
  */
-static bool pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process *p,
+bool prom_pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process *p,
 		    struct entry *v, struct prom_out *pool)
 {
 	size_t j, k;
@@ -429,7 +384,7 @@ static bool pw_init(struct exp *e, struct pw *w, const struct blamer_snap_proces
 	return w->lab != NULL;
 }
 
-static void pw_free(struct pw *w)
+void prom_pw_free(struct pw *w)
 {
 	free(w->lab);
 	w->lab = NULL;
@@ -462,7 +417,7 @@ static void path_label(struct exp *e, struct pw *w, struct prom_out *o, uint32_t
 }
 
 /* @w's sample of gauge @g, if it has one. */
-static void write_gauge(struct pw *w, size_t g, struct prom_out *o)
+void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o)
 {
 	const struct gauge *ga = &gauges[g];
 
@@ -482,7 +437,7 @@ static void write_gauge(struct pw *w, size_t g, struct prom_out *o)
 }
 
 /* The HELP and TYPE of attribution family @f, whose first value is in @unit. */
-static void attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o)
+void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o)
 {
 	const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, unit);
 	char help[160];
@@ -502,7 +457,7 @@ static void attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out 
  * (path, unit) ones merged (one series, their sum, as the attribution
  * view adds them).
  */
-static void write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
+void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 {
 	const struct blamer_snap_path *paths = w->p->paths;
 
@@ -531,7 +486,7 @@ static void write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o
 	}
 }
 
-static void write_heaps(struct exp *e, struct prom_out *o)
+void prom_write_heaps(struct exp *e, struct prom_out *o)
 {
 	struct prom_label state[1] = { { "state", "live" } };
 	size_t i, live = 0;
@@ -549,7 +504,7 @@ static void write_heaps(struct exp *e, struct prom_out *o)
  * in turn: what a one-off export writes, straight into @o (which may
  * write out as it goes: memory stays flat).
  */
-static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
+int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o)
 {
 	struct prom_out pool = { 0 };
 	struct entry *v = NULL;
@@ -558,24 +513,24 @@ static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
 	struct exp e;
 	int ret = -ENOMEM;
 
-	if (!exp_init(&e, s))
+	if (!prom_exp_init(&e, s))
 		goto out;
 	for (i = 0; i < e.nprocs; i++)
-		n += nvalues(e.procs[i]);
+		n += prom_nvalues(e.procs[i]);
 	v = malloc((n + 1) * sizeof(*v));
 	w = calloc(e.nprocs + 1, sizeof(*w));
 	if (!v || !w)
 		goto out;
 	for (i = 0, n = 0; i < e.nprocs; i++) {
-		if (!pw_init(&e, &w[i], e.procs[i], v + n, &pool))
+		if (!prom_pw_init(&e, &w[i], e.procs[i], v + n, &pool))
 			goto out;
 		n += w[i].n;
 	}
-	write_heaps(&e, o);
+	prom_write_heaps(&e, o);
 	for (g = 0; g < NGAUGES; g++) {
-		prom_family(o, gauges[g].name, "gauge", gauges[g].help);
+		prom_gauge_family(o, g);
 		for (i = 0; i < e.nprocs; i++)
-			write_gauge(&w[i], g, o);
+			prom_write_gauge(&w[i], g, o);
 	}
 	for (f = 0; f < e.nfam; f++) {
 		bool any = false;
@@ -585,313 +540,27 @@ static int write_all(const struct blamer_snapshot *s, struct prom_out *o)
 				continue;
 			if (!any) {
 				any = true;
-				attr_family(&e, f, w[i].v[w[i].at].unit, o);
+				prom_attr_family(&e, f, w[i].v[w[i].at].unit, o);
 			}
-			write_attr(&e, &w[i], f, o);
+			prom_write_attr(&e, &w[i], f, o);
 		}
 	}
 	ret = o->oom ? -ENOMEM : 0;
 out:
 	for (i = 0; w && i < e.nprocs; i++)
-		pw_free(&w[i]);
+		prom_pw_free(&w[i]);
 	free(w);
 	free(v);
 	free(pool.p);
-	exp_free(&e);
+	prom_exp_free(&e);
 	return ret;
 }
 
-/* ---- a long-lived exporter's cache ---- */
-
-/*
- * What a scrape wrote for one process, kept for the next: its text, and
- * where each family's samples are in it (gauges first, then attribution
- * families), with the unit of its first attribution value in each (which
- * names a shared family's HELP). Reused while the process shows the same
- * (its fingerprint) and the scrape writes the same families and labels
- * (the cache's context).
- */
-struct span {
-	uint32_t off, len, unit;
-};
-
-struct written {
-	int32_t pid;
-	bool kernel_facts;
-	uint64_t start, heap_key;
-	uint64_t print;		/* fingerprint of what it shows */
-	char *text;
-	struct span *spans;	/* NGAUGES + nfam */
-};
-
-struct blamer_prom_cache {
-	uint64_t seed;
-	uint64_t context;	/* of the last scrape: families, units, node names */
-	size_t nfam;
-	struct written *v;
-	size_t n;
-	struct prom_out scratch;	/* one process's text while it is made */
-};
-
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 29);
-}
-
-static uint64_t mix_str(uint64_t h, const char *str)
-{
-	uint64_t w;
-	size_t n = strlen(str), i;
-
-	h = mix(h, n);
-	for (i = 0; i < n; i += 8) {
-		w = 0;
-		memcpy(&w, str + i, n - i < 8 ? n - i : 8);
-		h = mix(h, w);
-	}
-	return h;
-}
-
-/* Everything of @p a scrape writes (keyed by the cache's secret seed:
- * no heap can aim for another process's fingerprint). */
-static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
-{
-	uint64_t h = seed;
-	size_t j, k;
-
-	h = mix(h, (uint64_t)(uint32_t)p->pid);
-	h = mix(h, p->start_time_ns);
-	h = mix(h, p->heap_key);
-	h = mix(h, p->kernel_facts);
-	h = mix_str(h, p->comm);
-	h = mix(h, p->state);
-	h = mix(h, p->size);
-	h = mix(h, p->used);
-	h = mix(h, p->health);
-	h = mix(h, p->have_record);
-	h = mix(h, p->phase);
-	h = mix(h, p->nthreads);
-	h = mix(h, p->exited);
-	h = mix(h, p->exit_signal);
-	h = mix(h, p->npaths);
-	for (j = 0; j < p->npaths; j++) {
-		const struct blamer_snap_path *q = &p->paths[j];
-
-		h = mix(h, q->depth);
-		for (k = 0; k < q->depth && k < BLAMER_SNAP_MAX_DEPTH; k++)
-			h = mix(h, q->nodes[k]);
-		h = mix(h, q->nvalues);
-		for (k = 0; k < q->nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
-			h = mix(h, q->units[k]);
-			h = mix(h, q->values[k]);
-		}
-	}
-	return h;
-}
-
-/* What every process's text depends on beyond the process: the families
- * and the path elements of the snapshot's named nodes. */
-static uint64_t context(uint64_t seed, const struct exp *e)
-{
-	uint64_t h = mix(seed, e->nfam);
-	size_t i;
-
-	for (i = 0; i < e->nn; i++) {
-		h = mix(h, e->nv[i].def->unit);
-		h = mix(h, e->nv[i].def->base);
-		h = mix(h, e->nv[i].fam_index);
-		h = mix_str(h, e->nv[i].fam);
-	}
-	h = mix(h, e->s->nnodes);
-	for (i = 0; i < e->s->nnodes; i++) {
-		h = mix(h, e->s->nodes[i].id);
-		h = mix(h, e->nm.shared[i]);
-		h = mix_str(h, e->s->nodes[i].name);
-	}
-	return h;
-}
-
-static void written_free(struct written *x)
-{
-	free(x->text);
-	free(x->spans);
-	x->text = NULL;
-	x->spans = NULL;
-}
-
-struct blamer_prom_cache *blamer_prom_cache_new(void)
-{
-	struct blamer_prom_cache *c = calloc(1, sizeof(*c));
-	struct timespec t;
-
-	if (!c)
-		return NULL;
-	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed)) {
-		clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
-		c->seed = mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
-	}
-	return c;
-}
-
-void blamer_prom_cache_free(struct blamer_prom_cache *c)
-{
-	size_t i;
-
-	if (!c)
-		return;
-	for (i = 0; i < c->n; i++)
-		written_free(&c->v[i]);
-	free(c->v);
-	free(c->scratch.p);
-	free(c);
-}
-
-static int written_cmp(const struct blamer_snap_process *p, const struct written *x)
-{
-	if (p->pid != x->pid)
-		return p->pid < x->pid ? -1 : 1;
-	if (p->start_time_ns != x->start)
-		return p->start_time_ns < x->start ? -1 : 1;
-	if (p->heap_key != x->heap_key)
-		return p->heap_key < x->heap_key ? -1 : 1;
-	return (p->kernel_facts > x->kernel_facts) - (p->kernel_facts < x->kernel_facts);
-}
-
-/* @p's text, made now into @x: its samples family by family. */
-static bool write_one(struct blamer_prom_cache *c, struct exp *e,
-		      const struct blamer_snap_process *p, struct written *x)
-{
-	struct prom_out *o = &c->scratch, pool = { 0 };
-	size_t g, f, nspans = NGAUGES + e->nfam;
-	struct entry *v = malloc((nvalues(p) + 1) * sizeof(*v));
-	struct pw w = { 0 };
-	bool ok = false;
-
-	o->len = 0;
-	x->spans = calloc(nspans, sizeof(*x->spans));
-	if (!v || !x->spans || !pw_init(e, &w, p, v, &pool))
-		goto out;
-	for (g = 0; g < NGAUGES; g++) {
-		x->spans[g].off = (uint32_t)o->len;
-		write_gauge(&w, g, o);
-		x->spans[g].len = (uint32_t)(o->len - x->spans[g].off);
-	}
-	for (f = 0; f < e->nfam; f++) {
-		struct span *sp = &x->spans[NGAUGES + f];
-
-		sp->off = (uint32_t)o->len;
-		if (w.at < w.n && w.v[w.at].fam == f)
-			sp->unit = w.v[w.at].unit;
-		write_attr(e, &w, f, o);
-		sp->len = (uint32_t)(o->len - sp->off);
-	}
-	/* one process's text fits the spans' 32 bits: the reader's limits */
-	if (o->oom || o->len >= UINT32_MAX)
-		goto out;
-	x->text = malloc(o->len + 1);
-	if (!x->text)
-		goto out;
-	memcpy(x->text, o->p, o->len);
-	ok = true;
-out:
-	pw_free(&w);
-	free(pool.p);
-	free(v);
-	if (!ok)
-		written_free(x);
-	return ok;
-}
-
-/*
- * The exposition from each process's text: kept from the last scrape
- * where the process shows the same, made now where not; then family by
- * family, each process's part of it.
- */
-static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapshot *s,
-			struct prom_out *o)
-{
-	struct written *nv = NULL;
-	size_t i, j = 0, g, f, k;
-	uint64_t ctx;
-	struct exp e;
-	int ret = -ENOMEM;
-
-	if (!exp_init(&e, s))
-		goto out;
-	ctx = context(c->seed, &e);
-	if (ctx != c->context || e.nfam != c->nfam) {
-		for (i = 0; i < c->n; i++)	/* other families or labels: all made anew */
-			written_free(&c->v[i]);
-		c->n = 0;
-		c->context = ctx;
-		c->nfam = e.nfam;
-	}
-	nv = calloc(e.nprocs + 1, sizeof(*nv));
-	if (!nv)
-		goto out;
-	for (i = 0; i < e.nprocs; i++) {
-		const struct blamer_snap_process *p = e.procs[i];
-		struct written *x = &nv[i];
-		int cmp = 1;
-
-		/* both in key order: the last scrape's entry for p, if any */
-		while (j < c->n && (cmp = written_cmp(p, &c->v[j])) > 0)
-			j++;
-		x->pid = p->pid;
-		x->start = p->start_time_ns;
-		x->heap_key = p->heap_key;
-		x->kernel_facts = p->kernel_facts;
-		x->print = fingerprint(c->seed, p);
-		if (!cmp && c->v[j].text && c->v[j].print == x->print) {
-			x->text = c->v[j].text;
-			x->spans = c->v[j].spans;
-			c->v[j].text = NULL;
-			c->v[j].spans = NULL;
-		} else if (!write_one(c, &e, p, x)) {
-			goto out;
-		}
-	}
-	write_heaps(&e, o);
-	for (g = 0; g < NGAUGES; g++) {
-		prom_family(o, gauges[g].name, "gauge", gauges[g].help);
-		for (i = 0; i < e.nprocs; i++)
-			prom_put(o, nv[i].text + nv[i].spans[g].off, nv[i].spans[g].len);
-	}
-	for (f = 0; f < e.nfam; f++) {
-		k = NGAUGES + f;
-		for (i = 0; i < e.nprocs && !nv[i].spans[k].len; i++)
-			;
-		if (i == e.nprocs)
-			continue;
-		attr_family(&e, f, nv[i].spans[k].unit, o);
-		for (; i < e.nprocs; i++)
-			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
-	}
-	ret = o->oom ? -ENOMEM : 0;
-out:
-	for (i = 0; i < c->n; i++)
-		written_free(&c->v[i]);
-	free(c->v);
-	c->v = nv;
-	c->n = nv ? e.nprocs : 0;
-	if (ret) {
-		/* nothing half made is kept */
-		for (i = 0; i < c->n; i++)
-			written_free(&c->v[i]);
-		c->n = 0;
-	}
-	exp_free(&e);
-	return ret;
-}
-
-int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
-					   struct blamer_prom_cache *c, char **buf, size_t *len,
-					   size_t *cap)
+int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
+				    size_t *cap)
 {
 	struct prom_out o = { .p = *buf, .cap = *cap };
-	int ret = c ? write_cached(c, s, &o) : write_all(s, &o);
+	int ret = prom_write_all(s, &o);
 
 	*buf = o.p;
 	*cap = o.cap;
@@ -899,16 +568,10 @@ int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
 	return ret;
 }
 
-int blamer_snapshot_prometheus_text(const struct blamer_snapshot *s, char **buf, size_t *len,
-				    size_t *cap)
-{
-	return blamer_snapshot_prometheus_text_cached(s, NULL, buf, len, cap);
-}
-
 int blamer_snapshot_write_prometheus(const struct blamer_snapshot *s, FILE *f)
 {
 	struct prom_out o = { .f = f };
-	int ret = write_all(s, &o);
+	int ret = prom_write_all(s, &o);
 
 	if (!ret && o.len && fwrite(o.p, 1, o.len, f) != o.len)
 		ret = -EIO;

@@ -2,7 +2,8 @@
 /*
  * The Prometheus exporter's parts (prom.c is the model): prom_text.c
  * makes the text (a buffer, numbers, the one escaper), prom_path.c the
- * path labels. Private to lib/export.
+ * path labels, prom_cache.c a long-lived exporter's texts kept between
+ * scrapes. Private to lib/export.
  */
 #ifndef BLAMER_PROM_H
 #define BLAMER_PROM_H
@@ -70,5 +71,76 @@ bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s);
 void prom_names_free(struct prom_names *nm);
 /* path="/e/e/..." of @p, unambiguous for any node names. */
 void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct blamer_snap_path *p);
+
+/* ---- prom.c: the model, shared with prom_cache.c ---- */
+
+/* A named unit: its family name and index. */
+struct named {
+	const struct blamer_snap_unit_def *def;
+	char fam[80];
+	size_t fam_index;
+};
+
+/* One (path, unit) value of a process: values[k] of its paths[path],
+ * its family and whether it is in nanoseconds (exported as seconds).
+ * 16 bytes: a hostile heap can hold half a million of them. */
+struct entry {
+	uint32_t path;
+	uint32_t fam;
+	uint32_t unit;
+	uint8_t k;
+	bool ns;
+};
+
+/*
+ * What writing needs of the snapshot, made once per scrape: the
+ * processes in key order, the named units and their families, and the
+ * node names path labels are made of.
+ */
+struct exp {
+	const struct blamer_snapshot *s;
+	const struct blamer_snap_process **procs;
+	size_t nprocs;
+	struct named *nv;
+	size_t nn, nfam;	/* named units; attribution families */
+	struct prom_names nm;
+};
+
+/*
+ * One process being written: its key labels (pid, start_time_ns, heap,
+ * identity: digits, hex and two words, nothing to escape), its (family,
+ * path, unit) values sorted, the next one to write, and its path labels,
+ * each made once (a path has a series in each of its units' families).
+ * identity says whose word pid, uid, start time and comm are: "kernel"
+ * (device backend) or "claimed" (dir backend: the heap's file name and
+ * its own record, which any process of the user could have written). It
+ * is on every series so that no query shows a claim as a fact, and it
+ * never changes for a heap.
+ */
+struct pw {
+	const struct blamer_snap_process *p;
+	char key[112];		/* 97 at most */
+	struct entry *v;
+	size_t n, at;
+	struct { uint32_t off, len; } *lab;	/* by path: in pool, off + 1 */
+	struct prom_out *pool;
+};
+
+/* The per-process gauges, in output order after blamer_heaps. */
+#define NGAUGES 8
+
+bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s);
+void prom_exp_free(struct exp *e);
+size_t prom_nvalues(const struct blamer_snap_process *p);
+bool prom_pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process *p,
+		  struct entry *v, struct prom_out *pool);
+void prom_pw_free(struct pw *w);
+void prom_write_heaps(struct exp *e, struct prom_out *o);
+void prom_gauge_family(struct prom_out *o, size_t g);
+void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o);
+void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o);
+void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o);
+/* The exposition, family by family, straight into @o: a one-off export. */
+int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o);
 
 #endif /* BLAMER_PROM_H */

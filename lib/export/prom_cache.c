@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A long-lived exporter's cache (blamer_prom_cache): each process's text
+ * from the scrape before, reused while the process shows the same and
+ * the scrape writes the same families and labels; the exposition made
+ * from those texts, family by family. Same bytes as a one-off export
+ * (prom.c), at the cost of what changed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/random.h>
+
+#include "prom.h"
+
+/*
+ * What a scrape wrote for one process, kept for the next: its text, and
+ * where each family's samples are in it (gauges first, then attribution
+ * families), with the unit of its first attribution value in each (which
+ * names a shared family's HELP). Reused while the process shows the same
+ * (its fingerprint) and the scrape writes the same families and labels
+ * (the cache's context).
+ */
+struct span {
+	uint32_t off, len, unit;
+};
+
+struct written {
+	int32_t pid;
+	bool kernel_facts;
+	uint64_t start, heap_key;
+	uint64_t print;		/* fingerprint of what it shows */
+	char *text;
+	struct span *spans;	/* NGAUGES + nfam */
+};
+
+struct blamer_prom_cache {
+	uint64_t seed;
+	uint64_t context;	/* of the last scrape: families, units, node names */
+	size_t nfam;
+	struct written *v;
+	size_t n;
+	struct prom_out scratch;	/* one process's text while it is made */
+};
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t mix_str(uint64_t h, const char *str)
+{
+	uint64_t w;
+	size_t n = strlen(str), i;
+
+	h = mix(h, n);
+	for (i = 0; i < n; i += 8) {
+		w = 0;
+		memcpy(&w, str + i, n - i < 8 ? n - i : 8);
+		h = mix(h, w);
+	}
+	return h;
+}
+
+/* Everything of @p a scrape writes (keyed by the cache's secret seed:
+ * no heap can aim for another process's fingerprint). */
+static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
+{
+	uint64_t h = seed;
+	size_t j, k;
+
+	h = mix(h, (uint64_t)(uint32_t)p->pid);
+	h = mix(h, p->start_time_ns);
+	h = mix(h, p->heap_key);
+	h = mix(h, p->kernel_facts);
+	h = mix_str(h, p->comm);
+	h = mix(h, p->state);
+	h = mix(h, p->size);
+	h = mix(h, p->used);
+	h = mix(h, p->health);
+	h = mix(h, p->have_record);
+	h = mix(h, p->phase);
+	h = mix(h, p->nthreads);
+	h = mix(h, p->exited);
+	h = mix(h, p->exit_signal);
+	h = mix(h, p->npaths);
+	for (j = 0; j < p->npaths; j++) {
+		const struct blamer_snap_path *q = &p->paths[j];
+
+		h = mix(h, q->depth);
+		for (k = 0; k < q->depth && k < BLAMER_SNAP_MAX_DEPTH; k++)
+			h = mix(h, q->nodes[k]);
+		h = mix(h, q->nvalues);
+		for (k = 0; k < q->nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
+			h = mix(h, q->units[k]);
+			h = mix(h, q->values[k]);
+		}
+	}
+	return h;
+}
+
+/* What every process's text depends on beyond the process: the families
+ * and the path elements of the snapshot's named nodes. */
+static uint64_t context(uint64_t seed, const struct exp *e)
+{
+	uint64_t h = mix(seed, e->nfam);
+	size_t i;
+
+	for (i = 0; i < e->nn; i++) {
+		h = mix(h, e->nv[i].def->unit);
+		h = mix(h, e->nv[i].def->base);
+		h = mix(h, e->nv[i].fam_index);
+		h = mix_str(h, e->nv[i].fam);
+	}
+	h = mix(h, e->s->nnodes);
+	for (i = 0; i < e->s->nnodes; i++) {
+		h = mix(h, e->s->nodes[i].id);
+		h = mix(h, e->nm.shared[i]);
+		h = mix_str(h, e->s->nodes[i].name);
+	}
+	return h;
+}
+
+static void written_free(struct written *x)
+{
+	free(x->text);
+	free(x->spans);
+	x->text = NULL;
+	x->spans = NULL;
+}
+
+struct blamer_prom_cache *blamer_prom_cache_new(void)
+{
+	struct blamer_prom_cache *c = calloc(1, sizeof(*c));
+	struct timespec t;
+
+	if (!c)
+		return NULL;
+	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
+		c->seed = mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
+	}
+	return c;
+}
+
+void blamer_prom_cache_free(struct blamer_prom_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n; i++)
+		written_free(&c->v[i]);
+	free(c->v);
+	free(c->scratch.p);
+	free(c);
+}
+
+static int written_cmp(const struct blamer_snap_process *p, const struct written *x)
+{
+	if (p->pid != x->pid)
+		return p->pid < x->pid ? -1 : 1;
+	if (p->start_time_ns != x->start)
+		return p->start_time_ns < x->start ? -1 : 1;
+	if (p->heap_key != x->heap_key)
+		return p->heap_key < x->heap_key ? -1 : 1;
+	return (p->kernel_facts > x->kernel_facts) - (p->kernel_facts < x->kernel_facts);
+}
+
+/* @p's text, made now into @x: its samples family by family. */
+static bool write_one(struct blamer_prom_cache *c, struct exp *e,
+		      const struct blamer_snap_process *p, struct written *x)
+{
+	struct prom_out *o = &c->scratch, pool = { 0 };
+	size_t g, f, nspans = NGAUGES + e->nfam;
+	struct entry *v = malloc((prom_nvalues(p) + 1) * sizeof(*v));
+	struct pw w = { 0 };
+	bool ok = false;
+
+	o->len = 0;
+	x->spans = calloc(nspans, sizeof(*x->spans));
+	if (!v || !x->spans || !prom_pw_init(e, &w, p, v, &pool))
+		goto out;
+	for (g = 0; g < NGAUGES; g++) {
+		x->spans[g].off = (uint32_t)o->len;
+		prom_write_gauge(&w, g, o);
+		x->spans[g].len = (uint32_t)(o->len - x->spans[g].off);
+	}
+	for (f = 0; f < e->nfam; f++) {
+		struct span *sp = &x->spans[NGAUGES + f];
+
+		sp->off = (uint32_t)o->len;
+		if (w.at < w.n && w.v[w.at].fam == f)
+			sp->unit = w.v[w.at].unit;
+		prom_write_attr(e, &w, f, o);
+		sp->len = (uint32_t)(o->len - sp->off);
+	}
+	/* one process's text fits the spans' 32 bits: the reader's limits */
+	if (o->oom || o->len >= UINT32_MAX)
+		goto out;
+	x->text = malloc(o->len + 1);
+	if (!x->text)
+		goto out;
+	memcpy(x->text, o->p, o->len);
+	ok = true;
+out:
+	prom_pw_free(&w);
+	free(pool.p);
+	free(v);
+	if (!ok)
+		written_free(x);
+	return ok;
+}
+
+/*
+ * The exposition from each process's text: kept from the last scrape
+ * where the process shows the same, made now where not; then family by
+ * family, each process's part of it.
+ */
+static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapshot *s,
+			struct prom_out *o)
+{
+	struct written *nv = NULL;
+	size_t i, j = 0, g, f, k;
+	uint64_t ctx;
+	struct exp e;
+	int ret = -ENOMEM;
+
+	if (!prom_exp_init(&e, s))
+		goto out;
+	ctx = context(c->seed, &e);
+	if (ctx != c->context || e.nfam != c->nfam) {
+		for (i = 0; i < c->n; i++)	/* other families or labels: all made anew */
+			written_free(&c->v[i]);
+		c->n = 0;
+		c->context = ctx;
+		c->nfam = e.nfam;
+	}
+	nv = calloc(e.nprocs + 1, sizeof(*nv));
+	if (!nv)
+		goto out;
+	for (i = 0; i < e.nprocs; i++) {
+		const struct blamer_snap_process *p = e.procs[i];
+		struct written *x = &nv[i];
+		int cmp = 1;
+
+		/* both in key order: the last scrape's entry for p, if any */
+		while (j < c->n && (cmp = written_cmp(p, &c->v[j])) > 0)
+			j++;
+		x->pid = p->pid;
+		x->start = p->start_time_ns;
+		x->heap_key = p->heap_key;
+		x->kernel_facts = p->kernel_facts;
+		x->print = fingerprint(c->seed, p);
+		if (!cmp && c->v[j].text && c->v[j].print == x->print) {
+			x->text = c->v[j].text;
+			x->spans = c->v[j].spans;
+			c->v[j].text = NULL;
+			c->v[j].spans = NULL;
+		} else if (!write_one(c, &e, p, x)) {
+			goto out;
+		}
+	}
+	prom_write_heaps(&e, o);
+	for (g = 0; g < NGAUGES; g++) {
+		prom_gauge_family(o, g);
+		for (i = 0; i < e.nprocs; i++)
+			prom_put(o, nv[i].text + nv[i].spans[g].off, nv[i].spans[g].len);
+	}
+	for (f = 0; f < e.nfam; f++) {
+		k = NGAUGES + f;
+		for (i = 0; i < e.nprocs && !nv[i].spans[k].len; i++)
+			;
+		if (i == e.nprocs)
+			continue;
+		prom_attr_family(&e, f, nv[i].spans[k].unit, o);
+		for (; i < e.nprocs; i++)
+			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
+	}
+	ret = o->oom ? -ENOMEM : 0;
+out:
+	for (i = 0; i < c->n; i++)
+		written_free(&c->v[i]);
+	free(c->v);
+	c->v = nv;
+	c->n = nv ? e.nprocs : 0;
+	if (ret) {
+		/* nothing half made is kept */
+		for (i = 0; i < c->n; i++)
+			written_free(&c->v[i]);
+		c->n = 0;
+	}
+	prom_exp_free(&e);
+	return ret;
+}
+
+int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
+					   struct blamer_prom_cache *c, char **buf, size_t *len,
+					   size_t *cap)
+{
+	struct prom_out o = { .p = *buf, .cap = *cap };
+	int ret = c ? write_cached(c, s, &o) : prom_write_all(s, &o);
+
+	*buf = o.p;
+	*cap = o.cap;
+	*len = ret ? 0 : o.len;
+	return ret;
+}
