@@ -102,79 +102,60 @@ static int list_slabs(struct blamer_reader *r, struct blamer_slab_info **out,
 	return -E2BIG;
 }
 
+static int devmap_find_cmp(const void *key, const void *entry)
+{
+	uint64_t id = *(const uint64_t *)key, e = ((const struct rd_devmap *)entry)->id;
+
+	return id < e ? -1 : id > e;
+}
+
+static int devmap_cmp(const void *a, const void *b)
+{
+	return devmap_find_cmp(&((const struct rd_devmap *)a)->id, b);
+}
+
 /* The cached mapping of slab @in, moved to the snapshot's new cache. */
 static void *cached_map(struct blamer_reader *r, const struct blamer_slab_info *in)
 {
-	size_t lo = 0, hi = r->nmaps;
+	struct rd_devmap *m = rd_carry_find(&r->maps, &in->id, devmap_find_cmp);
+	void *p;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		struct rd_devmap *m = &r->maps[mid];
-
-		if (m->id == in->id) {
-			void *p = m->addr;
-
-			/* an id names one slab while it exists: the time and
-			 * size say it is still that one */
-			if (!p || m->create_time_ns != in->create_time_ns || m->len != in->size)
-				return NULL;
-			m->addr = NULL;	/* carried over, not unmapped */
-			return p;
-		}
-		if (m->id < in->id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	/* an id names one slab while it exists: the time and size say it
+	 * is still that one */
+	if (!m || !m->addr || m->create_time_ns != in->create_time_ns || m->len != in->size)
+		return NULL;
+	p = m->addr;
+	m->addr = NULL;	/* carried over, not unmapped */
+	return p;
 }
 
 /* Keeps the mapping for the next snapshot; false: no room (unmap it). */
 static bool cache_map(struct blamer_reader *r, const struct blamer_slab_info *in, void *addr)
 {
-	if (r->nnext >= RD_CACHE_MAPS || in->size > RD_CACHE_BYTES - r->next_bytes)
+	struct rd_devmap *m;
+
+	if (!r->maps.elsz)
+		r->maps = RD_CARRY(struct rd_devmap, RD_CACHE_MAPS);
+	if (in->size > RD_CACHE_BYTES - r->map_bytes || !(m = rd_carry_add(&r->maps)))
 		return false;
-	if (r->nnext == r->nextcap) {
-		size_t cap = r->nextcap ? r->nextcap * 2 : 64;
-		struct rd_devmap *nv = realloc(r->next, cap * sizeof(*nv));
-
-		if (!nv)
-			return false;
-		r->next = nv;
-		r->nextcap = cap;
-	}
-	r->next_bytes += in->size;
-	r->next[r->nnext++] = (struct rd_devmap){ .id = in->id, .create_time_ns = in->create_time_ns,
-						  .len = in->size, .addr = addr };
+	r->map_bytes += in->size;
+	*m = (struct rd_devmap){ .id = in->id, .create_time_ns = in->create_time_ns,
+				 .len = in->size, .addr = addr };
 	return true;
-}
-
-static int devmap_cmp(const void *a, const void *b)
-{
-	const struct rd_devmap *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* The end of a snapshot: mappings of slabs it did not list go, the rest
  * are the cache (by id) for the next one. */
 static void cache_swap(struct blamer_reader *r)
 {
-	struct rd_devmap *t = r->maps;
-	size_t i, cap = r->mapcap;
+	struct rd_devmap *m = r->maps.last;
+	size_t i;
 
-	for (i = 0; i < r->nmaps; i++)
-		if (r->maps[i].addr)
-			munmap(r->maps[i].addr, r->maps[i].len);
-	if (r->nnext > 1)
-		qsort(r->next, r->nnext, sizeof(*r->next), devmap_cmp);
-	r->maps = r->next;
-	r->nmaps = r->nnext;
-	r->mapcap = r->nextcap;
-	r->next = t;
-	r->nextcap = cap;
-	r->nnext = 0;
-	r->next_bytes = 0;
+	for (i = 0; i < r->maps.nlast; i++)
+		if (m[i].addr)
+			munmap(m[i].addr, m[i].len);
+	rd_carry_swap(&r->maps, devmap_cmp);
+	r->map_bytes = 0;
 }
 
 void rd_dev_close(struct blamer_reader *r)
@@ -183,10 +164,7 @@ void rd_dev_close(struct blamer_reader *r)
 	r->list = NULL;
 	r->list_cap = 0;
 	cache_swap(r);	/* nothing listed since: every mapping goes */
-	free(r->maps);
-	free(r->next);
-	r->maps = r->next = NULL;
-	r->nmaps = r->mapcap = r->nnext = r->nextcap = 0;
+	rd_carry_free(&r->maps);
 }
 
 static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,

@@ -296,65 +296,43 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
  * freeptr is not kept: the hint only spares a second pread() or copying
  * bytes no record is in.
  */
+static int hint_cmp(const void *key, const void *entry)
+{
+	const struct rd_hint *h = entry;
+	struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
+
+	return dfile_cmp(key, &k);
+}
+
 static uint64_t hint_of(const struct blamer_reader *r, const struct dfile *f)
 {
-	size_t lo = 0, hi = r->nhint;
+	const struct rd_hint *h = rd_carry_find(&r->hints, f, hint_cmp);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct rd_hint *h = &r->hints[mid];
-		struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
-		int c = dfile_cmp(&k, f);
-
-		if (!c)
-			return h->bytes;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return h ? h->bytes : 0;
 }
 
 static void hint_note(struct blamer_reader *r, const struct dfile *f, uint64_t bytes)
 {
-	if (r->nnhint == r->nhintcap) {
-		size_t cap = r->nhintcap ? r->nhintcap * 2 : 64;
-		struct rd_hint *nh;
+	struct rd_hint *h;
 
-		if (cap > RD_MAX_DIR_FILES)
-			return;
-		nh = realloc(r->nhints, cap * sizeof(*nh));
-		if (!nh)
-			return;	/* no hint next time: RD_FIRST_READ */
-		r->nhints = nh;
-		r->nhintcap = cap;
-	}
-	r->nhints[r->nnhint++] = (struct rd_hint){ .pid = f->pid, .idx = f->idx,
-						   .start = f->start, .bytes = bytes };
+	if (!r->hints.elsz)
+		r->hints = RD_CARRY(struct rd_hint, RD_MAX_DIR_FILES);
+	h = rd_carry_add(&r->hints);
+	if (h)	/* else no hint next time: RD_FIRST_READ */
+		*h = (struct rd_hint){ .pid = f->pid, .idx = f->idx, .start = f->start,
+				       .bytes = bytes };
 }
 
-/* The end of a snapshot: its reads are the hints of the next. */
+/* The end of a snapshot: its reads are the hints of the next (files are
+ * read in dfile_cmp() order: the notes come sorted). */
 static void hint_swap(struct blamer_reader *r)
 {
-	struct rd_hint *t = r->hints;
-	size_t cap = r->hintcap;
-
-	/* files are read in dfile_cmp() order: the notes come sorted */
-	r->hints = r->nhints;
-	r->nhint = r->nnhint;
-	r->hintcap = r->nhintcap;
-	r->nhints = t;
-	r->nhintcap = cap;
-	r->nnhint = 0;
+	rd_carry_swap(&r->hints, NULL);
 }
 
 void rd_dir_close(struct blamer_reader *r)
 {
-	free(r->hints);
-	free(r->nhints);
-	r->hints = r->nhints = NULL;
-	r->nhint = r->hintcap = r->nnhint = r->nhintcap = 0;
+	rd_carry_free(&r->hints);
 }
 
 /* Why the slab file @name did not open with @err: the trust rule it

@@ -115,7 +115,7 @@ _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
  *   decode_*.c                one decoder per record type
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
- *   keep.c                    dead heaps kept decoded between snapshots
+ *   keep.c  carry.c           what a long-lived reader keeps between snapshots
  *   snapshot.c                the model: processes, problems, freeing
  *   names.c                   (alone) names of values
  */
@@ -266,6 +266,28 @@ struct rd_hint {
 };
 
 /*
+ * carry.c: what a long-lived reader carries from one snapshot to the
+ * next: the last snapshot's entries (sorted, looked up) and the current
+ * one's (appended), at most @max of them, of @elsz bytes each.
+ */
+struct rd_carry {
+	void *last, *cur;
+	size_t nlast, ncur, caplast, capcur;
+	size_t elsz, max;
+};
+#define RD_CARRY(type, max_entries) ((struct rd_carry){ .elsz = sizeof(type), .max = (max_entries) })
+/* Room for one more entry of the current snapshot; NULL if out of memory
+ * or at max (it is not carried). */
+void *rd_carry_add(struct rd_carry *c);
+/* The last snapshot's entry @cmp says is @key, or NULL. */
+void *rd_carry_find(const struct rd_carry *c, const void *key,
+		    int (*cmp)(const void *key, const void *entry));
+/* The end of a snapshot: the current entries (sorted by @sort, if not
+ * NULL) become the last ones; the last ones' array is reused. */
+void rd_carry_swap(struct rd_carry *c, int (*sort)(const void *, const void *));
+void rd_carry_free(struct rd_carry *c);
+
+/*
  * keep.c: dead heaps kept decoded for the next snapshot
  * (BLAMER_READ_KEEP_DEAD). A heap is reused only while each of its slabs
  * is the same as when it was decoded: the backend says what "the same"
@@ -286,12 +308,10 @@ struct rd_kept {
 	size_t bytes;
 };
 
-/* The last snapshot's kept heaps (sorted by pid, start, heap key), and
- * the current one's. */
+/* Kept heaps (struct rd_kept) by pid, start and heap key. */
 struct rd_keep {
-	struct rd_kept *v, *nv;
-	size_t n, cap, nn, ncap;
-	size_t nbytes;		/* kept by nv */
+	struct rd_carry c;
+	size_t nbytes;		/* kept by the current snapshot's */
 };
 
 struct rd_kept *rd_keep_find(struct rd_keep *k, int32_t pid, uint64_t start, uint64_t heap_key);
@@ -333,14 +353,11 @@ struct blamer_reader {
 	/* device: LIST's buffer, kept at the size the last snapshot needed */
 	struct blamer_slab_info *list;
 	uint32_t list_cap;
-	/* device: the last snapshot's mappings by id, and the current one's */
-	struct rd_devmap *maps, *next;
-	size_t nmaps, mapcap, nnext, nextcap;
-	uint64_t next_bytes;	/* mapped by next */
-	/* dir: the last snapshot's reads by file (sorted as its files are),
-	 * and the current one's */
-	struct rd_hint *hints, *nhints;
-	size_t nhint, hintcap, nnhint, nhintcap;
+	/* device: mappings (struct rd_devmap) by slab id */
+	struct rd_carry maps;
+	uint64_t map_bytes;	/* mapped by the current snapshot's */
+	/* dir: reads (struct rd_hint) by file, sorted as its files are */
+	struct rd_carry hints;
 	struct rd_keep keep;	/* BLAMER_READ_KEEP_DEAD */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,

@@ -25,21 +25,15 @@
 
 #define RD_KEEP_MAX	(1ull << 30)
 
-static int key_cmp(int32_t pid, uint64_t start, uint64_t key, const struct rd_kept *e)
-{
-	if (pid != e->pid)
-		return pid < e->pid ? -1 : 1;
-	if (start != e->start)
-		return start < e->start ? -1 : 1;
-	return (key > e->heap_key) - (key < e->heap_key);
-}
-
 static int kept_cmp(const void *a, const void *b)
 {
-	const struct rd_kept *y = b;
+	const struct rd_kept *x = a, *y = b;
 
-	return key_cmp(((const struct rd_kept *)a)->pid, ((const struct rd_kept *)a)->start,
-		       ((const struct rd_kept *)a)->heap_key, y);
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
 }
 
 static void kept_free(struct rd_kept *e)
@@ -52,20 +46,10 @@ static void kept_free(struct rd_kept *e)
 
 struct rd_kept *rd_keep_find(struct rd_keep *k, int32_t pid, uint64_t start, uint64_t heap_key)
 {
-	size_t lo = 0, hi = k->n;
+	struct rd_kept key = { .pid = pid, .start = start, .heap_key = heap_key };
+	struct rd_kept *e = rd_carry_find(&k->c, &key, kept_cmp);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = key_cmp(pid, start, heap_key, &k->v[mid]);
-
-		if (!c)
-			return k->v[mid].one ? &k->v[mid] : NULL;
-		if (c > 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return e && e->one ? e : NULL;
 }
 
 bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uint32_t n)
@@ -73,31 +57,22 @@ bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uin
 	return e->nslabs == n && !memcmp(e->slabs, slabs, n * sizeof(*slabs));
 }
 
-/* Room for one more entry in the next list. */
+/* Room for one more entry in the current snapshot's list. */
 static struct rd_kept *next_slot(struct rd_keep *k)
 {
-	struct rd_kept *nv;
-	size_t cap;
-
-	if (k->nn == k->ncap) {
-		cap = k->ncap ? 2 * k->ncap : 64;
-		nv = realloc(k->nv, cap * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		k->nv = nv;
-		k->ncap = cap;
-	}
-	return &k->nv[k->nn];
+	if (!k->c.elsz)
+		k->c = RD_CARRY(struct rd_kept, SIZE_MAX);
+	return rd_carry_add(&k->c);
 }
 
 bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot *s,
 		   struct blamer_snap_process *p)
 {
 	const struct blamer_snapshot *one = e->one;
-	struct rd_kept *slot = next_slot(k);
 	size_t i, defs = s->nunit_defs;
+	struct rd_kept *slot;
 
-	if (!slot || !rd_process_copy(s, p, &one->procs[0]))
+	if (!rd_process_copy(s, p, &one->procs[0]))
 		return false;
 	for (i = 0; i < one->nunit_defs; i++) {
 		if (!rd_add_unit_def(s, &one->unit_defs[i])) {
@@ -106,12 +81,14 @@ bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot 
 			return false;
 		}
 	}
-	/* it moves on to the next list: kept as long as it is seen */
-	*slot = *e;
-	k->nn++;
-	k->nbytes += e->bytes;
-	e->one = NULL;
-	e->slabs = NULL;
+	/* it moves on to the current list: kept as long as it is seen */
+	slot = next_slot(k);
+	if (slot) {
+		*slot = *e;
+		k->nbytes += e->bytes;
+		e->one = NULL;
+		e->slabs = NULL;
+	}
 	return true;
 }
 
@@ -119,13 +96,13 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 		 const struct blamer_snap_process *p, size_t first_def,
 		 const struct rd_kept_slab *slabs, uint32_t n)
 {
-	struct rd_kept *slot = next_slot(k);
 	struct blamer_snap_process *q;
 	struct rd_kept e = { .pid = p->pid, .start = p->start_time_ns,
 			     .heap_key = p->heap_key, .nslabs = n };
+	struct rd_kept *slot;
 	size_t i;
 
-	if (!slot || k->nbytes >= RD_KEEP_MAX)
+	if (k->nbytes >= RD_KEEP_MAX)
 		return;
 	e.one = rd_snapshot_new(NULL);
 	e.slabs = malloc((n ? n : 1) * sizeof(*slabs));
@@ -139,10 +116,9 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 		if (!rd_add_unit_def(e.one, &s->unit_defs[i]))
 			goto fail;
 	e.bytes = rd_snapshot_bytes(e.one) + sizeof(*q) + n * sizeof(*slabs);
-	if (k->nbytes + e.bytes > RD_KEEP_MAX)
+	if (k->nbytes + e.bytes > RD_KEEP_MAX || !(slot = next_slot(k)))
 		goto fail;
 	*slot = e;
-	k->nn++;
 	k->nbytes += e.bytes;
 	return;
 fail:
@@ -151,31 +127,24 @@ fail:
 
 void rd_keep_swap(struct rd_keep *k)
 {
-	struct rd_kept *t = k->v;
-	size_t i, cap = k->cap;
+	struct rd_kept *last = k->c.last;
+	size_t i;
 
-	for (i = 0; i < k->n; i++)
-		kept_free(&k->v[i]);	/* not seen this time: released or changed */
-	if (k->nn)
-		qsort(k->nv, k->nn, sizeof(*k->nv), kept_cmp);
-	k->v = k->nv;
-	k->n = k->nn;
-	k->cap = k->ncap;
-	k->nv = t;
-	k->ncap = cap;
-	k->nn = 0;
+	for (i = 0; i < k->c.nlast; i++)
+		kept_free(&last[i]);	/* not seen this time: released or changed */
+	rd_carry_swap(&k->c, kept_cmp);
 	k->nbytes = 0;
 }
 
 void rd_keep_free(struct rd_keep *k)
 {
+	struct rd_kept *last = k->c.last, *cur = k->c.cur;
 	size_t i;
 
-	for (i = 0; i < k->n; i++)
-		kept_free(&k->v[i]);
-	for (i = 0; i < k->nn; i++)
-		kept_free(&k->nv[i]);
-	free(k->v);
-	free(k->nv);
-	memset(k, 0, sizeof(*k));
+	for (i = 0; i < k->c.nlast; i++)
+		kept_free(&last[i]);
+	for (i = 0; i < k->c.ncur; i++)
+		kept_free(&cur[i]);
+	rd_carry_free(&k->c);
+	k->nbytes = 0;
 }
