@@ -182,7 +182,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm ||
 	    !current->mm)
 		return -EPERM;
-	if (c->flags || !c->length)
+	if ((c->flags & ~BLAMER_CREATE_POPULATE) || !c->length)
 		return -EINVAL;
 	/* max_slab_bytes is page aligned, so rounding up cannot exceed it. */
 	if (c->length > READ_ONCE(blamer_max_slab_bytes))
@@ -193,7 +193,8 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	if (err)
 		return err;
 	/* The inode takes over the charge, also when it fails. */
-	inode = blamer_slab_inode(size, user);
+	inode = blamer_slab_inode(size, user,
+				  c->flags & BLAMER_CREATE_POPULATE);
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
 
@@ -323,67 +324,138 @@ static void blamer_fill_exit(int status, struct blamer_slab_info *info)
 		info->flags |= BLAMER_SLAB_COREDUMP;
 }
 
+/**
+ * struct blamer_lister - what one BLAMER_IOC_LIST needs for every entry
+ * @me: the caller
+ * @userns: the caller's user namespace
+ * @boot_off: the caller's time namespace's boot-time offset (added
+ *	modulo 2^64, as timens_add_boottime_ns() does)
+ * @owner: the owner of the previous entry, and @pid its pid for @me
+ * @pid: see @owner
+ * @stride: bytes per entry in userspace (blamer_list.info_size)
+ * @buf: entries waiting to be copied out, laid out as in userspace, or
+ *	NULL (then each is copied out alone)
+ * @cap: entries that fit in @buf
+ * @n: entries in @buf
+ * @dst: where in userspace @buf goes
+ */
+struct blamer_lister {
+	struct blamer_ident me;
+	struct user_namespace *userns;
+	u64 boot_off;
+	const struct blamer_owner *owner;
+	pid_t pid;
+	u32 stride;
+	char *buf;
+	u32 cap;
+	u32 n;
+	char __user *dst;
+};
+
 /* The facts about @slab in the caller's pid, user and time namespaces. */
-static void blamer_fill_info(const struct blamer_ident *me,
+static void blamer_fill_info(struct blamer_lister *ls,
 			     const struct blamer_slab *slab,
 			     struct blamer_slab_info *info)
 {
 	const struct blamer_owner *owner = slab->owner;
 
+	if (owner != ls->owner) {
+		ls->owner = owner;
+		ls->pid = pid_nr_ns(owner->pid, ls->me.pidns);
+	}
 	memset(info, 0, sizeof(*info));
 	info->id = slab->id;
 	info->size = slab->size;
 	info->file_serial = slab->file_serial;
-	info->start_time_ns = timens_add_boottime_ns(owner->start_time_ns);
-	info->create_time_ns = timens_add_boottime_ns(slab->create_time_ns);
-	info->pid = pid_nr_ns(owner->pid, me->pidns);
+	info->start_time_ns = owner->start_time_ns + ls->boot_off;
+	info->create_time_ns = slab->create_time_ns + ls->boot_off;
+	info->pid = ls->pid;
 	if (!info->pid)
 		info->flags |= BLAMER_SLAB_PID_HIDDEN;
-	info->uid = from_kuid_munged(current_user_ns(), slab->cred->euid);
+	info->uid = from_kuid_munged(ls->userns, slab->cred->euid);
 	if (blamer_owner_dead(owner)) {
 		info->state = BLAMER_SLAB_ORPHAN;
-		info->orphan_time_ns =
-			timens_add_boottime_ns(owner->death_time_ns);
+		info->orphan_time_ns = owner->death_time_ns + ls->boot_off;
 		blamer_fill_exit(owner->exit_status, info);
 	} else {
 		info->state = BLAMER_SLAB_LIVE;
-		if (owner->pid == me->tgid)
+		if (owner->pid == ls->me.tgid)
 			info->flags |= BLAMER_SLAB_MINE;
 	}
 	memcpy(info->comm, slab->comm, sizeof(info->comm));
 	info->comm[sizeof(info->comm) - 1] = '\0';
 }
 
-/* Write one entry of @stride bytes at @dst. */
-static int blamer_put_info(char __user *dst, u32 stride,
-			   const struct blamer_slab_info *info)
+/* Copy the entries gathered in @ls->buf out, in one go. */
+static int blamer_list_flush(struct blamer_lister *ls)
 {
-	size_t len = min_t(size_t, stride, sizeof(*info));
+	size_t len = (size_t)ls->n * ls->stride;
 
-	if (copy_to_user(dst, info, len))
+	if (!ls->n)
+		return 0;
+	ls->n = 0;
+	if (copy_to_user(ls->dst, ls->buf, len))
 		return -EFAULT;
-	if (stride > len && clear_user(dst + len, stride - len))
-		return -EFAULT;
+	ls->dst += len;
+	return 0;
+}
+
+/*
+ * Write @slab's entry: into the buffer (its tail beyond what this kernel
+ * knows zeroed), copied out when the buffer is full; without a buffer
+ * straight to userspace.
+ */
+static int blamer_list_put(struct blamer_lister *ls,
+			   const struct blamer_slab *slab)
+{
+	size_t len = min_t(size_t, ls->stride, sizeof(struct blamer_slab_info));
+	struct blamer_slab_info info;
+	char *slot;
+
+	if (!ls->buf) {
+		blamer_fill_info(ls, slab, &info);
+		if (copy_to_user(ls->dst, &info, len))
+			return -EFAULT;
+		if (ls->stride > len &&
+		    clear_user(ls->dst + len, ls->stride - len))
+			return -EFAULT;
+		ls->dst += ls->stride;
+		return 0;
+	}
+	slot = ls->buf + (size_t)ls->n * ls->stride;
+	if (ls->stride == sizeof(info)) {
+		/* Aligned: kmalloc()'s alignment, a multiple of 8 apart. */
+		blamer_fill_info(ls, slab, (struct blamer_slab_info *)slot);
+	} else {
+		blamer_fill_info(ls, slab, &info);
+		memcpy(slot, &info, len);
+		memset(slot + len, 0, ls->stride - len);
+	}
+	if (++ls->n == ls->cap)
+		return blamer_list_flush(ls);
 	return 0;
 }
 
 #define BLAMER_LIST_BATCH	32
+/* Bytes of entries copied out at once. */
+#define BLAMER_LIST_BUF		PAGE_SIZE
 
 /**
  * blamer_slab_list - describe the slabs the caller may read
  * @ctx: the caller's open /dev/blamer
  * @l: the request; @l->count, @l->total and @l->events are set
  *
- * Walks the table in batches under RCU, checks and copies each batch
- * without holding anything but references: creators never wait for it.
+ * Walks the table in batches under RCU, checks each batch without
+ * holding anything but references and gathers its entries in a kernel
+ * buffer copied out a page at a time: creators never wait for it. If
+ * the buffer cannot be had, each entry is copied out alone.
  *
  * Return: 0, -EINVAL or -EFAULT.
  */
 int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 {
 	struct blamer_slab *batch[BLAMER_LIST_BATCH];
-	struct blamer_slab_info info;
-	struct blamer_ident me;
+	struct blamer_lister ls = { };
 	unsigned long index;
 	u32 n, i, count = 0, total = 0;
 	int err = 0;
@@ -397,7 +469,15 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 	/* Read before the walk: a later event still wakes poll(). */
 	blamer_watch(ctx, true);
 	events = atomic64_read(&ctx->events);
-	blamer_ident_current(&me);
+	blamer_ident_current(&ls.me);
+	ls.userns = current_user_ns();
+	ls.boot_off = timens_add_boottime_ns(0);
+	ls.stride = l->info_size;
+	ls.dst = u64_to_user_ptr(l->slabs);
+	if (l->capacity) {
+		ls.buf = kmalloc(BLAMER_LIST_BUF, GFP_KERNEL | __GFP_NOWARN);
+		ls.cap = BLAMER_LIST_BUF / ls.stride;
+	}
 
 	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
 	do {
@@ -417,14 +497,9 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 			index = batch[n - 1]->id + 1UL;
 		for (i = 0; i < n; i++) {
 			slab = batch[i];
-			if (!err && blamer_may_read(&me, slab, false)) {
+			if (!err && blamer_may_read(&ls.me, slab, false)) {
 				if (count < l->capacity) {
-					char __user *dst = u64_to_user_ptr(l->slabs +
-						(u64)count * l->info_size);
-
-					blamer_fill_info(&me, slab, &info);
-					err = blamer_put_info(dst, l->info_size,
-							      &info);
+					err = blamer_list_put(&ls, slab);
 					count++;
 				}
 				total++;
@@ -433,6 +508,9 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 		}
 		cond_resched();
 	} while (n == BLAMER_LIST_BATCH && !err);
+	if (!err && ls.buf)
+		err = blamer_list_flush(&ls);
+	kfree(ls.buf);
 	if (err)
 		return err;
 	atomic64_set(&ctx->seen, events);
