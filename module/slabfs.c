@@ -224,6 +224,7 @@ static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 	struct blamer_slab *slab = blamer_vma_slab(vmf->vma);
 
 	lock_page(vmf->page);
+	/* Pairs with blamer_slab_revoke_writers(): see above. */
 	smp_mb();
 	if (vmf->vma->vm_mm != slab->mm || !blamer_owner_living(slab->owner)) {
 		unlock_page(vmf->page);
