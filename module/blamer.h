@@ -58,8 +58,10 @@
 static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
 
 /*
- * Every allocation is charged to the caller's memory cgroup and fails
- * quietly rather than invoking the OOM killer: the caller sees -ENOMEM.
+ * Every allocation of a system call is charged to the caller's memory
+ * cgroup and fails quietly rather than invoking the OOM killer: the
+ * caller sees -ENOMEM. (Pages allocated at first touch are not: see
+ * blamer_fault() in slabfs.c.)
  */
 #define BLAMER_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 

@@ -57,11 +57,11 @@ static int fail(const char *what, int err)
 
 enum { KEEP_ALL, KEEP_MAP, KEEP_NOTHING, KEEP_LAZY, KEEP_POPULATED };
 
-static volatile sig_atomic_t got_usr1;
+static int got_usr1;
 
 static void on_usr1(int sig)
 {
-	got_usr1 = 1;
+	__atomic_store_n(&got_usr1, 1, __ATOMIC_RELAXED);
 }
 
 /* Untouched until SIGUSR1, then written. */
@@ -75,7 +75,7 @@ static void hold_lazy(void *p, __u64 len, __u64 id)
 	signal(SIGUSR1, on_usr1);
 	printf("%llu\n", (unsigned long long)id);
 	fflush(stdout);
-	while (!got_usr1)
+	while (!__atomic_load_n(&got_usr1, __ATOMIC_RELAXED))
 		sigsuspend(&old);
 	memset(p, 'B', len);
 	printf("written\n");

@@ -465,38 +465,45 @@ TEST(no_writes_to_a_hole_after_the_creator_died)
  * nor a hole.
  */
 #define RACE_PAGES 1024
-static volatile size_t race_idx;
-static volatile int race_bus;
+/* In memory, not registers: siglongjmp() comes back from a SIGBUS. */
+static size_t race_idx;
+static int race_bus, race_wrote;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 static int vm_sweeper(void *arg)
 {
-	int wrote = 0;
+	int wrote;
 	char b;
 
 	(void)arg;
 	signal(SIGBUS, on_sigbus);
 	if (read(go_pipe[0], &b, 1) != 1)
 		_exit(1);
-	for (race_idx = 0; race_idx < RACE_PAGES; race_idx++) {
+	for (STORE(race_idx, 0); LOAD(race_idx) < RACE_PAGES;
+	     STORE(race_idx, LOAD(race_idx) + 1)) {
 		if (sigsetjmp(bus_env, 1)) {
-			race_bus++;
+			STORE(race_bus, LOAD(race_bus) + 1);
 			continue;
 		}
-		bl_poke(shared_map + race_idx * PG, 'w');
+		bl_poke(shared_map + LOAD(race_idx) * PG, 'w');
 	}
 	/* The parent saw the orphan: try every page again. */
 	if (read(go_pipe[0], &b, 1) != 1)
 		_exit(1);
-	for (race_idx = 0; race_idx < RACE_PAGES; race_idx++) {
+	for (STORE(race_idx, 0); LOAD(race_idx) < RACE_PAGES;
+	     STORE(race_idx, LOAD(race_idx) + 1)) {
 		if (sigsetjmp(bus_env, 1))
 			continue;
-		bl_poke(shared_map + race_idx * PG, 'v');
-		wrote++;
+		bl_poke(shared_map + LOAD(race_idx) * PG, 'v');
+		STORE(race_wrote, LOAD(race_wrote) + 1);
 	}
+	wrote = LOAD(race_wrote);
 	b = wrote > 100 ? 100 : wrote;
 	if (write(result_pipe[1], &b, 1) != 1)
 		_exit(1);
-	wrote = race_bus;
+	wrote = LOAD(race_bus);
 	if (write(result_pipe[1], &wrote, sizeof(wrote)) != sizeof(wrote))
 		_exit(1);
 	_exit(0);

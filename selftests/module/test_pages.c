@@ -226,23 +226,23 @@ TEST(first_touch_race_threads)
  */
 TEST(first_touch_race_processes)
 {
-	volatile int *go = mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int *go = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct blamer_create c;
 	int dev = bl_open(O_RDWR), k, status, done[2];
 	unsigned char *rw;
 	pid_t pid;
 	char b;
 
-	ASSERT_NE(MAP_FAILED, (void *)go);
+	ASSERT_NE(MAP_FAILED, go);
 	ASSERT_LE(0, dev);
 	for (k = 0; k < ROUNDS; k++) {
 		ASSERT_EQ(0, bl_create(dev, LEN, &c));
 		rw = bl_map(c.fd, LEN, PROT_READ | PROT_WRITE);
 		ASSERT_NE(NULL, rw);
 		ASSERT_EQ(0, pipe(done));
-		go[0] = 0;
-		go[1] = 0;
+		__atomic_store_n(&go[0], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&go[1], 0, __ATOMIC_RELAXED);
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (!pid) {
@@ -279,7 +279,7 @@ TEST(first_touch_race_processes)
 		close(c.fd);
 		EXPECT_EQ(0, bl_release(dev, c.id));
 	}
-	munmap((void *)go, PG);
+	munmap(go, PG);
 	close(dev);
 }
 
