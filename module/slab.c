@@ -481,11 +481,21 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 
 	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
 	do {
+		XA_STATE(xas, &blamer_slabs, index);
 		struct blamer_slab *slab;
 
 		n = 0;
+		/*
+		 * One walk per batch: xas_for_each() steps along the leaf
+		 * nodes, where xa_for_each() descends from the root for
+		 * every entry. Retry entries (a node being freed) restart
+		 * the walk; reserved slots read as zero entries and are
+		 * skipped.
+		 */
 		rcu_read_lock();
-		xa_for_each_start(&blamer_slabs, index, slab, index) {
+		xas_for_each(&xas, slab, BLAMER_ID_MAX) {
+			if (xas_retry(&xas, slab))
+				continue;
 			if (!kref_get_unless_zero(&slab->ref))
 				continue;
 			batch[n++] = slab;
