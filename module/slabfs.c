@@ -87,7 +87,7 @@ static const struct super_operations blamer_sops = {
 };
 
 /*
- * The page table of a slab's pages, and with @populate every page:
+ * The array of a slab's pages, and with @populate every page:
  * order-0, zeroed (no stale data reaches userspace), charged to the
  * caller's memory cgroup, failing quietly rather than invoking the OOM
  * killer: the caller sees -ENOMEM. Without @populate the pages come at
@@ -189,10 +189,14 @@ static struct blamer_slab *blamer_vma_slab(struct vm_area_struct *vma)
 	return vma->vm_file->private_data;
 }
 
+/*
+ * A page of the slab for a mapping, allocated at its first touch. An
+ * allocation failure is VM_FAULT_OOM, as for shmem: the fault is retried
+ * (or the task dies, if the OOM killer chose it).
+ */
 static vm_fault_t blamer_fault(struct vm_fault *vmf)
 {
 	struct blamer_buf *buf = file_inode(vmf->vma->vm_file)->i_private;
-
 	struct page *page;
 
 	if (vmf->pgoff >= buf->nr_pages)
