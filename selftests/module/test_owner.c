@@ -557,6 +557,7 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	EXPECT_EQ(0, wrote);
 	printf("# of %d first writes around the death, %d wrote and %d failed (SIGBUS)\n",
 	       RACE_PAGES, RACE_PAGES - bus, bus);
+	fflush(stdout);
 	child = waitpid(-1, &status, 0);
 	EXPECT_LT(0, child);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);

@@ -217,6 +217,7 @@ TEST(first_touch_race_threads)
 	}
 	printf("# %d rounds of %d pages: the reader saw %lu zero, %lu written\n",
 	       ROUNDS, NPAGES, zero, val);
+	fflush(stdout);
 	close(dev);
 }
 
