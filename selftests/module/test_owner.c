@@ -458,7 +458,8 @@ TEST(no_writes_to_a_hole_after_the_creator_died)
 
 /*
  * The same while the clone(CLONE_VM) process is busy faulting in holes
- * through the creator's mapping as the creator dies: pages published
+ * through the creator's mapping as the creator dies (killed when a
+ * sixteenth of the pages are written): pages published
  * while the reaper revokes the writers. Once the orphan is listed (the
  * reaper is done), no page is writable any more, neither one it wrote
  * while the creator lived, nor one it published during the revocation,
@@ -467,7 +468,7 @@ TEST(no_writes_to_a_hole_after_the_creator_died)
 #define RACE_PAGES 1024
 /* In memory, not registers: siglongjmp() comes back from a SIGBUS. */
 static size_t race_idx;
-static int race_bus, race_wrote;
+static int race_bus, race_wrote, mid_pipe[2];
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -487,6 +488,10 @@ static int vm_sweeper(void *arg)
 			STORE(race_bus, LOAD(race_bus) + 1);
 			continue;
 		}
+		/* A sixteenth in: the parent kills the creator now. */
+		if (LOAD(race_idx) == RACE_PAGES / 16 &&
+		    write(mid_pipe[1], "m", 1) != 1)
+			_exit(1);
 		bl_poke(shared_map + LOAD(race_idx) * PG, 'w');
 	}
 	/* The parent saw the orphan: try every page again. */
@@ -523,6 +528,7 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
+	ASSERT_EQ(0, pipe(mid_pipe));
 	creator = fork();
 	ASSERT_LE(0, creator);
 	if (!creator) {
@@ -547,6 +553,7 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	/* The sweep starts, and the creator dies during it. */
 	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+	ASSERT_EQ(1, read(mid_pipe[0], &wrote, 1));
 	kill(creator, SIGKILL);
 	ASSERT_EQ(creator, waitpid(creator, &status, 0));
 	ASSERT_EQ(0, bt_facts(id, &info));
@@ -567,6 +574,8 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	close(go_pipe[1]);
 	close(result_pipe[0]);
 	close(result_pipe[1]);
+	close(mid_pipe[0]);
+	close(mid_pipe[1]);
 }
 
 int main(int argc, char **argv)
