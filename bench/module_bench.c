@@ -7,10 +7,11 @@
  * 1. Creating and mapping a slab (BLAMER_IOC_CREATE, mmap, close; then
  *    munmap and BLAMER_IOC_RELEASE) against the same with an anonymous
  *    file (memfd_create, ftruncate, mmap, close; munmap), for three
- *    sizes, each with no page touched and with every page written once
- *    (a slab's pages are allocated and zeroed at creation, a memfd's at
- *    first touch: the two are comparable only touched). Interleaved
- *    rounds, the median of the per-round ratios.
+ *    sizes, each with no page touched and with every page written once.
+ *    Two kinds of slab: the default, whose pages are allocated at first
+ *    touch as a memfd's are, and BLAMER_CREATE_POPULATE, whose pages are
+ *    all allocated and zeroed at creation. Interleaved rounds, the median
+ *    of the per-round ratios to the memfd.
  * 2. BLAMER_IOC_LIST with N = 1,000, 10,000 and 100,000 live slabs (one
  *    page each, created by this process): the median time of one LIST
  *    of them all, time(10N)/time(N), and what creating them cost per
@@ -21,6 +22,8 @@
  * boot are the meaningful part.
  *
  *   module_bench [MAX_SLABS]     in the guest
+ *   module_bench --list N        only part 2 (also with a module that
+ *                                knows no BLAMER_CREATE_POPULATE)
  *   module_bench --machine       the host's syscall and memcpy, to compare
  */
 #include <errno.h>
@@ -62,9 +65,9 @@ static void touch(volatile uint8_t *p, size_t len)
 		p[i] = 1;
 }
 
-static void slab_once(size_t len, int touched)
+static void slab_once(size_t len, int touched, uint32_t flags)
 {
-	struct blamer_create c = { .length = len };
+	struct blamer_create c = { .length = len, .flags = flags };
 	struct blamer_release r = { 0 };
 	void *p;
 
@@ -104,30 +107,41 @@ static void create_vs_memfd(void)
 	size_t s;
 	int touched;
 
-	printf("# create + map a slab vs memfd_create + ftruncate + mmap (then unmap, release)\n");
-	printf("# %-9s %-9s %12s %12s %10s\n", "size", "pages", "slab", "memfd", "slab/memfd");
+	printf("# create + map a slab vs memfd_create + ftruncate + mmap (then unmap, release);\n"
+	       "# lazy: pages at first touch (the default), populate: BLAMER_CREATE_POPULATE\n");
+	printf("# %-9s %-9s %11s %11s %11s %8s %8s\n", "size", "pages", "lazy", "populate",
+	       "memfd", "lazy/", "popul./");
+	printf("# %-9s %-9s %11s %11s %11s %8s %8s\n", "", "", "", "", "", "memfd", "memfd");
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (touched = 0; touched < 2; touched++) {
-			double a[ROUNDS], b[ROUNDS], ratio[ROUNDS];
+			double a[ROUNDS], p[ROUNDS], b[ROUNDS], ra[ROUNDS], rp[ROUNDS];
 			int k, i, iters = sizes[s] >= (1 << 20) ? 20 : 100;
 
-			slab_once(sizes[s], touched);	/* warm-up */
+			slab_once(sizes[s], touched, 0);	/* warm-up */
+			slab_once(sizes[s], touched, BLAMER_CREATE_POPULATE);
 			memfd_once(sizes[s], touched);
 			for (k = 0; k < ROUNDS; k++) {
 				double t0 = now();
 
 				for (i = 0; i < iters; i++)
-					slab_once(sizes[s], touched);
+					slab_once(sizes[s], touched, 0);
 				a[k] = (now() - t0) / iters;
+				t0 = now();
+				for (i = 0; i < iters; i++)
+					slab_once(sizes[s], touched, BLAMER_CREATE_POPULATE);
+				p[k] = (now() - t0) / iters;
 				t0 = now();
 				for (i = 0; i < iters; i++)
 					memfd_once(sizes[s], touched);
 				b[k] = (now() - t0) / iters;
-				ratio[k] = a[k] / b[k];
+				ra[k] = a[k] / b[k];
+				rp[k] = p[k] / b[k];
 			}
-			printf("  %4zu KiB  %-9s %9.1f us %9.1f us %9.2fx\n", sizes[s] >> 10,
-			       touched ? "written" : "untouched", bench_median(a, ROUNDS) * 1e6,
-			       bench_median(b, ROUNDS) * 1e6, bench_median(ratio, ROUNDS));
+			printf("  %4zu KiB  %-9s %8.1f us %8.1f us %8.1f us %7.2fx %7.2fx\n",
+			       sizes[s] >> 10, touched ? "written" : "untouched",
+			       bench_median(a, ROUNDS) * 1e6, bench_median(p, ROUNDS) * 1e6,
+			       bench_median(b, ROUNDS) * 1e6, bench_median(ra, ROUNDS),
+			       bench_median(rp, ROUNDS));
 			fflush(stdout);
 		}
 	}
@@ -269,10 +283,15 @@ int main(int argc, char **argv)
 		machine("host");
 		return 0;
 	}
-	machine("guest");
 	dev = open("/dev/blamer", O_RDWR | O_CLOEXEC);
 	if (dev < 0)
 		die("/dev/blamer");
+	if (argc > 2 && !strcmp(argv[1], "--list")) {
+		list_scaling((uint32_t)strtoul(argv[2], NULL, 10));
+		close(dev);
+		return 0;
+	}
+	machine("guest");
 	create_vs_memfd();
 	list_scaling(max);
 	close(dev);

@@ -58,8 +58,10 @@
 static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
 
 /*
- * Every allocation is charged to the caller's memory cgroup and fails
- * quietly rather than invoking the OOM killer: the caller sees -ENOMEM.
+ * Every allocation of a system call is charged to the caller's memory
+ * cgroup and fails quietly rather than invoking the OOM killer: the
+ * caller sees -ENOMEM. (Pages allocated at first touch are not: see
+ * blamer_fault() in slabfs.c.)
  */
 #define BLAMER_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
@@ -123,12 +125,19 @@ struct blamer_owner {
 
 /**
  * struct blamer_buf - the pages of a slab (its inode's i_private)
- * @user: the account charged for them until they are freed
+ * @user: the account charged for them until they are freed (all of
+ *	@nr_pages, present or not: a reservation)
+ * @memcg: the creator's memory cgroup (reference held), which pages
+ *	allocated at first touch are charged to; NULL if every page was
+ *	allocated at creation or memory cgroups are off
  * @nr_pages: number of entries in @pages
- * @pages: order-0 pages, zeroed, charged to the creator's memory cgroup
+ * @pages: order-0 pages, zeroed, charged to the creator's memory cgroup;
+ *	NULL until first touched (published with cmpxchg(), never changed
+ *	again until the buffer is freed)
  */
 struct blamer_buf {
 	struct blamer_user *user;
+	struct mem_cgroup *memcg;
 	unsigned long nr_pages;
 	struct page *pages[];
 };
@@ -271,7 +280,8 @@ u64 blamer_total_bytes(void);
 /* slabfs.c */
 int blamer_slabfs_init(void);
 void blamer_slabfs_exit(void);
-struct inode *blamer_slab_inode(u64 size, struct blamer_user *user);
+struct inode *blamer_slab_inode(u64 size, struct blamer_user *user,
+				bool populate);
 struct file *blamer_slab_file(struct blamer_slab *slab, int flags);
 void blamer_slab_revoke_writers(struct blamer_slab *slab);
 

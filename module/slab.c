@@ -182,7 +182,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm ||
 	    !current->mm)
 		return -EPERM;
-	if (c->flags || !c->length)
+	if ((c->flags & ~BLAMER_CREATE_POPULATE) || !c->length)
 		return -EINVAL;
 	/* max_slab_bytes is page aligned, so rounding up cannot exceed it. */
 	if (c->length > READ_ONCE(blamer_max_slab_bytes))
@@ -193,7 +193,8 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	if (err)
 		return err;
 	/* The inode takes over the charge, also when it fails. */
-	inode = blamer_slab_inode(size, user);
+	inode = blamer_slab_inode(size, user,
+				  c->flags & BLAMER_CREATE_POPULATE);
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
 
@@ -310,61 +311,101 @@ int blamer_slab_open(struct blamer_open *o, struct file **filep)
 	return 0;
 }
 
-/*
- * Wait status to exit code or signal, as WEXITSTATUS(), WTERMSIG() and
- * WCOREDUMP() decode it.
+/**
+ * struct blamer_lister - what one BLAMER_IOC_LIST needs for every entry
+ * @me: the caller
+ * @userns: the caller's user namespace
+ * @boot_off: the caller's time namespace's boot-time offset (added
+ *	modulo 2^64, as timens_add_boottime_ns() does)
+ * @owner: the owner of the previous entry, and @pid its pid for @me
+ * @pid: see @owner
+ * @stride: bytes per entry in userspace (blamer_list.info_size)
+ * @dst: where in userspace the next entry goes
  */
-static void blamer_fill_exit(int status, struct blamer_slab_info *info)
-{
-	info->flags |= BLAMER_SLAB_EXITED;
-	info->exit_signal = status & 0x7f;
-	info->exit_code = info->exit_signal ? 0 : (status >> 8) & 0xff;
-	if (status & 0x80)
-		info->flags |= BLAMER_SLAB_COREDUMP;
-}
+struct blamer_lister {
+	struct blamer_ident me;
+	struct user_namespace *userns;
+	u64 boot_off;
+	const struct blamer_owner *owner;
+	pid_t pid;
+	u32 stride;
+	char __user *dst;
+};
+
+/*
+ * The entry goes to userspace whole: every field is written below, and
+ * the structure has no padding. A field added to it must be filled here.
+ */
+static_assert(sizeof(struct blamer_slab_info) == BLAMER_SLAB_INFO_SIZE_VER0);
 
 /* The facts about @slab in the caller's pid, user and time namespaces. */
-static void blamer_fill_info(const struct blamer_ident *me,
+static void blamer_fill_info(struct blamer_lister *ls,
 			     const struct blamer_slab *slab,
 			     struct blamer_slab_info *info)
 {
 	const struct blamer_owner *owner = slab->owner;
+	int status;
 
-	memset(info, 0, sizeof(*info));
+	if (owner != ls->owner) {
+		ls->owner = owner;
+		ls->pid = pid_nr_ns(owner->pid, ls->me.pidns);
+	}
 	info->id = slab->id;
 	info->size = slab->size;
 	info->file_serial = slab->file_serial;
-	info->start_time_ns = timens_add_boottime_ns(owner->start_time_ns);
-	info->create_time_ns = timens_add_boottime_ns(slab->create_time_ns);
-	info->pid = pid_nr_ns(owner->pid, me->pidns);
-	if (!info->pid)
-		info->flags |= BLAMER_SLAB_PID_HIDDEN;
-	info->uid = from_kuid_munged(current_user_ns(), slab->cred->euid);
+	info->start_time_ns = owner->start_time_ns + ls->boot_off;
+	info->create_time_ns = slab->create_time_ns + ls->boot_off;
+	info->pid = ls->pid;
+	info->flags = info->pid ? 0 : BLAMER_SLAB_PID_HIDDEN;
+	info->uid = from_kuid_munged(ls->userns, slab->cred->euid);
 	if (blamer_owner_dead(owner)) {
+		/* As WEXITSTATUS(), WTERMSIG() and WCOREDUMP() decode it. */
+		status = owner->exit_status;
 		info->state = BLAMER_SLAB_ORPHAN;
-		info->orphan_time_ns =
-			timens_add_boottime_ns(owner->death_time_ns);
-		blamer_fill_exit(owner->exit_status, info);
+		info->orphan_time_ns = owner->death_time_ns + ls->boot_off;
+		info->flags |= BLAMER_SLAB_EXITED;
+		info->exit_signal = status & 0x7f;
+		info->exit_code = info->exit_signal ? 0 : (status >> 8) & 0xff;
+		if (status & 0x80)
+			info->flags |= BLAMER_SLAB_COREDUMP;
 	} else {
 		info->state = BLAMER_SLAB_LIVE;
-		if (owner->pid == me->tgid)
+		info->orphan_time_ns = 0;
+		info->exit_signal = 0;
+		info->exit_code = 0;
+		if (owner->pid == ls->me.tgid)
 			info->flags |= BLAMER_SLAB_MINE;
 	}
 	memcpy(info->comm, slab->comm, sizeof(info->comm));
 	info->comm[sizeof(info->comm) - 1] = '\0';
 }
 
-/* Write one entry of @stride bytes at @dst. */
-static int blamer_put_info(char __user *dst, u32 stride,
-			   const struct blamer_slab_info *info)
+/*
+ * Write @slab's entry to userspace: the part this kernel knows with
+ * 8-byte user stores, a tail beyond it zeroed. A copy_to_user() per
+ * entry (or per page of entries gathered in a buffer) spent more on the
+ * copy and its checks than on the entry: in the test VM, LIST of 100,000
+ * slabs took 65-105 ms that way and 44-46 ms this way.
+ */
+static int blamer_list_put(struct blamer_lister *ls,
+			   const struct blamer_slab *slab)
 {
-	size_t len = min_t(size_t, stride, sizeof(*info));
+	size_t len = min_t(size_t, ls->stride, sizeof(struct blamer_slab_info));
+	struct blamer_slab_info info;
+	char __user *dst = ls->dst;
 
-	if (copy_to_user(dst, info, len))
+	blamer_fill_info(ls, slab, &info);
+	if (!user_write_access_begin(dst, len))
 		return -EFAULT;
-	if (stride > len && clear_user(dst + len, stride - len))
+	unsafe_copy_to_user(dst, (const char *)&info, len, efault);
+	user_write_access_end();
+	if (ls->stride > len && clear_user(dst + len, ls->stride - len))
 		return -EFAULT;
+	ls->dst += ls->stride;
 	return 0;
+efault:
+	user_write_access_end();
+	return -EFAULT;
 }
 
 #define BLAMER_LIST_BATCH	32
@@ -382,8 +423,7 @@ static int blamer_put_info(char __user *dst, u32 stride,
 int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 {
 	struct blamer_slab *batch[BLAMER_LIST_BATCH];
-	struct blamer_slab_info info;
-	struct blamer_ident me;
+	struct blamer_lister ls = { };
 	unsigned long index;
 	u32 n, i, count = 0, total = 0;
 	int err = 0;
@@ -397,15 +437,29 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 	/* Read before the walk: a later event still wakes poll(). */
 	blamer_watch(ctx, true);
 	events = atomic64_read(&ctx->events);
-	blamer_ident_current(&me);
+	blamer_ident_current(&ls.me);
+	ls.userns = current_user_ns();
+	ls.boot_off = timens_add_boottime_ns(0);
+	ls.stride = l->info_size;
+	ls.dst = u64_to_user_ptr(l->slabs);
 
 	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
 	do {
+		XA_STATE(xas, &blamer_slabs, index);
 		struct blamer_slab *slab;
 
 		n = 0;
+		/*
+		 * One walk per batch: xas_for_each() steps along the leaf
+		 * nodes, where xa_for_each() descends from the root for
+		 * every entry. Retry entries (a node being freed) restart
+		 * the walk; reserved slots read as zero entries and are
+		 * skipped.
+		 */
 		rcu_read_lock();
-		xa_for_each_start(&blamer_slabs, index, slab, index) {
+		xas_for_each(&xas, slab, BLAMER_ID_MAX) {
+			if (xas_retry(&xas, slab))
+				continue;
 			if (!kref_get_unless_zero(&slab->ref))
 				continue;
 			batch[n++] = slab;
@@ -417,14 +471,9 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 			index = batch[n - 1]->id + 1UL;
 		for (i = 0; i < n; i++) {
 			slab = batch[i];
-			if (!err && blamer_may_read(&me, slab, false)) {
+			if (!err && blamer_may_read(&ls.me, slab, false)) {
 				if (count < l->capacity) {
-					char __user *dst = u64_to_user_ptr(l->slabs +
-						(u64)count * l->info_size);
-
-					blamer_fill_info(&me, slab, &info);
-					err = blamer_put_info(dst, l->info_size,
-							      &info);
+					err = blamer_list_put(&ls, slab);
 					count++;
 				}
 				total++;

@@ -20,7 +20,9 @@
  *
  * Write access: a writable file is only handed to the creator, and only
  * the creator's address space may map it (an inherited or passed copy
- * cannot, whatever its mode). Pages are inserted by ->fault, and because
+ * cannot, whatever its mode). Pages are inserted by ->fault (which
+ * allocates each at its first touch, unless BLAMER_CREATE_POPULATE
+ * allocated them all at creation), and because
  * there is ->page_mkwrite the first write to each page of a shared
  * mapping asks it: it allows only mappings in the creator's address
  * space while the creator lives. So a mapping that reached another
@@ -34,11 +36,13 @@
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/pseudo_fs.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "blamer.h"
@@ -55,6 +59,7 @@ static void blamer_buf_free_pages(struct blamer_buf *buf)
 	for (i = 0; i < buf->nr_pages; i++)
 		if (buf->pages[i])
 			__free_page(buf->pages[i]);
+	mem_cgroup_put(buf->memcg);
 	kvfree(buf);
 }
 
@@ -82,12 +87,16 @@ static const struct super_operations blamer_sops = {
 };
 
 /*
- * Order-0 pages, zeroed (no stale data reaches userspace), charged to the
+ * The array of a slab's pages, and with @populate every page:
+ * order-0, zeroed (no stale data reaches userspace), charged to the
  * caller's memory cgroup, failing quietly rather than invoking the OOM
- * killer: the caller sees -ENOMEM.
+ * killer: the caller sees -ENOMEM. Without @populate the pages come at
+ * first touch (blamer_fault()), charged to the memory cgroup the caller
+ * is in now.
  */
 static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages,
-					   struct blamer_user *user)
+					   struct blamer_user *user,
+					   bool populate)
 {
 	struct blamer_buf *buf;
 	unsigned long i;
@@ -97,6 +106,10 @@ static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages,
 		return NULL;
 	buf->user = user;
 	buf->nr_pages = nr_pages;
+	if (!populate) {
+		buf->memcg = get_mem_cgroup_from_mm(current->mm);
+		return buf;
+	}
 	for (i = 0; i < nr_pages; i++) {
 		buf->pages[i] = alloc_page(BLAMER_GFP | __GFP_ZERO);
 		if (!buf->pages[i]) {
@@ -108,19 +121,21 @@ static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages,
 }
 
 /**
- * blamer_slab_inode - an inode holding @size bytes of new zeroed pages
+ * blamer_slab_inode - an inode holding @size bytes of zeroed pages
  * @size: whole pages
  * @user: the account charged for them by blamer_user_charge(); the
  *	inode takes over the charge and its reference, also on failure
+ * @populate: allocate every page now rather than at first touch
  *
  * Return: the inode or an ERR_PTR.
  */
-struct inode *blamer_slab_inode(u64 size, struct blamer_user *user)
+struct inode *blamer_slab_inode(u64 size, struct blamer_user *user,
+				bool populate)
 {
 	struct blamer_buf *buf;
 	struct inode *inode;
 
-	buf = blamer_buf_alloc(size >> PAGE_SHIFT, user);
+	buf = blamer_buf_alloc(size >> PAGE_SHIFT, user, populate);
 	if (!buf) {
 		blamer_user_uncharge(user, size);
 		return ERR_PTR(-ENOMEM);
@@ -135,19 +150,62 @@ struct inode *blamer_slab_inode(u64 size, struct blamer_user *user)
 	return inode;
 }
 
+/*
+ * Page @pgoff of @buf, allocated if this is its first touch: zeroed,
+ * charged to the creator's memory cgroup whoever faults (a reader
+ * faulting a hole of another process's slab is neither charged for it
+ * nor a candidate for the OOM killer of its own cgroup). As shmem does
+ * for a page fault, an allocation above memory.max reclaims and then
+ * OOM-kills within that cgroup; a slab that must fail at creation
+ * instead is made with BLAMER_CREATE_POPULATE.
+ *
+ * Two first touches of one page race on the cmpxchg(): the loser frees
+ * its page and uses the winner's. The cmpxchg() is also the full barrier
+ * blamer_slab_revoke_writers() pairs with.
+ */
+static struct page *blamer_buf_page(struct blamer_buf *buf, pgoff_t pgoff)
+{
+	struct mem_cgroup *old_memcg;
+	struct page *page, *old;
+
+	page = READ_ONCE(buf->pages[pgoff]);
+	if (page)
+		return page;
+	old_memcg = set_active_memcg(buf->memcg);
+	page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT | __GFP_ZERO);
+	set_active_memcg(old_memcg);
+	if (!page)
+		return NULL;
+	old = cmpxchg(&buf->pages[pgoff], NULL, page);
+	if (old) {
+		__free_page(page);
+		return old;
+	}
+	return page;
+}
+
 static struct blamer_slab *blamer_vma_slab(struct vm_area_struct *vma)
 {
 	return vma->vm_file->private_data;
 }
 
+/*
+ * A page of the slab for a mapping, allocated at its first touch. An
+ * allocation failure is VM_FAULT_OOM, as for shmem: the fault is retried
+ * (or the task dies, if the OOM killer chose it).
+ */
 static vm_fault_t blamer_fault(struct vm_fault *vmf)
 {
 	struct blamer_buf *buf = file_inode(vmf->vma->vm_file)->i_private;
+	struct page *page;
 
 	if (vmf->pgoff >= buf->nr_pages)
 		return VM_FAULT_SIGBUS;
-	vmf->page = buf->pages[vmf->pgoff];
-	get_page(vmf->page);
+	page = blamer_buf_page(buf, vmf->pgoff);
+	if (!page)
+		return VM_FAULT_OOM;
+	get_page(page);
+	vmf->page = page;
 	return 0;
 }
 
@@ -157,12 +215,21 @@ static vm_fault_t blamer_fault(struct vm_fault *vmf)
  * saw the owner alive has installed its entry by then, and is zapped.
  * Returning with the page locked also skips the core's page->mapping
  * check, meant for page cache pages.
+ *
+ * A page that was a hole when the reaper looked is not locked by it. The
+ * smp_mb() orders this task's read of buf->pages[] in blamer_fault()
+ * (whether its own cmpxchg() published the page or it found another
+ * task's) before the read of the owner's state here, pairing with the
+ * smp_mb() in blamer_slab_revoke_writers(): either the reaper sees the
+ * page (and waits for its lock), or this sees the owner dead.
  */
 static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 {
 	struct blamer_slab *slab = blamer_vma_slab(vmf->vma);
 
 	lock_page(vmf->page);
+	/* Pairs with blamer_slab_revoke_writers(): see above. */
+	smp_mb();
 	if (vmf->vma->vm_mm != slab->mm || !blamer_owner_living(slab->owner)) {
 		unlock_page(vmf->page);
 		return VM_FAULT_SIGBUS;
@@ -258,22 +325,39 @@ struct file *blamer_slab_file(struct blamer_slab *slab, int flags)
  *
  * Zaps every page table entry of the slab's mappings, waits out page
  * faults that saw the owner alive (page lock, see blamer_page_mkwrite())
- * and zaps what they installed. Later write faults find the owner dead.
- * Only needed while a mapping may write: normally the owner's mappings
- * went away with its address space before it was seen dead.
+ * on every page present and zaps what they installed. Later write faults
+ * find the owner dead. Only needed while a mapping may write: normally
+ * the owner's mappings went away with its address space before it was
+ * seen dead.
  */
 void blamer_slab_revoke_writers(struct blamer_slab *slab)
 {
 	struct address_space *mapping = slab->inode->i_mapping;
 	struct blamer_buf *buf = slab->inode->i_private;
+	struct page *page;
 	unsigned long i;
 
 	if (!mapping_writably_mapped(mapping))
 		return;
 	unmap_mapping_range(mapping, 0, 0, 1);
+	/*
+	 * The owner was marked dead before this (the exit probe's
+	 * cmpxchg() and release store; the queued work orders them too).
+	 * A hole may get its page from a fault at any moment. This
+	 * smp_mb() orders the mark before the reads of pages[] below and
+	 * pairs with the one in blamer_page_mkwrite() (the publisher's
+	 * cmpxchg() is a full barrier as well): a page read here as NULL
+	 * was published after this read, so its write fault sees the
+	 * owner dead and fails; a page published before is read here and
+	 * its lock waited for.
+	 */
+	smp_mb();
 	for (i = 0; i < buf->nr_pages; i++) {
-		lock_page(buf->pages[i]);
-		unlock_page(buf->pages[i]);
+		page = READ_ONCE(buf->pages[i]);
+		if (!page)
+			continue;
+		lock_page(page);
+		unlock_page(page);
 	}
 	unmap_mapping_range(mapping, 0, 0, 1);
 }

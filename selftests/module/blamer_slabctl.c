@@ -6,6 +6,13 @@
  *
  *   blamer_slabctl hold LEN      create a slab filled with 'B', print its
  *                                ID, keep it live until killed
+ *   blamer_slabctl holdlazy LEN  the same, but touch no page until
+ *                                SIGUSR1, then fill it and print "written"
+ *   blamer_slabctl holdpop LEN   hold a BLAMER_CREATE_POPULATE slab,
+ *                                untouched
+ *   blamer_slabctl readall ID    map slab ID read-only, read every page
+ *                                (each all zeroes or all 'B'), print "ok",
+ *                                keep the mapping until killed
  *   blamer_slabctl mapheld LEN   the same, but close every descriptor and
  *                                keep only the mapping
  *   blamer_slabctl keep LEN      the same, but keep neither descriptors nor
@@ -13,6 +20,7 @@
  *   blamer_slabctl orphans N     create N one-page slabs, print their IDs,
  *                                exit (they become orphans)
  *   blamer_slabctl create LEN    create one slab, print "ok", exit
+ *   blamer_slabctl createpop LEN the same with BLAMER_CREATE_POPULATE
  *   blamer_slabctl map ID        map slab ID read-only, check the 'B' fill
  *   blamer_slabctl release ID    release slab ID
  *   blamer_slabctl count         print the number of slabs: all of them
@@ -33,6 +41,7 @@
  * Prints "ok" or the errno name; exits 0 on success, 1 otherwise.
  */
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "blamer_util.h"
@@ -46,7 +55,34 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-enum { KEEP_ALL, KEEP_MAP, KEEP_NOTHING };
+enum { KEEP_ALL, KEEP_MAP, KEEP_NOTHING, KEEP_LAZY, KEEP_POPULATED };
+
+static int got_usr1;
+
+static void on_usr1(int sig)
+{
+	__atomic_store_n(&got_usr1, 1, __ATOMIC_RELAXED);
+}
+
+/* Untouched until SIGUSR1, then written. */
+static void hold_lazy(void *p, __u64 len, __u64 id)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	signal(SIGUSR1, on_usr1);
+	printf("%llu\n", (unsigned long long)id);
+	fflush(stdout);
+	while (!__atomic_load_n(&got_usr1, __ATOMIC_RELAXED))
+		sigsuspend(&old);
+	memset(p, 'B', len);
+	printf("written\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
 
 static int hold(__u64 len, int keep)
 {
@@ -56,14 +92,18 @@ static int hold(__u64 len, int keep)
 
 	if (fd < 0)
 		return fail("open", -fd);
-	err = bl_create(fd, len, &c);
+	err = bl_create_flags(fd, len, keep == KEEP_POPULATED ?
+			      BLAMER_CREATE_POPULATE : 0, &c);
 	if (err)
 		return fail("create", -err);
 	p = bl_map(c.fd, c.length, PROT_READ | PROT_WRITE);
 	if (!p)
 		return fail("mmap", errno);
-	memset(p, 'B', c.length);
-	if (keep != KEEP_ALL) {
+	if (keep == KEEP_LAZY)
+		hold_lazy(p, c.length, c.id);
+	if (keep != KEEP_POPULATED)
+		memset(p, 'B', c.length);
+	if (keep == KEEP_MAP || keep == KEEP_NOTHING) {
 		close(c.fd);
 		close(fd);
 	}
@@ -93,6 +133,33 @@ static int map_id(int fd, __u64 id)
 	return 0;
 }
 
+/* Every page of slab @id read: each all zeroes or all 'B'. Then held. */
+static int read_all(int fd, __u64 id)
+{
+	int sfd = bl_open_slab(fd, id);
+	unsigned long i, j;
+	struct stat sb;
+	char *p;
+
+	if (sfd < 0)
+		return fail("open slab", -sfd);
+	if (fstat(sfd, &sb))
+		return fail("fstat", errno);
+	p = bl_map(sfd, sb.st_size, PROT_READ);
+	if (!p)
+		return fail("mmap", errno);
+	for (i = 0; i < (unsigned long)sb.st_size; i += PG)
+		for (j = 0; j < PG; j++)
+			if (p[i + j] != p[i] || (p[i] && p[i] != 'B')) {
+				printf("BADDATA\n");
+				return 1;
+			}
+	printf("ok\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int count(void)
 {
 	struct blamer_status st;
@@ -108,13 +175,13 @@ static int count(void)
 	return 0;
 }
 
-static int create(int fd, __u64 len, int n, int print_ids)
+static int create(int fd, __u64 len, int n, int print_ids, __u32 flags)
 {
 	struct blamer_create c;
 	int i, err;
 
 	for (i = 0; i < n; i++) {
-		err = bl_create(fd, len, &c);
+		err = bl_create_flags(fd, len, flags, &c);
 		if (err)
 			return fail("create", -err);
 		if (print_ids)
@@ -239,6 +306,10 @@ int main(int argc, char **argv)
 		return hold(arg, KEEP_MAP);
 	if (!strcmp(argv[1], "keep"))
 		return hold(arg, KEEP_NOTHING);
+	if (!strcmp(argv[1], "holdlazy"))
+		return hold(arg, KEEP_LAZY);
+	if (!strcmp(argv[1], "holdpop"))
+		return hold(arg, KEEP_POPULATED);
 	if (!strcmp(argv[1], "mapfd")) {
 		p = bl_map((int)arg, PG, PROT_READ | PROT_WRITE);
 		if (!p)
@@ -247,7 +318,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "createfd"))
-		return create((int)arg, PG, 1, 0);
+		return create((int)arg, PG, 1, 0, 0);
 	if (!strcmp(argv[1], "readcost"))
 		return readcost((int)arg);
 	fd = bl_open(O_RDWR);
@@ -256,9 +327,13 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return fail("open", -fd);
 	if (!strcmp(argv[1], "create"))
-		return create(fd, arg, 1, 0);
+		return create(fd, arg, 1, 0, 0);
+	if (!strcmp(argv[1], "createpop"))
+		return create(fd, arg, 1, 0, BLAMER_CREATE_POPULATE);
 	if (!strcmp(argv[1], "orphans"))
-		return create(fd, PG, (int)arg, 1);
+		return create(fd, PG, (int)arg, 1, 0);
+	if (!strcmp(argv[1], "readall"))
+		return read_all(fd, arg);
 	if (!strcmp(argv[1], "map"))
 		return map_id(fd, arg);
 	if (!strcmp(argv[1], "release")) {

@@ -45,13 +45,21 @@ static inline int bl_open(int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Create a slab of @len bytes; c->fd is its read-write descriptor. */
-static inline int bl_create(int fd, __u64 len, struct blamer_create *c)
+/* Create a slab of @len bytes with @flags; c->fd is its read-write fd. */
+static inline int bl_create_flags(int fd, __u64 len, __u32 flags,
+				  struct blamer_create *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->length = len;
+	c->flags = flags;
 	c->fd = -1;
 	return ioctl(fd, BLAMER_IOC_CREATE, c) ? -errno : 0;
+}
+
+/* Create a slab of @len bytes, pages at first touch. */
+static inline int bl_create(int fd, __u64 len, struct blamer_create *c)
+{
+	return bl_create_flags(fd, len, 0, c);
 }
 
 /* A read-only descriptor of slab @id, or -errno. */

@@ -307,6 +307,7 @@ static struct knob knobs[] = {
 	{ .path = DEBUGFS "fail_page_alloc/probability", .val = "0" },
 	{ .path = DEBUGFS "fail_page_alloc/ignore-gfp-wait", .val = "N" },
 	{ .path = DEBUGFS "fail_page_alloc/min-order", .val = "0" },
+	{ .path = DEBUGFS "fail_page_alloc/ignore-gfp-highmem", .val = "Y" },
 	{ .path = DEBUGFS "fail_page_alloc/verbose", .val = "0" },
 };
 
@@ -594,6 +595,99 @@ TEST_F(nth, list_and_status)
 	ASSERT_EQ(0, bl_create(self->dev, PG, &self->held));
 	ASSERT_EQ(0, run_sweep(_metadata, &s));
 	EXPECT_EQ(0, s.failed);
+}
+
+/*
+ * A page allocated at first touch, with the Nth allocation of the
+ * faulting task failing, for N = 1, 2, ... until a touch makes fewer: the
+ * fault returns VM_FAULT_OOM (the kernel says "VM_FAULT_OOM leaked out",
+ * a warning that is no console failure) and is retried, so the touch
+ * completes, its page is the slab's (a reader sees the byte, or zeroes
+ * for a read), and the account is as it was. Each N on a fresh page,
+ * written by the owner and read by a reader; the slab's page allocation
+ * may use highmem, which fail_page_alloc skips by default.
+ */
+static int touch_sweep(struct __test_metadata *_metadata, unsigned char *p,
+		       const unsigned char *check, int write, int *page)
+{
+	int nth_fd, n, hit, hits = 0;
+	unsigned char v;
+	struct trace t;
+	char buf[32];
+	ssize_t r;
+
+	nth_fd = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
+	if (nth_fd < 0)
+		return -1;
+	for (n = 1; n <= 64; n++, (*page)++) {
+		unsigned char *at = p + (size_t)*page * PG + 100;
+
+		if (take_trace(&t))
+			break;
+		snprintf(buf, sizeof(buf), "%d", n);
+		if (pwrite(nth_fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf))
+			break;
+		if (write)
+			bl_poke(at, 'f');
+		else
+			v = bl_peek(at);
+		r = pread(nth_fd, buf, sizeof(buf) - 1, 0);
+		if (pwrite(nth_fd, "0", 1, 0) != 1 || r <= 0)
+			break;
+		buf[r] = 0;
+		hit = atoi(buf) == 0;
+		if (write)
+			v = bl_peek(check + (size_t)*page * PG + 100);
+		if (v != (write ? 'f' : 0)) {
+			TH_LOG("page %d, allocation %d failing: read %d", *page,
+			       n, v);
+			close(nth_fd);
+			return -1;
+		}
+		if (!same_trace(_metadata, &t, "first touch")) {
+			close(nth_fd);
+			return -1;
+		}
+		if (!hit) {
+			close(nth_fd);
+			printf("# first %s: %d allocations, %d failed and were retried\n",
+			       write ? "write" : "read", n - 1, hits);
+			fflush(stdout);
+			return hits;
+		}
+		hits++;
+	}
+	TH_LOG("first touch: sweep stopped at allocation %d", n);
+	close(nth_fd);
+	return -1;
+}
+
+TEST_F(nth, first_touch)
+{
+	unsigned char *rw, *ro;
+	int sfd, page = 0;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, knob_rw(DEBUGFS "fail_page_alloc/ignore-gfp-highmem",
+			     NULL, 0, "N"));
+	ASSERT_EQ(0, bl_create(self->dev, 256 * PG, &self->held));
+	sfd = bl_open_slab(self->dev, self->held.id);
+	ASSERT_LE(0, sfd);
+	rw = bl_map(self->held.fd, 256 * PG, PROT_READ | PROT_WRITE);
+	ro = bl_map(sfd, 256 * PG, PROT_READ);
+	ASSERT_NE(NULL, rw);
+	ASSERT_NE(NULL, ro);
+	/* Page tables made: the sweeps fail the slab's own pages. */
+	bl_poke(rw, 1);
+	bl_peek(ro + 128 * PG);
+	page = 1;
+	EXPECT_LT(0, touch_sweep(_metadata, rw, ro, 1, &page));
+	page = 129;
+	EXPECT_LT(0, touch_sweep(_metadata, ro, NULL, 0, &page));
+	munmap(rw, 256 * PG);
+	munmap(ro, 256 * PG);
+	close(sfd);
 }
 
 /* ------------------------------------------------------------ module init */

@@ -218,7 +218,7 @@ TEST(struct_sizes_from_the_command)
 
 TEST(flags_and_reserved_must_be_zero)
 {
-	struct blamer_create c = { .length = PG, .flags = 1 };
+	struct blamer_create c = { .length = PG, .flags = 1U << 1 };
 	struct blamer_open o = { .flags = 1 };
 	struct blamer_release r = { .flags = 1 };
 	struct blamer_slab_info v[1];
@@ -229,6 +229,16 @@ TEST(flags_and_reserved_must_be_zero)
 	int fd = bl_open(O_RDWR);
 
 	ASSERT_LE(0, fd);
+	/* Every bit but BLAMER_CREATE_POPULATE, alone or with it. */
+	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.flags = 1U << 31;
+	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.flags = ~0U;
+	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.flags = BLAMER_CREATE_POPULATE | 1U << 2;
 	EXPECT_EQ(-1, ioctl(fd, BLAMER_IOC_CREATE, &c));
 	EXPECT_EQ(EINVAL, errno);
 	ASSERT_EQ(0, bl_create(fd, PG, &c));

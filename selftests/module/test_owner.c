@@ -354,6 +354,7 @@ TEST(child_creates_its_own)
 
 static sigjmp_buf bus_env;
 static char *shared_map;
+static size_t poke_off;
 static int go_pipe[2], result_pipe[2];
 
 static void on_sigbus(int sig)
@@ -373,7 +374,7 @@ static int vm_child(void *arg)
 	if (sigsetjmp(bus_env, 1)) {
 		r = 'S';
 	} else {
-		bl_poke(shared_map, 'w');
+		bl_poke(shared_map + poke_off, 'w');
 		r = 'W';
 	}
 	if (write(result_pipe[1], &r, 1) != 1)
@@ -385,9 +386,12 @@ static int vm_child(void *arg)
  * The creator shares its address space with a process that is not one
  * of its threads (clone(CLONE_VM), as vfork() does) and is killed. The
  * slab is an orphan: that process may still read it, but no longer
- * write, even through the creator's own writable mapping.
+ * write, even through the creator's own writable mapping: neither a page
+ * the creator wrote (@off 0) nor one nobody touched yet, which the write
+ * fault allocates (@off PG).
  */
-TEST(no_writes_after_the_creator_died)
+static void no_writes_after_death(struct __test_metadata *_metadata,
+				  size_t off)
 {
 	static long stack[8192];
 	struct blamer_slab_info info;
@@ -396,6 +400,7 @@ TEST(no_writes_after_the_creator_died)
 	pid_t creator, child;
 	char r = 0;
 
+	poke_off = off;
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(go_pipe));
@@ -406,9 +411,9 @@ TEST(no_writes_after_the_creator_died)
 		struct blamer_create c;
 		int dev = bl_open(O_RDWR);
 
-		if (dev < 0 || bl_create(dev, PG, &c))
+		if (dev < 0 || bl_create(dev, 2 * PG, &c))
 			_exit(1);
-		shared_map = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+		shared_map = bl_map(c.fd, 2 * PG, PROT_READ | PROT_WRITE);
 		if (!shared_map)
 			_exit(1);
 		shared_map[0] = 'c';
@@ -433,6 +438,144 @@ TEST(no_writes_after_the_creator_died)
 	child = waitpid(-1, &status, 0);
 	EXPECT_LT(0, child);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	close(up[0]);
+	close(up[1]);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+	close(result_pipe[0]);
+	close(result_pipe[1]);
+}
+
+TEST(no_writes_after_the_creator_died)
+{
+	no_writes_after_death(_metadata, 0);
+}
+
+TEST(no_writes_to_a_hole_after_the_creator_died)
+{
+	no_writes_after_death(_metadata, PG);
+}
+
+/*
+ * The same while the clone(CLONE_VM) process is busy faulting in holes
+ * through the creator's mapping as the creator dies (killed when a
+ * sixteenth of the pages are written): pages published
+ * while the reaper revokes the writers. Once the orphan is listed (the
+ * reaper is done), no page is writable any more, neither one it wrote
+ * while the creator lived, nor one it published during the revocation,
+ * nor a hole.
+ */
+#define RACE_PAGES 1024
+/* In memory, not registers: siglongjmp() comes back from a SIGBUS. */
+static size_t race_idx;
+static int race_bus, race_wrote, mid_pipe[2];
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+static int vm_sweeper(void *arg)
+{
+	int wrote;
+	char b;
+
+	(void)arg;
+	signal(SIGBUS, on_sigbus);
+	if (read(go_pipe[0], &b, 1) != 1)
+		_exit(1);
+	for (STORE(race_idx, 0); LOAD(race_idx) < RACE_PAGES;
+	     STORE(race_idx, LOAD(race_idx) + 1)) {
+		if (sigsetjmp(bus_env, 1)) {
+			STORE(race_bus, LOAD(race_bus) + 1);
+			continue;
+		}
+		/* A sixteenth in: the parent kills the creator now. */
+		if (LOAD(race_idx) == RACE_PAGES / 16 &&
+		    write(mid_pipe[1], "m", 1) != 1)
+			_exit(1);
+		bl_poke(shared_map + LOAD(race_idx) * PG, 'w');
+	}
+	/* The parent saw the orphan: try every page again. */
+	if (read(go_pipe[0], &b, 1) != 1)
+		_exit(1);
+	for (STORE(race_idx, 0); LOAD(race_idx) < RACE_PAGES;
+	     STORE(race_idx, LOAD(race_idx) + 1)) {
+		if (sigsetjmp(bus_env, 1))
+			continue;
+		bl_poke(shared_map + LOAD(race_idx) * PG, 'v');
+		STORE(race_wrote, LOAD(race_wrote) + 1);
+	}
+	wrote = LOAD(race_wrote);
+	b = wrote > 100 ? 100 : wrote;
+	if (write(result_pipe[1], &b, 1) != 1)
+		_exit(1);
+	wrote = LOAD(race_bus);
+	if (write(result_pipe[1], &wrote, sizeof(wrote)) != sizeof(wrote))
+		_exit(1);
+	_exit(0);
+}
+
+TEST(no_writes_after_the_creator_died_faulting_holes)
+{
+	static long stack[8192];
+	struct blamer_slab_info info;
+	int up[2], status;
+	__u64 id;
+	pid_t creator, child;
+	char wrote = -1;
+	int bus = -1;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(go_pipe));
+	ASSERT_EQ(0, pipe(result_pipe));
+	ASSERT_EQ(0, pipe(mid_pipe));
+	creator = fork();
+	ASSERT_LE(0, creator);
+	if (!creator) {
+		struct blamer_create c;
+		int dev = bl_open(O_RDWR);
+
+		if (dev < 0 || bl_create(dev, RACE_PAGES * PG, &c))
+			_exit(1);
+		shared_map = bl_map(c.fd, RACE_PAGES * PG,
+				    PROT_READ | PROT_WRITE);
+		if (!shared_map)
+			_exit(1);
+		child = clone(vm_sweeper, (char *)stack + sizeof(stack),
+			      CLONE_VM | SIGCHLD, NULL);
+		if (child < 0)
+			_exit(1);
+		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	/* The sweep starts, and the creator dies during it. */
+	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+	ASSERT_EQ(1, read(mid_pipe[0], &wrote, 1));
+	kill(creator, SIGKILL);
+	ASSERT_EQ(creator, waitpid(creator, &status, 0));
+	ASSERT_EQ(0, bt_facts(id, &info));
+	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+	ASSERT_EQ(1, read(result_pipe[0], &wrote, 1));
+	ASSERT_EQ(sizeof(bus), read(result_pipe[0], &bus, sizeof(bus)));
+	EXPECT_EQ(0, wrote);
+	printf("# of %d first writes around the death, %d wrote and %d failed (SIGBUS)\n",
+	       RACE_PAGES, RACE_PAGES - bus, bus);
+	fflush(stdout);
+	child = waitpid(-1, &status, 0);
+	EXPECT_LT(0, child);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	close(up[0]);
+	close(up[1]);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+	close(result_pipe[0]);
+	close(result_pipe[1]);
+	close(mid_pipe[0]);
+	close(mid_pipe[1]);
 }
 
 int main(int argc, char **argv)

@@ -9,7 +9,9 @@
 #      user, then the 32-bit builds as root (compat ioctls), if built; the
 #      error paths with fault injection where the kernel has it
 #   3. cross-user rules between two unprivileged users (as-user/as-user2),
-#      a slab whose owner is SIGKILLed, read and released
+#      a slab whose owner is SIGKILLed, read and released; memory cgroup
+#      charges of pages at first touch (the owner's cgroup, also for a
+#      reader's faults) and of BLAMER_CREATE_POPULATE slabs (at creation)
 #   4. unload: refused while an fd or a mapping is open, orphans freed
 #   5. stress-ng's device stressor against /dev/blamer, root and user, and
 #      blamer_fuzz (a random syscall exerciser), root and user
@@ -71,7 +73,7 @@ check "parameters not writable by users" \
 check "no /proc/blamer" [ ! -e /proc/blamer ]
 
 # ---- 2. harness -----------------------------------------------------------
-for t in ioctl map exit owner perm quota fault; do
+for t in ioctl map pages exit owner perm quota fault; do
 	# The error paths make the kernel fail allocations, and the module's
 	# load, on purpose: what the kernel says then is kept apart (below).
 	[ $t = fault ] && dmesg -r -c >>/tmp/dmesg.kept
@@ -119,31 +121,100 @@ check "as-user releases the orphan" eq "$(as-user $C release "$id")" ok
 check "a released slab is gone (ENOENT)" eq "$(as-user $C release "$id")" ENOENT
 
 # ---- 3b. memory cgroup accounting ------------------------------------------
+# Pages come at first touch, charged to the creator's cgroup whoever
+# touches them; BLAMER_CREATE_POPULATE charges them all at creation.
 cg=/sys/fs/cgroup/blamer-test
+rcg=/sys/fs/cgroup/blamer-reader
+# run_in CGROUP OUT CMD...: CMD in CGROUP in the background, stdout to OUT.
+run_in() {
+	c=$1 o=$2
+	shift 2
+	rm -f "$o"
+	sh -c "echo \$\$ >$c/cgroup.procs && exec $*" >"$o" &
+}
+# Wait for FILE to hold a line matching PATTERN.
+wait_grep() {
+	i=0
+	while ! grep -q "$1" "$2" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	grep -q "$1" "$2"
+}
+mem() { cat "$1/memory.current"; }
 if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
-	echo +memory >/sys/fs/cgroup/cgroup.subtree_control && mkdir $cg &&
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control && mkdir $cg $rcg &&
 	echo 6M >$cg/memory.max; then
-	before=$(cat $cg/memory.current)
-	rm -f /tmp/c1
-	sh -c "echo \$\$ >$cg/cgroup.procs && exec $C hold 4194304" >/tmp/c1 &
+	# A lazy slab: charged as its pages are written.
+	before=$(mem $cg)
+	run_in $cg /tmp/c1 $C holdlazy 4194304
 	cp=$!
-	check "a holder runs in a cgroup with memory.max=6M" wait_line /tmp/c1
+	check "a holder of an untouched 4 MiB slab runs in a cgroup with memory.max=6M" \
+		wait_line /tmp/c1
+	id=$(head -n 1 /tmp/c1)
+	created=$(mem $cg)
+	kill -USR1 $cp
+	check "it writes every page" wait_grep '^written$' /tmp/c1
+	written=$(mem $cg)
+	# memory.current moves in per-CPU batches of up to 64 pages: the
+	# checks leave that much room.
+	echo "# memory.current $before -> $created (created) -> $written (written)"
+	check "an untouched 4 MiB slab charges its creator's cgroup under 1 MiB" \
+		[ "$created" -lt 1048576 ]
+	check "... and at least 4 MiB once every page is written" \
+		[ "$written" -ge 4194304 ]
+	kill -KILL $cp
+	wait $cp 2>/dev/null
+	check "the orphan stays charged" [ "$(mem $cg)" -ge 4194304 ]
+	check "release the orphan" eq "$($C release "$id")" ok
+	check "its pages are uncharged (freed)" [ "$(mem $cg)" -lt 4194304 ]
+
+	# A root reader in another cgroup faults every page of it in.
+	run_in $cg /tmp/c1 $C holdlazy 4194304
+	cp=$!
+	check "a holder of another untouched 4 MiB slab" wait_line /tmp/c1
+	id=$(head -n 1 /tmp/c1)
+	before=$(mem $cg)
+	rbefore=$(mem $rcg)
+	run_in $rcg /tmp/r1 $C readall "$id"
+	rp=$!
+	check "a root reader in another cgroup reads every page (zeroes)" \
+		wait_grep '^ok$' /tmp/r1
+	after=$(mem $cg)
+	rafter=$(mem $rcg)
+	echo "# owner's memory.current $before -> $after, reader's $rbefore -> $rafter"
+	check "the owner's cgroup holds under 1 MiB before the reader" \
+		[ "$before" -lt 1048576 ]
+	check "the pages the reader faulted in are charged to the owner's cgroup" \
+		[ "$after" -ge 4194304 ]
+	check "... not to the reader's" [ "$rafter" -lt 1048576 ]
+	check "... without an OOM kill" grep -q '^oom_kill 0$' $cg/memory.events
+	kill -KILL $rp $cp
+	wait $rp $cp 2>/dev/null
+	check "release that orphan" eq "$($C release "$id")" ok
+	check "its pages are uncharged" [ "$(mem $cg)" -lt 4194304 ]
+
+	# BLAMER_CREATE_POPULATE: charged at creation, ENOMEM beyond memory.max.
+	before=$(mem $cg)
+	run_in $cg /tmp/c1 $C holdpop 4194304
+	cp=$!
+	check "a holder of a populated 4 MiB slab" wait_line /tmp/c1
 	id=$(cat /tmp/c1)
-	after=$(cat $cg/memory.current)
+	after=$(mem $cg)
 	echo "# memory.current $before -> $after"
-	check "a 4 MiB slab is charged to the creator's cgroup" \
-		[ $((after - before)) -ge 4194304 ]
-	check "a slab beyond memory.max fails with ENOMEM" \
-		eq "$(sh -c "echo \$\$ >$cg/cgroup.procs && exec $C create 4194304")" ENOMEM
+	check "a populated 4 MiB slab is charged to the creator's cgroup at creation" \
+		[ "$after" -ge 4194304 ]
+	check "a populated slab beyond memory.max fails with ENOMEM" \
+		eq "$(sh -c "echo \$\$ >$cg/cgroup.procs && exec $C createpop 4194304")" ENOMEM
 	check "... without an OOM kill" grep -q '^oom_kill 0$' $cg/memory.events
 	kill -KILL $cp
 	wait $cp 2>/dev/null
 	check "the orphan stays charged" \
-		[ "$(cat $cg/memory.current)" -ge 4194304 ]
+		[ "$(mem $cg)" -ge 4194304 ]
 	check "release the orphan" eq "$($C release "$id")" ok
 	check "its pages are uncharged (freed)" \
-		[ "$(cat $cg/memory.current)" -lt 4194304 ]
-	rmdir $cg
+		[ "$(mem $cg)" -lt 4194304 ]
+	rmdir $cg $rcg
 else
 	echo "ok - memory cgroup accounting # SKIP no cgroup2 memory controller"
 fi

@@ -25,14 +25,24 @@
 
 #define BLAMER_COMM_LEN		16
 
+/* Bits of blamer_create.flags */
+#define BLAMER_CREATE_POPULATE	(1U << 0)	/* allocate every page now */
+
 /**
  * struct blamer_create - ask for a new slab (BLAMER_IOC_CREATE)
  * @length: in: bytes wanted (>= 1); out: real size, rounded up to pages
  * @id: out: the slab ID, non-zero, not reused while the slab exists
- * @flags: in: must be 0
+ * @flags: in: 0 or BLAMER_CREATE_POPULATE; other bits are EINVAL
  * @fd: out: a read-write, close-on-exec descriptor of the slab
  *
- * The slab is zeroed. The calling process is its owner: only it maps the
+ * The slab reads as zeroes. Its pages are allocated at their first touch
+ * through any mapping (as a memfd's are), zeroed and charged to the
+ * creator's memory cgroup whoever touches them; above that cgroup's
+ * memory.max the fault reclaims and then OOM-kills within it, as shmem
+ * does. With BLAMER_CREATE_POPULATE every page is allocated and charged
+ * at creation instead, and a slab that does not fit fails with ENOMEM.
+ * The module's byte limits count the whole size from creation either
+ * way. The calling process is its owner: only it maps the
  * slab writable (an inherited or passed copy of @fd gives no write access
  * and no identity), and the slab becomes an orphan when it dies.
  */
@@ -191,11 +201,14 @@ struct blamer_status {
  *
  * Argument: struct blamer_create. Errors: EBADF if /dev/blamer was not
  * opened for writing, EPERM if the caller is not the process (and
- * program: exec ends it) that opened it, EINVAL for a zero @length,
+ * program: exec ends it) that opened it, EINVAL for a zero @length or
+ * an unknown flag,
  * EFBIG above max_slab_bytes (any length that would overflow when
  * rounded up included), EDQUOT above the caller's user's max_user_bytes
  * and ENOSPC above max_total_bytes after evicting that user's own oldest
- * orphans, ENOMEM, EMFILE.
+ * orphans, ENOMEM (for the slab's bookkeeping or, with
+ * BLAMER_CREATE_POPULATE, its pages within the caller's memory cgroup),
+ * EMFILE.
  */
 #define BLAMER_IOC_CREATE	_IOWR(BLAMER_IOC_MAGIC, 1, struct blamer_create)
 
