@@ -287,6 +287,14 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
 	return want > got ? want : got;
 }
 
+static int hint_cmp(const void *key, const void *entry)
+{
+	const struct rd_hint *h = entry;
+	struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
+
+	return dfile_cmp(key, &k);
+}
+
 /*
  * A long-lived reader reads a slab file first as far as the last
  * snapshot read it: a dead heap's bytes exactly (they do not change), a
@@ -296,14 +304,6 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
  * freeptr is not kept: the hint only spares a second pread() or copying
  * bytes no record is in.
  */
-static int hint_cmp(const void *key, const void *entry)
-{
-	const struct rd_hint *h = entry;
-	struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
-
-	return dfile_cmp(key, &k);
-}
-
 static uint64_t hint_of(const struct blamer_reader *r, const struct dfile *f)
 {
 	const struct rd_hint *h = rd_carry_find(&r->hints, f, hint_cmp);

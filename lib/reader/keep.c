@@ -9,7 +9,8 @@
  * decoded, and hands a copy of that to every later snapshot for as long as
  * the backend says its slabs are the same ones (dir: each file's device,
  * inode, size, modification and change times; device: each slab's ID,
- * creation time and size), instead of reading and checking it again.
+ * size, creation and death times and flags), instead of reading and
+ * checking it again.
  *
  * Each kept heap is a snapshot of its own holding one process and the
  * unit names its heap gave, in one block of exactly its size, so it is
