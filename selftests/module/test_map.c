@@ -2,10 +2,13 @@
 /*
  * /dev/blamer selftests: mapping slabs. Who maps writable, that a read-only
  * mapping stays read-only and never executable, offsets and lengths,
- * mremap/munmap/madvise, fork, and that mappings outlive the slab.
+ * mremap/munmap/madvise, fork, no io_uring fixed buffer, and that
+ * mappings outlive the slab.
  */
 #include <setjmp.h>
+#include <linux/io_uring.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "blamer_test.h"
@@ -237,6 +240,40 @@ TEST_F(mapped, gup_and_splice)
 	EXPECT_EQ(0, memcmp(buf, "spliced!", 8));
 	close(p[0]);
 	close(p[1]);
+}
+
+/*
+ * No long-term pin of a slab's pages for writing: an io_uring fixed
+ * buffer would write them whatever the owner's mappings allow, so a ring
+ * passed to another process could write an orphan after its owner died.
+ * The kernel refuses it for this mapping (6.1: io_uring takes no file
+ * pages but shmem's; 6.12: no long-term writable pin of a mapping that
+ * tracks its writes), and takes anonymous memory, the control.
+ */
+TEST_F(mapped, no_io_uring_fixed_buffer)
+{
+	struct io_uring_params params = { 0 };
+	struct iovec iov = { self->rw, PG };
+	void *anon;
+	int ring;
+
+	ring = syscall(__NR_io_uring_setup, 4, &params);
+	if (ring < 0)
+		SKIP(return, "no io_uring here: %s", strerror(errno));
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+			      &iov, 1));
+	EXPECT_TRUE(errno == EOPNOTSUPP || errno == EFAULT)
+		TH_LOG("registering the slab: %s", strerror(errno));
+	anon = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	ASSERT_NE(MAP_FAILED, anon);
+	iov.iov_base = anon;
+	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+			     &iov, 1))
+		TH_LOG("registering anonymous memory: %s", strerror(errno));
+	close(ring);
+	munmap(anon, PG);
 }
 
 TEST_F(mapped, owner_may_upgrade_own_mapping)
