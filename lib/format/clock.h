@@ -36,13 +36,25 @@ static inline uint64_t bl_tsc(void)
 }
 #endif
 
-/* CLOCK_MONOTONIC through the vDSO (no system call). */
-static inline uint64_t bl_monotonic_ns(void)
+/* A time in nanoseconds (modulo 2^64: a time before 1970 wraps). */
+static inline uint64_t bl_ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+/* Clock @clk now, in nanoseconds. */
+static inline uint64_t bl_clock_ns(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	clock_gettime(clk, &ts);
+	return bl_ts_ns(&ts);
+}
+
+/* CLOCK_MONOTONIC through the vDSO (no system call). */
+static inline uint64_t bl_monotonic_ns(void)
+{
+	return bl_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* What a heap's activity timestamps are. */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 
+#include "clock.h"
 #include "heap_format.h"
 #include "where.h"
 
@@ -287,11 +288,6 @@ struct trim_heap {
 /* At most this many files are looked at per trim (the rest next time). */
 #define TRIM_MAX_FILES	65536u
 
-static int64_t ts_ns(const struct timespec *t)
-{
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
 static int trim_cmp_name(const void *a, const void *b)
 {
 	const struct trim_heap *x = a, *y = b;
@@ -343,7 +339,7 @@ static struct trim_heap *trim_files(int dirfd, size_t *n)
 			v = nv;
 		}
 		h.bytes = (uint64_t)st.st_size;
-		h.mtime_ns = ts_ns(&st.st_mtim);
+		h.mtime_ns = (int64_t)bl_ts_ns(&st.st_mtim);
 		v[(*n)++] = h;
 	}
 	closedir(d);
@@ -377,7 +373,7 @@ static bool trim_dead(int dirfd, struct trim_heap *h)
 			if (!fchmod(fd, st.st_mode & 0555))
 				fstat(fd, &st);
 		}
-		h->mtime_ns = ts_ns(&st.st_ctim);
+		h->mtime_ns = (int64_t)bl_ts_ns(&st.st_ctim);
 		dead = true;
 	}
 	close(fd);
@@ -414,7 +410,7 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
 	 * locking it), but a time more than a second ahead is no youth: a
 	 * clock stepped back or a forged time must not keep a heap forever */
 	for (i = 0, n = 0; i < k; i++) {
-		int64_t age = ts_ns(&now) - v[i].mtime_ns;
+		int64_t age = (int64_t)bl_ts_ns(&now) - v[i].mtime_ns;
 
 		if ((age >= 1000000000 || age < -1000000000) && trim_dead(dirfd, &v[i]))
 			v[n++] = v[i];

@@ -227,18 +227,16 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
  * its owner has been dead a second: every slab of it is an orphan, and
  * the module's reaper has revoked every writer (a CLONE_VM child of the
  * owner can write until then; LIST waits for the reaping of the owners
- * seen dead before it). @ks gets what identifies its slabs.
+ * seen dead before it). @now is CLOCK_BOOTTIME, the clock of the slabs'
+ * times; @ks gets what identifies its slabs.
  */
-static bool keepable(const struct blamer_slab_info *in, uint32_t n, struct rd_kept_slab *ks)
+static bool keepable(const struct blamer_slab_info *in, uint32_t n, uint64_t now,
+		     struct rd_kept_slab *ks)
 {
-	struct timespec now;
-	uint64_t t;
 	uint32_t i;
 
-	clock_gettime(CLOCK_BOOTTIME, &now);
-	t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	for (i = 0; i < n; i++) {
-		if (in[i].state != BLAMER_SLAB_ORPHAN || in[i].orphan_time_ns + 1000000000u > t)
+		if (in[i].state != BLAMER_SLAB_ORPHAN || in[i].orphan_time_ns + 1000000000u > now)
 			return false;
 		memset(&ks[i], 0, sizeof(ks[i]));
 		ks[i].id = in[i].id;
@@ -256,11 +254,13 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 {
 	struct blamer_slab_info *v = NULL;
 	uint32_t n = 0, i, j, k;
+	uint64_t boot_ns;
 	int ret;
 
 	ret = list_slabs(r, &v, &n, err, errlen);
 	if (ret)
 		return ret;
+	boot_ns = bl_clock_ns(CLOCK_BOOTTIME);	/* after LIST: no slab died later */
 	s->generation = r->generation;
 	if (n)
 		qsort(v, n, sizeof(*v), info_cmp);
@@ -316,7 +316,7 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		/* a dead heap's slabs no longer change: decoded once, then kept */
 		keep = (r->opts.flags & BLAMER_READ_KEEP_DEAD) &&
 		       !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) && p->state == BLAMER_PROC_DEAD &&
-		       j - i <= BLAMER_MAX_SLABS && keepable(&v[i], j - i, ks);
+		       j - i <= BLAMER_MAX_SLABS && keepable(&v[i], j - i, boot_ns, ks);
 		if (keep)
 			e = rd_keep_find(&r->keep, p->pid, p->start_time_ns, p->heap_key);
 		if (e && rd_keep_same(e, ks, j - i)) {

@@ -347,11 +347,6 @@ static const char *open_why(struct dir *d, const char *name, int err)
 	return why ? why : strerror(err);
 }
 
-static uint64_t ns_of(const struct timespec *t)
-{
-	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
-}
-
 /* What says a slab file is the one a kept heap was decoded from. */
 static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const struct stat *st)
 {
@@ -360,8 +355,8 @@ static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const stru
 	ks->v[0] = (uint64_t)st->st_dev;
 	ks->v[1] = (uint64_t)st->st_ino;
 	ks->v[2] = (uint64_t)st->st_size;
-	ks->v[3] = ns_of(&st->st_mtim);
-	ks->v[4] = ns_of(&st->st_ctim);
+	ks->v[3] = bl_ts_ns(&st->st_mtim);
+	ks->v[4] = bl_ts_ns(&st->st_ctim);
 }
 
 /*
@@ -414,8 +409,8 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	else if (held)
 		*held = true;
 	/* a writer's pages are first written, or its exit recorded, by now */
-	if ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec > *mtime_ns)
-		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	if (bl_ts_ns(&st.st_mtim) > *mtime_ns)
+		*mtime_ns = bl_ts_ns(&st.st_mtim);
 	p->size += (uint64_t)st.st_size;
 	s->real_size = (uint64_t)st.st_size;
 	first = headers_only ? RD_FIRST_READ_HEADERS : RD_FIRST_READ;
@@ -485,13 +480,10 @@ static uint64_t later(uint64_t best, uint64_t t, uint64_t now)
  */
 static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 {
-	struct timespec rt, mono;
-	uint64_t t = 0, m = 0, off, now;
+	uint64_t t = 0, m = 0, now = bl_clock_ns(CLOCK_REALTIME);
+	uint64_t mono = bl_clock_ns(CLOCK_MONOTONIC);
 	size_t i, j;
 
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 	/* a file's times and the heap's are its writer's to set: a time past
 	 * now is a lie or another clock's, and not believed */
 	if (p->exited && mtime_ns > now) {
@@ -515,11 +507,9 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 			if (p->threads[i].acts[j].time_ns > m)
 				m = p->threads[i].acts[j].time_ns;
 	}
-	off = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * 1000000000u +
-	      (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* a monotonic time past now is another boot's: no evidence */
-	if (m && m + off > t && m <= (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec)
-		t = m + off;
+	if (m && m + (now - mono) > t && m <= mono)
+		t = m + (now - mono);
 	p->last_seen_ns = t;
 }
 
@@ -614,12 +604,9 @@ static void comm_from_cmdline(struct blamer_snap_process *p)
  */
 static bool quiet(const struct rd_kept_slab *ks, uint32_t n)
 {
-	struct timespec now;
-	uint64_t t;
+	uint64_t t = bl_clock_ns(CLOCK_REALTIME);
 	uint32_t i;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	t = ns_of(&now);
 	for (i = 0; i < n; i++)
 		if (ks[i].v[3] + 1000000000u > t || ks[i].v[4] + 1000000000u > t)
 			return false;

@@ -153,14 +153,6 @@ const char *blamer_reader_source(const struct blamer_reader *r)
 	return r->source;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out,
 			   char *err, size_t errlen)
 {
@@ -186,8 +178,8 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	/* "Now" is taken after every heap was read, so every time in the
 	 * snapshot is at or before it: an activity pushed while the reader
 	 * went through the heaps is young, never in the future. */
-	s->realtime_ns = now_ns(CLOCK_REALTIME);
-	s->monotonic_ns = now_ns(CLOCK_MONOTONIC);
+	s->realtime_ns = bl_clock_ns(CLOCK_REALTIME);
+	s->monotonic_ns = bl_clock_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
 	*out = s;
 	return 0;

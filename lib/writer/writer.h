@@ -19,10 +19,7 @@ int bl_last_error(void);
 
 static inline uint64_t bl_realtime_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return bl_clock_ns(CLOCK_REALTIME);
 }
 
 /*
