@@ -29,13 +29,25 @@
 
 /* ---- processes ---- */
 
-static int key_cmp(const struct blamer_snap_process *x, const struct blamer_snap_process *y)
+struct prom_key prom_key_of(const struct blamer_snap_process *p)
+{
+	return (struct prom_key){ .pid = p->pid, .start = p->start_time_ns, .heap = p->heap_key };
+}
+
+int prom_key_cmp(const struct prom_key *x, const struct prom_key *y)
 {
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	if (x->start_time_ns != y->start_time_ns)
-		return x->start_time_ns < y->start_time_ns ? -1 : 1;
-	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->heap > y->heap) - (x->heap < y->heap);
+}
+
+static int key_cmp(const struct blamer_snap_process *x, const struct blamer_snap_process *y)
+{
+	struct prom_key kx = prom_key_of(x), ky = prom_key_of(y);
+
+	return prom_key_cmp(&kx, &ky);
 }
 
 static int proc_ptr_cmp(const void *a, const void *b)

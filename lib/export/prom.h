@@ -126,6 +126,15 @@ struct pw {
 	struct prom_out *pool;
 };
 
+/* A process's key (pid, start_time_ns, heap): the order processes are
+ * written in, and each key is written once. */
+struct prom_key {
+	int32_t pid;
+	uint64_t start, heap;
+};
+struct prom_key prom_key_of(const struct blamer_snap_process *p);
+int prom_key_cmp(const struct prom_key *x, const struct prom_key *y);
+
 /* The per-process gauges, in output order after blamer_heaps. */
 #define NGAUGES 8
 

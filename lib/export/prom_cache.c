@@ -27,9 +27,7 @@ struct span {
 };
 
 struct written {
-	int32_t pid;
-	bool kernel_facts;
-	uint64_t start, heap_key;
+	struct prom_key key;
 	uint64_t print;		/* fingerprint of what it shows */
 	char *text;
 	struct span *spans;	/* NGAUGES + nfam */
@@ -41,7 +39,11 @@ struct blamer_prom_cache {
 	size_t nfam;
 	struct written *v;
 	size_t n;
-	struct prom_out scratch;	/* one process's text while it is made */
+	/* what making one process's text takes, kept from process to process */
+	struct prom_out scratch;	/* its text */
+	struct prom_out labels;		/* its path labels */
+	struct entry *values;		/* its values, sorted */
+	size_t nvalues;			/* room at values */
 };
 
 static uint64_t mix(uint64_t h, uint64_t x)
@@ -156,33 +158,35 @@ void blamer_prom_cache_free(struct blamer_prom_cache *c)
 		written_free(&c->v[i]);
 	free(c->v);
 	free(c->scratch.p);
+	free(c->labels.p);
+	free(c->values);
 	free(c);
-}
-
-static int written_cmp(const struct blamer_snap_process *p, const struct written *x)
-{
-	if (p->pid != x->pid)
-		return p->pid < x->pid ? -1 : 1;
-	if (p->start_time_ns != x->start)
-		return p->start_time_ns < x->start ? -1 : 1;
-	if (p->heap_key != x->heap_key)
-		return p->heap_key < x->heap_key ? -1 : 1;
-	return (p->kernel_facts > x->kernel_facts) - (p->kernel_facts < x->kernel_facts);
 }
 
 /* @p's text, made now into @x: its samples family by family. */
 static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 		      const struct blamer_snap_process *p, struct written *x)
 {
-	struct prom_out *o = &c->scratch, pool = { 0 };
-	size_t g, f, nspans = NGAUGES + e->nfam;
-	struct entry *v = malloc((prom_nvalues(p) + 1) * sizeof(*v));
+	struct prom_out *o = &c->scratch;
+	size_t g, f, nspans = NGAUGES + e->nfam, nv = prom_nvalues(p) + 1;
 	struct pw w = { 0 };
 	bool ok = false;
 
+	/* a failure last time is not this one's: try again */
 	o->len = 0;
+	o->oom = false;
+	c->labels.len = 0;
+	c->labels.oom = false;
+	if (nv > c->nvalues) {
+		struct entry *v = realloc(c->values, nv * sizeof(*v));
+
+		if (!v)
+			return false;
+		c->values = v;
+		c->nvalues = nv;
+	}
 	x->spans = calloc(nspans, sizeof(*x->spans));
-	if (!v || !x->spans || !prom_pw_init(e, &w, p, v, &pool))
+	if (!x->spans || !prom_pw_init(e, &w, p, c->values, &c->labels))
 		goto out;
 	for (g = 0; g < NGAUGES; g++) {
 		x->spans[g].off = (uint32_t)o->len;
@@ -208,8 +212,6 @@ static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 	ok = true;
 out:
 	prom_pw_free(&w);
-	free(pool.p);
-	free(v);
 	if (!ok)
 		written_free(x);
 	return ok;
@@ -248,12 +250,9 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		int cmp = 1;
 
 		/* both in key order: the last scrape's entry for p, if any */
-		while (j < c->n && (cmp = written_cmp(p, &c->v[j])) > 0)
+		x->key = prom_key_of(p);
+		while (j < c->n && (cmp = prom_key_cmp(&x->key, &c->v[j].key)) > 0)
 			j++;
-		x->pid = p->pid;
-		x->start = p->start_time_ns;
-		x->heap_key = p->heap_key;
-		x->kernel_facts = p->kernel_facts;
 		x->print = fingerprint(c->seed, p);
 		if (!cmp && c->v[j].text && c->v[j].print == x->print) {
 			x->text = c->v[j].text;
