@@ -383,6 +383,37 @@ static int vm_child(void *arg)
 }
 
 /*
+ * Forks the creator: it makes a slab of @pages pages, maps it writable
+ * at shared_map (and writes its first page if @touch), starts @fn in a
+ * clone(CLONE_VM) process sharing that mapping, sends the slab's ID on
+ * @up and waits to be killed. Returns its pid, or -1.
+ */
+static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up)
+{
+	static long stack[8192];
+	struct blamer_create c;
+	pid_t creator = fork();
+	int dev;
+
+	if (creator)
+		return creator;
+	dev = bl_open(O_RDWR);
+	if (dev < 0 || bl_create(dev, pages * PG, &c))
+		_exit(1);
+	shared_map = bl_map(c.fd, pages * PG, PROT_READ | PROT_WRITE);
+	if (!shared_map)
+		_exit(1);
+	if (touch)
+		shared_map[0] = 'c';
+	if (clone(fn, (char *)stack + sizeof(stack), CLONE_VM | SIGCHLD, NULL) < 0)
+		_exit(1);
+	if (write(up, &c.id, sizeof(c.id)) != sizeof(c.id))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+/*
  * The creator shares its address space with a process that is not one
  * of its threads (clone(CLONE_VM), as vfork() does) and is killed. The
  * slab is an orphan: that process may still read it, but no longer
@@ -393,7 +424,6 @@ static int vm_child(void *arg)
 static void no_writes_after_death(struct __test_metadata *_metadata,
 				  size_t off)
 {
-	static long stack[8192];
 	struct blamer_slab_info info;
 	int up[2], status;
 	__u64 id;
@@ -405,27 +435,8 @@ static void no_writes_after_death(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
-	creator = fork();
+	creator = fork_creator(2, true, vm_child, up[1]);
 	ASSERT_LE(0, creator);
-	if (!creator) {
-		struct blamer_create c;
-		int dev = bl_open(O_RDWR);
-
-		if (dev < 0 || bl_create(dev, 2 * PG, &c))
-			_exit(1);
-		shared_map = bl_map(c.fd, 2 * PG, PROT_READ | PROT_WRITE);
-		if (!shared_map)
-			_exit(1);
-		shared_map[0] = 'c';
-		child = clone(vm_child, (char *)stack + sizeof(stack),
-			      CLONE_VM | SIGCHLD, NULL);
-		if (child < 0)
-			_exit(1);
-		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
-			_exit(1);
-		for (;;)
-			pause();
-	}
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	kill(creator, SIGKILL);
 	ASSERT_EQ(creator, waitpid(creator, &status, 0));
@@ -516,7 +527,6 @@ static int vm_sweeper(void *arg)
 
 TEST(no_writes_after_the_creator_died_faulting_holes)
 {
-	static long stack[8192];
 	struct blamer_slab_info info;
 	int up[2], status;
 	__u64 id;
@@ -529,27 +539,8 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
 	ASSERT_EQ(0, pipe(mid_pipe));
-	creator = fork();
+	creator = fork_creator(RACE_PAGES, false, vm_sweeper, up[1]);
 	ASSERT_LE(0, creator);
-	if (!creator) {
-		struct blamer_create c;
-		int dev = bl_open(O_RDWR);
-
-		if (dev < 0 || bl_create(dev, RACE_PAGES * PG, &c))
-			_exit(1);
-		shared_map = bl_map(c.fd, RACE_PAGES * PG,
-				    PROT_READ | PROT_WRITE);
-		if (!shared_map)
-			_exit(1);
-		child = clone(vm_sweeper, (char *)stack + sizeof(stack),
-			      CLONE_VM | SIGCHLD, NULL);
-		if (child < 0)
-			_exit(1);
-		if (write(up[1], &c.id, sizeof(c.id)) != sizeof(c.id))
-			_exit(1);
-		for (;;)
-			pause();
-	}
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	/* The sweep starts, and the creator dies during it. */
 	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
