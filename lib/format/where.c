@@ -466,6 +466,8 @@ int bl_proc_stat(pid_t pid, struct bl_proc_stat *st)
 	f = rp + 2;
 	st->state = *f;
 	for (field = 3; field < 22 && f; field++) {
+		if (field == 20)
+			st->num_threads = strtol(f, NULL, 10);
 		f = strchr(f, ' ');
 		if (f)
 			f++;

@@ -127,6 +127,7 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
 struct bl_proc_stat {
 	int64_t start_ns;	/* start time, ns since boot (as in file names) */
 	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
+	long num_threads;	/* a zombie main thread's process may have more */
 	char comm[64];		/* between the first '(' and the last ')', cut */
 };
 

@@ -20,9 +20,10 @@
  * What is ordered is the second copy after the first: an acquire fence
  * between them. A live dir heap is read from its files twice, the second
  * time after the first read ended (dir.c): the first copy comes from the
- * first read, the second from the second, and only a record that differs
- * costs more (a fresh pread() of it into each, in that order). A dead
- * heap's writer is gone: its one copy is the record.
+ * first read, the second from the second (compared in place: the
+ * reader's own memory, which nothing else writes), and only a record that
+ * differs costs more (a fresh pread() of it into each, in that order). A
+ * dead heap's writer is gone: its one copy is the record.
  *
  * A writer makes its version odd, then issues a release fence,
  * then writes the data, then stores the version even with release; a
@@ -140,27 +141,49 @@ bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
 	return refresh(h, ref, len, false);
 }
 
+/*
+ * Where the second copy of @len bytes at @ref already lies in the
+ * reader's own memory: a dir slab's private copies (its second read, or
+ * for a dead heap its only one). NULL for a device slab's live mapping,
+ * whose second copy must be taken. Bounds as rd_copy().
+ */
+static const uint8_t *private_copy(const struct rd_heap *h, blamer_ref ref, size_t len)
+{
+	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
+	const struct rd_slab *s;
+
+	if (slab >= h->nslabs)
+		return NULL;
+	s = &h->slabs[slab];
+	if (!s->copied || !s->buf || off > s->size || len > s->size - off)
+		return NULL;
+	return (s->again ? s->again : s->buf) + off;
+}
+
 enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 {
 	uint32_t attempt, slab = blamer_ref_slab(r->ref);
+	bool priv = slab < h->nslabs && h->slabs[slab].copied;
 
 	/* A private copy read once (a dead dir heap): nothing can change it
 	 * between the two copies, so comparing them is no test. */
-	r->one_source = slab < h->nslabs && h->slabs[slab].copied && !h->slabs[slab].again;
+	r->one_source = priv && !h->slabs[slab].again;
 
 	for (attempt = 0; attempt <= h->retries; attempt++) {
 		if (r->len > r->cap) {
-			uint8_t *a, *b;
+			uint8_t *a, *b = NULL;
 
 			if (!r->grow)
 				return RD_READ_BAD;
 			a = realloc(r->first, r->len);
 			if (a)
 				r->first = a;
-			b = realloc(r->second, r->len);
-			if (b)
-				r->second = b;
-			if (!a || !b)
+			if (!priv) {	/* a private second copy is read in place */
+				b = realloc(r->second, r->len);
+				if (b)
+					r->second = b;
+			}
+			if (!a || (!priv && !b))
 				return RD_READ_NOMEM;
 			r->cap = r->len;
 		}
@@ -173,9 +196,17 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (attempt)
 			refresh(h, r->ref, r->len, true);
-		if (!copy_from(h, blamer_ref_slab(r->ref), blamer_ref_offset(r->ref), r->len,
-			       r->second, true))
-			return RD_READ_BAD;
+		if (priv) {
+			/* the second read's bytes, taken after the first
+			 * read ended: compared where they are */
+			r->other = private_copy(h, r->ref, r->len);
+			if (!r->other)
+				return RD_READ_BAD;
+		} else {
+			if (!copy_from(h, slab, blamer_ref_offset(r->ref), r->len, r->second, true))
+				return RD_READ_BAD;
+			r->other = r->second;
+		}
 		if (r->settled(r))
 			return RD_READ_STABLE;
 	}
@@ -184,7 +215,7 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 
 bool rd_settled_same(struct rd_stable *r)
 {
-	return r->one_source || !memcmp(r->first, r->second, r->len);
+	return r->one_source || !memcmp(r->first, r->other, r->len);
 }
 
 bool rd_settled_seq(struct rd_stable *r)

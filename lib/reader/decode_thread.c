@@ -39,7 +39,7 @@ static bool th_settled(struct rd_stable *r)
 	memcpy(&t, r->first, sizeof(t));
 	if (rd_settled_same(r) && stack_bytes(&t) == r->len)
 		return true;
-	memcpy(&t, r->second, sizeof(t));
+	memcpy(&t, r->other, sizeof(t));
 	if (t.stack_slots > tr->max_slots) {
 		tr->bad_slots = t.stack_slots;
 		return true;
@@ -105,7 +105,7 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	if (got == RD_READ_STABLE)
 		memcpy(&t, r.first, sizeof(t));
 	else if (got == RD_READ_TORN)
-		memcpy(&t, r.second, sizeof(t));
+		memcpy(&t, r.other, sizeof(t));
 	st = add_thread(c, &t);
 	if (!st)
 		goto out;

@@ -173,10 +173,10 @@ static bool ud_settled(struct rd_stable *r)
 	struct fields_seen seen;
 	uint32_t used = (uint32_t)(r->len - sizeof(h2));
 
-	walk_fields(u->c, r->first + sizeof(h2), r->second + sizeof(h2), used, NULL, false, &seen);
+	walk_fields(u->c, r->first + sizeof(h2), r->other + sizeof(h2), used, NULL, false, &seen);
 	if (!seen.torn)
 		return true;
-	memcpy(&h2, r->second, sizeof(h2));
+	memcpy(&h2, r->other, sizeof(h2));
 	used = h2.used < h2.capacity ? h2.used : h2.capacity;
 	r->len = sizeof(h2) + (used < u->capacity ? used : u->capacity);
 	return false;
@@ -210,7 +210,7 @@ static void decode(struct rd_ctx *c, blamer_ref ref, struct rd_ud *ud)
 		goto out;
 	/* the last copies read, stable or not: count, then fill */
 	used = (uint32_t)(r.len - sizeof(u));
-	walk_fields(c, r.first + sizeof(u), r.second + sizeof(u), used, NULL, false, &seen);
+	walk_fields(c, r.first + sizeof(u), r.other + sizeof(u), used, NULL, false, &seen);
 	if (seen.torn)
 		c->p->torn_records++;
 	if (seen.n) {
@@ -220,7 +220,7 @@ static void decode(struct rd_ctx *c, blamer_ref ref, struct rd_ud *ud)
 			goto out;
 		}
 	}
-	walk_fields(c, r.first + sizeof(u), r.second + sizeof(u), used, seen.n ? &ud->f : NULL,
+	walk_fields(c, r.first + sizeof(u), r.other + sizeof(u), used, seen.n ? &ud->f : NULL,
 		    true, &seen);
 	ud->bytes = seen.bytes;
 out:

@@ -23,7 +23,8 @@
  * status from the header; slab 0's modification time is the moment), or
  * else the latest sign of life its files and records show.
  *
- * Cost: a heap is live iff /proc/<pid>/stat shows the same start time.
+ * Cost: a heap is live iff its writer is (alive.c: /proc/<pid>/stat
+ * shows the same start time; a long-lived reader keeps pidfds instead).
  * Dead heaps are summarized from their names (and an fstatat() of each
  * file) unless BLAMER_READ_DEAD_FULL asks for them, and
  * BLAMER_READ_HEADERS_ONLY reads just the headers of every heap: a
@@ -77,23 +78,6 @@ static int dfile_cmp(const void *a, const void *b)
 static void dfile_name(char *buf, const struct dfile *f)
 {
 	bl_slab_name(buf, BL_SLAB_NAME_MAX, f->pid, f->start, f->idx);
-}
-
-/* Start time (ns since boot) and comm of a live pid; false if gone or a zombie. */
-static bool proc_start(int32_t pid, uint64_t *start, char *comm, size_t commlen)
-{
-	struct bl_proc_stat st;
-
-	/* No such pid (most dead heaps): one signal-0 probe says so for
-	 * less than a path lookup in /proc. EPERM means it exists. */
-	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
-		return false;
-	if (bl_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X')
-		return false;	/* gone, or a zombie: it has exited, its heap is dead */
-	*start = (uint64_t)st.start_ns;
-	/* a process names itself (prctl, the file it runs): printable only */
-	rd_sanitize(comm, st.comm, strnlen(st.comm, commlen - 1));
-	return true;
 }
 
 /*
@@ -333,6 +317,7 @@ static void hint_swap(struct blamer_reader *r)
 void rd_dir_close(struct blamer_reader *r)
 {
 	rd_carry_free(&r->hints);
+	rd_alive_free(&r->alive);
 }
 
 /* Why the slab file @name did not open with @err: the trust rule it
@@ -520,7 +505,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
 	uint64_t heap_read = 0, mtime = 0;
-	uint32_t i, nraw = 0;
+	uint32_t i, nraw = 0, nparse;
 	size_t off = 0;
 
 	memset(ordered, 0, sizeof(ordered));
@@ -533,14 +518,22 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		p->slab_ids[p->nslabs++] = f[i].idx;
 		nraw++;
 	}
+	nparse = nraw;
 	/* A live heap is read a second time, after the first read ended:
 	 * the second copy of every record (copy.c). */
 	for (i = 0; i < nraw; i++) {
 		size_t got;
 
 		again[i] = SIZE_MAX;
-		if (raw[i].fd < 0 || !buf_room(d->r, off, raw[i].size))
+		if (raw[i].fd < 0)
 			continue;
+		if (!buf_room(d->r, off, raw[i].size)) {
+			/* one copy of a live heap is no proof of any record */
+			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for slab %llu",
+				   (unsigned long long)raw[i].id);
+			nparse = 0;
+			continue;
+		}
 		got = read_at(raw[i].fd, d->r->buf + off, raw[i].size, 0);
 		if (got < raw[i].size)
 			raw[i].size = got;	/* truncated under us: what both have */
@@ -561,7 +554,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	h.s = d->s;
 	h.p = p;
 	h.scratch = &d->r->scratch;
-	if (nraw && rd_heap_order(&h, raw, nraw))
+	if (nparse && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)
 		rd_slab_drop(&raw[i]);
@@ -661,13 +654,13 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	ret = open_dir(&d, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
+	rd_alive_begin(&r->alive);
 	ret = list_files(&d, &files, &n, err, errlen);
 	if (ret)
 		goto out;
 	for (i = 0; i < n; i = j) {
 		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
 		struct blamer_snap_process *p;
-		uint64_t live_start = 0;
 		bool live, full, keep, held = false;
 		char comm[64] = "";
 		size_t defs;
@@ -687,8 +680,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		p->start_time_ns = files[i].start;
 		p->uid = d.owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
-		live = proc_start(files[i].pid, &live_start, comm, sizeof(comm)) &&
-		       live_start == files[i].start;
+		live = rd_alive(&r->alive, files[i].pid, files[i].start, comm, sizeof(comm));
 		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
 		if (live) {
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
@@ -715,6 +707,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			rd_keep_add(&r->keep, s, p, defs, ks, nf);
 	}
 out:
+	rd_alive_end(&r->alive);
 	hint_swap(r);
 	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
 		rd_keep_swap(&r->keep);

@@ -115,7 +115,7 @@ _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
  *   decode_*.c                one decoder per record type
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
- *   keep.c  carry.c           what a long-lived reader keeps between snapshots
+ *   keep.c  alive.c  carry.c  what a long-lived reader keeps between snapshots
  *   snapshot.c                the model: processes, problems, freeing
  *   names.c                   (alone) names of values
  */
@@ -155,6 +155,9 @@ struct rd_stable {
 	size_t cap;		/* bytes first and second can hold */
 	bool grow;		/* first and second are malloc()ed: grown as needed */
 	uint8_t *first, *second;
+	/* set by rd_read_stable(): the second copy, in @second or (a dir
+	 * slab's) where the reader's own copy of the slab has it */
+	const uint8_t *other;
 	size_t seq_off;		/* rd_settled_seq(): offset of the u32 version */
 	bool (*settled)(struct rd_stable *r);
 	void *arg;		/* for settled() */
@@ -331,6 +334,39 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 void rd_keep_swap(struct rd_keep *k);
 void rd_keep_free(struct rd_keep *k);
 
+/*
+ * alive.c: is a dir heap's writer alive? /proc, or the pidfds a
+ * long-lived reader keeps for the writers it found alive.
+ */
+struct rd_writer {
+	int32_t pid;
+	int pidfd;		/* -1: closed, or carried over */
+	uint64_t start;
+	uint64_t checked_ns;	/* when /proc was last read (CLOCK_MONOTONIC) */
+	char comm[16];
+	bool exited;		/* its pidfd polled readable */
+	bool taken;		/* looked up by the current snapshot */
+};
+
+struct rd_alive {
+	struct rd_carry c;	/* struct rd_writer by pid and start */
+	struct pollfd *pfd;
+	size_t pfdcap;
+	size_t npidfds, budget;	/* held by the current snapshot's; at most */
+	uint64_t fd_limit;	/* RLIMIT_NOFILE's soft limit */
+	uint64_t now_ns;
+	uint64_t snapshots;
+	bool no_pidfd;		/* pidfd_open() refused: /proc every time */
+};
+/* The start of a snapshot: which watched writers have exited. */
+void rd_alive_begin(struct rd_alive *a);
+/* Is the writer @pid started at @start alive? If so, its comm (@commlen
+ * bytes at most, sanitized) is in @comm. Asked in (pid, start) order. */
+bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_t commlen);
+/* The end of a snapshot: the pidfds of writers it did not see are closed. */
+void rd_alive_end(struct rd_alive *a);
+void rd_alive_free(struct rd_alive *a);
+
 /* Device backend: a slab's mapping, kept from one snapshot to the next. */
 struct rd_devmap {
 	uint64_t id, create_time_ns, len;
@@ -359,6 +395,7 @@ struct blamer_reader {
 	/* dir: reads (struct rd_hint) by file, sorted as its files are */
 	struct rd_carry hints;
 	struct rd_keep keep;	/* BLAMER_READ_KEEP_DEAD */
+	struct rd_alive alive;	/* dir: writers found alive */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);

@@ -447,16 +447,18 @@ static inline int fx_write_dir(struct fx_heap *h, const char *dir, int64_t pid,
 }
 
 /*
- * This process's start time in ns since boot, the scale of the dir
- * backend's file names (/proc/self/stat field 22 in clock ticks), or 0.
+ * Process @pid's start time in ns since boot, the scale of the dir
+ * backend's file names (/proc/<pid>/stat field 22 in clock ticks), or 0.
  */
-static inline uint64_t fx_self_start_ns(void)
+static inline uint64_t fx_start_ns(pid_t pid)
 {
-	char buf[1024], *p;
+	char buf[1024], path[64], *p;
 	unsigned long long st = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
+	FILE *f;
 	int i;
 
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	if (!fgets(buf, sizeof(buf), f)) {
@@ -469,6 +471,11 @@ static inline uint64_t fx_self_start_ns(void)
 		p = strchr(p, ' ') + 1;
 	sscanf(p, "%llu", &st);
 	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+static inline uint64_t fx_self_start_ns(void)
+{
+	return fx_start_ns(getpid());
 }
 
 #endif /* BLAMER_FIXTURE_H */
