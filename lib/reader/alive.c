@@ -65,8 +65,7 @@ static int writer_cmp(const void *key, const void *entry)
 
 /*
  * /proc's word on @pid: alive with start time @start (and its comm into
- * @comm, sanitized), or not. No such pid (most dead heaps): one signal-0
- * probe says so for less than a path lookup in /proc (EPERM: it exists).
+ * @comm, sanitized), or not.
  */
 static bool proc_alive(int32_t pid, uint64_t start, char *comm, size_t commlen)
 {
@@ -81,6 +80,8 @@ static bool proc_alive(int32_t pid, uint64_t start, char *comm, size_t commlen)
 	return true;
 }
 
+/* No such pid (most dead heaps): one signal-0 probe says so for less
+ * than a path lookup in /proc. EPERM means it exists. */
 static bool pid_exists(int32_t pid)
 {
 	return pid > 0 && !(kill(pid, 0) && errno == ESRCH);
