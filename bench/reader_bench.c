@@ -24,7 +24,9 @@
  * by prometheus_client's MultiProcessCollector (bench/prom_mp.py).
  *
  * Then N = 10 ... 1,000 live heaps: N processes running with the library
- * (READER_BENCH_LIVE=N sets the top, 0 skips them).
+ * (READER_BENCH_LIVE=N sets the top, 0 skips them), read back to back and
+ * 1.1 s apart (a long-lived reader reads a watched writer's name again
+ * once a second, lib/reader/alive.c).
  *
  *   reader_bench BLAMER [PYTHON PROM_MP_PY] [MAX_N]
  *
@@ -171,7 +173,7 @@ static void copy_job_free(struct copy_job *j)
 }
 
 static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bool prom,
-			     struct copy_job *cj)
+			     struct copy_job *cj, unsigned int pause_ms)
 {
 	double c[21], ratio[21];
 	struct blamer_reader_opts o = {
@@ -190,7 +192,7 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 	struct blamer_reader *r;
 	struct blamer_snapshot *s;
 	double t[21];
-	int rounds = n >= 10000 ? 5 : n >= 1000 ? 11 : 21, i;
+	int rounds = n >= 10000 || pause_ms ? 5 : n >= 1000 ? 11 : 21, i;
 	size_t k;
 	char e[256];
 
@@ -200,7 +202,11 @@ static double time_snapshots(const char *dir, int n, uint64_t *used, int *ok, bo
 		return -1;
 	}
 	for (i = -1; i < rounds; i++) {	/* one warm-up */
-		double t0 = now();
+		double t0;
+
+		if (pause_ms)
+			usleep(pause_ms * 1000u);
+		t0 = now();
 
 		if (blamer_reader_snapshot(r, &s, e, sizeof(e))) {
 			fprintf(stderr, "reader_bench: %s\n", e);
@@ -289,13 +295,14 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 	int n, prev_n = 0;
 	double prev = 0;
 
-	printf("# live: N processes running with the library, their dir heaps read in full\n");
-	printf("# %-6s %10s %10s %8s %12s %12s\n", "N", "snapshot", "memcpy", "memcpy/",
-	       "blame", "dump --json");
+	printf("# live: N processes running with the library, their dir heaps read in full\n"
+	       "# (1 s apart: a snapshot 1.1 s after the last, as a scraping exporter takes them)\n");
+	printf("# %-6s %10s %10s %8s %10s %12s %12s\n", "N", "snapshot", "memcpy", "memcpy/",
+	       "1 s apart", "blame", "dump --json");
 	for (n = 10; n <= max_n; n *= 10) {
 		char *blame[] = { (char *)blamer, "--dir", dir, "blame", NULL };
 		char *dump[] = { (char *)blamer, "--dir", dir, "dump", "--json", NULL };
-		double snap = 0, copy = 0, ratio = 0, bl = 0, du = 0;
+		double snap = 0, apart = 0, copy = 0, ratio = 0, bl = 0, du = 0;
 		pid_t *pids = calloc((size_t)n, sizeof(*pids));
 		int pfd[2], i, ready = 0, ok = 0;
 		uint64_t u = 0;
@@ -322,7 +329,8 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 
 			if (copy_job_init(&cj, slab, used, n))
 				return -1;
-			snap = time_snapshots(dir, n, &u, &ok, false, &cj);
+			snap = time_snapshots(dir, n, &u, &ok, false, &cj, 0);
+			apart = time_snapshots(dir, n, &u, &ok, false, NULL, 1100);
 			copy = cj.secs;
 			ratio = cj.ratio;
 			copy_job_free(&cj);
@@ -339,8 +347,8 @@ static int bench_live(const char *blamer, const uint8_t *slab, size_t used, int 
 			fprintf(stderr, "reader_bench: %d of %d live writers started\n", ready, n);
 			return -1;
 		}
-		printf("  %-6d %7.2f ms %7.2f ms %6.0f %% %9.1f ms %9.1f ms", n, snap * 1e3,
-		       copy * 1e3, 100 * ratio, bl * 1e3, du * 1e3);
+		printf("  %-6d %7.2f ms %7.2f ms %6.0f %% %7.2f ms %9.1f ms %9.1f ms", n, snap * 1e3,
+		       copy * 1e3, 100 * ratio, apart * 1e3, bl * 1e3, du * 1e3);
 		if (prev_n)
 			printf("   time(%d)/time(%d) %.1f", n, prev_n, snap / prev);
 		printf("\n");
@@ -423,10 +431,10 @@ int main(int argc, char **argv)
 			return 1;
 		if (copy_job_init(&cj, slab, used, n))
 			return 1;
-		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false, &cj);
+		r->snap = time_snapshots(dir, n, &r->used, &r->health_ok, false, &cj, 0);
 		/* a dead heap is kept once its files are a second old (lib/reader/dir.c) */
 		sleep(2);
-		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true, NULL);
+		r->prom = time_snapshots(dir, n, &r->used, &r->health_ok, true, NULL, 0);
 		r->copy = cj.secs;
 		r->ratio = cj.ratio;
 		copy_job_free(&cj);

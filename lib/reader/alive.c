@@ -14,8 +14,9 @@
  * pid that can be reused, and polls readable once that process has
  * exited (the same "last thread gone" as above): one poll() over all of
  * them per snapshot tells which writers ended, and a writer that did not
- * is alive without a /proc read. Its name (comm, which a process may
- * change) is read again, with the /proc check, once a second.
+ * is alive without a /proc/<pid>/stat read. Its name (comm, which a
+ * process may change) is read again once a second, from /proc/<pid>/comm
+ * (no thread to sum).
  *
  * The pidfd is opened before /proc is read: if /proc then shows the
  * heap's start time, the pidfd is of that process (had the process the
@@ -28,8 +29,10 @@
  * that refuses it), are looked up in /proc every time.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +47,7 @@
 #define SYS_pidfd_open 434	/* the same number on every architecture */
 #endif
 
-/* comm (and the /proc check) is read again after this long */
+/* a watched writer's comm is read again after this long */
 #define RD_ALIVE_RECHECK_NS	1000000000ull
 #define RD_MAX_WRITERS		(1u << 20)
 
@@ -148,10 +151,53 @@ unknown:
 		last[i].checked_ns = a->now_ns - RD_ALIVE_RECHECK_NS;
 }
 
+/*
+ * A watched writer's name again, from /proc/<pid>/comm: its pidfd says it
+ * is the same process, so no start time to check and no thread to sum
+ * (the old name stays if that file cannot be read). False if the writer
+ * exited meanwhile: asked after the read, so a name read is its own.
+ */
+static bool renamed(int32_t pid, int pidfd, char comm[16])
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	char path[32], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (n > 0 && buf[n - 1] == '\n')
+			n--;
+		if (n > 0)
+			rd_sanitize(comm, buf, (size_t)n < 15 ? (size_t)n : 15);
+	}
+	return poll(&p, 1, 0) <= 0;
+}
+
+/* @w, watched through @pidfd, carried to the current snapshot (else its
+ * pidfd is closed): false if out of memory. */
+static bool watch(struct rd_alive *a, const struct rd_writer *w, int pidfd)
+{
+	struct rd_writer *nw = rd_carry_add(&a->c);
+
+	if (!nw) {
+		close(pidfd);
+		return false;
+	}
+	*nw = *w;
+	nw->pidfd = pidfd;
+	nw->exited = nw->taken = false;
+	a->npidfds++;
+	return true;
+}
+
 bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_t commlen)
 {
 	struct rd_writer_key key = { .pid = pid, .start = start };
-	struct rd_writer *w = rd_carry_find(&a->c, &key, writer_cmp), *nw;
+	struct rd_writer *w = rd_carry_find(&a->c, &key, writer_cmp), nw;
 	int pidfd = -1;
 
 	if (w && !w->taken) {
@@ -160,27 +206,24 @@ bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_
 			return false;	/* its pidfd is closed at the end */
 		pidfd = w->pidfd;
 		w->pidfd = -1;	/* now ours, whatever follows */
-		if (pidfd >= 0 && a->npidfds >= a->budget) {
-			close(pidfd);	/* the limit was lowered */
+		if (a->npidfds >= a->budget) {
+			close(pidfd);	/* the limit was lowered: /proc below */
 			pidfd = -1;
-		}
-		if (pidfd >= 0 && a->now_ns - w->checked_ns < RD_ALIVE_RECHECK_NS) {
-			nw = rd_carry_add(&a->c);
-			if (!nw) {
-				close(pidfd);
-				pidfd = -1;
-				goto proc;
+		} else {
+			if (a->now_ns - w->checked_ns >= RD_ALIVE_RECHECK_NS) {
+				if (!renamed(pid, pidfd, w->comm)) {
+					close(pidfd);
+					return false;
+				}
+				w->checked_ns = a->now_ns;
 			}
-			*nw = *w;
-			nw->pidfd = pidfd;
-			nw->taken = false;
-			a->npidfds++;
-			memcpy(comm, w->comm, commlen < sizeof(w->comm) ? commlen : sizeof(w->comm));
-			comm[commlen - 1] = '\0';
-			return true;
+			if (watch(a, w, pidfd)) {
+				snprintf(comm, commlen, "%s", w->comm);
+				return true;
+			}
+			pidfd = -1;	/* out of memory: /proc below */
 		}
 	}
-proc:
 	if (!pid_exists(pid)) {
 		if (pidfd >= 0)
 			close(pidfd);
@@ -195,21 +238,14 @@ proc:
 	}
 	if (pidfd < 0)
 		return true;	/* not watched: /proc again next time */
-	nw = rd_carry_add(&a->c);
-	if (!nw) {
-		close(pidfd);
-		return true;
-	}
-	/* Writers first seen in one snapshot are checked again in different
-	 * ones: each first at its own moment of the second (a hash of its
-	 * pid), then once a second. */
-	*nw = (struct rd_writer){ .pid = pid, .start = start, .pidfd = pidfd,
-				  .checked_ns = a->now_ns };
-	if (!w)
-		nw->checked_ns -= (uint32_t)pid * 2654435761u % RD_ALIVE_RECHECK_NS;
-	memcpy(nw->comm, comm, commlen < sizeof(nw->comm) ? commlen : sizeof(nw->comm));
-	nw->comm[sizeof(nw->comm) - 1] = '\0';
-	a->npidfds++;
+	/* Writers first seen in one snapshot have their names read again in
+	 * different ones: each first at its own moment of the second (a hash
+	 * of its pid), then once a second. */
+	nw = (struct rd_writer){ .pid = pid, .start = start,
+				 .checked_ns = a->now_ns - (uint32_t)pid * 2654435761u %
+						       RD_ALIVE_RECHECK_NS };
+	snprintf(nw.comm, sizeof(nw.comm), "%s", comm);
+	watch(a, &nw, pidfd);
 	return true;
 }
 
