@@ -146,7 +146,7 @@ void rd_alive_begin(struct rd_alive *a)
 			last[i].exited = a->pfd[n++].revents != 0;
 	return;
 unknown:
-	/* no answer from poll(): ask /proc about each of them */
+	/* no answer from poll(): each is asked on its own (renamed()) */
 	for (i = 0; i < a->c.nlast; i++)
 		last[i].checked_ns = a->now_ns - RD_ALIVE_RECHECK_NS;
 }
