@@ -1424,10 +1424,10 @@ static int count_pidfds(void)
 static void rename_self(int sig)
 {
 	(void)sig;
-	prctl(PR_SET_NAME, "after");
+	prctl(PR_SET_NAME, "\x1b[2Jafter");	/* an escape sequence, to be made printable */
 }
 
-/* A child named @name that waits to be killed (SIGUSR1 names it "after"). */
+/* A child named @name that waits to be killed (SIGUSR1 renames it). */
 static pid_t spawn_waiter(const char *name)
 {
 	int ready[2];
@@ -1493,7 +1493,8 @@ static int state_in(struct blamer_reader *r, pid_t pid, char *comm)
  * A long-lived reader keeps a pidfd for a writer it found alive (from its
  * second snapshot on) instead of reading /proc each time: the writer is
  * still seen to end, as a zombie and once reaped, its pidfd is then
- * closed, and a name it gives itself shows within a second.
+ * closed, and a name it gives itself shows within a second, made
+ * printable.
  */
 TEST(long_lived_reader_watches_its_writers)
 {
@@ -1522,11 +1523,11 @@ TEST(long_lived_reader_watches_its_writers)
 	EXPECT_EQ(BLAMER_PROC_LIVE, state_in(r, child, comm));
 	EXPECT_STREQ("before", comm);
 
-	/* renamed: shown within a second (and a snapshot) */
+	/* renamed: shown within a second (and a snapshot), printable */
 	ASSERT_EQ(0, kill(child, SIGUSR1));
 	usleep(1100 * 1000);
 	EXPECT_EQ(BLAMER_PROC_LIVE, state_in(r, child, comm));
-	EXPECT_STREQ("after", comm);
+	EXPECT_STREQ("?[2Jafter", comm);
 	EXPECT_EQ(base + 1, count_pidfds());
 
 	/* ended: dead as a zombie, its pidfd closed; dead once reaped */
