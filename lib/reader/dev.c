@@ -319,16 +319,11 @@ int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		       j - i <= BLAMER_MAX_SLABS && keepable(&v[i], j - i, boot_ns, ks);
 		if (keep)
 			e = rd_keep_find(&r->keep, p->pid, p->start_time_ns, p->heap_key);
-		if (e && rd_keep_same(e, ks, j - i)) {
-			struct blamer_snap_process facts = *p;
-
-			if (rd_keep_reuse(&r->keep, e, s, p))
-				continue;
-			*p = facts;	/* out of memory: read it as if not kept */
-		}
+		if (e && rd_keep_same(e, ks, j - i) && rd_keep_reuse(&r->keep, e, s, p))
+			continue;
 		defs = s->nunit_defs;
 		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
-		if (keep && p->health != BLAMER_HEALTH_TORN && p->health != BLAMER_HEALTH_UNREADABLE)
+		if (keep)
 			rd_keep_add(&r->keep, s, p, defs, ks, j - i);
 	}
 	cache_swap(r);

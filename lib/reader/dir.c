@@ -614,7 +614,6 @@ static bool reuse_kept(struct dir *d, struct blamer_snap_process *p, const struc
 		       uint32_t n)
 {
 	struct rd_kept_slab ks[BLAMER_MAX_SLABS];
-	struct blamer_snap_process facts = *p;
 	char name[BL_SLAB_NAME_MAX];
 	struct rd_kept *e;
 	struct stat st;
@@ -631,12 +630,8 @@ static bool reuse_kept(struct dir *d, struct blamer_snap_process *p, const struc
 		kept_slab(&ks[i], &f[i], &st);
 		ks[i].hint = e->slabs[i].hint;
 	}
-	if (!rd_keep_same(e, ks, n))
+	if (!rd_keep_same(e, ks, n) || !rd_keep_reuse(&d->r->keep, e, d->s, p))
 		return false;
-	if (!rd_keep_reuse(&d->r->keep, e, d->s, p)) {
-		*p = facts;	/* out of memory: read it as if not kept */
-		return false;
-	}
 	for (i = 0; i < n; i++)
 		hint_note(d->r, &f[i], ks[i].hint);
 	return true;
@@ -701,8 +696,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		}
 		if (!p->comm[0] && p->cmdline[0])
 			comm_from_cmdline(p);
-		if (keep && !held && p->nslabs == nf && p->health != BLAMER_HEALTH_TORN &&
-		    p->health != BLAMER_HEALTH_UNREADABLE && quiet(ks, nf))
+		if (keep && !held && p->nslabs == nf && quiet(ks, nf))
 			rd_keep_add(&r->keep, s, p, defs, ks, nf);
 	}
 out:

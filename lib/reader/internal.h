@@ -321,11 +321,12 @@ struct rd_kept *rd_keep_find(struct rd_keep *k, int32_t pid, uint64_t start, uin
 /* Are @slabs those @e was decoded from? */
 bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uint32_t n);
 /* @e copied into @s as @p (filled in whole), and kept for the next
- * snapshot; false out of memory (@p emptied: read the heap instead). */
+ * snapshot; false out of memory (@p as it was: read the heap instead). */
 bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot *s,
 		   struct blamer_snap_process *p);
 /* Keeps @p, just decoded into @s with the unit names s->unit_defs[@first_def..],
- * read from @slabs, for the next snapshot (if it fits). */
+ * read from @slabs, for the next snapshot (if it fits, and was read
+ * neither torn nor unreadable). */
 void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 		 const struct blamer_snap_process *p, size_t first_def,
 		 const struct rd_kept_slab *slabs, uint32_t n);

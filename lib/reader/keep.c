@@ -70,16 +70,17 @@ bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot 
 		   struct blamer_snap_process *p)
 {
 	const struct blamer_snapshot *one = e->one;
+	struct blamer_snap_process facts = *p;
 	size_t i, defs = s->nunit_defs;
 	struct rd_kept *slot;
 
 	if (!rd_process_copy(s, p, &one->procs[0]))
-		return false;
+		goto fail;
 	for (i = 0; i < one->nunit_defs; i++) {
 		if (!rd_add_unit_def(s, &one->unit_defs[i])) {
 			s->nunit_defs = defs;
 			rd_process_free(p);
-			return false;
+			goto fail;
 		}
 	}
 	/* it moves on to the current list: kept as long as it is seen */
@@ -91,6 +92,9 @@ bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot 
 		e->slabs = NULL;
 	}
 	return true;
+fail:
+	*p = facts;	/* out of memory: the caller reads the heap instead */
+	return false;
 }
 
 void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
@@ -103,7 +107,9 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 	struct rd_kept *slot;
 	size_t i;
 
-	if (k->nbytes >= RD_KEEP_MAX)
+	/* a heap read torn or unreadable is read again, not kept as such */
+	if (k->nbytes >= RD_KEEP_MAX || p->health == BLAMER_HEALTH_TORN ||
+	    p->health == BLAMER_HEALTH_UNREADABLE)
 		return;
 	e.one = rd_snapshot_new(NULL);
 	e.slabs = malloc((n ? n : 1) * sizeof(*slabs));
