@@ -61,9 +61,7 @@ static int writer_cmp(const void *key, const void *entry)
 	const struct rd_writer_key *k = key;
 	const struct rd_writer *w = entry;
 
-	if (k->pid != w->pid)
-		return k->pid < w->pid ? -1 : 1;
-	return k->start < w->start ? -1 : k->start > w->start;
+	return rd_pid_start_cmp(k->pid, k->start, w->pid, w->start);
 }
 
 /*

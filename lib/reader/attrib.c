@@ -49,12 +49,9 @@ static int node_cmp(const void *a, const void *b)
 static int proc_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_process *x = a, *y = b;
+	int c = rd_pid_start_cmp(x->pid, x->start_time_ns, y->pid, y->start_time_ns);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start_time_ns != y->start_time_ns)
-		return x->start_time_ns < y->start_time_ns ? -1 : 1;
-	return x->heap_key < y->heap_key ? -1 : x->heap_key > y->heap_key;
+	return c ? c : x->heap_key < y->heap_key ? -1 : x->heap_key > y->heap_key;
 }
 
 static int u32_cmp(const void *a, const void *b)

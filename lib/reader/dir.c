@@ -66,12 +66,9 @@ struct dir {
 static int dfile_cmp(const void *a, const void *b)
 {
 	const struct dfile *x = a, *y = b;
+	int c = rd_pid_start_cmp(x->pid, x->start, y->pid, y->start);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static void dfile_name(char *buf, const struct dfile *f)

@@ -269,6 +269,19 @@ struct rd_hint {
 };
 
 /*
+ * The order of heaps throughout the reader: by pid, then start time. The
+ * dir backend lists its files in it, the views show processes in it, and
+ * what a long-lived reader carries is looked up in it (alive.c relies on
+ * being asked in the order the files come in).
+ */
+static inline int rd_pid_start_cmp(int32_t pa, uint64_t sa, int32_t pb, uint64_t sb)
+{
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	return sa < sb ? -1 : sa > sb;
+}
+
+/*
  * carry.c: what a long-lived reader carries from one snapshot to the
  * next: the last snapshot's entries (sorted, looked up) and the current
  * one's (appended), at most @max of them, of @elsz bytes each.

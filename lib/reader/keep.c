@@ -29,12 +29,9 @@
 static int kept_cmp(const void *a, const void *b)
 {
 	const struct rd_kept *x = a, *y = b;
+	int c = rd_pid_start_cmp(x->pid, x->start, y->pid, y->start);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
+	return c ? c : (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
 }
 
 static void kept_free(struct rd_kept *e)
