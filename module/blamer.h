@@ -94,7 +94,7 @@ enum {
 	BLAMER_OWNER_ALIVE,	/* in the owner table, process running */
 	BLAMER_OWNER_DYING,	/* the exit probe is recording the status */
 	BLAMER_OWNER_DEAD,	/* @exit_status and @death_time_ns are set */
-	BLAMER_OWNER_GONE,	/* left the table alive: no slab was live */
+	BLAMER_OWNER_GONE,	/* left the table alive: no slab of it exists */
 };
 
 /**
@@ -104,7 +104,8 @@ enum {
  * @ref: the owner table's reference and one per slab
  * @pid: the process's thread group (reference held)
  * @start_time_ns: its start time, boot-based (time namespace free)
- * @live: its live slabs, under blamer_lock
+ * @slabs: every slab of it not yet freed, in the table or released,
+ *	under blamer_lock
  * @state: BLAMER_OWNER_*
  * @exit_status: wait status of the whole process once DEAD
  * @death_time_ns: when the last thread exited, boot-based, once DEAD
@@ -116,7 +117,7 @@ struct blamer_owner {
 	struct kref ref;
 	struct pid *pid;
 	u64 start_time_ns;
-	struct list_head live;
+	struct list_head slabs;
 	atomic_t state;
 	int exit_status;
 	u64 death_time_ns;
@@ -127,17 +128,19 @@ struct blamer_owner {
  * struct blamer_buf - the pages of a slab (its inode's i_private)
  * @user: the account charged for them until they are freed (all of
  *	@nr_pages, present or not: a reservation)
- * @memcg: the creator's memory cgroup (reference held), which pages
- *	allocated at first touch are charged to; NULL if every page was
- *	allocated at creation or memory cgroups are off
+ * @linger: entry in the lingering list once the inode is gone while
+ *	other holders keep some pages (slabfs.c)
+ * @holes: some mapping was given the hole page for a page of this slab
  * @nr_pages: number of entries in @pages
- * @pages: order-0 pages, zeroed, charged to the creator's memory cgroup;
- *	NULL until first touched (published with cmpxchg(), never changed
- *	again until the buffer is freed)
+ * @pages: order-0 pages, zeroed, charged to the memory cgroup of the task
+ *	that allocated them; NULL until a writer first touched them
+ *	(published with cmpxchg(), never changed again while the inode
+ *	lives)
  */
 struct blamer_buf {
 	struct blamer_user *user;
-	struct mem_cgroup *memcg;
+	struct list_head linger;
+	bool holes;
 	unsigned long nr_pages;
 	struct page *pages[];
 };
@@ -156,9 +159,10 @@ struct blamer_buf {
  * @inode: holds the pages
  * @create_time_ns: creation time, boot-based
  * @comm: the creator's command name at creation
- * @node: entry in @owner->live while live, in @user->orphan_list once
- *	orphaned, under blamer_lock
- * @orphaned: on @user->orphan_list, under blamer_lock
+ * @node: entry in @user->orphan_list once orphaned, under blamer_lock
+ * @owner_node: entry in @owner->slabs until freed, under blamer_lock
+ * @orphaned: on @user->orphan_list, under blamer_lock (once set, never
+ *	cleared: an evicted orphan stays one)
  * @removed: no longer in the slab table, under blamer_lock
  * @rm_node: entry in a list of slabs just removed from the table
  * @reap_node: entry in the reaper's list of slabs just orphaned
@@ -177,6 +181,7 @@ struct blamer_slab {
 	u64 create_time_ns;
 	char comm[TASK_COMM_LEN];
 	struct list_head node;
+	struct list_head owner_node;
 	bool orphaned;
 	bool removed;
 	struct list_head rm_node;
@@ -189,6 +194,7 @@ struct blamer_slab {
  * @cred: credentials
  * @pidns: pid namespace the asker sees
  * @tgid: the asker's thread group
+ * @mm: the asker's address space (the program it runs; held in snapshots)
  * @live: the asker is current: capabilities are checked now (and
  *	audited where a privilege is exercised); otherwise the fields below
  *	were computed when the snapshot was taken (poll watchers)
@@ -200,6 +206,7 @@ struct blamer_ident {
 	const struct cred *cred;
 	struct pid_namespace *pidns;
 	struct pid *tgid;
+	struct mm_struct *mm;
 	bool live;
 	bool priv_all;
 	bool priv_own;
@@ -249,8 +256,8 @@ int blamer_slab_release(u64 id);
 void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out);
 void blamer_slab_orphan_locked(struct blamer_slab *slab,
 			       struct list_head *evicted);
-void blamer_evict_locked(struct blamer_user *user, unsigned long keep,
-			 u64 bytes, struct list_head *out);
+u64 blamer_evict_locked(struct blamer_user *user, struct pid_namespace *ns,
+			u64 bytes, struct list_head *out);
 void blamer_slab_put_list(struct list_head *list, bool notify);
 void blamer_slab_get(struct blamer_slab *slab);
 void blamer_slab_put(struct blamer_slab *slab);
@@ -271,6 +278,7 @@ bool blamer_is_owner(const struct blamer_slab *slab);
 /* user.c */
 int blamer_user_charge(u64 size, struct blamer_user **userp);
 void blamer_user_uncharge(struct blamer_user *user, u64 size);
+void blamer_user_uncharge_bytes(struct blamer_user *user, u64 size);
 struct blamer_user *blamer_user_find_locked(kuid_t uid);
 kuid_t blamer_user_key(const struct cred *cred);
 void blamer_user_get(struct blamer_user *user);
@@ -284,6 +292,7 @@ struct inode *blamer_slab_inode(u64 size, struct blamer_user *user,
 				bool populate);
 struct file *blamer_slab_file(struct blamer_slab *slab, int flags);
 void blamer_slab_revoke_writers(struct blamer_slab *slab);
+void blamer_linger_scan(void);
 
 /* perm.c */
 void blamer_ident_current(struct blamer_ident *id);

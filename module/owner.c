@@ -4,8 +4,10 @@
  *
  * The owner of a slab is the process that created it, found by its thread
  * group's struct pid (which is never reused while referenced). A process
- * has one struct blamer_owner in the owner table from its first live slab
- * until it dies or has no live slab left.
+ * has one struct blamer_owner in the owner table from its first slab
+ * until it dies or none of its slabs exists any more: a slab it released
+ * may still be mapped writable, by it or by a process sharing its
+ * address space (CLONE_VM), and its death must still revoke that.
  *
  * Death is observed with the sched_process_exit tracepoint, which every
  * exiting thread passes in do_exit() after exit_mm() and before its parent
@@ -40,7 +42,7 @@
 
 #include "blamer.h"
 
-/* Owners of live slabs by thread group, RCU for the probe. */
+/* Owners of existing slabs by thread group, RCU for the probe. */
 static DEFINE_HASHTABLE(blamer_owners, 8);
 static atomic_t blamer_nr_owners = ATOMIC_INIT(0);
 
@@ -71,21 +73,23 @@ bool blamer_owner_dead(const struct blamer_owner *owner)
 }
 
 /*
- * Not yet seen dying. A GONE owner is a living process that released all
- * its live slabs; its released slabs' mappings still write.
+ * Not yet seen dying (an owner only leaves ALIVE by dying, or with its
+ * last slab).
  */
 bool blamer_owner_living(const struct blamer_owner *owner)
 {
-	int state = atomic_read(&owner->state);
-
-	return state == BLAMER_OWNER_ALIVE || state == BLAMER_OWNER_GONE;
+	return atomic_read(&owner->state) == BLAMER_OWNER_ALIVE;
 }
 
-/* Is the caller the living process that created @slab? */
+/*
+ * Is the caller the creator of @slab: its living process, still running
+ * the program that created it (an execve() since, a setuid one included,
+ * makes it another program, which gets no creator's rights)?
+ */
 bool blamer_is_owner(const struct blamer_slab *slab)
 {
 	return task_tgid(current) == slab->owner->pid &&
-	       blamer_owner_living(slab->owner);
+	       current->mm == slab->mm && blamer_owner_living(slab->owner);
 }
 
 /**
@@ -117,7 +121,7 @@ struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare)
 	kref_get(&owner->ref);		/* the caller's */
 	owner->pid = get_pid(tgid);
 	owner->start_time_ns = current->group_leader->start_boottime;
-	INIT_LIST_HEAD(&owner->live);
+	INIT_LIST_HEAD(&owner->slabs);
 	atomic_set(&owner->state, BLAMER_OWNER_ALIVE);
 	hash_add_rcu(blamer_owners, &owner->node, (unsigned long)tgid);
 	atomic_inc(&blamer_nr_owners);
@@ -125,17 +129,17 @@ struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare)
 }
 
 /**
- * blamer_owner_idle_locked - @owner may have lost its last live slab
+ * blamer_owner_idle_locked - @owner may have lost its last slab
  * @owner: an owner record
  *
- * A living owner without live slabs leaves the table, so exits of
- * processes that released everything cost the probe nothing. If the
- * probe got there first, the reaper removes it instead.
+ * A living owner none of whose slabs exists any more leaves the table,
+ * so exits of processes that freed everything cost the probe nothing.
+ * If the probe got there first, the reaper removes it instead.
  */
 void blamer_owner_idle_locked(struct blamer_owner *owner)
 {
 	lockdep_assert_held(&blamer_lock);
-	if (!list_empty(&owner->live))
+	if (!list_empty(&owner->slabs))
 		return;
 	if (atomic_cmpxchg(&owner->state, BLAMER_OWNER_ALIVE,
 			   BLAMER_OWNER_GONE) != BLAMER_OWNER_ALIVE)
@@ -185,27 +189,36 @@ static void blamer_exit_probe(void *data, struct task_struct *p)
 	rcu_read_unlock();
 }
 
-/* Orphan the live slabs of one dead owner and drop its table reference. */
+/*
+ * One dead owner: its slabs in the table become orphans, and every slab
+ * of it that still exists, released ones included, loses its writers.
+ * Then the owner's table reference goes.
+ */
 static void blamer_reap_owner(struct blamer_owner *owner)
 {
 	struct blamer_slab *slab, *tmp;
-	LIST_HEAD(orphaned);
+	LIST_HEAD(reaped);
 	LIST_HEAD(evicted);
 
 	mutex_lock(&blamer_lock);
 	hash_del_rcu(&owner->node);
 	atomic_dec(&blamer_nr_owners);
-	list_for_each_entry_safe(slab, tmp, &owner->live, node) {
-		blamer_slab_get(slab);
-		list_add_tail(&slab->reap_node, &orphaned);
-		blamer_slab_orphan_locked(slab, &evicted);
+	list_for_each_entry(slab, &owner->slabs, owner_node) {
+		/* Being freed: its last file, and so mapping, is gone. */
+		if (!kref_get_unless_zero(&slab->ref))
+			continue;
+		list_add_tail(&slab->reap_node, &reaped);
+		if (!slab->removed)
+			blamer_slab_orphan_locked(slab, &evicted);
 	}
 	mutex_unlock(&blamer_lock);
 
-	list_for_each_entry_safe(slab, tmp, &orphaned, reap_node) {
+	list_for_each_entry_safe(slab, tmp, &reaped, reap_node) {
 		list_del(&slab->reap_node);
 		blamer_slab_revoke_writers(slab);
-		blamer_notify(slab);
+		/* Set under blamer_lock above, never cleared. */
+		if (slab->orphaned)
+			blamer_notify(slab);
 		blamer_slab_put(slab);
 	}
 	blamer_slab_put_list(&evicted, true);

@@ -7,7 +7,11 @@
  * creator as it was when it created the slab, for live slabs and orphans
  * alike:
  *
- *  1. the creating process itself may read its slabs;
+ *  1. the creating process itself may read its slabs, while it runs the
+ *     program that created them (the same address space): after an
+ *     execve() it is another program and the rules below apply to it, so
+ *     privilege held at creation (a setuid creator that then dropped its
+ *     ids and exec'd) is needed for every later read;
  *  2. a slab whose creator is not visible in the reader's pid namespace
  *     is readable only with CAP_SYS_PTRACE in the initial user namespace;
  *  3. members of the reader_gid group may read every visible slab;
@@ -28,6 +32,7 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/coredump.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
@@ -96,7 +101,7 @@ bool blamer_may_read(const struct blamer_ident *id,
 	const struct cred *owner = slab->cred;
 	bool ids, dumpable;
 
-	if (id->tgid == slab->owner->pid)
+	if (id->tgid == slab->owner->pid && id->mm == slab->mm)
 		return true;
 	if (!pid_nr_ns(slab->owner->pid, id->pidns))
 		return blamer_capable(id, &init_user_ns, audit);
@@ -118,6 +123,7 @@ void blamer_ident_current(struct blamer_ident *id)
 	id->cred = current_cred();
 	id->pidns = task_active_pid_ns(current);
 	id->tgid = task_tgid(current);
+	id->mm = current->mm;
 	id->live = true;
 }
 
@@ -127,6 +133,10 @@ void blamer_ident_snapshot(struct blamer_ident *id)
 	id->cred = get_current_cred();
 	id->pidns = get_pid_ns(task_active_pid_ns(current));
 	id->tgid = get_pid(task_tgid(current));
+	/* Held: a freed address space's address could be a new one's. */
+	id->mm = current->mm;
+	if (id->mm)
+		mmgrab(id->mm);
 	id->live = false;
 	id->priv_all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 	id->priv_own = ns_capable_noaudit(current_user_ns(), CAP_SYS_PTRACE);
@@ -140,5 +150,7 @@ void blamer_ident_release(struct blamer_ident *id)
 	if (id->pidns)
 		put_pid_ns(id->pidns);
 	put_pid(id->tgid);
+	if (id->mm)
+		mmdrop(id->mm);
 	memset(id, 0, sizeof(*id));
 }

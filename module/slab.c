@@ -16,6 +16,7 @@
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/pid_namespace.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -39,9 +40,16 @@ static unsigned long blamer_nr_orphans;
 static void blamer_slab_free(struct kref *ref)
 {
 	struct blamer_slab *slab = container_of(ref, struct blamer_slab, ref);
+	struct blamer_owner *owner = slab->owner;
 
-	if (slab->owner)
-		blamer_owner_put(slab->owner);
+	if (owner) {
+		/* No file of it is left, so no mapping that could write. */
+		mutex_lock(&blamer_lock);
+		list_del(&slab->owner_node);
+		blamer_owner_idle_locked(owner);
+		mutex_unlock(&blamer_lock);
+		blamer_owner_put(owner);
+	}
 	if (slab->user)
 		blamer_user_put(slab->user);
 	if (slab->cred)
@@ -89,15 +97,13 @@ void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out)
 {
 	lockdep_assert_held(&blamer_lock);
 	xa_erase(&blamer_slabs, slab->id);
-	list_del(&slab->node);
 	slab->removed = true;
 	slab->user->slabs--;
 	blamer_nr_slabs--;
 	if (slab->orphaned) {
+		list_del_init(&slab->node);
 		slab->user->orphans--;
 		blamer_nr_orphans--;
-	} else {
-		blamer_owner_idle_locked(slab->owner);
 	}
 	list_add_tail(&slab->rm_node, out);
 }
@@ -115,45 +121,81 @@ void blamer_slab_put_list(struct list_head *list, bool notify)
 	}
 }
 
-/**
- * blamer_evict_locked - evict @user's oldest orphans
- * @user: the account; blamer_lock is held
- * @keep: evict while it has more orphans than this
- * @bytes: and until at least this many bytes of orphans were evicted
- * @out: gets the evicted slabs (see blamer_slab_unlink())
+/*
+ * The pid namespace @slab was created in: its owner's innermost one.
+ * Orphans are kept, counted and evicted per namespace (see user.c).
  */
-void blamer_evict_locked(struct blamer_user *user, unsigned long keep,
-			 u64 bytes, struct list_head *out)
+static struct pid_namespace *blamer_slab_ns(const struct blamer_slab *slab)
 {
-	struct blamer_slab *victim;
+	return ns_of_pid(slab->owner->pid);
+}
+
+/**
+ * blamer_evict_locked - evict @user's oldest orphans that @ns sees
+ * @user: the account; blamer_lock is held
+ * @ns: only orphans whose owner is visible in this pid namespace (made
+ *	in it or below it): a container never evicts its host's
+ * @bytes: evict until at least this many bytes of orphans were evicted
+ * @out: gets the evicted slabs (see blamer_slab_unlink())
+ *
+ * Return: the bytes evicted, 0 if @ns sees no orphan of @user.
+ */
+u64 blamer_evict_locked(struct blamer_user *user, struct pid_namespace *ns,
+			u64 bytes, struct list_head *out)
+{
+	struct blamer_slab *victim, *tmp;
 	u64 evicted = 0;
 
 	lockdep_assert_held(&blamer_lock);
-	while (user->orphans > keep || (evicted < bytes && user->orphans)) {
-		victim = list_first_entry(&user->orphan_list,
-					  struct blamer_slab, node);
+	list_for_each_entry_safe(victim, tmp, &user->orphan_list, node) {
+		if (evicted >= bytes)
+			break;
+		if (!pid_nr_ns(victim->owner->pid, ns))
+			continue;
 		evicted += victim->size;
 		blamer_slab_unlink(victim, out);
 	}
+	return evicted;
 }
 
 /**
  * blamer_slab_orphan_locked - @slab's owner died
- * @slab: a live slab of a dead owner; blamer_lock is held
+ * @slab: a slab in the table of a dead owner; blamer_lock is held
  * @evicted: gets orphans evicted above the account's limit
+ *
+ * Each pid namespace keeps up to max_user_orphans of the account's
+ * orphans made in it, evicting its own oldest: the orphans of a
+ * container (another pid namespace, the same uid) never push out the
+ * host's, nor the host's a container's. The walk only happens above the
+ * limit, and the account's bytes bound its length.
  */
 void blamer_slab_orphan_locked(struct blamer_slab *slab,
 			       struct list_head *evicted)
 {
+	struct pid_namespace *ns = blamer_slab_ns(slab);
+	u64 keep = READ_ONCE(blamer_max_user_orphans);
 	struct blamer_user *user = slab->user;
+	struct blamer_slab *s, *tmp;
+	u64 n = 0;
 
 	lockdep_assert_held(&blamer_lock);
-	list_move_tail(&slab->node, &user->orphan_list);
-	slab->orphaned = true;
+	list_add_tail(&slab->node, &user->orphan_list);
+	WRITE_ONCE(slab->orphaned, true);
 	user->orphans++;
 	blamer_nr_orphans++;
-	blamer_evict_locked(user, READ_ONCE(blamer_max_user_orphans), 0,
-			    evicted);
+	if (user->orphans <= keep)
+		return;
+	list_for_each_entry(s, &user->orphan_list, node)
+		if (blamer_slab_ns(s) == ns)
+			n++;
+	list_for_each_entry_safe(s, tmp, &user->orphan_list, node) {
+		if (n <= keep)
+			break;
+		if (blamer_slab_ns(s) != ns)
+			continue;
+		blamer_slab_unlink(s, evicted);
+		n--;
+	}
 }
 
 /**
@@ -173,7 +215,6 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	struct blamer_slab *slab;
 	struct inode *inode;
 	struct file *file;
-	LIST_HEAD(undo);
 	u64 size;
 	u32 id;
 	int err;
@@ -181,6 +222,13 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	/* The same process, and the same program: execve() ends it. */
 	if (task_tgid(current) != ctx->pid || current->mm != ctx->mm ||
 	    !current->mm)
+		return -EPERM;
+	/*
+	 * A vfork() child runs in its parent's address space until it execs
+	 * or exits: a slab it made would be written by the parent, under
+	 * the child's name, for as long as the child lives.
+	 */
+	if (READ_ONCE(current->vfork_done))
 		return -EPERM;
 	if ((c->flags & ~BLAMER_CREATE_POPULATE) || !c->length)
 		return -EINVAL;
@@ -205,7 +253,13 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 		iput(inode);
 		return -ENOMEM;
 	}
-	kref_init(&slab->ref);		/* the table's */
+	/*
+	 * The creator's reference: it keeps the slab while blamer_slab_file()
+	 * takes the file's own. Once published, any thread of this process
+	 * may release the slab by its ID (IDs are guessable), dropping the
+	 * table's reference at any moment after blamer_lock is released.
+	 */
+	kref_init(&slab->ref);
 	slab->inode = inode;
 	slab->size = size;
 	slab->file_serial = ctx->serial;
@@ -217,6 +271,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	slab->create_time_ns = ktime_get_boottime_ns();
 	get_task_comm(slab->comm, current->group_leader);
 	INIT_LIST_HEAD(&slab->node);
+	INIT_LIST_HEAD(&slab->owner_node);
 
 	mutex_lock(&blamer_lock);
 	slab->owner = blamer_owner_get_locked(&spare);
@@ -239,22 +294,24 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 			xa_erase(&blamer_slabs, id);
 	}
 	if (err < 0) {
-		blamer_owner_idle_locked(slab->owner);
 		if (err == -EBUSY)
 			err = -ENOSPC;
 		goto unlock;
 	}
-	list_add_tail(&slab->node, &slab->owner->live);
+	/* Lookups may find it now, but unlinking waits for blamer_lock. */
+	blamer_slab_get(slab);		/* the table's */
+	list_add_tail(&slab->owner_node, &slab->owner->slabs);
 	user->slabs++;
 	blamer_nr_slabs++;
 	mutex_unlock(&blamer_lock);
 	kfree(spare);
 
 	file = blamer_slab_file(slab, O_RDWR);
-	if (IS_ERR(file)) {
+	if (IS_ERR(file))
 		blamer_slab_undo(slab);
+	blamer_slab_put(slab);		/* the creator's */
+	if (IS_ERR(file))
 		return PTR_ERR(file);
-	}
 	c->length = size;
 	c->id = id;
 	*filep = file;
@@ -373,7 +430,7 @@ static void blamer_fill_info(struct blamer_lister *ls,
 		info->orphan_time_ns = 0;
 		info->exit_signal = 0;
 		info->exit_code = 0;
-		if (owner->pid == ls->me.tgid)
+		if (owner->pid == ls->me.tgid && slab->mm == ls->me.mm)
 			info->flags |= BLAMER_SLAB_MINE;
 	}
 	memcpy(info->comm, slab->comm, sizeof(info->comm));
@@ -528,6 +585,33 @@ int blamer_slab_release(u64 id)
 	return err;
 }
 
+/*
+ * The caller's account as its pid namespace @ns sees it: only slabs
+ * whose owners are visible there (made in @ns or below it), so that
+ * counts tell a container nothing about the host's processes. Bytes
+ * are those of the visible slabs in the table; pages of released slabs
+ * still mapped somewhere are not told apart by namespace, so they are
+ * left out. Walked under RCU like a listing: creators never wait.
+ */
+static void blamer_status_in_ns(const struct blamer_user *user,
+				struct pid_namespace *ns,
+				struct blamer_status *st)
+{
+	struct blamer_slab *slab;
+	unsigned long id;
+
+	rcu_read_lock();
+	xa_for_each(&blamer_slabs, id, slab) {
+		if (slab->user != user || !pid_nr_ns(slab->owner->pid, ns))
+			continue;
+		st->user_slabs++;
+		st->user_bytes += slab->size;
+		if (READ_ONCE(slab->orphaned))
+			st->user_orphans++;
+	}
+	rcu_read_unlock();
+}
+
 /**
  * blamer_status - the caller's account, the limits and, for callers who
  *	may read every slab, the device's usage
@@ -535,16 +619,20 @@ int blamer_slab_release(u64 id)
  */
 void blamer_status(struct blamer_status *st)
 {
-	struct blamer_user *user;
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct blamer_user *user, *walk = NULL;
 	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 
 	blamer_owner_settle();
 	mutex_lock(&blamer_lock);
 	user = blamer_user_find_locked(blamer_user_key(current_cred()));
-	if (user) {
+	if (user && ns == &init_pid_ns) {
 		st->user_slabs = user->slabs;
 		st->user_orphans = user->orphans;
 		st->user_bytes = atomic64_read(&user->bytes);
+	} else if (user) {
+		walk = user;
+		blamer_user_get(walk);
 	}
 	if (all) {
 		st->flags |= BLAMER_STATUS_DEVICE;
@@ -553,6 +641,10 @@ void blamer_status(struct blamer_status *st)
 		st->bytes = blamer_total_bytes();
 	}
 	mutex_unlock(&blamer_lock);
+	if (walk) {
+		blamer_status_in_ns(walk, ns, st);
+		blamer_user_put(walk);
+	}
 	st->max_slab_bytes = READ_ONCE(blamer_max_slab_bytes);
 	st->max_user_bytes = READ_ONCE(blamer_max_user_bytes);
 	st->max_total_bytes = READ_ONCE(blamer_max_total_bytes);

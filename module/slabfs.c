@@ -20,14 +20,31 @@
  *
  * Write access: a writable file is only handed to the creator, and only
  * the creator's address space may map it (an inherited or passed copy
- * cannot, whatever its mode). Pages are inserted by ->fault (which
- * allocates each at its first touch, unless BLAMER_CREATE_POPULATE
- * allocated them all at creation), and because
+ * cannot, whatever its mode). Pages are inserted by ->fault, and because
  * there is ->page_mkwrite the first write to each page of a shared
  * mapping asks it: it allows only mappings in the creator's address
  * space while the creator lives. So a mapping that reached another
  * address space (fork after MADV_DOFORK) never writes, and after the
  * owner's death nobody does (a CLONE_VM child that outlives it included).
+ *
+ * Who pays for a page: only a mapping that may write the slab (in the
+ * creator's address space, while the creator lives) allocates one, at
+ * its first touch (unless BLAMER_CREATE_POPULATE allocated them all at
+ * creation), charged to the memory cgroup of the task touching it: the
+ * creator, or a process sharing its address space. Every other mapping,
+ * a reader's above all, finds a page that was never written as a hole
+ * and maps one shared zeroed page, blamer_hole, which nothing writes. So
+ * a reader never allocates, never waits on anyone's memory cgroup and
+ * never gets VM_FAULT_OOM for someone else's memory: an orphan whose
+ * creator's cgroup is at memory.max, with nothing left in it to kill,
+ * reads as it is. When the creator later writes a page that readers
+ * mapped as a hole, it takes the hole page out of their page tables
+ * (blamer_buf_fill()), and their next read faults the real page in.
+ *
+ * Pages outlive their slab where something else holds them (a pipe that
+ * vmsplice() filled, a get_user_pages() pin): when the slab's last file
+ * goes, such pages linger, still charged to their account, until the
+ * holder lets go (blamer_linger_scan()).
  *
  * Mappings are also VM_DONTCOPY (a child does not inherit them unless
  * the mapper asks with MADV_DOFORK) and VM_DONTEXPAND (no mremap()
@@ -36,7 +53,6 @@
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
-#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mount.h>
@@ -44,6 +60,8 @@
 #include <linux/pseudo_fs.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
 
 #include "blamer.h"
 
@@ -52,25 +70,95 @@
 
 static struct vfsmount *blamer_mnt;
 
-static void blamer_buf_free_pages(struct blamer_buf *buf)
-{
-	unsigned long i;
+/* What every mapping but a writer's maps for a page never written. */
+static struct page *blamer_hole;
 
-	for (i = 0; i < buf->nr_pages; i++)
-		if (buf->pages[i])
-			__free_page(buf->pages[i]);
-	mem_cgroup_put(buf->memcg);
-	kvfree(buf);
+/*
+ * Buffers whose slab is gone but some of whose pages another holder
+ * still has, under blamer_linger_lock; rescanned every second.
+ */
+static LIST_HEAD(blamer_lingering);
+static DEFINE_SPINLOCK(blamer_linger_lock);
+static void blamer_linger_work_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(blamer_linger_work, blamer_linger_work_fn);
+
+/*
+ * Free the pages of @buf that nobody else holds, or all of them if @all
+ * (module exit: our references go, the holders' stay), and uncharge them
+ * and the holes. The pages left move to the front of @buf->pages, whose
+ * offsets mean nothing any more (no mapping is left), so a rescan costs
+ * what is still held. Return: the pages left.
+ *
+ * Our reference is the last one when the count is 1: no mapping is left
+ * (mappings hold the inode), and a holder that could take another one
+ * holds one already. A speculative reference taken meanwhile (a pfn
+ * walker's) only delays the real free to its put_page().
+ */
+static unsigned long blamer_buf_release_pages(struct blamer_buf *buf,
+					      bool all)
+{
+	unsigned long i, kept = 0;
+	struct page *page;
+
+	for (i = 0; i < buf->nr_pages; i++) {
+		page = buf->pages[i];
+		buf->pages[i] = NULL;
+		if (page && !all && page_ref_count(page) > 1)
+			buf->pages[kept++] = page;
+		else if (page)
+			__free_page(page);
+	}
+	blamer_user_uncharge_bytes(buf->user,
+				   (u64)(buf->nr_pages - kept) << PAGE_SHIFT);
+	buf->nr_pages = kept;
+	return kept;
 }
 
-/* The pages are really freed: only now does their charge go. */
+/* Rescan the lingering buffers: the work, and a create above a limit. */
+void blamer_linger_scan(void)
+{
+	struct blamer_buf *buf, *tmp;
+	LIST_HEAD(done);
+	LIST_HEAD(scan);
+
+	spin_lock(&blamer_linger_lock);
+	list_splice_init(&blamer_lingering, &scan);
+	spin_unlock(&blamer_linger_lock);
+	list_for_each_entry_safe(buf, tmp, &scan, linger) {
+		if (!blamer_buf_release_pages(buf, false))
+			list_move(&buf->linger, &done);
+	}
+	spin_lock(&blamer_linger_lock);
+	list_splice(&scan, &blamer_lingering);
+	if (!list_empty(&blamer_lingering))
+		mod_delayed_work(system_unbound_wq, &blamer_linger_work, HZ);
+	spin_unlock(&blamer_linger_lock);
+	list_for_each_entry_safe(buf, tmp, &done, linger) {
+		blamer_user_put(buf->user);
+		kvfree(buf);
+	}
+}
+
+static void blamer_linger_work_fn(struct work_struct *work)
+{
+	blamer_linger_scan();
+}
+
+/*
+ * The slab's last file is gone: free its pages, uncharging each as it
+ * really goes. Pages someone else still holds linger (see above).
+ */
 static void blamer_buf_free(struct blamer_buf *buf)
 {
-	struct blamer_user *user = buf->user;
-	u64 size = (u64)buf->nr_pages << PAGE_SHIFT;
-
-	blamer_buf_free_pages(buf);
-	blamer_user_uncharge(user, size);
+	if (!blamer_buf_release_pages(buf, false)) {
+		blamer_user_put(buf->user);
+		kvfree(buf);
+		return;
+	}
+	spin_lock(&blamer_linger_lock);
+	list_add_tail(&buf->linger, &blamer_lingering);
+	mod_delayed_work(system_unbound_wq, &blamer_linger_work, HZ);
+	spin_unlock(&blamer_linger_lock);
 }
 
 static void blamer_evict_inode(struct inode *inode)
@@ -91,8 +179,7 @@ static const struct super_operations blamer_sops = {
  * order-0, zeroed (no stale data reaches userspace), charged to the
  * caller's memory cgroup, failing quietly rather than invoking the OOM
  * killer: the caller sees -ENOMEM. Without @populate the pages come at
- * first touch (blamer_fault()), charged to the memory cgroup the caller
- * is in now.
+ * first touch (blamer_fault()).
  */
 static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages,
 					   struct blamer_user *user,
@@ -106,14 +193,13 @@ static struct blamer_buf *blamer_buf_alloc(unsigned long nr_pages,
 		return NULL;
 	buf->user = user;
 	buf->nr_pages = nr_pages;
-	if (!populate) {
-		buf->memcg = get_mem_cgroup_from_mm(current->mm);
-		return buf;
-	}
-	for (i = 0; i < nr_pages; i++) {
+	INIT_LIST_HEAD(&buf->linger);
+	for (i = 0; populate && i < nr_pages; i++) {
 		buf->pages[i] = alloc_page(BLAMER_GFP | __GFP_ZERO);
 		if (!buf->pages[i]) {
-			blamer_buf_free_pages(buf);
+			while (i--)
+				__free_page(buf->pages[i]);
+			kvfree(buf);
 			return NULL;
 		}
 	}
@@ -150,30 +236,47 @@ struct inode *blamer_slab_inode(u64 size, struct blamer_user *user,
 	return inode;
 }
 
+static struct blamer_slab *blamer_vma_slab(struct vm_area_struct *vma)
+{
+	return vma->vm_file->private_data;
+}
+
 /*
- * Page @pgoff of @buf, allocated if this is its first touch: zeroed,
- * charged to the creator's memory cgroup whoever faults (a reader
- * faulting a hole of another process's slab is neither charged for it
- * nor a candidate for the OOM killer of its own cgroup). As shmem does
- * for a page fault, an allocation above memory.max reclaims and then
- * OOM-kills within that cgroup; a slab that must fail at creation
- * instead is made with BLAMER_CREATE_POPULATE.
+ * May a fault through @vma give the slab a page? Only a mapping that may
+ * write it: in the creator's address space, writable, while the creator
+ * lives (what blamer_page_mkwrite() allows). Anyone else maps a hole.
+ */
+static bool blamer_may_fill(struct vm_area_struct *vma,
+			    const struct blamer_slab *slab)
+{
+	return vma->vm_mm == slab->mm && (vma->vm_flags & VM_MAYWRITE) &&
+	       blamer_owner_living(slab->owner);
+}
+
+/*
+ * Page @pgoff of @buf for a writer, allocated at its first touch:
+ * zeroed, charged to the memory cgroup of the task touching it (the
+ * creator or a process sharing its address space). As shmem does for a
+ * page fault, an allocation above memory.max reclaims and then OOM-kills
+ * within that cgroup, which holds the writer itself; a slab that must
+ * fail at creation instead is made with BLAMER_CREATE_POPULATE.
  *
  * Two first touches of one page race on the cmpxchg(): the loser frees
  * its page and uses the winner's. The cmpxchg() is also the full barrier
- * blamer_slab_revoke_writers() pairs with.
+ * blamer_slab_revoke_writers() and blamer_hole_fault() pair with. The
+ * winner takes the hole page out of every mapping of this offset if a
+ * reader ever mapped a hole of @buf: either it sees @buf->holes set, or
+ * that reader sees the new page. The hole page's lock waits out a reader
+ * between those two reads and its page table entry (the core keeps the
+ * page locked until the entry is in), so the zap comes after it.
  */
-static struct page *blamer_buf_page(struct blamer_buf *buf, pgoff_t pgoff)
+static struct page *blamer_buf_fill(struct blamer_buf *buf,
+				    struct address_space *mapping,
+				    pgoff_t pgoff)
 {
-	struct mem_cgroup *old_memcg;
 	struct page *page, *old;
 
-	page = READ_ONCE(buf->pages[pgoff]);
-	if (page)
-		return page;
-	old_memcg = set_active_memcg(buf->memcg);
 	page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT | __GFP_ZERO);
-	set_active_memcg(old_memcg);
 	if (!page)
 		return NULL;
 	old = cmpxchg(&buf->pages[pgoff], NULL, page);
@@ -181,29 +284,63 @@ static struct page *blamer_buf_page(struct blamer_buf *buf, pgoff_t pgoff)
 		__free_page(page);
 		return old;
 	}
+	if (READ_ONCE(buf->holes)) {
+		lock_page(blamer_hole);
+		unlock_page(blamer_hole);
+		unmap_mapping_pages(mapping, pgoff, 1, false);
+	}
 	return page;
 }
 
-static struct blamer_slab *blamer_vma_slab(struct vm_area_struct *vma)
+/*
+ * A page never written, for a mapping that may not fill it: the shared
+ * hole page, read-only to everyone, returned locked (see
+ * blamer_buf_fill()). A page published meanwhile is mapped instead.
+ */
+static vm_fault_t blamer_hole_fault(struct vm_fault *vmf,
+				    struct blamer_buf *buf)
 {
-	return vma->vm_file->private_data;
+	struct page *page;
+
+	lock_page(blamer_hole);
+	WRITE_ONCE(buf->holes, true);
+	/* Pairs with the cmpxchg() in blamer_buf_fill(). */
+	smp_mb();
+	page = READ_ONCE(buf->pages[vmf->pgoff]);
+	if (page) {
+		unlock_page(blamer_hole);
+		get_page(page);
+		vmf->page = page;
+		return 0;
+	}
+	get_page(blamer_hole);
+	vmf->page = blamer_hole;
+	return VM_FAULT_LOCKED;
 }
 
 /*
- * A page of the slab for a mapping, allocated at its first touch. An
- * allocation failure is VM_FAULT_OOM, as for shmem: the fault is retried
- * (or the task dies, if the OOM killer chose it).
+ * A page of the slab for a mapping. A writer's first touch allocates it;
+ * failing that is VM_FAULT_OOM, as for shmem: the fault is retried (or
+ * the task dies, if the OOM killer chose it). Nobody else allocates, so
+ * nobody else can get VM_FAULT_OOM here.
  */
 static vm_fault_t blamer_fault(struct vm_fault *vmf)
 {
-	struct blamer_buf *buf = file_inode(vmf->vma->vm_file)->i_private;
+	struct vm_area_struct *vma = vmf->vma;
+	struct inode *inode = file_inode(vma->vm_file);
+	struct blamer_buf *buf = inode->i_private;
 	struct page *page;
 
 	if (vmf->pgoff >= buf->nr_pages)
 		return VM_FAULT_SIGBUS;
-	page = blamer_buf_page(buf, vmf->pgoff);
-	if (!page)
-		return VM_FAULT_OOM;
+	page = READ_ONCE(buf->pages[vmf->pgoff]);
+	if (!page) {
+		if (!blamer_may_fill(vma, blamer_vma_slab(vma)))
+			return blamer_hole_fault(vmf, buf);
+		page = blamer_buf_fill(buf, inode->i_mapping, vmf->pgoff);
+		if (!page)
+			return VM_FAULT_OOM;
+	}
 	get_page(page);
 	vmf->page = page;
 	return 0;
@@ -227,6 +364,9 @@ static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 {
 	struct blamer_slab *slab = blamer_vma_slab(vmf->vma);
 
+	/* Only a mapping that may not write was given the hole. */
+	if (vmf->page == blamer_hole)
+		return VM_FAULT_SIGBUS;
 	lock_page(vmf->page);
 	/* Pairs with blamer_slab_revoke_writers(): see above. */
 	smp_mb();
@@ -258,7 +398,7 @@ static int blamer_slab_mmap(struct file *file, struct vm_area_struct *vma)
 	struct blamer_ident me;
 
 	if (file->f_mode & FMODE_WRITE) {
-		if (current->mm != slab->mm || !blamer_is_owner(slab))
+		if (!blamer_is_owner(slab))
 			return -EPERM;
 	} else {
 		blamer_ident_current(&me);
@@ -380,16 +520,35 @@ static struct file_system_type blamer_fs_type = {
 
 int blamer_slabfs_init(void)
 {
+	blamer_hole = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!blamer_hole)
+		return -ENOMEM;
 	blamer_mnt = kern_mount(&blamer_fs_type);
-	if (IS_ERR(blamer_mnt))
+	if (IS_ERR(blamer_mnt)) {
+		__free_page(blamer_hole);
 		return PTR_ERR(blamer_mnt);
+	}
 	/* Slab mappings are never executable, not even implicitly. */
 	blamer_mnt->mnt_flags |= MNT_NOEXEC;
 	return 0;
 }
 
-/* Module exit: every slab file is closed and every slab freed. */
+/*
+ * Module exit: every slab file is closed and every slab freed. Pages that
+ * other holders still have lose our references and their charge (the
+ * accounts go with the module); the holders free them.
+ */
 void blamer_slabfs_exit(void)
 {
+	struct blamer_buf *buf, *tmp;
+
 	kern_unmount(blamer_mnt);
+	cancel_delayed_work_sync(&blamer_linger_work);
+	list_for_each_entry_safe(buf, tmp, &blamer_lingering, linger) {
+		list_del(&buf->linger);
+		blamer_buf_release_pages(buf, true);
+		blamer_user_put(buf->user);
+		kvfree(buf);
+	}
+	__free_page(blamer_hole);
 }

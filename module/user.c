@@ -10,17 +10,25 @@
  *
  * An account is charged for a slab's bytes from creation until its pages
  * are freed: released or evicted slabs still count while any file or
- * mapping holds them. It also counts its slabs and its orphans. Limits:
+ * mapping holds them, and so does a page that something else still holds
+ * (a pipe that vmsplice() filled, a get_user_pages() pin) once the slab's
+ * last file is gone (slabfs.c). It also counts its slabs and its
+ * orphans. Limits:
  *  - max_user_bytes per account and max_total_bytes for all accounts,
  *    both exceeded only with CAP_SYS_RESOURCE (initial user namespace),
  *    so no user can lock root out;
- *  - max_user_orphans per account.
+ *  - max_user_orphans per account and pid namespace.
  * A create above a byte limit first evicts the account's own oldest
- * orphans; an orphaning above max_user_orphans evicts the account's own
- * oldest. Nothing evicts another account's orphans.
+ * orphans among those its pid namespace sees (its own and those of the
+ * namespaces below it); an orphaning above max_user_orphans evicts the
+ * oldest the account made in the same pid namespace (slab.c). Nothing
+ * evicts another account's orphans, and a container (a pid namespace of
+ * its own, the same uid, as a rootful container's root is) never evicts
+ * its host's.
  */
 #include <linux/capability.h>
 #include <linux/hashtable.h>
+#include <linux/pid_namespace.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
@@ -122,6 +130,7 @@ static u64 blamer_excess(u64 used, u64 size, u64 limit)
 int blamer_user_charge(u64 size, struct blamer_user **userp)
 {
 	kuid_t uid = blamer_user_key(current_cred());
+	struct pid_namespace *ns = task_active_pid_ns(current);
 	bool privileged = false, asked = false, settled = false;
 	struct blamer_user *user;
 	LIST_HEAD(evicted);
@@ -153,30 +162,39 @@ int blamer_user_charge(u64 size, struct blamer_user **userp)
 		}
 		err = over_user ? -EDQUOT : -ENOSPC;
 		if (!settled) {
-			/* Processes that just died may have orphans to give. */
+			/*
+			 * Processes that just died may have orphans to give,
+			 * and pages other holders kept may be free by now.
+			 */
 			mutex_unlock(&blamer_lock);
 			blamer_user_put(user);
 			blamer_owner_settle();
+			blamer_linger_scan();
 			settled = true;
 			continue;
 		}
-		if (!user->orphans) {
+		if (!blamer_evict_locked(user, ns, max(over_user, over_total),
+					 &evicted)) {
 			mutex_unlock(&blamer_lock);
 			blamer_user_put(user);
 			return err;
 		}
-		blamer_evict_locked(user, ULONG_MAX, max(over_user, over_total),
-				    &evicted);
 		mutex_unlock(&blamer_lock);
 		blamer_user_put(user);
 		blamer_slab_put_list(&evicted, true);
 	}
 }
 
-/* The pages charged with blamer_user_charge() were freed. */
-void blamer_user_uncharge(struct blamer_user *user, u64 size)
+/* @size bytes of pages charged with blamer_user_charge() were freed. */
+void blamer_user_uncharge_bytes(struct blamer_user *user, u64 size)
 {
 	atomic64_sub(size, &user->bytes);
 	atomic64_sub(size, &blamer_bytes);
+}
+
+/* All the pages charged with blamer_user_charge() were freed. */
+void blamer_user_uncharge(struct blamer_user *user, u64 size)
+{
+	blamer_user_uncharge_bytes(user, size);
 	blamer_user_put(user);
 }

@@ -117,6 +117,7 @@ struct passed {
 struct board {
 	uint64_t deadline_ns;
 	uint64_t ids[NBOARD];		/* slab IDs anyone created */
+	uint64_t max_id;		/* the highest of them */
 	uint32_t next_id;
 	int32_t pids[MAX_PROCS];	/* the workers, by slot */
 	uint64_t tries[OP_NR], oks[OP_NR];
@@ -393,17 +394,28 @@ static void update_map(const uint8_t *addr, const struct mapent *m)
 static void publish(uint64_t id)
 {
 	uint32_t i = __atomic_fetch_add(&bd->next_id, 1, __ATOMIC_RELAXED);
+	uint64_t max = __atomic_load_n(&bd->max_id, __ATOMIC_RELAXED);
 
 	__atomic_store_n(&bd->ids[i % NBOARD], id, __ATOMIC_RELAXED);
+	while (id > max && !__atomic_compare_exchange_n(&bd->max_id, &max, id,
+			0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
-/* An ID somebody created (or listed), or a made-up one. */
+/*
+ * An ID somebody created (or listed), or a made-up one: often one of the
+ * next IDs the device will hand out (IDs are sequential), so that an
+ * OPEN or RELEASE races the CREATE that is about to return it.
+ */
 static uint64_t pick_id(void)
 {
 	uint64_t id = __atomic_load_n(&bd->ids[below(NBOARD)], __ATOMIC_RELAXED);
 
-	if (id && !one_in(8))
+	if (id && one_in(2))
 		return id;
+	if (!one_in(3))
+		return __atomic_load_n(&bd->max_id, __ATOMIC_RELAXED) + 1 +
+		       below(4);
 	return one_in(2) ? below(64) : rnd();
 }
 

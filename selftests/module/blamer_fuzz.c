@@ -56,10 +56,18 @@ static __u64 pick_len(struct fz *z)
 	return hostile[rnd(z) % ARRAY_SIZE(hostile)];
 }
 
+/* Often one of the next IDs (they are sequential): not handed out yet. */
 static __u64 pick_id(struct fz *z)
 {
-	if (z->nids && rnd(z) % 4)
+	__u64 max = 0;
+	int i;
+
+	if (z->nids && rnd(z) % 2)
 		return z->ids[rnd(z) % z->nids];
+	for (i = 0; i < z->nids; i++)
+		max = z->ids[i] > max ? z->ids[i] : max;
+	if (rnd(z) % 3)
+		return max + 1 + rnd(z) % 4;
 	return rnd(z) % 4 ? rnd(z) % 64 : rnd(z);
 }
 

@@ -19,12 +19,23 @@
  *                                mapping: a live slab without files
  *   blamer_slabctl orphans N     create N one-page slabs, print their IDs,
  *                                exit (they become orphans)
+ *   blamer_slabctl touch LEN N   create a slab of LEN bytes, fill its first
+ *                                N bytes with 'B' (pages at first touch:
+ *                                the rest is never allocated), print its
+ *                                ID, exit (an orphan)
  *   blamer_slabctl create LEN    create one slab, print "ok", exit
  *   blamer_slabctl createpop LEN the same with BLAMER_CREATE_POPULATE
  *   blamer_slabctl map ID        map slab ID read-only, check the 'B' fill
+ *   blamer_slabctl dropexec PROG create a slab filled with 'B', drop every
+ *                                id to the real uid and gid (as a setuid
+ *                                program does before it runs another),
+ *                                then exec PROG map ID: whether the new
+ *                                program may read what the old one made
  *   blamer_slabctl release ID    release slab ID
  *   blamer_slabctl count         print the number of slabs: all of them
  *                                for root, else the caller's user's
+ *   blamer_slabctl mine 0        print the number of listed slabs that are
+ *                                the caller's own (BLAMER_SLAB_MINE)
  *   blamer_slabctl mapfd FD      map the inherited slab descriptor FD
  *                                read-write
  *   blamer_slabctl createfd FD   create a slab through the inherited
@@ -158,6 +169,68 @@ static int read_all(int fd, __u64 id)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+static int touch(__u64 len, __u64 n)
+{
+	struct blamer_create c;
+	int fd = bl_open(O_RDWR), err;
+	void *p;
+
+	if (fd < 0)
+		return fail("open", -fd);
+	err = bl_create(fd, len, &c);
+	if (err)
+		return fail("create", -err);
+	p = bl_map(c.fd, c.length, PROT_READ | PROT_WRITE);
+	if (!p)
+		return fail("mmap", errno);
+	memset(p, 'B', n < c.length ? n : c.length);
+	printf("%llu\n", (unsigned long long)c.id);
+	return 0;
+}
+
+static int drop_exec(const char *prog)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	struct blamer_create c;
+	int fd = bl_open(O_RDWR), err;
+	char id[32];
+	void *p;
+
+	if (fd < 0)
+		return fail("open", -fd);
+	err = bl_create(fd, PG, &c);
+	if (err)
+		return fail("create", -err);
+	p = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+	if (!p)
+		return fail("mmap", errno);
+	memset(p, 'B', PG);
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)c.id);
+	if (setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return fail("drop ids", errno);
+	fflush(stdout);
+	execl(prog, "blamer_slabctl", "map", id, (char *)NULL);
+	return fail("exec", errno);
+}
+
+static int mine(void)
+{
+	struct blamer_slab_info *v;
+	int fd = bl_open(O_RDONLY), n, i, k = 0;
+
+	if (fd < 0)
+		return fail("open", -fd);
+	n = bl_list(fd, &v, NULL);
+	if (n < 0)
+		return fail("list", -n);
+	for (i = 0; i < n; i++)
+		k += !!(v[i].flags & BLAMER_SLAB_MINE);
+	free(v);
+	printf("%d\n", k);
+	return 0;
 }
 
 static int count(void)
@@ -295,10 +368,17 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "count"))
 		return count();
+	if (argc == 4 && !strcmp(argv[1], "touch"))
+		return touch(strtoull(argv[2], NULL, 0),
+			     strtoull(argv[3], NULL, 0));
 	if (argc != 3) {
 		fprintf(stderr, "usage: blamer_slabctl COMMAND ARG | count (see the source)\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "dropexec"))
+		return drop_exec(argv[2]);
+	if (!strcmp(argv[1], "mine"))
+		return mine();
 	arg = strtoull(argv[2], NULL, 0);
 	if (!strcmp(argv[1], "hold"))
 		return hold(arg, KEEP_ALL);

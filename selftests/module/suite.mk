@@ -10,7 +10,7 @@
 # its libraries (--add-dynamic).
 
 MODTEST_DIR := $(BUILD)/static/module
-MODTEST_CONCERNS := ioctl map pages exit owner perm quota fault
+MODTEST_CONCERNS := ioctl map pages exit owner perm quota race fault
 MODTEST_TESTS := $(addprefix $(MODTEST_DIR)/blamer_test_,$(MODTEST_CONCERNS))
 MODTEST_BINS := $(MODTEST_TESTS) $(MODTEST_DIR)/blamer_slabctl \
 	$(MODTEST_DIR)/blamer_fuzz

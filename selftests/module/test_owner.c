@@ -386,14 +386,18 @@ static int vm_child(void *arg)
  * Forks the creator: it makes a slab of @pages pages, maps it writable
  * at shared_map (and writes its first page if @touch), starts @fn in a
  * clone(CLONE_VM) process sharing that mapping, sends the slab's ID on
- * @up and waits to be killed. Returns its pid, or -1.
+ * @up and waits to be killed. If @rel is a descriptor, it first waits
+ * for a byte on it, releases the slab (keeping its mapping) and sends
+ * a byte on @up. Returns its pid, or -1.
  */
-static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up)
+static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up,
+			  int rel)
 {
 	static long stack[8192];
 	struct blamer_create c;
 	pid_t creator = fork();
 	int dev;
+	char b;
 
 	if (creator)
 		return creator;
@@ -408,6 +412,9 @@ static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up)
 	if (clone(fn, (char *)stack + sizeof(stack), CLONE_VM | SIGCHLD, NULL) < 0)
 		_exit(1);
 	if (write(up, &c.id, sizeof(c.id)) != sizeof(c.id))
+		_exit(1);
+	if (rel >= 0 && (read(rel, &b, 1) != 1 || bl_release(dev, c.id) ||
+			 write(up, "r", 1) != 1))
 		_exit(1);
 	for (;;)
 		pause();
@@ -435,7 +442,7 @@ static void no_writes_after_death(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
-	creator = fork_creator(2, true, vm_child, up[1]);
+	creator = fork_creator(2, true, vm_child, up[1], -1);
 	ASSERT_LE(0, creator);
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	kill(creator, SIGKILL);
@@ -465,6 +472,116 @@ TEST(no_writes_after_the_creator_died)
 TEST(no_writes_to_a_hole_after_the_creator_died)
 {
 	no_writes_after_death(_metadata, PG);
+}
+
+/*
+ * The same for a slab the creator released before it died, keeping its
+ * writable mapping: the slab left the table, but its death still revokes
+ * the writers (it once left the owner record untracked, and the CLONE_VM
+ * process kept writing), and a reader that opened the slab before the
+ * release sees nothing written after the death.
+ */
+TEST(no_writes_to_a_released_slab_after_the_creator_died)
+{
+	struct blamer_slab_info info;
+	int up[2], rel[2], status, dev = bl_open(O_RDONLY), sfd;
+	pid_t creator, child;
+	char r = 0, *ro;
+	__u64 id;
+
+	ASSERT_LE(0, dev);
+	poke_off = 0;
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(rel));
+	ASSERT_EQ(0, pipe(go_pipe));
+	ASSERT_EQ(0, pipe(result_pipe));
+	creator = fork_creator(2, true, vm_child, up[1], rel[0]);
+	ASSERT_LE(0, creator);
+	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+	sfd = bl_open_slab(dev, id);
+	ASSERT_LE(0, sfd);
+	ro = bl_map(sfd, PG, PROT_READ);
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(1, write(rel[1], "r", 1));
+	ASSERT_EQ(1, read(up[0], &r, 1));
+	EXPECT_EQ(-ENOENT, bl_open_slab(dev, id));	/* released */
+	kill(creator, SIGKILL);
+	ASSERT_EQ(creator, waitpid(creator, &status, 0));
+	/* A listing after the death: the reaper is done (as above). */
+	EXPECT_EQ(-ENOENT, bt_facts(id, &info));
+	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+	ASSERT_EQ(1, read(result_pipe[0], &r, 1));
+	EXPECT_EQ('S', r);	/* SIGBUS, not a write */
+	EXPECT_EQ('c', bl_peek(ro));
+	child = waitpid(-1, &status, 0);
+	EXPECT_LT(0, child);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	munmap(ro, PG);
+	close(sfd);
+	close(dev);
+	close(up[0]);
+	close(up[1]);
+	close(rel[0]);
+	close(rel[1]);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+	close(result_pipe[0]);
+	close(result_pipe[1]);
+}
+
+/*
+ * A vfork() child runs in its parent's address space: a slab it made
+ * would be written by the parent, in the child's name, while the child
+ * lives on after exec. It cannot create one (its own /dev/blamer
+ * descriptor or not); after its exec the new program can.
+ */
+TEST(vfork_child_cannot_create)
+{
+	static int err_create, err_open;	/* the child writes them */
+	const char *ctl = bt_slabctl();
+	struct blamer_create c;
+	int status, up[2];
+	char out[64];
+	pid_t pid;
+
+	__atomic_store_n(&err_create, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&err_open, 1, __ATOMIC_RELAXED);
+	pid = vfork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int dev = open(BL_DEVICE, O_RDWR | O_CLOEXEC), e = 0;
+
+		__atomic_store_n(&err_open, dev < 0 ? errno : 0,
+				 __ATOMIC_RELAXED);
+		if (dev >= 0) {
+			memset(&c, 0, sizeof(c));
+			c.length = PG;
+			if (ioctl(dev, BLAMER_IOC_CREATE, &c))
+				e = errno;
+			__atomic_store_n(&err_create, e, __ATOMIC_RELAXED);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, __atomic_load_n(&err_open, __ATOMIC_RELAXED));
+	EXPECT_EQ(EPERM, __atomic_load_n(&err_create, __ATOMIC_RELAXED));
+
+	if (!ctl)
+		SKIP(return, "blamer_slabctl not found (BLAMER_SLABCTL)");
+	ASSERT_EQ(0, pipe(up));
+	pid = vfork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		dup2(up[1], 1);
+		execl(ctl, "blamer_slabctl", "create", "4096", (char *)NULL);
+		_exit(2);
+	}
+	close(up[1]);
+	read_line(up[0], out, sizeof(out));
+	close(up[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_STREQ("ok", out);
 }
 
 /*
@@ -539,7 +656,7 @@ TEST(no_writes_after_the_creator_died_faulting_holes)
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
 	ASSERT_EQ(0, pipe(mid_pipe));
-	creator = fork_creator(RACE_PAGES, false, vm_sweeper, up[1]);
+	creator = fork_creator(RACE_PAGES, false, vm_sweeper, up[1], -1);
 	ASSERT_LE(0, creator);
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
 	/* The sweep starts, and the creator dies during it. */

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /dev/blamer selftests: a slab's pages. By default each page is
- * allocated at its first touch: a slab reads as zeroes everywhere, and
- * first touches of the same pages racing between the owner's writes and
- * a reader's reads (two threads of one process, and two processes) end
- * with one page each, so the reader sees the owner's bytes. With
+ * allocated at the owner's first touch; a reader maps a page nobody
+ * wrote as a hole (a shared zero page) and allocates nothing. A slab
+ * reads as zeroes everywhere, and first touches of the same pages racing
+ * between the owner's writes and a reader's reads (two threads of one
+ * process, and two processes) end with one page each: the owner's write
+ * takes the hole out of the reader's mapping, so the reader sees the
+ * owner's bytes. With
  * BLAMER_CREATE_POPULATE every page is allocated at creation; other flag
  * bits are EINVAL. The byte limits count the whole size from creation
  * either way. (Memory cgroup charges: vm-module.sh.)
@@ -70,7 +73,7 @@ static void reads_zeroes(struct __test_metadata *_metadata, __u32 flags)
 	rw = bl_map(c.fd, LEN, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, rw);
 	EXPECT_EQ(0, nonzero_pages(rw, NPAGES));
-	/* The pages the reader faulted are the owner's. */
+	/* The owner's first write replaces the hole the reader mapped. */
 	rw[7 * PG + 5] = 'x';
 	EXPECT_EQ('x', ro[7 * PG + 5]);
 	EXPECT_EQ(1, nonzero_pages(ro, NPAGES));

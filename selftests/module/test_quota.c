@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /dev/blamer selftests: quotas. Slabs are charged to their creator's
- * user until their pages are really freed, orphans included; a user's
- * own oldest orphans make room for it, never another user's; no user can
- * lock root out, nor escape its quota through subordinate uids.
+ * user until their pages are really freed, orphans and pages a pipe
+ * holds included; a user's own oldest orphans make room for it, never
+ * another user's, and a container's (another pid namespace) never its
+ * host's; no user can lock root out, nor escape its quota through
+ * subordinate uids; status counts only what the caller's namespace sees.
  */
+#include <sys/uio.h>
+
 #include "blamer_test.h"
 
 #define U1 1000
@@ -281,6 +285,246 @@ TEST_F(quota, user_namespace_charges_its_owner)
 	ASSERT_EQ(1, write(down[1], "g", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * Run @fn(@arg) as pid 1 of a new pid namespace (as root, in the
+ * initial user namespace: a rootful container); its exit status.
+ */
+static int in_container(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(90);
+		inner = fork();
+		if (inner < 0)
+			_exit(91);
+		if (!inner)
+			_exit(fn(arg));
+		if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+			_exit(92);
+		_exit(WEXITSTATUS(status));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+#define CONTAINER_ORPHANS 5
+
+/* Make CONTAINER_ORPHANS orphans, their IDs to the pipe in @arg. */
+static int make_orphans(void *arg)
+{
+	int out = *(int *)arg;
+	__u64 id;
+
+	for (int i = 0; i < CONTAINER_ORPHANS; i++) {
+		id = bt_orphan(PG, -1, -1);
+		if (!id || write(out, &id, sizeof(id)) != sizeof(id))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The account of root is shared by the host and a rootful container
+ * (same uid, another pid namespace). Orphans are kept per namespace: the
+ * container's pile up to the limit of its own, evicting its oldest, and
+ * never the host's orphan, which was older than all of them.
+ */
+TEST_F(quota, container_orphans_never_evict_the_host)
+{
+	__u64 host, ids[CONTAINER_ORPHANS];
+	int p[2], i;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 2));
+	host = bt_orphan(PG, -1, -1);
+	ASSERT_NE(0, host);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, in_container(make_orphans, &p[1]));
+	ASSERT_EQ(sizeof(ids), read(p[0], ids, sizeof(ids)));
+	EXPECT_EQ(1, exists(host));
+	for (i = 0; i < CONTAINER_ORPHANS; i++)
+		EXPECT_EQ(i >= CONTAINER_ORPHANS - 2, exists(ids[i]))
+			TH_LOG("container orphan %d", i);
+	/* And the host's own limit counts only the host's orphans. */
+	ASSERT_NE(0, bt_orphan(PG, -1, -1));
+	EXPECT_EQ(1, exists(host));
+	ASSERT_NE(0, bt_orphan(PG, -1, -1));
+	EXPECT_EQ(0, exists(host));
+	EXPECT_EQ(1, exists(ids[CONTAINER_ORPHANS - 1]));
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * The byte limit of uid 1000, whose slabs in a container of its own
+ * (user and pid namespaces) are charged to it too: over the limit, a
+ * create in the container evicts the container's orphans, not the
+ * host's older one; a create on the host may evict the container's.
+ */
+static int container_create(void *arg)
+{
+	int *p = arg, dev = bl_open(O_RDWR), err;
+	struct blamer_create c;
+	__u64 own;
+
+	if (dev < 0)
+		return 60;
+	own = bt_orphan(4 * PG, -1, -1);
+	if (!own || write(p[1], &own, sizeof(own)) != sizeof(own))
+		return 61;
+	/* 4 pages of the host's, 4 of its own: 2 more need room. */
+	err = bl_create(dev, 2 * PG, &c);
+	if (write(p[1], &err, sizeof(err)) != sizeof(err))
+		return 62;
+	return 0;
+}
+
+static int user_container(void *arg)
+{
+	int status;
+	pid_t inner;
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWPID))
+		return 50;
+	inner = fork();
+	if (inner < 0)
+		return 51;
+	if (!inner)
+		_exit(container_create(arg));
+	if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+		return 52;
+	return WEXITSTATUS(status);
+}
+
+TEST_F(quota, container_byte_eviction_stays_inside)
+{
+	__u64 host, own;
+	int p[2], err;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, status_of(U1).user_slabs);
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 8 * PG));
+	host = bt_orphan(4 * PG, U1, U1);
+	ASSERT_NE(0, host);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, bt_run_as(U1, U1, user_container, p));
+	ASSERT_EQ(sizeof(own), read(p[0], &own, sizeof(own)));
+	ASSERT_EQ(sizeof(err), read(p[0], &err, sizeof(err)));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(1, exists(host));
+	EXPECT_EQ(0, exists(own));
+	/* The host, over its limit, may evict what the container left. */
+	ASSERT_NE(0, bt_orphan(8 * PG, U1, U1));
+	EXPECT_EQ(0, exists(host));
+	close(p[0]);
+	close(p[1]);
+}
+
+/* In the container: make a slab, report the status. */
+static int container_status(void *arg)
+{
+	int out = *(int *)arg, dev = bl_open(O_RDWR);
+	struct blamer_create c;
+	struct blamer_status st;
+
+	if (dev < 0 || bl_create(dev, 2 * PG, &c) || bl_status(dev, &st))
+		return 70;
+	return write(out, &st, sizeof(st)) == sizeof(st) ? 0 : 71;
+}
+
+/*
+ * Status in a container counts what the container sees: its own slab,
+ * not the host's live slab and orphan of the same account (an oracle
+ * about processes outside it). The host sees all three.
+ */
+TEST_F(quota, status_in_a_pid_namespace_counts_what_it_sees)
+{
+	struct blamer_status st, host;
+	struct bt_holder h;
+	int p[2];
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bt_holder_start(&h, 3 * PG, -1, -1, 0, 0, NULL));
+	ASSERT_NE(0, bt_orphan(5 * PG, -1, -1));
+	ASSERT_EQ(0, bl_status(self->dev, &host));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, in_container(container_status, &p[1]));
+	ASSERT_EQ(sizeof(st), read(p[0], &st, sizeof(st)));
+	EXPECT_EQ(1, st.user_slabs);
+	EXPECT_EQ(0, st.user_orphans);
+	EXPECT_EQ(2 * PG, st.user_bytes);
+	EXPECT_LE(2, host.user_slabs);
+	EXPECT_LE(1, host.user_orphans);
+	bt_holder_finish(&h);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * The pages a pipe holds (vmsplice()) after the slab is released and
+ * unmapped stay charged until the pipe lets go: uid 1000 at its limit
+ * cannot create more by parking pages in a pipe. Once the pipe is
+ * closed, the create succeeds.
+ */
+static int fill_pipe_and_create(void *arg)
+{
+	int *report = arg, p[2], dev = bl_open(O_RDWR), results[3];
+	struct blamer_create c, c2;
+	struct iovec iov;
+	char *m;
+
+	if (dev < 0 || pipe(p) || bl_create(dev, 4 * PG, &c))
+		return 40;
+	m = bl_map(c.fd, 4 * PG, PROT_READ | PROT_WRITE);
+	if (!m)
+		return 41;
+	memset(m, 'p', 4 * PG);
+	iov.iov_base = m;
+	iov.iov_len = 4 * PG;
+	if (vmsplice(p[1], &iov, 1, 0) != 4 * PG)
+		return 42;
+	if (bl_release(dev, c.id) || munmap(m, 4 * PG) || close(c.fd))
+		return 43;
+	results[0] = bl_create(dev, 4 * PG, &c2);
+	close(p[0]);
+	close(p[1]);
+	results[1] = bl_create(dev, 4 * PG, &c2);
+	results[2] = results[1] ? 0 : bl_release(dev, c2.id);
+	if (!results[1])
+		close(c2.fd);
+	return write(report[1], results, sizeof(results)) ==
+	       sizeof(results) ? 0 : 44;
+}
+
+TEST_F(quota, pages_a_pipe_holds_stay_charged)
+{
+	int report[2], results[3];
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 4 * PG));
+	ASSERT_EQ(0, pipe(report));
+	EXPECT_EQ(0, bt_run_as(U1, U1, fill_pipe_and_create, report));
+	ASSERT_EQ(sizeof(results), read(report[0], results, sizeof(results)));
+	EXPECT_EQ(-EDQUOT, results[0]);
+	EXPECT_EQ(0, results[1]);
+	EXPECT_EQ(0, results[2]);
+	EXPECT_EQ(0, status_of(U1).user_bytes);
+	close(report[0]);
+	close(report[1]);
 }
 
 int main(int argc, char **argv)

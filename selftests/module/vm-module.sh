@@ -10,8 +10,10 @@
 #      error paths with fault injection where the kernel has it
 #   3. cross-user rules between two unprivileged users (as-user/as-user2),
 #      a slab whose owner is SIGKILLed, read and released; memory cgroup
-#      charges of pages at first touch (the owner's cgroup, also for a
-#      reader's faults) and of BLAMER_CREATE_POPULATE slabs (at creation)
+#      charges of pages at first touch (the writer's cgroup; a reader
+#      allocates nothing, so an orphan whose creator's cgroup is full
+#      reads without waiting) and of BLAMER_CREATE_POPULATE slabs (at
+#      creation)
 #   4. unload: refused while an fd or a mapping is open, orphans freed
 #   5. stress-ng's device stressor against /dev/blamer, root and user, and
 #      blamer_fuzz (a random syscall exerciser), root and user
@@ -73,7 +75,7 @@ check "parameters not writable by users" \
 check "no /proc/blamer" [ ! -e /proc/blamer ]
 
 # ---- 2. harness -----------------------------------------------------------
-for t in ioctl map pages exit owner perm quota fault; do
+for t in ioctl map pages exit owner perm quota race fault; do
 	# The error paths make the kernel fail allocations, and the module's
 	# load, on purpose: what the kernel says then is kept apart (below).
 	[ $t = fault ] && dmesg -r -c >>/tmp/dmesg.kept
@@ -121,8 +123,9 @@ check "as-user releases the orphan" eq "$(as-user $C release "$id")" ok
 check "a released slab is gone (ENOENT)" eq "$(as-user $C release "$id")" ENOENT
 
 # ---- 3b. memory cgroup accounting ------------------------------------------
-# Pages come at first touch, charged to the creator's cgroup whoever
-# touches them; BLAMER_CREATE_POPULATE charges them all at creation.
+# Pages come at a writer's first touch, charged to its cgroup; readers
+# map holes as the shared zero-filled hole page and allocate nothing;
+# BLAMER_CREATE_POPULATE charges every page at creation.
 cg=/sys/fs/cgroup/blamer-test
 rcg=/sys/fs/cgroup/blamer-reader
 # run_in CGROUP OUT CMD...: CMD in CGROUP in the background, stdout to OUT.
@@ -169,7 +172,7 @@ if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
 	check "release the orphan" eq "$($C release "$id")" ok
 	check "its pages are uncharged (freed)" [ "$(mem $cg)" -lt 4194304 ]
 
-	# A root reader in another cgroup faults every page of it in.
+	# A root reader in another cgroup reads every page of it: holes.
 	run_in $cg /tmp/c1 $C holdlazy 4194304
 	cp=$!
 	check "a holder of another untouched 4 MiB slab" wait_line /tmp/c1
@@ -185,14 +188,38 @@ if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
 	echo "# owner's memory.current $before -> $after, reader's $rbefore -> $rafter"
 	check "the owner's cgroup holds under 1 MiB before the reader" \
 		[ "$before" -lt 1048576 ]
-	check "the pages the reader faulted in are charged to the owner's cgroup" \
-		[ "$after" -ge 4194304 ]
-	check "... not to the reader's" [ "$rafter" -lt 1048576 ]
-	check "... without an OOM kill" grep -q '^oom_kill 0$' $cg/memory.events
+	check "a reader allocates no page: the owner's cgroup still holds under 1 MiB" \
+		[ "$after" -lt 1048576 ]
+	check "... and the reader's under 1 MiB" [ "$rafter" -lt 1048576 ]
+	kill -USR1 $cp
+	check "the owner writes every page after the reader mapped them as holes" \
+		wait_grep '^written$' /tmp/c1
+	check "... charged to the owner's cgroup" [ "$(mem $cg)" -ge 4194304 ]
+	check "a new reader sees every page written" eq "$($C map "$id")" ok
 	kill -KILL $rp $cp
 	wait $rp $cp 2>/dev/null
 	check "release that orphan" eq "$($C release "$id")" ok
 	check "its pages are uncharged" [ "$(mem $cg)" -lt 4194304 ]
+
+	# An orphan whose creator's cgroup is at memory.max with nothing
+	# left in it to kill: reading its unwritten pages once made the
+	# reader's faults charge that cgroup, fail and retry forever.
+	echo 2M >$cg/memory.max
+	id=$(sh -c "echo \$\$ >$cg/cgroup.procs && exec $C touch 4194304 1048576")
+	echo "# the creator's cgroup: memory.current $(mem $cg), memory.max $(cat $cg/memory.max)"
+	check "a creator with memory.max=2M leaves a 4 MiB orphan, 1 MiB written" \
+		[ -n "$id" ]
+	oom0=$(sed -n 's/^oom //p' $cg/memory.events)
+	run_in $rcg /tmp/r1 $C readall "$id"
+	rp=$!
+	check "root, in another cgroup, reads every page of it without hanging" \
+		wait_grep '^ok$' /tmp/r1
+	check "... and the full cgroup saw no new OOM" \
+		eq "$(sed -n 's/^oom //p' $cg/memory.events)" "$oom0"
+	kill -KILL $rp
+	wait $rp 2>/dev/null
+	check "release that orphan" eq "$($C release "$id")" ok
+	echo 6M >$cg/memory.max
 
 	# BLAMER_CREATE_POPULATE: charged at creation, ENOMEM beyond memory.max.
 	before=$(mem $cg)
