@@ -180,7 +180,7 @@ void blamer_slab_orphan_locked(struct blamer_slab *slab,
 
 	lockdep_assert_held(&blamer_lock);
 	list_add_tail(&slab->node, &user->orphan_list);
-	WRITE_ONCE(slab->orphaned, true);
+	slab->orphaned = true;
 	user->orphans++;
 	blamer_nr_orphans++;
 	if (user->orphans <= keep)
@@ -591,25 +591,25 @@ int blamer_slab_release(u64 id)
  * counts tell a container nothing about the host's processes. Bytes
  * are those of the visible slabs in the table; pages of released slabs
  * still mapped somewhere are not told apart by namespace, so they are
- * left out. Walked under RCU like a listing: creators never wait.
+ * left out. blamer_lock is held: a slab in the table holds its owner and
+ * the owner's struct pid (under RCU alone, a slab being freed would not).
  */
-static void blamer_status_in_ns(const struct blamer_user *user,
-				struct pid_namespace *ns,
-				struct blamer_status *st)
+static void blamer_status_in_ns_locked(const struct blamer_user *user,
+				       struct pid_namespace *ns,
+				       struct blamer_status *st)
 {
 	struct blamer_slab *slab;
 	unsigned long id;
 
-	rcu_read_lock();
+	lockdep_assert_held(&blamer_lock);
 	xa_for_each(&blamer_slabs, id, slab) {
 		if (slab->user != user || !pid_nr_ns(slab->owner->pid, ns))
 			continue;
 		st->user_slabs++;
 		st->user_bytes += slab->size;
-		if (READ_ONCE(slab->orphaned))
+		if (slab->orphaned)
 			st->user_orphans++;
 	}
-	rcu_read_unlock();
 }
 
 /**
@@ -620,7 +620,7 @@ static void blamer_status_in_ns(const struct blamer_user *user,
 void blamer_status(struct blamer_status *st)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct blamer_user *user, *walk = NULL;
+	struct blamer_user *user;
 	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 
 	blamer_owner_settle();
@@ -631,8 +631,7 @@ void blamer_status(struct blamer_status *st)
 		st->user_orphans = user->orphans;
 		st->user_bytes = atomic64_read(&user->bytes);
 	} else if (user) {
-		walk = user;
-		blamer_user_get(walk);
+		blamer_status_in_ns_locked(user, ns, st);
 	}
 	if (all) {
 		st->flags |= BLAMER_STATUS_DEVICE;
@@ -641,10 +640,6 @@ void blamer_status(struct blamer_status *st)
 		st->bytes = blamer_total_bytes();
 	}
 	mutex_unlock(&blamer_lock);
-	if (walk) {
-		blamer_status_in_ns(walk, ns, st);
-		blamer_user_put(walk);
-	}
 	st->max_slab_bytes = READ_ONCE(blamer_max_slab_bytes);
 	st->max_user_bytes = READ_ONCE(blamer_max_user_bytes);
 	st->max_total_bytes = READ_ONCE(blamer_max_total_bytes);

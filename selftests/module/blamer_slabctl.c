@@ -19,6 +19,11 @@
  *                                mapping: a live slab without files
  *   blamer_slabctl orphans N     create N one-page slabs, print their IDs,
  *                                exit (they become orphans)
+ *   blamer_slabctl splicehold LEN  create a slab filled with 'S', vmsplice()
+ *                                its pages into a pipe, release, unmap and
+ *                                close it, print "held"; on SIGUSR1 read
+ *                                the pipe back, print "ok" if every byte
+ *                                is still 'S', and exit
  *   blamer_slabctl touch LEN N   create a slab of LEN bytes, fill its first
  *                                N bytes with 'B' (pages at first touch:
  *                                the rest is never allocated), print its
@@ -53,6 +58,7 @@
  */
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "blamer_util.h"
@@ -169,6 +175,58 @@ static int read_all(int fd, __u64 id)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+static int splice_hold(__u64 len)
+{
+	sigset_t block, old;
+	struct blamer_create c;
+	struct iovec iov;
+	int fd = bl_open(O_RDWR), p[2], err;
+	size_t got = 0;
+	ssize_t n;
+	char buf[4096];
+	char *m;
+
+	if (fd < 0)
+		return fail("open", -fd);
+	err = bl_create(fd, len, &c);
+	if (err)
+		return fail("create", -err);
+	m = bl_map(c.fd, c.length, PROT_READ | PROT_WRITE);
+	if (!m || pipe(p))
+		return fail("mmap or pipe", errno);
+	fcntl(p[1], F_SETPIPE_SZ, (int)c.length);
+	memset(m, 'S', c.length);
+	iov.iov_base = m;
+	iov.iov_len = c.length;
+	if (vmsplice(p[1], &iov, 1, 0) != (ssize_t)c.length)
+		return fail("vmsplice", errno);
+	err = bl_release(fd, c.id);
+	if (err)
+		return fail("release", -err);
+	munmap(m, c.length);
+	close(c.fd);
+	close(fd);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	signal(SIGUSR1, on_usr1);
+	printf("held\n");
+	fflush(stdout);
+	while (!__atomic_load_n(&got_usr1, __ATOMIC_RELAXED))
+		sigsuspend(&old);
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != 'S') {
+				printf("BADDATA\n");
+				return 1;
+			}
+		got += n;
+	}
+	printf(got == c.length ? "ok\n" : "SHORT\n");
+	return got == c.length ? 0 : 1;
 }
 
 static int touch(__u64 len, __u64 n)
@@ -390,6 +448,8 @@ int main(int argc, char **argv)
 		return hold(arg, KEEP_LAZY);
 	if (!strcmp(argv[1], "holdpop"))
 		return hold(arg, KEEP_POPULATED);
+	if (!strcmp(argv[1], "splicehold"))
+		return splice_hold(arg);
 	if (!strcmp(argv[1], "mapfd")) {
 		p = bl_map((int)arg, PG, PROT_READ | PROT_WRITE);
 		if (!p)

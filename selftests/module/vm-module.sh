@@ -210,9 +210,10 @@ if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
 	check "a creator with memory.max=2M leaves a 4 MiB orphan, 1 MiB written" \
 		[ -n "$id" ]
 	oom0=$(sed -n 's/^oom //p' $cg/memory.events)
+	echo 1M >$rcg/memory.max
 	run_in $rcg /tmp/r1 $C readall "$id"
 	rp=$!
-	check "root, in another cgroup, reads every page of it without hanging" \
+	check "root, in a cgroup of 1 MiB, reads every page of it without hanging" \
 		wait_grep '^ok$' /tmp/r1
 	check "... and the full cgroup saw no new OOM" \
 		eq "$(sed -n 's/^oom //p' $cg/memory.events)" "$oom0"
@@ -220,6 +221,7 @@ if mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
 	wait $rp 2>/dev/null
 	check "release that orphan" eq "$($C release "$id")" ok
 	echo 6M >$cg/memory.max
+	echo max >$rcg/memory.max
 
 	# BLAMER_CREATE_POPULATE: charged at creation, ENOMEM beyond memory.max.
 	before=$(mem $cg)
@@ -271,9 +273,19 @@ $C keep 4096 >/tmp/k1 &
 lp=$!
 check "a creator that closed and unmapped everything" wait_line /tmp/k1
 check "its slab is still counted" eq "$($C count)" 5
+# Pages a pipe holds outlive the slab, its account and the module.
+rm -f /tmp/s1
+$C splicehold 16384 >/tmp/s1 &
+sp=$!
+check "a process keeps only a pipe of a released slab's pages" \
+	wait_grep '^held$' /tmp/s1
 check "rmmod with orphans and fileless live slabs succeeds" rmmod blamer
 kill $lp 2>/dev/null
 wait $lp 2>/dev/null
+kill -USR1 $sp
+check "after the unload the pipe still reads the slab's bytes" \
+	wait_grep '^ok$' /tmp/s1
+wait $sp 2>/dev/null
 reload_empty() { load && eq "$($C count)" 0; }
 check "reload starts empty (orphans were freed)" reload_empty
 

@@ -35,12 +35,13 @@
  * @flags: in: 0 or BLAMER_CREATE_POPULATE; other bits are EINVAL
  * @fd: out: a read-write, close-on-exec descriptor of the slab
  *
- * The slab reads as zeroes. Its pages are allocated at their first touch
- * through any mapping (as a memfd's are), zeroed and charged to the
- * creator's memory cgroup whoever touches them; above that cgroup's
- * memory.max the fault reclaims and then OOM-kills within it, as shmem
- * does. With BLAMER_CREATE_POPULATE every page is allocated and charged
- * at creation instead, and a slab that does not fit fails with ENOMEM.
+ * The slab reads as zeroes. Its pages are allocated at the writer's first
+ * touch, zeroed and charged to the memory cgroup of the task touching
+ * them; above that cgroup's memory.max the fault reclaims and then
+ * OOM-kills within it, as shmem does. Readers map a page nobody wrote as
+ * a shared zero page and allocate nothing. With BLAMER_CREATE_POPULATE
+ * every page is allocated and charged at creation instead, and a slab
+ * that does not fit fails with ENOMEM.
  * The module's byte limits count the whole size from creation either
  * way. The calling process is its owner: only it maps the
  * slab writable (an inherited or passed copy of @fd gives no write access
@@ -201,7 +202,8 @@ struct blamer_status {
  *
  * Argument: struct blamer_create. Errors: EBADF if /dev/blamer was not
  * opened for writing, EPERM if the caller is not the process (and
- * program: exec ends it) that opened it, EINVAL for a zero @length or
+ * program: exec ends it) that opened it or is a vfork() child that has
+ * not exec'd, EINVAL for a zero @length or
  * an unknown flag,
  * EFBIG above max_slab_bytes (any length that would overflow when
  * rounded up included), EDQUOT above the caller's user's max_user_bytes
@@ -242,7 +244,9 @@ struct blamer_status {
  * define BLAMER_IOC_STATUS - usage of the caller's user, and the limits
  *
  * Argument: struct blamer_status. Device-wide counts are filled only for
- * callers with CAP_SYS_PTRACE in the initial user namespace.
+ * callers with CAP_SYS_PTRACE in the initial user namespace. In a pid
+ * namespace other than the initial one, the user's counts cover only the
+ * slabs whose creators that namespace sees.
  */
 #define BLAMER_IOC_STATUS	_IOR(BLAMER_IOC_MAGIC, 5, struct blamer_status)
 
