@@ -16,6 +16,11 @@
  *    page each, created by this process): the median time of one LIST
  *    of them all, time(10N)/time(N), and what creating them cost per
  *    slab at each step (a cost per create growing with N is a scan).
+ * 3. Holes: a reader reading every page of an untouched 1 MiB slab (each
+ *    maps the shared hole page, allocating nothing) against reading the
+ *    same pages once written; and the writer's first write of every
+ *    page after a reader mapped them as holes (each takes the hole out
+ *    of the reader's mapping) against a first write nobody read before.
  *
  * Wall time (CLOCK_MONOTONIC) in a guest with nothing else running;
  * under TCG the absolute figures are emulated time, the ratios of one
@@ -145,6 +150,86 @@ static void create_vs_memfd(void)
 			fflush(stdout);
 		}
 	}
+}
+
+static void read_pages(const volatile uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += 4096)
+		(void)p[i];
+}
+
+/* A slab of @len bytes mapped writable at *@w and read-only at *@r. */
+static uint64_t two_maps(size_t len, uint8_t **w, uint8_t **r)
+{
+	struct blamer_create c = { .length = len };
+	struct blamer_open o = { 0 };
+
+	if (ioctl(dev, BLAMER_IOC_CREATE, &c))
+		die("BLAMER_IOC_CREATE");
+	o.id = c.id;
+	if (ioctl(dev, BLAMER_IOC_OPEN, &o))
+		die("BLAMER_IOC_OPEN");
+	*w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
+	*r = mmap(NULL, len, PROT_READ, MAP_SHARED, o.fd, 0);
+	if (*w == MAP_FAILED || *r == MAP_FAILED)
+		die("mmap of a slab");
+	close(c.fd);
+	close(o.fd);
+	return c.id;
+}
+
+static void drop_maps(uint64_t id, size_t len, uint8_t *w, uint8_t *r)
+{
+	struct blamer_release rel = { .id = id };
+
+	munmap(w, len);
+	munmap(r, len);
+	if (ioctl(dev, BLAMER_IOC_RELEASE, &rel))
+		die("BLAMER_IOC_RELEASE");
+}
+
+static void holes(void)
+{
+	const size_t len = 1 << 20;
+	double hr[ROUNDS], pr[ROUNDS], zw[ROUNDS], fw[ROUNDS];
+	double rr[ROUNDS], rw[ROUNDS], t0;
+	uint8_t *w, *r;
+	uint64_t id;
+	int k;
+
+	printf("# holes, 1 MiB slabs: a reader's read of every page nobody wrote (the hole\n"
+	       "# page) vs of every page once written; the writer's first write of every\n"
+	       "# page after a reader mapped them as holes vs with no reader before\n");
+	for (k = 0; k < ROUNDS; k++) {
+		id = two_maps(len, &w, &r);
+		t0 = now();
+		read_pages(r, len);
+		hr[k] = now() - t0;
+		t0 = now();
+		touch(w, len);
+		zw[k] = now() - t0;
+		drop_maps(id, len, w, r);
+
+		id = two_maps(len, &w, &r);
+		t0 = now();
+		touch(w, len);
+		fw[k] = now() - t0;
+		t0 = now();
+		read_pages(r, len);
+		pr[k] = now() - t0;
+		drop_maps(id, len, w, r);
+		rr[k] = hr[k] / pr[k];
+		rw[k] = zw[k] / fw[k];
+	}
+	printf("  reader: holes %8.1f us, written pages %8.1f us, holes/written %5.2fx\n",
+	       bench_median(hr, ROUNDS) * 1e6, bench_median(pr, ROUNDS) * 1e6,
+	       bench_median(rr, ROUNDS));
+	printf("  writer: after a reader's holes %8.1f us, first write alone %8.1f us, "
+	       "ratio %5.2fx\n", bench_median(zw, ROUNDS) * 1e6,
+	       bench_median(fw, ROUNDS) * 1e6, bench_median(rw, ROUNDS));
+	fflush(stdout);
 }
 
 /* The median time of one LIST of every slab into @buf (room for @cap). */
@@ -293,6 +378,7 @@ int main(int argc, char **argv)
 	}
 	machine("guest");
 	create_vs_memfd();
+	holes();
 	list_scaling(max);
 	close(dev);
 	return 0;
