@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * blamer: planted bugs, built only by the test bed (make ... BLAMER_PLANT=y,
- * see selftests/module/planted). Each is one kind of bug the debug kernels
+ * see tools/vm/tests/bed-bites). Each is one kind of bug the debug kernels
  * must catch; the test passes only if the run fails with the sanitizer's
  * report, so a test bed that stops catching bugs is noticed. The module
  * parameter plant chooses the bug: none, uaf, lock or sleep.
