@@ -34,10 +34,16 @@ static bool default_failed;		/* under default_lock */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The parent, before fork: what the child's heap will inherit of the
+ * data (inherit.c). */
 static void atfork_prepare(void)
 {
+	struct blamer *b;
+
 	pthread_mutex_lock(&default_lock);
 	bl_registry_lock();
+	for (b = bl_registry_first(); b; b = b->next)
+		bl_inherit_snapshot(b);
 }
 
 static void atfork_parent(void)
@@ -48,18 +54,21 @@ static void atfork_parent(void)
 
 /*
  * The child must never write the parent's records: every mapping of a
- * parent heap becomes private scratch memory (so stale pointers stay
+ * parent heap becomes private scratch memory (so a stale pointer stays
  * harmless), the inherited fds are closed (an inherited /dev/blamer fd is
  * the parent's open file: it could map the parent's slabs writable), and
- * the next use makes a fresh heap. gen changes so every thread cache
- * (only this thread exists now) re-registers, and the thread's shard
- * cache is emptied: its slots point at shards of the parent's heap
- * (scratch memory now), and handles made before the fork keep adding to
- * scratch through the slow path, never to the child's heap.
+ * the next use makes the child's own heap (lazily: a child that only
+ * execs pays for none of it). gen changes, which makes every handle made
+ * before the fork stale: its next use re-makes its record in the child's
+ * heap (handle.h), and every thread cache (only this thread exists now)
+ * re-registers. The thread's shard cache is emptied: its slots point at
+ * shards of the parent's heap (scratch memory now). Drops counted
+ * without a heap were the parent's.
  */
 static void atfork_child(void)
 {
 	struct blamer *b;
+	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
 
@@ -71,6 +80,10 @@ static void atfork_child(void)
 		memset(&b->heap, 0, sizeof(b->heap));
 		bl_backend_close(&b->be, false);
 		b->process = b->global_data = b->process_data = b->log = 0;
+		atomic_store_explicit(&b->drops, NULL, memory_order_relaxed);
+		for (i = 0; i < BLAMER_DROP_REASONS; i++)
+			st_relaxed(A64(&b->pending_drops[i]), 0);
+		b->forked = true;
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}
@@ -178,11 +191,22 @@ static int make_heap(struct blamer *b)
 		b->data_id = (uint32_t)bl_random64();
 	while (!b->data_id);
 	ret = bl_process_records(b);
+	if (!ret)
+		ret = bl_drops_record(b);
 	if (ret) {
 		bl_heap_unmap(&b->heap);
 		bl_backend_close(&b->be, true);
+		return ret;
 	}
-	return ret;
+	if (b->forked) {
+		/* A fork child's heap: what it inherits, and its modules (the
+		 * same as the parent's, but a reader symbolizes each process
+		 * from its own heap). */
+		bl_inherit_replay(b);
+		if (!(b->flags & BLAMER_OPEN_NO_MODULES))
+			bl_modules_record(b);
+	}
+	return 0;
 }
 
 struct bl_heap *bl_ready(struct blamer *b)
@@ -265,12 +289,20 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	}
 	if (cfg->dir)
 		strcpy(b->dir, cfg->dir);
+	b->inherit.data[0] = malloc(BL_DATA_BYTES);
+	b->inherit.data[1] = malloc(BL_DATA_BYTES);
+	if (!b->inherit.data[0] || !b->inherit.data[1]) {
+		bl_inherit_free(b);
+		free(b);
+		return bl_error(ENOMEM, "blamer: no memory for a context");
+	}
 	b->serial = bl_registry_serial();
 	b->be.devfd = b->be.dirfd = -1;
 	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
 	ret = make_heap(b);
 	if (ret) {
+		bl_inherit_free(b);
 		free(b);
 		return ret;
 	}
@@ -280,18 +312,6 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 		bl_modules_record(b);
 	*out = b;
 	return 0;
-}
-
-/* Frees the handles of blamer_path_get() (dag.c): process memory of the
- * context, which is closing. */
-static void paths_free(struct blamer *b)
-{
-	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
-
-	for (; q; q = next) {
-		next = q->next;
-		free(q);
-	}
 }
 
 static void finish(struct blamer *b, bool clean)
@@ -312,7 +332,8 @@ static void finish(struct blamer *b, bool clean)
 		bl_heap_unmap(&b->heap);
 	}
 	bl_backend_close(&b->be, clean);
-	paths_free(b);
+	bl_handles_free(b);
+	bl_inherit_free(b);
 	free(b);
 }
 
@@ -391,6 +412,11 @@ void blamer_reset(void)
 	default_failed = false;
 	pthread_mutex_unlock(&default_lock);
 	finish(b, true);
+}
+
+struct blamer *bl_default_peek(void)
+{
+	return atomic_load_explicit(&default_ctx, memory_order_acquire);
 }
 
 struct blamer *bl_ctx(struct blamer *b)

@@ -132,15 +132,23 @@ static struct bl_tls_ent *thread_entry_slow(struct blamer **bp, int *err)
 	return e;
 }
 
-static inline int push_on(struct blamer_thread *t, uint64_t stamp, uint32_t kind,
-			  const char *label, uint64_t data0, uint64_t data1, void *caller)
+/* Out of line: a label longer than its slot, or a push past the slots
+ * (both rare) is counted in the heap's drop record. */
+static __attribute__((noinline, cold)) void push_dropped(struct blamer *b, uint32_t reason)
+{
+	bl_drop(b, reason);
+}
+
+static inline int push_on(struct blamer *b, struct blamer_thread *t, uint64_t stamp,
+			  uint32_t kind, const char *label, uint64_t data0, uint64_t data1,
+			  void *caller)
 {
 	/* Relaxed: this thread is the only writer of depth. */
 	uint32_t d = ld_relaxed(A32(&t->depth));
 
 	if (d < t->stack_slots) {
 		struct blamer_activity *a = &t->stack[d];
-		uint32_t i;
+		uint32_t i = 0, flags = 0;
 
 		a->timestamp = stamp;
 		a->calling_address = (uint64_t)(uintptr_t)caller;
@@ -148,16 +156,25 @@ static inline int push_on(struct blamer_thread *t, uint64_t stamp, uint32_t kind
 		a->data[1] = data1;
 		a->user_data = 0;
 		a->kind = kind;
-		/* Labels are short: zero the 16 bytes with two stores, then a
-		 * byte loop straight into the slot. (Gathering the bytes in a
-		 * local and storing it whole costs a failed store-to-load
-		 * forward; strncpy costs a call.) */
-		memset(a->label, 0, sizeof(a->label));
-		for (i = 0; label && i < sizeof(a->label) && label[i]; i++)
-			a->label[i] = label[i];
+		/* A byte loop straight into the slot, then one NUL: the bytes
+		 * past it mean nothing (heap-format.rst), so the 80 bytes are
+		 * not cleared first. (Gathering the bytes in a local and
+		 * storing it whole costs a failed store-to-load forward;
+		 * strncpy costs a call.) */
+		if (label)
+			for (; i < BLAMER_LABEL_MAX && label[i]; i++)
+				a->label[i] = label[i];
+		if (i < BLAMER_LABEL_MAX) {
+			a->label[i] = '\0';
+		} else if (label[i]) {
+			flags = BLAMER_ACT_F_LABEL_CUT;
+			push_dropped(b, BLAMER_DROP_LABEL_CUT);
+		}
+		a->flags = flags;
 	} else {
 		/* Not recorded, but counted: a reader shows "N more". */
 		st_relaxed(A32(&t->overflows), ld_relaxed(A32(&t->overflows)) + 1);
+		push_dropped(b, BLAMER_DROP_STACK_OVERFLOW);
 	}
 	/* Release: a reader that sees the new depth sees the slot. */
 	st_release(A32(&t->depth), d + 1);
@@ -173,11 +190,11 @@ static inline uint64_t timestamp(const struct blamer *b)
 }
 
 /* A heap stamped with the vDSO clock: its read is a call. */
-static __attribute__((noinline)) int push_monotonic(struct blamer_thread *t, uint32_t kind,
-						    const char *label, uint64_t data0,
-						    uint64_t data1, void *caller)
+static __attribute__((noinline)) int push_monotonic(struct blamer *b, struct blamer_thread *t,
+						    uint32_t kind, const char *label,
+						    uint64_t data0, uint64_t data1, void *caller)
 {
-	return push_on(t, bl_monotonic_ns(), kind, label, data0, data1, caller);
+	return push_on(b, t, bl_monotonic_ns(), kind, label, data0, data1, caller);
 }
 
 /* The default context, a thread's first push, after fork. */
@@ -191,7 +208,7 @@ static __attribute__((noinline)) int push_slow(struct blamer *b, uint32_t kind,
 	e = thread_entry_slow(&b, &err);
 	if (!e)
 		return err;
-	return push_on(e->rec, timestamp(b), kind, label, data0, data1, caller);
+	return push_on(b, e->rec, timestamp(b), kind, label, data0, data1, caller);
 }
 
 /*
@@ -207,8 +224,8 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 	if (__builtin_expect(!t, 0))
 		return push_slow(b, kind, label, data0, data1, caller);
 	if (!BL_HAVE_TSC || b->clock != BLAMER_CLOCK_TSC)
-		return push_monotonic(t, kind, label, data0, data1, caller);
-	return push_on(t, bl_tsc(), kind, label, data0, data1, caller);
+		return push_monotonic(b, t, kind, label, data0, data1, caller);
+	return push_on(b, t, bl_tsc(), kind, label, data0, data1, caller);
 }
 
 /* An activity with data ends: retire its data record, and keep it for
@@ -272,5 +289,7 @@ int blamer_thread_set_name(struct blamer *b, const char *name)
 	/* A name is a debugging aid: a reader may see it half-written. */
 	memset(e->rec->name, 0, sizeof(e->rec->name));
 	strncpy(e->rec->name, name, sizeof(e->rec->name) - 1);
+	if (strlen(name) >= sizeof(e->rec->name))
+		bl_drop(b, BLAMER_DROP_NAME_CUT);
 	return 0;
 }

@@ -416,7 +416,7 @@ TEST_F(ctx, measurements_are_exact)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	t_view(b, &v);
-	ASSERT_EQ(0, v_path_values(&v, a.p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(0, v_path_values(&v, a.p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(400000, sum[0]);
 	ASSERT_EQ(1200000, sum[1]);
 	t_close(self, b);
@@ -470,7 +470,7 @@ static void *shard_watcher(void *arg)
 			uint64_t sum[BLAMER_DAG_MAX_UNITS], n;
 			char why[64];
 
-			if (v_path_values(&v, r->p[k]->ref, sum, &n, why)) {
+			if (v_path_values(&v, r->p[k]->h.ref, sum, &n, why)) {
 				snprintf(r->why, sizeof(r->why), "path %d: %s", k, why);
 				break;
 			}
@@ -509,7 +509,7 @@ static uint64_t shard_check(struct blamer *b, struct blamer_path *path, int k, u
 	struct v_heap v;
 
 	t_view(b, &v);
-	if (v_path_values(&v, path->ref, sum, &n, why))
+	if (v_path_values(&v, path->h.ref, sum, &n, why))
 		return 0;
 	if (sum[0] != adds || sum[1] != adds * (k + 1)) {
 		snprintf(why, 64, "path %d: %llu, %llu", k, (unsigned long long)sum[0],
@@ -1073,7 +1073,7 @@ TEST_F(ctx, path_add_from_signal_handler)
 		char why[64];
 
 		t_view(b, &v);
-		ASSERT_EQ(0, v_path_values(&v, sig_path[k]->ref, sum, &n, why)) TH_LOG("%s", why);
+		ASSERT_EQ(0, v_path_values(&v, sig_path[k]->h.ref, sum, &n, why)) TH_LOG("%s", why);
 		ASSERT_EQ(main_adds[k] + sig_adds[k], sum[0]) TH_LOG("path %d", k);
 		ASSERT_EQ(1, n);	/* one thread: one shard, handler or not */
 	}

@@ -67,21 +67,22 @@ TEST_F(ctx, forked_child_gets_own_heap)
 		struct blamer_path *mine;
 		struct v_heap v;
 
-		/* stale handles and pointers write to scratch, not the parent */
+		/* a stale pointer writes to scratch, not the parent */
+		t->depth = 77;
+		/* handles from before the fork write to the child's own heap,
+		 * made by their first use */
 		blamer_value_uint(h, 999);
 		blamer_path_add(path, 0, 1000);
-		t->depth = 77;
-		/* the child's first use makes its own heap */
 		ok &= blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 2, 0) == 1;
 		blamer_path_add(path, 0, 1000);
-		/* where a new handle adds to the child's own path */
+		/* the child's handle of the path is the one made before */
 		mine = blamer_path_get(b, ids, 1, NULL, 0);
-		ok &= mine && mine != path;
+		ok &= mine == path;
 		blamer_path_add(mine, 0, 7);
 		t_view(b, &v);
-		ok &= mine && v_path_values(&v, mine->ref, sum, &nshards, why) == 0 &&
-		      sum[0] == 7 && nshards == 1;
-		ok &= blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 2) != NULL;
+		ok &= mine && v_path_values(&v, mine->h.ref, sum, &nshards, why) == 0 &&
+		      sum[0] == 2007 && nshards == 1;
+		ok &= blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 2) == h;
 		ok &= blamer_heap_info(b, &info) == 0;
 		ok &= info.pid == getpid() && info.heap_id != pinfo.heap_id;
 		ok &= blamer_log(b, "child") == 0;
@@ -99,7 +100,7 @@ TEST_F(ctx, forked_child_gets_own_heap)
 
 		blamer_path_add(path, 0, 4);
 		t_view(b, &v);
-		ASSERT_EQ(0, v_path_values(&v, path->ref, sum, &nshards, why)) TH_LOG("%s", why);
+		ASSERT_EQ(0, v_path_values(&v, path->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 		ASSERT_EQ(7, sum[0]);
 	}
 	/* and the child's heap is valid and its own */
