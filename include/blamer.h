@@ -403,6 +403,7 @@ struct blamer_snap_child {
 	uint64_t launch_time_ns, exit_time_ns;
 	int32_t exit_status;	/* wait status */
 	uint32_t state;		/* BLAMER_CHILD_* */
+	uint64_t start_time_ns;	/* the child's start, as the parent read it; 0: unknown */
 };
 
 struct blamer_snap_node {

@@ -69,4 +69,5 @@ void rd_decode_child(struct rd_ctx *c, blamer_ref ref)
 	sc->exit_time_ns = r.exit_time_ns;
 	sc->exit_status = r.exit_status;
 	sc->state = r.state;
+	sc->start_time_ns = r.child_start_stamp > 0 ? (uint64_t)r.child_start_stamp : 0;
 }

@@ -230,6 +230,10 @@ struct rd_ctx {
 	uint32_t nnamed;
 };
 
+/* parent_claim.c: dir backend: each dead process without kernel facts
+ * gets how the parent that launched it says it ended, if one did. */
+void rd_join_parent_claims(struct blamer_snapshot *s);
+
 /* decode_drops.c: the DROPS record (version 3). */
 void rd_decode_drops(struct rd_ctx *c, blamer_ref ref);
 
