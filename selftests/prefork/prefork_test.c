@@ -279,19 +279,26 @@ int main(int argc, char **argv)
 		stop_server();
 		return 1;
 	}
-	/* the master reaps the crashed worker (and records it) */
-	for (i = 0; i < 200 && !crashed; i++) {
+	/* the master reaps the crashed worker (and records it): up to 20 s
+	 * for a worker to be dead with the cause known, then whichever is
+	 * dead (the cause is checked below) */
+	for (i = 0; i < 200 && (!crashed || i < 20); i++) {
+		bool known = false;
+
 		s = snap(r);
 		for (j = 0; s && j < WORKERS; j++) {
 			const struct blamer_snap_process *p = proc(s, workers[j]);
 
-			if (p && p->state == BLAMER_PROC_DEAD && (p->kernel_facts || segv(p)))
+			if (p && p->state == BLAMER_PROC_DEAD) {
 				crashed = workers[j];
+				known = p->kernel_facts || segv(p);
+			}
 		}
 		blamer_snapshot_free(s);
 		s = NULL;
-		if (!crashed)
-			usleep(100000);
+		if (known)
+			break;
+		usleep(100000);
 	}
 	for (i = 0, j = 0; i < AFTER; i++) {
 		got = get(port, "/hello", buf, sizeof(buf));
