@@ -357,7 +357,7 @@ static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t c
  * in two shards (one of an exited thread), so a reader that does not sum
  * shards shows other totals. Slab 1 holds the later records.
  */
-#define FX_SLAB	4096u
+#define FX_SLAB	8192u
 #define FX_ROOT	0x100ull
 #define FX_TAB	0x200ull
 #define FX_FRAME 0x300ull

@@ -229,7 +229,7 @@ TEST(other_format_versions_are_named)
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(1, s->nprocs);
 	EXPECT_EQ(BLAMER_HEALTH_UNREADABLE, s->procs[0].health);
-	EXPECT_STREQ("heap format version 1 (this reader reads 2)", s->procs[0].problem);
+	EXPECT_STREQ("heap format version 1 (this reader reads 2 to 3)", s->procs[0].problem);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 }

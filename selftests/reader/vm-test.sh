@@ -74,7 +74,7 @@ t "dump of a worker: phase, idle activity, attribution" sh -c "blamer dump $W0 |
 t "blame sums workers under app" sh -c "blamer blame | tee $OUT.b; grep -q '^ .* app\$' $OUT.b && grep -q 'worker-2' $OUT.b"
 t "dump --json carries kernel facts" sh -c "blamer dump $W1 --json | grep -q '\"kernel_facts\":true,\"exited\":true,\"exit_code\":0,\"exit_signal\":11'"
 # facts look like facts: the kernel vouches for pid, comm, uid and exit
-t "the kernel's facts: IDENTITY kernel in list and top, no [claimed] in dump, claimed only cmdline and phase in JSON" sh -c "blamer list | grep -q '^ *$W0 demo-app .* kernel\$' && blamer top --once | grep -q '^ *$W0 demo-app  *live  *kernel ' && blamer dump $W0 | head -1 | grep -q '^pid $W0 (demo-app) uid 0: running\$' && blamer dump $W0 --json | grep -q '\"kernel_facts\":true,.*\"claimed\":\[\"cmdline\",\"phase\"\]'"
+t "the kernel's facts: IDENTITY kernel in list and top, no [claimed] in dump, claimed only cmdline and phase in JSON" sh -c "blamer list | grep -q '^ *$W0 demo-app .* kernel\$' && blamer top --once | grep -q '^ *$W0 demo-app  *-  *live  *kernel ' && blamer dump $W0 | head -1 | grep -q '^pid $W0 (demo-app) uid 0: running\$' && blamer dump $W0 --json | grep -q '\"kernel_facts\":true,.*\"claimed\":\[\"cmdline\",\"phase\"\]'"
 # the kernel's comm is the name of the file executed: OSC 52 (a clipboard
 # write), CR and byte 0xff reach no view raw; JSON stays ASCII
 OSC=$(printf 'o\033]52;c;aGk=\007\r\377')
