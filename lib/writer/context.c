@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -209,12 +210,59 @@ static int make_heap(struct blamer *b)
 	return 0;
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/*
+ * Another thread is making the heap (a fork child's first writes, from
+ * several threads at once): wait for it, a bounded time, rather than
+ * drop the write. Not if this very thread is the maker (a signal handler
+ * that interrupted it would wait for itself): that write is dropped, and
+ * counted by the caller. The state after the wait.
+ */
+static uint32_t wait_made(struct blamer *b, uint32_t st)
+{
+	uint32_t i;
+
+	if (bl_tls.making_heap)
+		return st;
+	for (i = 0; st == BL_ST_CREATING && i < 200000; i++) {
+		if (i < 64)
+			cpu_relax();
+		else
+			sched_yield();	/* the maker makes system calls: let it run */
+		st = ld_acquire(A32(&b->state));
+	}
+	return st;
+}
+
 struct bl_heap *bl_ready(struct blamer *b)
 {
 	/* Acquire: pairs with the release below, so READY implies a fully
 	 * built heap and context fields. */
 	uint32_t st = ld_acquire(A32(&b->state));
 
+	if (__builtin_expect(st != BL_ST_READY, 0)) {
+		if (st == BL_ST_NONE &&
+		    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			int ret;
+
+			bl_tls.making_heap = true;
+			ret = make_heap(b);
+			bl_tls.making_heap = false;
+			st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
+			return ret ? NULL : &b->heap;
+		}
+		st = wait_made(b, st);
+	}
 	if (st == BL_ST_READY) {
 		/* A corrupt heap is never written again (only handles taken
 		 * before, which point at known-good places, still are). */
@@ -223,14 +271,6 @@ struct bl_heap *bl_ready(struct blamer *b)
 			return NULL;
 		}
 		return &b->heap;
-	}
-	if (st == BL_ST_NONE &&
-	    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
-						    memory_order_acquire, memory_order_relaxed)) {
-		int ret = make_heap(b);
-
-		st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
-		return ret ? NULL : &b->heap;
 	}
 	if (st == BL_ST_CREATING || st == BL_ST_NONE)
 		bl_error(EAGAIN, "blamer: the heap is being made by another thread");
