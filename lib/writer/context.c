@@ -72,6 +72,7 @@ static void atfork_child(void)
 	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
+	st_relaxed(A32(&bl_fork_gen), bl_fork_gen_now() + 1);
 
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */

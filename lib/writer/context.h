@@ -103,17 +103,7 @@ struct blamer {
 	struct blamer *next;	/* registry */
 };
 
-static inline uint32_t bl_ctx_gen(const struct blamer *b)
-{
-	/* Relaxed: gen is only written by a fork child while it is the
-	 * sole thread. */
-	return ld_relaxed(A32((uint32_t *)&b->gen));
-}
 
-static inline uint32_t bl_handle_ctx_gen(const struct bl_handle *h)
-{
-	return bl_ctx_gen(h->b);
-}
 
 /* context.c */
 /* The context for @b (NULL: the default), or NULL if there is none. */

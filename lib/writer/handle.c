@@ -8,10 +8,12 @@
 #include "atomic.h"
 #include "context.h"
 
+uint32_t bl_fork_gen;
+
 void *bl_handle_resolve(struct bl_handle *h)
 {
 	struct blamer *b = h->b;
-	uint32_t gen = ld_relaxed(A32(&b->gen));
+	uint32_t gen = bl_fork_gen_now();
 	blamer_ref ref = 0;
 	void *rec;
 

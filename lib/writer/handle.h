@@ -9,13 +9,14 @@
  * mapping is scratch memory in the child). So a handle carries what it
  * needs to find or make its record again (its key: path ids and units,
  * a field's scope, name and type...) and the generation of the context
- * its record belongs to. The context's generation changes in a fork
- * child only; a handle whose generation is not its context's is stale,
+ * its record belongs to: the process's fork generation, which changes in
+ * a fork child only (every context's heap is new there); a handle whose
+ * generation is not the process's is stale,
  * and its first use re-makes its record in the child's own heap (made
  * then, if it was not yet) through its kind's remake().
  *
  * The use is lock-free and makes no system call: an acquire load of the
- * handle's generation, a load of the context's, then the record. Any
+ * handle's generation, a load of the process's, then the record. Any
  * number of threads may find a handle stale at once: each remakes, and
  * they all get the same record, because remake() is a find-or-make that
  * makes a record once per key and heap (what dag.c and userdata.c
@@ -54,10 +55,19 @@ struct bl_handle {
 /* The record of a stale handle, remade; NULL (counted) if it cannot be. */
 void *bl_handle_resolve(struct bl_handle *h);
 
-/* The generation of @h's context (context.h: struct blamer is there). */
-static inline uint32_t bl_handle_ctx_gen(const struct bl_handle *h);
-/* The generation of context @b. */
-static inline uint32_t bl_ctx_gen(const struct blamer *b);
+/*
+ * The process's fork generation: bumped by the fork handler in the child
+ * (context.c), read by every handle use. One word for the process, not
+ * one per context, so a handle's check is one load, not two dependent
+ * ones (handle, context, generation).
+ */
+extern uint32_t bl_fork_gen __attribute__((visibility("hidden")));
+
+static inline uint32_t bl_fork_gen_now(void)
+{
+	/* Relaxed: only a fork child writes it, while it is the sole thread. */
+	return ld_relaxed(A32(&bl_fork_gen));
+}
 
 /* A handle made now for record @rec at @ref of @b's current heap. */
 static inline void bl_handle_init(struct bl_handle *h, struct blamer *b, bl_remake_fn remake,
@@ -68,7 +78,7 @@ static inline void bl_handle_init(struct bl_handle *h, struct blamer *b, bl_rema
 	st_relaxed(A64(&h->rec), (uint64_t)(uintptr_t)rec);
 	st_relaxed(A64(&h->ref), ref);
 	/* Release: whoever loads this generation (acquire) sees rec and ref. */
-	st_release(A32(&h->gen), bl_ctx_gen(b));
+	st_release(A32(&h->gen), bl_fork_gen_now());
 }
 
 /* @h's record in the current heap: the hot path. */
@@ -78,7 +88,7 @@ static inline void *bl_handle_rec(struct bl_handle *h)
 	 * so rec is the one stored for this generation. */
 	uint32_t g = ld_acquire(A32(&h->gen));
 
-	if (__builtin_expect(g == bl_handle_ctx_gen(h), 1))
+	if (__builtin_expect(g == bl_fork_gen_now(), 1))
 		return (void *)(uintptr_t)ld_relaxed(A64(&h->rec));
 	return bl_handle_resolve(h);
 }
@@ -92,7 +102,7 @@ static inline blamer_ref bl_handle_ref(struct bl_handle *h)
 /* Whether @h names a record of the current heap (no remake). */
 static inline bool bl_handle_current(struct bl_handle *h)
 {
-	return ld_acquire(A32(&h->gen)) == bl_handle_ctx_gen(h);
+	return ld_acquire(A32(&h->gen)) == bl_fork_gen_now();
 }
 
 #endif /* BLAMER_WRITER_HANDLE_H */

@@ -558,12 +558,23 @@ struct blamer_value *blamer_set_raw_ref(struct blamer *b, unsigned scope, const 
 /* Handle updates: the field (made again in a fork child, handle.h), one
  * type check, one store. */
 
-/* The field @h names, if it is of @type (any integer type with @ints);
- * else NULL and the write counted as lost. */
-static struct blamer_field *field_of(struct blamer_value *h, uint8_t type, bool ints)
+/* A write through @h that found no field of its type: lost, counted. An
+ * ACTIVITY handle does not say its context: the default's counts. */
+static __attribute__((noinline, cold)) void bad_write(struct blamer_value *h)
+{
+	bl_drop((uintptr_t)h & 1u ? bl_default_peek() : h->h.b, BLAMER_DROP_BAD_HANDLE);
+}
+
+/*
+ * The field @h names, if it is of @type (any integer type with @ints);
+ * else NULL and the write counted as lost: a wrong type, or an ACTIVITY
+ * handle whose activity is gone (a fork child has none of its
+ * parent's). Inline: it is most of a handle update.
+ */
+static inline __attribute__((always_inline)) struct blamer_field *
+field_of(struct blamer_value *h, uint8_t type, bool ints)
 {
 	uintptr_t a = (uintptr_t)h;
-	struct blamer *b = NULL;
 	struct blamer_field *f;
 	uint8_t t;
 
@@ -572,18 +583,15 @@ static struct blamer_field *field_of(struct blamer_value *h, uint8_t type, bool 
 	if (a & 1u) {
 		f = (struct blamer_field *)(a & ~(uintptr_t)1u);
 	} else {
-		b = h->h.b;
 		f = bl_handle_rec(&h->h);
 		if (!f)
 			return NULL;	/* counted where it could not be made */
 	}
 	t = ld_relaxed(A8(&f->type));
-	if (t == type || (ints && (t == BLAMER_FIELD_SIGNED || t == BLAMER_FIELD_UNSIGNED)))
+	if (__builtin_expect(t == type || (ints && (t == BLAMER_FIELD_SIGNED ||
+						     t == BLAMER_FIELD_UNSIGNED)), 1))
 		return f;
-	/* A wrong type, or an ACTIVITY handle whose activity is gone (a
-	 * fork child has none of its parent's): the write is lost. An
-	 * ACTIVITY handle does not say its context: the default's counts. */
-	bl_drop(b ? b : bl_default_peek(), BLAMER_DROP_BAD_HANDLE);
+	bad_write(h);
 	return NULL;
 }
 
