@@ -8,8 +8,6 @@
 #include "atomic.h"
 #include "context.h"
 
-uint32_t bl_fork_gen;
-
 void *bl_handle_resolve(struct bl_handle *h)
 {
 	struct blamer *b = h->b;
