@@ -154,7 +154,9 @@ err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
 err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
 err_has 2 "give --output FILE too" export --prometheus --interval 1
 err_has 2 "give --interval S" export --prometheus --listen 127.0.0.1:9 --output "$D.prom"
-err_has 2 "needs a format" export
+run 0 export && grep -q '^# TYPE blamer_heaps gauge$' "$OUT" && run 0 export --prometheus &&
+	grep -q '^# TYPE blamer_heaps gauge$' "$OUT" &&
+	ok "export without --prometheus writes the one format, Prometheus" || nok "export without a format"
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list
 BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" list
