@@ -63,7 +63,7 @@ struct blamer_path {
  * and dies with it, and a fork child has none of its parent's.
  */
 struct blamer_value {
-	struct bl_handle h;	/* the field (struct blamer_field) */
+	struct bl_handle h;	/* rec: the field's value, ref: the field */
 	uint32_t scope;
 	uint8_t type;
 	uint8_t name_len;
@@ -167,11 +167,11 @@ void bl_inherit_replay(struct blamer *b);
 void bl_inherit_free(struct blamer *b);
 
 /* handle_store.c: the handle of field @name (@nlen bytes, hash @hash) of
- * @scope, made for @field of the current heap if there is none yet;
- * NULL (counted) if there is no room for it. */
+ * @scope, made for field @field (its value at @value) of the current heap
+ * if there is none yet; NULL (counted) if there is no room for it. */
 struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
 				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
-				     bl_remake_fn remake, void *field);
+				     bl_remake_fn remake, void *field, void *value);
 /* handle_store.c: frees the handles of blamer_path_get() and blamer_set_*()
  * (process memory of the context, which is closing). */
 void bl_handles_free(struct blamer *b);

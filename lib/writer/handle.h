@@ -37,9 +37,10 @@ struct blamer;
 struct bl_handle;
 
 /*
- * Finds or makes @h's record in @b's heap, which is ready: the record's
- * address and *@ref, or NULL when it cannot (it has counted why with
- * bl_drop()). Called only when @h is stale.
+ * Finds or makes @h's record in @b's heap, which is ready: where a use
+ * writes (the record, or a value's bytes) and *@ref, or NULL when it
+ * cannot (it has counted why with bl_drop()). Called only when @h is
+ * stale.
  */
 typedef void *(*bl_remake_fn)(struct bl_handle *h, struct blamer *b, blamer_ref *ref);
 
@@ -48,8 +49,9 @@ struct bl_handle {
 	bl_remake_fn remake;
 	uint32_t gen;		/* atomic: the generation rec and ref belong to */
 	uint32_t reserved;
-	uint64_t rec;		/* atomic: the record's address in that generation's heap */
-	uint64_t ref;		/* atomic: its blamer_ref */
+	uint64_t rec;		/* atomic: where a use writes, in that generation's heap */
+	uint64_t ref;		/* atomic: a second word of the kind's: a path's
+				 * blamer_ref, a value's field (struct blamer_field) */
 };
 
 /* The record of a stale handle, remade; NULL (counted) if it cannot be. */

@@ -103,7 +103,7 @@ static bool value_is(const struct blamer_value *v, uint32_t scope, const char *n
 
 struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
 				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
-				     bl_remake_fn remake, void *field)
+				     bl_remake_fn remake, void *field, void *value)
 {
 	struct bl_value_table *t = table_of(b);
 	struct blamer_value *v, *mine = NULL;
@@ -126,7 +126,8 @@ struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const cha
 				mine->name_len = (uint8_t)nlen;
 				mine->cap = cap;
 				memcpy(mine->name, name, nlen);
-				bl_handle_init(&mine->h, b, remake, field, 0);
+				bl_handle_init(&mine->h, b, remake, value,
+					       (uint64_t)(uintptr_t)field);
 			}
 			if (atomic_compare_exchange_strong_explicit(&t->slot[at], &v, mine,
 								    memory_order_release,

@@ -351,9 +351,12 @@ static void *value_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *re
 	if (!u)
 		return NULL;
 	f = find_or_add(b, u, v->type, v->name, v->cap, &how);
-	if (f && how == FOUND_MADE)
+	if (!f)
+		return NULL;
+	if (how == FOUND_MADE)
 		publish(f, v->type, empty_size(v->type));
-	return f;
+	*ref = (uint64_t)(uintptr_t)f;
+	return value_area(f);
 }
 
 /*
@@ -372,7 +375,7 @@ static struct blamer_value *handle_of(struct blamer *b, unsigned scope, const ch
 		return (struct blamer_value *)((uintptr_t)f | 1u);
 	nlen = strlen(name);
 	return bl_value_handle(b, scope, name, nlen, name_hash(name, nlen), type, (uint16_t)cap,
-			       value_remake, f);
+			       value_remake, f, value_area(f));
 }
 
 static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const char *name,
@@ -566,13 +569,16 @@ static __attribute__((noinline, cold)) void bad_write(struct blamer_value *h)
 }
 
 /*
- * The field @h names, if it is of @type (any integer type with @ints);
- * else NULL and the write counted as lost: a wrong type, or an ACTIVITY
- * handle whose activity is gone (a fork child has none of its
- * parent's). Inline: it is most of a handle update.
+ * Where a write through @h of @type goes (any integer type with @ints):
+ * the value's bytes, and *@fp its field; NULL and the write counted as
+ * lost if @h names no field of that type: a wrong type, or an ACTIVITY
+ * handle whose activity is gone (a fork child has none of its parent's).
+ * A PROCESS or GLOBAL handle knows its field's type (a published field
+ * never changes type): one generation check, no load from the heap
+ * before the write. Inline: it is most of a handle update.
  */
-static inline __attribute__((always_inline)) struct blamer_field *
-field_of(struct blamer_value *h, uint8_t type, bool ints)
+static inline __attribute__((always_inline)) uint8_t *
+value_of(struct blamer_value *h, uint8_t type, bool ints, struct blamer_field **fp)
 {
 	uintptr_t a = (uintptr_t)h;
 	struct blamer_field *f;
@@ -582,68 +588,79 @@ field_of(struct blamer_value *h, uint8_t type, bool ints)
 		return NULL;
 	if (a & 1u) {
 		f = (struct blamer_field *)(a & ~(uintptr_t)1u);
+		t = ld_relaxed(A8(&f->type));
 	} else {
-		f = bl_handle_rec(&h->h);
-		if (!f)
-			return NULL;	/* counted where it could not be made */
+		f = NULL;
+		t = h->type;
 	}
-	t = ld_relaxed(A8(&f->type));
-	if (__builtin_expect(t == type || (ints && (t == BLAMER_FIELD_SIGNED ||
-						     t == BLAMER_FIELD_UNSIGNED)), 1))
-		return f;
-	bad_write(h);
-	return NULL;
+	if (__builtin_expect(!(t == type || (ints && (t == BLAMER_FIELD_SIGNED ||
+						       t == BLAMER_FIELD_UNSIGNED))), 0)) {
+		bad_write(h);
+		return NULL;
+	}
+	if (f) {
+		*fp = f;
+		return value_area(f);
+	}
+	/* made again in a fork child, if need be; NULL: counted there */
+	a = (uintptr_t)bl_handle_rec(&h->h);
+	*fp = (struct blamer_field *)(uintptr_t)bl_handle_ref(&h->h);
+	return (uint8_t *)a;
 }
 
 void blamer_value_bool(struct blamer_value *h, bool v)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_BOOL, false);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_BOOL, false, &f);
 
-	if (f)
-		st_relaxed(A8(value_area(f)), v);
+	if (p)
+		st_relaxed(A8(p), v);
 }
 
 void blamer_value_int(struct blamer_value *h, int64_t v)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_SIGNED, false);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, false, &f);
 
-	if (f)
-		st_relaxed(A64(value_area(f)), (uint64_t)v);
+	if (p)
+		st_relaxed(A64(p), (uint64_t)v);
 }
 
 void blamer_value_uint(struct blamer_value *h, uint64_t v)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_UNSIGNED, false);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_UNSIGNED, false, &f);
 
-	if (f)
-		st_relaxed(A64(value_area(f)), v);
+	if (p)
+		st_relaxed(A64(p), v);
 }
 
 void blamer_value_double(struct blamer_value *h, double v)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_DOUBLE, false);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_DOUBLE, false, &f);
 	uint64_t bits;
 
 	memcpy(&bits, &v, sizeof(bits));
-	if (f)
-		st_relaxed(A64(value_area(f)), bits);
+	if (p)
+		st_relaxed(A64(p), bits);
 }
 
 void blamer_value_add(struct blamer_value *h, int64_t delta)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_SIGNED, true);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, true, &f);
 
 	/* Relaxed: a counter; readers want the value, not an ordering. */
-	if (f)
-		atomic_fetch_add_explicit(A64(value_area(f)), (uint64_t)delta,
-					  memory_order_relaxed);
+	if (p)
+		atomic_fetch_add_explicit(A64(p), (uint64_t)delta, memory_order_relaxed);
 }
 
 void blamer_value_string(struct blamer_value *h, const char *v)
 {
-	struct blamer_field *f = field_of(h, BLAMER_FIELD_STRING, false);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_STRING, false, &f);
 
-	if (f && v)
-		write_bytes(h && !((uintptr_t)h & 1u) ? h->h.b : bl_default_peek(), f, v,
-			    strlen(v));
+	if (p && v)
+		write_bytes((uintptr_t)h & 1u ? bl_default_peek() : h->h.b, f, v, strlen(v));
 }
