@@ -59,9 +59,9 @@ static void atfork_parent(void)
  * harmless), the inherited fds are closed (an inherited /dev/blamer fd is
  * the parent's open file: it could map the parent's slabs writable), and
  * the next use makes the child's own heap (lazily: a child that only
- * execs pays for none of it). gen changes, which makes every handle made
- * before the fork stale: its next use re-makes its record in the child's
- * heap (handle.h), and every thread cache (only this thread exists now)
+ * execs pays for none of it). Every handle made before the fork is made
+ * stale: its next use re-makes its record in the child's heap (handle.h);
+ * gen changes, so every thread cache (only this thread exists now)
  * re-registers. The thread's shard cache is emptied: its slots point at
  * shards of the parent's heap (scratch memory now). Drops counted
  * without a heap were the parent's.
@@ -72,7 +72,6 @@ static void atfork_child(void)
 	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
-	st_relaxed(A32(&bl_fork_gen), bl_fork_gen_now() + 1);
 
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
@@ -86,6 +85,7 @@ static void atfork_child(void)
 		for (i = 0; i < BLAMER_DROP_REASONS; i++)
 			st_relaxed(A64(&b->pending_drops[i]), 0);
 		b->forked = true;
+		bl_handles_forked(b);
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}

@@ -47,8 +47,9 @@
  * when the context closes.
  */
 struct blamer_path {
+	uint64_t id;		/* process-unique, never reused: the shard cache key
+				 * (first: the add's hit loads only it) */
 	struct bl_handle h;	/* the DAG_PATH record */
-	uint64_t id;		/* process-unique, never reused: the shard cache key */
 	uint32_t depth, nunits;
 	uint64_t ids[BLAMER_DAG_MAX_DEPTH];
 	uint32_t units[BLAMER_DAG_MAX_UNITS];
@@ -82,7 +83,7 @@ struct bl_inherit {
 
 struct blamer {
 	uint64_t serial;
-	uint32_t gen;		/* atomic: bumped in the child after fork */
+	uint32_t gen;		/* atomic: bumped in the child after fork (thread caches) */
 	uint32_t state;		/* atomic: BL_ST_* */
 	int requested_backend;
 	uint32_t max_slabs, stack_depth, log_slots, flags;
@@ -172,6 +173,9 @@ void bl_inherit_free(struct blamer *b);
 struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
 				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
 				     bl_remake_fn remake, void *field, void *value);
+/* handle_store.c: a fork child's: every handle of @b is stale (its
+ * record is the parent's). */
+void bl_handles_forked(struct blamer *b);
 /* handle_store.c: frees the handles of blamer_path_get() and blamer_set_*()
  * (process memory of the context, which is closing). */
 void bl_handles_free(struct blamer *b);

@@ -14,6 +14,7 @@
  * by id across processes (each heap has its own records).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,7 +249,7 @@ static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsig
 /* handle.h: a path handle in a fork child, its record made again there. */
 static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
 {
-	struct blamer_path *p = (struct blamer_path *)h;
+	struct blamer_path *p = (struct blamer_path *)((char *)h - offsetof(struct blamer_path, h));
 
 	/* A failure was counted where the record could not be had. */
 	*ref = path_find_or_make(b, p->ids, p->depth, p->units, p->nunits);

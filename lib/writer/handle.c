@@ -11,7 +11,6 @@
 void *bl_handle_resolve(struct bl_handle *h)
 {
 	struct blamer *b = h->b;
-	uint32_t gen = bl_fork_gen_now();
 	blamer_ref ref = 0;
 	void *rec;
 
@@ -23,10 +22,7 @@ void *bl_handle_resolve(struct bl_handle *h)
 	rec = h->remake(h, b, &ref);
 	if (!rec)
 		return NULL;
-	/* Relaxed, then release on gen: every thread that remakes in this
-	 * generation stores these same two values (handle.h). */
-	st_relaxed(A64(&h->rec), (uint64_t)(uintptr_t)rec);
-	st_relaxed(A64(&h->ref), ref);
-	st_release(A32(&h->gen), gen);
+	/* Every thread that remakes it stores these same two values. */
+	bl_handle_set(h, rec, ref);
 	return rec;
 }

@@ -1,28 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Handles that outlive a fork (handle.c): the one mechanism by which
- * every handle a program holds (a path, a value, and whatever later kind
- * of handle names a record) keeps working in a fork child.
+ * Handles that outlive a fork (handle.c, handle_store.c): the one
+ * mechanism by which every handle a program holds (a path, a value, and
+ * whatever later kind of handle names a record) keeps working in a fork
+ * child.
  *
  * A handle is process memory, so the child inherits it; the heap record
  * it points at is the parent's, which the child must never write (its
  * mapping is scratch memory in the child). So a handle carries what it
  * needs to find or make its record again (its key: path ids and units,
- * a field's scope, name and type...) and the generation of the context
- * its record belongs to: the process's fork generation, which changes in
- * a fork child only (every context's heap is new there); a handle whose
- * generation is not the process's is stale,
- * and its first use re-makes its record in the child's own heap (made
- * then, if it was not yet) through its kind's remake().
+ * a field's scope, name and type...), and every handle of a context is
+ * kept where the fork handler finds it (handle_store.c): in the child,
+ * before anything else runs, it makes each one *stale* by clearing its
+ * record (bl_handles_forked()). A stale handle's first use re-makes its
+ * record in the child's own heap (made then, if it was not yet) through
+ * its kind's remake().
  *
- * The use is lock-free and makes no system call: an acquire load of the
- * handle's generation, a load of the process's, then the record. Any
- * number of threads may find a handle stale at once: each remakes, and
- * they all get the same record, because remake() is a find-or-make that
- * makes a record once per key and heap (what dag.c and userdata.c
- * already guarantee). So the record and ref need no lock: every writer
- * of one generation stores the same values, before the generation
- * (release).
+ * The use is lock-free and makes no system call: one acquire load of the
+ * record, which is all a current handle costs (no generation to compare:
+ * the fork handler did the work, once, instead of every use). Any number
+ * of threads may find a handle stale at once: each remakes, and they all
+ * get the same record, because remake() is a find-or-make that makes a
+ * record once per key and heap (what dag.c and userdata.c already
+ * guarantee). So record and ref need no lock: every thread that remakes
+ * stores the same two values, ref first, then the record with release.
  */
 #ifndef BLAMER_WRITER_HANDLE_H
 #define BLAMER_WRITER_HANDLE_H
@@ -47,9 +48,8 @@ typedef void *(*bl_remake_fn)(struct bl_handle *h, struct blamer *b, blamer_ref 
 struct bl_handle {
 	struct blamer *b;
 	bl_remake_fn remake;
-	uint32_t gen;		/* atomic: the generation rec and ref belong to */
-	uint32_t reserved;
-	uint64_t rec;		/* atomic: where a use writes, in that generation's heap */
+	uint64_t rec;		/* atomic: where a use writes, in this process's
+				 * heap; 0: stale (made before a fork) */
 	uint64_t ref;		/* atomic: a second word of the kind's: a path's
 				 * blamer_ref, a value's field (struct blamer_field) */
 };
@@ -57,41 +57,39 @@ struct bl_handle {
 /* The record of a stale handle, remade; NULL (counted) if it cannot be. */
 void *bl_handle_resolve(struct bl_handle *h);
 
-/*
- * The process's fork generation: bumped by the fork handler in the child
- * (context.c), read by every handle use. One word for the process, not
- * one per context, so a handle's check is one load, not two dependent
- * ones (handle, context, generation).
- */
-extern uint32_t bl_fork_gen __attribute__((visibility("hidden")));
-
-static inline uint32_t bl_fork_gen_now(void)
+/* Publishes @rec and @ref as @h's record: ref first, then the record
+ * with release, so whoever loads the record (acquire) sees ref, and the
+ * record's contents its maker published before. */
+static inline void bl_handle_set(struct bl_handle *h, void *rec, uint64_t ref)
 {
-	/* Relaxed: only a fork child writes it, while it is the sole thread. */
-	return ld_relaxed(A32(&bl_fork_gen));
+	st_relaxed(A64(&h->ref), ref);
+	st_release(A64(&h->rec), (uint64_t)(uintptr_t)rec);
 }
 
-/* A handle made now for record @rec at @ref of @b's current heap. */
+/* A handle made now for @rec (and @ref) of @b's current heap. */
 static inline void bl_handle_init(struct bl_handle *h, struct blamer *b, bl_remake_fn remake,
-				  void *rec, blamer_ref ref)
+				  void *rec, uint64_t ref)
 {
 	h->b = b;
 	h->remake = remake;
-	st_relaxed(A64(&h->rec), (uint64_t)(uintptr_t)rec);
-	st_relaxed(A64(&h->ref), ref);
-	/* Release: whoever loads this generation (acquire) sees rec and ref. */
-	st_release(A32(&h->gen), bl_fork_gen_now());
+	bl_handle_set(h, rec, ref);
+}
+
+/* The fork handler, in the child: @h is stale. */
+static inline void bl_handle_stale(struct bl_handle *h)
+{
+	/* Relaxed: the child has one thread now. */
+	st_relaxed(A64(&h->rec), 0);
 }
 
 /* @h's record in the current heap: the hot path. */
 static inline void *bl_handle_rec(struct bl_handle *h)
 {
-	/* Acquire: pairs with the release of gen in bl_handle_resolve(),
-	 * so rec is the one stored for this generation. */
-	uint32_t g = ld_acquire(A32(&h->gen));
+	/* Acquire: pairs with bl_handle_set(). */
+	uint64_t rec = ld_acquire(A64(&h->rec));
 
-	if (__builtin_expect(g == bl_fork_gen_now(), 1))
-		return (void *)(uintptr_t)ld_relaxed(A64(&h->rec));
+	if (__builtin_expect(rec != 0, 1))
+		return (void *)(uintptr_t)rec;
 	return bl_handle_resolve(h);
 }
 
@@ -104,7 +102,7 @@ static inline blamer_ref bl_handle_ref(struct bl_handle *h)
 /* Whether @h names a record of the current heap (no remake). */
 static inline bool bl_handle_current(struct bl_handle *h)
 {
-	return ld_acquire(A32(&h->gen)) == bl_fork_gen_now();
+	return ld_acquire(A64(&h->rec)) != 0;
 }
 
 #endif /* BLAMER_WRITER_HANDLE_H */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Where handles live: the path handles (a list, dag.c) and the value
- * handles of blamer_set_*(), freed with their context.
+ * handles of blamer_set_*(): where the fork handler finds every one to
+ * make it stale (handle.h), and frees them with their context. A new kind
+ * of handle is kept here too.
  *
  * Value handles are found by (scope, name, type) in a per-context table,
  * so every set of a name returns the same handle and a program that sets
@@ -142,6 +144,23 @@ full:
 	bl_drop(b, BLAMER_DROP_HEAP_FULL);
 	bl_error(ENOSPC, "blamer: no room for the handle of %.*s", (int)nlen, name);
 	return NULL;
+}
+
+void bl_handles_forked(struct blamer *b)
+{
+	/* Relaxed: the fork child has one thread, in its fork handler. */
+	struct blamer_path *q = atomic_load_explicit(&b->paths, memory_order_relaxed);
+	struct bl_value_table *t = atomic_load_explicit(&b->values, memory_order_relaxed);
+	uint32_t i;
+
+	for (; q; q = q->next)
+		bl_handle_stale(&q->h);
+	for (i = 0; t && i < VALUE_SLOTS; i++) {
+		struct blamer_value *v = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+
+		if (v)
+			bl_handle_stale(&v->h);
+	}
 }
 
 void bl_handles_free(struct blamer *b)

@@ -15,10 +15,6 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *reg_head;		/* under reg_lock */
 static uint64_t reg_serial;		/* atomic: the last serial handed out */
 
-/* The process's fork generation (handle.h): here, with the other
- * process-wide state the fork handler changes. */
-uint32_t bl_fork_gen;
-
 uint64_t bl_registry_serial(void)
 {
 	/* Relaxed: a serial only needs to be unique. */

@@ -570,7 +570,7 @@ static __attribute__((noinline, cold)) void bad_write(struct blamer_value *h)
 
 /*
  * Where a write through @h of @type goes (any integer type with @ints):
- * the value's bytes, and *@fp its field; NULL and the write counted as
+ * the value's bytes, and *@fp its field (if @fp); NULL and the write counted as
  * lost if @h names no field of that type: a wrong type, or an ACTIVITY
  * handle whose activity is gone (a fork child has none of its parent's).
  * A PROCESS or GLOBAL handle knows its field's type (a published field
@@ -599,19 +599,20 @@ value_of(struct blamer_value *h, uint8_t type, bool ints, struct blamer_field **
 		return NULL;
 	}
 	if (f) {
-		*fp = f;
+		if (fp)
+			*fp = f;
 		return value_area(f);
 	}
 	/* made again in a fork child, if need be; NULL: counted there */
 	a = (uintptr_t)bl_handle_rec(&h->h);
-	*fp = (struct blamer_field *)(uintptr_t)bl_handle_ref(&h->h);
+	if (fp)
+		*fp = (struct blamer_field *)(uintptr_t)bl_handle_ref(&h->h);
 	return (uint8_t *)a;
 }
 
 void blamer_value_bool(struct blamer_value *h, bool v)
 {
-	struct blamer_field *f;
-	uint8_t *p = value_of(h, BLAMER_FIELD_BOOL, false, &f);
+	uint8_t *p = value_of(h, BLAMER_FIELD_BOOL, false, NULL);
 
 	if (p)
 		st_relaxed(A8(p), v);
@@ -619,8 +620,7 @@ void blamer_value_bool(struct blamer_value *h, bool v)
 
 void blamer_value_int(struct blamer_value *h, int64_t v)
 {
-	struct blamer_field *f;
-	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, false, &f);
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, false, NULL);
 
 	if (p)
 		st_relaxed(A64(p), (uint64_t)v);
@@ -628,8 +628,7 @@ void blamer_value_int(struct blamer_value *h, int64_t v)
 
 void blamer_value_uint(struct blamer_value *h, uint64_t v)
 {
-	struct blamer_field *f;
-	uint8_t *p = value_of(h, BLAMER_FIELD_UNSIGNED, false, &f);
+	uint8_t *p = value_of(h, BLAMER_FIELD_UNSIGNED, false, NULL);
 
 	if (p)
 		st_relaxed(A64(p), v);
@@ -637,8 +636,7 @@ void blamer_value_uint(struct blamer_value *h, uint64_t v)
 
 void blamer_value_double(struct blamer_value *h, double v)
 {
-	struct blamer_field *f;
-	uint8_t *p = value_of(h, BLAMER_FIELD_DOUBLE, false, &f);
+	uint8_t *p = value_of(h, BLAMER_FIELD_DOUBLE, false, NULL);
 	uint64_t bits;
 
 	memcpy(&bits, &v, sizeof(bits));
@@ -648,8 +646,7 @@ void blamer_value_double(struct blamer_value *h, double v)
 
 void blamer_value_add(struct blamer_value *h, int64_t delta)
 {
-	struct blamer_field *f;
-	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, true, &f);
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, true, NULL);
 
 	/* Relaxed: a counter; readers want the value, not an ordering. */
 	if (p)
