@@ -574,7 +574,7 @@ static __attribute__((noinline, cold)) void bad_write(struct blamer_value *h)
  * lost if @h names no field of that type: a wrong type, or an ACTIVITY
  * handle whose activity is gone (a fork child has none of its parent's).
  * A PROCESS or GLOBAL handle knows its field's type (a published field
- * never changes type): one generation check, no load from the heap
+ * never changes type): one load of its record, none from the heap
  * before the write. Inline: it is most of a handle update.
  */
 static inline __attribute__((always_inline)) uint8_t *
