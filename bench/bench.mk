@@ -70,3 +70,26 @@ bench-module: $(MODULE_BENCH) $(DEV_READER_BENCH) $(addprefix bed-module-,$(BENC
 			--add $(MODULE_BENCH) --add $(DEV_READER_BENCH) \
 			--add $(SRC)/bench/vm-bench.sh -- "sh /bin/vm-bench.sh $(BENCH_MODULE_ARGS)" || exit; \
 	done
+
+# Before/after figures of a change for a pre-fork server (push+pop,
+# path_add, value_add, fork with and without a context): the same
+# source built against the library of PREFORK_BASE (a commit, built in a
+# scratch copy) and against this tree, run alternately
+# (bench/prefork-compare).
+PREFORK_BASE ?= b5671a1
+PREFORK_BENCH := $(BENCH_DIR)/prefork_bench
+PREFORK_BASE_DIR := $(BENCH_DIR)/base-$(PREFORK_BASE)
+.PHONY: bench-prefork
+$(PREFORK_BENCH): $(SRC)/bench/prefork_bench.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+
+$(PREFORK_BASE_DIR)/prefork_bench: $(SRC)/bench/prefork_bench.c
+	@rm -rf $(PREFORK_BASE_DIR)/src && mkdir -p $(PREFORK_BASE_DIR)/src
+	git -C $(SRC) archive $(PREFORK_BASE) | tar -x -C $(PREFORK_BASE_DIR)/src
+	$(MAKE) -C $(PREFORK_BASE_DIR)/src BUILD=$(PREFORK_BASE_DIR)/build lib
+	$(CC) $(CFLAGS_COMMON:-I$(SRC)/include=) -I$(PREFORK_BASE_DIR)/src/include -o $@ $< \
+		$(PREFORK_BASE_DIR)/build/lib/libblamer.a -lpthread
+
+bench-prefork: $(PREFORK_BENCH) $(PREFORK_BASE_DIR)/prefork_bench
+	@$(SRC)/bench/prefork-compare $(PREFORK_BASE_DIR)/prefork_bench $(PREFORK_BENCH) 5

@@ -3,7 +3,8 @@
  * Seeds for fuzz/corpus: valid heaps from the fixture builder and
  * truncated / looping variants (of the record list and of a path's shard
  * chain), in the fuzz input format (byte 0 = slab count - 1, then the
- * slabs back to back). `make fuzz-corpus` rewrites them.
+ * slabs back to back). `make fuzz-corpus` rewrites them; v2-* files are
+ * heaps of older format versions, kept as they were written.
  */
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static int amplifiers(const char *dir)
 	char name[8];
 	int ret = 0, i, k;
 
-	fx_init(&h, 1, 16 << 10, 9, 9);
+	fx_init(&h, 1, 32 << 10, 9, 9);
 	fx_process(&h, 2, "fanout");
 	ud = fx_userdata(&h, BLAMER_DATA_ACTIVITY, 64 * 24, 1);
 	for (i = 0; i < 64; i++) {
@@ -171,6 +172,34 @@ static int hostile_strings(const char *dir)
 	return ret;
 }
 
+/* Format 3: a role, drop counters (one of a reason newer than the
+ * reader), a cut string and a full 80-byte label marked cut. */
+static int format3(const char *dir)
+{
+	uint64_t counts[BLAMER_DROP_SLOTS] = { 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 7 };
+	char label[BLAMER_LABEL_MAX + 1];
+	struct fx_heap h;
+	blamer_ref t, ud;
+	int ret;
+
+	fx_init(&h, 1, 8 << 10, 21, 21);
+	fx_process(&h, 2, "v3");
+	fx_drops(&h, "worker", "3", counts, BLAMER_DROP_SLOTS);
+	ud = fx_userdata(&h, BLAMER_DATA_PROCESS, 128, 1);
+	fx_field_str(&h, ud, "client", "127.0.0.");
+	((struct blamer_field *)((struct blamer_userdata *)fx_at(&h, ud))->fields)->value_size |=
+		BLAMER_VALUE_CUT;
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ud;
+	t = fx_thread(&h, 21, "main", 2);
+	memset(label, 'q', BLAMER_LABEL_MAX);
+	label[BLAMER_LABEL_MAX] = 0;
+	fx_push(&h, t, BLAMER_ACTIVITY_TASK, label, 1, 0);
+	((struct blamer_thread *)fx_at(&h, t))->stack[0].flags = BLAMER_ACT_F_LABEL_CUT;
+	ret = put(dir, "v3-role-drops", &h, 0);
+	fx_free(&h);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
@@ -179,6 +208,7 @@ int main(int argc, char **argv)
 
 	ret |= units(dir);
 	ret |= hostile_strings(dir);
+	ret |= format3(dir);
 	fx_standard(&h, 100, 200, 1);
 	ret |= put(dir, "standard", &h, 0);
 	ret |= put(dir, "truncated-1000", &h, 1000);

@@ -88,6 +88,23 @@ enum blamer_backend {
 #define BLAMER_HEAP_F_CORRUPT	(1u << 0)
 #define BLAMER_HEAP_F_FULL	(1u << 1)
 
+/*
+ * Why a write was not recorded in full (blamer_snap_process.drops[],
+ * `blamer_dropped_total{reason=...}`): a closed set, each counted in the
+ * heap that lost it. Documentation/library.rst, "Nothing lost silently".
+ */
+#define BLAMER_DROP_HEAP_FULL		0u	/* no room for a record or field */
+#define BLAMER_DROP_STRING_CUT		1u	/* a string or raw value cut to its field */
+#define BLAMER_DROP_LABEL_CUT		2u	/* an activity label cut */
+#define BLAMER_DROP_NAME_CUT		3u	/* a thread/node name, role or instance cut */
+#define BLAMER_DROP_LOG_CUT		4u	/* a log message cut */
+#define BLAMER_DROP_STACK_OVERFLOW	5u	/* a push past the stack's slots */
+#define BLAMER_DROP_BUSY		6u	/* another writer held the field or heap */
+#define BLAMER_DROP_NO_HEAP		7u	/* the context had no heap to write */
+#define BLAMER_DROP_BAD_HANDLE		8u	/* a handle naming no field of its type */
+#define BLAMER_DROP_REASONS		9u
+#define BLAMER_DROP_MAX			16u	/* room in the snapshot for later reasons */
+
 /* Whether a heap's owner runs (blamer_snap_process.state). */
 #define BLAMER_PROC_LIVE	1
 #define BLAMER_PROC_DEAD	2
@@ -122,6 +139,12 @@ struct blamer_config {
 	uint32_t reserved;
 };
 #define BLAMER_OPEN_NO_MODULES	(1u << 0)	/* skip blamer_modules_refresh() at open */
+/*
+ * fork(): every handle (context, path, value, thread record) made before
+ * a fork works in the child, writing to the child's own heap, made on the
+ * child's first write (Documentation/library.rst, "fork()"). Nothing to
+ * call; blamer_modules_refresh() runs in the child at its heap's making.
+ */
 
 int blamer_open(const struct blamer_config *cfg, struct blamer **out);
 /* Marks the heap deleted (a clean exit) and removes it: its files (dir backend) or its slabs
@@ -166,12 +189,22 @@ int blamer_process_launched(struct blamer *b, pid_t pid);
  */
 int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status);
 
+/*
+ * Names this process's role and instance ("worker", "2") in its heap, for
+ * every view and the exporters' labels: 1..31 printable bytes each
+ * (instance may be NULL or ""). Set once per heap: again the same way is
+ * a no-op, another way -EEXIST. Call it before the first other write of a
+ * fork child, so the child's heap is made with it; a child's heap does
+ * not inherit its parent's role.
+ */
+int blamer_set_role(struct blamer *b, const char *role, const char *instance);
+
 /* ---- Thread activity stack (async-signal-safe push/pop) ---- */
 /*
  * Pushes an activity of @kind on the calling thread's stack with a
  * timestamp, the caller's address and two words of kind-specific data
- * (lock address, pid, task id...). @label: static text, first 16 bytes
- * kept. Returns the new depth (> stack depth: counted as overflow, not
+ * (lock address, pid, task id...). @label: text, first 80 bytes kept
+ * (BLAMER_LABEL_MAX; longer: cut, marked and counted). Returns the new depth (> stack depth: counted as overflow, not
  * recorded) or a negative errno. No lock, no malloc, no system call
  * after the thread's first push.
  */
@@ -182,9 +215,11 @@ int blamer_thread_set_name(struct blamer *b, const char *name);
 
 /* ---- Typed user data ---- */
 /*
- * Handle to one field, for updates without a name lookup. It points into
- * the heap: valid until the scope ends (pop, close). After fork() the
- * child's old handles write to private scratch memory, not the parent.
+ * Handle to one field, for updates without a name lookup: valid until the
+ * scope ends (pop, close). A PROCESS or GLOBAL handle is process memory
+ * that names its field: in a fork child it writes to the child's heap.
+ * An ACTIVITY handle belongs to its activity, which a fork child does not
+ * have: writes through it there are dropped and counted (BAD_HANDLE).
  */
 struct blamer_value;
 
@@ -193,10 +228,15 @@ struct blamer_value *blamer_set_char(struct blamer *b, unsigned scope, const cha
 struct blamer_value *blamer_set_int(struct blamer *b, unsigned scope, const char *name, int64_t v);
 struct blamer_value *blamer_set_uint(struct blamer *b, unsigned scope, const char *name, uint64_t v);
 struct blamer_value *blamer_set_double(struct blamer *b, unsigned scope, const char *name, double v);
-/* Strings and raw bytes: the first set decides the capacity (longer later values are cut). */
+/* Strings and raw bytes: the first set decides the capacity (longer later values are cut,
+ * marked and counted), unless blamer_reserve_string() made the field first. */
 struct blamer_value *blamer_set_string(struct blamer *b, unsigned scope, const char *name, const char *v);
 struct blamer_value *blamer_set_raw(struct blamer *b, unsigned scope, const char *name,
 				    const void *v, size_t len);
+/* Makes string field @name with room for @capacity bytes (1..32752) and value "", for
+ * later sets of longer values; an existing field keeps its capacity (no-op). */
+struct blamer_value *blamer_reserve_string(struct blamer *b, unsigned scope, const char *name,
+					   size_t capacity);
 /* References to memory outside the heap: only address and size are stored. */
 struct blamer_value *blamer_set_string_ref(struct blamer *b, unsigned scope, const char *name,
 					   const char *addr, size_t len);
@@ -314,6 +354,7 @@ struct blamer_snap_field {
 	double d;		/* DOUBLE */
 	uint8_t *bytes;		/* RAW, STRING (NUL-terminated copy) */
 	size_t len;
+	bool cut;		/* RAW, STRING: the value set was longer than the field */
 };
 
 struct blamer_snap_fields {
@@ -326,8 +367,9 @@ struct blamer_snap_activity {
 	uint64_t calling_address;
 	uint64_t data[2];
 	uint32_t kind;		/* BLAMER_ACTIVITY_* */
-	char label[17];
+	char label[81];		/* BLAMER_LABEL_MAX bytes (16 in version 2 heaps) */
 	struct blamer_snap_fields fields;
+	bool label_cut;		/* the writer's label was longer: cut */
 };
 
 struct blamer_snap_thread {
@@ -361,6 +403,7 @@ struct blamer_snap_child {
 	uint64_t launch_time_ns, exit_time_ns;
 	int32_t exit_status;	/* wait status */
 	uint32_t state;		/* BLAMER_CHILD_* */
+	uint64_t start_time_ns;	/* the child's start, as the parent read it; 0: unknown */
 };
 
 struct blamer_snap_node {
@@ -429,6 +472,21 @@ struct blamer_snap_process {
 	struct blamer_snap_node *nodes;		size_t nnodes;
 	struct blamer_snap_edge *edges;		size_t nedges;
 	struct blamer_snap_path *paths;		size_t npaths;
+
+	/* version 3 heaps: role and instance (blamer_set_role(), "" if
+	 * none), and writes not recorded in full, by BLAMER_DROP_* */
+	char role[33];
+	char instance[33];
+	uint64_t drops[BLAMER_DROP_MAX];
+	uint64_t dropped;	/* their sum */
+	/* dir backend, no kernel facts: how the parent that launched this
+	 * process said it ended (blamer_process_exited()), found in the
+	 * parent's heap. A claim, not a fact: exit_code/exit_signal stay the
+	 * kernel's (device backend) or the heap's own (exit()) */
+	bool parent_claim;
+	int32_t parent_wait_status;	/* as from waitpid() */
+	int32_t parent_pid;
+	uint64_t parent_exit_time_ns;	/* CLOCK_REALTIME */
 };
 
 /*
@@ -612,6 +670,7 @@ const char *blamer_unit_name(uint32_t unit);		/* "cpu_ns", "bytes", ... */
 const char *blamer_phase_name(uint32_t phase);
 const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
+const char *blamer_drop_reason_name(uint32_t reason);	/* "heap_full", ...; NULL past the set */
 
 /* Exporters. Return 0 or -errno. */
 #define BLAMER_JSON_SCHEMA_VERSION 3

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "blamer.h"
 #include "json_writer.h"
@@ -89,6 +90,7 @@ static void fields(struct bl_json *j, const char *key, const struct blamer_snap_
 		bl_json_kv_bool(j, "torn", x->torn);
 		bl_json_key(j, "value");
 		field_value(j, x);
+		bl_json_kv_bool(j, "cut", x->cut);
 		bl_json_object_end(j);
 	}
 	bl_json_array_end(j);
@@ -187,6 +189,7 @@ static void threads(struct bl_json *j, const struct blamer_snap_process *p)
 			bl_json_kv_u32(j, "kind", a->kind);
 			bl_json_kv_string(j, "kind_name", blamer_activity_kind_name(a->kind));
 			bl_json_kv_string(j, "label", a->label);
+			bl_json_kv_bool(j, "label_cut", a->label_cut);
 			bl_json_key(j, "data");	/* two words the writer chose: hex */
 			bl_json_array(j);
 			bl_json_id(j, a->data[0]);
@@ -315,6 +318,49 @@ static void claimed(struct bl_json *j, const struct blamer_snap_process *p)
 	bl_json_array_end(j);
 }
 
+/* "dropped": the total, "drops": {reason: count} of the reasons counted. */
+static void drops(struct bl_json *j, const struct blamer_snap_process *p)
+{
+	uint32_t i;
+
+	bl_json_kv_u64(j, "dropped", p->dropped);
+	bl_json_key(j, "drops");
+	bl_json_object(j);
+	for (i = 0; i < BLAMER_DROP_MAX; i++) {
+		const char *n = blamer_drop_reason_name(i);
+		char other[16];
+
+		if (!p->drops[i])
+			continue;
+		if (!n) {
+			snprintf(other, sizeof(other), "%u", i);	/* a newer writer's */
+			n = other;
+		}
+		bl_json_kv_u64(j, n, p->drops[i]);
+	}
+	bl_json_object_end(j);
+}
+
+/* How the parent that launched it says it ended (dir backend), or null. */
+static void parent_claim(struct bl_json *j, const struct blamer_snap_process *p)
+{
+	bl_json_key(j, "parent_claim");
+	if (!p->parent_claim) {
+		bl_json_null(j);
+		return;
+	}
+	bl_json_object(j);
+	bl_json_kv_i32(j, "parent_pid", p->parent_pid);
+	bl_json_kv_i32(j, "wait_status", p->parent_wait_status);
+	bl_json_kv_bool(j, "exited", WIFEXITED(p->parent_wait_status));
+	bl_json_kv_i32(j, "exit_code", WIFEXITED(p->parent_wait_status) ?
+		       WEXITSTATUS(p->parent_wait_status) : 0);
+	bl_json_kv_u32(j, "exit_signal", WIFSIGNALED(p->parent_wait_status) ?
+		       (uint32_t)WTERMSIG(p->parent_wait_status) : 0);
+	bl_json_kv_u64(j, "exit_time_ns", p->parent_exit_time_ns);
+	bl_json_object_end(j);
+}
+
 static void process(struct bl_json *j, const struct blamer_snapshot *s,
 		    const struct blamer_snap_process *p, bool summary)
 {
@@ -357,6 +403,10 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	}
 	bl_json_kv_string(j, "phase_name", phase);
 	bl_json_kv_string(j, "cmdline", p->cmdline);
+	bl_json_kv_string(j, "role", p->role);
+	bl_json_kv_string(j, "instance", p->instance);
+	drops(j, p);
+	parent_claim(j, p);
 	if (!summary)
 		details(j, s, p);
 	bl_json_object_end(j);

@@ -12,7 +12,8 @@
  * released; then the series ends (which rate() and increase() handle),
  * and a new worker is a new series. So no counter ever goes down: `sum
  * without(pid, start_time_ns, heap, identity)` is the machine's total.
- * What may change (comm) is on blamer_process_info only.
+ * What may change (comm), and what a process names itself once (role,
+ * instance), are on blamer_process_info only: join on the key for them.
  *
  * Every series is written once: a process's paths are merged by (path,
  * unit), a heap key two heaps claim is written once, and path labels
@@ -307,33 +308,44 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 
 
 
-/* The gauges every process has a sample in (unless @skip says not),
- * in output order, after blamer_heaps. */
+static void info_samples(struct pw *w, struct prom_out *o, const char *name);
+static void drop_samples(struct pw *w, struct prom_out *o, const char *name);
+
+/* The per-process families (gauges, unless @type says otherwise) every
+ * process has a sample in (unless @skip says not), in output order,
+ * after blamer_heaps; @write writes a family's samples itself. */
 static const struct gauge {
 	const char *name, *help;
 	uint64_t (*value)(const struct blamer_snap_process *p);
 	bool (*skip)(const struct blamer_snap_process *p);
+	void (*write)(struct pw *w, struct prom_out *o, const char *name);
+	const char *type;
 } gauges[] = {
 	/* what may change about a process (comm), kept off the counters' labels */
 	{ "blamer_process_info",
-	  "1 per heap, with its comm; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.",
+	  "1 per heap, with its comm, role and instance; identity=\"kernel\": pid, start time and comm are the kernel's word, \"claimed\": the heap's own.",
+	  NULL, NULL, info_samples, NULL },
+	{ "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL, NULL, NULL },
+	{ "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used, NULL, NULL, NULL },
+	{ "blamer_process_live", "1 if the heap's owner is running, 0 if dead.", p_live, NULL,
 	  NULL, NULL },
-	{ "blamer_heap_size_bytes", "Bytes of all slabs of a heap.", p_size, NULL },
-	{ "blamer_heap_used_bytes", "Bytes allocated in a heap's slabs.", p_used, NULL },
-	{ "blamer_process_live", "1 if the heap's owner is running, 0 if dead.", p_live, NULL },
 	{ "blamer_heap_corrupt", "1 if the reader found the heap corrupt or unreadable.",
-	  p_corrupt, NULL },
+	  p_corrupt, NULL, NULL, NULL },
 	{ "blamer_process_phase", "Process phase (see blamer(1)), as the heap says.", p_phase,
-	  p_no_record },
-	{ "blamer_process_threads", "Threads with an activity tracker.", p_threads, p_not_read },
+	  p_no_record, NULL, NULL },
+	{ "blamer_process_threads", "Threads with an activity tracker.", p_threads, p_not_read,
+	  NULL, NULL },
 	{ "blamer_process_exit_signal", "Signal that killed a dead process (0: exited normally).",
-	  p_signal, p_not_exited },
+	  p_signal, p_not_exited, NULL, NULL },
+	{ "blamer_dropped_total",
+	  "Writes a process could not record in full, by reason (a series once its first is counted).",
+	  NULL, NULL, drop_samples, "counter" },
 };
 _Static_assert(sizeof(gauges) / sizeof(gauges[0]) == NGAUGES, "gauges");
 
 void prom_gauge_family(struct prom_out *o, size_t g)
 {
-	prom_family(o, gauges[g].name, "gauge", gauges[g].help);
+	prom_family(o, gauges[g].name, gauges[g].type ? gauges[g].type : "gauge", gauges[g].help);
 }
 
 bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s)
@@ -428,18 +440,47 @@ static void path_label(struct exp *e, struct pw *w, struct prom_out *o, uint32_t
 		prom_path_label(o, &e->nm, p);	/* out of memory for the labels */
 }
 
-/* @w's sample of gauge @g, if it has one. */
+static void info_samples(struct pw *w, struct prom_out *o, const char *name)
+{
+	struct prom_label l[3] = { { "comm", w->p->comm }, { "role", w->p->role },
+				   { "instance", w->p->instance } };
+
+	proc_sample(o, name, w);
+	prom_putc(o, ',');
+	prom_labels(o, l, 3);
+	prom_put(o, "} 1\n", 4);
+}
+
+static void drop_samples(struct pw *w, struct prom_out *o, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < BLAMER_DROP_MAX; i++) {
+		const char *n = blamer_drop_reason_name(i);
+		char other[16];
+
+		if (!w->p->drops[i])
+			continue;
+		if (!n) {
+			snprintf(other, sizeof(other), "%u", i);	/* a newer writer's */
+			n = other;
+		}
+		proc_sample(o, name, w);
+		prom_put(o, ",reason=\"", 9);
+		prom_puts(o, n);
+		prom_put(o, "\"} ", 3);
+		prom_u64(o, w->p->drops[i]);
+		prom_putc(o, '\n');
+	}
+}
+
+/* @w's samples of family @g, if it has any. */
 void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o)
 {
 	const struct gauge *ga = &gauges[g];
 
-	if (!ga->value) {
-		struct prom_label l[1] = { { "comm", w->p->comm } };
-
-		proc_sample(o, ga->name, w);
-		prom_putc(o, ',');
-		prom_labels(o, l, 1);
-		prom_put(o, "} 1\n", 4);
+	if (ga->write) {
+		ga->write(w, o, ga->name);
 	} else if (!ga->skip || !ga->skip(w->p)) {
 		proc_sample(o, ga->name, w);
 		prom_put(o, "} ", 2);

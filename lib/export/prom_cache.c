@@ -79,6 +79,10 @@ static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
 	h = mix(h, p->heap_key);
 	h = mix(h, p->kernel_facts);
 	h = mix_str(h, p->comm);
+	h = mix_str(h, p->role);
+	h = mix_str(h, p->instance);
+	for (j = 0; j < BLAMER_DROP_MAX; j++)
+		h = mix(h, p->drops[j]);
 	h = mix(h, p->state);
 	h = mix(h, p->size);
 	h = mix(h, p->used);

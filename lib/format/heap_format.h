@@ -37,7 +37,10 @@
 #include "blamer.h"
 
 #define BLAMER_HEAP_MAGIC	0x524d4c42u	/* "BLMR" */
-#define BLAMER_HEAP_VERSION	2u	/* 2: activity timestamps in the heap's clock */
+#define BLAMER_HEAP_VERSION	3u	/* 2: activity timestamps in the heap's clock;
+					 * 3: 128-byte activities with 80-byte labels,
+					 * cut marks, role and instance, DROPS record */
+#define BLAMER_HEAP_VERSION_MIN	2u	/* the oldest a reader still reads */
 #define BLAMER_ALIGN		8u
 #define BLAMER_MAX_SLABS	64u
 
@@ -154,6 +157,7 @@ struct blamer_block {
 #define BLAMER_REC_CHILD	9u	/* a child process launched/exited */
 #define BLAMER_REC_DAG_SHARD	10u	/* one thread's part of a path's values */
 #define BLAMER_REC_DAG_UNIT	11u	/* an application unit's name and base unit */
+#define BLAMER_REC_DROPS	12u	/* writes not recorded in full, by reason (v3) */
 #define BLAMER_RETIRED(t)	(~(uint32_t)(t))
 
 /*
@@ -180,17 +184,52 @@ struct blamer_process {
 	blamer_ref global_data;	/* BLAMER_REC_USERDATA for the global scope */
 	blamer_ref log;		/* BLAMER_REC_LOG */
 	char cmdline[BLAMER_CMDLINE_MAX]; /* argv joined by NUL */
+	/* version 3 (a version 2 record ends here, 336 bytes) */
+	uint32_t role_state;	/* atomic: BLAMER_ROLE_*; role and instance
+				 * are final once it is SET (release) */
+	uint32_t reserved2;
+	char role[BLAMER_NAME_MAX];	/* "worker", NUL-padded */
+	char instance[BLAMER_NAME_MAX];	/* "2", NUL-padded */
+	blamer_ref drops;	/* the DROPS record, 0: none */
 };
 
-/* One slot of a thread's activity stack (64 bytes). */
+/* blamer_process.role_state */
+#define BLAMER_ROLE_NONE	0u
+#define BLAMER_ROLE_WRITING	1u	/* being written: not shown */
+#define BLAMER_ROLE_SET		2u
+#define BLAMER_PROCESS_V2_SIZE	336u
+
+/*
+ * One slot of a thread's activity stack (128 bytes; 64 in version 2,
+ * whose label had 16 bytes, NUL-padded, and whose flags were 0). The
+ * label is NUL-terminated when shorter than its 80 bytes; the bytes past
+ * its NUL mean nothing (a push does not clear them: it writes the label
+ * and one NUL). An 80-byte label has no NUL: it filled the slot, and
+ * BLAMER_ACT_F_LABEL_CUT says whether the caller's was longer.
+ */
+#define BLAMER_LABEL_MAX	80u
+#define BLAMER_LABEL_MAX_V2	16u
+#define BLAMER_ACT_F_LABEL_CUT	(1u << 0)	/* the caller's label was longer */
+
 struct blamer_activity {
 	uint64_t timestamp;	/* at push, in the heap's clock (BLAMER_CLOCK_*) */
 	uint64_t calling_address; /* return address of the push */
 	uint64_t data[2];	/* kind-specific: lock address, pid, id, ... */
 	blamer_ref user_data;	/* per-activity USERDATA, or 0 */
 	uint32_t kind;		/* BLAMER_ACTIVITY_* */
+	uint32_t flags;		/* BLAMER_ACT_F_* (version 2: reserved, 0) */
+	char label[BLAMER_LABEL_MAX];	/* short static description */
+};
+
+/* A version 2 slot: what a reader of old heaps steps by. */
+struct blamer_activity_v2 {
+	uint64_t timestamp;
+	uint64_t calling_address;
+	uint64_t data[2];
+	blamer_ref user_data;
+	uint32_t kind;
 	uint32_t reserved;
-	char label[16];		/* short static description, NUL-padded */
+	char label[BLAMER_LABEL_MAX_V2];
 };
 
 /*
@@ -237,10 +276,19 @@ struct blamer_thread {
 struct blamer_field {
 	uint8_t type;		/* atomic: BLAMER_FIELD_*; set last on creation */
 	uint8_t name_size;
-	uint16_t value_size;	/* atomic */
+	uint16_t value_size;	/* atomic: bytes, | BLAMER_VALUE_CUT (version 3) */
 	uint16_t record_size;	/* header + padded name + value area */
 	uint16_t seq;		/* atomic: odd while a multi-byte value changes */
 };
+
+/*
+ * Version 3: a STRING or RAW value cut to its field's capacity has bit 15
+ * of value_size set, stored with the size (value areas are less than
+ * 32 KiB). Version 2 heaps never set it.
+ */
+#define BLAMER_VALUE_CUT	0x8000u
+#define BLAMER_VALUE_SIZE(vs)	((vs) & 0x7fffu)
+#define BLAMER_VALUE_AREA_MAX	0x7ff0u	/* a value area's largest size */
 
 struct blamer_userdata {
 	struct blamer_block hdr;
@@ -382,17 +430,35 @@ struct blamer_dag_unit {
 	char name[BLAMER_NAME_MAX];
 };
 
+/*
+ * Writes the writer could not record in full, counted by reason
+ * (version 3; BLAMER_DROP_* in blamer.h name the reasons). One per heap,
+ * made with the process record, which points at it. Each count only
+ * grows (relaxed atomic adds). Counts of reasons past
+ * BLAMER_DROP_REASONS are reserved and 0.
+ */
+#define BLAMER_DROP_SLOTS	16u
+
+struct blamer_drops {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint64_t count[BLAMER_DROP_SLOTS];	/* atomic */
+};
+
 #define BLAMER_FORMAT_ASSERT(t, n) \
 	_Static_assert(sizeof(struct t) == (n), "layout of struct " #t)
 
 BLAMER_FORMAT_ASSERT(blamer_slab_header, 64);
 BLAMER_FORMAT_ASSERT(blamer_block, 24);
 BLAMER_FORMAT_ASSERT(blamer_owner, 24);
-BLAMER_FORMAT_ASSERT(blamer_activity, 64);
+BLAMER_FORMAT_ASSERT(blamer_activity, 128);
+BLAMER_FORMAT_ASSERT(blamer_activity_v2, 64);
+BLAMER_FORMAT_ASSERT(blamer_drops, 176);
 BLAMER_FORMAT_ASSERT(blamer_field, 8);
 BLAMER_FORMAT_ASSERT(blamer_log_slot, 144);
 BLAMER_FORMAT_ASSERT(blamer_heap_header, 592);
-BLAMER_FORMAT_ASSERT(blamer_process, 336);
+BLAMER_FORMAT_ASSERT(blamer_process, 416);
+_Static_assert(offsetof(struct blamer_process, role_state) == BLAMER_PROCESS_V2_SIZE, "v2 end");
 BLAMER_FORMAT_ASSERT(blamer_thread, 112);
 BLAMER_FORMAT_ASSERT(blamer_userdata, 64);
 BLAMER_FORMAT_ASSERT(blamer_module, 368);
@@ -449,6 +515,17 @@ BLAMER_VALUE_ASSERT(BLAMER_BASE_SECONDS, 1);
 BLAMER_VALUE_ASSERT(BLAMER_BASE_BYTES, 2);
 BLAMER_VALUE_ASSERT(BLAMER_CHILD_RUNNING, 1);
 BLAMER_VALUE_ASSERT(BLAMER_CHILD_EXITED, 2);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_HEAP_FULL, 0);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_STRING_CUT, 1);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_LABEL_CUT, 2);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_NAME_CUT, 3);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_LOG_CUT, 4);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_STACK_OVERFLOW, 5);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_BUSY, 6);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_NO_HEAP, 7);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_BAD_HANDLE, 8);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_REASONS, 9);
+_Static_assert(BLAMER_DROP_REASONS <= BLAMER_DROP_SLOTS, "drop slots");
 /* What a snapshot holds of a path is what the format can hold. */
 BLAMER_VALUE_ASSERT(BLAMER_SNAP_MAX_DEPTH, BLAMER_DAG_MAX_DEPTH);
 BLAMER_VALUE_ASSERT(BLAMER_SNAP_MAX_UNITS, BLAMER_DAG_MAX_UNITS);

@@ -4,18 +4,31 @@
  * claims it, phase, command line, and where its data and log are) and
  * of CHILD records (children it launched and how they ended).
  */
+#include <string.h>
+
 #include "internal.h"
+
+/* Version 3: role and instance, once their writer is done with them. */
+static void decode_role(struct rd_ctx *c, const struct blamer_process *r)
+{
+	if (r->role_state != BLAMER_ROLE_SET)
+		return;
+	rd_sanitize(c->p->role, r->role, sizeof(r->role));
+	rd_sanitize(c->p->instance, r->instance, sizeof(r->instance));
+}
 
 void rd_decode_process(struct rd_ctx *c, blamer_ref ref)
 {
 	struct blamer_process r;
 	struct blamer_block b;
+	size_t size = c->h->version >= 3 ? sizeof(r) : BLAMER_PROCESS_V2_SIZE;
 	uint32_t i, n;
 
 	if (c->p->have_record)
 		return;		/* the first one found is the heap's */
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_PROCESS, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !r.owner.data_id)
+	memset(&r, 0, sizeof(r));
+	if (!rd_block(c, ref, size, BLAMER_REC_PROCESS, &b) || !rd_copy(c->h, ref, size, &r) ||
+	    !r.owner.data_id)
 		return;
 	c->p->have_record = true;
 	c->pid = r.owner.pid;
@@ -34,6 +47,7 @@ void rd_decode_process(struct rd_ctx *c, blamer_ref ref)
 	/* decoded once the list is walked (parse.c) */
 	c->ud_process = r.user_data;
 	c->ud_global = r.global_data;
+	decode_role(c, &r);
 	if (r.log && c->nlogs < 16)
 		c->logs[c->nlogs++] = r.log;
 }
@@ -55,4 +69,5 @@ void rd_decode_child(struct rd_ctx *c, blamer_ref ref)
 	sc->exit_time_ns = r.exit_time_ns;
 	sc->exit_status = r.exit_status;
 	sc->state = r.state;
+	sc->start_time_ns = r.child_start_stamp > 0 ? (uint64_t)r.child_start_stamp : 0;
 }

@@ -16,6 +16,7 @@
 struct th_read {
 	uint32_t max_slots;	/* that fit in the record's block */
 	uint32_t bad_slots;	/* a header claimed more: this many */
+	size_t slot;		/* bytes of an activity slot (the heap's version) */
 };
 
 /* Activities shown: the depth, within the slots. */
@@ -24,9 +25,36 @@ static uint32_t shown(const struct blamer_thread *t)
 	return t->depth < t->stack_slots ? t->depth : t->stack_slots;
 }
 
-static size_t stack_bytes(const struct blamer_thread *t)
+/* Bytes of one activity slot in a heap of @version. */
+static size_t slot_size(uint32_t version)
 {
-	return sizeof(*t) + (size_t)shown(t) * sizeof(t->stack[0]);
+	return version >= 3 ? sizeof(struct blamer_activity) : sizeof(struct blamer_activity_v2);
+}
+
+static size_t stack_bytes(const struct blamer_thread *t, size_t slot)
+{
+	return sizeof(*t) + (size_t)shown(t) * slot;
+}
+
+/* Slot @a of a heap of @version as a version 3 slot (a version 2 label
+ * has 16 bytes, NUL-padded, and no flags). */
+static void slot_get(struct blamer_activity *a, const uint8_t *src, uint32_t version)
+{
+	struct blamer_activity_v2 o;
+
+	if (version >= 3) {
+		memcpy(a, src, sizeof(*a));
+		return;
+	}
+	memcpy(&o, src, sizeof(o));
+	memset(a, 0, sizeof(*a));
+	a->timestamp = o.timestamp;
+	a->calling_address = o.calling_address;
+	a->data[0] = o.data[0];
+	a->data[1] = o.data[1];
+	a->user_data = o.user_data;
+	a->kind = o.kind;
+	memcpy(a->label, o.label, sizeof(o.label));
 }
 
 /* The two copies match and cover the slots the copied header shows; else
@@ -37,14 +65,14 @@ static bool th_settled(struct rd_stable *r)
 	struct blamer_thread t;
 
 	memcpy(&t, r->first, sizeof(t));
-	if (rd_settled_same(r) && stack_bytes(&t) == r->len)
+	if (rd_settled_same(r) && stack_bytes(&t, tr->slot) == r->len)
 		return true;
 	memcpy(&t, r->other, sizeof(t));
 	if (t.stack_slots > tr->max_slots) {
 		tr->bad_slots = t.stack_slots;
 		return true;
 	}
-	r->len = stack_bytes(&t);
+	r->len = stack_bytes(&t, tr->slot);
 	return false;
 }
 
@@ -70,7 +98,7 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	struct th_read tr = { 0 };
 	struct rd_stable r = { .ref = ref, .grow = true, .settled = th_settled, .arg = &tr };
 	enum rd_read got = RD_READ_BAD;
-	const struct blamer_activity *acts;
+	const uint8_t *acts;
 	struct blamer_snap_thread *st;
 	struct blamer_thread t;
 	struct blamer_block b;
@@ -79,7 +107,8 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	if (!rd_block(c, ref, sizeof(t), BLAMER_REC_THREAD, &b) ||
 	    !rd_copy(c->h, ref, sizeof(t), &t) || !rd_owner_ok(c, &t.owner))
 		return;
-	tr.max_slots = (b.size - sizeof(t)) / sizeof(t.stack[0]);
+	tr.slot = slot_size(c->h->version);
+	tr.max_slots = (b.size - sizeof(t)) / tr.slot;
 	if (c->h->flags & BLAMER_READ_NO_STACKS) {
 		add_thread(c, &t);
 		return;
@@ -87,7 +116,7 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	if (t.stack_slots > tr.max_slots) {
 		tr.bad_slots = t.stack_slots;
 	} else {
-		r.len = stack_bytes(&t);
+		r.len = stack_bytes(&t, tr.slot);
 		got = rd_read_stable(c->h, &r);
 	}
 	if (tr.bad_slots) {
@@ -121,19 +150,21 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 		goto out;
 	}
 	st->nacts = n;
-	acts = (const struct blamer_activity *)(r.first + sizeof(t));
+	acts = r.first + sizeof(t);
 	for (i = 0; i < n; i++) {
 		struct blamer_snap_activity *sa = &st->acts[i];
 		struct blamer_activity a;
 
-		memcpy(&a, &acts[i], sizeof(a));
+		slot_get(&a, acts + i * tr.slot, c->h->version);
 		memset(sa, 0, sizeof(*sa));
 		sa->time_ns = rd_stamp_ns(c, a.timestamp);
 		sa->calling_address = a.calling_address;
 		sa->data[0] = a.data[0];
 		sa->data[1] = a.data[1];
 		sa->kind = a.kind;
+		/* stops at a NUL: the bytes past it mean nothing */
 		rd_sanitize(sa->label, a.label, sizeof(a.label));
+		sa->label_cut = (a.flags & BLAMER_ACT_F_LABEL_CUT) != 0;
 		if (a.user_data)
 			rd_decode_userdata(c, a.user_data, &sa->fields);
 	}

@@ -57,10 +57,16 @@ static void walk_fields(struct rd_ctx *c, const uint8_t *a, const uint8_t *b, ui
 		struct blamer_snap_field *sf = NULL;
 		uint32_t namepad, area, want;
 		const uint8_t *val;
-		bool torn;
+		bool torn, cut;
 
 		memcpy(&fa, a + pos, sizeof(fa));
 		memcpy(&fb, b + pos, sizeof(fb));
+		/* Version 3: a cut value says so in value_size's top bit. */
+		cut = c->h->version >= 3 && (fa.value_size & BLAMER_VALUE_CUT);
+		if (c->h->version >= 3) {
+			fa.value_size = BLAMER_VALUE_SIZE(fa.value_size);
+			fb.value_size = BLAMER_VALUE_SIZE(fb.value_size);
+		}
 		/* A field being made (type END) has its size from its claim:
 		 * step over it; without one, the fields end here. */
 		if (fa.type == BLAMER_FIELD_END) {
@@ -121,6 +127,7 @@ static void walk_fields(struct rd_ctx *c, const uint8_t *a, const uint8_t *b, ui
 			rd_sanitize(sf->name, (const char *)a + pos + sizeof(fa), fa.name_size);
 			/* torn, or a type this reader does not know: shown as such */
 			sf->torn = torn || fa.type > BLAMER_FIELD_DOUBLE;
+			sf->cut = cut && (fa.type == BLAMER_FIELD_STRING || fa.type == BLAMER_FIELD_RAW);
 		}
 		if (!sf || sf->torn)
 			goto next;

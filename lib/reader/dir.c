@@ -225,7 +225,7 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
 	if (got < sizeof(sh))
 		return got;
 	memcpy(&sh, b, sizeof(sh));
-	if (sh.magic != BLAMER_HEAP_MAGIC || sh.version != BLAMER_HEAP_VERSION ||
+	if (sh.magic != BLAMER_HEAP_MAGIC || !rd_version_ok(sh.version) ||
 	    sh.header_size != sizeof(sh))
 		return got;	/* rd_heap_order() says what is wrong */
 	want = sh.freeptr < (uint64_t)st->st_size ? sh.freeptr : (uint64_t)st->st_size;

@@ -73,6 +73,7 @@ struct rd_heap {
 	bool check_ids;		/* slab IDs are the backend's real names */
 	bool live;		/* its writer runs: a reference past the bytes
 				 * read is a record appended since, not damage */
+	uint16_t version;	/* the heap's format version (rd_heap_order()) */
 	struct blamer_snapshot *s;	/* whose memory the decoded data takes */
 	struct blamer_snap_process *p;	/* where results and problems go */
 	struct rd_scratch *scratch;	/* the reader's, or NULL */
@@ -105,6 +106,15 @@ _Static_assert(sizeof(((struct blamer_snap_process *)0)->cmdline) == BLAMER_CMDL
 	       "cmdline");
 _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
 	       sizeof(((struct blamer_activity *)0)->label) + 1, "label");
+_Static_assert(sizeof(((struct blamer_snap_process *)0)->role) == BLAMER_NAME_MAX + 1, "role");
+_Static_assert(sizeof(((struct blamer_snap_process *)0)->instance) == BLAMER_NAME_MAX + 1, "inst");
+_Static_assert(BLAMER_DROP_MAX == BLAMER_DROP_SLOTS, "drop slots");
+
+/* A heap format version this reader reads (heap-format.rst, "Versions"). */
+static inline bool rd_version_ok(uint32_t v)
+{
+	return v >= BLAMER_HEAP_VERSION_MIN && v <= BLAMER_HEAP_VERSION;
+}
 
 /*
  * The reader's files, each calling only those below it:
@@ -219,6 +229,13 @@ struct rd_ctx {
 	uint32_t named[RD_MAX_HEAP_UNITS];	/* units this heap named (DAG_UNIT) */
 	uint32_t nnamed;
 };
+
+/* parent_claim.c: dir backend: each dead process without kernel facts
+ * gets how the parent that launched it says it ended, if one did. */
+void rd_join_parent_claims(struct blamer_snapshot *s);
+
+/* decode_drops.c: the DROPS record (version 3). */
+void rd_decode_drops(struct rd_ctx *c, blamer_ref ref);
 
 /* record.c */
 /* The block header at @ref for a record of at least @min bytes, of @type

@@ -59,6 +59,7 @@ static const struct {
 	[BLAMER_REC_DAG_PATH] = { rd_decode_path, BLAMER_READ_NO_DAG },
 	[BLAMER_REC_CHILD] = { rd_decode_child, BLAMER_READ_NO_CHILDREN },
 	[BLAMER_REC_DAG_UNIT] = { rd_decode_unit, BLAMER_READ_NO_DAG },
+	[BLAMER_REC_DROPS] = { rd_decode_drops, 0 },
 };
 
 static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)

@@ -181,6 +181,8 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	s->realtime_ns = bl_clock_ns(CLOCK_REALTIME);
 	s->monotonic_ns = bl_clock_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
+	if (s->backend == BLAMER_BACKEND_DIR)
+		rd_join_parent_claims(s);
 	*out = s;
 	return 0;
 }
@@ -329,6 +331,8 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 	if (p->have_record)
 		p->pid = (int32_t)p->rec_pid;
 	rd_finish_snapshot(s);
+	if (s->backend == BLAMER_BACKEND_DIR)
+		rd_join_parent_claims(s);
 	*out = s;
 	return 0;
 }

@@ -42,17 +42,18 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 			continue;
 		memcpy(&sh, raw[i].buf, sizeof(sh));
 		if (sh.magic == BLAMER_HEAP_MAGIC && sh.slab_index == 0 &&
-		    sh.version == BLAMER_HEAP_VERSION && !have0) {
+		    rd_version_ok(sh.version) && !have0) {
 			have0 = true;
 			heap_id = sh.heap_id;
+			h->version = sh.version;
 		} else if (sh.magic == BLAMER_HEAP_MAGIC && sh.slab_index == 0) {
 			other_version = sh.version;
 		}
 	}
 	if (!have0 && other_version) {
 		rd_problem(h->p, BLAMER_HEALTH_UNREADABLE,
-			   "heap format version %u (this reader reads %u)", other_version,
-			   BLAMER_HEAP_VERSION);
+			   "heap format version %u (this reader reads %u to %u)", other_version,
+			   BLAMER_HEAP_VERSION_MIN, BLAMER_HEAP_VERSION);
 		return false;
 	}
 	if (!have0) {
@@ -65,7 +66,7 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 		memcpy(&sh, raw[i].buf, sizeof(sh));
 		if (sh.magic == 0 && sh.heap_id == 0)
 			continue;	/* created, not yet initialized: being added */
-		if (sh.magic != BLAMER_HEAP_MAGIC || sh.version != BLAMER_HEAP_VERSION ||
+		if (sh.magic != BLAMER_HEAP_MAGIC || sh.version != h->version ||
 		    sh.header_size != sizeof(struct blamer_slab_header) || sh.slab_index >= BLAMER_MAX_SLABS ||
 		    sh.heap_id != heap_id) {
 			rd_problem(h->p, BLAMER_HEALTH_CORRUPT,

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,10 +35,16 @@ static bool default_failed;		/* under default_lock */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The parent, before fork: what the child's heap will inherit of the
+ * data (inherit.c). */
 static void atfork_prepare(void)
 {
+	struct blamer *b;
+
 	pthread_mutex_lock(&default_lock);
 	bl_registry_lock();
+	for (b = bl_registry_first(); b; b = b->next)
+		bl_inherit_snapshot(b);
 }
 
 static void atfork_parent(void)
@@ -48,18 +55,21 @@ static void atfork_parent(void)
 
 /*
  * The child must never write the parent's records: every mapping of a
- * parent heap becomes private scratch memory (so stale pointers stay
+ * parent heap becomes private scratch memory (so a stale pointer stays
  * harmless), the inherited fds are closed (an inherited /dev/blamer fd is
  * the parent's open file: it could map the parent's slabs writable), and
- * the next use makes a fresh heap. gen changes so every thread cache
- * (only this thread exists now) re-registers, and the thread's shard
- * cache is emptied: its slots point at shards of the parent's heap
- * (scratch memory now), and handles made before the fork keep adding to
- * scratch through the slow path, never to the child's heap.
+ * the next use makes the child's own heap (lazily: a child that only
+ * execs pays for none of it). Every handle made before the fork is made
+ * stale: its next use re-makes its record in the child's heap (handle.h);
+ * gen changes, so every thread cache (only this thread exists now)
+ * re-registers. The thread's shard cache is emptied: its slots point at
+ * shards of the parent's heap (scratch memory now). Drops counted
+ * without a heap were the parent's.
  */
 static void atfork_child(void)
 {
 	struct blamer *b;
+	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
 
@@ -71,6 +81,11 @@ static void atfork_child(void)
 		memset(&b->heap, 0, sizeof(b->heap));
 		bl_backend_close(&b->be, false);
 		b->process = b->global_data = b->process_data = b->log = 0;
+		atomic_store_explicit(&b->drops, NULL, memory_order_relaxed);
+		for (i = 0; i < BLAMER_DROP_REASONS; i++)
+			st_relaxed(A64(&b->pending_drops[i]), 0);
+		b->forked = true;
+		bl_handles_forked(b);
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}
@@ -178,11 +193,54 @@ static int make_heap(struct blamer *b)
 		b->data_id = (uint32_t)bl_random64();
 	while (!b->data_id);
 	ret = bl_process_records(b);
+	if (!ret)
+		ret = bl_drops_record(b);
 	if (ret) {
 		bl_heap_unmap(&b->heap);
 		bl_backend_close(&b->be, true);
+		return ret;
 	}
-	return ret;
+	if (b->forked) {
+		/* A fork child's heap: what it inherits, and its modules (the
+		 * same as the parent's, but a reader symbolizes each process
+		 * from its own heap). */
+		bl_inherit_replay(b);
+		if (!(b->flags & BLAMER_OPEN_NO_MODULES))
+			bl_modules_record(b);
+	}
+	return 0;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/*
+ * Another thread is making the heap (a fork child's first writes, from
+ * several threads at once): wait for it, a bounded time, rather than
+ * drop the write. Not if this very thread is the maker (a signal handler
+ * that interrupted it would wait for itself): that write is dropped, and
+ * counted by the caller. The state after the wait.
+ */
+static uint32_t wait_made(struct blamer *b, uint32_t st)
+{
+	uint32_t i;
+
+	if (bl_tls.making_heap)
+		return st;
+	for (i = 0; st == BL_ST_CREATING && i < 200000; i++) {
+		if (i < 64)
+			cpu_relax();
+		else
+			sched_yield();	/* the maker makes system calls: let it run */
+		st = ld_acquire(A32(&b->state));
+	}
+	return st;
 }
 
 struct bl_heap *bl_ready(struct blamer *b)
@@ -191,6 +249,21 @@ struct bl_heap *bl_ready(struct blamer *b)
 	 * built heap and context fields. */
 	uint32_t st = ld_acquire(A32(&b->state));
 
+	if (__builtin_expect(st != BL_ST_READY, 0)) {
+		if (st == BL_ST_NONE &&
+		    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			int ret;
+
+			bl_tls.making_heap = true;
+			ret = make_heap(b);
+			bl_tls.making_heap = false;
+			st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
+			return ret ? NULL : &b->heap;
+		}
+		st = wait_made(b, st);
+	}
 	if (st == BL_ST_READY) {
 		/* A corrupt heap is never written again (only handles taken
 		 * before, which point at known-good places, still are). */
@@ -199,14 +272,6 @@ struct bl_heap *bl_ready(struct blamer *b)
 			return NULL;
 		}
 		return &b->heap;
-	}
-	if (st == BL_ST_NONE &&
-	    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
-						    memory_order_acquire, memory_order_relaxed)) {
-		int ret = make_heap(b);
-
-		st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
-		return ret ? NULL : &b->heap;
 	}
 	if (st == BL_ST_CREATING || st == BL_ST_NONE)
 		bl_error(EAGAIN, "blamer: the heap is being made by another thread");
@@ -265,12 +330,20 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	}
 	if (cfg->dir)
 		strcpy(b->dir, cfg->dir);
+	b->inherit.data[0] = malloc(BL_DATA_BYTES);
+	b->inherit.data[1] = malloc(BL_DATA_BYTES);
+	if (!b->inherit.data[0] || !b->inherit.data[1]) {
+		bl_inherit_free(b);
+		free(b);
+		return bl_error(ENOMEM, "blamer: no memory for a context");
+	}
 	b->serial = bl_registry_serial();
 	b->be.devfd = b->be.dirfd = -1;
 	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
 	ret = make_heap(b);
 	if (ret) {
+		bl_inherit_free(b);
 		free(b);
 		return ret;
 	}
@@ -280,18 +353,6 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 		bl_modules_record(b);
 	*out = b;
 	return 0;
-}
-
-/* Frees the handles of blamer_path_get() (dag.c): process memory of the
- * context, which is closing. */
-static void paths_free(struct blamer *b)
-{
-	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
-
-	for (; q; q = next) {
-		next = q->next;
-		free(q);
-	}
 }
 
 static void finish(struct blamer *b, bool clean)
@@ -312,7 +373,8 @@ static void finish(struct blamer *b, bool clean)
 		bl_heap_unmap(&b->heap);
 	}
 	bl_backend_close(&b->be, clean);
-	paths_free(b);
+	bl_handles_free(b);
+	bl_inherit_free(b);
 	free(b);
 }
 
@@ -391,6 +453,11 @@ void blamer_reset(void)
 	default_failed = false;
 	pthread_mutex_unlock(&default_lock);
 	finish(b, true);
+}
+
+struct blamer *bl_default_peek(void)
+{
+	return atomic_load_explicit(&default_ctx, memory_order_acquire);
 }
 
 struct blamer *bl_ctx(struct blamer *b)

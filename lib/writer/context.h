@@ -25,9 +25,13 @@
 #include "backend.h"
 #include "clock.h"
 #include "blamer.h"
+#include "handle.h"
 #include "heap.h"
 #include "tls.h"
 #include "writer.h"
+
+/* Bytes of the GLOBAL and of the PROCESS data record of a heap. */
+#define BL_DATA_BYTES	4096u
 
 /* struct blamer.state */
 #define BL_ST_NONE	0u	/* no heap (after fork): made on first use */
@@ -38,21 +42,48 @@
 /*
  * What blamer_path_get() returns: process memory, not the heap record,
  * because blamer_path_add() takes no context and its slow path needs
- * one. Made once per path record and context incarnation (a fork child
- * makes new ones); freed when the context closes.
+ * one, and because a fork child re-makes the record in its own heap
+ * (handle.h) from the key kept here. Made once per path record; freed
+ * when the context closes.
  */
 struct blamer_path {
-	uint64_t id;		/* process-unique, never reused: the shard cache key */
-	struct blamer *b;
-	uint32_t gen;		/* b->gen when made: older means a fork, rec is scratch */
-	struct blamer_dag_path *rec;
-	blamer_ref ref;
+	uint64_t id;		/* process-unique, never reused: the shard cache key
+				 * (first: the add's hit loads only it) */
+	struct bl_handle h;	/* the DAG_PATH record */
+	uint32_t depth, nunits;
+	uint64_t ids[BLAMER_DAG_MAX_DEPTH];
+	uint32_t units[BLAMER_DAG_MAX_UNITS];
 	struct blamer_path *next;	/* b->paths */
+};
+
+/*
+ * What blamer_set_*() returns for the PROCESS and GLOBAL scopes: process
+ * memory naming the field (handle.h), one per (scope, name) and context,
+ * kept in the context's value table (userdata.c). ACTIVITY handles are
+ * the field's address with bit 0 set instead: an activity's data lives
+ * and dies with it, and a fork child has none of its parent's.
+ */
+struct blamer_value {
+	struct bl_handle h;	/* rec: the field's value, ref: the field */
+	uint32_t scope;
+	uint8_t type;
+	uint8_t name_len;
+	uint16_t cap;		/* value capacity asked when made */
+	char name[];		/* name_len bytes, NUL-terminated */
+};
+
+/* What a fork child's heap starts with (inherit.c). */
+struct bl_def;
+struct bl_inherit {
+	struct bl_def *_Atomic defs;	/* DAG nodes, links, unit names: newest first */
+	uint8_t *data[2];	/* GLOBAL, PROCESS data at the last fork: fields[0..len) */
+	uint32_t data_len[2];
+	bool data_valid;
 };
 
 struct blamer {
 	uint64_t serial;
-	uint32_t gen;		/* atomic: bumped in the child after fork */
+	uint32_t gen;		/* atomic: bumped in the child after fork (thread caches) */
 	uint32_t state;		/* atomic: BL_ST_* */
 	int requested_backend;
 	uint32_t max_slabs, stack_depth, log_slots, flags;
@@ -65,12 +96,21 @@ struct blamer {
 	uint32_t data_id;
 	blamer_ref process, global_data, process_data, log;
 	struct blamer_path *_Atomic paths;	/* handles made by blamer_path_get() */
+	struct bl_value_table *_Atomic values;	/* handles made by blamer_set_*() */
+	struct blamer_drops *_Atomic drops;	/* the heap's DROPS record, NULL: none */
+	uint64_t pending_drops[BLAMER_DROP_REASONS];	/* atomic: counted with no heap */
+	struct bl_inherit inherit;
+	bool forked;		/* a fork child's context: its heap re-reads modules */
 	struct blamer *next;	/* registry */
 };
+
+
 
 /* context.c */
 /* The context for @b (NULL: the default), or NULL if there is none. */
 struct blamer *bl_ctx(struct blamer *b);
+/* The default context if there is one, without making it. */
+struct blamer *bl_default_peek(void);
 /* The heap, made now if needed (after fork); NULL with a message if not. */
 struct bl_heap *bl_ready(struct blamer *b);
 /* The entry of most API calls: *@bp becomes the context (NULL: the
@@ -109,6 +149,36 @@ int bl_process_records(struct blamer *b);
 /* Stores 0 with release in the claim of every shard of @tid in @b's heap
  * (the thread is exiting; another may take them over). */
 void bl_shards_release(struct blamer *b, int64_t tid);
+
+/* records.c: the DROPS record of a new heap (before READY). 0 or -errno. */
+int bl_drops_record(struct blamer *b);
+/* drops.c: counts a write of @b not recorded in full (BLAMER_DROP_*),
+ * lock-free and async-signal-safe; in process memory while there is no
+ * heap, added to the heap's DROPS record when it is made. */
+void bl_drop(struct blamer *b, uint32_t reason);
+
+/* inherit.c: what a fork child's heap starts with. */
+/* Records a definition (DAG node, edge, unit: @rec's bytes after the
+ * owner) for the heaps of fork children. False if out of memory. */
+bool bl_inherit_def(struct blamer *b, uint32_t type, const void *rec, uint32_t size);
+/* Before fork, in the parent: the process and global data as they are. */
+void bl_inherit_snapshot(struct blamer *b);
+/* A fork child's new heap, before READY: writes what it inherits. */
+void bl_inherit_replay(struct blamer *b);
+void bl_inherit_free(struct blamer *b);
+
+/* handle_store.c: the handle of field @name (@nlen bytes, hash @hash) of
+ * @scope, made for field @field (its value at @value) of the current heap
+ * if there is none yet; NULL (counted) if there is no room for it. */
+struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
+				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
+				     bl_remake_fn remake, void *field, void *value);
+/* handle_store.c: a fork child's: every handle of @b is stale (its
+ * record is the parent's). */
+void bl_handles_forked(struct blamer *b);
+/* handle_store.c: frees the handles of blamer_path_get() and blamer_set_*()
+ * (process memory of the context, which is closing). */
+void bl_handles_free(struct blamer *b);
 
 /* modules.c: MODULE records for the loaded shared objects; the count. */
 int bl_modules_record(struct blamer *b);

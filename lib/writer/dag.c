@@ -14,6 +14,7 @@
  * by id across processes (each heap has its own records).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,20 @@ static blamer_ref list_once(struct bl_heap *h, blamer_ref ref, const struct dag_
 	return got;
 }
 
+/* Lists definition @ref (a node or link) once; the one that did is kept
+ * for the heaps of fork children. 0 or -errno. */
+static int listed(struct blamer *b, struct bl_heap *h, blamer_ref ref, const struct dag_key *k)
+{
+	const struct blamer_block *r = bl_ptr(h, ref);
+	blamer_ref got = list_once(h, ref, k);
+
+	if (!got)
+		return -EIO;
+	if (got == ref && !bl_inherit_def(b, k->type, r, k->size))
+		return bl_error(ENOMEM, "blamer: no memory to keep a definition for fork children");
+	return 0;
+}
+
 static bool node_match(const void *rec, const void *key)
 {
 	return ((const struct blamer_dag_node *)rec)->id == *(const uint64_t *)key;
@@ -97,10 +112,13 @@ int blamer_dag_node(struct blamer *b, uint64_t id, uint32_t node_type, const cha
 	n = bl_ptr(h, ref);
 	n->id = id;
 	n->node_type = node_type;
-	if (name)
+	if (name) {
 		strncpy(n->name, name, sizeof(n->name) - 1);
+		if (strlen(name) >= sizeof(n->name))
+			bl_drop(b, BLAMER_DROP_NAME_CUT);
+	}
 	bl_owner_set(b, &n->owner);
-	return list_once(h, ref, &k) ? 0 : -EIO;
+	return listed(b, h, ref, &k);
 }
 
 static bool edge_match(const void *rec, const void *key)
@@ -134,7 +152,7 @@ int blamer_dag_link(struct blamer *b, uint64_t parent_id, uint64_t child_id)
 	e->parent_id = parent_id;
 	e->child_id = child_id;
 	bl_owner_set(b, &e->owner);
-	return list_once(h, ref, &k) ? 0 : -EIO;
+	return listed(b, h, ref, &k);
 }
 
 static bool unit_match(const void *rec, const void *key)
@@ -196,6 +214,8 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 	got = list_once(h, ref, &k);
 	if (!got)
 		return -EIO;
+	if (got == ref && !bl_inherit_def(b, BLAMER_REC_DAG_UNIT, u, sizeof(*u)))
+		return bl_error(ENOMEM, "blamer: no memory to keep unit %u for fork children", unit);
 	/* another thread named it first: as we asked, or not */
 	return got == ref ? 0 : unit_same_name(h, got, unit, name, base);
 }
@@ -223,16 +243,30 @@ static bool path_match(const void *rec, const void *key)
 /* Handle ids: never reused, so a thread's shard cache needs no invalidation. */
 static uint64_t path_ids;	/* atomic: the last id handed out */
 
+static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
+				    const uint32_t *units, unsigned nunits);
+
+/* handle.h: a path handle in a fork child, its record made again there. */
+static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
+{
+	struct blamer_path *p = (struct blamer_path *)((char *)h - offsetof(struct blamer_path, h));
+
+	/* A failure was counted where the record could not be had. */
+	*ref = path_find_or_make(b, p->ids, p->depth, p->units, p->nunits);
+	return *ref ? bl_ptr(&b->heap, *ref) : NULL;
+}
+
 /*
  * The handle of path record @ref in @b's current heap, made on first use.
  * Lock-free: a new handle is pushed with a CAS on b->paths, after looking
  * again at whatever other threads pushed meanwhile, so each record has
- * one handle per heap (a fork child's heap is another heap).
+ * one handle per heap. A handle made before a fork names its record by
+ * its key (handle.h) and is found here once it was made again.
  */
-static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
+static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref, const uint64_t *ids,
+				       unsigned depth, const uint32_t *units, unsigned nunits)
 {
-	uint32_t gen = ld_relaxed(A32(&b->gen));
-	struct blamer_dag_path *rec = bl_ptr(&b->heap, ref);
+	uint64_t rec = (uint64_t)(uintptr_t)bl_ptr(&b->heap, ref);
 	struct blamer_path *head, *seen = NULL, *q, *mine = NULL;
 
 	/* Acquire: pairs with the release CAS below, so the handles found
@@ -240,13 +274,13 @@ static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
 	head = atomic_load_explicit(&b->paths, memory_order_acquire);
 	for (;;) {
 		for (q = head; q != seen; q = q->next) {
-			if (q->rec == rec && q->gen == gen) {
+			if (bl_handle_current(&q->h) && ld_relaxed(A64(&q->h.rec)) == rec) {
 				free(mine);
 				return q;
 			}
 		}
 		if (!mine) {
-			mine = malloc(sizeof(*mine));
+			mine = calloc(1, sizeof(*mine));
 			if (!mine) {
 				bl_error(ENOMEM, "blamer: no memory for a path handle");
 				return NULL;
@@ -254,10 +288,12 @@ static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
 			/* Relaxed: an id only needs to be unique. */
 			mine->id = atomic_fetch_add_explicit(A64(&path_ids), 1,
 							     memory_order_relaxed) + 1;
-			mine->b = b;
-			mine->gen = gen;
-			mine->rec = rec;
-			mine->ref = ref;
+			mine->depth = depth;
+			mine->nunits = nunits;
+			memcpy(mine->ids, ids, depth * sizeof(uint64_t));
+			if (nunits)
+				memcpy(mine->units, units, nunits * sizeof(uint32_t));
+			bl_handle_init(&mine->h, b, path_remake, (void *)(uintptr_t)rec, ref);
 		}
 		mine->next = head;
 		seen = head;
@@ -268,13 +304,35 @@ static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref)
 	}
 }
 
-struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
+/* The path record of (ids, units) in @b's ready heap, found or made; 0
+ * with a message if it cannot be had. */
+static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits)
 {
 	struct path_key key = { ids, units, depth, nunits };
 	struct dag_key k = { BLAMER_REC_DAG_PATH, sizeof(struct blamer_dag_path), path_match, &key };
+	struct bl_heap *h = &b->heap;
 	struct blamer_dag_path *p;
-	struct bl_heap *h;
+	blamer_ref ref;
+
+	ref = find(h, &k);
+	if (ref)
+		return ref;
+	ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
+	if (!ref)
+		return 0;
+	p = bl_ptr(h, ref);
+	p->depth = depth;
+	memcpy(p->nodes, ids, depth * sizeof(uint64_t));
+	if (nunits)
+		memcpy(p->units, units, nunits * sizeof(uint32_t));
+	bl_owner_set(b, &p->owner);
+	return list_once(h, ref, &k);
+}
+
+struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
+				    const uint32_t *units, unsigned nunits)
+{
 	blamer_ref ref;
 
 	b = bl_ctx(b);
@@ -286,21 +344,10 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 			 BLAMER_DAG_MAX_DEPTH, BLAMER_DAG_MAX_UNITS);
 		return NULL;
 	}
-	h = bl_ready(b);
-	if (!h)
+	if (!bl_ready(b))
 		return NULL;
-	ref = find(h, &k);
-	if (ref)
-		return path_handle(b, ref);
-	ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
+	ref = path_find_or_make(b, ids, depth, units, nunits);
 	if (!ref)
 		return NULL;
-	p = bl_ptr(h, ref);
-	p->depth = depth;
-	memcpy(p->nodes, ids, depth * sizeof(uint64_t));
-	if (nunits)
-		memcpy(p->units, units, nunits * sizeof(uint32_t));
-	bl_owner_set(b, &p->owner);
-	ref = list_once(h, ref, &k);
-	return ref ? path_handle(b, ref) : NULL;
+	return path_handle(b, ref, ids, depth, units, nunits);
 }

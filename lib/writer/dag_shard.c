@@ -21,10 +21,11 @@
  *    its TLS (struct bl_tls.shard), keyed by the handle's process-unique
  *    id. A signal handler may add on the same thread at any point, so
  *    the cache is read and written under a per-thread sequence count.
- *  - When no shard can be had (heap full or corrupt, no thread record, a
- *    handle from before a fork), the add goes to the path record's own
- *    values[] with an atomic add, as before shards existed: nothing is
- *    ever lost.
+ *  - When no shard can be had (heap full or corrupt, no thread record),
+ *    the add goes to the path record's own values[] with an atomic add,
+ *    as before shards existed: nothing is lost. A handle from before a
+ *    fork first has its record made again in the child's heap
+ *    (handle.h); if even that fails, the add is counted as dropped.
  */
 #include <string.h>
 
@@ -63,10 +64,10 @@ static inline void shard_add(uint64_t *v, uint64_t value)
 }
 
 /* No shard: the path record's own values[], shared by every thread. */
-static void shared_add(struct blamer_path *p, unsigned unit, uint64_t value)
+static void shared_add(struct blamer_dag_path *rec, unsigned unit, uint64_t value)
 {
 	/* Relaxed: measurements are counters; no other data hangs on them. */
-	atomic_fetch_add_explicit(A64(&p->rec->values[unit]), value, memory_order_relaxed);
+	atomic_fetch_add_explicit(A64(&rec->values[unit]), value, memory_order_relaxed);
 }
 
 /*
@@ -81,13 +82,14 @@ struct shard_walk {
 	uint64_t left;
 };
 
-static void walk_start(struct shard_walk *w, struct blamer_path *p)
+static void walk_start(struct shard_walk *w, struct blamer_path *p,
+		       struct blamer_dag_path *rec)
 {
-	w->h = &p->b->heap;
-	w->path = p->ref;
+	w->h = &p->h.b->heap;
+	w->path = bl_handle_ref(&p->h);
 	/* Acquire: pairs with the release CAS that pushed the newest shard;
 	 * it and every older one are seen whole. */
-	w->next = ld_acquire(A64(&p->rec->shards));
+	w->next = ld_acquire(A64(&rec->shards));
 	w->left = (uint64_t)w->h->max_slabs * w->h->slab_size / sizeof(struct blamer_dag_shard);
 }
 
@@ -107,26 +109,28 @@ static struct blamer_dag_shard *walk_next(struct shard_walk *w)
 }
 
 /* The shard of @p this thread already holds (another slot lost it). */
-static struct blamer_dag_shard *shard_mine(struct blamer_path *p, int64_t tid)
+static struct blamer_dag_shard *shard_mine(struct blamer_path *p, struct blamer_dag_path *rec,
+					   int64_t tid)
 {
 	struct blamer_dag_shard *s;
 	struct shard_walk w;
 
 	/* Relaxed: only a thread with this tid stores it there, and a dead
 	 * thread whose tid the kernel reused has finished its adds. */
-	for (walk_start(&w, p); (s = walk_next(&w));)
+	for (walk_start(&w, p, rec); (s = walk_next(&w));)
 		if (ld_relaxed(A64(&s->claim)) == (uint64_t)tid)
 			return s;
 	return NULL;
 }
 
 /* A shard of @p that an exited thread released, claimed for this one. */
-static struct blamer_dag_shard *shard_claim(struct blamer_path *p, int64_t tid)
+static struct blamer_dag_shard *shard_claim(struct blamer_path *p, struct blamer_dag_path *rec,
+					    int64_t tid)
 {
 	struct blamer_dag_shard *s;
 	struct shard_walk w;
 
-	for (walk_start(&w, p); (s = walk_next(&w));) {
+	for (walk_start(&w, p, rec); (s = walk_next(&w));) {
 		uint64_t free = 0;
 
 		/* Acquire: pairs with the release of the claim at the last
@@ -141,9 +145,10 @@ static struct blamer_dag_shard *shard_claim(struct blamer_path *p, int64_t tid)
 }
 
 /* A new shard of @p, claimed by this thread and pushed on the chain. */
-static struct blamer_dag_shard *shard_new(struct blamer_path *p, int64_t tid)
+static struct blamer_dag_shard *shard_new(struct blamer_path *p, struct blamer_dag_path *rec,
+					  int64_t tid)
 {
-	struct blamer *b = p->b;
+	struct blamer *b = p->h.b;
 	struct blamer_dag_shard *s;
 	blamer_ref ref, head;
 
@@ -151,40 +156,38 @@ static struct blamer_dag_shard *shard_new(struct blamer_path *p, int64_t tid)
 	if (!ref)
 		return NULL;
 	s = bl_ptr(&b->heap, ref);
-	s->path = p->ref;
+	s->path = bl_handle_ref(&p->h);
 	/* Relaxed: published with the record by the push below. */
 	st_relaxed(A64(&s->claim), (uint64_t)tid);
 	bl_owner_set(b, &s->owner);
-	head = ld_relaxed(A64(&p->rec->shards));
+	head = ld_relaxed(A64(&rec->shards));
 	do
 		s->next_shard = head;
 	/* Release: whoever loads the new head (acquire) sees the shard whole. */
-	while (!atomic_compare_exchange_weak_explicit(A64(&p->rec->shards), &head, ref,
+	while (!atomic_compare_exchange_weak_explicit(A64(&rec->shards), &head, ref,
 						      memory_order_release, memory_order_relaxed));
 	return s;
 }
 
-/* This thread's shard of @p, found, claimed or made; NULL if none can be had. */
-static uint64_t *shard_values(struct blamer_path *p)
+/* This thread's shard of @p (record @rec of the current heap), found,
+ * claimed or made; NULL if none can be had. */
+static uint64_t *shard_values(struct blamer_path *p, struct blamer_dag_path *rec)
 {
-	struct blamer *b = p->b;
+	struct blamer *b = p->h.b;
 	struct blamer_dag_shard *s;
 	struct bl_tls_ent *e;
 	int64_t tid;
 
-	/* A handle from before a fork: its record is scratch memory now. */
-	if (p->gen != ld_relaxed(A32(&b->gen)))
-		return NULL;
 	/* Registered, the thread's exit releases what it claims. */
 	e = bl_thread_get(b);
 	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
 		return NULL;
 	tid = bl_tls.tid;
-	s = shard_mine(p, tid);
+	s = shard_mine(p, rec, tid);
 	if (!s)
-		s = shard_claim(p, tid);
+		s = shard_claim(p, rec, tid);
 	if (!s)
-		s = shard_new(p, tid);
+		s = shard_new(p, rec, tid);
 	if (!s)
 		return NULL;
 	e->claimed_shards = true;
@@ -199,23 +202,28 @@ static void path_add_slow(struct blamer_path *p, unsigned unit, uint64_t value)
 	struct bl_shard_slot *s = &t->shard[p->id & (BL_SHARD_SLOTS - 1)];
 	uint32_t seq = bl_slot_read_begin(t);
 	bool none = s->path_id == p->id && !s->values;
+	/* The record in this process's heap, made again if the handle is
+	 * from before a fork (handle.h); NULL: lost, and counted. */
+	struct blamer_dag_path *rec = bl_handle_rec(&p->h);
 	uint64_t *values;
 
+	if (!rec)
+		return;
 	/* This thread found no shard for @p lately: do not search again at
 	 * every add, only once in a while (the heap may have room again). */
 	if (!bl_slot_read_retry(t, seq) && none && t->shard_retry) {
 		t->shard_retry--;
-		shared_add(p, unit, value);
+		shared_add(rec, unit, value);
 		return;
 	}
-	values = shard_values(p);
+	values = shard_values(p, rec);
 	if (!values)
 		t->shard_retry = SHARD_RETRY;
 	bl_slot_fill(t, s, p->id, values);
 	if (values)
 		shard_add(&values[unit], value);
 	else
-		shared_add(p, unit, value);
+		shared_add(rec, unit, value);
 }
 
 /* The hit: a slot lookup and one add to the thread's own shard. */

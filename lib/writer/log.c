@@ -39,8 +39,10 @@ int blamer_log(struct blamer *b, const char *fmt, ...)
 	va_end(ap);
 	if (len < 0)
 		return bl_error(EINVAL, "blamer: bad log format");
-	if ((size_t)len > BLAMER_LOG_MSG_MAX)
+	if ((size_t)len > BLAMER_LOG_MSG_MAX) {
 		len = BLAMER_LOG_MSG_MAX;
+		bl_drop(b, BLAMER_DROP_LOG_CUT);
+	}
 	/* Relaxed: the claim only hands out numbers; the slot's seq does
 	 * the publishing. */
 	n = atomic_fetch_add_explicit(A64(&log->head), 1, memory_order_relaxed);

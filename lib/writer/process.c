@@ -107,3 +107,52 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
 	return removed < 0 ? 0 : removed;
 }
+
+/* 1..31 printable ASCII bytes (a label of every view and exporter). */
+static bool role_name_ok(const char *s, bool may_be_empty)
+{
+	size_t i;
+
+	if (!s || !*s)
+		return may_be_empty;
+	for (i = 0; s[i]; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return i < BLAMER_NAME_MAX;
+}
+
+int blamer_set_role(struct blamer *b, const char *role, const char *instance)
+{
+	struct blamer_process *p;
+	struct bl_heap *h;
+	uint32_t st = BLAMER_ROLE_NONE;
+	int err;
+
+	if (!role_name_ok(role, false) || !role_name_ok(instance, true))
+		return bl_error(EINVAL, "blamer: a role of 1..%u and an instance of 0..%u "
+				"printable ASCII bytes", BLAMER_NAME_MAX - 1, BLAMER_NAME_MAX - 1);
+	if (!instance)
+		instance = "";
+	h = bl_heap_for(&b, &err);
+	if (!h)
+		return err;
+	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	if (!p)
+		return bl_error(EIO, "blamer: process record lost");
+	/* Once per heap: whoever moves NONE -> WRITING writes both names,
+	 * then SET with release (readers show them only then). */
+	if (atomic_compare_exchange_strong_explicit(A32(&p->role_state), &st, BLAMER_ROLE_WRITING,
+						    memory_order_acquire, memory_order_acquire)) {
+		strncpy(p->role, role, sizeof(p->role) - 1);
+		strncpy(p->instance, instance, sizeof(p->instance) - 1);
+		st_release(A32(&p->role_state), BLAMER_ROLE_SET);
+		return 0;
+	}
+	if (st != BLAMER_ROLE_SET)
+		return bl_error(EAGAIN, "blamer: another thread is setting the role");
+	if (!strncmp(p->role, role, sizeof(p->role)) &&
+	    !strncmp(p->instance, instance, sizeof(p->instance)))
+		return 0;
+	return bl_error(EEXIST, "blamer: this heap's role is already %.31s/%.31s", p->role,
+			p->instance);
+}

@@ -15,8 +15,6 @@
 #include "atomic.h"
 #include "context.h"
 
-#define PROCESS_DATA_BYTES	4096u
-#define GLOBAL_DATA_BYTES	4096u
 
 void bl_owner_set(struct blamer *b, struct blamer_owner *o)
 {
@@ -39,8 +37,12 @@ blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size)
 	}
 	size = (size + 7) & ~7u;
 	ref = bl_heap_alloc(h, size, type, &err);
-	if (!ref)
+	if (!ref) {
+		/* Whatever the caller wanted to record is lost: counted. */
+		if (err == ENOSPC || err == EAGAIN)
+			bl_drop(b, err == ENOSPC ? BLAMER_DROP_HEAP_FULL : BLAMER_DROP_BUSY);
 		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+	}
 	return ref;
 }
 
@@ -95,8 +97,11 @@ blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity)
 	int err = 0;
 
 	ref = bl_heap_alloc(&b->heap, sizeof(*u) + capacity, BLAMER_REC_USERDATA, &err);
-	if (!ref)
+	if (!ref) {
+		if (err == ENOSPC || err == EAGAIN)
+			bl_drop(b, err == ENOSPC ? BLAMER_DROP_HEAP_FULL : BLAMER_DROP_BUSY);
 		return 0;
+	}
 	u = bl_ptr(&b->heap, ref);
 	u->scope = scope;
 	u->capacity = capacity;
@@ -137,8 +142,8 @@ int bl_process_records(struct blamer *b)
 	/* Relaxed: published with the record (owner release, list append). */
 	st_relaxed(A32(&p->phase), BLAMER_PHASE_LAUNCHED);
 	b->process = ref;
-	b->global_data = bl_userdata_new(b, BLAMER_DATA_GLOBAL, GLOBAL_DATA_BYTES);
-	b->process_data = bl_userdata_new(b, BLAMER_DATA_PROCESS, PROCESS_DATA_BYTES);
+	b->global_data = bl_userdata_new(b, BLAMER_DATA_GLOBAL, BL_DATA_BYTES);
+	b->process_data = bl_userdata_new(b, BLAMER_DATA_PROCESS, BL_DATA_BYTES);
 	b->log = bl_heap_alloc(h, sizeof(*log) + b->log_slots * sizeof(struct blamer_log_slot),
 			       BLAMER_REC_LOG, &err);
 	if (!b->global_data || !b->process_data || !b->log)
@@ -155,6 +160,39 @@ int bl_process_records(struct blamer *b)
 		return bl_error(EIO, "blamer: the new heap is corrupt");
 	/* Release: a reader that finds the process ref finds it complete. */
 	st_release(A64(&h->hh->process), ref);
+	return 0;
+}
+
+int bl_drops_record(struct blamer *b)
+{
+	struct bl_heap *h = &b->heap;
+	struct blamer_process *p;
+	struct blamer_drops *d;
+	blamer_ref ref;
+	uint32_t i;
+	int err = 0;
+
+	ref = bl_heap_alloc(h, sizeof(*d), BLAMER_REC_DROPS, &err);
+	if (!ref)
+		return bl_error(err, "blamer: cannot allocate the drop counters");
+	d = bl_ptr(h, ref);
+	for (i = 0; i < BLAMER_DROP_REASONS; i++)
+		d->count[i] = atomic_exchange_explicit(A64(&b->pending_drops[i]), 0,
+						       memory_order_relaxed);
+	bl_owner_set(b, &d->owner);
+	if (!bl_heap_make_iterable(h, ref))
+		return bl_error(EIO, "blamer: the new heap is corrupt");
+	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	if (p)
+		st_release(A64(&p->drops), ref);
+	/* Release: a counting thread that finds it finds it whole. */
+	atomic_store_explicit(&b->drops, d, memory_order_release);
+	/* What other threads counted while we made it. */
+	for (i = 0; i < BLAMER_DROP_REASONS; i++)
+		atomic_fetch_add_explicit(A64(&d->count[i]),
+					  atomic_exchange_explicit(A64(&b->pending_drops[i]), 0,
+								   memory_order_relaxed),
+					  memory_order_relaxed);
 	return 0;
 }
 

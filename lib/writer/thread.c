@@ -132,33 +132,76 @@ static struct bl_tls_ent *thread_entry_slow(struct blamer **bp, int *err)
 	return e;
 }
 
+/*
+ * The rare ends of a push, out of line and reached by tail calls, so
+ * that the fast path stays a leaf that saves no register: a push past
+ * the slots (not recorded, but counted: a reader shows "N more", and the
+ * heap's drop record says so too), and a label that filled its slot
+ * (cut, marked and counted if the caller's was longer).
+ */
+/* The context whose record @t is: this thread's cache knows (the rare
+ * paths below look it up rather than the fast path carrying it). */
+static struct blamer *ctx_of(struct blamer_thread *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < BL_TLS_ENTS; i++)
+		if (bl_tls.e[i].rec == t)
+			return bl_tls.e[i].b;
+	return NULL;
+}
+
+static __attribute__((noinline, cold)) int push_overflow(struct blamer_thread *t, uint32_t d)
+{
+	st_relaxed(A32(&t->overflows), ld_relaxed(A32(&t->overflows)) + 1);
+	bl_drop(ctx_of(t), BLAMER_DROP_STACK_OVERFLOW);
+	/* Release: as in push_on(). */
+	st_release(A32(&t->depth), d + 1);
+	return (int)(d + 1);
+}
+
+static __attribute__((noinline)) int push_full_label(struct blamer_thread *t, uint32_t d,
+						      const char *label)
+{
+	uint32_t flags = 0;
+
+	if (label[BLAMER_LABEL_MAX]) {
+		flags = BLAMER_ACT_F_LABEL_CUT;
+		bl_drop(ctx_of(t), BLAMER_DROP_LABEL_CUT);
+	}
+	t->stack[d].flags = flags;
+	st_release(A32(&t->depth), d + 1);
+	return (int)(d + 1);
+}
+
 static inline int push_on(struct blamer_thread *t, uint64_t stamp, uint32_t kind,
 			  const char *label, uint64_t data0, uint64_t data1, void *caller)
 {
 	/* Relaxed: this thread is the only writer of depth. */
-	uint32_t d = ld_relaxed(A32(&t->depth));
+	uint32_t d = ld_relaxed(A32(&t->depth)), i = 0;
+	struct blamer_activity *a;
 
-	if (d < t->stack_slots) {
-		struct blamer_activity *a = &t->stack[d];
-		uint32_t i;
-
-		a->timestamp = stamp;
-		a->calling_address = (uint64_t)(uintptr_t)caller;
-		a->data[0] = data0;
-		a->data[1] = data1;
-		a->user_data = 0;
-		a->kind = kind;
-		/* Labels are short: zero the 16 bytes with two stores, then a
-		 * byte loop straight into the slot. (Gathering the bytes in a
-		 * local and storing it whole costs a failed store-to-load
-		 * forward; strncpy costs a call.) */
-		memset(a->label, 0, sizeof(a->label));
-		for (i = 0; label && i < sizeof(a->label) && label[i]; i++)
+	if (__builtin_expect(d >= t->stack_slots, 0))
+		return push_overflow(t, d);
+	a = &t->stack[d];
+	a->timestamp = stamp;
+	a->calling_address = (uint64_t)(uintptr_t)caller;
+	a->data[0] = data0;
+	a->data[1] = data1;
+	a->user_data = 0;
+	a->kind = kind;
+	/* A byte loop straight into the slot, then one NUL: the bytes past
+	 * it mean nothing (heap-format.rst), so the 80 bytes are not
+	 * cleared first. (Gathering the bytes in a local and storing it
+	 * whole costs a failed store-to-load forward; strncpy costs a
+	 * call.) */
+	if (label)
+		for (; i < BLAMER_LABEL_MAX && label[i]; i++)
 			a->label[i] = label[i];
-	} else {
-		/* Not recorded, but counted: a reader shows "N more". */
-		st_relaxed(A32(&t->overflows), ld_relaxed(A32(&t->overflows)) + 1);
-	}
+	if (__builtin_expect(i == BLAMER_LABEL_MAX, 0))
+		return push_full_label(t, d, label);
+	a->label[i] = '\0';
+	a->flags = 0;
 	/* Release: a reader that sees the new depth sees the slot. */
 	st_release(A32(&t->depth), d + 1);
 	return (int)(d + 1);
@@ -272,5 +315,7 @@ int blamer_thread_set_name(struct blamer *b, const char *name)
 	/* A name is a debugging aid: a reader may see it half-written. */
 	memset(e->rec->name, 0, sizeof(e->rec->name));
 	strncpy(e->rec->name, name, sizeof(e->rec->name) - 1);
+	if (strlen(name) >= sizeof(e->rec->name))
+		bl_drop(b, BLAMER_DROP_NAME_CUT);
 	return 0;
 }

@@ -52,6 +52,7 @@ struct bl_tls {
 	int64_t tid;		/* this thread's, set when it registers: its shard claim */
 	uint32_t next_victim;
 	bool key_set;		/* the exit destructor will run for this thread */
+	bool making_heap;	/* this thread is making a context's heap (bl_ready()) */
 };
 
 extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));

@@ -204,8 +204,9 @@ enum found { FOUND_PUBLISHED, FOUND_MADE, FOUND_OTHERS };
  * that sets data, hides or duplicates nothing. used follows the claims:
  * whoever sees a claimed header at used moves it on (advance_used()).
  */
-static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
-					const char *name, uint32_t cap, enum found *how)
+static struct blamer_field *find_or_add(struct blamer *b, struct blamer_userdata *u,
+					uint8_t type, const char *name, uint32_t cap,
+					enum found *how)
 {
 	size_t nlen = name ? strlen(name) : 0;
 	uint32_t off = 0, used, rs, hash, i, cap_bytes = u->capacity;
@@ -291,12 +292,14 @@ static struct blamer_field *find_or_add(struct blamer_userdata *u, uint8_t type,
 				*how = FOUND_OTHERS;
 				return f;
 			case -1:
+				bl_drop(b, BLAMER_DROP_BUSY);
 				bl_error(EAGAIN, "blamer: field %s is being made by another thread",
 					 name);
 				return NULL;
 			}
 		}
 	}
+	bl_drop(b, BLAMER_DROP_HEAP_FULL);
 	bl_error(ENOSPC, "blamer: no room for field %s", name);
 	return NULL;
 }
@@ -316,6 +319,65 @@ static void publish(struct blamer_field *f, uint8_t type, uint16_t value_size)
 	st_release(A64(f), w);
 }
 
+/* The value size a field of @type is published with before any value
+ * is set (a fork child's field made again: zero, "", null). */
+static uint16_t empty_size(uint8_t type)
+{
+	switch (type) {
+	case BLAMER_FIELD_BOOL:
+	case BLAMER_FIELD_CHAR:
+		return 1;
+	case BLAMER_FIELD_SIGNED:
+	case BLAMER_FIELD_UNSIGNED:
+	case BLAMER_FIELD_DOUBLE:
+		return 8;
+	case BLAMER_FIELD_STRING_REF:
+	case BLAMER_FIELD_RAW_REF:
+		return 16;
+	}
+	return 0;
+}
+
+/* handle.h: a PROCESS or GLOBAL handle in a fork child: its field found
+ * (inherited) or made again, empty, in the child's heap. */
+static void *value_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *ref)
+{
+	struct blamer_value *v = (struct blamer_value *)hd;
+	struct blamer_userdata *u = scope_record(b, v->scope);
+	struct blamer_field *f;
+	enum found how;
+
+	*ref = 0;
+	if (!u)
+		return NULL;
+	f = find_or_add(b, u, v->type, v->name, v->cap, &how);
+	if (!f)
+		return NULL;
+	if (how == FOUND_MADE)
+		publish(f, v->type, empty_size(v->type));
+	*ref = (uint64_t)(uintptr_t)f;
+	return value_area(f);
+}
+
+/*
+ * What a set returns for field @f: an ACTIVITY field's address, tagged
+ * (it lives and dies with its activity), else the (scope, name) handle
+ * from the context's table (handle.c), which survives a fork.
+ */
+static struct blamer_value *handle_of(struct blamer *b, unsigned scope, const char *name,
+				      uint8_t type, uint32_t cap, struct blamer_field *f)
+{
+	size_t nlen;
+
+	if (!f)
+		return NULL;
+	if (scope == BLAMER_DATA_ACTIVITY)
+		return (struct blamer_value *)((uintptr_t)f | 1u);
+	nlen = strlen(name);
+	return bl_value_handle(b, scope, name, nlen, name_hash(name, nlen), type, (uint16_t)cap,
+			       value_remake, f, value_area(f));
+}
+
 static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const char *name,
 				       uint8_t type, uint64_t bits, uint16_t size)
 {
@@ -329,11 +391,16 @@ static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const c
 	u = scope_record(b, scope);
 	if (!u)
 		return NULL;
-	f = find_or_add(u, type, name, 8, &how);
+	f = find_or_add(b, u, type, name, 8, &how);
 	/* Another thread's field being made: our set is ordered before its
-	 * first value, which overwrites ours anyway. */
-	if (!f || how == FOUND_OTHERS)
-		return (struct blamer_value *)f;
+	 * first value, which overwrites ours anyway (not a loss: counted
+	 * as BUSY all the same, the value never showed). */
+	if (!f)
+		return NULL;
+	if (how == FOUND_OTHERS) {
+		bl_drop(b, BLAMER_DROP_BUSY);
+		return handle_of(b, scope, name, type, 8, f);
+	}
 	/* Relaxed: one atomic store is the whole update; a new field is
 	 * published by the release of its header. */
 	if (size == 1)
@@ -342,7 +409,7 @@ static struct blamer_value *set_scalar(struct blamer *b, unsigned scope, const c
 		st_relaxed(A64(value_area(f)), bits);
 	if (how == FOUND_MADE)
 		publish(f, type, size);
-	return (struct blamer_value *)f;
+	return handle_of(b, scope, name, type, 8, f);
 }
 
 struct blamer_value *blamer_set_bool(struct blamer *b, unsigned scope, const char *name, bool v)
@@ -375,27 +442,38 @@ struct blamer_value *blamer_set_double(struct blamer *b, unsigned scope, const c
 	return set_scalar(b, scope, name, BLAMER_FIELD_DOUBLE, bits, 8);
 }
 
+/* The value size stored for @len bytes asked into a field of @cap:
+ * cut to it, and then marked (BLAMER_VALUE_CUT) and counted. */
+static uint16_t stored_size(struct blamer *b, size_t len, uint32_t cap)
+{
+	if (len <= cap)
+		return (uint16_t)len;
+	bl_drop(b, BLAMER_DROP_STRING_CUT);
+	return (uint16_t)(cap | BLAMER_VALUE_CUT);
+}
+
 /* Writes @len bytes under seq; cut to the field's capacity. False if
- * another writer holds the field. */
-static bool write_bytes(struct blamer_field *f, const void *v, size_t len)
+ * another writer holds the field (counted: our value is lost). */
+static bool write_bytes(struct blamer *b, struct blamer_field *f, const void *v, size_t len)
 {
 	uint16_t seq = ld_relaxed(A16(&f->seq));
 	uint32_t cap = value_capacity(f);
+	uint16_t vs;
 
-	if (seq & 1)
-		return false;
 	/* Acquire: our writes to the value stay after the odd seq. */
-	if (!atomic_compare_exchange_strong_explicit(A16(&f->seq), &seq, seq + 1,
-						     memory_order_acquire, memory_order_relaxed))
+	if ((seq & 1) ||
+	    !atomic_compare_exchange_strong_explicit(A16(&f->seq), &seq, seq + 1,
+						     memory_order_acquire, memory_order_relaxed)) {
+		bl_drop(b, BLAMER_DROP_BUSY);
 		return false;
+	}
 	/* Release fence: a reader that sees any of the bytes below also
 	 * sees the odd seq (it re-checks seq after copying). */
 	atomic_thread_fence(memory_order_release);
 	st_relaxed(A16(&f->value_size), 0);
-	if (len > cap)
-		len = cap;
-	memcpy(value_area(f), v, len);
-	st_relaxed(A16(&f->value_size), (uint16_t)len);
+	vs = stored_size(b, len, cap);
+	memcpy(value_area(f), v, BLAMER_VALUE_SIZE(vs));
+	st_relaxed(A16(&f->value_size), vs);
 	/* Release: the bytes and size are complete before seq is even. */
 	st_release(A16(&f->seq), seq + 2);
 	return true;
@@ -414,22 +492,26 @@ static struct blamer_value *set_bytes(struct blamer *b, unsigned scope, const ch
 	u = scope_record(b, scope);
 	if (!u)
 		return NULL;
-	if (cap > 0xffff - 8 - 256) {
-		bl_error(EINVAL, "blamer: value of %s too large", name);
+	if (cap > BLAMER_VALUE_AREA_MAX) {
+		bl_error(EINVAL, "blamer: value of %s too large (at most %u bytes)", name,
+			 BLAMER_VALUE_AREA_MAX);
 		return NULL;
 	}
-	f = find_or_add(u, type, name, (uint32_t)cap, &how);
-	if (!f || how == FOUND_OTHERS)
-		return (struct blamer_value *)f;	/* as in set_scalar() */
-	if (how == FOUND_MADE) {
+	f = find_or_add(b, u, type, name, (uint32_t)cap, &how);
+	if (!f)
+		return NULL;
+	if (how == FOUND_OTHERS) {
+		bl_drop(b, BLAMER_DROP_BUSY);	/* as in set_scalar() */
+	} else if (how == FOUND_MADE) {
 		/* New field: no one reads its value yet, no seq needed. */
-		len = len > value_capacity(f) ? value_capacity(f) : len;
-		memcpy(value_area(f), v, len);
-		publish(f, type, (uint16_t)len);
+		uint16_t vs = stored_size(b, len, value_capacity(f));
+
+		memcpy(value_area(f), v, BLAMER_VALUE_SIZE(vs));
+		publish(f, type, vs);
 	} else {
-		write_bytes(f, v, len);
+		write_bytes(b, f, v, len);
 	}
-	return (struct blamer_value *)f;
+	return handle_of(b, scope, name, type, (uint32_t)cap, f);
 }
 
 struct blamer_value *blamer_set_string(struct blamer *b, unsigned scope, const char *name,
@@ -438,6 +520,16 @@ struct blamer_value *blamer_set_string(struct blamer *b, unsigned scope, const c
 	size_t len = v ? strlen(v) : 0;
 
 	return set_bytes(b, scope, name, BLAMER_FIELD_STRING, v, len, len ? len : 8);
+}
+
+struct blamer_value *blamer_reserve_string(struct blamer *b, unsigned scope, const char *name,
+					   size_t capacity)
+{
+	if (!capacity) {
+		bl_error(EINVAL, "blamer: a reserved string has room for 1 byte or more");
+		return NULL;
+	}
+	return set_bytes(b, scope, name, BLAMER_FIELD_STRING, "", 0, capacity);
 }
 
 struct blamer_value *blamer_set_raw(struct blamer *b, unsigned scope, const char *name,
@@ -466,63 +558,106 @@ struct blamer_value *blamer_set_raw_ref(struct blamer *b, unsigned scope, const 
 	return set_ref(b, scope, name, BLAMER_FIELD_RAW_REF, addr, len);
 }
 
-/* Handle updates: one type check, one atomic store, no lookup. */
-static struct blamer_field *typed(struct blamer_value *h, uint8_t type)
-{
-	struct blamer_field *f = (struct blamer_field *)h;
+/* Handle updates: the field (made again in a fork child, handle.h), one
+ * type check, one store. */
 
-	return f && ld_relaxed(A8(&f->type)) == type ? f : NULL;
+/* A write through @h that found no field of its type: lost, counted. An
+ * ACTIVITY handle does not say its context: the default's counts. */
+static __attribute__((noinline, cold)) void bad_write(struct blamer_value *h)
+{
+	bl_drop((uintptr_t)h & 1u ? bl_default_peek() : h->h.b, BLAMER_DROP_BAD_HANDLE);
+}
+
+/*
+ * Where a write through @h of @type goes (any integer type with @ints):
+ * the value's bytes, and *@fp its field (if @fp); NULL and the write counted as
+ * lost if @h names no field of that type: a wrong type, or an ACTIVITY
+ * handle whose activity is gone (a fork child has none of its parent's).
+ * A PROCESS or GLOBAL handle knows its field's type (a published field
+ * never changes type): one load of its record, none from the heap
+ * before the write. Inline: it is most of a handle update.
+ */
+static inline __attribute__((always_inline)) uint8_t *
+value_of(struct blamer_value *h, uint8_t type, bool ints, struct blamer_field **fp)
+{
+	uintptr_t a = (uintptr_t)h;
+	struct blamer_field *f;
+	uint8_t t;
+
+	if (!h)
+		return NULL;
+	if (a & 1u) {
+		f = (struct blamer_field *)(a & ~(uintptr_t)1u);
+		t = ld_relaxed(A8(&f->type));
+	} else {
+		f = NULL;
+		t = h->type;
+	}
+	if (__builtin_expect(!(t == type || (ints && (t == BLAMER_FIELD_SIGNED ||
+						       t == BLAMER_FIELD_UNSIGNED))), 0)) {
+		bad_write(h);
+		return NULL;
+	}
+	if (f) {
+		if (fp)
+			*fp = f;
+		return value_area(f);
+	}
+	/* made again in a fork child, if need be; NULL: counted there */
+	a = (uintptr_t)bl_handle_rec(&h->h);
+	if (fp)
+		*fp = (struct blamer_field *)(uintptr_t)bl_handle_ref(&h->h);
+	return (uint8_t *)a;
 }
 
 void blamer_value_bool(struct blamer_value *h, bool v)
 {
-	struct blamer_field *f = typed(h, BLAMER_FIELD_BOOL);
+	uint8_t *p = value_of(h, BLAMER_FIELD_BOOL, false, NULL);
 
-	if (f)
-		st_relaxed(A8(value_area(f)), v);
+	if (p)
+		st_relaxed(A8(p), v);
 }
 
 void blamer_value_int(struct blamer_value *h, int64_t v)
 {
-	struct blamer_field *f = typed(h, BLAMER_FIELD_SIGNED);
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, false, NULL);
 
-	if (f)
-		st_relaxed(A64(value_area(f)), (uint64_t)v);
+	if (p)
+		st_relaxed(A64(p), (uint64_t)v);
 }
 
 void blamer_value_uint(struct blamer_value *h, uint64_t v)
 {
-	struct blamer_field *f = typed(h, BLAMER_FIELD_UNSIGNED);
+	uint8_t *p = value_of(h, BLAMER_FIELD_UNSIGNED, false, NULL);
 
-	if (f)
-		st_relaxed(A64(value_area(f)), v);
+	if (p)
+		st_relaxed(A64(p), v);
 }
 
 void blamer_value_double(struct blamer_value *h, double v)
 {
-	struct blamer_field *f = typed(h, BLAMER_FIELD_DOUBLE);
+	uint8_t *p = value_of(h, BLAMER_FIELD_DOUBLE, false, NULL);
 	uint64_t bits;
 
 	memcpy(&bits, &v, sizeof(bits));
-	if (f)
-		st_relaxed(A64(value_area(f)), bits);
+	if (p)
+		st_relaxed(A64(p), bits);
 }
 
 void blamer_value_add(struct blamer_value *h, int64_t delta)
 {
-	struct blamer_field *f = (struct blamer_field *)h;
-	uint8_t t = f ? ld_relaxed(A8(&f->type)) : 0;
+	uint8_t *p = value_of(h, BLAMER_FIELD_SIGNED, true, NULL);
 
 	/* Relaxed: a counter; readers want the value, not an ordering. */
-	if (t == BLAMER_FIELD_SIGNED || t == BLAMER_FIELD_UNSIGNED)
-		atomic_fetch_add_explicit(A64(value_area(f)), (uint64_t)delta,
-					  memory_order_relaxed);
+	if (p)
+		atomic_fetch_add_explicit(A64(p), (uint64_t)delta, memory_order_relaxed);
 }
 
 void blamer_value_string(struct blamer_value *h, const char *v)
 {
-	struct blamer_field *f = typed(h, BLAMER_FIELD_STRING);
+	struct blamer_field *f;
+	uint8_t *p = value_of(h, BLAMER_FIELD_STRING, false, &f);
 
-	if (f && v)
-		write_bytes(f, v, strlen(v));
+	if (p && v)
+		write_bytes((uintptr_t)h & 1u ? bl_default_peek() : h->h.b, f, v, strlen(v));
 }

@@ -12,7 +12,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "common.h"
@@ -416,9 +418,77 @@ TEST_F(ctx, measurements_are_exact)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	t_view(b, &v);
-	ASSERT_EQ(0, v_path_values(&v, a.p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(0, v_path_values(&v, a.p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(400000, sum[0]);
 	ASSERT_EQ(1200000, sum[1]);
+	t_close(self, b);
+}
+
+/*
+ * A fork child whose threads all start with handles made before the
+ * fork: the first adds race to make the child's heap and to make each
+ * handle's record again there. Every add counts, once, in the child's
+ * own heap (TSan sees the handles' re-making); nothing is dropped.
+ */
+struct fork_go {
+	struct add_arg a;
+	pthread_barrier_t go;
+};
+
+static void *fork_adder(void *p)
+{
+	struct fork_go *g = p;
+
+	pthread_barrier_wait(&g->go);
+	return adder(&g->a);
+}
+
+TEST_F(ctx, fork_child_threads_remake_handles_at_once)
+{
+	uint64_t ids[2] = { blamer_dag_id("root"), blamer_dag_id("leaf") };
+	uint32_t units[2] = { BLAMER_UNIT_COUNT, BLAMER_UNIT_BYTES };
+	struct blamer_config c;
+	struct fork_go g;
+	struct blamer *b;
+	int status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	g.a.p = blamer_path_get(b, ids, 2, units, 2);
+	g.a.v = blamer_set_uint(b, BLAMER_DATA_PROCESS, "ops", 10);
+	ASSERT_NE(NULL, g.a.p);
+	ASSERT_NE(NULL, g.a.v);
+	blamer_path_add(g.a.p, 0, 5);	/* the parent's, in the parent's heap */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		uint64_t sum[BLAMER_DAG_MAX_UNITS], nshards, ops;
+		struct v_heap v;
+		pthread_t th[4];
+		char why[64];
+		int i, ok = 1;
+
+		pthread_barrier_init(&g.go, NULL, 4);
+		for (i = 0; i < 4; i++)
+			ok &= pthread_create(&th[i], NULL, fork_adder, &g) == 0;
+		for (i = 0; i < 4; i++)
+			pthread_join(th[i], NULL);
+		t_view(b, &v);
+		ok &= v_path_values(&v, g.a.p->h.ref, sum, &nshards, why) == 0;
+		ok &= sum[0] == 400000 && sum[1] == 1200000;
+		memcpy(&ops, (void *)(uintptr_t)g.a.v->h.rec, 8);	/* the value's bytes */
+		ok &= ops == 10 + 800000;	/* inherited 10, then the adds */
+		ok &= b->drops && !b->drops->count[BLAMER_DROP_BUSY] &&
+		      !b->drops->count[BLAMER_DROP_HEAP_FULL];
+		if (!ok)
+			fprintf(stderr, "# child: %llu %llu ops %llu\n", (unsigned long long)sum[0],
+				(unsigned long long)sum[1], (unsigned long long)ops);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
 	t_close(self, b);
 }
 
@@ -470,7 +540,7 @@ static void *shard_watcher(void *arg)
 			uint64_t sum[BLAMER_DAG_MAX_UNITS], n;
 			char why[64];
 
-			if (v_path_values(&v, r->p[k]->ref, sum, &n, why)) {
+			if (v_path_values(&v, r->p[k]->h.ref, sum, &n, why)) {
 				snprintf(r->why, sizeof(r->why), "path %d: %s", k, why);
 				break;
 			}
@@ -509,7 +579,7 @@ static uint64_t shard_check(struct blamer *b, struct blamer_path *path, int k, u
 	struct v_heap v;
 
 	t_view(b, &v);
-	if (v_path_values(&v, path->ref, sum, &n, why))
+	if (v_path_values(&v, path->h.ref, sum, &n, why))
 		return 0;
 	if (sum[0] != adds || sum[1] != adds * (k + 1)) {
 		snprintf(why, 64, "path %d: %llu, %llu", k, (unsigned long long)sum[0],
@@ -1073,7 +1143,7 @@ TEST_F(ctx, path_add_from_signal_handler)
 		char why[64];
 
 		t_view(b, &v);
-		ASSERT_EQ(0, v_path_values(&v, sig_path[k]->ref, sum, &n, why)) TH_LOG("%s", why);
+		ASSERT_EQ(0, v_path_values(&v, sig_path[k]->h.ref, sum, &n, why)) TH_LOG("%s", why);
 		ASSERT_EQ(main_adds[k] + sig_adds[k], sum[0]) TH_LOG("path %d", k);
 		ASSERT_EQ(1, n);	/* one thread: one shard, handler or not */
 	}

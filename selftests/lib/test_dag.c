@@ -52,7 +52,7 @@ TEST_F(ctx, dag_nodes_links_paths)
 	blamer_path_add(p, 0, 234);
 	blamer_path_add(p, 1, 4096);
 	blamer_path_add(p, 8, 1);	/* out of range: ignored */
-	rec = p->rec;
+	rec = (struct blamer_dag_path *)(uintptr_t)p->h.rec;
 	ASSERT_EQ(3, rec->depth);
 	ASSERT_EQ(ids[2], rec->nodes[2]);
 	ASSERT_EQ(BLAMER_UNIT_BYTES, rec->units[1]);
@@ -63,7 +63,7 @@ TEST_F(ctx, dag_nodes_links_paths)
 	ASSERT_EQ(2, st.by_type[BLAMER_REC_DAG_PATH]);
 	/* one thread added: one shard holds it all */
 	ASSERT_EQ(1, st.by_type[BLAMER_REC_DAG_SHARD]);
-	ASSERT_EQ(0, v_path_values(&v, p->ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(0, v_path_values(&v, p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(1, nshards);
 	ASSERT_EQ(1234, sum[0]);
 	ASSERT_EQ(4096, sum[1]);
@@ -149,7 +149,7 @@ TEST_F(ctx, path_add_totals_through_the_reader)
 	/* all of it in this thread's shard, claimed while the thread lives */
 	ASSERT_EQ(1, count_shards(b, &claimed));
 	ASSERT_EQ(1, claimed);
-	ASSERT_EQ(0, p->rec->values[0]);
+	ASSERT_EQ(0, ((struct blamer_dag_path *)(uintptr_t)p->h.rec)->values[0]);
 	t_close(self, b);
 }
 
@@ -322,7 +322,7 @@ TEST_F(ctx, full_heap_adds_to_the_path_record)
 	ASSERT_EQ(0, pthread_create(&th, NULL, add_then_exit, &a));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	ASSERT_EQ(0, count_shards(b, &claimed));
-	ASSERT_EQ(100 + 1000 * 3, p->rec->values[0]);
+	ASSERT_EQ(100 + 1000 * 3, ((struct blamer_dag_path *)(uintptr_t)p->h.rec)->values[0]);
 	ASSERT_EQ(0, reader_total(b, ids, 1, unit, &total));
 	ASSERT_EQ(100 + 1000 * 3, total);
 	t_close(self, b);

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,21 +69,22 @@ TEST_F(ctx, forked_child_gets_own_heap)
 		struct blamer_path *mine;
 		struct v_heap v;
 
-		/* stale handles and pointers write to scratch, not the parent */
+		/* a stale pointer writes to scratch, not the parent */
+		t->depth = 77;
+		/* handles from before the fork write to the child's own heap,
+		 * made by their first use */
 		blamer_value_uint(h, 999);
 		blamer_path_add(path, 0, 1000);
-		t->depth = 77;
-		/* the child's first use makes its own heap */
 		ok &= blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 2, 0) == 1;
 		blamer_path_add(path, 0, 1000);
-		/* where a new handle adds to the child's own path */
+		/* the child's handle of the path is the one made before */
 		mine = blamer_path_get(b, ids, 1, NULL, 0);
-		ok &= mine && mine != path;
+		ok &= mine == path;
 		blamer_path_add(mine, 0, 7);
 		t_view(b, &v);
-		ok &= mine && v_path_values(&v, mine->ref, sum, &nshards, why) == 0 &&
-		      sum[0] == 7 && nshards == 1;
-		ok &= blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 2) != NULL;
+		ok &= mine && v_path_values(&v, mine->h.ref, sum, &nshards, why) == 0 &&
+		      sum[0] == 2007 && nshards == 1;
+		ok &= blamer_set_uint(b, BLAMER_DATA_PROCESS, "v", 2) == h;
 		ok &= blamer_heap_info(b, &info) == 0;
 		ok &= info.pid == getpid() && info.heap_id != pinfo.heap_id;
 		ok &= blamer_log(b, "child") == 0;
@@ -99,7 +102,7 @@ TEST_F(ctx, forked_child_gets_own_heap)
 
 		blamer_path_add(path, 0, 4);
 		t_view(b, &v);
-		ASSERT_EQ(0, v_path_values(&v, path->ref, sum, &nshards, why)) TH_LOG("%s", why);
+		ASSERT_EQ(0, v_path_values(&v, path->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 		ASSERT_EQ(7, sum[0]);
 	}
 	/* and the child's heap is valid and its own */
@@ -275,6 +278,228 @@ TEST_F(ctx, writer_killed_mid_update)
 		ASSERT_GE(st.by_type[BLAMER_REC_DAG_PATH], 1);
 		v_unload(&v);
 	}
+}
+
+/* The reader's view of this process's own heap (its mappings). */
+static struct blamer_snapshot *own_snapshot(struct blamer *b)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	struct blamer_snapshot *s;
+	uint32_t i, n = b->heap.nslabs;
+
+	for (i = 0; i < n; i++) {
+		m[i].data = b->heap.slabs[i].base;
+		m[i].size = b->heap.slabs[i].size;
+	}
+	return blamer_snapshot_from_memory(m, n, &s) ? NULL : s;
+}
+
+static const struct blamer_snap_field *snap_field(const struct blamer_snap_fields *f,
+						  const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].name, name))
+			return &f->v[i];
+	return NULL;
+}
+
+/*
+ * A fork child's heap starts with the parent's definitions (nodes, links,
+ * unit names) and its GLOBAL and PROCESS data as at the fork, plus its
+ * own modules; not the parent's role, measurements, stacks or log.
+ * Handles of each kind made before the fork write there.
+ */
+TEST_F(ctx, fork_child_heap_inherits_definitions_and_data)
+{
+	uint64_t root = blamer_dag_id("root"), leaf = blamer_dag_id("leaf"), ids[2];
+	uint32_t units[1] = { 1001 };
+	struct blamer_config c;
+	struct blamer_path *p;
+	struct blamer_value *count, *name;
+	struct blamer *b;
+	int status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 65536, 4);
+	c.flags = 0;	/* modules too */
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	ASSERT_EQ(0, blamer_set_role(b, "master", NULL));
+	ASSERT_EQ(0, blamer_dag_node(b, root, 1, "root"));
+	ASSERT_EQ(0, blamer_dag_node(b, leaf, 2, "leaf"));
+	ASSERT_EQ(0, blamer_dag_link(b, root, leaf));
+	ASSERT_EQ(0, blamer_dag_unit(b, 1001, "jobs", BLAMER_BASE_NONE));
+	ASSERT_NE(NULL, blamer_set_string(b, BLAMER_DATA_GLOBAL, "version", "2.5"));
+	count = blamer_set_uint(b, BLAMER_DATA_PROCESS, "count", 5);
+	name = blamer_reserve_string(b, BLAMER_DATA_PROCESS, "name", 40);
+	ASSERT_NE(NULL, count);
+	ASSERT_NE(NULL, name);
+	ids[0] = root;
+	ids[1] = leaf;
+	p = blamer_path_get(b, ids, 2, units, 1);
+	ASSERT_NE(NULL, p);
+	blamer_path_add(p, 0, 100);	/* the parent's: not inherited */
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "parent's", 0, 0));
+	ASSERT_EQ(0, blamer_log(b, "parent's"));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		const struct blamer_snap_process *q;
+		const struct blamer_snap_field *f;
+		struct blamer_snapshot *s;
+		int ok = 1;
+
+		/* the first write makes the child's heap, with its role */
+		ok &= blamer_set_role(b, "worker", "7") == 0;
+		ok &= blamer_set_role(b, "worker", "7") == 0;
+		ok &= blamer_set_role(b, "worker", "8") == -EEXIST;
+		blamer_value_add(count, 2);
+		blamer_value_string(name, "a name of 25 bytes, whole");
+		blamer_path_add(p, 0, 1);
+		blamer_path_add(p, 0, 2);
+		s = own_snapshot(b);
+		ok &= s && s->nprocs == 1;
+		if (!ok)
+			_exit(10);
+		q = &s->procs[0];
+		ok &= q->health == BLAMER_HEALTH_OK && q->rec_pid == getpid();
+		ok &= !strcmp(q->role, "worker") && !strcmp(q->instance, "7");
+		ok &= !strcmp(blamer_snap_node_name(s, root) ?: "", "root") &&
+		      !strcmp(blamer_snap_node_name(s, leaf) ?: "", "leaf");
+		ok &= q->nedges == 1 && q->edges[0].parent == root && q->edges[0].child == leaf;
+		ok &= blamer_snap_unit_def(s, 1001) &&
+		      !strcmp(blamer_snap_unit_def(s, 1001)->name, "jobs");
+		f = snap_field(&q->global_data, "version");
+		ok &= f && f->bytes && !strcmp((char *)f->bytes, "2.5");
+		f = snap_field(&q->user_data, "count");
+		ok &= f && f->u == 7;	/* 5 inherited, 2 added in the child */
+		f = snap_field(&q->user_data, "name");
+		ok &= f && f->bytes && !strcmp((char *)f->bytes, "a name of 25 bytes, whole") &&
+		      !f->cut;
+		ok &= q->npaths == 1 && q->paths[0].values[0] == 3;	/* not the parent's 100 */
+		/* no parent's stack or log (the adds registered this thread) */
+		ok &= q->nthreads == 1 && q->threads[0].nacts == 0 && q->nlogs == 0;
+		ok &= q->nmodules > 0;
+		ok &= q->dropped == 0;
+		if (!ok)
+			fprintf(stderr, "# child: role %s/%s nodes %zu edges %zu paths %zu mods %zu "
+				"threads %zu logs %zu dropped %llu\n", q->role, q->instance, q->nnodes,
+				q->nedges, q->npaths, q->nmodules, q->nthreads, q->nlogs,
+				(unsigned long long)q->dropped);
+		blamer_snapshot_free(s);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	t_close(self, b);
+}
+
+/* Every write not recorded in full is counted, by reason, and marked. */
+TEST_F(ctx, drops_are_counted_by_reason)
+{
+	char label[BLAMER_LABEL_MAX + 20], name[48], msg[200];
+	const struct blamer_snap_process *q;
+	const struct blamer_snap_field *f;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer_value *v;
+	struct blamer *b;
+	uint64_t ids[1] = { 1 }, n;
+
+	c = t_cfg(self->dir, 65536, 1);
+	c.stack_depth = 2;
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	v = blamer_set_string(b, BLAMER_DATA_PROCESS, "s", "ab");
+	ASSERT_NE(NULL, v);
+	blamer_value_string(v, "abcdef");	/* fits: "ab" made room for 8 */
+	blamer_value_string(v, "abcdefghijk");	/* cut to 8 */
+	ASSERT_EQ(v, blamer_set_string(b, BLAMER_DATA_PROCESS, "s", "0123456789"));	/* again */
+	memset(label, 'L', sizeof(label) - 1);
+	label[sizeof(label) - 1] = 0;
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, label, 0, 0));
+	ASSERT_EQ(2, blamer_push(b, BLAMER_ACTIVITY_TASK, "ok", 0, 0));
+	ASSERT_EQ(3, blamer_push(b, BLAMER_ACTIVITY_TASK, "over", 0, 0));	/* overflow */
+	blamer_pop(b);
+	blamer_pop(b);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	ASSERT_EQ(0, blamer_thread_set_name(b, name));
+	memset(msg, 'm', sizeof(msg) - 1);
+	msg[sizeof(msg) - 1] = 0;
+	ASSERT_EQ(0, blamer_log(b, "%s", msg));
+	blamer_value_int(v, 1);		/* a string's handle: wrong type */
+	/* fill the heap: paths until no room */
+	for (n = 0; n < 1000 && blamer_path_get(b, ids, 1, NULL, 0); n++)
+		ids[0]++;
+	ASSERT_LT(n, 1000);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	q = &s->procs[0];
+	EXPECT_EQ(2, q->drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_LABEL_CUT]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_STACK_OVERFLOW]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_NAME_CUT]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_LOG_CUT]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_BAD_HANDLE]);
+	EXPECT_EQ(1, q->drops[BLAMER_DROP_HEAP_FULL]);
+	EXPECT_EQ(8, q->dropped);
+	EXPECT_STREQ("string_cut", blamer_drop_reason_name(BLAMER_DROP_STRING_CUT));
+	EXPECT_EQ(NULL, blamer_drop_reason_name(BLAMER_DROP_REASONS));
+	f = snap_field(&q->user_data, "s");
+	ASSERT_NE(NULL, f);
+	EXPECT_TRUE(f->cut);
+	EXPECT_STREQ("01234567", (char *)f->bytes);
+	ASSERT_EQ(1, q->nthreads);
+	ASSERT_EQ(1, q->threads[0].nacts);
+	EXPECT_TRUE(q->threads[0].acts[0].label_cut);
+	EXPECT_EQ(BLAMER_LABEL_MAX, strlen(q->threads[0].acts[0].label));
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/*
+ * posix_spawn() (vfork or clone(CLONE_VM) underneath: no fork handler
+ * runs) and vfork() share the parent's memory until exec or _exit: the
+ * parent's context, caches and heap are as they were, and it goes on.
+ */
+TEST_F(ctx, posix_spawn_and_vfork_leave_the_parent_alone)
+{
+	char *argv[] = { "true", NULL };
+	uint64_t ids[1] = { 9 }, sum[BLAMER_DAG_MAX_UNITS], nshards;
+	struct blamer_config c;
+	struct blamer_path *p;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	uint32_t gen;
+	int status;
+	char why[64];
+	pid_t pid;
+
+	c = t_cfg(self->dir, 65536, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	p = blamer_path_get(b, ids, 1, NULL, 0);
+	ASSERT_NE(NULL, p);
+	blamer_path_add(p, 0, 1);
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "spawning", 0, 0));
+	gen = b->gen;
+	ASSERT_EQ(0, posix_spawnp(&pid, "true", NULL, NULL, argv, NULL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	pid = vfork();
+	if (pid == 0)
+		_exit(0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(gen, b->gen);
+	blamer_path_add(p, 0, 2);
+	blamer_pop(b);
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(0, v_path_values(&v, p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
+	ASSERT_EQ(3, sum[0]);
+	t_close(self, b);
 }
 
 TEST_HARNESS_MAIN

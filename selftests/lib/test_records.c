@@ -98,7 +98,6 @@ TEST_F(ctx, activity_label_every_length_and_offset)
 {
 	struct blamer_config c;
 	struct blamer_thread *t;
-	char want[16];
 	struct blamer *b;
 	long pg = sysconf(_SC_PAGESIZE);
 	char *mem;
@@ -114,22 +113,27 @@ TEST_F(ctx, activity_label_every_length_and_offset)
 	ASSERT_EQ(0, mprotect(mem + pg, pg, PROT_NONE));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, NULL, 0, 0));
 	t = bl_thread_get(b)->rec;
-	ASSERT_EQ(0, memcmp(t->stack[0].label, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16));
+	ASSERT_EQ(0, t->stack[0].label[0]);
+	ASSERT_EQ(0, t->stack[0].flags);
 	blamer_pop(b);
-	for (len = 0; len <= 20; len++) {
-		for (off = pg - 40; off <= pg - len - 1; off++) {
+	for (len = 0; len <= BLAMER_LABEL_MAX + 8; len++) {
+		for (off = pg - 100; off <= pg - len - 1; off++) {
 			char *s = mem + off;
-			int i;
+			int i, kept = len < (int)BLAMER_LABEL_MAX ? len : (int)BLAMER_LABEL_MAX;
 
-			memset(mem + pg - 48, 'x', 48);	/* garbage after the NUL */
+			memset(mem + pg - 104, 'x', 104);	/* garbage after the NUL */
 			for (i = 0; i < len; i++)
 				s[i] = (char)('a' + (i + off) % 26);
 			s[len] = '\0';
-			memset(want, 0, sizeof(want));
-			memcpy(want, s, len < 16 ? len : 16);
 			ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, s, 0, 0));
-			ASSERT_EQ(0, memcmp(t->stack[0].label, want, 16))
+			/* the label, then a NUL unless it fills the slot; cut
+			 * and marked past 80 bytes */
+			ASSERT_EQ(0, memcmp(t->stack[0].label, s, kept))
 				TH_LOG("length %d at page offset %d", len, off);
+			if (kept < (int)BLAMER_LABEL_MAX)
+				ASSERT_EQ(0, t->stack[0].label[kept]);
+			ASSERT_EQ(len > (int)BLAMER_LABEL_MAX ? BLAMER_ACT_F_LABEL_CUT : 0,
+				  t->stack[0].flags);
 			blamer_pop(b);
 		}
 	}
@@ -315,9 +319,11 @@ TEST_F(ctx, user_data_all_types)
 	ASSERT_EQ(7, f->value_size);
 	ASSERT_EQ(0, memcmp(fval(f), "running", 7));
 	ASSERT_EQ(2, f->seq);
-	/* longer than the first value: cut to the capacity (8) */
+	/* longer than the first value: cut to the capacity (8), marked */
 	blamer_value_string(s, "shutting-down");
-	ASSERT_EQ(8, f->value_size);
+	ASSERT_EQ(8 | BLAMER_VALUE_CUT, f->value_size);
+	blamer_value_string(s, "stopped");
+	ASSERT_EQ(7, f->value_size);
 	/* handles */
 	blamer_value_uint(h, 100);
 	blamer_value_add(h, 5);

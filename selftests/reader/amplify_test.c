@@ -269,7 +269,7 @@ AMP_TEST(shared_reference_fanout)
 	int i, k;
 
 	new_dir(dir, sizeof(dir));
-	dead_heap(&h, 176 << 10, 3999301);
+	dead_heap(&h, 256 << 10, 3999301);
 	ud = fx_userdata(&h, BLAMER_DATA_ACTIVITY, 4096 * 24, 1);
 	for (i = 0; i < 4096; i++) {
 		snprintf(name, sizeof(name), "%c%c", 'a' + i % 26, 'a' + i / 26 % 26);

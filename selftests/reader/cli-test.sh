@@ -34,7 +34,8 @@ run() {
 norm() {
 	sed -e "s/\b$livepid\b/LIVEPID/g" -e "s/^ *LIVEPID/LIVEPID/" -e "s/ \+LIVEPID/ LIVEPID/" \
 	    -e 's/[0-9.]*[smh] ago/AGE ago/g' -e 's/ at [0-9-]* [0-9:]* (/ at DATE (/' \
-	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g"
+	    -e 's/since [0-9.]*[smh]/since AGE/g' -e "s|$D|DIR|g" \
+	    -e 's/\] [0-9]\{4\}-[0-9-]* [0-9:.]* /] DATE /'
 }
 
 # golden NAME: compare normalized $OUT with golden/NAME
@@ -84,10 +85,10 @@ run 0 blame --dead && golden blame-dead.txt
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
 run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
 	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
-run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  claimed  app$' "$OUT")" -eq 1 ] &&
+run 0 blame --dead 3999002 && [ "$(grep -c '^ .* 3999002  claimed  app  *-$' "$OUT")" -eq 1 ] &&
 	grep -q '^ *17.0ms *138KiB *1  browser$' "$OUT" && ! grep -q 3999001 "$OUT" &&
 	ok "blame PID: the tree and the share of that process only" || nok "blame PID"
-run 0 blame --dead && [ "$(sed -n '/PID  IDENTITY COMM$/,$p' "$OUT" | grep -c ' claimed  app$\| claimed  mkheap$')" -eq 3 ] &&
+run 0 blame --dead && [ "$(sed -n '/PID  IDENTITY COMM  *ROLE$/,$p' "$OUT" | grep -c ' claimed  app  *-$\| claimed  mkheap  *-$')" -eq 3 ] &&
 	ok "blame shows each process's share" || nok "blame shares"
 err_has 1 "no heap for pid 12345678" blame 12345678
 err_has 2 "no measurements in unit" blame --unit furlongs
@@ -103,8 +104,8 @@ run 0 list && grep -q '^3999003 app .* unchecked  claimed$' "$OUT" && ! grep -q 
 	ok "list says unchecked, never ok, for records it did not read (a looping list)" ||
 	nok "list health of a looping heap"
 # a dead heap looks the same in every view: its name, how it ended, its health
-run 0 top --once && grep -q '^3999001 app  *dead  *claimed ' "$OUT" &&
-	run 0 list && grep -q '^3999001 app  *dead .* unchecked  claimed$' "$OUT" &&
+run 0 top --once && grep -q '^3999001 app  *-  *dead  *claimed ' "$OUT" &&
+	run 0 list && grep -q '^3999001 app  *-  *dead .* unchecked  claimed$' "$OUT" &&
 	run 0 blame && ! grep -q '?' "$OUT" &&
 	ok "a dead heap not read in full: the same comm and state in top and list" || nok "dead heaps in top vs list"
 # Claims look like claims: a dir heap named after pid 1 with pid 1's
@@ -153,7 +154,9 @@ err_has 2 "give ADDR:PORT" export --prometheus --listen 9464
 err_has 2 "numeric IPv4" export --prometheus --listen localhost:9464
 err_has 2 "give --output FILE too" export --prometheus --interval 1
 err_has 2 "give --interval S" export --prometheus --listen 127.0.0.1:9 --output "$D.prom"
-err_has 2 "needs a format" export
+run 0 export && grep -q '^# TYPE blamer_heaps gauge$' "$OUT" && run 0 export --prometheus &&
+	grep -q '^# TYPE blamer_heaps gauge$' "$OUT" &&
+	ok "export without --prometheus writes the one format, Prometheus" || nok "export without a format"
 err_has 2 "unknown option '--frobnicate'" list --frobnicate
 err_has 2 "unknown backend 'floppy'" --backend floppy list
 BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto" list
@@ -231,8 +234,8 @@ BLAMER_DIR=/nonexistent err_has 1 "check BLAMER_DIR" top --once
 mkdir -m 700 "$D.end"
 (ulimit -c 0; for how in 3 0 abort; do "$MK" "$D.end" end "$how"; done) >"$D.endpids" 2>/dev/null
 read -r p3 p0 pa < <(tr '\n' ' ' <"$D.endpids")
-BLAMER_DIR=$D.end run 0 list && grep -q "^ *$p3 mkheap  *exit:3 " "$OUT" &&
-	grep -q "^ *$p0 mkheap  *exit:0 " "$OUT" && grep -q "^ *$pa mkheap  *dead " "$OUT" &&
+BLAMER_DIR=$D.end run 0 list && grep -q "^ *$p3 mkheap  *-  *exit:3 " "$OUT" &&
+	grep -q "^ *$p0 mkheap  *-  *exit:0 " "$OUT" && grep -q "^ *$pa mkheap  *-  *dead " "$OUT" &&
 	ok "list: exit(3), exit(0) and abort() on the dir backend look different" || nok "list of ended writers"
 BLAMER_DIR=$D.end run 0 postmortem "$p3" &&
 	grep -q "^pid $p3 (mkheap) \[claimed\]: exited with code 3 (as its heap says" "$OUT" &&

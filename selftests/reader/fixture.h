@@ -276,6 +276,22 @@ static inline void fx_module(struct fx_heap *h, const char *path, uint64_t base)
 	m->seq = 2;
 }
 
+/* Version 3: a role, drop counts and a DROPS record the process points at. */
+static inline blamer_ref fx_drops(struct fx_heap *h, const char *role, const char *instance,
+				  const uint64_t *counts, unsigned n)
+{
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_DROPS, sizeof(struct blamer_drops), 1);
+	struct blamer_drops *d = fx_at(h, ref);
+	struct blamer_process *p = fx_at(h, fx_hh(h)->process);
+
+	memcpy(d->count, counts, n * sizeof(*counts));
+	p->drops = ref;
+	snprintf(p->role, sizeof(p->role), "%s", role);
+	snprintf(p->instance, sizeof(p->instance), "%s", instance);
+	p->role_state = BLAMER_ROLE_SET;
+	return ref;
+}
+
 static inline void fx_child(struct fx_heap *h, int64_t pid, int32_t status, uint32_t state)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_CHILD, sizeof(struct blamer_child), 1);
@@ -357,7 +373,7 @@ static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t c
  * in two shards (one of an exited thread), so a reader that does not sum
  * shards shows other totals. Slab 1 holds the later records.
  */
-#define FX_SLAB	4096u
+#define FX_SLAB	8192u
 #define FX_ROOT	0x100ull
 #define FX_TAB	0x200ull
 #define FX_FRAME 0x300ull

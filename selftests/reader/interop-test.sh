@@ -75,7 +75,7 @@ rm -f "$D.ready"
 app=$!
 for _ in $(seq 200); do [ -s "$D.ready" ] && break; sleep 0.05; done
 read -r parent w0 w1 <"$D.ready"
-"$B" postmortem "$w1" >"$D.p" 2>&1 && grep -q "^pid $w1 (.*) \[claimed\]: gone, cause unknown" "$D.p" &&
+"$B" postmortem "$w1" >"$D.p" 2>&1 && grep -q "^pid $w1 (.*) \[claimed\]: killed by SIGSEGV (signal 11), as its parent $parent says" "$D.p" &&
 	grep -q 'task "render"' "$D.p" && grep -q 'bad pointer' "$D.p" &&
 	ok "postmortem of a crashed worker its supervisor reaped: last activity and log" ||
 	{ nok "postmortem of a reaped crash"; sed 's/^/#   /' "$D.p" | head -20; }

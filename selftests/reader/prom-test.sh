@@ -91,7 +91,7 @@ for fam in text_string_to_metric_families(open(sys.argv[1], encoding="utf-8").re
         if s.name == "blamer_process_info" and s.labels["pid"] == "-2147483648":
             assert s.labels == {"pid": "-2147483648", "start_time_ns": "18446744073709551615",
                                 "heap": "ffffffffffffffff", "identity": "kernel",
-                                "comm": "kernel-said"}, s.labels
+                                "comm": "kernel-said", "role": "", "instance": ""}, s.labels
 # two nodes of one name, a node named 0x600 and unnamed 0x600: all apart
 assert len(paths) == 5, paths
 assert "/root/0x600" in paths and "/root/%30x600" in paths, paths

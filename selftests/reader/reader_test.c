@@ -218,6 +218,115 @@ TEST(tsc_heap_reads_as_monotonic)
 	fx_free(&h);
 }
 
+/* Format 3: role and instance, the drop counters, values and labels cut
+ * by their writer and marked so; hostile role bytes are made printable. */
+TEST(format_3_role_drops_and_cut_marks)
+{
+	uint64_t counts[BLAMER_DROP_REASONS + 2] = { 0 };
+	char label[BLAMER_LABEL_MAX + 1];
+	const struct blamer_snap_process *p;
+	const struct blamer_snap_field *f;
+	struct blamer_snapshot *s;
+	struct blamer_field *raw;
+	blamer_ref t, ud;
+	struct fx_heap h;
+
+	fx_init(&h, 1, FX_SLAB, 4343, 777);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/srv/prefork");
+	counts[BLAMER_DROP_STRING_CUT] = 3;
+	counts[BLAMER_DROP_LABEL_CUT] = 1;
+	counts[BLAMER_DROP_REASONS + 1] = 5;	/* a newer writer's reason */
+	fx_drops(&h, "work\x1b[2Jer", "2", counts, BLAMER_DROP_REASONS + 2);
+	ud = fx_userdata(&h, BLAMER_DATA_PROCESS, 128, 1);
+	fx_field_str(&h, ud, "client", "127.0.0.");
+	raw = (struct blamer_field *)((struct blamer_userdata *)fx_at(&h, ud))->fields;
+	raw->value_size |= BLAMER_VALUE_CUT;
+	fx_field_str(&h, ud, "whole", "yes");
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->user_data = ud;
+	t = fx_thread(&h, 4343, "main", 2);
+	memset(label, 'r', BLAMER_LABEL_MAX);
+	label[BLAMER_LABEL_MAX] = 0;
+	fx_push(&h, t, BLAMER_ACTIVITY_TASK, label, 1, 0);
+	((struct blamer_thread *)fx_at(&h, t))->stack[0].flags = BLAMER_ACT_F_LABEL_CUT;
+	fx_push(&h, t, BLAMER_ACTIVITY_TASK, "GET /a", 2, 0);
+	/* past the NUL: bytes that mean nothing */
+	memset(((struct blamer_thread *)fx_at(&h, t))->stack[1].label + 7, 'x', 20);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	EXPECT_STREQ("work?[2Jer", p->role);
+	EXPECT_STREQ("2", p->instance);
+	EXPECT_EQ(3, p->drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(1, p->drops[BLAMER_DROP_LABEL_CUT]);
+	EXPECT_EQ(5, p->drops[BLAMER_DROP_REASONS + 1]);
+	EXPECT_EQ(9, p->dropped);
+	f = field(&p->user_data, "client");
+	ASSERT_NE(NULL, f);
+	EXPECT_TRUE(f->cut);
+	EXPECT_EQ(8, f->len);
+	f = field(&p->user_data, "whole");
+	ASSERT_NE(NULL, f);
+	EXPECT_FALSE(f->cut);
+	ASSERT_EQ(1, p->nthreads);
+	ASSERT_EQ(2, p->threads[0].nacts);
+	EXPECT_TRUE(p->threads[0].acts[0].label_cut);
+	EXPECT_EQ(BLAMER_LABEL_MAX, strlen(p->threads[0].acts[0].label));
+	EXPECT_FALSE(p->threads[0].acts[1].label_cut);
+	EXPECT_STREQ("GET /a", p->threads[0].acts[1].label);
+	blamer_snapshot_free(s);
+	/* a role not yet final is not shown */
+	((struct blamer_process *)fx_at(&h, fx_hh(&h)->process))->role_state = BLAMER_ROLE_WRITING;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("", s->procs[0].role);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/* A version 2 heap (fuzz/corpus/v2-standard, the standard fixture as a
+ * version 2 writer made it; make fuzz-corpus leaves it alone): 64-byte activity slots with 16-byte labels, a 336-byte process
+ * record, no role or drops; read as it always was. */
+TEST(version_2_heaps_are_still_read)
+{
+	char path[4096];
+	uint8_t *buf = malloc(1 << 20);
+	struct blamer_mem_slab m[4];
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	size_t n, each, i;
+	unsigned k;
+	FILE *f;
+
+	ASSERT_NE(NULL, buf);
+	snprintf(path, sizeof(path), "%s/corpus/v2-standard", FUZZ_DIR);
+	f = fopen(path, "rb");
+	ASSERT_NE(NULL, f);
+	n = fread(buf, 1, 1 << 20, f);
+	fclose(f);
+	ASSERT_GT(n, 1);
+	k = buf[0] + 1u;	/* byte 0: the slab count - 1 (fuzz_one.h) */
+	memmove(buf, buf + 1, --n);	/* the slabs, 8-aligned */
+	ASSERT_EQ(2, ((struct blamer_slab_header *)buf)->version);
+	each = n / k;
+	for (i = 0; i < k; i++) {
+		m[i].data = buf + i * each;
+		m[i].size = i + 1 == k ? n - i * each : each;
+	}
+	ASSERT_EQ(0, blamer_snapshot_from_memory(m, k, &s));
+	p = &s->procs[0];
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	EXPECT_STREQ("/usr/bin/app --worker 1", p->cmdline);
+	EXPECT_STREQ("", p->role);
+	EXPECT_EQ(0, p->dropped);
+	ASSERT_GE(p->nthreads, 1);
+	ASSERT_EQ(3, p->threads[0].nacts);
+	EXPECT_STREQ("cache-lock", p->threads[0].acts[2].label);
+	EXPECT_FALSE(p->threads[0].acts[2].label_cut);
+	blamer_snapshot_free(s);
+	free(buf);
+}
+
 TEST(other_format_versions_are_named)
 {
 	struct fx_heap h;
@@ -229,7 +338,7 @@ TEST(other_format_versions_are_named)
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(1, s->nprocs);
 	EXPECT_EQ(BLAMER_HEALTH_UNREADABLE, s->procs[0].health);
-	EXPECT_STREQ("heap format version 1 (this reader reads 2)", s->procs[0].problem);
+	EXPECT_STREQ("heap format version 1 (this reader reads 2 to 3)", s->procs[0].problem);
 	blamer_snapshot_free(s);
 	fx_free(&h);
 }

@@ -74,7 +74,7 @@ t "dump of a worker: phase, idle activity, attribution" sh -c "blamer dump $W0 |
 t "blame sums workers under app" sh -c "blamer blame | tee $OUT.b; grep -q '^ .* app\$' $OUT.b && grep -q 'worker-2' $OUT.b"
 t "dump --json carries kernel facts" sh -c "blamer dump $W1 --json | grep -q '\"kernel_facts\":true,\"exited\":true,\"exit_code\":0,\"exit_signal\":11'"
 # facts look like facts: the kernel vouches for pid, comm, uid and exit
-t "the kernel's facts: IDENTITY kernel in list and top, no [claimed] in dump, claimed only cmdline and phase in JSON" sh -c "blamer list | grep -q '^ *$W0 demo-app .* kernel\$' && blamer top --once | grep -q '^ *$W0 demo-app  *live  *kernel ' && blamer dump $W0 | head -1 | grep -q '^pid $W0 (demo-app) uid 0: running\$' && blamer dump $W0 --json | grep -q '\"kernel_facts\":true,.*\"claimed\":\[\"cmdline\",\"phase\"\]'"
+t "the kernel's facts: IDENTITY kernel in list and top, no [claimed] in dump, claimed only cmdline and phase in JSON" sh -c "blamer list | grep -q '^ *$W0 demo-app .* kernel\$' && blamer top --once | grep -q '^ *$W0 demo-app  *-  *live  *kernel ' && blamer dump $W0 | head -1 | grep -q '^pid $W0 (demo-app) uid 0: running\$' && blamer dump $W0 --json | grep -q '\"kernel_facts\":true,.*\"claimed\":\[\"cmdline\",\"phase\"\]'"
 # the kernel's comm is the name of the file executed: OSC 52 (a clipboard
 # write), CR and byte 0xff reach no view raw; JSON stays ASCII
 OSC=$(printf 'o\033]52;c;aGk=\007\r\377')
@@ -83,7 +83,7 @@ ln -s /bin/demo-app "/tmp/$OSC"
 OSCAPP=$!
 wait_file /tmp/ready-osc
 t "a process named with OSC 52, CR and 0xff: only printable ASCII in list, top, dump, postmortem, blame and JSON" sh -c "for a in list 'top --once' dump postmortem blame 'dump --json' 'list --json'; do blamer \$a >$OUT.x 2>&1 || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; done; blamer list | grep -q '^ *$OSCAPP o?\]52;c;aGk=??? '"
-t "export --prometheus: identity=\"kernel\" on every process's series, the OSC 52 comm printable ASCII" sh -c "blamer export --prometheus >$OUT.x || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; grep -q '^blamer_process_info{.*identity=\"kernel\",comm=\"o?]52;c;aGk=???\"} 1' $OUT.x && ! grep '^blamer_[a-z_]*{pid=' $OUT.x | grep -vq 'identity=\"kernel\"'"
+t "export --prometheus: identity=\"kernel\" on every process's series, the OSC 52 comm printable ASCII" sh -c "blamer export --prometheus >$OUT.x || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; grep -q '^blamer_process_info{.*identity=\"kernel\",comm=\"o?]52;c;aGk=???\",role=\"\",instance=\"\"} 1' $OUT.x && ! grep '^blamer_[a-z_]*{pid=' $OUT.x | grep -vq 'identity=\"kernel\"'"
 kill $OSCAPP 2>/dev/null
 t "top --once and a polled frame" sh -c "blamer top --once | grep -q 'idle-wait' && blamer top --count 2 --interval 0.2 | grep -c '^blamer top' | grep -q 2"
 t "export --prometheus has the exit signal" sh -c "blamer export --prometheus | grep -q '^blamer_process_exit_signal{pid=\"$W1\".*} 11'"

@@ -114,6 +114,14 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
  *   proc_health    the health's one name ("unchecked": records not read)
  */
 const char *proc_comm(const struct blamer_snap_process *p);
+/* its role and instance as "worker/2" (made printable), "-" if none */
+const char *proc_role(const struct blamer_snap_process *p, char *buf, size_t len);
+/* " [cut]" after a value or label its writer had to cut, else "" */
+const char *cut_mark(bool cut);
+/* "dropped: N writes not recorded in full (reason n, ...)" if any */
+void print_drops(FILE *f, const char *indent, const uint64_t *drops, uint64_t total);
+/* A log message's CLOCK_REALTIME as local "YYYY-MM-DD HH:MM:SS.mmm". */
+const char *fmt_log_time(char *buf, size_t len, uint64_t realtime_ns);
 const char *proc_identity(const struct blamer_snap_process *p);
 const char *proc_tag(const struct blamer_snap_process *p);
 const char *proc_health(const struct blamer_snap_process *p);

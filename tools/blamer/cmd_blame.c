@@ -130,16 +130,16 @@ static void print_shares(const struct view *v)
 	}
 	qsort_r(sh, n, sizeof(*sh), share_cmp, (void *)&v->sortcol);
 	putchar('\n');
-	print_header(v, "    PID  IDENTITY COMM");
+	print_header(v, "    PID  IDENTITY COMM             ROLE");
 	for (i = 0; i < n; i++) {
-		char val[32];
+		char val[32], role[72];
 
 		for (col = 0; col < v->ncol; col++) {
 			fmt_value(val, sizeof(val), s->units[col], sh[i].v[col]);
 			printf("%10s ", sh[i].v[col] ? val : "-");
 		}
-		tty_printf(stdout, "%7d  %-8s %s\n", sh[i].p->pid, proc_identity(sh[i].p),
-			   proc_comm(sh[i].p));
+		tty_printf(stdout, "%7d  %-8s %-16s %s\n", sh[i].p->pid, proc_identity(sh[i].p),
+			   proc_comm(sh[i].p), proc_role(sh[i].p, role, sizeof(role)));
 	}
 	free(sh);
 }

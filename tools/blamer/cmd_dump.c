@@ -12,7 +12,7 @@
 
 static void dump_process(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {
-	char b1[64], b2[64], b3[160];
+	char b1[64], b2[64], b3[160], role[72];
 	size_t i, j;
 
 	fmt_bytes(b1, sizeof(b1), p->size);
@@ -26,8 +26,11 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 		   p->problem[0] ? ": " : "", p->problem);
 	if (p->cmdline[0])
 		tty_printf(stdout, "  cmdline: %s\n", p->cmdline);
+	if (p->role[0])
+		tty_printf(stdout, "  role: %s\n", proc_role(p, role, sizeof(role)));
 	if (p->have_record)
 		printf("  phase: %s\n", phase_str(p->phase, b1, sizeof(b1)));
+	print_drops(stdout, "  ", p->drops, p->dropped);
 	if (p->user_data.n) {
 		printf("  process data:\n");
 		print_fields(stdout, "    ", &p->user_data);
@@ -48,8 +51,9 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			const struct blamer_snap_activity *a = &t->acts[j];
 
 			fmt_age(b1, sizeof(b1), s->monotonic_ns, a->time_ns);
-			tty_printf(stdout, "    #%zu %s \"%s\" since %s ago", j,
-				   blamer_activity_kind_name(a->kind), a->label, b1);
+			tty_printf(stdout, "    #%zu %s \"%s\"%s since %s ago", j,
+				   blamer_activity_kind_name(a->kind), a->label,
+				   cut_mark(a->label_cut), b1);
 			if (a->calling_address) {
 				fmt_addr(b2, sizeof(b2), p, a->calling_address);
 				tty_printf(stdout, " from %s", b2);
@@ -70,8 +74,8 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 	if (p->nlogs) {
 		printf("  log:\n");
 		for (i = 0; i < p->nlogs; i++)
-			tty_printf(stdout, "    [%llu] %s\n", (unsigned long long)p->logs[i].number,
-				   p->logs[i].text);
+			tty_printf(stdout, "    [%llu] %s %s\n", (unsigned long long)p->logs[i].number,
+				   fmt_log_time(b3, sizeof(b3), p->logs[i].time_ns), p->logs[i].text);
 	}
 	for (i = 0; i < p->nchildren; i++) {
 		const struct blamer_snap_child *ch = &p->children[i];

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * blamer export --prometheus: the text exposition format, three ways.
+ * blamer export [--prometheus]: the text exposition format (the only
+ * format, so the default: --prometheus may be left out), three ways.
  *   (none)                 once, to stdout
  *   --output FILE          once, to FILE, replaced atomically
  *   --interval S --output  the same every S seconds, for node_exporter's
@@ -213,8 +214,7 @@ int cmd_export(struct cli *c)
 	char msg[512];
 	int ret, lfd = -1;
 
-	if (!(c->seen & OPT_PROM))
-		return usage_err("export needs a format: `blamer export --prometheus`");
+	/* Prometheus is the one format: --prometheus says so, or nothing. */
 	if (c->nargs)
 		return usage_err("export takes no arguments (use --output FILE)");
 	if ((c->seen & OPT_INTERVAL) && !c->output)

@@ -29,17 +29,18 @@ int cmd_list(struct cli *c)
 		/* sizes of the heap: its slabs, and what it allocated in them;
 		 * HEALTH is what its headers show (records are not read here:
 		 * "unchecked"); IDENTITY who says pid, comm and state */
-		printf("%7s %-16s %-14s %5s %9s %9s %-10s %s\n", "PID", "COMM", "STATE", "SLABS",
-		       "HEAP_SIZE", "HEAP_USED", "HEALTH", "IDENTITY");
+		printf("%7s %-16s %-16s %-14s %5s %9s %9s %-10s %s\n", "PID", "COMM", "ROLE",
+		       "STATE", "SLABS", "HEAP_SIZE", "HEAP_USED", "HEALTH", "IDENTITY");
 		for (i = 0; i < s->nprocs; i++) {
 			const struct blamer_snap_process *p = &s->procs[i];
-			char size[16], used[16], st[32];
+			char size[16], used[16], st[32], role[72];
 
 			fmt_bytes(size, sizeof(size), p->size);
 			fmt_bytes(used, sizeof(used), p->used);
-			tty_printf(stdout, "%7d %-16s %-14s %5u %9s %9s %-10s %s\n", p->pid,
-				   proc_comm(p), state_short(p, st, sizeof(st)), p->nslabs, size,
-				   used, proc_health(p), proc_identity(p));
+			tty_printf(stdout, "%7d %-16s %-16s %-14s %5u %9s %9s %-10s %s\n", p->pid,
+				   proc_comm(p), proc_role(p, role, sizeof(role)),
+				   state_short(p, st, sizeof(st)), p->nslabs, size, used,
+				   proc_health(p), proc_identity(p));
 		}
 	}
 	blamer_snapshot_free(s);

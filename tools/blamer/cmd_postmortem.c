@@ -12,7 +12,7 @@
 
 static void show(const struct blamer_snapshot *s, const struct blamer_snap_process *p)
 {
-	char end[160], b[64];
+	char end[256], b[72];
 	size_t i, j;
 
 	fmt_end(end, sizeof(end), p);
@@ -20,8 +20,11 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 	print_end_time(stdout, s, p);
 	if (p->cmdline[0])
 		tty_printf(stdout, "  cmdline: %s\n", p->cmdline);
+	if (p->role[0])
+		tty_printf(stdout, "  role: %s\n", proc_role(p, b, sizeof(b)));
 	if (p->have_record)
 		printf("  last phase: %s\n", phase_str(p->phase, b, sizeof(b)));
+	print_drops(stdout, "  ", p->drops, p->dropped);
 	if (p->health != BLAMER_HEALTH_OK)
 		tty_printf(stdout, "  heap: %s%s%s\n", proc_health(p),
 			   p->problem[0] ? ": " : "", p->problem);
@@ -36,8 +39,9 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 			const struct blamer_snap_activity *a = &t->acts[j];
 
 			fmt_age(b, sizeof(b), s->monotonic_ns, a->time_ns);
-			tty_printf(stdout, "      #%zu %s \"%s\" pushed %s ago", j,
-				   blamer_activity_kind_name(a->kind), a->label, b);
+			tty_printf(stdout, "      #%zu %s \"%s\"%s pushed %s ago", j,
+				   blamer_activity_kind_name(a->kind), a->label,
+				   cut_mark(a->label_cut), b);
 			if (a->calling_address) {
 				fmt_addr(b, sizeof(b), p, a->calling_address);
 				tty_printf(stdout, " from %s", b);
@@ -53,8 +57,8 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 	if (p->nlogs) {
 		printf("  log (last %zu):\n", p->nlogs < 10 ? p->nlogs : 10);
 		for (i = p->nlogs > 10 ? p->nlogs - 10 : 0; i < p->nlogs; i++)
-			tty_printf(stdout, "    [%llu] %s\n", (unsigned long long)p->logs[i].number,
-				   p->logs[i].text);
+			tty_printf(stdout, "    [%llu] %s %s\n", (unsigned long long)p->logs[i].number,
+				   fmt_log_time(b, sizeof(b), p->logs[i].time_ns), p->logs[i].text);
 	}
 }
 

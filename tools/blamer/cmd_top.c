@@ -183,8 +183,9 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	for (i = 0; i < NSORT; i++)
 		snprintf(col[i], sizeof(col[i]), "%s%s", titles[i], i != t->sort || !t->keys ? "" :
 			 t->reversed ? "^" : "*");
-	scr_line(&t->scr, "7", "%7s %-16s %-12s %-8s %-14s %4s  %s", col[SORT_PID], col[SORT_COMM],
-		 col[SORT_STATE], "IDENTITY", col[SORT_PHASE], col[SORT_THREADS], col[SORT_AGE]);
+	scr_line(&t->scr, "7", "%7s %-16s %-12s %-12s %-8s %-14s %4s  %s", col[SORT_PID],
+		 col[SORT_COMM], "ROLE", col[SORT_STATE], "IDENTITY", col[SORT_PHASE],
+		 col[SORT_THREADS], col[SORT_AGE]);
 	order = calloc(s->nprocs + 1, sizeof(*order));
 	if (!order)
 		return;
@@ -195,7 +196,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 		const struct blamer_snap_process *p = order[i];
 		const struct blamer_snap_thread *th = NULL;
 		const struct blamer_snap_activity *a = current(p, &th);
-		char st[32], ph[32], age[32], act[160];
+		char st[32], ph[32], age[32], act[256], role[72];
 
 		if (scr_full(&t->scr, keep + 1) && i + 1 < s->nprocs) {
 			scr_line(&t->scr, "2", "  ... %zu more (a filter or a bigger window shows them)",
@@ -204,16 +205,18 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 		}
 		if (a) {
 			fmt_age(age, sizeof(age), s->monotonic_ns, a->time_ns);
-			snprintf(act, sizeof(act), "%s \"%s\" %s (thread %s, depth %u)",
-				 blamer_activity_kind_name(a->kind), a->label, age,
-				 th->name[0] ? th->name : "?", th->depth);
+			snprintf(act, sizeof(act), "%s \"%s\"%s %s (thread %s, depth %u)",
+				 blamer_activity_kind_name(a->kind), a->label,
+				 cut_mark(a->label_cut), age, th->name[0] ? th->name : "?",
+				 th->depth);
 		} else {
 			/* unchecked: a dead dir heap not read (see --dead) */
 			snprintf(act, sizeof(act), "%s", p->health == BLAMER_HEALTH_OK ? "idle" :
 				 p->health == BLAMER_HEALTH_UNCHECKED ? "-" : proc_health(p));
 		}
-		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-8s %-14s %4zu  %s", p->pid,
-			 proc_comm(p), state_short(p, st, sizeof(st)), proc_identity(p),
+		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-12s %-8s %-14s %4zu  %s", p->pid,
+			 proc_comm(p), proc_role(p, role, sizeof(role)),
+			 state_short(p, st, sizeof(st)), proc_identity(p),
 			 p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads,
 			 act);
 	}

@@ -58,7 +58,7 @@ static const struct command {
 	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all",
 	  "free dead processes' heaps", NULL },
 	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN,
-	  "--prometheus",
+	  "[--prometheus]",
 	  "metrics for Prometheus: once, as a textfile, or served over HTTP",
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
 	  "textfile collector never sees half of it); with --interval S too, every\n"
@@ -95,7 +95,7 @@ static const struct option_help {
 	  "sort by this unit: cpu, bytes, count or a number" },
 	{ OPT_DEAD, "--dead", "--dead", "--dead",
 	  "include dead heaps of the dir backend (export: always; kept for old scripts)" },
-	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format" },
+	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format (the only one: the default)" },
 	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },

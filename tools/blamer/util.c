@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -323,6 +324,16 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 		snprintf(buf, len, "exited with code %d", p->exit_code);
 	else if (p->kernel_facts)
 		snprintf(buf, len, "gone (closed /dev/blamer before exiting)");
+	else if (p->parent_claim && WIFSIGNALED(p->parent_wait_status))
+		snprintf(buf, len, "killed by %s (signal %d)%s, as its parent %d says "
+			 "(the parent's claim; the dir backend has no kernel facts)",
+			 sig_name((uint32_t)WTERMSIG(p->parent_wait_status), sb, sizeof(sb)),
+			 WTERMSIG(p->parent_wait_status),
+			 WCOREDUMP(p->parent_wait_status) ? ", core dumped" : "", p->parent_pid);
+	else if (p->parent_claim && WIFEXITED(p->parent_wait_status))
+		snprintf(buf, len, "exited with code %d, as its parent %d says "
+			 "(the parent's claim; the dir backend has no kernel facts)",
+			 WEXITSTATUS(p->parent_wait_status), p->parent_pid);
 	else if (p->phase == BLAMER_PHASE_EXITED_CLEANLY)
 		snprintf(buf, len, "exited cleanly (as its heap says; dir backend has no kernel facts)");
 	else
@@ -393,6 +404,57 @@ static void print_string(FILE *f, const uint8_t *b, size_t n)
 	tty_printf(f, "\"%s\"%s", buf, n > 200 ? "..." : "");
 }
 
+const char *cut_mark(bool cut)
+{
+	return cut ? " [cut]" : "";
+}
+
+const char *proc_role(const struct blamer_snap_process *p, char *buf, size_t len)
+{
+	if (!p->role[0])
+		return "-";
+	snprintf(buf, len, "%s%s%s", p->role, p->instance[0] ? "/" : "", p->instance);
+	return tty_clean(buf);	/* the writer's words */
+}
+
+void print_drops(FILE *f, const char *indent, const uint64_t *drops, uint64_t total)
+{
+	const char *sep = "";
+	uint32_t i;
+
+	if (!total)
+		return;
+	fprintf(f, "%sdropped: %llu write%s not recorded in full (", indent,
+		(unsigned long long)total, total == 1 ? "" : "s");
+	for (i = 0; i < BLAMER_DROP_MAX; i++) {
+		const char *n = blamer_drop_reason_name(i);
+
+		if (!drops[i])
+			continue;
+		if (n)
+			fprintf(f, "%s%s %llu", sep, n, (unsigned long long)drops[i]);
+		else
+			fprintf(f, "%sreason %u %llu", sep, i, (unsigned long long)drops[i]);
+		sep = ", ";
+	}
+	fprintf(f, ")\n");
+}
+
+const char *fmt_log_time(char *buf, size_t len, uint64_t realtime_ns)
+{
+	time_t sec = (time_t)(realtime_ns / 1000000000u);
+	struct tm tm;
+	size_t n;
+
+	if (!realtime_ns || !localtime_r(&sec, &tm) ||
+	    !(n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))) {
+		snprintf(buf, len, "%s", "(no time)");
+		return buf;
+	}
+	snprintf(buf + n, len - n, ".%03u", (unsigned)(realtime_ns / 1000000u % 1000u));
+	return buf;
+}
+
 void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *fs)
 {
 	size_t i, j;
@@ -413,12 +475,16 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
 		case BLAMER_FIELD_CHAR:
 			fprintf(f, "'%c'", x->u >= 0x20 && x->u < 0x7f ? (int)x->u : '?');
 			break;
-		case BLAMER_FIELD_STRING: print_string(f, x->bytes, x->len); break;
+		case BLAMER_FIELD_STRING:
+			print_string(f, x->bytes, x->len);
+			fputs(cut_mark(x->cut), f);
+			break;
 		case BLAMER_FIELD_RAW:
 			for (j = 0; j < x->len && j < 64; j++)
 				fprintf(f, "%02x", x->bytes[j]);
 			if (x->len > 64)
 				fputs("...", f);
+			fputs(cut_mark(x->cut), f);
 			break;
 		default:
 			fprintf(f, "<%s at %#llx, %llu bytes>", blamer_field_type_name(x->type),

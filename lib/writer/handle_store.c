@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where handles live: the path handles (a list, dag.c) and the value
+ * handles of blamer_set_*(): where the fork handler finds every one to
+ * make it stale (handle.h), and frees them with their context. A new kind
+ * of handle is kept here too.
+ *
+ * Value handles are found by (scope, name, type) in a per-context table,
+ * so every set of a name returns the same handle and a program that sets
+ * a name a million times makes one. The table and the handles are
+ * lock-free and allocation is mmap(), not malloc(): blamer_set_*() is
+ * async-signal-safe. A handle is never freed before its context closes;
+ * there is one per name (at most a few hundred fit the 4 KiB of each
+ * scope's record), so the table has room for every name a heap and its
+ * fork children's heaps can hold.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "atomic.h"
+#include "context.h"
+
+#define VALUE_SLOTS	1024u		/* a power of two */
+#define CHUNK_BYTES	(64u * 1024u)
+
+struct chunk {
+	struct chunk *next;
+	uint32_t used;		/* atomic: bytes handed out of mem[] */
+	uint32_t size;		/* bytes of mem[] */
+	uint8_t mem[];
+};
+
+struct bl_value_table {
+	struct blamer_value *_Atomic slot[VALUE_SLOTS];
+	struct chunk *_Atomic chunks;	/* newest first */
+};
+
+static void *map_zeroed(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static struct bl_value_table *table_of(struct blamer *b)
+{
+	/* Acquire: pairs with the release CAS below: the table is zeroed. */
+	struct bl_value_table *t = atomic_load_explicit(&b->values, memory_order_acquire), *mine;
+
+	if (t)
+		return t;
+	mine = map_zeroed(sizeof(*mine));
+	if (!mine)
+		return NULL;
+	if (atomic_compare_exchange_strong_explicit(&b->values, &t, mine, memory_order_acq_rel,
+						    memory_order_acquire))
+		return mine;
+	munmap(mine, sizeof(*mine));
+	return t;
+}
+
+/* @n zeroed bytes (8-aligned) that live as long as @t. */
+static void *arena_alloc(struct bl_value_table *t, uint32_t n)
+{
+	struct chunk *c, *mine;
+
+	n = (n + 7) & ~7u;
+	if (n > CHUNK_BYTES - sizeof(*c))
+		return NULL;
+	for (;;) {
+		c = atomic_load_explicit(&t->chunks, memory_order_acquire);
+		if (c) {
+			uint32_t u = ld_relaxed(A32(&c->used));
+
+			while (u + n <= c->size)
+				if (atomic_compare_exchange_weak_explicit(A32(&c->used), &u, u + n,
+									  memory_order_relaxed,
+									  memory_order_relaxed))
+					return c->mem + u;
+		}
+		mine = map_zeroed(CHUNK_BYTES);
+		if (!mine)
+			return NULL;
+		mine->size = CHUNK_BYTES - sizeof(*mine);
+		mine->next = c;
+		/* Release: the next chunk's header is seen whole. */
+		if (!atomic_compare_exchange_strong_explicit(&t->chunks, &c, mine,
+							     memory_order_release,
+							     memory_order_relaxed))
+			munmap(mine, CHUNK_BYTES);
+	}
+}
+
+/* The key: a name has one type per heap, but a fork child's heap may
+ * give a name its parent never published (made while the parent forked)
+ * another type. */
+static bool value_is(const struct blamer_value *v, uint32_t scope, const char *name, size_t nlen,
+		     uint8_t type)
+{
+	return v->scope == scope && v->type == type && v->name_len == nlen &&
+	       !memcmp(v->name, name, nlen);
+}
+
+struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
+				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
+				     bl_remake_fn remake, void *field, void *value)
+{
+	struct bl_value_table *t = table_of(b);
+	struct blamer_value *v, *mine = NULL;
+	uint32_t i, at;
+
+	if (!t)
+		goto full;
+	for (i = 0; i < VALUE_SLOTS; i++) {
+		at = (hash + scope * 0x9e3779b9u + i) & (VALUE_SLOTS - 1);
+		/* Acquire: pairs with the release CAS that put the handle
+		 * there: its key is complete. */
+		v = atomic_load_explicit(&t->slot[at], memory_order_acquire);
+		if (!v) {
+			if (!mine) {
+				mine = arena_alloc(t, (uint32_t)(sizeof(*mine) + nlen + 1));
+				if (!mine)
+					goto full;
+				mine->scope = scope;
+				mine->type = type;
+				mine->name_len = (uint8_t)nlen;
+				mine->cap = cap;
+				memcpy(mine->name, name, nlen);
+				bl_handle_init(&mine->h, b, remake, value,
+					       (uint64_t)(uintptr_t)field);
+			}
+			if (atomic_compare_exchange_strong_explicit(&t->slot[at], &v, mine,
+								    memory_order_release,
+								    memory_order_acquire))
+				return mine;
+			/* someone filled it first: look at theirs */
+		}
+		if (value_is(v, scope, name, nlen, type))
+			return v;	/* mine, if made, stays unused in the arena */
+	}
+full:
+	bl_drop(b, BLAMER_DROP_HEAP_FULL);
+	bl_error(ENOSPC, "blamer: no room for the handle of %.*s", (int)nlen, name);
+	return NULL;
+}
+
+void bl_handles_forked(struct blamer *b)
+{
+	/* Relaxed: the fork child has one thread, in its fork handler. */
+	struct blamer_path *q = atomic_load_explicit(&b->paths, memory_order_relaxed);
+	struct bl_value_table *t = atomic_load_explicit(&b->values, memory_order_relaxed);
+	uint32_t i;
+
+	for (; q; q = q->next)
+		bl_handle_stale(&q->h);
+	for (i = 0; t && i < VALUE_SLOTS; i++) {
+		struct blamer_value *v = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+
+		if (v)
+			bl_handle_stale(&v->h);
+	}
+}
+
+void bl_handles_free(struct blamer *b)
+{
+	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
+	struct bl_value_table *t = atomic_exchange(&b->values, NULL);
+	struct chunk *c, *cn;
+
+	for (; q; q = next) {
+		next = q->next;
+		free(q);
+	}
+	if (!t)
+		return;
+	for (c = t->chunks; c; c = cn) {
+		cn = c->next;
+		munmap(c, CHUNK_BYTES);
+	}
+	munmap(t, sizeof(*t));
+}
