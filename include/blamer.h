@@ -326,7 +326,8 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 #define BLAMER_METRIC_LABEL_NAMES_MAX	127u	/* their bytes, one NUL after each */
 #define BLAMER_METRIC_VALUES_MAX	255u	/* a series' label values, one NUL after each */
 #define BLAMER_METRIC_BOUNDS_MAX	32u	/* fixed bounds of a histogram */
-#define BLAMER_METRIC_BUCKETS_MAX	256u	/* buckets of a histogram (+Inf included) */
+#define BLAMER_METRIC_BUCKETS_MAX	258u	/* buckets of a histogram: 256 in an exponential
+						 * window, the one below it and +Inf */
 
 /*
  * What a metric is. name: [a-zA-Z_:][a-zA-Z0-9_:]*, 1..63 bytes, not
@@ -341,7 +342,7 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
  * for schema -4..8, over the window 2^min_exp .. 2^max_exp (-1022 <
  * min_exp < max_exp < 1023), with one bucket below it (values <=
  * 2^min_exp, zero and negative ones too) and +Inf above: at most 256
- * buckets in all. Such buckets merge exactly across processes.
+ * buckets in the window (258 in all). Such buckets merge exactly across processes.
  * Zero-fill it: reserved members are 0.
  */
 struct blamer_metric_def {

@@ -180,13 +180,13 @@ static double exp_bound(int32_t schema, int32_t k)
 
 		return pow2_frac[(k - q * n) << (8 - schema)] * pow2i(q);
 	}
-	return pow2i(k << -schema);
+	return pow2i(k * (1 << -schema));
 }
 
 /* The boundary index of 2^min_exp: bucket 0 ends there. */
 static int32_t exp_k_lo(const struct bl_hist *h)
 {
-	return h->schema >= 0 ? h->min_exp << h->schema : h->min_exp >> -h->schema;
+	return h->schema >= 0 ? h->min_exp * (1 << h->schema) : h->min_exp / (1 << -h->schema);
 }
 
 double bl_hist_upper(const struct bl_hist *h, uint32_t i)
