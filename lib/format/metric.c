@@ -250,14 +250,7 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
 
 /* ---- exact sums (CPython's math.fsum) ---- */
 
-void bl_fsum_init(struct bl_fsum *f)
-{
-	f->n = 0;
-	f->special = 0;
-	f->has_special = false;
-}
-
-void bl_fsum_add(struct bl_fsum *f, double x)
+void blamer_exact_sum_add(struct blamer_exact_sum *f, double x)
 {
 	uint32_t i, j;
 
@@ -295,7 +288,7 @@ void bl_fsum_add(struct bl_fsum *f, double x)
 	f->n = i;
 }
 
-double bl_fsum_value(const struct bl_fsum *f)
+double blamer_exact_sum_value(const struct blamer_exact_sum *f)
 {
 	double hi = 0.0, lo = 0.0, x, y, yr;
 	uint32_t n = f->n;

@@ -407,25 +407,25 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 TEST(exact_sums_do_not_depend_on_order)
 {
 	double v[64], r0 = 0;
-	struct bl_fsum f;
+	struct blamer_exact_sum f;
 	unsigned seed = 7;
 	int round, i, j;
 
-	bl_fsum_init(&f);
-	bl_fsum_add(&f, 1e-16);
-	bl_fsum_add(&f, 1);
-	bl_fsum_add(&f, 1e16);
-	ASSERT_EQ(10000000000000002.0, bl_fsum_value(&f));	/* math.fsum's */
-	bl_fsum_init(&f);
+	memset(&f, 0, sizeof(f));
+	blamer_exact_sum_add(&f, 1e-16);
+	blamer_exact_sum_add(&f, 1);
+	blamer_exact_sum_add(&f, 1e16);
+	ASSERT_EQ(10000000000000002.0, blamer_exact_sum_value(&f));	/* math.fsum's */
+	memset(&f, 0, sizeof(f));
 	for (i = 0; i < 10; i++)
-		bl_fsum_add(&f, 0.1);
-	ASSERT_EQ(1.0, bl_fsum_value(&f));	/* a plain loop gives 0.9999999999999999 */
+		blamer_exact_sum_add(&f, 0.1);
+	ASSERT_EQ(1.0, blamer_exact_sum_value(&f));	/* a plain loop gives 0.9999999999999999 */
 	for (i = 0; i < 64; i++) {
 		seed = seed * 1103515245 + 12345;
 		v[i] = ldexp((double)(seed % 1000003), (int)(seed >> 20) % 100 - 50);
 	}
 	for (round = 0; round < 200; round++) {
-		bl_fsum_init(&f);
+		memset(&f, 0, sizeof(f));
 		for (i = 0; i < 64; i++) {
 			seed = seed * 1103515245 + 12345;
 			j = (int)(seed >> 8) % (64 - i) + i;
@@ -433,15 +433,15 @@ TEST(exact_sums_do_not_depend_on_order)
 
 			v[i] = v[j];
 			v[j] = t;
-			bl_fsum_add(&f, v[i]);
+			blamer_exact_sum_add(&f, v[i]);
 		}
 		ASSERT_LE(f.n, BL_FSUM_PARTIALS);
 		if (!round)
-			r0 = bl_fsum_value(&f);
-		ASSERT_EQ(r0, bl_fsum_value(&f));
+			r0 = blamer_exact_sum_value(&f);
+		ASSERT_EQ(r0, blamer_exact_sum_value(&f));
 	}
-	bl_fsum_add(&f, INFINITY);
-	ASSERT_EQ(INFINITY, bl_fsum_value(&f));
+	blamer_exact_sum_add(&f, INFINITY);
+	ASSERT_EQ(INFINITY, blamer_exact_sum_value(&f));
 }
 
 TEST_F(ctx, gauges_set_add_and_stamp)
@@ -696,6 +696,67 @@ TEST_F(ctx, fork_child_inherits_definitions_not_values)
 	ASSERT_EQ(1, series(s, "lat", NULL)->count);
 	blamer_snapshot_free(s);
 	t_close(self, b);
+}
+
+/* A clean close keeps a heap whose series an exporter folds (marked
+ * closed), and removes one without (as before). */
+TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def ld = { .name = "l", .kind = BLAMER_METRIC_GAUGE,
+					.gauge_mode = BLAMER_GAUGE_LIVESUM };
+	struct blamer_reader_opts o = { .backend = t_backend(), .dir = self->dir };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	struct blamer *b;
+	char e[256];
+	int status;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "the device keeps a closed heap's slabs until the process exits");
+	c = t_cfg(self->dir, 0, 0);
+	/* in children: a process has one heap per directory */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int ok = blamer_open(&c, &b) == 0;
+		struct blamer_series *x = ok ? blamer_metric_series(blamer_metric_define(b, &cd),
+								     NULL, NULL, 0) : NULL;
+
+		blamer_counter_add(x, 3);
+		blamer_close(b);
+		_exit(ok && x ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* a LIVE* gauge ends with its process: nothing to fold */
+		int ok = blamer_open(&c, &b) == 0;
+		struct blamer_series *x = ok ? blamer_metric_series(blamer_metric_define(b, &ld),
+								     NULL, NULL, 0) : NULL;
+
+		blamer_gauge_set(x, 1);
+		blamer_close(b);
+		_exit(ok && x ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	o.flags = BLAMER_READ_DEAD_FULL;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(1, s->nprocs);
+	ASSERT_EQ(BLAMER_PROC_DEAD, s->procs[0].state);
+	ASSERT_EQ(BLAMER_HEAP_DELETED, s->procs[0].heap_state);
+	ASSERT_EQ(BLAMER_PHASE_EXITED_CLEANLY, s->procs[0].phase);
+	ASSERT_EQ(1, s->nseries);
+	ASSERT_EQ(3, s->series[0].value);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
 }
 
 TEST_HARNESS_MAIN
