@@ -80,8 +80,8 @@ export BLAMER_DIR=$D
 
 run 0 list && golden list.txt
 run 0 --backend dir --dir "$D" list && grep -q "LIVEPID\|$livepid" "$OUT" && ok "list with --dir" || nok "list with --dir"
-run 0 blame && golden blame.txt
-run 0 blame --dead && golden blame-dead.txt
+run 0 blame --live-only && golden blame.txt
+run 0 blame --dead && golden blame-dead.txt	# the default: --dead is a no-op
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
 run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
 	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
@@ -131,10 +131,13 @@ run 0 postmortem 3999002 && grep -q '^pid 3999002 (app) \[claimed\]: gone, cause
 err_has 1 "still running" postmortem "$livepid"
 err_has 1 "no heap for pid 12345678" dump 12345678
 err_has 2 "is not a PID" dump abc
+# totals of the live and the dead (15 + 5 + 10 ms); --live-only: the live one's
 run 0 top --once && grep -q "^ *$livepid mkheap .*live.*main-loop.*lock-acquire \"cache-lock\"" "$OUT" &&
-	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
+	grep -q '^cpu  .*30.0ms.*/browser/tab/frame' "$OUT" && run 0 top --once --live-only &&
+	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ! grep -q 3999001 "$OUT" &&
+	ok "top --once: the dead count, --live-only leaves them out" || nok "top --once"
 run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 ] &&
-	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
+	grep -q '30.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 # per process (pid, start time, heap key), dead heaps included

@@ -135,10 +135,11 @@ for r in rows:
     p = procs[int(r[0])]
     assert r[1] == p["comm"] and r[-2] == p["health"] and r[-1] == "claimed", (r, p)
     assert top[int(r[0])]["comm"] == p["comm"], (top[int(r[0])], p)
+    # list reads headers; top reads a dead heap in full (its values count)
     if p["state"] == "dead":
-        assert p["health"] == "unchecked" and top[p["pid"]]["health"] == "unchecked", p
+        assert p["health"] == "unchecked" and top[p["pid"]]["health"] != "unchecked", p
 PYEOF
-then pass "a dead heap's comm and health are the same in list, list --json and top --json"
+then pass "a dead heap's comm is the same in list, list --json and top --json; list reads its headers, top all of it"
 else fail "dead heaps across views"; sed 's/^/#   /' "$D.j/list.txt"; fi
 # a device's status, as status --json writes it (no device on the host)
 if "$MK" - device-status >"$D.j/status.json" && $V "$SCHEMA" "$D.j/status.json" >/dev/null &&
