@@ -87,6 +87,8 @@ enum blamer_backend {
 /* Heap flags (blamer_heap_info.flags, blamer_snap_process.heap_flags). */
 #define BLAMER_HEAP_F_CORRUPT	(1u << 0)
 #define BLAMER_HEAP_F_FULL	(1u << 1)
+#define BLAMER_HEAP_F_FOLD	(1u << 2)	/* holds series an exporter folds: a clean
+						 * end leaves it (blamer_close()) */
 
 /*
  * Why a write was not recorded in full (blamer_snap_process.drops[],

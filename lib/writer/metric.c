@@ -345,8 +345,12 @@ static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *r
 		bl_drop(b, BLAMER_DROP_HEAP_FULL);
 		return NULL;
 	}
-	if (folded(&s->m->def))
-		st_relaxed(A32(&b->folds), 1);
+	/* Relaxed: the flag is a hint for whoever ends the heap, which a
+	 * thread of this process does after this store (or a parent, after
+	 * our exit). */
+	if (folded(&s->m->def) && !(ld_relaxed(A32(&b->heap.hh->flags)) & BLAMER_HEAP_F_FOLD))
+		atomic_fetch_or_explicit(A32(&b->heap.hh->flags), BLAMER_HEAP_F_FOLD,
+					 memory_order_relaxed);
 	return bl_ptr(&b->heap, *ref);
 }
 
