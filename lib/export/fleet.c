@@ -21,6 +21,7 @@
  * plus the live processes' parts is the same number however the parts
  * moved from one to the other, so no fold makes a counter go down.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -138,6 +139,38 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The temporary files of commits that did not finish (an exporter killed
+ * between writing and renaming one: "STATE.XXXXXX", mkostemp()'s): ours,
+ * since we hold the lock, and never read. Removed, so that killed
+ * exporters leave nothing behind.
+ */
+static void drop_temporaries(const struct blamer_fleet *f)
+{
+	const char *slash = strrchr(f->path, '/'), *base = slash ? slash + 1 : f->path;
+	char dir[PATH_MAX];
+	size_t blen = strlen(base);
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - f->path) + 1 : 1,
+		 slash ? f->path : ".");
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (strlen(de->d_name) != blen + 7 || strncmp(de->d_name, base, blen) ||
+		    de->d_name[blen] != '.' || strchr(de->d_name + blen + 1, '.'))
+			continue;
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && st.st_nlink == 1)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
 {
 	struct blamer_fleet *f = calloc(1, sizeof(*f));
@@ -162,8 +195,10 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	ret = take_lock(f, err, errlen);
-	if (!ret)
+	if (!ret) {
+		drop_temporaries(f);
 		ret = fl_state_load(f, err, errlen);
+	}
 	if (ret) {
 		blamer_fleet_close(f);
 		errno = -ret;
