@@ -34,9 +34,9 @@ fleet: $(FLEET_DIR)/fleet-worker $(FLEET_DIR)/state_test $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- sh -c '$(FLEET_DIR)/state_test && \
 		$(SRC)/selftests/fleet/fold-crash-test.sh $(TOOLS_DIR)/blamer $(FLEET_DIR)/fleet-worker'
 
-fleet-prometheus: $(PF_DIR)/prefork-server $(TOOLS_DIR)/blamer
+fleet-prometheus: $(BUILD)/prefork/prefork-server $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/fleet/prom-churn-test.sh \
-		$(TOOLS_DIR)/blamer $(PF_DIR)/prefork-server
+		$(TOOLS_DIR)/blamer $(BUILD)/prefork/prefork-server
 
 $(VM_FLEET_SUITES): vm-fleet-%: $(FLEET_DIR)/static/fleet-worker $(BUILD)/static/blamer bed-module-%
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 600 --quiet \
