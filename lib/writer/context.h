@@ -83,6 +83,7 @@ struct blamer_metric {
 	struct bl_handle h;	/* rec, ref: the METRIC_DEF record */
 	struct blamer_metric_def_rec def;	/* as made: the key, and what a remake writes */
 	uint32_t nvalues;	/* words of a series' values */
+	struct bl_hist_fast *fast;	/* histograms: the bucket lookup (malloc()ed) */
 	struct blamer_metric *next;	/* b->metrics */
 };
 
@@ -99,6 +100,7 @@ struct blamer_series {
 	uint32_t nvalues;	/* words of its values */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
 	bool stamped;		/* a mostrecent gauge: sets store the time */
+	const struct bl_hist_fast *fast;	/* histograms: the metric's bucket lookup */
 	struct bl_hist hist;	/* histograms: the buckets */
 	struct blamer_metric *m;
 	/* the key */
