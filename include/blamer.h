@@ -916,7 +916,7 @@ double blamer_histogram_quantile(const struct blamer_snap_metric_def *def,
 				 const uint64_t *buckets, double q);
 
 /* Exporters. Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 3
+#define BLAMER_JSON_SCHEMA_VERSION 4
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)
