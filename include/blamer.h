@@ -350,6 +350,13 @@ struct blamer_snap_module {
 	bool loaded;
 };
 
+/* Addresses first..last (inclusive) are modules[module]'s: the module
+ * blamer_snap_module_at() gives for them. */
+struct blamer_snap_module_span {
+	uint64_t first, last;
+	uint32_t module;
+};
+
 struct blamer_snap_log {
 	uint64_t number;
 	uint64_t time_ns;	/* CLOCK_REALTIME */
@@ -429,6 +436,12 @@ struct blamer_snap_process {
 	struct blamer_snap_node *nodes;		size_t nnodes;
 	struct blamer_snap_edge *edges;		size_t nedges;
 	struct blamer_snap_path *paths;		size_t npaths;
+	/* the module list as sorted, disjoint address ranges, each the
+	 * module that holds it (blamer_snap_module_at() searches it); made
+	 * by the reader, NULL in a process made by hand (then the list is
+	 * walked) */
+	const struct blamer_snap_module_span *module_spans;
+	size_t nmodule_spans;
 };
 
 /*

@@ -20,7 +20,7 @@ LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c b
 		     process.c thread.c userdata.c log.c dag.c dag_shard.c)
 LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c record.c \
 		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
-		     decode_log.c decode_dag.c parse.c carry.c keep.c alive.c dir.c dev.c attrib.c names.c reader.c)
+		     decode_log.c decode_dag.c module_index.c parse.c carry.c keep.c alive.c dir.c dev.c attrib.c names.c reader.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c prom_text.c \
 						  prom_path.c prom_cache.c)
 

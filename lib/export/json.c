@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blamer.h"
@@ -437,6 +438,13 @@ static void skipped(struct bl_json *j, const struct blamer_snapshot *s)
 	bl_json_kv_u64(j, "skipped_total", s->skipped_total);
 }
 
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 			       uint32_t flags, const int32_t *pids, size_t npids)
 {
@@ -454,14 +462,24 @@ int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 	if (!(flags & BLAMER_JSON_NO_PROCS)) {
 		bl_json_key(&j, "processes");
 		bl_json_array(&j);
+		int32_t *sorted = npids ? malloc(npids * sizeof(*sorted)) : NULL;
+
+		/* sorted once and searched: postmortem asks for every dead pid */
+		if (sorted) {
+			memcpy(sorted, pids, npids * sizeof(*sorted));
+			qsort(sorted, npids, sizeof(*sorted), i32_cmp);
+		}
 		for (i = 0; i < s->nprocs; i++) {
 			bool want = npids == 0;
 
-			for (k = 0; k < npids; k++)
-				want |= pids[k] == s->procs[i].pid;
+			if (sorted)
+				want = bsearch(&s->procs[i].pid, sorted, npids, sizeof(*sorted), i32_cmp);
+			for (k = 0; npids && !sorted && k < npids; k++)
+				want |= pids[k] == s->procs[i].pid;	/* out of memory */
 			if (want)
 				process(&j, s, &s->procs[i], flags & BLAMER_JSON_SUMMARY);
 		}
+		free(sorted);
 		bl_json_array_end(&j);
 	}
 	if (!(flags & BLAMER_JSON_NO_ATTRIB))

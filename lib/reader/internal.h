@@ -113,6 +113,7 @@ _Static_assert(sizeof(((struct blamer_snap_activity *)0)->label) ==
  *   dir.c  dev.c  attrib.c    backends; the attribution view
  *   parse.c                   one heap: checks, then the record list
  *   decode_*.c                one decoder per record type
+ *   module_index.c            the modules as a table of address ranges
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
  *   keep.c  alive.c  carry.c  what a long-lived reader keeps between snapshots
@@ -257,6 +258,10 @@ void rd_decode_node(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_edge(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_unit(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
+
+/* module_index.c: p->module_spans from p->modules (in @s's memory); left
+ * NULL out of memory. */
+void rd_index_modules(struct blamer_snapshot *s, struct blamer_snap_process *p);
 
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);

@@ -12,6 +12,9 @@
  *                                       pushes, logs, prints its pid, then
  *                                       exit(CODE)s without blamer_close()
  *                                       or abort()s
+ *   mkheap DIR max PID START [PERCENT]  a dead heap as large as the reader
+ *                                       reads in every dimension at once
+ *                                       (PERCENT of it: 100 by default)
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -29,9 +32,120 @@ static uint64_t my_start(void)
 	return st;
 }
 
+/*
+ * The maximal valid heap: every kind of record at the reader's bound
+ * (RD_MAX_RECORDS_KIND, 65,536 of a kind), all in one heap of about
+ * 140 MB: threads (1,000 of them 1,024 deep, every activity pushed from
+ * inside some module), modules, a wrapped log ring, children, DAG nodes,
+ * edges and paths of depth 8, process and global data of 4,096 fields
+ * each and one activity record of 4,096 fields shared by the first
+ * activities. @pct scales every count (the bench compares sizes).
+ */
+#define MX_KIND		65536u
+#define MX_SLAB		(40u << 20)
+
+/* Room for @size bytes: the next slab once this one is full. */
+static void mx_room(struct fx_heap *h, size_t size)
+{
+	struct blamer_slab_header *sh = (struct blamer_slab_header *)h->slab[h->cur];
+
+	if (sh->freeptr + size + 64 > h->size[h->cur] && h->cur + 1 < h->nslabs)
+		h->cur++;
+}
+
+static void mx_fields(struct fx_heap *h, blamer_ref ud, unsigned n)
+{
+	char name[32];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		fx_field_u64(h, ud, name, i);
+	}
+}
+
+static int mx_heap(const char *dir, int64_t pid, uint64_t start, unsigned pct)
+{
+	unsigned n = MX_KIND * pct / 100, deep = 1000 * pct / 100, fields = 4096 * pct / 100;
+	unsigned nmods = n ? n : 1, i, k;
+	blamer_ref ud, gd, ad, log, t;
+	struct blamer_process *pr;
+	struct fx_heap h;
+	char name[64];
+	int ret;
+
+	fx_init(&h, 4, MX_SLAB, pid, (int64_t)start);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/maximal --every-dimension");
+	ud = fx_userdata(&h, BLAMER_DATA_PROCESS, fields * 32 + 64, 1);
+	mx_fields(&h, ud, fields);
+	gd = fx_userdata(&h, BLAMER_DATA_GLOBAL, fields * 32 + 64, 1);
+	mx_fields(&h, gd, fields);
+	ad = fx_userdata(&h, BLAMER_DATA_ACTIVITY, fields * 32 + 64, 0);
+	mx_fields(&h, ad, fields);
+	pr = fx_at(&h, fx_hh(&h)->process);
+	pr->user_data = ud;
+	pr->global_data = gd;
+	/* modules first: activities point into them, in a scattered order */
+	for (i = 0; i < n; i++) {
+		mx_room(&h, sizeof(struct blamer_module));
+		snprintf(name, sizeof(name), "/usr/lib/maximal/libm%u.so", i);
+		fx_module(&h, name, 0x7f0000000000ull + (uint64_t)((i * 40503u) % nmods) * 0x2000);
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t slots = i < deep ? 1024 : 0;
+
+		mx_room(&h, sizeof(struct blamer_thread) + slots * sizeof(struct blamer_activity));
+		snprintf(name, sizeof(name), "t%u", i);
+		t = fx_thread(&h, 100000 + i, name, slots);
+		for (k = 0; k < slots; k++) {
+			struct blamer_thread *th = fx_at(&h, t);
+
+			fx_push(&h, t, BLAMER_ACTIVITY_TASK, "deep", 1000 + k, i < 16 && k < 2 ? ad : 0);
+			th->stack[k].calling_address = 0x7f0000000000ull +
+				(uint64_t)((i * 1024u + k) * 2654435761u % nmods) * 0x2000 + 0x10;
+		}
+	}
+	mx_room(&h, sizeof(struct blamer_log) + n * sizeof(struct blamer_log_slot));
+	log = fx_log(&h, n ? n : 1);
+	pr = fx_at(&h, fx_hh(&h)->process);
+	pr->log = log;
+	/* wrapped: the oldest slot is not the first */
+	for (i = 0; i < n + n / 3; i++)
+		fx_log_msg(&h, log, "a log line of the maximal heap, in every slot of the ring");
+	for (i = 0; i < n; i++) {
+		mx_room(&h, sizeof(struct blamer_child));
+		fx_child(&h, 200000 + i, 0, 2);
+	}
+	for (i = 0; i < n; i++) {
+		mx_room(&h, sizeof(struct blamer_dag_node));
+		snprintf(name, sizeof(name), "node%u", i);
+		fx_node(&h, 0x1000 + (uint64_t)i, name);
+	}
+	for (i = 0; i < n; i++) {
+		mx_room(&h, sizeof(struct blamer_dag_edge));
+		fx_edge(&h, 0x1000 + (uint64_t)(i / 2), 0x1000 + (uint64_t)i);
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t nodes[8];
+
+		for (k = 0; k < 8; k++)
+			nodes[k] = 0x1000 + (uint64_t)((i + k * 7919u) % nmods);
+		mx_room(&h, sizeof(struct blamer_dag_path));
+		fx_path(&h, nodes, 8, 1000 + i, 4096);
+	}
+	h.cur = 0;
+	ret = fx_write_dir(&h, dir, pid, start);
+	fx_free(&h);
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
+
+	if (argc >= 5 && !strcmp(argv[2], "max"))
+		return mx_heap(argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0),
+			       argc >= 6 ? (unsigned)atoi(argv[5]) : 100);
 
 	if (argc >= 6 && !strcmp(argv[2], "dead")) {
 		fx_standard(&h, atoll(argv[3]), atoll(argv[4]), strtoull(argv[5], NULL, 0));
@@ -94,6 +208,6 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | - device-status | DIR end CODE|abort\n");
+		" | - device-status | DIR end CODE|abort | DIR max PID START [PERCENT]\n");
 	return 2;
 }

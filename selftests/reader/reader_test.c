@@ -139,6 +139,101 @@ TEST(addresses_name_their_module)
 	fx_free(&h);
 }
 
+/*
+ * The module table (module_spans) answers what a walk of the module list
+ * answers, the last loaded module listed that holds the address, for
+ * modules that overlap, nest, share a base, are unloaded, empty, or run
+ * to the end of the address space: every boundary and its neighbours,
+ * and random addresses, against the walk (a copy without the table).
+ */
+TEST(module_table_answers_as_the_walk_does)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ull, probes[4096];
+	struct blamer_snap_process walk;
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	size_t np = 0, i;
+	int m;
+
+	fx_init(&h, 1, 1u << 20, 77, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/mods");
+	for (m = 0; m < 300; m++) {
+		struct blamer_module *mr;
+		uint64_t base, size;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		base = 0x10000 + (rng >> 40) % 64 * 0x1000;	/* crowded: overlaps */
+		size = (rng >> 20) % 5 * 0x800;			/* 0 (empty) .. 8 KiB */
+		if (m % 37 == 0) {
+			base = UINT64_MAX - 0xfff;		/* to the very end */
+			size = 0x1000;
+		} else if (m % 41 == 0) {
+			size = UINT64_MAX;			/* wraps: to the end */
+		}
+		fx_module(&h, "/lib/libm.so", base);
+		mr = fx_at(&h, h.tail);
+		mr->size = size;
+		mr->loaded = m % 7 != 3;
+		if (np + 3 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base - 1;
+			probes[np++] = base;
+			probes[np++] = base + size;	/* one past its end */
+		}
+		if (size && np + 2 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base + size - 1;
+			probes[np++] = base + size / 2;
+		}
+	}
+	while (np < sizeof(probes) / sizeof(probes[0])) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		probes[np++] = 0xf000 + (rng >> 30) % 0x50000;
+	}
+	probes[0] = 0;
+	probes[1] = UINT64_MAX;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	ASSERT_EQ(300, p->nmodules);
+	ASSERT_NE(NULL, p->module_spans);
+	/* disjoint and sorted */
+	for (i = 0; i < p->nmodule_spans; i++) {
+		ASSERT_LE(p->module_spans[i].first, p->module_spans[i].last);
+		if (i)
+			ASSERT_LT(p->module_spans[i - 1].last, p->module_spans[i].first);
+	}
+	walk = *p;
+	walk.module_spans = NULL;
+	walk.nmodule_spans = 0;
+	for (i = 0; i < np; i++) {
+		const struct blamer_snap_module *a = blamer_snap_module_at(p, probes[i]);
+		const struct blamer_snap_module *b = blamer_snap_module_at(&walk, probes[i]);
+
+		if (a != b)
+			TH_LOG("address %#llx: table says module %ld, walk %ld",
+			       (unsigned long long)probes[i], a ? (long)(a - p->modules) : -1L,
+			       b ? (long)(b - p->modules) : -1L);
+		ASSERT_EQ(b, a);
+	}
+	/* a kept copy (rd_process_copy) keeps its table */
+	{
+		struct blamer_snapshot *t = rd_snapshot_new(NULL);
+		struct blamer_snap_process *q = rd_new_process(t);
+
+		ASSERT_TRUE(rd_process_copy(t, q, p));
+		ASSERT_EQ(p->nmodule_spans, q->nmodule_spans);
+		for (i = 0; i < np; i++) {
+			const struct blamer_snap_module *a = blamer_snap_module_at(q, probes[i]);
+			const struct blamer_snap_module *b = blamer_snap_module_at(p, probes[i]);
+
+			ASSERT_EQ(b ? b - p->modules : -1, a ? a - q->modules : -1);
+		}
+		blamer_snapshot_free(t);
+	}
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 /* The conversion of heap stamps, on numbers worked out by hand. */
 TEST(clock_conversion)
 {

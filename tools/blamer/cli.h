@@ -78,10 +78,15 @@ void note_empty(const struct cli *c, const struct blamer_reader *r);
  * heaps, note_empty(). */
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s);
-/* Parse PID arguments; each must name a process of s, else error. */
+/* Parse PID arguments; each must name a process of s, else error. The
+ * pids come sorted, each once. */
 int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	       size_t *npids);
+/* @pid is one of @pids (parse_pids()'s, sorted), or there are none. */
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
+/* The index of the first process of @pid in s->procs (sorted by pid), or
+ * where it would be (s->nprocs if past the end). */
+size_t proc_first(const struct blamer_snapshot *s, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
 /* A measurement as people read it: cpu_ns as time, bytes as sizes. */

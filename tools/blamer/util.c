@@ -152,23 +152,39 @@ int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	return EX_OK;
 }
 
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid)
 {
-	size_t i;
+	return !n || bsearch(&pid, pids, n, sizeof(*pids), i32_cmp);
+}
 
-	if (!n)
-		return true;
-	for (i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
+size_t proc_first(const struct blamer_snapshot *s, int32_t pid)
+{
+	size_t lo = 0, hi = s->nprocs;
+
+	/* processes come by pid (then start time): the first of @pid */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	       size_t *npids)
 {
+	size_t j, n = 0;
 	int i;
-	size_t j;
 
 	*npids = 0;
 	*pids = calloc((size_t)c->nargs + 1, sizeof(**pids));
@@ -177,7 +193,6 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	for (i = 0; i < c->nargs; i++) {
 		char *end;
 		long v = strtol(c->args[i], &end, 10);
-		bool found = false;
 
 		if (*end || end == c->args[i] || v <= 0 || v > INT32_MAX) {
 			free(*pids);
@@ -185,16 +200,20 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 			return usage_err("'%s' is not a PID (give process IDs as shown by `blamer list`)",
 					 c->args[i]);
 		}
-		for (j = 0; j < s->nprocs; j++)
-			found |= s->procs[j].pid == v;
-		if (!found) {
+		j = proc_first(s, (int32_t)v);
+		if (j == s->nprocs || s->procs[j].pid != v) {
 			free(*pids);
 			*pids = NULL;
 			return err("no heap for pid %ld visible in %s (see `blamer list`; other users' processes need permission)",
 				   v, s->source);
 		}
-		(*pids)[(*npids)++] = (int32_t)v;
+		(*pids)[n++] = (int32_t)v;
 	}
+	/* sorted, each once: looked up per process (pid_wanted()) */
+	qsort(*pids, n, sizeof(**pids), i32_cmp);
+	for (j = 0; j < n; j++)
+		if (!*npids || (*pids)[*npids - 1] != (*pids)[j])
+			(*pids)[(*npids)++] = (*pids)[j];
 	return EX_OK;
 }
 
