@@ -510,6 +510,10 @@ struct blamer_snapshot {
 	 * once, in the order read: several heaps may name one unit
 	 * (blamer_snap_unit_def() picks one) */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
+	/* dir: slab files of heaps none of whose files holds a heap (empty,
+	 * shorter than a slab header, or not starting with the heap's
+	 * magic): counted here, not shown as processes */
+	size_t empty_files;
 };
 
 struct blamer_reader;

@@ -436,6 +436,7 @@ static void skipped(struct bl_json *j, const struct blamer_snapshot *s)
 	}
 	bl_json_array_end(j);
 	bl_json_kv_u64(j, "skipped_total", s->skipped_total);
+	bl_json_kv_u64(j, "empty_files", s->empty_files);
 }
 
 static int i32_cmp(const void *a, const void *b)

@@ -509,6 +509,11 @@ void prom_write_heaps(struct exp *e, struct prom_out *o)
 	prom_sample_u64(o, "blamer_heaps", state, 1, live);
 	state[0].value = "dead";
 	prom_sample_u64(o, "blamer_heaps", state, 1, e->nprocs - live);
+	/* files that hold no heap: one sample for all of them, not a
+	 * process's series each */
+	prom_family(o, "blamer_empty_files", "gauge",
+		    "Slab files of the directory that hold no heap (empty, or without a heap's first bytes), not read as processes.");
+	prom_sample_u64(o, "blamer_empty_files", NULL, 0, e->s->empty_files);
 }
 
 /*

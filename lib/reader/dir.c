@@ -494,9 +494,27 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 	p->last_seen_ns = t;
 }
 
-static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+/* The first bytes of a slab file: the heap's magic, or nothing of a heap. */
+static bool has_magic(const struct rd_slab *s)
+{
+	uint32_t magic;
+
+	if (s->size < sizeof(magic))
+		return false;
+	memcpy(&magic, s->buf, sizeof(magic));
+	return magic == BLAMER_HEAP_MAGIC;
+}
+
+/*
+ * Reads the heap of files @f[0..n) into @p. False if none of the files
+ * read holds anything of a heap (empty, shorter than the magic, or not
+ * starting with it): those are counted in the snapshot, not shown (a
+ * directory of 100,000 empty files would be 100,000 processes).
+ */
+static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
 		      uint32_t n, bool headers_only, struct rd_kept_slab *ks, bool *held)
 {
+	bool any = false;
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
@@ -540,6 +558,14 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		raw[i].buf = d->r->buf + (uintptr_t)raw[i].buf;
 		if (again[i] != SIZE_MAX)
 			raw[i].again = d->r->buf + again[i];
+		any |= has_magic(&raw[i]);
+	}
+	if (nraw && !any) {
+		for (i = 0; i < nraw; i++)
+			rd_slab_drop(&raw[i]);
+		d->s->empty_files += nraw;
+		p->nslabs = 0;
+		return false;
 	}
 	h.slabs = ordered;
 	h.retries = d->r->opts.max_retries;
@@ -562,6 +588,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		d->r->buf = NULL;
 		d->r->bufcap = 0;
 	}
+	return true;
 }
 
 /*
@@ -686,9 +713,10 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (keep && reuse_kept(&d, p, &files[i], nf))
 			continue;
 		defs = s->nunit_defs;
-		read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL);
-		if (!p->nslabs) {
-			rd_drop_last_process(s);	/* every file of it was skipped */
+		if (!read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL) ||
+		    !p->nslabs) {
+			/* no heap in its files, or every file of it skipped */
+			rd_drop_last_process(s);
 			continue;
 		}
 		if (!p->comm[0] && p->cmdline[0])

@@ -15,7 +15,7 @@ livepid=
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
 	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
-	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open"
+	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp"
 }
 trap cleanup EXIT
 
@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..86"
+echo "1..87"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -368,5 +368,25 @@ BLAMER_DIR=$D.empty run 0 dump && [ ! -s "$OUT" ] && [ "$(wc -l <"$OUT.err")" -e
 BLAMER_DIR=$D.empty run 0 list && [ "$(wc -l <"$OUT")" -eq 1 ] && [ "$(wc -l <"$OUT.err")" -eq 1 ] &&
 	ok "list with no heaps: the header, and one line on stderr" || nok "list with no heaps"
 rmdir "$D.empty"
+
+# Files that hold no heap (0 bytes, or zeros where the header would be)
+# are one count, not a process each: one line on stderr, no row, one
+# number in JSON and Prometheus, one in top's title.
+mkdir -m 700 "$D.nohp"
+"$MK" "$D.nohp" empty 300 && "$MK" "$D.nohp" empty 300 64 3100000 &&
+	"$MK" "$D.nohp" dead 3999011 5 1 && bad=
+nf=$(ls "$D.nohp" | grep -c '^3[01]00[0-9]*-7.0.slab$')
+BLAMER_DIR=$D.nohp run 0 list && [ "$(wc -l <"$OUT")" -eq 2 ] && grep -q '^ *3999011 ' "$OUT" &&
+	[ "$(wc -l <"$OUT.err")" -eq 1 ] &&
+	grep -q "^blamer: skipped $nf files of $D.nohp that hold no heap" "$OUT.err" || bad="$bad list"
+BLAMER_DIR=$D.nohp run 0 list --json && grep -q "\"empty_files\":\"$nf\"" "$OUT" &&
+	[ "$(grep -o '"pid":' "$OUT" | wc -l)" -eq 1 ] || bad="$bad json"
+BLAMER_DIR=$D.nohp run 0 export --prometheus && grep -q "^blamer_empty_files $nf\$" "$OUT" &&
+	[ "$(grep -c '^blamer_process_info{' "$OUT")" -eq 1 ] || bad="$bad export"
+BLAMER_DIR=$D.nohp run 0 top --once --dead && head -1 "$OUT" | grep -q ", $nf empty files skipped\$" &&
+	[ "$(grep -c '^ *3[01]00[0-9]* ' "$OUT")" -eq 0 ] || bad="$bad top"
+[ -z "$bad" ] && [ "$nf" -eq 600 ] && ok "$nf files without a heap: one count in list, JSON, export and top, no rows" ||
+	nok "files without a heap ($nf):$bad"
+rm -rf "$D.nohp"
 
 [ "$fails" -eq 0 ]

@@ -12,6 +12,9 @@
  *                                       pushes, logs, prints its pid, then
  *                                       exit(CODE)s without blamer_close()
  *                                       or abort()s
+ *   mkheap DIR empty N [BYTES [PID]]    N slab files of dead heaps that hold
+ *                                       no heap: BYTES (default 0) zeros each,
+ *                                       pids from PID (3000000) on
  *   mkheap DIR max PID START [PERCENT]  a dead heap as large as the reader
  *                                       reads in every dimension at once
  *                                       (PERCENT of it: 100 by default)
@@ -143,6 +146,23 @@ int main(int argc, char **argv)
 {
 	struct fx_heap h;
 
+	if (argc >= 4 && !strcmp(argv[2], "empty")) {
+		long n = atol(argv[3]), i, first = argc >= 6 ? atol(argv[5]) : 3000000;
+		size_t bytes = argc >= 5 ? (size_t)atol(argv[4]) : 0;
+		char path[4096], *zeros = calloc(1, bytes + 1);
+
+		for (i = 0; i < n && zeros; i++) {
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%ld-7.0.slab", argv[1], first + i);
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (fd < 0 || write(fd, zeros, bytes) != (ssize_t)bytes)
+				return 1;
+			close(fd);
+		}
+		free(zeros);
+		return zeros ? 0 : 1;
+	}
 	if (argc >= 5 && !strcmp(argv[2], "max"))
 		return mx_heap(argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0),
 			       argc >= 6 ? (unsigned)atoi(argv[5]) : 100);
@@ -208,6 +228,7 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | - device-status | DIR end CODE|abort | DIR max PID START [PERCENT]\n");
+		" | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
+		" | DIR max PID START [PERCENT]\n");
 	return 2;
 }

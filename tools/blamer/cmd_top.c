@@ -295,6 +295,9 @@ static void draw(struct top *t)
 		s->procs[i].state == BLAMER_PROC_LIVE ? live++ : dead++;
 	n = snprintf(title, sizeof(title), "blamer top - %s %s - %zu live, %zu dead",
 		     s->backend == BLAMER_BACKEND_DEVICE ? "device" : "dir", s->source, live, dead);
+	if (s->empty_files)	/* one count for all of them, never a row each */
+		n += snprintf(title + n, sizeof(title) - (size_t)n, ", %zu empty file%s skipped",
+			      s->empty_files, s->empty_files == 1 ? "" : "s");
 	if (s->backend == BLAMER_BACKEND_DEVICE)
 		n += snprintf(title + n, sizeof(title) - (size_t)n, ", generation %llu",
 			      (unsigned long long)s->generation);

@@ -55,6 +55,10 @@ void report_skipped(const struct blamer_snapshot *s)
 	if (s->skipped_total > s->nskipped)
 		tty_printf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
 			   s->skipped_total - s->nskipped, s->source);
+	if (s->empty_files)
+		tty_printf(stderr, "blamer: skipped %zu file%s of %s that hold%s no heap (empty, or not a heap's first bytes)\n",
+			   s->empty_files, s->empty_files == 1 ? "" : "s", s->source,
+			   s->empty_files == 1 ? "s" : "");
 }
 
 int env_backend(enum blamer_backend *out)
