@@ -338,6 +338,8 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_u64(j, "orphan_time_ns", p->orphan_time_ns);
 	bl_json_kv_u64(j, "last_seen_ns", p->last_seen_ns);
 	claimed(j, p);
+	bl_json_kv_bool(j, "disproved", p->disproved);
+	bl_json_kv_string(j, "disproved_why", p->disproved ? p->disproved_why : "");
 	bl_json_kv_id(j, "heap", p->heap_key);
 	bl_json_key(j, "slabs");
 	bl_json_array(j);

@@ -99,6 +99,9 @@ static bool p_no_record(const struct blamer_snap_process *p)
 	return !p->have_record || p_not_read(p);
 }
 
+static uint64_t p_disproved(const struct blamer_snap_process *p) { return p->disproved; }
+static bool p_not_disproved(const struct blamer_snap_process *p) { return !p->disproved; }
+
 static uint64_t p_corrupt(const struct blamer_snap_process *p)
 {
 	return p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE;
@@ -328,6 +331,9 @@ static const struct gauge {
 	{ "blamer_process_threads", "Threads with an activity tracker.", p_threads, p_not_read },
 	{ "blamer_process_exit_signal", "Signal that killed a dead process (0: exited normally).",
 	  p_signal, p_not_exited },
+	{ "blamer_process_disproved",
+	  "1 for a heap whose claim /proc contradicts (dir backend: that pid runs since before its claimed start, or as a uid that cannot have made its files): not the process it names.",
+	  p_disproved, p_not_disproved },
 };
 _Static_assert(sizeof(gauges) / sizeof(gauges[0]) == NGAUGES, "gauges");
 

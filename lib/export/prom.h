@@ -136,7 +136,7 @@ struct prom_key prom_key_of(const struct blamer_snap_process *p);
 int prom_key_cmp(const struct prom_key *x, const struct prom_key *y);
 
 /* The per-process gauges, in output order after blamer_heaps. */
-#define NGAUGES 8
+#define NGAUGES 9
 
 bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s);
 void prom_exp_free(struct exp *e);

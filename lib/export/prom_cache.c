@@ -88,6 +88,7 @@ static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
 	h = mix(h, p->nthreads);
 	h = mix(h, p->exited);
 	h = mix(h, p->exit_signal);
+	h = mix(h, p->disproved);
 	h = mix(h, p->npaths);
 	for (j = 0; j < p->npaths; j++) {
 		const struct blamer_snap_path *q = &p->paths[j];

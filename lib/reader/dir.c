@@ -613,6 +613,22 @@ static void comm_from_cmdline(struct blamer_snap_process *p)
 }
 
 /*
+ * Was heap @f made before this boot? Its first file's ctime (which only
+ * the kernel sets) is older than the boot: its pid and start time are
+ * another boot's, and /proc of this one neither proves nor disproves them
+ * (a directory kept across reboots: /dev/shm is not).
+ */
+static bool before_boot(struct dir *d, const struct dfile *f)
+{
+	uint64_t boot = bl_clock_ns(CLOCK_REALTIME) - bl_clock_ns(CLOCK_BOOTTIME);
+	char name[BL_SLAB_NAME_MAX];
+	struct stat st;
+
+	dfile_name(name, f);
+	return !fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) && bl_ts_ns(&st.st_ctim) < boot;
+}
+
+/*
  * Have the files not changed for a second? File times are coarse (a
  * clock tick): a file written again within the tick it was read in could
  * look unchanged, so a heap is kept only once its files are quiet (a
@@ -680,6 +696,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
 		struct blamer_snap_process *p;
 		bool live, full, keep, held = false;
+		enum rd_verdict v;
 		char comm[64] = "";
 		size_t defs;
 		uint32_t nf;
@@ -698,7 +715,16 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		p->start_time_ns = files[i].start;
 		p->uid = d.owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
-		live = rd_alive(&r->alive, files[i].pid, files[i].start, comm, sizeof(comm));
+		v = rd_alive(&r->alive, files[i].pid, files[i].start, d.owner, comm, sizeof(comm),
+			     p->disproved_why, sizeof(p->disproved_why));
+		if (v == RD_WRITER_DISPROVED_START && before_boot(&d, &files[i]))
+			v = RD_WRITER_DEAD;	/* another boot's pid and start time */
+		live = v == RD_WRITER_LIVE;
+		/* a claim /proc contradicts is no process of ours: dead, and
+		 * nothing of /proc's (comm) is shown as its */
+		p->disproved = v == RD_WRITER_DISPROVED_START || v == RD_WRITER_DISPROVED_UID;
+		if (!p->disproved)
+			p->disproved_why[0] = '\0';
 		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
 		if (live) {
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
@@ -710,8 +736,18 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		full = !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) &&
 		       (live || (r->opts.flags & BLAMER_READ_DEAD_FULL));
 		keep = full && !live && (r->opts.flags & BLAMER_READ_KEEP_DEAD);
-		if (keep && reuse_kept(&d, p, &files[i], nf))
-			continue;
+		if (keep) {
+			bool disproved = p->disproved;
+			char why[sizeof(p->disproved_why)];
+
+			memcpy(why, p->disproved_why, sizeof(why));
+			if (reuse_kept(&d, p, &files[i], nf)) {
+				/* the heap is as it was; what /proc says is now's */
+				p->disproved = disproved;
+				memcpy(p->disproved_why, why, sizeof(why));
+				continue;
+			}
+		}
 		defs = s->nunit_defs;
 		if (!read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL) ||
 		    !p->nslabs) {

@@ -379,9 +379,19 @@ struct rd_alive {
 };
 /* The start of a snapshot: which watched writers have exited. */
 void rd_alive_begin(struct rd_alive *a);
+/* What /proc says of a heap's claim to be the writer @pid started at
+ * @start, its files uid @owner's (alive.c, proc_check()). */
+enum rd_verdict {
+	RD_WRITER_DEAD,
+	RD_WRITER_LIVE,
+	RD_WRITER_DISPROVED_START,	/* that pid runs, started before @start */
+	RD_WRITER_DISPROVED_UID,	/* it runs as no uid that made @owner's files */
+};
 /* Is the writer @pid started at @start alive? If so, its comm (@commlen
- * bytes at most, sanitized) is in @comm. Asked in (pid, start) order. */
-bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_t commlen);
+ * bytes at most, sanitized) is in @comm; if /proc disproves the claim,
+ * why is in @why. Asked in (pid, start) order. */
+enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t owner,
+			 char *comm, size_t commlen, char *why, size_t whylen);
 /* The end of a snapshot: the pidfds of writers it did not see are closed. */
 void rd_alive_end(struct rd_alive *a);
 void rd_alive_free(struct rd_alive *a);

@@ -114,8 +114,10 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
  *   proc_comm      its comm, "?" if none is known
  *   proc_identity  "kernel" when the kernel vouches for pid, uid, start
  *                  time, comm, state and exit (the device backend),
- *                  "claimed" when they are the heap's word (dir backend)
- *   proc_tag       "" or " [claimed]", after "pid N (comm) uid U"
+ *                  "claimed" when they are the heap's word (dir backend),
+ *                  "disproved" when /proc contradicts that word
+ *   proc_tag       "", " [claimed]" or " [claim disproved]", after
+ *                  "pid N (comm) uid U"
  *   proc_health    the health's one name ("unchecked": records not read)
  */
 const char *proc_comm(const struct blamer_snap_process *p);

@@ -162,7 +162,7 @@ static int total_desc(const void *a, const void *b)
 static const char *row_colour(const struct blamer_snap_process *p)
 {
 	if (p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE ||
-	    p->health == BLAMER_HEALTH_TORN)
+	    p->health == BLAMER_HEALTH_TORN || p->disproved)
 		return "33";			/* yellow: the heap has a problem */
 	if (p->state == BLAMER_PROC_LIVE)
 		return NULL;
@@ -183,7 +183,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	for (i = 0; i < NSORT; i++)
 		snprintf(col[i], sizeof(col[i]), "%s%s", titles[i], i != t->sort || !t->keys ? "" :
 			 t->reversed ? "^" : "*");
-	scr_line(&t->scr, "7", "%7s %-16s %-12s %-8s %-14s %4s  %s", col[SORT_PID], col[SORT_COMM],
+	scr_line(&t->scr, "7", "%7s %-16s %-12s %-9s %-14s %4s  %s", col[SORT_PID], col[SORT_COMM],
 		 col[SORT_STATE], "IDENTITY", col[SORT_PHASE], col[SORT_THREADS], col[SORT_AGE]);
 	order = calloc(s->nprocs + 1, sizeof(*order));
 	if (!order)
@@ -212,7 +212,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 			snprintf(act, sizeof(act), "%s", p->health == BLAMER_HEALTH_OK ? "idle" :
 				 p->health == BLAMER_HEALTH_UNCHECKED ? "-" : proc_health(p));
 		}
-		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-8s %-14s %4zu  %s", p->pid,
+		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-9s %-14s %4zu  %s", p->pid,
 			 proc_comm(p), state_short(p, st, sizeof(st)), proc_identity(p),
 			 p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads,
 			 act);

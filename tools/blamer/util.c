@@ -324,7 +324,9 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 {
 	char sb[32];
 
-	if (p->state == BLAMER_PROC_LIVE)
+	if (p->disproved)	/* /proc contradicts the claim: none of its word */
+		snprintf(buf, len, "not the process it claims: %s", p->disproved_why);
+	else if (p->state == BLAMER_PROC_LIVE)
 		snprintf(buf, len, "running");
 	else if (p->heap_state == BLAMER_HEAP_DELETED && !(p->exited && p->exit_signal)) {
 		/* blamer_close(): a clean end, whatever the exit code says after */
@@ -384,7 +386,9 @@ const char *state_short(const struct blamer_snap_process *p, char *buf, size_t l
 {
 	char sb[32];
 
-	if (p->state == BLAMER_PROC_LIVE)
+	if (p->disproved)
+		snprintf(buf, len, "disproved");
+	else if (p->state == BLAMER_PROC_LIVE)
 		snprintf(buf, len, "live");
 	else if (p->exited && p->exit_signal)
 		snprintf(buf, len, "killed:%s", sig_name(p->exit_signal, sb, sizeof(sb)) + 3);
@@ -473,12 +477,12 @@ const char *proc_comm(const struct blamer_snap_process *p)
 
 const char *proc_identity(const struct blamer_snap_process *p)
 {
-	return p->kernel_facts ? "kernel" : "claimed";
+	return p->kernel_facts ? "kernel" : p->disproved ? "disproved" : "claimed";
 }
 
 const char *proc_tag(const struct blamer_snap_process *p)
 {
-	return p->kernel_facts ? "" : " [claimed]";
+	return p->kernel_facts ? "" : p->disproved ? " [claim disproved]" : " [claimed]";
 }
 
 const char *proc_health(const struct blamer_snap_process *p)
