@@ -22,7 +22,7 @@ LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c reco
 		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
 		     decode_log.c decode_dag.c module_index.c parse.c carry.c keep.c alive.c dir.c dev.c attrib.c names.c reader.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c prom_text.c \
-						  prom_path.c prom_cache.c)
+						  prom_path.c prom_cache.c prom_guard.c)
 
 LIB_INC_format := -I$(SRC)/lib/format
 LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/writer

@@ -484,6 +484,8 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 		const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, x->unit);
 		uint64_t sum = 0;
 
+		size_t start = o->len;
+
 		do {
 			sum += paths[w->v[w->at].path].values[w->v[w->at].k];
 		} while (++w->at < w->n && !entry_cmp(paths, x, &w->v[w->at]));
@@ -496,12 +498,26 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 			prom_putc(o, '"');
 		}
 		prom_put(o, "} ", 2);
+		/* held at the highest it was (the series is its text: a guard
+		 * writes into memory, never to a FILE, so the text is there) */
+		if (w->guard && !o->f && !o->oom)
+			sum = prom_guard_clamp(w->guard, o->p + start, o->len - start, sum);
 		if (x->ns)
 			prom_ns(o, sum);
 		else
 			prom_u64(o, sum);
 		prom_putc(o, '\n');
 	}
+}
+
+void prom_write_decreases(struct pw *w, struct prom_out *o)
+{
+	if (!w->guard || !w->guard->decreases)
+		return;
+	proc_sample(o, PROM_DECREASES_FAMILY, w);
+	prom_put(o, "} ", 2);
+	prom_u64(o, w->guard->decreases);
+	prom_putc(o, '\n');
 }
 
 void prom_write_heaps(struct exp *e, struct prom_out *o)

@@ -5,6 +5,10 @@
  *   mkheap DIR corrupt PID START        a standard heap whose list loops
  *   mkheap DIR live SCALE               a heap for this process; prints
  *                                       the pid, then waits to be killed
+ *   mkheap DIR live-down SCALE          the same, and at each SIGUSR1 its
+ *                                       counters rewritten in place at a
+ *                                       scale one lower (a writer turning
+ *                                       its counters back); prints "down N"
  *   mkheap - device-status              the JSON of a device's status, made
  *                                       up, as blamer status --json writes it
  *                                       (the host has no device to ask)
@@ -24,6 +28,34 @@
 #include <string.h>
 
 #include "fixture.h"
+
+static volatile sig_atomic_t downs;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	downs++;
+}
+
+/* @h's slabs written over the files of heap <pid>-<start> in place (no
+ * truncation: a reader never sees the files shorter). */
+static int rewrite_dir(struct fx_heap *h, const char *dir, int64_t pid, uint64_t start)
+{
+	char path[4096];
+	unsigned i;
+
+	for (i = 0; i < h->nslabs; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%lld-%llu.%u.slab", dir, (long long)pid,
+			 (unsigned long long)start, i);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || pwrite(fd, h->slab[i], h->size[i], 0) != (ssize_t)h->size[i])
+			return -1;
+		close(fd);
+	}
+	return 0;
+}
 
 /* Exits rather than write a heap no reader would take for this process. */
 static uint64_t my_start(void)
@@ -196,6 +228,35 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
+	if (argc >= 4 && !strcmp(argv[2], "live-down")) {
+		uint64_t scale = strtoull(argv[3], NULL, 0), seen = 0;
+		struct sigaction sa = { .sa_handler = on_usr1 };
+		sigset_t block, old;
+
+		sigemptyset(&block);
+		sigaddset(&block, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		sigaction(SIGUSR1, &sa, NULL);
+		fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
+			return 1;
+		fx_free(&h);
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		for (;;) {
+			sigsuspend(&old);
+			while (seen < (uint64_t)downs && scale > 1) {
+				seen++;
+				scale--;
+				fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+				if (rewrite_dir(&h, argv[1], getpid(), my_start()))
+					return 1;
+				fx_free(&h);
+				printf("down %llu\n", (unsigned long long)scale);
+				fflush(stdout);
+			}
+		}
+	}
 	if (argc >= 4 && !strcmp(argv[2], "end")) {
 		struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = argv[1],
 					     .flags = BLAMER_OPEN_NO_MODULES };
@@ -228,7 +289,7 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
+		" | live-down SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
 		" | DIR max PID START [PERCENT]\n");
 	return 2;
 }

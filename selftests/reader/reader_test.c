@@ -1461,6 +1461,115 @@ TEST(prometheus_cache_writes_what_a_fresh_export_writes)
 	fx_free(&d);
 }
 
+/* The value of the sample of @text whose line starts with @prefix, or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	const char *at = text;
+	size_t n = strlen(prefix);
+
+	while ((at = strstr(at, prefix))) {
+		if (at == text || at[-1] == '\n')
+			return strtod(strchr(at, ' ') + 1, NULL);
+		at += n;
+	}
+	return -1;
+}
+
+/*
+ * A long-lived exporter's counters never go down, whatever the heap
+ * shows (prom_guard.c): a heap whose counters are rewritten lower keeps
+ * its series at their highest, and the decreases are counted for it
+ * (once per series each time the heap shows less than the time before,
+ * not again while it stays low); a heap that grows past the floor is
+ * shown as it is; a process that is gone for a scrape comes back to its
+ * floor. A one-off export has no memory: it shows what the heap says.
+ */
+TEST(prometheus_counters_never_go_down_in_a_long_lived_exporter)
+{
+	static const char frame[] =
+		"blamer_attribution_cpu_seconds_total{pid=\"4242\",";
+	static const char dec[] = "blamer_counter_decreases_total{pid=\"4242\"";
+	struct blamer_prom_cache *c = blamer_prom_cache_new();
+	struct blamer_snapshot *s, *none;
+	char *buf = NULL, *one = NULL, *first = NULL;
+	size_t len, cap = 0, olen, ocap = 0;
+	struct fx_heap h, other;
+	const char *at;
+	int i;
+
+	ASSERT_NE(NULL, c);
+	/* the frame path's cpu series: 5 ms per scale step */
+	fx_standard(&h, 4242, 777, 5);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	first = strndup(buf, len);
+	at = strstr(first, frame);
+	ASSERT_NE(NULL, at);
+	ASSERT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+	EXPECT_EQ(NULL, strstr(first, "blamer_counter_decreases_total"));
+	/* rewritten lower, twice (the second time the same): held, counted once */
+	for (i = 0; i < 2; i++) {
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 3);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		buf[len] = '\0';
+		at = strstr(buf, frame);
+		ASSERT_NE(NULL, at);
+		EXPECT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		/* every counter of the heap went down: each series counted */
+		EXPECT_LT(0, sample(buf, dec));
+		EXPECT_NE(NULL, strstr(buf, "# TYPE blamer_counter_decreases_total counter\n"));
+		/* the one-off export says what the heap says */
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &one, &olen, &ocap));
+		one[olen] = '\0';
+		EXPECT_NE(NULL, strstr(one, "path=\"/browser/tab/frame\"} 0.015000000\n"));
+		EXPECT_EQ(NULL, strstr(one, "blamer_counter_decreases_total"));
+		blamer_snapshot_free(s);
+	}
+	{
+		double d = sample(buf, dec);
+
+		/* up again, below the floor: held, no new decrease */
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 4);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_EQ(d, sample(buf, dec));
+		/* gone for a scrape, then back lower still: the floor holds */
+		fx_standard(&other, 4243, 778, 1);
+		none = read_heap(&other);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(none, c, &buf, &len, &cap));
+		blamer_snapshot_free(none);
+		fx_free(&other);
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_LT(d, sample(buf, dec));
+	}
+	/* past the floor: as the heap says */
+	fx_free(&h);
+	fx_standard(&h, 4242, 777, 9);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	buf[len] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+	free(buf);
+	free(one);
+	free(first);
+	fx_free(&h);
+	blamer_prom_cache_free(c);
+}
+
 TEST(dir_release_removes_dead_only)
 {
 	struct fx_heap a;

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/*
+ * No exported counter ever goes down, whatever a heap does (a long-lived
+ * exporter's promise, Documentation/reader.rst, "Counter model"). A
+ * process's sums only grow while it runs, as its writer keeps them; but a
+ * heap is its writer's memory, and a writer that rewrites its own words
+ * could make a series go down, which Prometheus reads as a reset (rate()
+ * and increase() then count the whole value again): the writer would
+ * control what rate() says.
+ *
+ * So the exporter remembers, per series, the value it emitted last and
+ * the value the heap showed last: it emits max(shown, emitted) and counts
+ * a decrease each time the heap shows less than the time before (a heap
+ * that stays low counts once). The series is its text, metric name and
+ * every label, exactly what Prometheus keys it by, hashed with a secret
+ * seed. What a process's series remember is kept while its heap is
+ * exported and for GUARD_KEEP_NS after it was last (a heap that vanishes
+ * for a scrape, or is made to, comes back to the same floor), and never
+ * more than GUARD_MAX_SERIES series of absent processes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prom.h"
+
+#define GUARD_KEEP_NS		(600ull * 1000000000ull)
+#define GUARD_MAX_SERIES	(1u << 20)
+
+struct guard_series {
+	uint64_t id;
+	uint64_t emitted, shown;
+};
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t series_id(uint64_t seed, const char *text, size_t len)
+{
+	uint64_t h = mix(seed, len), w;
+	size_t i;
+
+	for (i = 0; i < len; i += 8) {
+		w = 0;
+		memcpy(&w, text + i, len - i < 8 ? len - i : 8);
+		h = mix(h, w);
+	}
+	return h;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct guard_series *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+void prom_guard_begin(struct prom_guard_proc *g, uint64_t seed)
+{
+	g->seed = seed;
+	g->nnew = 0;
+}
+
+uint64_t prom_guard_clamp(struct prom_guard_proc *g, const char *series, size_t len,
+			  uint64_t shown)
+{
+	struct guard_series key = { .id = series_id(g->seed, series, len) }, *old, *nv;
+	uint64_t emitted = shown;
+
+	old = g->n ? bsearch(&key, g->v, g->n, sizeof(*g->v), series_cmp) : NULL;
+	if (old) {
+		if (shown < old->shown)
+			g->decreases++;
+		if (old->emitted > emitted)
+			emitted = old->emitted;
+	}
+	if (g->nnew == g->capnew) {
+		size_t cap = g->capnew ? 2 * g->capnew : 16;
+
+		nv = realloc(g->fresh, cap * sizeof(*nv));
+		if (!nv) {
+			g->oom = true;
+			return emitted;	/* not remembered: the floor stays the old one */
+		}
+		g->fresh = nv;
+		g->capnew = cap;
+	}
+	g->fresh[g->nnew++] = (struct guard_series){ .id = key.id, .emitted = emitted,
+						     .shown = shown };
+	return emitted;
+}
+
+/*
+ * The series written this time become the process's memory, with those
+ * of the last time it did not write (a path that went missing for a
+ * scrape keeps its floor): both sorted, merged, the new one winning.
+ */
+bool prom_guard_end(struct prom_guard_proc *g)
+{
+	struct guard_series *m;
+	size_t i = 0, j = 0, k = 0;
+
+	if (g->oom) {
+		g->oom = false;
+		return false;
+	}
+	qsort(g->fresh, g->nnew, sizeof(*g->fresh), series_cmp);
+	m = malloc((g->n + g->nnew + 1) * sizeof(*m));
+	if (!m)
+		return false;
+	while (i < g->nnew || j < g->n) {
+		if (j == g->n || (i < g->nnew && g->fresh[i].id <= g->v[j].id)) {
+			if (j < g->n && g->v[j].id == g->fresh[i].id)
+				j++;
+			if (!k || m[k - 1].id != g->fresh[i].id)
+				m[k++] = g->fresh[i];
+			i++;
+		} else {
+			m[k++] = g->v[j++];
+		}
+	}
+	free(g->v);
+	g->v = m;
+	g->n = k;
+	g->nnew = 0;
+	return true;
+}
+
+void prom_guard_proc_free(struct prom_guard_proc *g)
+{
+	free(g->v);
+	free(g->fresh);
+	memset(g, 0, sizeof(*g));
+}
+
+/*
+ * The end of a scrape: @cur (the processes exported, in key order, each
+ * with its memory) becomes the guard's, with the processes of the last
+ * scrape that were not exported and were last less than GUARD_KEEP_NS
+ * ago, while their series number fewer than GUARD_MAX_SERIES; the rest
+ * is forgotten.
+ */
+void prom_guard_swap(struct prom_guard *gd, struct prom_guard_proc *cur, size_t ncur,
+		     uint64_t now_ns)
+{
+	struct prom_guard_proc *m = malloc((gd->n + ncur + 1) * sizeof(*m));
+	size_t i = 0, j = 0, k = 0, absent = 0;
+
+	if (!m) {
+		/* out of memory: the present ones only */
+		for (j = 0; j < gd->n; j++)
+			prom_guard_proc_free(&gd->v[j]);
+		free(gd->v);
+		gd->v = cur;
+		gd->n = ncur;
+		return;
+	}
+	while (i < ncur || j < gd->n) {
+		int c = i == ncur ? 1 : j == gd->n ? -1 : prom_key_cmp(&cur[i].key, &gd->v[j].key);
+
+		if (c <= 0) {
+			cur[i].seen_ns = now_ns;
+			m[k++] = cur[i++];
+			if (!c)
+				prom_guard_proc_free(&gd->v[j++]);	/* taken over: empty */
+		} else if (now_ns - gd->v[j].seen_ns < GUARD_KEEP_NS &&
+			   absent + gd->v[j].n < GUARD_MAX_SERIES) {
+			absent += gd->v[j].n;
+			m[k++] = gd->v[j++];
+		} else {
+			prom_guard_proc_free(&gd->v[j++]);
+		}
+	}
+	free(gd->v);
+	free(cur);
+	gd->v = m;
+	gd->n = k;
+}
+
+struct prom_guard_proc *prom_guard_find(struct prom_guard *gd, const struct prom_key *key,
+					size_t *at)
+{
+	while (*at < gd->n && prom_key_cmp(key, &gd->v[*at].key) > 0)
+		++*at;
+	return *at < gd->n && !prom_key_cmp(key, &gd->v[*at].key) ? &gd->v[*at] : NULL;
+}
+
+void prom_guard_free(struct prom_guard *gd)
+{
+	size_t i;
+
+	for (i = 0; i < gd->n; i++)
+		prom_guard_proc_free(&gd->v[i]);
+	free(gd->v);
+	memset(gd, 0, sizeof(*gd));
+}
