@@ -51,6 +51,16 @@ static uint64_t series_id(uint64_t seed, const char *text, size_t len)
 	return h;
 }
 
+/* prom_key_cmp()'s order, its own: prom.c calls this file, never back */
+static int key_cmp(const struct prom_key *x, const struct prom_key *y)
+{
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->heap > y->heap) - (x->heap < y->heap);
+}
+
 static int series_cmp(const void *a, const void *b)
 {
 	const struct guard_series *x = a, *y = b;
@@ -159,7 +169,7 @@ void prom_guard_swap(struct prom_guard *gd, struct prom_guard_proc *cur, size_t 
 		return;
 	}
 	while (i < ncur || j < gd->n) {
-		int c = i == ncur ? 1 : j == gd->n ? -1 : prom_key_cmp(&cur[i].key, &gd->v[j].key);
+		int c = i == ncur ? 1 : j == gd->n ? -1 : key_cmp(&cur[i].key, &gd->v[j].key);
 
 		if (c <= 0) {
 			cur[i].seen_ns = now_ns;
@@ -183,9 +193,9 @@ void prom_guard_swap(struct prom_guard *gd, struct prom_guard_proc *cur, size_t 
 struct prom_guard_proc *prom_guard_find(struct prom_guard *gd, const struct prom_key *key,
 					size_t *at)
 {
-	while (*at < gd->n && prom_key_cmp(key, &gd->v[*at].key) > 0)
+	while (*at < gd->n && key_cmp(key, &gd->v[*at].key) > 0)
 		++*at;
-	return *at < gd->n && !prom_key_cmp(key, &gd->v[*at].key) ? &gd->v[*at] : NULL;
+	return *at < gd->n && !key_cmp(key, &gd->v[*at].key) ? &gd->v[*at] : NULL;
 }
 
 void prom_guard_free(struct prom_guard *gd)
