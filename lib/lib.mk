@@ -14,7 +14,7 @@
 #   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
 #   make install        see mk/install.mk
 
-LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
+LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c trim.c)
 LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
 		     heap.c records.c modules.c registry.c tls.c context.c \
 		     process.c thread.c userdata.c log.c dag.c dag_shard.c)

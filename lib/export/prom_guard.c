@@ -117,7 +117,8 @@ bool prom_guard_end(struct prom_guard_proc *g)
 		g->oom = false;
 		return false;
 	}
-	qsort(g->fresh, g->nnew, sizeof(*g->fresh), series_cmp);
+	if (g->nnew)
+		qsort(g->fresh, g->nnew, sizeof(*g->fresh), series_cmp);
 	m = malloc((g->n + g->nnew + 1) * sizeof(*m));
 	if (!m)
 		return false;

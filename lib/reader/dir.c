@@ -131,7 +131,9 @@ static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err
 		return -errno;
 	}
 	while ((de = readdir(dh))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		/* the writers' retention state (format/trim.c): theirs, no heap */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, BL_TRIM_STATE))
 			continue;
 		if (!bl_slab_name_parse(de->d_name, &f.pid, &f.start, &f.idx)) {
 			rd_skip(d->s, de->d_name, "not a slab file name (<pid>-<start_ns>.<index>.slab)");
