@@ -14,7 +14,7 @@ livepid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
-	rm -rf "$D" "$D.out" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
+	rm -rf "$D" "$D.out" "$D.out.err" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
 	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp"
 }
 trap cleanup EXIT
