@@ -8,9 +8,8 @@
  * by nobody else; files are regular, ours and singly linked, and
  * everything else found there was planted; a process we cannot see in
  * /proc may still live (a container sharing the directory), so its lock
- * on its files is asked too (JDK-8286030).
+ * on its files is asked too (JDK-8286030). Trimming the dead is trim.c's.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/file.h>
 
 #include "clock.h"
 #include "heap_format.h"

@@ -47,9 +47,10 @@ static void on_stop(int sig)
 /*
  * What rounds keep: the reader (which keeps dead heaps decoded), the
  * text each process had (remade only for a process whose values
- * changed), and the buffer the exposition is made in (10 MB for 1,000
- * heaps: made anew each time, its page faults would cost more than
- * writing it).
+ * changed) and what each counter was (never shown lower: the cache's
+ * guard), and the buffer the file's exposition is made in (10 MB for
+ * 1,000 heaps: made anew each time, its page faults would cost more than
+ * writing it; the HTTP answers have buffers of their own, http.c).
  */
 struct exporter {
 	struct blamer_reader *r;
