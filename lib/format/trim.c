@@ -337,12 +337,39 @@ static void verify(int dirfd, int sfd, struct trim_hdr *h)
 	}
 }
 
+/*
+ * Is queued heap @e still dead? Asked again before it is deleted: the
+ * queue is a file of the directory, which only its user can write, but a
+ * heap is never deleted on a file's word alone. If so, its first file is
+ * held locked in *@fd while the heap goes.
+ */
+static bool still_dead(int dirfd, const struct trim_entry *e, int *fd)
+{
+	char name[BL_SLAB_NAME_MAX];
+	struct bl_proc_stat ps;
+	struct stat st;
+
+	*fd = -1;
+	if (!bl_proc_stat(e->pid, &ps) && (uint64_t)ps.start_ns == e->start && ps.state != 'Z' &&
+	    ps.state != 'X')
+		return false;
+	bl_slab_name(name, sizeof(name), e->pid, e->start, e->first);
+	*fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (*fd < 0)
+		return true;	/* gone already: nothing of it is locked */
+	if (!flock(*fd, LOCK_EX | LOCK_NB) && !fstat(*fd, &st) && bl_slab_file_ok(&st))
+		return true;
+	close(*fd);
+	*fd = -1;
+	return false;
+}
+
 /* The oldest beyond the limits deleted, TRIM_EVICT at most; the count. */
 static int evict(int dirfd, int sfd, struct trim_hdr *h, const struct bl_retention *keep)
 {
 	struct trim_entry e;
 	uint32_t popped = 0;
-	int removed = 0;
+	int removed = 0, fd;
 
 	while ((h->count > keep->max_dead || h->bytes > keep->max_dead_bytes) &&
 	       h->head < h->tail && removed < (int)TRIM_EVICT && popped < 4 * TRIM_EVICT) {
@@ -356,7 +383,11 @@ static int evict(int dirfd, int sfd, struct trim_hdr *h, const struct bl_retenti
 			continue;	/* released meanwhile: counted out already */
 		h->count--;
 		h->bytes -= e.bytes < h->bytes ? e.bytes : h->bytes;
+		if (!still_dead(dirfd, &e, &fd))
+			continue;	/* not dead (a queue written by another hand): kept, unqueued */
 		remove_entry(dirfd, &e);
+		if (fd >= 0)
+			close(fd);
 		removed++;
 	}
 	return removed;

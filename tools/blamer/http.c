@@ -13,10 +13,12 @@
  * well-behaved client is not hurt), else the oldest still sending its
  * request, else the oldest that has stopped taking its answer; a new
  * connection is refused (503) only when every other one of its peer (or,
- * at the total cap, of the biggest peer) is taking its answer. A client
- * that sends its request at once, as a scraper does, is read the moment
- * it is accepted, so a flood of new connections does not push it out
- * before it has asked.
+ * at the total cap, every other one) is taking its answer. On TCP a
+ * connection reaches accept() only once it has sent something
+ * (TCP_DEFER_ACCEPT: one that says nothing takes no room here), and a
+ * request sent at once, as a scraper sends it, is read the moment it is
+ * accepted, so a flood of new connections does not push it out before it
+ * has asked.
  *
  * A peer is a uid where the kernel says one: SO_PEERCRED on a Unix
  * socket; for TCP, the uid owning the client's socket when that socket
@@ -35,6 +37,7 @@
 #include <fcntl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,8 +64,23 @@
  * queue makes the next client's handshake wait for a retransmission (1 s
  * and more), so the queue is deep; accept() empties it fast. */
 #define HTTP_BACKLOG	1024
+/* How long accepting rests after accept() failed for a lack of something. */
+#define ACCEPT_PAUSE_MS	200
 
 /* ---- listening ---- */
+
+/*
+ * A TCP connection is handed to accept() only once its first bytes are
+ * there (TCP_DEFER_ACCEPT, for as long as a request may take): one that
+ * connects and says nothing waits in the kernel, taking no room of ours,
+ * and a scraper's is read whole the moment it is accepted.
+ */
+static void defer_accept(int fd)
+{
+	int secs = HTTP_REQUEST_MS / 1000;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+}
 
 static int listen_tcp(const char *spec, char *err, size_t errlen)
 {
@@ -131,6 +149,7 @@ static int listen_tcp(const char *spec, char *err, size_t errlen)
 			close(fd);
 		return -2;
 	}
+	defer_accept(fd);
 	return fd;
 }
 
@@ -216,6 +235,14 @@ static int listen_systemd(char *err, size_t errlen)
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
+	{
+		int dom = 0;
+		socklen_t dl = sizeof(dom);
+
+		if (!getsockopt(3, SOL_SOCKET, SO_DOMAIN, &dom, &dl) &&
+		    (dom == AF_INET || dom == AF_INET6))
+			defer_accept(3);
+	}
 	if (fcntl(3, F_SETFD, FD_CLOEXEC) || fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK)) {
 		snprintf(err, errlen, "--listen systemd: %s", strerror(errno));
 		return -2;
@@ -292,6 +319,7 @@ struct http_server {
 	size_t max;
 	size_t n;
 	struct answer *ans[HTTP_ANSWERS];	/* [0] the newest */
+	long long resume_ms;	/* the listener rests until then (0: it does not) */
 };
 
 static void answer_put(struct answer *a)
@@ -716,25 +744,6 @@ static long victim(struct http_server *s, const struct peer *peer)
 	return best;
 }
 
-/* The peer with the most connections (for the total cap). */
-static const struct peer *biggest_peer(struct http_server *s)
-{
-	const struct peer *best = NULL;
-	size_t i, j, n, most = 0;
-
-	for (i = 0; i < s->max; i++) {
-		if (!s->c[i])
-			continue;
-		for (j = 0, n = 0; j < s->max; j++)
-			n += s->c[j] && peer_eq(&s->c[j]->peer, &s->c[i]->peer);
-		if (n > most) {
-			most = n;
-			best = &s->c[i]->peer;
-		}
-	}
-	return best;
-}
-
 static size_t peer_count(struct http_server *s, const struct peer *p)
 {
 	size_t i, n = 0;
@@ -742,6 +751,23 @@ static size_t peer_count(struct http_server *s, const struct peer *p)
 	for (i = 0; i < s->max; i++)
 		n += s->c[i] && peer_eq(&s->c[i]->peer, p);
 	return n;
+}
+
+/* accept() failing for a lack of something (descriptors, memory): the
+ * listener rests for ACCEPT_PAUSE_MS instead of waking the loop at once
+ * again and again; the queued connections wait in the kernel. */
+static void pause_accept(struct http_server *s, long long now)
+{
+	if (!epoll_ctl(s->ep, EPOLL_CTL_DEL, s->lfd, NULL))
+		s->resume_ms = now + ACCEPT_PAUSE_MS;
+}
+
+static void resume_accept(struct http_server *s, long long now)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+
+	if (s->resume_ms && now >= s->resume_ms && !epoll_ctl(s->ep, EPOLL_CTL_ADD, s->lfd, &ev))
+		s->resume_ms = 0;
 }
 
 /* No room: a short 503 (if the socket takes it at once), and closed. */
@@ -778,13 +804,20 @@ static void accept_some(struct http_server *s, long long now)
 			s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 			continue;
 		}
-		if (fd < 0)
-			return;	/* none waiting (or ECONNABORTED & co.: next round) */
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED && errno != EPROTO)
+				pause_accept(s, now);	/* EMFILE & co.: not a spin */
+			return;	/* none waiting, or the next round */
+		}
 		peer_of(s, fd, &p);
+		/* a full peer makes room among its own; a full server, among
+		 * all (a peer is not others' to choose: one of many addresses
+		 * may be the scraper) */
 		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER)
 			v = victim(s, &p);
 		else if (s->n >= s->max)
-			v = victim(s, biggest_peer(s));
+			v = victim(s, NULL);
 		if (v >= 0)
 			drop(s, (size_t)v);
 		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER || s->n >= s->max) {
@@ -898,6 +931,8 @@ long long http_server_timeout(const struct http_server *s)
 	for (i = 0; i < s->max; i++)
 		if (s->c[i] && (first < 0 || s->c[i]->deadline < first))
 			first = s->c[i]->deadline;
+	if (s->resume_ms && (first < 0 || s->resume_ms < first))
+		first = s->resume_ms;
 	return first < 0 ? -1 : first > now ? first - now : 0;
 }
 
@@ -908,6 +943,7 @@ void http_server_run(struct http_server *s)
 	int n, k;
 	size_t i;
 
+	resume_accept(s, now);
 	n = epoll_wait(s->ep, ev, 64, 0);
 	for (k = 0; k < n; k++) {
 		size_t at = (size_t)ev[k].data.u64;
