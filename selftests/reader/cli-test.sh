@@ -66,7 +66,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..88"
+echo "1..89"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -165,6 +165,24 @@ mkdir -m 700 "$D.pid1"
 [ -z "$bad" ] && ok "claims /proc contradicts (pid 1 started later; pid 1 in another uid's file) are disproved in list, dump, postmortem, top, JSON and export" ||
 	nok "disproved claims:$bad"
 rm -rf "$D.pid1"
+# ... and a true claim is not: a writer of uid 65534 that made itself not
+# dumpable (on some kernels its /proc/<pid> is root's then; its uids are
+# 65534 all the same) is live, with its comm, read by root from its
+# directory
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	mkdir -m 700 "$D.pid1" && chown 65534 "$D.pid1"
+	MKHEAP_NOT_DUMPABLE=1 setpriv --reuid 65534 --regid 65534 --clear-groups \
+		"$MK" "$D.pid1" live 1 >"$D.livepid" &
+	for _ in $(seq 100); do [ -s "$D.livepid" ] && break; sleep 0.05; done
+	lp=$(cat "$D.livepid")
+	BLAMER_DIR=$D.pid1 run 0 list && grep -q "^ *$lp mkheap  *live .* claimed\$" "$OUT" &&
+		ok "a writer of another uid that is not dumpable is live, not disproved" ||
+		nok "a writer that is not dumpable"
+	kill "$lp" 2>/dev/null
+	rm -rf "$D.pid1" "$D.livepid"
+else
+	ok "# SKIP not root: no other uid to run a writer as"
+fi
 run 0 postmortem 3999002 && grep -q '^pid 3999002 (app) \[claimed\]: gone, cause unknown' "$OUT" &&
 	grep -q 'cache warm' "$OUT" && ! grep -q 3999001 "$OUT" && ok "postmortem PID" || nok "postmortem PID"
 err_has 1 "still running" postmortem "$livepid"

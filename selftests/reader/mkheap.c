@@ -5,6 +5,7 @@
  *   mkheap DIR corrupt PID START        a standard heap whose list loops
  *   mkheap DIR live SCALE               a heap for this process; prints
  *                                       the pid, then waits to be killed
+ *                                       (not dumpable if $MKHEAP_NOT_DUMPABLE)
  *   mkheap DIR live-down SCALE          the same, and at each SIGUSR1 its
  *                                       counters rewritten in place at a
  *                                       scale one lower (a writer turning
@@ -24,6 +25,7 @@
  *                                       (PERCENT of it: 100 by default)
  */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +222,9 @@ int main(int argc, char **argv)
 		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
 	}
 	if (argc >= 4 && !strcmp(argv[2], "live")) {
+		/* a process that is not dumpable: /proc/<pid> is root's */
+		if (getenv("MKHEAP_NOT_DUMPABLE"))
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 		fx_standard(&h, getpid(), (int64_t)my_start(), strtoull(argv[3], NULL, 0));
 		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
 			return 1;
