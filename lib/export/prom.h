@@ -146,11 +146,15 @@ struct prom_guard_proc {
 	struct prom_key key;
 	uint64_t seen_ns;	/* last exported (CLOCK_MONOTONIC) */
 	uint64_t decreases;
-	struct guard_series *v;
-	size_t n;
-	/* the series written this time (prom_guard_clamp()) */
+	struct guard_series *v;	/* in the order last written */
+	size_t n, capv;
+	/* while it is written (prom_guard_clamp()): the series written, where
+	 * the memory is matched up to, and (once the order broke) an index of
+	 * the memory by id and which of it was matched */
 	struct guard_series *fresh;
-	size_t nnew, capnew;
+	size_t nnew, capnew, pos;
+	uint32_t *idx;
+	uint8_t *used;
 	uint64_t seed;
 	bool oom;
 };

@@ -277,7 +277,7 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		if (old) {
 			gv[i] = *old;
 			old->v = old->fresh = NULL;
-			old->n = old->nnew = old->capnew = 0;
+			old->n = old->capv = old->nnew = old->capnew = 0;
 		}
 		x->print = fingerprint(c->seed, p);
 		/* the same text as last time holds the same values, so the

@@ -61,26 +61,81 @@ static int key_cmp(const struct prom_key *x, const struct prom_key *y)
 	return (x->heap > y->heap) - (x->heap < y->heap);
 }
 
-static int series_cmp(const void *a, const void *b)
+/*
+ * A process's series are written in the same order every scrape (by
+ * family, path and unit), so its memory is kept in that order and each
+ * series is first looked for where the last one left off: one compare,
+ * no search and no sort while the order holds. When it does not (a path
+ * came or went, a label changed), an index of the memory sorted by id is
+ * made once for that process's scrape and searched.
+ */
+/* qsort_r()'s order of indexes into the memory @arg, by series id */
+static int idx_cmp(const void *a, const void *b, void *arg)
 {
-	const struct guard_series *x = a, *y = b;
+	const struct guard_series *v = arg;
+	uint64_t x = v[*(const uint32_t *)a].id, y = v[*(const uint32_t *)b].id;
 
-	return (x->id > y->id) - (x->id < y->id);
+	return (x > y) - (x < y);
+}
+
+/* The memory's entry of series @id, or NULL (marked used when found). */
+static struct guard_series *find(struct prom_guard_proc *g, uint64_t id)
+{
+	size_t lo = 0, hi;
+
+	if (g->pos < g->n && g->v[g->pos].id == id) {
+		if (g->used)
+			g->used[g->pos] = 1;
+		return &g->v[g->pos++];
+	}
+	if (!g->n)
+		return NULL;
+	if (!g->idx) {
+		size_t i;
+
+		g->idx = malloc(g->n * sizeof(*g->idx));
+		g->used = calloc(g->n, 1);
+		if (!g->idx || !g->used) {
+			g->oom = true;
+			return NULL;
+		}
+		/* what was matched in order so far is used */
+		memset(g->used, 1, g->pos);
+		for (i = 0; i < g->n; i++)
+			g->idx[i] = (uint32_t)i;
+		qsort_r(g->idx, g->n, sizeof(*g->idx), idx_cmp, g->v);
+	}
+	hi = g->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t m = g->v[g->idx[mid]].id;
+
+		if (m == id) {
+			g->used[g->idx[mid]] = 1;
+			g->pos = g->idx[mid] + 1;	/* the order may hold from here */
+			return &g->v[g->idx[mid]];
+		}
+		if (m < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 void prom_guard_begin(struct prom_guard_proc *g, uint64_t seed)
 {
 	g->seed = seed;
 	g->nnew = 0;
+	g->pos = 0;
 }
 
 uint64_t prom_guard_clamp(struct prom_guard_proc *g, const char *series, size_t len,
 			  uint64_t shown)
 {
-	struct guard_series key = { .id = series_id(g->seed, series, len) }, *old, *nv;
-	uint64_t emitted = shown;
+	uint64_t id = series_id(g->seed, series, len), emitted = shown;
+	struct guard_series *old = find(g, id), *nv;
 
-	old = g->n ? bsearch(&key, g->v, g->n, sizeof(*g->v), series_cmp) : NULL;
 	if (old) {
 		if (shown < old->shown)
 			g->decreases++;
@@ -98,52 +153,68 @@ uint64_t prom_guard_clamp(struct prom_guard_proc *g, const char *series, size_t 
 		g->fresh = nv;
 		g->capnew = cap;
 	}
-	g->fresh[g->nnew++] = (struct guard_series){ .id = key.id, .emitted = emitted,
+	g->fresh[g->nnew++] = (struct guard_series){ .id = id, .emitted = emitted,
 						     .shown = shown };
 	return emitted;
 }
 
 /*
- * The series written this time become the process's memory, with those
- * of the last time it did not write (a path that went missing for a
- * scrape keeps its floor): both sorted, merged, the new one winning.
+ * The series written this time become the process's memory, in the
+ * order written, followed by those of the last time not written now (a
+ * path that went missing for a scrape keeps its floor).
  */
 bool prom_guard_end(struct prom_guard_proc *g)
 {
-	struct guard_series *m;
-	size_t i = 0, j = 0, k = 0;
+	struct guard_series *t;
+	size_t i, left = 0, cap;
+	bool ok = !g->oom;
 
-	if (g->oom) {
-		g->oom = false;
-		return false;
+	g->oom = false;
+	/* all matched in order (the common case): nothing of the old is left */
+	if (ok && (g->idx || g->pos < g->n)) {
+		for (i = 0; i < g->n; i++)
+			left += !(g->used && g->used[i]) && (g->idx || i >= g->pos);
 	}
-	if (g->nnew)
-		qsort(g->fresh, g->nnew, sizeof(*g->fresh), series_cmp);
-	m = malloc((g->n + g->nnew + 1) * sizeof(*m));
-	if (!m)
-		return false;
-	while (i < g->nnew || j < g->n) {
-		if (j == g->n || (i < g->nnew && g->fresh[i].id <= g->v[j].id)) {
-			if (j < g->n && g->v[j].id == g->fresh[i].id)
-				j++;
-			if (!k || m[k - 1].id != g->fresh[i].id)
-				m[k++] = g->fresh[i];
-			i++;
-		} else {
-			m[k++] = g->v[j++];
+	if (ok && left) {
+		cap = g->nnew + left;
+		if (cap > g->capnew) {
+			t = realloc(g->fresh, cap * sizeof(*t));
+			if (!t) {
+				ok = false;
+				goto out;
+			}
+			g->fresh = t;
+			g->capnew = cap;
 		}
+		for (i = 0; i < g->n; i++)
+			if (!(g->used && g->used[i]) && (g->idx || i >= g->pos))
+				g->fresh[g->nnew++] = g->v[i];
 	}
-	free(g->v);
-	g->v = m;
-	g->n = k;
+	if (ok) {
+		/* the new memory; the old array is the next scrape's to fill */
+		t = g->v;
+		cap = g->capv;
+		g->v = g->fresh;
+		g->n = g->nnew;
+		g->capv = g->capnew;
+		g->fresh = t;
+		g->capnew = cap;
+	}
+out:
+	free(g->idx);
+	free(g->used);
+	g->idx = NULL;
+	g->used = NULL;
 	g->nnew = 0;
-	return true;
+	return ok;
 }
 
 void prom_guard_proc_free(struct prom_guard_proc *g)
 {
 	free(g->v);
 	free(g->fresh);
+	free(g->idx);
+	free(g->used);
 	memset(g, 0, sizeof(*g));
 }
 

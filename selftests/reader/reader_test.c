@@ -1563,6 +1563,25 @@ TEST(prometheus_counters_never_go_down_in_a_long_lived_exporter)
 	blamer_snapshot_free(s);
 	buf[len] = '\0';
 	EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+	/* a path comes (the series come in another order) and all go lower:
+	 * each still held at its own floor, the new one as the heap says */
+	{
+		uint64_t mid[] = { FX_ROOT, 0x250 };
+
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		h.cur = 1;
+		fx_node(&h, 0x250, "mid");
+		fx_path(&h, mid, 2, 7000000, 5);
+		h.cur = 0;
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/mid\"} 0.007000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/gpu\"} 0.004500000\n"));
+	}
 	free(buf);
 	free(one);
 	free(first);
