@@ -392,6 +392,13 @@ struct blamer_snap_module {
 	bool loaded;
 };
 
+/* Addresses first..last (inclusive) are modules[module]'s: the module
+ * blamer_snap_module_at() gives for them. */
+struct blamer_snap_module_span {
+	uint64_t first, last;
+	uint32_t module;
+};
+
 struct blamer_snap_log {
 	uint64_t number;
 	uint64_t time_ns;	/* CLOCK_REALTIME */
@@ -487,6 +494,21 @@ struct blamer_snap_process {
 	int32_t parent_wait_status;	/* as from waitpid() */
 	int32_t parent_pid;
 	uint64_t parent_exit_time_ns;	/* CLOCK_REALTIME */
+
+	/* the module list as sorted, disjoint address ranges, each the
+	 * module that holds it (blamer_snap_module_at() searches it); made
+	 * by the reader, NULL in a process made by hand (then the list is
+	 * walked) */
+	const struct blamer_snap_module_span *module_spans;
+	size_t nmodule_spans;
+	/* dir backend: what /proc shows contradicts the heap's claim to be
+	 * process pid (started at start_time_ns, files of uid): that pid
+	 * has run since before that start, or runs as a uid that cannot
+	 * have made the files. Then state is BLAMER_PROC_DEAD (the claimed
+	 * process does not run) and nothing of /proc's (comm) is taken as
+	 * the heap's. Why, in a line, in disproved_why. */
+	bool disproved;
+	char disproved_why[128];
 };
 
 /*
@@ -555,6 +577,10 @@ struct blamer_snapshot {
 	 * once, in the order read: several heaps may name one unit
 	 * (blamer_snap_unit_def() picks one) */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
+	/* dir: slab files of heaps none of whose files holds a heap (empty,
+	 * shorter than a slab header, or not starting with the heap's
+	 * magic): counted here, not shown as processes */
+	size_t empty_files;
 };
 
 struct blamer_reader;

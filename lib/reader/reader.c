@@ -187,20 +187,41 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	return 0;
 }
 
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
 {
-	size_t i, j, k = 0;
+	int32_t *sorted = NULL;
+	size_t i, k = 0;
 
+	/* sorted once, each process looked up: no walk of every pid per
+	 * process (a long list of pids times many heaps) */
+	if (npids) {
+		sorted = malloc(npids * sizeof(*sorted));
+		if (sorted) {
+			memcpy(sorted, pids, npids * sizeof(*sorted));
+			qsort(sorted, npids, sizeof(*sorted), i32_cmp);
+		}
+	}
 	for (i = 0; i < s->nprocs; i++) {
 		bool keep = !npids;
+		size_t j;
 
-		for (j = 0; j < npids && !keep; j++)
-			keep = s->procs[i].pid == pids[j];
+		if (npids && sorted)
+			keep = bsearch(&s->procs[i].pid, sorted, npids, sizeof(*sorted), i32_cmp);
+		for (j = 0; npids && !sorted && j < npids && !keep; j++)
+			keep = s->procs[i].pid == pids[j];	/* out of memory: the walk */
 		if (keep)
 			s->procs[k++] = s->procs[i];
 		else
 			rd_process_free(&s->procs[i]);
 	}
+	free(sorted);
 	s->nprocs = k;
 	/* the view of the processes kept, made as for a fresh snapshot */
 	free(s->totals);

@@ -6,12 +6,14 @@
  *   --output FILE          once, to FILE, replaced atomically
  *   --interval S --output  the same every S seconds, for node_exporter's
  *                          textfile collector
- *   --listen ADDR:PORT     serving GET /metrics (with --output and
+ *   --listen ADDR:PORT     serving GET /metrics (also unix:PATH, or
+ *                          systemd's socket; with --output and
  *                          --interval: both)
  * The long-lived forms keep one reader and take a snapshot per scrape or
- * per write, so a scrape costs what a snapshot costs. Files and stdout
- * get the exposition as it is made; an HTTP answer is made whole first
- * (its length leads it), in a buffer kept from scrape to scrape. Dead
+ * per write (scrapers asking at once share one: http.c), so a scrape
+ * costs what a snapshot costs. Files and stdout get the exposition as it
+ * is made; an HTTP answer is made whole first (its length leads it), in
+ * buffers kept from scrape to scrape. Dead
  * heaps are always read in full: their totals stay counted until they
  * are released (the counter model, lib/export/prom.c).
  */
@@ -46,9 +48,10 @@ static void on_stop(int sig)
 /*
  * What rounds keep: the reader (which keeps dead heaps decoded), the
  * text each process had (remade only for a process whose values
- * changed), and the buffer the exposition is made in (10 MB for 1,000
- * heaps: made anew each time, its page faults would cost more than
- * writing it).
+ * changed) and what each counter was (never shown lower: the cache's
+ * guard), and the buffer the file's exposition is made in (10 MB for
+ * 1,000 heaps: made anew each time, its page faults would cost more than
+ * writing it; the HTTP answers have buffers of their own, http.c).
  */
 struct exporter {
 	struct blamer_reader *r;
@@ -69,20 +72,38 @@ static int render_snapshot(struct exporter *e, const struct blamer_snapshot *s)
 	return 0;
 }
 
-/* The same of a fresh snapshot of e->r (an http_render). */
-static int render(void *arg, const char **body, size_t *len)
+/* The exposition of a fresh snapshot of e->r into *buf (an http_render):
+ * made once for every scraper that asks while it is fresh (http.c). */
+static int render(void *arg, char **buf, size_t *len, size_t *cap)
 {
 	struct exporter *e = arg;
 	struct blamer_snapshot *s = NULL;
-	int ret = -1;
+	size_t ml;
+	char *nb;
 
 	if (!blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg))) {
-		ret = render_snapshot(e, s);
+		int ret = blamer_snapshot_prometheus_text_cached(s, e->pc, buf, len, cap);
+
 		blamer_snapshot_free(s);
+		if (!ret)
+			return 0;
+		snprintf(e->msg, sizeof(e->msg), "writing the exposition failed: out of memory");
 	}
-	*body = ret ? e->msg : e->buf;
-	*len = ret ? strlen(e->msg) : e->len;
-	return ret;
+	/* the reason, as the answer's body */
+	ml = strlen(e->msg);
+	if (*cap < ml + 2) {
+		nb = realloc(*buf, ml + 2);
+		if (!nb) {
+			*len = 0;
+			return -1;
+		}
+		*buf = nb;
+		*cap = ml + 2;
+	}
+	memcpy(*buf, e->msg, ml);
+	(*buf)[ml] = '\n';
+	*len = ml + 1;
+	return -1;
 }
 
 /*
@@ -159,8 +180,14 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 	struct sigaction sa = { .sa_handler = on_stop };
 	bool periodic = c->output && (c->seen & OPT_INTERVAL);
 	long long period = (long long)(c->interval * 1000), next = mono_ms();
+	struct http_server *hs = NULL;
 	sigset_t stops, waiting;
 
+	if (lfd >= 0) {
+		hs = http_server_new(lfd, "/metrics", PROM_TYPE, render, e);
+		if (!hs)
+			return err("cannot serve: out of memory");
+	}
 	/* SIGTERM and SIGINT are blocked but while waiting (ppoll): one that
 	 * comes between the check of stop and the wait still ends the wait,
 	 * and one during a round lets the round finish. */
@@ -174,36 +201,31 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 	sigdelset(&waiting, SIGTERM);
 	sigdelset(&waiting, SIGINT);
 	while (!stop) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		struct timespec ts, *tsp = NULL;
-		long long now = mono_ms();
-		int n;
+		struct pollfd p = { .fd = hs ? http_server_fd(hs) : -1, .events = POLLIN };
+		struct timespec ts;
+		long long now = mono_ms(), wait = -1, t;
 
 		if (periodic) {
-			long long left;
-
 			if (now >= next) {
 				write_file(e, c->output);
 				next += period;
 				if (next <= now)	/* fell behind: no burst */
 					next = now + period;
 			}
-			left = next - mono_ms();
-			if (left < 0)
-				left = 0;
-			ts.tv_sec = (time_t)(left / 1000);
-			ts.tv_nsec = (long)(left % 1000) * 1000000;
-			tsp = &ts;
+			wait = next - mono_ms();
+			if (wait < 0)
+				wait = 0;
 		}
-		n = ppoll(&p, lfd >= 0 ? 1 : 0, tsp, &waiting);
-		if (n > 0 && lfd >= 0 && http_serve_one(lfd, "/metrics", PROM_TYPE, render, e) &&
-		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
-			/* EMFILE and the like: the connection stays queued and
-			 * poll() says so at once; wait rather than spin */
-			err("accept: %s", strerror(errno));
-			poll(NULL, 0, 200);
-		}
+		/* the clients' deadlines are the server's to keep */
+		t = hs ? http_server_timeout(hs) : -1;
+		if (t >= 0 && (wait < 0 || t < wait))
+			wait = t;
+		ts.tv_sec = (time_t)(wait / 1000);
+		ts.tv_nsec = (long)(wait % 1000) * 1000000;
+		if (ppoll(&p, hs ? 1 : 0, wait >= 0 ? &ts : NULL, &waiting) >= 0 && hs)
+			http_server_run(hs);
 	}
+	http_server_free(hs);
 	return EX_OK;
 }
 
@@ -211,7 +233,7 @@ int cmd_export(struct cli *c)
 {
 	struct exporter e = { 0 };
 	struct blamer_snapshot *s;
-	char msg[512];
+	char msg[512], *made = NULL;
 	int ret, lfd = -1;
 
 	/* Prometheus is the one format: --prometheus says so, or nothing. */
@@ -222,7 +244,7 @@ int cmd_export(struct cli *c)
 	if (c->listen && c->output && !(c->seen & OPT_INTERVAL))
 		return usage_err("--listen with --output: give --interval S, how often to rewrite it");
 	if (c->listen) {
-		lfd = http_listen(c->listen, msg, sizeof(msg));
+		lfd = http_listen(c->listen, msg, sizeof(msg), &made);
 		if (lfd == -1)
 			return usage_err("%s", msg);
 		if (lfd < 0)
@@ -234,6 +256,8 @@ int cmd_export(struct cli *c)
 	if (ret) {
 		if (lfd >= 0)
 			close(lfd);
+		http_unlink(made);
+		free(made);
 		return ret;
 	}
 	if (lfd >= 0 || (c->seen & OPT_INTERVAL)) {
@@ -249,6 +273,8 @@ int cmd_export(struct cli *c)
 	}
 	if (lfd >= 0)
 		close(lfd);
+	http_unlink(made);	/* a socket file of ours, gone with us */
+	free(made);
 	free(e.buf);
 	blamer_prom_cache_free(e.pc);
 	blamer_reader_close(e.r);

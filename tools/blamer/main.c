@@ -63,9 +63,16 @@ static const struct command {
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
 	  "textfile collector never sees half of it); with --interval S too, every\n"
 	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
-	  "127.0.0.1) until SIGTERM. Dead heaps are always read in full: every\n"
-	  "counter is a process's own (labels pid, start_time_ns, heap, identity)\n"
-	  "and stays until its heap is released, so no counter ever goes down.\n" },
+	  "127.0.0.1) until SIGTERM; --listen unix:PATH on a socket file of mode\n"
+	  "0660 (its owner and group may connect), --listen systemd on the socket\n"
+	  "systemd passes. Many clients are served at once, each within fixed\n"
+	  "budgets of time and bytes, at most 32 of one peer (a local user, by\n"
+	  "uid; else an address), so other clients cannot blind a scraper.\n"
+	  "Dead heaps are always read in full: every counter is a process's own\n"
+	  "(labels pid, start_time_ns, heap, identity) and stays until its heap is\n"
+	  "released. --listen and --interval never let a counter go down, whatever\n"
+	  "a heap does (held at its highest; blamer_counter_decreases_total counts\n"
+	  "what a heap turned back); a one-off export says what the heaps say.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -100,7 +107,7 @@ static const struct option_help {
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
 	{ OPT_LISTEN, "--listen", "--listen ADDR:PORT", "--listen ADDR:PORT",
-	  "serve /metrics over HTTP (ADDR default 127.0.0.1)" },
+	  "serve /metrics over HTTP (ADDR default 127.0.0.1; or unix:PATH, systemd)" },
 };
 
 static const char global_help[] =
