@@ -620,6 +620,11 @@ struct blamer_backend_status {
 		char value[128];
 	} params[32];
 	size_t nparams;
+	/* both: writes the heaps the caller reads could not record in full,
+	 * summed by reason (BLAMER_DROP_*), their total, and how many heaps
+	 * dropped any */
+	uint64_t drops[BLAMER_DROP_MAX];
+	uint64_t dropped, dropping_heaps;
 };
 /* 0 or -errno (message in err). */
 int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,

@@ -320,24 +320,24 @@ static void claimed(struct bl_json *j, const struct blamer_snap_process *p)
 }
 
 /* "dropped": the total, "drops": {reason: count} of the reasons counted. */
-static void drops(struct bl_json *j, const struct blamer_snap_process *p)
+static void drops(struct bl_json *j, const uint64_t *counts, uint64_t total)
 {
 	uint32_t i;
 
-	bl_json_kv_u64(j, "dropped", p->dropped);
+	bl_json_kv_u64(j, "dropped", total);
 	bl_json_key(j, "drops");
 	bl_json_object(j);
 	for (i = 0; i < BLAMER_DROP_MAX; i++) {
 		const char *n = blamer_drop_reason_name(i);
 		char other[16];
 
-		if (!p->drops[i])
+		if (!counts[i])
 			continue;
 		if (!n) {
 			snprintf(other, sizeof(other), "%u", i);	/* a newer writer's */
 			n = other;
 		}
-		bl_json_kv_u64(j, n, p->drops[i]);
+		bl_json_kv_u64(j, n, counts[i]);
 	}
 	bl_json_object_end(j);
 }
@@ -408,7 +408,7 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_string(j, "cmdline", p->cmdline);
 	bl_json_kv_string(j, "role", p->role);
 	bl_json_kv_string(j, "instance", p->instance);
-	drops(j, p);
+	drops(j, p->drops, p->dropped);
 	parent_claim(j, p);
 	if (!summary)
 		details(j, s, p);
@@ -571,6 +571,8 @@ int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f)
 		bl_json_kv_u64(&j, "dead", st->dead);
 		bl_json_kv_u64(&j, "bytes", st->bytes);
 	}
+	drops(&j, st->drops, st->dropped);
+	bl_json_kv_u64(&j, "dropping_heaps", st->dropping_heaps);
 	bl_json_object_end(&j);
 	return bl_json_finish(&j);
 }

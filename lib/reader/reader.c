@@ -280,25 +280,43 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 {
 	struct blamer_snapshot *s;
 	uint32_t flags = r->opts.flags;
-	size_t i;
+	size_t i, j;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	st->backend = r->backend;
 	snprintf(st->source, sizeof(st->source), "%s", r->source);
-	if (r->backend == BLAMER_BACKEND_DEVICE)
-		return rd_dev_status(r, st, err, errlen);
-	/* dir: what the heaps' headers say, however many there are */
-	r->opts.flags = BLAMER_READ_HEADERS_ONLY;
+	if (r->backend == BLAMER_BACKEND_DEVICE) {
+		ret = rd_dev_status(r, st, err, errlen);
+		if (ret)
+			return ret;
+	}
+	/*
+	 * Every heap read to its DROPS record (dead ones too, which are
+	 * where lost writes matter most), nothing else decoded; on the dir
+	 * backend the same pass counts the heaps.
+	 */
+	r->opts.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_THREADS | BLAMER_READ_NO_STACKS |
+			BLAMER_READ_NO_USERDATA | BLAMER_READ_NO_MODULES | BLAMER_READ_NO_LOG |
+			BLAMER_READ_NO_CHILDREN | BLAMER_READ_NO_DAG;
 	ret = blamer_reader_snapshot(r, &s, err, errlen);
 	r->opts.flags = flags;
 	if (ret)
 		return ret;
 	for (i = 0; i < s->nprocs; i++) {
-		st->bytes += s->procs[i].size;
-		st->dead += s->procs[i].state == BLAMER_PROC_DEAD;
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < BLAMER_DROP_MAX; j++)
+			st->drops[j] += p->drops[j];
+		st->dropped += p->dropped;
+		st->dropping_heaps += p->dropped != 0;
+		if (r->backend == BLAMER_BACKEND_DIR) {
+			st->bytes += p->size;
+			st->dead += p->state == BLAMER_PROC_DEAD;
+		}
 	}
-	st->heaps = s->nprocs;
+	if (r->backend == BLAMER_BACKEND_DIR)
+		st->heaps = s->nprocs;
 	blamer_snapshot_free(s);
 	return 0;
 }

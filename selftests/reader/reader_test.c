@@ -1052,6 +1052,57 @@ static const struct blamer_snap_process *by_pid(const struct blamer_snapshot *s,
 	return NULL;
 }
 
+/*
+ * Status sums the writes every heap dropped, dead heaps included, by
+ * reason, and says how many heaps dropped any, in its JSON too.
+ */
+TEST(status_sums_the_drops_of_every_heap)
+{
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_backend_status st;
+	struct blamer_reader *r;
+	struct fx_heap a, b;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_init(&a, 1, FX_SLAB, 3999201, 5);
+	fx_process(&a, BLAMER_PHASE_MAIN_LOOP, "/srv/a");
+	counts[BLAMER_DROP_STRING_CUT] = 3;
+	fx_drops(&a, "worker", "1", counts, BLAMER_DROP_REASONS);
+	fx_init(&b, 1, FX_SLAB, 3999202, 6);
+	fx_process(&b, BLAMER_PHASE_MAIN_LOOP, "/srv/b");
+	counts[BLAMER_DROP_STRING_CUT] = 1;
+	counts[BLAMER_DROP_HEAP_FULL] = 4;
+	fx_drops(&b, "worker", "2", counts, BLAMER_DROP_REASONS);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999201, 5));
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999202, 6));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_status(r, &st, NULL, 0));
+	EXPECT_EQ(2, st.heaps);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_HEAP_FULL]);
+	EXPECT_EQ(8, st.dropped);
+	EXPECT_EQ(2, st.dropping_heaps);
+	f = open_memstream(&json, &len);
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, blamer_status_write_json(&st, f));
+	fclose(f);
+	EXPECT_NE(NULL, strstr(json, "\"dropped\":\"8\",\"drops\":{\"heap_full\":\"4\",\"string_cut\":\"4\"}"))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"dropping_heaps\":\"2\""));
+	free(json);
+	blamer_reader_close(r);
+	fx_free(&a);
+	fx_free(&b);
+	rm_tmpdir();
+}
+
 TEST(dir_live_dead_and_aggregation)
 {
 	struct fx_heap a, b;
