@@ -38,8 +38,9 @@ pkgs=(
 	man-db python3 python3-prometheus-client python3-docutils python3-jsonschema
 	prometheus prometheus-node-exporter
 	# the prometheus-server suite scrapes and queries with curl; the
-	# systemd-unit suite checks the unit with systemd-analyze
-	curl systemd
+	# systemd-unit suite checks the unit with systemd-analyze; reader-max
+	# reads CPU time and peak RSS with /usr/bin/time
+	curl systemd time
 	# installing (selftests/install): DKMS, building and checking the
 	# Debian packages, what their maintainer scripts and the tests use
 	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion

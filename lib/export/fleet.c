@@ -521,10 +521,17 @@ static bool fold_one(struct blamer_fleet *f, const struct blamer_snapshot *s,
 	return true;
 }
 
-/* A dead heap read in full (or holding nothing): its values are final. */
+/*
+ * A dead heap read in full (or holding nothing): its values are final.
+ * Not a disproved one: /proc contradicts its claim, which may be a
+ * writer's in another pid or time namespace that runs still; it is
+ * counted while it is there, never folded nor released by the fold
+ * (retention decides; if it goes, the guard holds its series).
+ */
 static bool foldable(const struct blamer_snap_process *p)
 {
-	return p->state == BLAMER_PROC_DEAD && p->health != BLAMER_HEALTH_UNCHECKED &&
+	return p->state == BLAMER_PROC_DEAD && !p->disproved &&
+	       p->health != BLAMER_HEALTH_UNCHECKED &&
 	       p->health != BLAMER_HEALTH_UNREADABLE && p->health != BLAMER_HEALTH_TORN;
 }
 
@@ -533,10 +540,15 @@ static bool not_folded(const struct blamer_snap_process *p, void *arg)
 	return !fl_folded(arg, p);
 }
 
+struct folded_proc {
+	const struct fl_ident *id;
+	const struct blamer_snap_process *p;
+};
+
 static int dead_desc(const void *a, const void *b)
 {
-	const struct fl_ident *x = *(const struct fl_ident *const *)a;
-	const struct fl_ident *y = *(const struct fl_ident *const *)b;
+	const struct fl_ident *x = ((const struct folded_proc *)a)->id;
+	const struct fl_ident *y = ((const struct folded_proc *)b)->id;
 
 	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
 }
@@ -545,35 +557,26 @@ static int dead_desc(const void *a, const void *b)
 static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 			const struct blamer_snapshot *s, unsigned keep)
 {
-	struct fl_ident **v = malloc((f->nidents + 1) * sizeof(*v));
-	const struct blamer_snap_process **proc = malloc((f->nidents + 1) * sizeof(*proc));
+	struct folded_proc *v = malloc((s->nprocs + 1) * sizeof(*v));
 	size_t i, n = 0, k;
 	char e[256];
 
-	if (!v || !proc)
-		goto out;
+	if (!v)
+		return;
 	for (i = 0; i < s->nprocs; i++) {
-		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
+		struct fl_ident id = fl_ident_of(&s->procs[i]);
+		const struct fl_ident *x = ident_find(f, &id);
 
-		if (x && n < f->nidents)
-			v[n++] = x;
+		if (x)
+			v[n++] = (struct folded_proc){ x, &s->procs[i] };
 	}
 	qsort(v, n, sizeof(*v), dead_desc);
 	for (k = keep; k < n; k++) {
-		for (i = 0; i < s->nprocs; i++) {
-			struct fl_ident id = fl_ident_of(&s->procs[i]);
-
-			if (!ident_cmp(&id, v[k])) {
-				/* gone already, or refused: the next fold tries again */
-				blamer_reader_release(r, &s->procs[i], e, sizeof(e));
-				fl_test_abort(f, 6);
-				break;
-			}
-		}
+		/* gone already, or refused: the next fold tries again */
+		blamer_reader_release(r, v[k].p, e, sizeof(e));
+		fl_test_abort(f, 6);
 	}
-out:
 	free(v);
-	free(proc);
 }
 
 int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct blamer_snapshot *s,

@@ -24,18 +24,28 @@ int blamer_modules_refresh(struct blamer *b)
 	return bl_modules_record(b);
 }
 
+/* The process record of *@bp's heap (made if need be), or NULL with *@err. */
+static struct blamer_process *process_rec(struct blamer **bp, int *err)
+{
+	struct blamer_process *p;
+	struct bl_heap *h = bl_heap_for(bp, err);
+
+	if (!h)
+		return NULL;
+	p = bl_heap_get(h, (*bp)->process, BLAMER_REC_PROCESS, sizeof(*p));
+	if (!p)
+		*err = bl_error(EIO, "blamer: process record lost");
+	return p;
+}
+
 int blamer_set_phase(struct blamer *b, uint32_t phase)
 {
 	struct blamer_process *p;
-	struct bl_heap *h;
 	int err;
 
-	h = bl_heap_for(&b, &err);
-	if (!h)
-		return err;
-	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	p = process_rec(&b, &err);
 	if (!p)
-		return bl_error(EIO, "blamer: process record lost");
+		return err;
 	/* Release: a phase is one word; nothing else to publish, but readers
 	 * load it with acquire so keep the pair. */
 	st_release(A32(&p->phase), phase);
@@ -149,7 +159,6 @@ static bool role_name_ok(const char *s, bool may_be_empty)
 int blamer_set_role(struct blamer *b, const char *role, const char *instance)
 {
 	struct blamer_process *p;
-	struct bl_heap *h;
 	uint32_t st = BLAMER_ROLE_NONE;
 	int err;
 
@@ -158,12 +167,9 @@ int blamer_set_role(struct blamer *b, const char *role, const char *instance)
 				"printable ASCII bytes", BLAMER_NAME_MAX - 1, BLAMER_NAME_MAX - 1);
 	if (!instance)
 		instance = "";
-	h = bl_heap_for(&b, &err);
-	if (!h)
-		return err;
-	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	p = process_rec(&b, &err);
 	if (!p)
-		return bl_error(EIO, "blamer: process record lost");
+		return err;
 	/* Once per heap: whoever moves NONE -> WRITING writes both names,
 	 * then SET with release (readers show them only then). */
 	if (atomic_compare_exchange_strong_explicit(A32(&p->role_state), &st, BLAMER_ROLE_WRITING,

@@ -102,7 +102,13 @@ fi
 # a crash: the heap stays, dead, with its last values
 kill -KILL "$Wa"; wait "$Wa" 2>/dev/null
 alive() { kill -0 "$1" 2>/dev/null; }
-curl -sf -m 5 "http://127.0.0.1:$BP/metrics" >"$D/after-kill.prom"
+# scrapers within a second of each other share an answer (http.c): the
+# one Prometheus just had may still be served, so ask until it is newer
+dead_now() {
+	curl -sf -m 5 "http://127.0.0.1:$BP/metrics" >"$D/after-kill.prom" &&
+		grep -q "^blamer_process_live{pid=\"$Wa\".* 0$" "$D/after-kill.prom"
+}
+wait_for 10 dead_now
 LAST=$(grep "^$R{pid=\"$Wa\"" "$D/after-kill.prom" | awk '{print $2}')
 if [ -n "$LAST" ] && grep -q "^blamer_process_live{pid=\"$Wa\".* 0$" "$D/after-kill.prom"; then
 	echo "ok 2 - the killed worker's heap is exported dead, with its last count ($LAST)"

@@ -342,6 +342,101 @@ TEST(addresses_name_their_module)
 	fx_free(&h);
 }
 
+/*
+ * The module table (module_spans) answers what a walk of the module list
+ * answers, the last loaded module listed that holds the address, for
+ * modules that overlap, nest, share a base, are unloaded, empty, or run
+ * to the end of the address space: every boundary and its neighbours,
+ * and random addresses, against the walk (a copy without the table).
+ */
+TEST(module_table_answers_as_the_walk_does)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ull, probes[4096];
+	struct blamer_snap_process walk;
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	size_t np = 0, i;
+	int m;
+
+	fx_init(&h, 1, 1u << 20, 77, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/mods");
+	for (m = 0; m < 300; m++) {
+		struct blamer_module *mr;
+		uint64_t base, size;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		base = 0x10000 + (rng >> 40) % 64 * 0x1000;	/* crowded: overlaps */
+		size = (rng >> 20) % 5 * 0x800;			/* 0 (empty) .. 8 KiB */
+		if (m % 37 == 0) {
+			base = UINT64_MAX - 0xfff;		/* to the very end */
+			size = 0x1000;
+		} else if (m % 41 == 0) {
+			size = UINT64_MAX;			/* wraps: to the end */
+		}
+		fx_module(&h, "/lib/libm.so", base);
+		mr = fx_at(&h, h.tail);
+		mr->size = size;
+		mr->loaded = m % 7 != 3;
+		if (np + 3 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base - 1;
+			probes[np++] = base;
+			probes[np++] = base + size;	/* one past its end */
+		}
+		if (size && np + 2 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base + size - 1;
+			probes[np++] = base + size / 2;
+		}
+	}
+	while (np < sizeof(probes) / sizeof(probes[0])) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		probes[np++] = 0xf000 + (rng >> 30) % 0x50000;
+	}
+	probes[0] = 0;
+	probes[1] = UINT64_MAX;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	ASSERT_EQ(300, p->nmodules);
+	ASSERT_NE(NULL, p->module_spans);
+	/* disjoint and sorted */
+	for (i = 0; i < p->nmodule_spans; i++) {
+		ASSERT_LE(p->module_spans[i].first, p->module_spans[i].last);
+		if (i)
+			ASSERT_LT(p->module_spans[i - 1].last, p->module_spans[i].first);
+	}
+	walk = *p;
+	walk.module_spans = NULL;
+	walk.nmodule_spans = 0;
+	for (i = 0; i < np; i++) {
+		const struct blamer_snap_module *a = blamer_snap_module_at(p, probes[i]);
+		const struct blamer_snap_module *b = blamer_snap_module_at(&walk, probes[i]);
+
+		if (a != b)
+			TH_LOG("address %#llx: table says module %ld, walk %ld",
+			       (unsigned long long)probes[i], a ? (long)(a - p->modules) : -1L,
+			       b ? (long)(b - p->modules) : -1L);
+		ASSERT_EQ(b, a);
+	}
+	/* a kept copy (rd_process_copy) keeps its table */
+	{
+		struct blamer_snapshot *t = rd_snapshot_new(NULL);
+		struct blamer_snap_process *q = rd_new_process(t);
+
+		ASSERT_TRUE(rd_process_copy(t, q, p));
+		ASSERT_EQ(p->nmodule_spans, q->nmodule_spans);
+		for (i = 0; i < np; i++) {
+			const struct blamer_snap_module *a = blamer_snap_module_at(q, probes[i]);
+			const struct blamer_snap_module *b = blamer_snap_module_at(p, probes[i]);
+
+			ASSERT_EQ(b ? b - p->modules : -1, a ? a - q->modules : -1);
+		}
+		blamer_snapshot_free(t);
+	}
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 /* The conversion of heap stamps, on numbers worked out by hand. */
 TEST(clock_conversion)
 {
@@ -1160,6 +1255,57 @@ static const struct blamer_snap_process *by_pid(const struct blamer_snapshot *s,
 	return NULL;
 }
 
+/*
+ * Status sums the writes every heap dropped, dead heaps included, by
+ * reason, and says how many heaps dropped any, in its JSON too.
+ */
+TEST(status_sums_the_drops_of_every_heap)
+{
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_backend_status st;
+	struct blamer_reader *r;
+	struct fx_heap a, b;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_init(&a, 1, FX_SLAB, 3999201, 5);
+	fx_process(&a, BLAMER_PHASE_MAIN_LOOP, "/srv/a");
+	counts[BLAMER_DROP_STRING_CUT] = 3;
+	fx_drops(&a, "worker", "1", counts, BLAMER_DROP_REASONS);
+	fx_init(&b, 1, FX_SLAB, 3999202, 6);
+	fx_process(&b, BLAMER_PHASE_MAIN_LOOP, "/srv/b");
+	counts[BLAMER_DROP_STRING_CUT] = 1;
+	counts[BLAMER_DROP_HEAP_FULL] = 4;
+	fx_drops(&b, "worker", "2", counts, BLAMER_DROP_REASONS);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999201, 5));
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999202, 6));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_status(r, &st, NULL, 0));
+	EXPECT_EQ(2, st.heaps);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_HEAP_FULL]);
+	EXPECT_EQ(8, st.dropped);
+	EXPECT_EQ(2, st.dropping_heaps);
+	f = open_memstream(&json, &len);
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, blamer_status_write_json(&st, f));
+	fclose(f);
+	EXPECT_NE(NULL, strstr(json, "\"dropped\":\"8\",\"drops\":{\"heap_full\":\"4\",\"string_cut\":\"4\"}"))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"dropping_heaps\":\"2\""));
+	free(json);
+	blamer_reader_close(r);
+	fx_free(&a);
+	fx_free(&b);
+	rm_tmpdir();
+}
+
 TEST(dir_live_dead_and_aggregation)
 {
 	struct fx_heap a, b;
@@ -1676,6 +1822,134 @@ TEST(prometheus_cache_writes_what_a_fresh_export_writes)
 	fx_free(&a);
 	fx_free(&b);
 	fx_free(&d);
+}
+
+/* The value of the sample of @text whose line starts with @prefix, or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	const char *at = text;
+	size_t n = strlen(prefix);
+
+	while ((at = strstr(at, prefix))) {
+		if (at == text || at[-1] == '\n')
+			return strtod(strchr(at, ' ') + 1, NULL);
+		at += n;
+	}
+	return -1;
+}
+
+/*
+ * A long-lived exporter's counters never go down, whatever the heap
+ * shows (prom_guard.c): a heap whose counters are rewritten lower keeps
+ * its series at their highest, and the decreases are counted for it
+ * (once per series each time the heap shows less than the time before,
+ * not again while it stays low); a heap that grows past the floor is
+ * shown as it is; a process that is gone for a scrape comes back to its
+ * floor. A one-off export has no memory: it shows what the heap says.
+ */
+TEST(prometheus_counters_never_go_down_in_a_long_lived_exporter)
+{
+	static const char frame[] =
+		"blamer_attribution_cpu_seconds_total{pid=\"4242\",";
+	static const char dec[] = "blamer_counter_decreases_total{pid=\"4242\"";
+	struct blamer_prom_cache *c = blamer_prom_cache_new();
+	struct blamer_snapshot *s, *none;
+	char *buf = NULL, *one = NULL, *first = NULL;
+	size_t len, cap = 0, olen, ocap = 0;
+	struct fx_heap h, other;
+	const char *at;
+	int i;
+
+	ASSERT_NE(NULL, c);
+	/* the frame path's cpu series: 5 ms per scale step */
+	fx_standard(&h, 4242, 777, 5);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	first = strndup(buf, len);
+	at = strstr(first, frame);
+	ASSERT_NE(NULL, at);
+	ASSERT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+	EXPECT_EQ(NULL, strstr(first, "blamer_counter_decreases_total"));
+	/* rewritten lower, twice (the second time the same): held, counted once */
+	for (i = 0; i < 2; i++) {
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 3);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		buf[len] = '\0';
+		at = strstr(buf, frame);
+		ASSERT_NE(NULL, at);
+		EXPECT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		/* every counter of the heap went down: each series counted */
+		EXPECT_LT(0, sample(buf, dec));
+		EXPECT_NE(NULL, strstr(buf, "# TYPE blamer_counter_decreases_total counter\n"));
+		/* the one-off export says what the heap says */
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &one, &olen, &ocap));
+		one[olen] = '\0';
+		EXPECT_NE(NULL, strstr(one, "path=\"/browser/tab/frame\"} 0.015000000\n"));
+		EXPECT_EQ(NULL, strstr(one, "blamer_counter_decreases_total"));
+		blamer_snapshot_free(s);
+	}
+	{
+		double d = sample(buf, dec);
+
+		/* up again, below the floor: held, no new decrease */
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 4);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_EQ(d, sample(buf, dec));
+		/* gone for a scrape, then back lower still: the floor holds */
+		fx_standard(&other, 4243, 778, 1);
+		none = read_heap(&other);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(none, c, &buf, &len, &cap));
+		blamer_snapshot_free(none);
+		fx_free(&other);
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_LT(d, sample(buf, dec));
+	}
+	/* past the floor: as the heap says */
+	fx_free(&h);
+	fx_standard(&h, 4242, 777, 9);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	buf[len] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+	/* a path comes (the series come in another order) and all go lower:
+	 * each still held at its own floor, the new one as the heap says */
+	{
+		uint64_t mid[] = { FX_ROOT, 0x250 };
+
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		h.cur = 1;
+		fx_node(&h, 0x250, "mid");
+		fx_path(&h, mid, 2, 7000000, 5);
+		h.cur = 0;
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/mid\"} 0.007000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/gpu\"} 0.004500000\n"));
+	}
+	free(buf);
+	free(one);
+	free(first);
+	fx_free(&h);
+	blamer_prom_cache_free(c);
 }
 
 TEST(dir_release_removes_dead_only)

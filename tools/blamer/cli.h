@@ -89,10 +89,15 @@ void note_empty(const struct cli *c, const struct blamer_reader *r);
  * heaps, note_empty(). */
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s);
-/* Parse PID arguments; each must name a process of s, else error. */
+/* Parse PID arguments; each must name a process of s, else error. The
+ * pids come sorted, each once. */
 int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	       size_t *npids);
+/* @pid is one of @pids (parse_pids()'s, sorted), or there are none. */
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
+/* The index of the first process of @pid in s->procs (sorted by pid), or
+ * where it would be (s->nprocs if past the end). */
+size_t proc_first(const struct blamer_snapshot *s, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
 /* A measurement as people read it: cpu_ns (and an application unit in
@@ -123,8 +128,10 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
  *   proc_comm      its comm, "?" if none is known
  *   proc_identity  "kernel" when the kernel vouches for pid, uid, start
  *                  time, comm, state and exit (the device backend),
- *                  "claimed" when they are the heap's word (dir backend)
- *   proc_tag       "" or " [claimed]", after "pid N (comm) uid U"
+ *                  "claimed" when they are the heap's word (dir backend),
+ *                  "disproved" when /proc contradicts that word
+ *   proc_tag       "", " [claimed]" or " [claim disproved]", after
+ *                  "pid N (comm) uid U"
  *   proc_health    the health's one name ("unchecked": records not read)
  */
 const char *proc_comm(const struct blamer_snap_process *p);

@@ -162,7 +162,7 @@ static int total_desc(const void *a, const void *b)
 static const char *row_colour(const struct blamer_snap_process *p)
 {
 	if (p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE ||
-	    p->health == BLAMER_HEALTH_TORN)
+	    p->health == BLAMER_HEALTH_TORN || p->disproved)
 		return "33";			/* yellow: the heap has a problem */
 	if (p->state == BLAMER_PROC_LIVE)
 		return NULL;
@@ -183,7 +183,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	for (i = 0; i < NSORT; i++)
 		snprintf(col[i], sizeof(col[i]), "%s%s", titles[i], i != t->sort || !t->keys ? "" :
 			 t->reversed ? "^" : "*");
-	scr_line(&t->scr, "7", "%7s %-16s %-12s %-12s %-8s %-14s %4s  %s", col[SORT_PID],
+	scr_line(&t->scr, "7", "%7s %-16s %-12s %-12s %-9s %-14s %4s  %s", col[SORT_PID],
 		 col[SORT_COMM], "ROLE", col[SORT_STATE], "IDENTITY", col[SORT_PHASE],
 		 col[SORT_THREADS], col[SORT_AGE]);
 	order = calloc(s->nprocs + 1, sizeof(*order));
@@ -214,7 +214,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 			snprintf(act, sizeof(act), "%s", p->health == BLAMER_HEALTH_OK ? "idle" :
 				 p->health == BLAMER_HEALTH_UNCHECKED ? "-" : proc_health(p));
 		}
-		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-12s %-8s %-14s %4zu  %s", p->pid,
+		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-12s %-9s %-14s %4zu  %s", p->pid,
 			 proc_comm(p), proc_role(p, role, sizeof(role)),
 			 state_short(p, st, sizeof(st)), proc_identity(p),
 			 p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads,
@@ -408,6 +408,9 @@ static void draw(struct top *t)
 		s->procs[i].state == BLAMER_PROC_LIVE ? live++ : dead++;
 	n = snprintf(title, sizeof(title), "blamer top - %s %s - %zu live, %zu dead",
 		     s->backend == BLAMER_BACKEND_DEVICE ? "device" : "dir", s->source, live, dead);
+	if (s->empty_files)	/* one count for all of them, never a row each */
+		n += snprintf(title + n, sizeof(title) - (size_t)n, ", %zu empty file%s skipped",
+			      s->empty_files, s->empty_files == 1 ? "" : "s");
 	if (s->backend == BLAMER_BACKEND_DEVICE)
 		n += snprintf(title + n, sizeof(title) - (size_t)n, ", generation %llu",
 			      (unsigned long long)s->generation);
