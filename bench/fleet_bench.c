@@ -15,7 +15,9 @@
  *	Prometheus scraping every second would). At N = 1,000, 10,000 and
  *	100,000: the counter and the histogram's count as the exporter
  *	shows them (they must be N exactly), the number of series, the
- *	exporter's resident memory, and its CPU time per scrape (20 scrapes).
+ *	exporter's resident memory, and its CPU time per scrape (5 scrapes
+ *	1.1 s apart: scrapers within a second share one answer; the fold's
+ *	own ticks between them included).
  *
  *   fleet_bench live BLAMER PYTHON PROM_MP_METRICS_PY N
  *	N live workers, each with the metrics of bench/prom_mp_metrics.py
@@ -25,7 +27,8 @@
  *	MultiProcessCollector over the same metrics of N processes (CPU
  *	time, the median of 3), and the ratio.
  *
- * Every time is CPU time (user + system, from /proc/PID/stat): this
+ * Every time is CPU time (the exporter's from /proc/PID/schedstat, in ns;
+ * Python's its own process time): this
  * machine's other work takes the CPUs, and wall time would mostly
  * measure the waiting. The load average is printed.
  */
@@ -33,6 +36,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +48,31 @@
 
 #include "blamer.h"
 
-static char dir[128], heaps[160], state[192];
+/* heaps (and prometheus_client's files) on tmpfs, as blamer's default
+ * /dev/shm/blamer-UID and a multiprocess directory are; the state on a
+ * disk, as /var/lib/blamer is */
+static char dir[128], heaps[160], sdir[128], state[192];
 static pid_t exporter;
 static int port;
+
+static void cleanup(void)
+{
+	char cmd[320];
+
+	if (exporter > 0) {
+		kill(exporter, SIGTERM);
+		waitpid(exporter, NULL, 0);
+		exporter = 0;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, sdir);
+	if ((dir[0] || sdir[0]) && system(cmd))
+		fprintf(stderr, "fleet_bench: cleanup of %s failed\n", dir);
+}
 
 static void die(const char *what)
 {
 	fprintf(stderr, "fleet_bench: %s: %s\n", what, strerror(errno));
-	if (exporter > 0)
-		kill(exporter, SIGTERM);
+	cleanup();
 	exit(1);
 }
 
@@ -111,21 +131,20 @@ static long scrape(char **buf)
 }
 
 /* The exporter's CPU time so far, in seconds. */
+/* @pid's CPU time in seconds: the scheduler's, in ns (schedstat), where
+ * /proc/PID/stat counts clock ticks of 10 ms */
 static double cpu_of(pid_t pid)
 {
-	char path[64], line[1024], *p;
-	unsigned long ut, st;
+	char path[64];
+	unsigned long long ns;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
 	f = fopen(path, "r");
-	if (!f || !fgets(line, sizeof(line), f))
-		die("stat");
+	if (!f || fscanf(f, "%llu", &ns) != 1)
+		die("schedstat");
 	fclose(f);
-	p = strrchr(line, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		die("stat fields");
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return (double)ns / 1e9;
 }
 
 static long rss_kib(pid_t pid)
@@ -158,7 +177,9 @@ static double loadavg(void)
 	return l;
 }
 
-static void start_exporter(const char *blamer)
+/* The exporter, folding into the state (@fold) or not (no state: no
+ * fold ticks, each scrape's CPU its own). */
+static void start_exporter(const char *blamer, bool fold)
 {
 	char listen[32];
 
@@ -167,8 +188,12 @@ static void start_exporter(const char *blamer)
 	if (exporter < 0)
 		die("fork");
 	if (exporter == 0) {
-		execl(blamer, blamer, "--dir", heaps, "export", "--listen", listen, "--state", state,
-		      "--keep-dead", "0", (char *)NULL);
+		if (fold)
+			execl(blamer, blamer, "--dir", heaps, "export", "--listen", listen, "--state",
+			      state, "--keep-dead", "0", (char *)NULL);
+		else
+			execl(blamer, blamer, "--dir", heaps, "export", "--listen", listen,
+			      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 100; i++) {
@@ -211,29 +236,42 @@ static long series_in(const char *text)
 	return n;
 }
 
+/*
+ * A fresh answer: the exporter makes one answer for every scraper that
+ * asks within a second of it (HTTP_FRESH_MS), so a scrape that must see
+ * the heaps as they are now comes more than a second after the last.
+ */
+static long fresh_scrape(char **b)
+{
+	usleep(1100000);
+	return scrape(b);
+}
+
 static void checkpoint(long n)
 {
 	double t0, t1;
 	char *b = NULL;
 	long len = 0, i;
 
-	/* the last workers folded: a scrape */
-	if (scrape(&b) < 0)
+	/* the last workers folded: a fresh scrape */
+	if (fresh_scrape(&b) < 0)
 		die("scrape");
 	free(b);
 	b = NULL;
+	/* then the exporter's CPU over 5 fresh scrapes, each a snapshot, a
+	 * fold and the exposition (and the fold's tick between them) */
 	t0 = cpu_of(exporter);
-	for (i = 0; i < 20; i++) {
+	for (i = 0; i < 5; i++) {
 		free(b);
 		b = NULL;
-		len = scrape(&b);
+		len = fresh_scrape(&b);
 		if (len < 0)
 			die("scrape");
 	}
 	t1 = cpu_of(exporter);
 	printf("%9ld %12.0f %12.0f %8ld %8ld %10ld %10.2f %8.2f\n", n, sample(b, "jobs_total"),
 	       sample(b, "job_seconds_count"), series_in(b), len, rss_kib(exporter),
-	       (t1 - t0) * 1000 / 20, loadavg());
+	       (t1 - t0) * 1000 / 5, loadavg());
 	fflush(stdout);
 	free(b);
 }
@@ -249,15 +287,18 @@ static int churn(const char *blamer, long total)
 	struct blamer_series *jobs, *secs;
 	long i, next = 1000;
 
-	/* dead heaps kept until folded: the exporter folds every 500 */
-	setenv("BLAMER_DIR_MAX_DEAD", "4000", 1);
+	/* dead heaps kept until folded (the exporter folds at every scrape,
+	 * each 500, and on its own tick): retention's limit raised unless
+	 * the caller sets one (BLAMER_DIR_MAX_DEAD=64, the default, shows
+	 * what a churn faster than the fold loses) */
+	setenv("BLAMER_DIR_MAX_DEAD", "4000", 0);
 	if (blamer_init(&c))
 		die(blamer_errmsg());
 	jobs = blamer_metric_series(blamer_metric_define(NULL, &cd), NULL, NULL, 0);
 	secs = blamer_metric_series(blamer_metric_define(NULL, &hd), NULL, NULL, 0);
 	if (!jobs || !secs)
 		die(blamer_errmsg());
-	start_exporter(blamer);
+	start_exporter(blamer, true);
 	printf("# fleet_bench churn: %ld worker lifetimes (each: a counter add and a histogram observation, then death)\n",
 	       total);
 	printf("%9s %12s %12s %8s %8s %10s %10s %8s\n", "workers", "jobs_total", "job_count",
@@ -375,23 +416,23 @@ static int live(const char *blamer, const char *py, const char *script, long n)
 		if (read(fds[0], &ok, 1) != 1)
 			die("a worker did not start");
 	}
-	start_exporter(blamer);
-	for (i = 0; i < 3; i++) {	/* warm: every heap read once */
+	start_exporter(blamer, false);
+	for (i = 0; i < 2; i++) {	/* warm: every heap read once */
 		free(b);
 		b = NULL;
-		if (scrape(&b) < 0)
+		if (fresh_scrape(&b) < 0)
 			die("scrape");
 	}
 	t0 = cpu_of(exporter);
-	for (i = 0; i < 20; i++) {
+	for (i = 0; i < 10; i++) {	/* each a fresh answer: a snapshot and a merge */
 		free(b);
 		b = NULL;
-		len = scrape(&b);
+		len = fresh_scrape(&b);
 		if (len < 0)
 			die("scrape");
 	}
 	t1 = cpu_of(exporter);
-	ours = (t1 - t0) / 20;
+	ours = (t1 - t0) / 10;
 	printf("# fleet_bench live: %ld live workers, load average %.2f\n", n, loadavg());
 	printf("blamer export --listen (merged): %.2f ms CPU per scrape, %ld series, %ld bytes\n",
 	       ours * 1000, series_in(b), len);
@@ -420,14 +461,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N\n");
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "/tmp/blamer-fleet-bench.XXXXXX");
-	if (!mkdtemp(dir))
+	snprintf(dir, sizeof(dir), "/dev/shm/blamer-fleet-bench.XXXXXX");
+	snprintf(sdir, sizeof(sdir), "/tmp/blamer-fleet-bench.XXXXXX");
+	if (!mkdtemp(dir) || !mkdtemp(sdir)) {
+		dir[0] = sdir[0] = '\0';
 		die("mkdtemp");
+	}
 	snprintf(heaps, sizeof(heaps), "%s/heaps", dir);
-	snprintf(state, sizeof(state), "%s/state", dir);
-	if (mkdir(heaps, 0700) || mkdir(state, 0700))
+	if (mkdir(heaps, 0700))
 		die("mkdir");
-	snprintf(state, sizeof(state), "%s/state/fold.state", dir);
+	snprintf(state, sizeof(state), "%s/fold.state", sdir);
 	port = free_port();
 	if (!strcmp(argv[1], "churn") && argc == 4)
 		ret = churn(argv[2], atol(argv[3]));
@@ -435,12 +478,6 @@ int main(int argc, char **argv)
 		ret = live(argv[2], argv[3], argv[4], atol(argv[5]));
 	else
 		ret = 2;
-	{
-		char cmd[256];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd))
-			fprintf(stderr, "fleet_bench: cleanup of %s failed\n", dir);
-	}
+	cleanup();
 	return ret;
 }

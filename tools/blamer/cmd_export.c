@@ -45,6 +45,7 @@
 #define READ_FOR_FLEET	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_TOTALS)
 #define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 #define FOLD_MS		1000	/* a serving exporter folds at least this often */
+#define FOLD_BUSY_MS	200	/* and this often while processes keep dying */
 
 static volatile sig_atomic_t stop;
 
@@ -74,6 +75,7 @@ struct exporter {
 	char msg[512];
 	char fold_msg[512];	/* the last fold's error, reported once */
 	long long folded_ms;	/* when a round last folded (mono_ms()) */
+	int folded;		/* heaps it folded */
 };
 
 /* Folds the dead heaps of @s (and releases old ones); an error is
@@ -83,7 +85,8 @@ static void fold(struct exporter *e, struct blamer_snapshot *s)
 	char msg[512];
 
 	e->folded_ms = mono_ms();
-	if (blamer_fleet_fold(e->fleet, e->r, s, e->keep, msg, sizeof(msg)) >= 0) {
+	e->folded = blamer_fleet_fold(e->fleet, e->r, s, e->keep, msg, sizeof(msg));
+	if (e->folded >= 0) {
 		e->fold_msg[0] = '\0';
 	} else if (strcmp(msg, e->fold_msg)) {
 		err("%s", msg);
@@ -279,10 +282,15 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 				wait = 0;
 		}
 		if (folding) {
-			/* a scrape or a write folds too (e->folded_ms) */
-			if (mono_ms() - e->folded_ms >= FOLD_MS)
+			/* a scrape or a write folds too (e->folded_ms); while
+			 * heaps die, folds come sooner: on the dir backend
+			 * retention may take a heap a second after its death */
+			long long every = e->folded > 0 ? FOLD_BUSY_MS : FOLD_MS;
+
+			if (mono_ms() - e->folded_ms >= every)
 				fold_now(e);
-			t = e->folded_ms + FOLD_MS - mono_ms();
+			every = e->folded > 0 ? FOLD_BUSY_MS : FOLD_MS;
+			t = e->folded_ms + every - mono_ms();
 			if (t < 0)
 				t = 0;
 			if (wait < 0 || t < wait)
