@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +87,8 @@ static void fold(struct exporter *e, struct blamer_snapshot *s)
 
 	e->folded_ms = mono_ms();
 	e->folded = blamer_fleet_fold(e->fleet, e->r, s, e->keep, msg, sizeof(msg));
+	if (e->folded > 0)
+		malloc_trim(0);	/* what the dead heaps' snapshot took goes back */
 	if (e->folded >= 0) {
 		e->fold_msg[0] = '\0';
 	} else if (strcmp(msg, e->fold_msg)) {
