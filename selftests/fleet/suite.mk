@@ -42,4 +42,4 @@ $(VM_FLEET_SUITES): vm-fleet-%: $(FLEET_DIR)/static/fleet-worker $(BUILD)/static
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 600 --quiet \
 		--add $(FLEET_DIR)/static/fleet-worker --add $(BUILD)/static/blamer \
 		--add $(SRC)/selftests/fleet/fold-crash-test.sh --add $(SRC)/selftests/fleet/check.py -- \
-		'blamer load /blamer.ko >/dev/null && BLAMER_BACKEND=device bash /bin/fold-crash-test.sh /bin/blamer /bin/fleet-worker 24'
+		'blamer load /blamer.ko >/dev/null && BLAMER_BACKEND=device sh /bin/fold-crash-test.sh /bin/blamer /bin/fleet-worker 24'
