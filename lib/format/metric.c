@@ -111,7 +111,7 @@ static const double pow2_frac[257] = {
 	0x1.0000000000000p+1,
 };
 
-static bool finite(double x)
+static bool is_finite(double x)
 {
 	return x - x == 0;	/* inf - inf and NaN - NaN are NaN */
 }
@@ -166,7 +166,7 @@ bool bl_hist_ok(const struct bl_hist *h)
 		double b = h->bounds[i];
 
 		/* finite, strictly ascending (NaN fails both) */
-		if (!finite(b) || (i && !(b > h->bounds[i - 1])))
+		if (!is_finite(b) || (i && !(b > h->bounds[i - 1])))
 			return false;
 	}
 	return true;
@@ -282,7 +282,7 @@ void blamer_exact_sum_add(struct blamer_exact_sum *f, double x)
 {
 	uint32_t i, j;
 
-	if (!finite(x)) {
+	if (!is_finite(x)) {
 		f->special = f->has_special ? f->special + x : x;
 		f->has_special = true;
 		return;
@@ -301,7 +301,7 @@ void blamer_exact_sum_add(struct blamer_exact_sum *f, double x)
 			f->p[i++] = lo;
 		x = hi;
 	}
-	if (!finite(x)) {	/* the finite sum overflowed */
+	if (!is_finite(x)) {	/* the finite sum overflowed */
 		f->special = f->has_special ? f->special + x : x;
 		f->has_special = true;
 		f->n = 0;
