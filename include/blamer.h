@@ -1009,9 +1009,18 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 		      unsigned keep, char *err, size_t errlen);
 /* The aggregate exposition of @s (after blamer_fleet_fold()) and @f's
  * remainder (@f NULL: none), into *buf as
- * blamer_snapshot_prometheus_text(). 0 or -ENOMEM. */
+ * blamer_snapshot_prometheus_text(). @f remembers every counter sample
+ * it wrote and never writes one lower (counting the times a heap showed
+ * less in blamer_counter_decreases_total): call it with the same @f
+ * scrape after scrape. 0 or -ENOMEM. */
 int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_snapshot *s,
 				 char **buf, size_t *len, size_t *cap);
+/* The same written to @out as it is made (memory stays flat however big
+ * the exposition: a one-off export's); no counter is held (that needs
+ * the text in memory), as a one-off has nothing to hold it against.
+ * 0, or -errno (-EIO: a write failed). */
+int blamer_fleet_write_prometheus(struct blamer_fleet *f, const struct blamer_snapshot *s,
+				  FILE *out);
 /* The status as one JSON document (kind "status", same schema). */
 int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 

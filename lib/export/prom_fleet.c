@@ -242,11 +242,13 @@ static uint64_t hold(struct blamer_fleet *f, struct prom_out *o, size_t start, u
 	return prom_guard_clamp(&f->guard, o->p + start, o->len - start, shown);
 }
 
+/* One (path, unit) value of a process or of the remainder: the path's
+ * nodes are theirs (not copied: a depth-8 path would be 64 bytes more
+ * per value, and a heap may hold a million values). */
 struct attr {
-	size_t fam;
-	uint32_t uid, unit, depth;
-	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	const uint64_t *nodes;
 	uint64_t value;
+	uint32_t fam, uid, unit, depth;
 	bool ns;
 };
 
@@ -291,9 +293,9 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 				a->uid = p->uid;
 				a->unit = sp->units[k];
 				a->depth = sp->depth;
-				memcpy(a->nodes, sp->nodes, sizeof(a->nodes));
+				a->nodes = sp->nodes;
 				a->value = sp->values[k];
-				a->fam = prom_unit_family(e, a->unit, &a->ns);
+				a->fam = (uint32_t)prom_unit_family(e, a->unit, &a->ns);
 			}
 		}
 	}
@@ -303,9 +305,9 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 		a->uid = f->paths[i].uid;
 		a->unit = f->paths[i].unit;
 		a->depth = f->paths[i].depth;
-		memcpy(a->nodes, f->paths[i].nodes, sizeof(a->nodes));
+		a->nodes = f->paths[i].nodes;
 		a->value = f->paths[i].value;
-		a->fam = prom_unit_family(e, a->unit, &a->ns);
+		a->fam = (uint32_t)prom_unit_family(e, a->unit, &a->ns);
 	}
 	qsort(v, n, sizeof(*v), attr_cmp);
 	for (i = 0; i < n; i = j) {
@@ -318,7 +320,7 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 			total += v[j].value;
 		if (!i || v[i - 1].fam != v[i].fam)
 			prom_attr_family(e, v[i].fam, v[i].unit, o);
-		memcpy(p.nodes, v[i].nodes, sizeof(p.nodes));
+		memcpy(p.nodes, v[i].nodes, v[i].depth * sizeof(p.nodes[0]));
 		prom_puts(o, prom_fam_name(e, v[i].fam, v[i].unit));
 		prom_putc(o, '{');
 		prom_path_label(o, &e->nm, &p);
@@ -448,10 +450,9 @@ static struct blamer_snap_node *merge_nodes(const struct blamer_snap_node *a, si
 	return v;
 }
 
-int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_snapshot *s,
-				 char **buf, size_t *len, size_t *cap)
+/* The exposition into @o (memory, or a FILE as it is made). */
+static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, struct prom_out *o)
 {
-	struct prom_out o = { .p = *buf, .cap = *cap };
 	struct blamer_snapshot view = *s;
 	struct blamer_snap_unit_def *units = NULL;
 	size_t conflicts = s->metric_conflicts + (f ? f->conflicts : 0);
@@ -477,42 +478,67 @@ int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_sna
 	}
 	if (!prom_exp_init(&e, &view))
 		goto out;
-	if (f)
+	/* the guard sees the text in memory only: a FILE's export is a
+	 * one-off's, with nothing to hold */
+	if (f && !o->f)
 		prom_guard_begin(&f->guard, f->seed);
-	prom_write_heaps(&e, &o);
-	write_roles(s, &o);
-	prom_family(&o, "blamer_folded_heaps_total", "counter",
+	prom_write_heaps(&e, o);
+	write_roles(s, o);
+	prom_family(o, "blamer_folded_heaps_total", "counter",
 		    "Dead heaps folded into the exporter's remainder (their values stay in the series).");
-	prom_sample_u64(&o, "blamer_folded_heaps_total", NULL, 0, f ? f->folded : 0);
-	prom_family(&o, "blamer_fold_errors_total", "counter",
+	prom_sample_u64(o, "blamer_folded_heaps_total", NULL, 0, f ? f->folded : 0);
+	prom_family(o, "blamer_fold_errors_total", "counter",
 		    "Folds that could not be made durable (the heaps stay, counted, until the next).");
-	prom_sample_u64(&o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
-	write_drops(f, &e, &o);
-	write_attribution(f, &e, &o);
-	write_metrics(f, s, &e, &o, &conflicts);
-	prom_family(&o, "blamer_metric_conflicts", "gauge",
+	prom_sample_u64(o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
+	write_drops(f, &e, o);
+	write_attribution(f, &e, o);
+	write_metrics(f, s, &e, o, &conflicts);
+	prom_family(o, "blamer_metric_conflicts", "gauge",
 		    "Series left out: their heap defines their metric otherwise, or their family's names are taken.");
-	prom_sample_u64(&o, "blamer_metric_conflicts", NULL, 0, conflicts);
+	prom_sample_u64(o, "blamer_metric_conflicts", NULL, 0, conflicts);
 	/* what the counters were becomes the guard's memory (those not
 	 * written now kept too: a series that comes back keeps its floor) */
-	if (f)
+	if (f && !o->f)
 		prom_guard_end(&f->guard);
 	/* as the per-process exposition: only once there is one (its name,
 	 * the per-process family's, is one promtool's lint frowns on) */
 	if (f && f->guard.decreases) {
-		prom_family(&o, PROM_DECREASES_FAMILY, "counter",
+		prom_family(o, PROM_DECREASES_FAMILY, "counter",
 			    "Times the service's counter series showed lower than the time before (a heap turned one back, or left unfolded): each held at its highest, never a reset.");
-		prom_sample_u64(&o, PROM_DECREASES_FAMILY, NULL, 0, f->guard.decreases);
+		prom_sample_u64(o, PROM_DECREASES_FAMILY, NULL, 0, f->guard.decreases);
 	}
-	ret = o.oom ? -ENOMEM : 0;
+	ret = o->oom ? -ENOMEM : 0;
 out:
 	prom_exp_free(&e);
 out_view:
 	if (view.nodes != s->nodes)
 		free(view.nodes);
 	free(units);
+	return ret;
+}
+
+int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_snapshot *s,
+				 char **buf, size_t *len, size_t *cap)
+{
+	struct prom_out o = { .p = *buf, .cap = *cap };
+	int ret = fleet_write(f, s, &o);
+
 	*buf = o.p;
 	*cap = o.cap;
 	*len = ret ? 0 : o.len;
+	return ret;
+}
+
+int blamer_fleet_write_prometheus(struct blamer_fleet *f, const struct blamer_snapshot *s,
+				  FILE *out)
+{
+	struct prom_out o = { .f = out };
+	int ret = fleet_write(f, s, &o);
+
+	if (!ret && o.len && fwrite(o.p, 1, o.len, out) != o.len)
+		ret = -EIO;
+	if (ferror(out))
+		ret = -EIO;
+	free(o.p);
 	return ret;
 }

@@ -75,6 +75,7 @@ struct exporter {
 	size_t len, cap;
 	char msg[512];
 	char fold_msg[512];	/* the last fold's error, reported once */
+	bool once;		/* a one-off: written as it is made, no buffer */
 	long long folded_ms;	/* when a round last folded (mono_ms()) */
 	int folded;		/* heaps it folded */
 };
@@ -195,13 +196,21 @@ static int write_atomic(const char *path, struct blamer_snapshot *s, struct expo
 	if (!f)
 		goto fail;
 	errno = EIO;
-	if (e && render_snapshot(e, s)) {
-		errno = ENOMEM;
-		goto fail;
+	if (e && e->once) {
+		/* the service's series, as they are made */
+		fold(e, s);
+		if (blamer_fleet_write_prometheus(e->fleet, s, f) || fflush(f) || fsync(fd))
+			goto fail;
+	} else {
+		if (e && render_snapshot(e, s)) {
+			errno = ENOMEM;
+			goto fail;
+		}
+		if ((e ? fwrite(e->buf, 1, e->len, f) != e->len :
+			 blamer_snapshot_write_prometheus(s, f)) ||
+		    fflush(f) || fsync(fd))
+			goto fail;
 	}
-	if ((e ? fwrite(e->buf, 1, e->len, f) != e->len : blamer_snapshot_write_prometheus(s, f)) ||
-	    fflush(f) || fsync(fd))
-		goto fail;
 	fd = -1;
 	if (fclose(f)) {
 		f = NULL;
@@ -397,13 +406,16 @@ int cmd_export(struct cli *c)
 			e.pc = blamer_prom_cache_new();	/* none: each round writes it all */
 		ret = serve(c, &e, lfd);
 	} else if (e.fleet) {
-		/* one-off: folded too if a state was given */
-		if (c->output)
+		/* one-off: folded too if a state was given; written as it is
+		 * made (memory stays flat however big the exposition) */
+		e.once = true;
+		if (c->output) {
 			ret = write_atomic(c->output, s, &e);
-		else if (render_snapshot(&e, s))
-			ret = err("%s", e.msg);
-		else if (fwrite(e.buf, 1, e.len, stdout) != e.len || fflush(stdout))
-			ret = err("writing the exposition failed: %s", strerror(errno));
+		} else {
+			fold(&e, s);
+			if (blamer_fleet_write_prometheus(e.fleet, s, stdout) || fflush(stdout))
+				ret = err("writing the exposition failed: %s", strerror(errno));
+		}
 		blamer_snapshot_free(s);
 	} else {
 		if (c->output)
