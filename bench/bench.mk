@@ -107,3 +107,20 @@ $(PREFORK_BASE_DIR)/prefork_bench: $(SRC)/bench/prefork_bench.c
 
 bench-prefork: $(PREFORK_BENCH) $(PREFORK_BASE_DIR)/prefork_bench
 	@$(SRC)/bench/prefork-compare $(PREFORK_BASE_DIR)/prefork_bench $(PREFORK_BENCH) 5
+
+# The service's series (Documentation/performance.rst, "Fleet series"):
+# FLEET_BENCH_N worker lifetimes under a folding exporter (RSS and scrape
+# time at 1,000 ... N), and a scrape of FLEET_BENCH_LIVE live workers'
+# merged metrics against prometheus_client's MultiProcessCollector.
+FLEET_BENCH := $(BENCH_DIR)/fleet_bench
+FLEET_BENCH_N ?= 100000
+FLEET_BENCH_LIVE ?= 1000
+.PHONY: bench-fleet
+$(FLEET_BENCH): $(SRC)/bench/fleet_bench.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+bench-fleet: $(FLEET_BENCH) $(TOOLS_DIR)/blamer
+	@$(FLEET_BENCH) churn $(TOOLS_DIR)/blamer $(FLEET_BENCH_N)
+	@$(FLEET_BENCH) live $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp_metrics.py \
+		$(FLEET_BENCH_LIVE)
+bench-run: bench-fleet

@@ -181,49 +181,26 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	s->realtime_ns = bl_clock_ns(CLOCK_REALTIME);
 	s->monotonic_ns = bl_clock_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
+	rd_service_view(s);
 	if (s->backend == BLAMER_BACKEND_DIR)
 		rd_join_parent_claims(s);
 	*out = s;
 	return 0;
 }
 
-static int i32_cmp(const void *a, const void *b)
+size_t blamer_snapshot_filter(struct blamer_snapshot *s,
+			      bool (*keep)(const struct blamer_snap_process *p, void *arg), void *arg)
 {
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
-{
-	int32_t *sorted = NULL;
 	size_t i, k = 0;
 
-	/* sorted once, each process looked up: no walk of every pid per
-	 * process (a long list of pids times many heaps) */
-	if (npids) {
-		sorted = malloc(npids * sizeof(*sorted));
-		if (sorted) {
-			memcpy(sorted, pids, npids * sizeof(*sorted));
-			qsort(sorted, npids, sizeof(*sorted), i32_cmp);
-		}
-	}
 	for (i = 0; i < s->nprocs; i++) {
-		bool keep = !npids;
-		size_t j;
-
-		if (npids && sorted)
-			keep = bsearch(&s->procs[i].pid, sorted, npids, sizeof(*sorted), i32_cmp);
-		for (j = 0; npids && !sorted && j < npids && !keep; j++)
-			keep = s->procs[i].pid == pids[j];	/* out of memory: the walk */
-		if (keep)
+		if (keep(&s->procs[i], arg))
 			s->procs[k++] = s->procs[i];
 		else
 			rd_process_free(&s->procs[i]);
 	}
-	free(sorted);
 	s->nprocs = k;
-	/* the view of the processes kept, made as for a fresh snapshot */
+	/* the views of the processes kept, made as for a fresh snapshot */
 	free(s->totals);
 	free(s->units);
 	free(s->tree);
@@ -234,6 +211,54 @@ size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, si
 	s->nodes = NULL;
 	s->ntotals = s->nunits = s->ntree = s->nnodes = 0;
 	rd_finish_snapshot(s);
+	rd_service_view(s);
+	return k;
+}
+
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct pid_set {
+	const int32_t *pids;	/* as given */
+	int32_t *sorted;	/* sorted, or NULL (out of memory: the walk) */
+	size_t n;
+};
+
+static bool pid_wanted(const struct blamer_snap_process *p, void *arg)
+{
+	const struct pid_set *ps = arg;
+	size_t j;
+
+	if (!ps->n)
+		return true;
+	if (ps->sorted)
+		return bsearch(&p->pid, ps->sorted, ps->n, sizeof(*ps->sorted), i32_cmp);
+	for (j = 0; j < ps->n; j++)
+		if (p->pid == ps->pids[j])
+			return true;
+	return false;
+}
+
+size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
+{
+	struct pid_set ps = { pids, NULL, npids };
+	size_t k;
+
+	/* sorted once, each process looked up: no walk of every pid per
+	 * process (a long list of pids times many heaps) */
+	if (npids) {
+		ps.sorted = malloc(npids * sizeof(*ps.sorted));
+		if (ps.sorted) {
+			memcpy(ps.sorted, pids, npids * sizeof(*ps.sorted));
+			qsort(ps.sorted, npids, sizeof(*ps.sorted), i32_cmp);
+		}
+	}
+	k = blamer_snapshot_filter(s, pid_wanted, &ps);
+	free(ps.sorted);
 	return k;
 }
 
@@ -370,6 +395,7 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 	if (p->have_record)
 		p->pid = (int32_t)p->rec_pid;
 	rd_finish_snapshot(s);
+	rd_service_view(s);
 	if (s->backend == BLAMER_BACKEND_DIR)
 		rd_join_parent_claims(s);
 	*out = s;

@@ -357,8 +357,16 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 
 static void finish(struct blamer *b, bool clean)
 {
+	/* A heap with a service's series stays, marked closed, for an
+	 * exporter to fold: removed now, its counts would leave the totals
+	 * (a counter going down). The exporter releases it once folded;
+	 * without one, the retention limits take it like any dead heap. */
+	bool keep;
+
 	if (!b)
 		return;
+	keep = clean && ld_acquire(A32(&b->state)) == BL_ST_READY &&
+	       (bl_heap_flags(&b->heap) & BLAMER_HEAP_F_FOLD);
 	bl_registry_remove(b);
 	bl_tls_forget(b);
 	if (ld_acquire(A32(&b->state)) == BL_ST_READY) {
@@ -372,7 +380,7 @@ static void finish(struct blamer *b, bool clean)
 		}
 		bl_heap_unmap(&b->heap);
 	}
-	bl_backend_close(&b->be, clean);
+	bl_backend_close(&b->be, clean && !keep);
 	bl_handles_free(b);
 	bl_inherit_free(b);
 	free(b);

@@ -67,7 +67,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..89"
+echo "1..90"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -80,8 +80,8 @@ export BLAMER_DIR=$D
 
 run 0 list && golden list.txt
 run 0 --backend dir --dir "$D" list && grep -q "LIVEPID\|$livepid" "$OUT" && ok "list with --dir" || nok "list with --dir"
-run 0 blame && golden blame.txt
-run 0 blame --dead && golden blame-dead.txt
+run 0 blame --live-only && golden blame.txt
+run 0 blame --dead && golden blame-dead.txt	# the default: --dead is a no-op
 run 0 blame --unit bytes && head -1 "$OUT" | grep -q 'bytes\*' && ok "blame --unit bytes sorts by bytes" || nok "blame --unit bytes"
 run 0 blame --unit cpu_ns && head -1 "$OUT" | grep -q 'cpu\*' && run 0 blame --unit 1 &&
 	head -1 "$OUT" | grep -q 'cpu\*' && ok "blame --unit takes the unit's name and number" || nok "blame --unit cpu_ns"
@@ -150,7 +150,7 @@ disp() {	# disp DIR WHY: every view says disproved, with WHY
 	BLAMER_DIR=$dir run 0 list --json &&
 		grep -q '"pid":1,.*"state":"dead",.*"disproved":true,"disproved_why":"pid 1 ' "$OUT" ||
 		b="$b json"
-	BLAMER_DIR=$dir run 0 export --prometheus &&
+	BLAMER_DIR=$dir run 0 export --prometheus --per-process &&
 		grep -q '^blamer_process_disproved{pid="1",.*} 1$' "$OUT" &&
 		grep -q '^blamer_process_live{pid="1",.*} 0$' "$OUT" &&
 		grep -q '^blamer_process_info{pid="1",.*,comm="app",role="",instance=""} 1$' "$OUT" || b="$b export"
@@ -189,17 +189,25 @@ run 0 postmortem 3999002 && grep -q '^pid 3999002 (app) \[claimed\]: gone, cause
 err_has 1 "still running" postmortem "$livepid"
 err_has 1 "no heap for pid 12345678" dump 12345678
 err_has 2 "is not a PID" dump abc
+# totals of the live and the dead (15 + 5 + 10 ms); --live-only: the live one's
 run 0 top --once && grep -q "^ *$livepid mkheap .*live.*main-loop.*lock-acquire \"cache-lock\"" "$OUT" &&
-	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ok "top --once" || nok "top --once"
+	grep -q '^cpu  .*30.0ms.*/browser/tab/frame' "$OUT" && run 0 top --once --live-only &&
+	grep -q '^cpu  .*15.0ms.*/browser/tab/frame' "$OUT" && ! grep -q 3999001 "$OUT" &&
+	ok "top --once: the dead count, --live-only leaves them out" || nok "top --once"
 run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 ] &&
-	grep -q '15.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
+	grep -q '30.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 # per process (pid, start time, heap key), dead heaps included
-run 0 export --prometheus &&
+run 0 export --prometheus --per-process &&
 	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",identity=\"claimed\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
 	grep -q '^blamer_attribution_cpu_seconds_total{pid="3999001",.*path="/browser/tab/frame"} 0.005000000$' "$OUT" &&
-	ok "export --prometheus: a counter per process, dead ones included" || nok "export --prometheus"
+	ok "export --per-process: a counter per process, dead ones included" || nok "export --per-process"
+# the service's: one series per path and uid, the live and the dead summed
+run 0 export &&
+	grep -q "^blamer_attribution_cpu_seconds_total{path=\"/browser/tab/frame\",uid=\"$(id -u)\"} 0.030000000\$" "$OUT" &&
+	! grep -q 'pid=' "$OUT" &&
+	ok "export: the service's series, the live and the dead processes summed, no pid" || nok "export (service)"
 run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT" ] &&
 	[ "$(stat -c %a "$D.prom")" = 644 ] &&
 	! ls "$(dirname "$D")/.$(basename "$D").prom."* >/dev/null 2>&1 &&
@@ -442,7 +450,7 @@ BLAMER_DIR=$D.nohp run 0 list && [ "$(wc -l <"$OUT")" -eq 2 ] && grep -q '^ *399
 	grep -q "^blamer: skipped $nf files of $D.nohp that hold no heap" "$OUT.err" || bad="$bad list"
 BLAMER_DIR=$D.nohp run 0 list --json && grep -q "\"empty_files\":\"$nf\"" "$OUT" &&
 	[ "$(grep -o '"pid":' "$OUT" | wc -l)" -eq 1 ] || bad="$bad json"
-BLAMER_DIR=$D.nohp run 0 export --prometheus && grep -q "^blamer_empty_files $nf\$" "$OUT" &&
+BLAMER_DIR=$D.nohp run 0 export --prometheus --per-process && grep -q "^blamer_empty_files $nf\$" "$OUT" &&
 	[ "$(grep -c '^blamer_process_info{' "$OUT")" -eq 1 ] || bad="$bad export"
 BLAMER_DIR=$D.nohp run 0 top --once --dead && head -1 "$OUT" | grep -q ", $nf empty files skipped\$" &&
 	[ "$(grep -c '^ *3[01]00[0-9]* ' "$OUT")" -eq 0 ] || bad="$bad top"

@@ -10,6 +10,9 @@
  *                                       counters rewritten in place at a
  *                                       scale one lower (a writer turning
  *                                       its counters back); prints "down N"
+ *   mkheap DIR live-down-metrics SCALE  the same with the metrics heap
+ *                                       (fx_metrics(): counter reqs, histograms
+ *                                       lat and size, gauge inflight)
  *   mkheap - device-status              the JSON of a device's status, made
  *                                       up, as blamer status --json writes it
  *                                       (the host has no device to ask)
@@ -23,11 +26,21 @@
  *   mkheap DIR max PID START [PERCENT]  a dead heap as large as the reader
  *                                       reads in every dimension at once
  *                                       (PERCENT of it: 100 by default)
+ *   mkheap DIR metrics                  two real writers (a process and its
+ *                                       fork child) with metrics of every
+ *                                       kind (a counter whose label values
+ *                                       hold UTF-8 and a control character,
+ *                                       histograms with fixed and exponential
+ *                                       buckets, one on a DAG path, gauges of
+ *                                       the modes sum, all, mostrecent) and a
+ *                                       named unit; both die without closing
  */
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -178,6 +191,84 @@ static int mx_heap(const char *dir, int64_t pid, uint64_t start, unsigned pct)
 	return ret ? 1 : 0;
 }
 
+/* mkheap DIR metrics (see the top): what the JSON test checks. */
+static int metrics(const char *dir)
+{
+	static const char *const rc[] = { "route", "code" };
+	static const double bounds[] = { 0.01, 0.1, 1 };
+	const struct blamer_metric_def cd = { .name = "http_requests", .help = "Requests.",
+					      .kind = BLAMER_METRIC_COUNTER, .labels = rc,
+					      .nlabels = 2 };
+	const struct blamer_metric_def hd = { .name = "latency_seconds",
+					      .kind = BLAMER_METRIC_HISTOGRAM,
+					      .base = BLAMER_BASE_SECONDS, .bounds = bounds,
+					      .nbounds = 3 };
+	const struct blamer_metric_def ed = { .name = "size_bytes", .kind = BLAMER_METRIC_HISTOGRAM,
+					      .base = BLAMER_BASE_BYTES, .schema = 0, .min_exp = 0,
+					      .max_exp = 4 };
+	const struct blamer_metric_def sd = { .name = "inflight", .kind = BLAMER_METRIC_GAUGE,
+					      .gauge_mode = BLAMER_GAUGE_SUM };
+	const struct blamer_metric_def ad = { .name = "temperature", .kind = BLAMER_METRIC_GAUGE,
+					      .gauge_mode = BLAMER_GAUGE_ALL };
+	const struct blamer_metric_def md = { .name = "version", .kind = BLAMER_METRIC_GAUGE,
+					      .gauge_mode = BLAMER_GAUGE_MOSTRECENT };
+	struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = dir,
+				     .flags = BLAMER_OPEN_NO_MODULES };
+	const char *hello[2] = { "/h\xc3\xa9llo", "200" }, *odd[2] = { "/a\x1b[2Jb", "500" };
+	uint64_t path[2] = { blamer_dag_id("server"), blamer_dag_id("hello") };
+	uint32_t units[1] = { 1007 };
+	struct blamer_series *c, *co, *h, *e, *g, *a, *m;
+	struct blamer_path *p;
+	pid_t pid;
+	int st;
+
+	if (blamer_init(&cfg)) {
+		fprintf(stderr, "mkheap: %s\n", blamer_errmsg());
+		return 1;
+	}
+	blamer_dag_node(NULL, path[0], 1, "server");
+	blamer_dag_node(NULL, path[1], 2, "hello");
+	blamer_dag_unit(NULL, 1007, "requests", BLAMER_BASE_NONE);
+	p = blamer_path_get(NULL, path, 2, units, 1);
+	c = blamer_metric_series(blamer_metric_define(NULL, &cd), hello, NULL, 0);
+	co = blamer_metric_series(blamer_metric_define(NULL, &cd), odd, NULL, 0);
+	h = blamer_metric_series(blamer_metric_define(NULL, &hd), NULL, path, 2);
+	e = blamer_metric_series(blamer_metric_define(NULL, &ed), NULL, NULL, 0);
+	g = blamer_metric_series(blamer_metric_define(NULL, &sd), NULL, NULL, 0);
+	a = blamer_metric_series(blamer_metric_define(NULL, &ad), NULL, NULL, 0);
+	m = blamer_metric_series(blamer_metric_define(NULL, &md), NULL, NULL, 0);
+	if (!p || !c || !co || !h || !e || !g || !a || !m) {
+		fprintf(stderr, "mkheap: %s\n", blamer_errmsg());
+		return 1;
+	}
+	/* the parent: 3 requests, 2 observations, gauges */
+	blamer_path_add(p, 0, 3);
+	blamer_counter_add(c, 3);
+	blamer_counter_add(co, 1);
+	blamer_histogram_observe(h, 0.05);
+	blamer_histogram_observe(h, 0.5);
+	blamer_histogram_observe(e, 3);
+	blamer_gauge_set(g, 2);
+	blamer_gauge_set(a, 20.5);
+	blamer_gauge_set(m, 1);
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		/* the child: 2 requests, one slow, gauges of its own */
+		blamer_path_add(p, 0, 2);
+		blamer_counter_add(c, 2);
+		blamer_histogram_observe(h, 5);
+		blamer_gauge_set(g, 1);
+		blamer_gauge_set(a, 21.5);
+		usleep(2000);
+		blamer_gauge_set(m, 2);	/* set last: the most recent */
+		abort();
+	}
+	waitpid(pid, &st, 0);
+	abort();
+}
+
 int main(int argc, char **argv)
 {
 	struct fx_heap h;
@@ -235,7 +326,9 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
-	if (argc >= 4 && !strcmp(argv[2], "live-down")) {
+	if (argc >= 4 && (!strcmp(argv[2], "live-down") || !strcmp(argv[2], "live-down-metrics"))) {
+		void (*make)(struct fx_heap *, int64_t, int64_t, uint64_t) =
+			strcmp(argv[2], "live-down") ? fx_metrics : fx_standard;
 		uint64_t scale = strtoull(argv[3], NULL, 0), seen = 0;
 		struct sigaction sa = { .sa_handler = on_usr1 };
 		sigset_t block, old;
@@ -244,7 +337,7 @@ int main(int argc, char **argv)
 		sigaddset(&block, SIGUSR1);
 		sigprocmask(SIG_BLOCK, &block, &old);
 		sigaction(SIGUSR1, &sa, NULL);
-		fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+		make(&h, getpid(), (int64_t)my_start(), scale);
 		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
 			return 1;
 		fx_free(&h);
@@ -255,7 +348,7 @@ int main(int argc, char **argv)
 			while (seen < (uint64_t)downs && scale > 1) {
 				seen++;
 				scale--;
-				fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+				make(&h, getpid(), (int64_t)my_start(), scale);
 				if (rewrite_dir(&h, argv[1], getpid(), my_start()))
 					return 1;
 				fx_free(&h);
@@ -281,6 +374,8 @@ int main(int argc, char **argv)
 			abort();
 		exit(atoi(argv[3]));
 	}
+	if (argc >= 3 && !strcmp(argv[2], "metrics"))
+		return metrics(argv[1]);
 	if (argc >= 3 && !strcmp(argv[2], "device-status")) {
 		struct blamer_backend_status st = {
 			.backend = BLAMER_BACKEND_DEVICE, .source = "/dev/blamer",
@@ -296,7 +391,7 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | live-down SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
-		" | DIR max PID START [PERCENT]\n");
+		" | live-down[-metrics] SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
+		" | DIR max PID START [PERCENT] | DIR metrics\n");
 	return 2;
 }

@@ -39,20 +39,23 @@ b0=$(ms "$B" blame) l0=$(ms "$B" list) d0=$(ms "$B" dump)
 for ((i = 0; i < NDEAD; i++)); do
 	"$MK" "$D" dead $((3000000 + i)) 7 1 || { echo "not ok 1 - fixtures"; exit 1; }
 done
-b1=$(ms "$B" blame) l1=$(ms "$B" list) d1=$(ms "$B" dump)
+b1=$(ms "$B" blame) l1=$(ms "$B" list) d1=$(ms "$B" dump) bl1=$(ms "$B" blame --live-only)
 echo "# 4 live heaps, 0 dead:      blame ${b0} ms, list ${l0} ms, dump ${d0} ms"
-echo "# 4 live heaps, $NDEAD dead ($((2 * NDEAD)) files): blame ${b1} ms, list ${l1} ms, dump ${d1} ms"
+echo "# 4 live heaps, $NDEAD dead ($((2 * NDEAD)) files): blame ${b1} ms, list ${l1} ms, dump ${d1} ms, blame --live-only ${bl1} ms"
 n=$("$B" list | tail -n +2 | wc -l)
 if [ "$n" -eq $((NDEAD + 4)) ]; then
 	echo "ok 1 - list accounts for all $n heaps"
 else
 	echo "not ok 1 - list shows $n heaps, expected $((NDEAD + 4))"
 fi
+# dead processes count by default (a request a crashed worker served was
+# served); --live-only leaves them out
 procs=$("$B" blame | awk 'NR == 2 { print $3 }')
-if [ "$procs" = 4 ]; then
-	echo "ok 2 - blame sums the 4 live heaps only (dead ones need --dead)"
+live=$("$B" blame --live-only | awk 'NR == 2 { print $3 }')
+if [ "$procs" = $((NDEAD + 4)) ] && [ "$live" = 4 ]; then
+	echo "ok 2 - blame sums all $procs heaps, live and dead; --live-only the 4 live ones"
 else
-	echo "not ok 2 - blame counted $procs processes"
+	echo "not ok 2 - blame counted $procs processes, --live-only $live"
 fi
 
 # does reading slow a writer? A writer thread pushes and pops for 1 s, alone

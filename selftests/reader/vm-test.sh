@@ -36,7 +36,7 @@ wait_gone() {
 }
 
 echo "TAP version 13"
-echo "1..32"
+echo "1..33"
 
 t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
@@ -83,10 +83,11 @@ ln -s /bin/demo-app "/tmp/$OSC"
 OSCAPP=$!
 wait_file /tmp/ready-osc
 t "a process named with OSC 52, CR and 0xff: only printable ASCII in list, top, dump, postmortem, blame and JSON" sh -c "for a in list 'top --once' dump postmortem blame 'dump --json' 'list --json'; do blamer \$a >$OUT.x 2>&1 || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; done; blamer list | grep -q '^ *$OSCAPP o?\]52;c;aGk=??? '"
-t "export --prometheus: identity=\"kernel\" on every process's series, the OSC 52 comm printable ASCII" sh -c "blamer export --prometheus >$OUT.x || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; grep -q '^blamer_process_info{.*identity=\"kernel\",comm=\"o?]52;c;aGk=???\",role=\"\",instance=\"\"} 1' $OUT.x && ! grep '^blamer_[a-z_]*{pid=' $OUT.x | grep -vq 'identity=\"kernel\"'"
+t "export --prometheus: identity=\"kernel\" on every process's series, the OSC 52 comm printable ASCII" sh -c "blamer export --prometheus --per-process >$OUT.x || exit 1; [ -z \"\$(tr -d '\n\040-\176' <$OUT.x)\" ] || exit 1; grep -q '^blamer_process_info{.*identity=\"kernel\",comm=\"o?]52;c;aGk=???\",role=\"\",instance=\"\"} 1' $OUT.x && ! grep '^blamer_[a-z_]*{pid=' $OUT.x | grep -vq 'identity=\"kernel\"'"
 kill $OSCAPP 2>/dev/null
 t "top --once and a polled frame" sh -c "blamer top --once | grep -q 'idle-wait' && blamer top --count 2 --interval 0.2 | grep -c '^blamer top' | grep -q 2"
-t "export --prometheus has the exit signal" sh -c "blamer export --prometheus | grep -q '^blamer_process_exit_signal{pid=\"$W1\".*} 11'"
+t "export --prometheus has the exit signal" sh -c "blamer export --prometheus --per-process | grep -q '^blamer_process_exit_signal{pid=\"$W1\".*} 11'"
+t "export: the service's series, attribution summed by path and uid, processes by role and state" sh -c "blamer export >$OUT.x || exit 1; grep -q '^blamer_attribution_[a-z_]*_total{path=\"/[^\"]*\",uid=\"[0-9]*\"} ' $OUT.x && grep -q '^blamer_processes{role=\".*\",state=\"dead\"} [1-9]' $OUT.x && ! grep -q 'start_time_ns=' $OUT.x"
 
 # SIGKILL a worker: the kernel records it
 kill -9 $W2
@@ -95,10 +96,10 @@ t "postmortem after SIGKILL" sh -c "blamer postmortem $W2 | grep -q 'killed by S
 # a serving exporter decodes a dead heap once and writes its text once
 # (BLAMER_READ_KEEP_DEAD, blamer_prom_cache): what it writes of the dead
 # must be what a one-off export reads from the slabs
-blamer export --prometheus --interval 0.2 --output /tmp/kept.prom &
+blamer export --prometheus --per-process --interval 0.2 --output /tmp/kept.prom &
 EXP=$!
 sleep 2
-blamer export --prometheus >/tmp/fresh.prom
+blamer export --prometheus --per-process >/tmp/fresh.prom
 t "a serving exporter's series of dead processes are a fresh export's" sh -c "grep -E 'pid=\"($W1|$W2)\"' /tmp/kept.prom >$OUT.k; grep -E 'pid=\"($W1|$W2)\"' /tmp/fresh.prom >$OUT.f; [ \$(grep -c _total $OUT.k) -gt 2 ] && cmp $OUT.k $OUT.f"
 kill $EXP 2>/dev/null
 wait $EXP 2>/dev/null

@@ -28,6 +28,11 @@
 #define OPT_UNIT	(1u << 7)
 #define OPT_DEAD	(1u << 8)	/* dir: read dead heaps too */
 #define OPT_LISTEN	(1u << 9)	/* export: serve HTTP */
+#define OPT_PER_PROCESS	(1u << 10)	/* export: each process's own series */
+#define OPT_STATE	(1u << 11)	/* export: the fold state file */
+#define OPT_KEEP	(1u << 12)	/* export: folded dead heaps kept */
+#define OPT_LIVE_ONLY	(1u << 13)	/* blame, top: leave dead processes out */
+#define OPT_BY		(1u << 14)	/* blame, top: totals by role */
 
 struct cli {
 	const char *cmd;
@@ -42,6 +47,12 @@ struct cli {
 	const char *unit;
 	bool dead;
 	const char *listen;	/* export --listen ADDR:PORT */
+	bool per_process;	/* export --per-process */
+	const char *state;	/* export --state PATH */
+	bool state_used;	/* export: a fold state is in use */
+	unsigned keep;		/* export --keep-dead N */
+	bool live_only;		/* --live-only */
+	bool by_role;		/* --by role */
 	char **args;		/* positional arguments after the command */
 	int nargs;
 };
@@ -89,13 +100,16 @@ bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
 size_t proc_first(const struct blamer_snapshot *s, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
-/* A measurement as people read it: cpu_ns as time, bytes as sizes. */
-void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v);
+/* A measurement as people read it: cpu_ns (and an application unit in
+ * seconds) as time, bytes as sizes. */
+void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit,
+	       uint64_t v);
 /* The column title of a unit: "cpu" (its values are times), "bytes",
- * "count", "unitN"; returns @buf. */
-const char *unit_label(uint32_t unit, char *buf, size_t len);
+ * "count", the name @s's heaps give it (blamer_dag_unit(), as JSON and
+ * Prometheus use it), else "unitN"; returns @buf. */
+const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len);
 /* @text names @unit: its label, its name (cpu_ns) or its number. */
-bool unit_is(uint32_t unit, const char *text);
+bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text);
 void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
 /* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
 void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
@@ -136,6 +150,19 @@ const char *proc_health(const struct blamer_snap_process *p);
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr);
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth);
+
+/* metrics.c: the programs' metrics as text. */
+/* The snapshot's merged series, one a line (@uids: say whose; @procs: the
+ * processes each merges). */
+void print_series(FILE *f, const struct blamer_snapshot *s, bool uids, bool procs);
+/* One merged series as "name{labels} = value" (not yet made printable). */
+void fmt_series(char *buf, size_t len, const struct blamer_snapshot *s,
+		const struct blamer_snap_series *x);
+/* One process's own series, one a line after @indent. */
+void print_process_metrics(FILE *f, const char *indent, const struct blamer_snapshot *s,
+			   const struct blamer_snap_process *p);
+/* The processes by role: live, dead, threads, busy threads. */
+void print_roles(FILE *f, const struct blamer_snapshot *s);
 
 int cmd_list(struct cli *c);
 int cmd_dump(struct cli *c);

@@ -245,13 +245,16 @@ void fmt_bytes(char *buf, size_t len, uint64_t v)
 	snprintf(buf, len, d < 9.95 ? "%.1f%ciB" : "%.0f%ciB", d, units[u]);
 }
 
-const char *unit_label(uint32_t unit, char *buf, size_t len)
+const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len)
 {
+	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
 	const char *n = blamer_unit_name(unit);
 
 	/* cpu_ns values are shown as time (2.22s), so the column is "cpu" */
 	if (unit == BLAMER_UNIT_CPU_NS)
 		n = "cpu";
+	if (!n && d)
+		n = d->name;	/* the program's name (blamer_dag_unit()) */
 	if (n)
 		snprintf(buf, len, "%s", n);
 	else
@@ -259,18 +262,25 @@ const char *unit_label(uint32_t unit, char *buf, size_t len)
 	return buf;
 }
 
-bool unit_is(uint32_t unit, const char *text)
+bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text)
 {
 	const char *n = blamer_unit_name(unit);
-	char label[24], *end;
+	char label[40], *end;
 	unsigned long num = strtoul(text, &end, 10);
 
-	return !strcmp(unit_label(unit, label, sizeof(label)), text) ||
+	return !strcmp(unit_label(s, unit, label, sizeof(label)), text) ||
 	       (n && !strcmp(n, text)) || (!*end && end != text && num == unit);
 }
 
-void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v)
+void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit, uint64_t v)
 {
+	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
+
+	/* an application unit's values in seconds (nanoseconds) or bytes */
+	if (d && d->base == BLAMER_BASE_SECONDS)
+		unit = BLAMER_UNIT_CPU_NS;
+	else if (d && d->base == BLAMER_BASE_BYTES)
+		unit = BLAMER_UNIT_BYTES;
 	switch (unit) {
 	case BLAMER_UNIT_CPU_NS:
 		if (v >= 1000000000ull)
