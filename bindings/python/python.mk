@@ -1,0 +1,98 @@
+# bindings/python: the CPython extension blamer._blamer (C API, over
+# libblamer) and the pure-Python package blamer around it
+# (Documentation/python.rst).
+#
+#   make python         $(BUILD)/python/blamer/: the package, importable
+#                       with PYTHONPATH=$(BUILD)/python; the extension for
+#                       Debian's python3 and, if python3-dbg is installed,
+#                       for its debug build (the tests' reference counts)
+#   make install        also installs the package (mk/install.mk):
+#                       PYTHONDIR, default /usr/lib/python3/dist-packages
+#                       for PREFIX=/usr, $(PREFIX)/lib/python3.X/
+#                       dist-packages for /usr/local (Debian's sys.path),
+#                       else $(PREFIX)/lib/python3.X/site-packages (the
+#                       user site of PREFIX=~/.local)
+#
+# Built against Debian's Python, whatever `python3` is on PATH.
+#
+# The extension links the shared libblamer, not a copy of its objects:
+# one process has one library, so one default context and one fork
+# handler, also when a C extension of the same program uses libblamer
+# too (two copies would make two heaps of one process, and the dir
+# backend refuses the second: one heap per process and directory); and
+# Debian wants no embedded copies of a library. In the build tree it
+# finds $(BUILD)/lib/libblamer.so.1 through an rpath relative to itself
+# ($ORIGIN/../../lib); the installed one is linked again without it (an
+# rpath only where LIBDIR is not a directory the loader searches).
+
+PY           := /usr/bin/python3
+PY_CONFIG    := /usr/bin/python3-config
+PY_DBG       := /usr/bin/python3-dbg
+PY_DBG_CONFIG := /usr/bin/python3-dbg-config
+PY_VERSION   := $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PY_INCLUDES  := $(shell $(PY_CONFIG) --includes 2>/dev/null)
+PY_EXT       := $(shell $(PY_CONFIG) --extension-suffix 2>/dev/null)
+PY_DBG_INCLUDES := $(shell $(PY_DBG_CONFIG) --includes 2>/dev/null)
+PY_DBG_EXT   := $(shell $(PY_DBG_CONFIG) --extension-suffix 2>/dev/null)
+
+PY_SRC       := $(SRC)/bindings/python
+PY_BUILD     := $(BUILD)/python
+PY_PKG       := $(PY_BUILD)/blamer
+PY_C_SRCS    := $(addprefix $(PY_SRC)/_blamer/,module.c context.c activity.c value.c dag.c \
+		  reader.c snapshot.c convert.c)
+PY_FILES     := $(notdir $(wildcard $(PY_SRC)/blamer/*.py))
+PY_OBJS      := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj/%.o,$(PY_C_SRCS))
+PY_DBG_OBJS  := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj-dbg/%.o,$(PY_C_SRCS))
+PY_SO        := $(PY_PKG)/_blamer$(PY_EXT)
+PY_DBG_SO    := $(if $(PY_DBG_EXT),$(PY_PKG)/_blamer$(PY_DBG_EXT))
+PY_SO_INSTALL := $(PY_BUILD)/install/_blamer$(PY_EXT)
+# Only the module's init function is exported.
+PY_CFLAGS    := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -fno-strict-aliasing
+PY_LDLIBS    := -L$(LIB_DIR) -lblamer
+
+.PHONY: python
+all: python
+python: $(PY_SO) $(PY_DBG_SO) $(addprefix $(PY_PKG)/,$(PY_FILES))
+
+$(PY_BUILD)/obj/%.o: $(PY_SRC)/_blamer/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PY_CFLAGS) $(PY_INCLUDES) -MMD -MP -c -o $@ $<
+$(PY_BUILD)/obj-dbg/%.o: $(PY_SRC)/_blamer/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PY_CFLAGS) $(PY_DBG_INCLUDES) -MMD -MP -c -o $@ $<
+-include $(PY_OBJS:.o=.d) $(PY_DBG_OBJS:.o=.d)
+
+# No -lpython: an extension takes the interpreter's symbols from the
+# process that loads it (Debian's python3 has no libpython to link).
+$(PY_SO): $(PY_OBJS) $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -o $@ $(PY_OBJS) $(PY_LDLIBS) -Wl,-rpath,'$$ORIGIN/../../lib'
+$(PY_DBG_SO): $(PY_DBG_OBJS) $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -o $@ $(PY_DBG_OBJS) $(PY_LDLIBS) -Wl,-rpath,'$$ORIGIN/../../lib'
+
+$(PY_PKG)/%.py: $(PY_SRC)/blamer/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# ---- install (mk/install.mk hangs these on install and uninstall) ----
+PY_SYSLIBDIRS = /usr/lib /usr/local/lib $(if $(MULTIARCH),/usr/lib/$(MULTIARCH) \
+		 /usr/local/lib/$(MULTIARCH))
+PY_RPATH     = $(if $(filter $(LIBDIR),$(PY_SYSLIBDIRS)),,-Wl,-rpath,$(LIBDIR))
+PYTHONDIR    ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(if \
+		$(filter /usr/local,$(PREFIX)),$(PREFIX)/lib/python$(PY_VERSION)/dist-packages,$(PREFIX)/lib/python$(PY_VERSION)/site-packages))
+
+PY_INSTALL_FILES = $(PY_SO_INSTALL):$(PYTHONDIR)/blamer/_blamer$(PY_EXT) \
+	$(foreach f,$(PY_FILES),$(PY_SRC)/blamer/$(f):$(PYTHONDIR)/blamer/$(f))
+
+.PHONY: python-install python-uninstall
+# Linked again for where it goes, at every install (the rpath, if any,
+# is the install's LIBDIR).
+python-install: $(PY_OBJS) $(LIB_SO)
+	@mkdir -p $(dir $(PY_SO_INSTALL))
+	$(CC) $(LDFLAGS) -shared -o $(PY_SO_INSTALL) $(PY_OBJS) $(PY_LDLIBS) $(PY_RPATH)
+	$(call install_files,$(PY_INSTALL_FILES))
+python-uninstall:
+	$(call uninstall_files,$(PY_INSTALL_FILES))
+	@rm -rf $(DESTDIR)$(PYTHONDIR)/blamer/__pycache__
+	@rmdir $(DESTDIR)$(PYTHONDIR)/blamer 2>/dev/null || :
