@@ -96,3 +96,31 @@ python-uninstall:
 	$(call uninstall_files,$(PY_INSTALL_FILES))
 	@rm -rf $(DESTDIR)$(PYTHONDIR)/blamer/__pycache__
 	@rmdir $(DESTDIR)$(PYTHONDIR)/blamer 2>/dev/null || :
+
+# ---- tests (bindings/python/tests, TAP through tests/tap.py) ----
+#   python-unit      the writer and reader APIs, fork, threads, hostile
+#                    heaps, no system call on the hot path (strace), with
+#                    Debian's python3 on the dir backend
+#   python-dbg       the same under python3-dbg, and every entry point's
+#                    reference counts (tests/test_refleak.py)
+#   python-valgrind  the writer, reader and fork tests under valgrind
+#                    (memory errors in the extension or the library,
+#                    PYTHONMALLOC=malloc so it sees Python's allocations)
+PY_TESTS     := $(PY_SRC)/tests
+PY_UNIT      := test_writer test_fork test_reader test_nosyscall
+PY_TEST_ENV  := env -u BLAMER_BACKEND -u BLAMER_DIR PYTHONPATH=$(PY_BUILD) \
+		BLAMER_CLI=$(TOOLS_DIR)/blamer PYTHONDONTWRITEBYTECODE=1
+CHECK_SUITES += python-unit python-dbg python-valgrind
+.PHONY: python-unit python-dbg python-valgrind
+
+python-unit: python $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(PY_TEST_ENV) $(PY) $(PY_TESTS)/tap.py $(PY_UNIT)
+
+python-dbg: python $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(PY_TEST_ENV) $(PY_DBG) $(PY_TESTS)/tap.py \
+		$(PY_UNIT) test_refleak
+
+python-valgrind: python $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(PY_TEST_ENV) PYTHONMALLOC=malloc nice -n 5 \
+		valgrind -q --error-exitcode=99 --leak-check=no $(PY) $(PY_TESTS)/tap.py \
+		test_writer test_reader test_fork

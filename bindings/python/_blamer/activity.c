@@ -99,19 +99,25 @@ static PyObject *act_exit(pyb_Activity *a, PyObject *const *args, Py_ssize_t nar
  * functools.wraps, methods and signatures come with it. */
 static PyObject *act_call(pyb_Activity *a, PyObject *args, PyObject *kw)
 {
-	PyObject *mod, *r;
+	static PyObject *decorate;	/* blamer._decorate, found once */
 
 	if (kw || PyTuple_GET_SIZE(args) != 1) {
 		PyErr_SetString(PyExc_TypeError,
 				"blamer: an Activity decorates one function: @blamer.activity(label)");
 		return NULL;
 	}
-	mod = PyImport_ImportModule("blamer");
-	if (!mod)
-		return NULL;
-	r = PyObject_CallMethod(mod, "_decorate", "OO", (PyObject *)a, PyTuple_GET_ITEM(args, 0));
-	Py_DECREF(mod);
-	return r;
+	if (!decorate) {
+		PyObject *mod = PyImport_ImportModule("blamer");
+
+		if (!mod)
+			return NULL;
+		decorate = PyObject_GetAttrString(mod, "_decorate");
+		Py_DECREF(mod);
+		if (!decorate)
+			return NULL;
+	}
+	return PyObject_CallFunctionObjArgs(decorate, (PyObject *)a, PyTuple_GET_ITEM(args, 0),
+					    NULL);
 }
 
 static PyObject *act_set_data(pyb_Activity *a, PyObject *const *args, Py_ssize_t nargs,

@@ -32,12 +32,12 @@ static int parse_opts(PyObject *args, PyObject *kw, struct blamer_reader_opts *o
 {
 	PyObject *backend = NULL, *dir = NULL, *device = NULL;
 	int threads = 1, stacks = 1, user_data = 1, modules = 1, log = 1, children = 1, dag = 1,
-	    totals = 1, headers_only = 0, dead_full = 0, keep_dead = 0;
+	    totals = 1, headers_only = 0, dead_full = 1, keep_dead = 0;
 	unsigned int retries = 0;
 	unsigned long long max_slab = 0;
 
 	memset(opts, 0, sizeof(*opts));
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOppppppppppppIK:Reader", reader_kw,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOpppppppppppIK:Reader", reader_kw,
 					 &backend, &dir, &device, &threads, &stacks, &user_data,
 					 &modules, &log, &children, &dag, &totals, &headers_only,
 					 &dead_full, &keep_dead, &retries, &max_slab))
@@ -380,12 +380,14 @@ PyTypeObject pyb_ReaderType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Reader(*, backend=None, dir=None, device=None, threads=True, stacks=True,\n"
 		  "       user_data=True, modules=True, log=True, children=True, dag=True,\n"
-		  "       totals=True, headers_only=False, dead_full=False, keep_dead=False,\n"
+		  "       totals=True, headers_only=False, dead_full=True, keep_dead=False,\n"
 		  "       max_retries=0, max_slab_bytes=0)\n\n"
 		  "A reader of every heap the caller may see: the device (/dev/blamer) or\n"
 		  "a directory (dir backend), as BLAMER_BACKEND and BLAMER_DIR say unless\n"
 		  "given. The flags leave out what a caller does not use (each costs\n"
-		  "reading); keep_dead keeps what was decoded of dead heaps from one\n"
+		  "reading). dead_full: dead heaps of the dir backend are read in full,\n"
+		  "as `blamer dump`, `postmortem` and `export` read them (False: from\n"
+		  "their headers only, as `blamer list`). keep_dead keeps what was decoded of dead heaps from one\n"
 		  "snapshot to the next (a long-lived reader). Raises Error (with the\n"
 		  "reader's one-line reason) if the backend cannot be read.",
 	.tp_methods = reader_methods,
