@@ -102,7 +102,9 @@ enum blamer_backend {
 #define BLAMER_DROP_BUSY		6u	/* another writer held the field or heap */
 #define BLAMER_DROP_NO_HEAP		7u	/* the context had no heap to write */
 #define BLAMER_DROP_BAD_HANDLE		8u	/* a handle naming no field of its type */
-#define BLAMER_DROP_REASONS		9u
+#define BLAMER_DROP_LABEL_VALUES_CUT	9u	/* a metric's label values cut to their room */
+#define BLAMER_DROP_BAD_VALUE		10u	/* a metric write of NaN, or a counter add < 0 */
+#define BLAMER_DROP_REASONS		11u
 #define BLAMER_DROP_MAX			16u	/* room in the snapshot for later reasons */
 
 /* Whether a heap's owner runs (blamer_snap_process.state). */
@@ -283,6 +285,117 @@ void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
  */
 int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t base);
 
+/* ---- Metrics: counters, gauges and histograms of a service ---- */
+/*
+ * A metric is defined once per heap (a fork child inherits the
+ * definition) and written through series handles, one per label set
+ * (and DAG path, if given). Readers merge the processes' series: the
+ * exporter's default is one series per metric, label set, path and uid
+ * over every process, live and dead, with dead heaps folded into a
+ * durable remainder. Documentation/library.rst, "Metrics".
+ */
+/* Kinds (blamer_metric_def.kind, blamer_snap_metric_def.kind). */
+#define BLAMER_METRIC_COUNTER		1u	/* only grows: double, per-thread shards */
+#define BLAMER_METRIC_GAUGE		2u	/* set and added to: one double */
+#define BLAMER_METRIC_HISTOGRAM		3u	/* observations counted in buckets, and summed */
+
+/* How readers merge a gauge over processes (prometheus_client's
+ * multiprocess_mode): ALL and LIVEALL give one series per process (a pid
+ * label), the others one over processes; LIVE* leave dead ones out. */
+#define BLAMER_GAUGE_ALL		1u
+#define BLAMER_GAUGE_LIVEALL		2u
+#define BLAMER_GAUGE_MIN		3u
+#define BLAMER_GAUGE_LIVEMIN		4u
+#define BLAMER_GAUGE_MAX		5u
+#define BLAMER_GAUGE_LIVEMAX		6u
+#define BLAMER_GAUGE_SUM		7u
+#define BLAMER_GAUGE_LIVESUM		8u
+#define BLAMER_GAUGE_MOSTRECENT		9u	/* the value set last (a clock read per set) */
+#define BLAMER_GAUGE_LIVEMOSTRECENT	10u
+
+/* blamer_metric_def.flags */
+#define BLAMER_METRIC_PER_PROCESS	(1u << 0)	/* exported per process only, never summed */
+
+/* Histogram layouts (blamer_snap_metric_def.layout). */
+#define BLAMER_HIST_FIXED		1u	/* bounds the program chose */
+#define BLAMER_HIST_EXPONENTIAL		2u	/* powers of 2^(2^-schema) */
+
+#define BLAMER_METRIC_NAME_MAX		63u	/* bytes of a name */
+#define BLAMER_METRIC_HELP_MAX		127u	/* bytes of help text */
+#define BLAMER_METRIC_LABELS_MAX	8u	/* label names of a metric */
+#define BLAMER_METRIC_LABEL_NAMES_MAX	127u	/* their bytes, one NUL after each */
+#define BLAMER_METRIC_VALUES_MAX	255u	/* a series' label values, one NUL after each */
+#define BLAMER_METRIC_BOUNDS_MAX	32u	/* fixed bounds of a histogram */
+#define BLAMER_METRIC_BUCKETS_MAX	256u	/* buckets of a histogram (+Inf included) */
+
+/*
+ * What a metric is. name: [a-zA-Z_:][a-zA-Z0-9_:]*, 1..63 bytes, not
+ * starting with "blamer_" (the exporter's own); a counter is exported
+ * as name + "_total" (unless it ends so), a histogram as name_bucket,
+ * name_sum and name_count. labels: nlabels names of [a-zA-Z_][a-zA-Z0-9_]*,
+ * not starting with "__", none of the exporter's own (le, quantile, pid,
+ * uid, start_time_ns, heap, identity) and, for a series given a DAG
+ * path, not path. A histogram has either
+ * fixed bounds (1..32, ascending, finite; +Inf is implied) or, with
+ * nbounds 0, exponential buckets: bucket k ends at 2^(k * 2^-schema)
+ * for schema -4..8, over the window 2^min_exp .. 2^max_exp (-1022 <
+ * min_exp < max_exp < 1023), with one bucket below it (values <=
+ * 2^min_exp, zero and negative ones too) and +Inf above: at most 256
+ * buckets in all. Such buckets merge exactly across processes.
+ * Zero-fill it: reserved members are 0.
+ */
+struct blamer_metric_def {
+	const char *name;
+	const char *help;		/* NULL: none */
+	uint32_t kind;			/* BLAMER_METRIC_* */
+	uint32_t base;			/* BLAMER_BASE_*: what values are in (shown, not
+					 * converted: seconds are seconds) */
+	uint32_t gauge_mode;		/* gauges: BLAMER_GAUGE_*, 0: ALL */
+	uint32_t flags;			/* BLAMER_METRIC_* */
+	const char *const *labels;	/* nlabels label names */
+	uint32_t nlabels;
+	uint32_t nbounds;		/* histograms: fixed bounds, or 0 */
+	const double *bounds;
+	int32_t schema;			/* exponential histograms (nbounds 0) */
+	int32_t min_exp, max_exp;
+	uint32_t reserved[4];
+};
+
+/*
+ * The metric @def in @b's heap, made or found: the same handle for the
+ * same name, for the context's life (a fork child's first write through
+ * it makes it in the child's heap). NULL (blamer_errmsg()) on a bad
+ * definition (-EINVAL), one of that name defined otherwise (-EEXIST) or
+ * no room (-ENOSPC, counted). Not async-signal-safe: call it at setup.
+ */
+struct blamer_metric;
+struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer_metric_def *def);
+
+/*
+ * The series of @m with label values @values (one per label name, any
+ * bytes but NUL; NULL when the metric has no labels) and, if @depth >
+ * 0, attributed to the DAG path @path (node ids root first, 1..8 of
+ * them): the same handle for the same values and path. Values longer
+ * than the room (255 bytes with a NUL after each) are cut, marked and
+ * counted. NULL (blamer_errmsg()) on bad arguments or no room.
+ * Lock-free, no system call after the first; not async-signal-safe
+ * (malloc the first time).
+ */
+struct blamer_series;
+struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *const *values,
+					   const uint64_t *path, unsigned depth);
+
+/*
+ * The writes: lock-free, no system call (a mostrecent gauge's set reads
+ * the clock through the vDSO), async-signal-safe. A write to a series of
+ * another kind is dropped and counted (bad_handle), as is NaN, and a
+ * counter add below 0 (bad_value).
+ */
+void blamer_counter_add(struct blamer_series *s, double v);
+void blamer_gauge_set(struct blamer_series *s, double v);
+void blamer_gauge_add(struct blamer_series *s, double v);	/* atomic */
+void blamer_histogram_observe(struct blamer_series *s, double v);
+
 /* ---- end of writer API ---- */
 
 /* ---- Reader API ---- */
@@ -320,6 +433,11 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
  * units and tree stay empty (nodes are still merged). For a caller that
  * exports each process's own values. */
 #define BLAMER_READ_NO_TOTALS	(1u << 10)
+/* Metric definitions and series left undecoded (no series merged). */
+#define BLAMER_READ_NO_METRICS	(1u << 11)
+/* Dead heaps left out: processes, totals, series and roles are the
+ * live ones' (a view's --live-only). */
+#define BLAMER_READ_LIVE_ONLY	(1u << 12)
 
 struct blamer_reader_opts {
 	enum blamer_backend backend;
@@ -487,6 +605,87 @@ struct blamer_snap_process {
 	int32_t parent_wait_status;	/* as from waitpid() */
 	int32_t parent_pid;
 	uint64_t parent_exit_time_ns;	/* CLOCK_REALTIME */
+	/* its heap's random id (slab header): with pid and start time, who
+	 * it is, across boots too */
+	uint64_t heap_id;
+	/* metrics (blamer_metric_define()): the definitions its heap holds,
+	 * and its series, each naming one of those */
+	struct blamer_snap_metric_def *metric_defs;	size_t nmetric_defs;
+	struct blamer_snap_metric *metrics;		size_t nmetrics;
+	/* threads inside an activity (stack depth > 0): busy */
+	uint32_t busy_threads;
+};
+
+/* A metric as a heap defines it (blamer_metric_define()), checked. */
+struct blamer_snap_metric_def {
+	char name[64];		/* [a-zA-Z_:][a-zA-Z0-9_:]* */
+	char *help;		/* the writer's bytes (exporters escape them) */
+	uint32_t kind;		/* BLAMER_METRIC_* */
+	uint32_t base;		/* BLAMER_BASE_* */
+	uint32_t gauge_mode;	/* gauges: BLAMER_GAUGE_* */
+	uint32_t flags;		/* BLAMER_METRIC_* */
+	uint32_t nlabels;
+	char *labels[BLAMER_METRIC_LABELS_MAX];	/* label names, checked */
+	/* histograms: the buckets' layout (BLAMER_HIST_*), their number and
+	 * upper bounds ("le"), the last +Inf */
+	uint32_t layout, nbuckets;
+	int32_t schema, min_exp, max_exp;
+	double *upper;
+};
+
+/*
+ * One series of a process (or, blamer_snap_series, merged). A counter's
+ * value and a histogram's sum are doubles summed exactly: exact[] holds
+ * partials whose sum is exactly the value (an exporter that adds numbers
+ * of its own adds them to these, so that no order of adding makes a
+ * counter go down), value is that sum rounded once.
+ */
+struct blamer_snap_metric {
+	const struct blamer_snap_metric_def *def;	/* its process's definition */
+	char *values[BLAMER_METRIC_LABELS_MAX];	/* def->nlabels label values: valid
+						 * UTF-8, control characters and bytes
+						 * that are not UTF-8 made U+FFFD */
+	bool cut;		/* the writer cut the values it was given */
+	bool conflict;		/* another definition of its name won: not merged */
+	uint32_t depth;		/* its DAG path, if > 0 */
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	double value;		/* counter: the sum; gauge: the value; histogram: the sum */
+	const double *exact;	/* counters and histograms: value, exactly */
+	uint32_t nexact;
+	uint64_t stamp_ns;	/* mostrecent gauges: CLOCK_REALTIME of the last set; 0 */
+	uint64_t count;		/* histograms: observations (the buckets' sum) */
+	uint64_t *buckets;	/* histograms: def->nbuckets counts, not cumulative */
+};
+
+/*
+ * A metric's series merged over the snapshot's processes, live and dead,
+ * per uid (a heap of one user never adds to another's): counters and
+ * histograms summed, gauges by their mode (LIVE* modes: live processes
+ * only). Gauges of ALL and LIVEALL and PER_PROCESS metrics are a series
+ * per process (proc). Only metrics whose heap defines their name as the
+ * snapshot does are merged (blamer_snapshot.metric_conflicts).
+ */
+struct blamer_snap_series {
+	const struct blamer_snap_metric_def *def;	/* the definition of its name */
+	const struct blamer_snap_metric *first;	/* a series merged: its values, cut */
+	const struct blamer_snap_process *proc;	/* a series per process: its; else NULL */
+	uint32_t uid;
+	uint32_t nprocs, nlive;	/* processes merged, live ones */
+	double value;
+	const double *exact;
+	uint32_t nexact;
+	uint64_t stamp_ns;
+	uint64_t count;
+	uint64_t *buckets;
+};
+
+/* The processes of one role (blamer_set_role(); "" none), for
+ * autoscalers: how many, and how many of their threads are busy (inside
+ * an activity) in the live ones. */
+struct blamer_snap_role {
+	char role[33];
+	uint32_t live, dead;
+	uint32_t threads, busy;
 };
 
 /*
@@ -555,6 +754,14 @@ struct blamer_snapshot {
 	 * once, in the order read: several heaps may name one unit
 	 * (blamer_snap_unit_def() picks one) */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
+	/* metrics merged over processes (blamer_snap_series), ordered by
+	 * name, uid, label values, path, process; how many processes' series
+	 * were left out because their heap defines the name otherwise (the
+	 * definition most processes give wins, then the least) */
+	struct blamer_snap_series *series;	size_t nseries;
+	size_t metric_conflicts;
+	/* the processes by role, ordered by role */
+	struct blamer_snap_role *roles;		size_t nroles;
 };
 
 struct blamer_reader;
@@ -671,6 +878,18 @@ const char *blamer_phase_name(uint32_t phase);
 const char *blamer_field_type_name(uint32_t type);
 const char *blamer_activity_kind_name(uint32_t kind);
 const char *blamer_drop_reason_name(uint32_t reason);	/* "heap_full", ...; NULL past the set */
+const char *blamer_metric_kind_name(uint32_t kind);	/* "counter", "gauge", "histogram" */
+const char *blamer_gauge_mode_name(uint32_t mode);	/* "all", "livesum", ... */
+const char *blamer_base_name(uint32_t base);		/* "", "seconds", "bytes" */
+/*
+ * The @q-quantile (0..1) of a histogram with @def's buckets and these
+ * counts, as Prometheus' histogram_quantile() computes it: interpolated
+ * linearly within the bucket it falls in (from 0 for the first bucket
+ * when its bound is positive; the bound below +Inf for the last). NaN
+ * without observations or for q outside 0..1.
+ */
+double blamer_histogram_quantile(const struct blamer_snap_metric_def *def,
+				 const uint64_t *buckets, double q);
 
 /* Exporters. Return 0 or -errno. */
 #define BLAMER_JSON_SCHEMA_VERSION 3

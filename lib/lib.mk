@@ -14,16 +14,18 @@
 #   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
 #   make install        see mk/install.mk
 
-LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c)
+LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c metric.c)
 LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
 		     heap.c records.c modules.c registry.c tls.c context.c \
 		     handle.c handle_store.c drops.c inherit.c \
-		     process.c thread.c userdata.c log.c dag.c dag_shard.c)
+		     process.c thread.c userdata.c log.c dag.c dag_shard.c \
+		     metric.c metric_write.c)
 LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c record.c \
 		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
 		     decode_drops.c parent_claim.c \
-		     decode_log.c decode_dag.c parse.c carry.c keep.c alive.c dir.c dev.c attrib.c names.c reader.c)
-LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json.c prom.c prom_text.c \
+		     decode_log.c decode_dag.c decode_metric.c parse.c carry.c keep.c alive.c dir.c dev.c series.c attrib.c names.c metric_names.c \
+		     reader.c)
+LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json_metric.c json.c prom.c prom_text.c \
 						  prom_path.c prom_cache.c)
 
 LIB_INC_format := -I$(SRC)/lib/format

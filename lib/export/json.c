@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "blamer.h"
+#include "json_metric.h"
 #include "json_writer.h"
 
 static const char *backend_name(enum blamer_backend b)
@@ -114,17 +115,24 @@ static void path(struct bl_json *j, const struct blamer_snapshot *s, const uint6
 	bl_json_array_end(j);
 }
 
-static void unit(struct bl_json *j, uint32_t u)
+/* A unit and its name: the library's, the name its heaps give it
+ * (blamer_dag_unit(), as Prometheus uses it), else "unitN". */
+static void unit(struct bl_json *j, const struct blamer_snapshot *s, uint32_t u)
 {
+	const struct blamer_snap_unit_def *d = blamer_snap_unit_def(s, u);
 	const char *n = blamer_unit_name(u);
 	char app[24];
 
 	bl_json_kv_u32(j, "unit", u);
+	if (!n && d)
+		n = d->name;
 	if (!n) {
 		snprintf(app, sizeof(app), "unit%u", u);
 		n = app;
 	}
 	bl_json_kv_string(j, "unit_name", n);
+	if (d)
+		bl_json_kv_string(j, "unit_base", blamer_base_name(d->base));
 }
 
 static void node(struct bl_json *j, const struct blamer_snap_node *n)
@@ -282,7 +290,7 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 		bl_json_array(j);
 		for (k = 0; k < sp->nvalues; k++) {
 			bl_json_object(j);
-			unit(j, sp->units[k]);
+			unit(j, s, sp->units[k]);
 			bl_json_kv_u64(j, "value", sp->values[k]);
 			bl_json_object_end(j);
 		}
@@ -291,6 +299,7 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 	}
 	bl_json_array_end(j);
 	bl_json_object_end(j);
+	bl_json_process_metrics(j, s, p);
 }
 
 /*
@@ -405,6 +414,7 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_string(j, "cmdline", p->cmdline);
 	bl_json_kv_string(j, "role", p->role);
 	bl_json_kv_string(j, "instance", p->instance);
+	bl_json_kv_u32(j, "busy_threads", p->busy_threads);
 	drops(j, p);
 	parent_claim(j, p);
 	if (!summary)
@@ -431,7 +441,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 
 		bl_json_object(j);
 		path(j, s, t->nodes, t->depth);
-		unit(j, t->unit);
+		unit(j, s, t->unit);
 		bl_json_kv_u64(j, "value", t->value);
 		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_object_end(j);
@@ -441,7 +451,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 	bl_json_array(j);
 	for (u = 0; u < s->nunits; u++) {
 		bl_json_object(j);
-		unit(j, s->units[u]);
+		unit(j, s, s->units[u]);
 		bl_json_object_end(j);
 	}
 	bl_json_array_end(j);
@@ -514,8 +524,10 @@ int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 		}
 		bl_json_array_end(&j);
 	}
-	if (!(flags & BLAMER_JSON_NO_ATTRIB))
+	if (!(flags & BLAMER_JSON_NO_ATTRIB)) {
 		attribution(&j, s);
+		bl_json_service(&j, s);
+	}
 	bl_json_object_end(&j);
 	return bl_json_finish(&j);
 }

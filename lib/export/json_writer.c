@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json_writer.h"
@@ -78,27 +79,30 @@ void bl_json_array_end(struct bl_json *j)
 /*
  * The escaper: '"' and '\\' escaped, newline and tab as \n and \t, every
  * other byte below 0x20 or above 0x7e as \u00XX (a byte read as Latin-1),
- * so the output is ASCII.
+ * so the output is ASCII. bl_json_text() writes the code points of UTF-8
+ * sequences as \uXXXX instead (surrogate pairs past U+FFFF).
  */
+static void escaped_byte(FILE *f, unsigned char c)
+{
+	if (c == '"' || c == '\\')
+		fprintf(f, "\\%c", c);
+	else if (c == '\n')
+		fputs("\\n", f);
+	else if (c == '\t')
+		fputs("\\t", f);
+	else if (c < 0x20 || c >= 0x7f)
+		fprintf(f, "\\u%04x", c);
+	else
+		fputc(c, f);
+}
+
 static void escaped(FILE *f, const char *s, size_t n)
 {
 	size_t i;
 
 	fputc('"', f);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
+	for (i = 0; i < n; i++)
+		escaped_byte(f, (unsigned char)s[i]);
 	fputc('"', f);
 }
 
@@ -163,11 +167,60 @@ void bl_json_null(struct bl_json *j)
 
 void bl_json_double(struct bl_json *j, double v)
 {
+	char b[32];
+	int prec;
+
 	sep(j);
-	if (isfinite(v))
-		fprintf(j->f, "%.17g", v);
-	else
+	if (!isfinite(v)) {
 		fputs("null", j->f);
+		return;
+	}
+	/* the shortest of 15 to 17 digits that reads back as v: exact, and
+	 * 0.1 rather than 0.10000000000000001 */
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, v);
+		if (strtod(b, NULL) == v)
+			break;
+	}
+	if (prec == 17)
+		snprintf(b, sizeof(b), "%.17g", v);
+	fputs(b, j->f);
+}
+
+void bl_json_text(struct bl_json *j, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (!s) {
+		bl_json_null(j);
+		return;
+	}
+	sep(j);
+	fputc('"', j->f);
+	while (*u) {
+		uint32_t cp = *u, need = cp >= 0xf0 ? 3 : cp >= 0xe0 ? 2 : cp >= 0xc0 ? 1 : 0, k;
+
+		if (cp < 0x80 || need == 0) {
+			/* ASCII, or a byte that starts nothing: as the escaper */
+			escaped_byte(j->f, *u++);
+			continue;
+		}
+		cp &= 0x3f >> need;
+		for (k = 1; k <= need && (u[k] & 0xc0) == 0x80; k++)
+			cp = cp << 6 | (u[k] & 0x3f);
+		if (k <= need) {
+			escaped_byte(j->f, *u++);	/* cut short */
+			continue;
+		}
+		if (cp >= 0x10000) {
+			cp -= 0x10000;
+			fprintf(j->f, "\\u%04x\\u%04x", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
+		} else {
+			fprintf(j->f, "\\u%04x", cp);
+		}
+		u += need + 1;
+	}
+	fputc('"', j->f);
 }
 
 void bl_json_hex(struct bl_json *j, const uint8_t *bytes, size_t n)

@@ -49,7 +49,10 @@ void bl_json_u64(struct bl_json *j, uint64_t v);	/* "123": a decimal string */
 void bl_json_i64(struct bl_json *j, int64_t v);		/* "-123": a decimal string */
 void bl_json_bool(struct bl_json *j, bool v);
 void bl_json_null(struct bl_json *j);
-void bl_json_double(struct bl_json *j, double v);	/* not finite: null */
+void bl_json_double(struct bl_json *j, double v);	/* shortest exact; not finite: null */
+/* A string of UTF-8 (a label value the reader made valid): its code
+ * points as \uXXXX, so a parser reads the same text; NULL: null. */
+void bl_json_text(struct bl_json *j, const char *s);
 void bl_json_hex(struct bl_json *j, const uint8_t *bytes, size_t n);	/* "0a1b..." */
 void bl_json_id(struct bl_json *j, uint64_t id);	/* "0x1f...": an id or address */
 

@@ -158,6 +158,9 @@ struct blamer_block {
 #define BLAMER_REC_DAG_SHARD	10u	/* one thread's part of a path's values */
 #define BLAMER_REC_DAG_UNIT	11u	/* an application unit's name and base unit */
 #define BLAMER_REC_DROPS	12u	/* writes not recorded in full, by reason (v3) */
+#define BLAMER_REC_METRIC_DEF	13u	/* a metric: name, kind, labels, buckets (v3) */
+#define BLAMER_REC_METRIC	14u	/* one series of a metric and its values (v3) */
+#define BLAMER_REC_METRIC_SHARD	15u	/* one thread's part of a series' values (v3) */
 #define BLAMER_RETIRED(t)	(~(uint32_t)(t))
 
 /*
@@ -445,6 +448,73 @@ struct blamer_drops {
 	uint64_t count[BLAMER_DROP_SLOTS];	/* atomic */
 };
 
+/*
+ * Metrics (version 3). A METRIC_DEF says what a metric is, once per heap
+ * (a fork child's heap gets its parent's, as DAG definitions); a METRIC
+ * is one series of it (label values, an optional DAG path) with its
+ * values; METRIC_SHARDs hold each writing thread's part of a counter or
+ * histogram, chained from the series like DAG_SHARDs from a path.
+ *
+ * Values are nvalues u64 words: a counter or gauge has one, a double
+ * (IEEE-754 binary64 bits); a histogram 1 + nbuckets: the sum of the
+ * observations (a double), then each bucket's count (not cumulative,
+ * the last bucket +Inf). A series' value is its own words plus its
+ * shards' (doubles added as doubles, counts as integers). Gauges have no
+ * shards: one word every thread sets or adds to, and for the mostrecent
+ * modes the CLOCK_REALTIME of the last set in stamp.
+ */
+#define BLAMER_METRIC_NAME_BYTES	64u	/* name, NUL-padded */
+#define BLAMER_METRIC_HELP_BYTES	128u	/* help text, NUL-padded */
+#define BLAMER_METRIC_LABEL_BYTES	128u	/* label names, each NUL-terminated */
+#define BLAMER_METRIC_VALUE_BYTES	256u	/* label values, each NUL-terminated */
+#define BLAMER_METRIC_F_CUT		(1u << 0)	/* METRIC.flags: values were cut */
+#define BLAMER_HIST_NONE		0u
+
+struct blamer_metric_def_rec {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	uint32_t kind;		/* BLAMER_METRIC_* */
+	uint32_t base;		/* BLAMER_BASE_* */
+	uint32_t gauge_mode;	/* BLAMER_GAUGE_* (gauges), else 0 */
+	uint32_t flags;		/* BLAMER_METRIC_PER_PROCESS */
+	uint32_t nlabels;	/* label names in labels[] */
+	uint32_t layout;	/* histograms: BLAMER_HIST_*, else NONE */
+	uint32_t nbuckets;	/* histograms: buckets, +Inf included */
+	int32_t schema;		/* exponential: bucket k ends at 2^(k * 2^-schema) */
+	int32_t min_exp, max_exp;	/* exponential: the window 2^min_exp .. 2^max_exp */
+	uint64_t reserved;
+	char name[BLAMER_METRIC_NAME_BYTES];
+	char help[BLAMER_METRIC_HELP_BYTES];
+	char labels[BLAMER_METRIC_LABEL_BYTES];
+	double bounds[BLAMER_METRIC_BOUNDS_MAX];	/* fixed: nbuckets - 1 used */
+};
+
+struct blamer_metric_rec {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	blamer_ref def;		/* the METRIC_DEF, in this heap */
+	uint32_t flags;		/* BLAMER_METRIC_F_* */
+	uint32_t depth;		/* DAG path: node ids used in nodes[] (0: none) */
+	uint64_t nodes[BLAMER_DAG_MAX_DEPTH];
+	char values[BLAMER_METRIC_VALUE_BYTES];	/* one per label, each NUL-terminated */
+	blamer_ref shards;	/* atomic: newest METRIC_SHARD, 0 if none */
+	uint64_t stamp;		/* atomic: mostrecent gauges: CLOCK_REALTIME of the last set */
+	uint32_t nvalues;	/* words of value[] */
+	uint32_t reserved;
+	uint64_t value[];	/* atomic: the values no shard took */
+};
+
+struct blamer_metric_shard {
+	struct blamer_block hdr;
+	struct blamer_owner owner;
+	blamer_ref metric;	/* the METRIC this shard adds to */
+	blamer_ref next_shard;	/* older shard of the same series, 0: the last */
+	uint64_t claim;		/* atomic: 0 free, else the writing thread's tid */
+	uint32_t nvalues;	/* the series' */
+	uint32_t reserved;
+	uint64_t value[];	/* single writer: the claimer */
+};
+
 #define BLAMER_FORMAT_ASSERT(t, n) \
 	_Static_assert(sizeof(struct t) == (n), "layout of struct " #t)
 
@@ -469,6 +539,9 @@ BLAMER_FORMAT_ASSERT(blamer_dag_edge, 64);
 BLAMER_FORMAT_ASSERT(blamer_dag_path, 224);
 BLAMER_FORMAT_ASSERT(blamer_dag_shard, 136);
 BLAMER_FORMAT_ASSERT(blamer_dag_unit, 88);
+BLAMER_FORMAT_ASSERT(blamer_metric_def_rec, 672);
+BLAMER_FORMAT_ASSERT(blamer_metric_rec, 408);
+BLAMER_FORMAT_ASSERT(blamer_metric_shard, 80);
 
 /* The numbers of the public values the format stores (see the top). */
 #define BLAMER_VALUE_ASSERT(name, v) _Static_assert((name) == (v), "value of " #name)
@@ -524,7 +597,30 @@ BLAMER_VALUE_ASSERT(BLAMER_DROP_STACK_OVERFLOW, 5);
 BLAMER_VALUE_ASSERT(BLAMER_DROP_BUSY, 6);
 BLAMER_VALUE_ASSERT(BLAMER_DROP_NO_HEAP, 7);
 BLAMER_VALUE_ASSERT(BLAMER_DROP_BAD_HANDLE, 8);
-BLAMER_VALUE_ASSERT(BLAMER_DROP_REASONS, 9);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_LABEL_VALUES_CUT, 9);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_BAD_VALUE, 10);
+BLAMER_VALUE_ASSERT(BLAMER_DROP_REASONS, 11);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_COUNTER, 1);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_GAUGE, 2);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_HISTOGRAM, 3);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_ALL, 1);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_LIVEALL, 2);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_MIN, 3);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_LIVEMIN, 4);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_MAX, 5);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_LIVEMAX, 6);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_SUM, 7);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_LIVESUM, 8);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_MOSTRECENT, 9);
+BLAMER_VALUE_ASSERT(BLAMER_GAUGE_LIVEMOSTRECENT, 10);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_PER_PROCESS, 1);
+BLAMER_VALUE_ASSERT(BLAMER_HIST_FIXED, 1);
+BLAMER_VALUE_ASSERT(BLAMER_HIST_EXPONENTIAL, 2);
+/* What the format holds of a metric is what the API allows, plus NULs. */
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_NAME_BYTES, BLAMER_METRIC_NAME_MAX + 1);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_HELP_BYTES, BLAMER_METRIC_HELP_MAX + 1);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_LABEL_BYTES, BLAMER_METRIC_LABEL_NAMES_MAX + 1);
+BLAMER_VALUE_ASSERT(BLAMER_METRIC_VALUE_BYTES, BLAMER_METRIC_VALUES_MAX + 1);
 _Static_assert(BLAMER_DROP_REASONS <= BLAMER_DROP_SLOTS, "drop slots");
 /* What a snapshot holds of a path is what the format can hold. */
 BLAMER_VALUE_ASSERT(BLAMER_SNAP_MAX_DEPTH, BLAMER_DAG_MAX_DEPTH);

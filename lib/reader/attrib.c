@@ -579,6 +579,17 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
 	size_t i;
 
+	if (s->flags & BLAMER_READ_LIVE_ONLY) {
+		size_t k = 0;
+
+		for (i = 0; i < s->nprocs; i++) {
+			if (s->procs[i].state == BLAMER_PROC_LIVE)
+				s->procs[k++] = s->procs[i];
+			else
+				rd_process_free(&s->procs[i]);
+		}
+		s->nprocs = k;
+	}
 	/* the backends read in that order already, mostly: sort only if not */
 	for (i = 1; i < s->nprocs && proc_cmp(&s->procs[i - 1], &s->procs[i]) <= 0; i++)
 		;

@@ -20,6 +20,8 @@ static const char *const reason_names[BLAMER_DROP_REASONS] = {
 	[BLAMER_DROP_BUSY] = "busy",
 	[BLAMER_DROP_NO_HEAP] = "no_heap",
 	[BLAMER_DROP_BAD_HANDLE] = "bad_handle",
+	[BLAMER_DROP_LABEL_VALUES_CUT] = "label_values_cut",
+	[BLAMER_DROP_BAD_VALUE] = "bad_value",
 };
 
 const char *blamer_drop_reason_name(uint32_t reason)

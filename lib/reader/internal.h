@@ -85,7 +85,7 @@ struct rd_heap {
  * the snapshot at their final size when the heap is done (rd_push(),
  * rd_scratch_commit()). Without them the arrays grow in the snapshot.
  */
-#define RD_SCRATCH_ARRAYS	8
+#define RD_SCRATCH_ARRAYS	10
 struct rd_scratch {
 	struct rd_grow {
 		void **owner;	/* the process's array pointer, NULL: unused */
@@ -121,13 +121,14 @@ static inline bool rd_version_ok(uint32_t v)
  *
  *   reader.c                  front: open, snapshot, wait, release
  *   dir.c  dev.c  attrib.c    backends; the attribution view
+ *   series.c                  the service view (metrics merged, roles)
  *   parse.c                   one heap: checks, then the record list
  *   decode_*.c                one decoder per record type
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
  *   keep.c  alive.c  carry.c  what a long-lived reader keeps between snapshots
  *   snapshot.c                the model: processes, problems, freeing
- *   names.c                   (alone) names of values
+ *   names.c metric_names.c    (alone) names of values
  */
 
 /* slabs.c */
@@ -209,6 +210,15 @@ struct rd_udcache {
 	size_t cap, n;
 };
 
+/* Metric definitions decoded, by reference (decode_metric.c): their
+ * index among the process's, or UINT32_MAX for a bad one. */
+struct rd_defmap {
+	blamer_ref *ref;
+	uint32_t *idx;
+	size_t cap, n;
+	uint64_t seed;
+};
+
 /* What the decoders of one heap share (parse.c sets it up). */
 struct rd_ctx {
 	struct rd_heap *h;
@@ -228,6 +238,7 @@ struct rd_ctx {
 	uint32_t nunits;
 	uint32_t named[RD_MAX_HEAP_UNITS];	/* units this heap named (DAG_UNIT) */
 	uint32_t nnamed;
+	struct rd_defmap defs;	/* metric definitions met */
 };
 
 /* parent_claim.c: dir backend: each dead process without kernel facts
@@ -274,6 +285,12 @@ void rd_decode_node(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_edge(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_unit(struct rd_ctx *c, blamer_ref ref);
 void rd_decode_path(struct rd_ctx *c, blamer_ref ref);
+void rd_decode_metric_def(struct rd_ctx *c, blamer_ref ref);
+void rd_decode_metric(struct rd_ctx *c, blamer_ref ref);
+void rd_defmap_free(struct rd_defmap *m);
+/* decode_metric.c: after the heap's arrays have their final place, each
+ * series' definition (kept by index while parsing) becomes a pointer. */
+void rd_metrics_link(struct blamer_snap_process *p);
 
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
@@ -486,8 +503,12 @@ size_t rd_snapshot_bytes(struct blamer_snapshot *s);
 void rd_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* attrib.c: sorts processes, builds the attribution view over them
- * (totals, units, the inclusive tree), merges their nodes. */
+/* attrib.c: sorts processes (leaving dead ones out for
+ * BLAMER_READ_LIVE_ONLY), builds the attribution view over them (totals,
+ * units, the inclusive tree), merges their nodes. */
 void rd_finish_snapshot(struct blamer_snapshot *s);
+/* series.c: the service view, after rd_finish_snapshot(): s->series
+ * merged from the processes' metrics, s->roles (made again if made). */
+void rd_service_view(struct blamer_snapshot *s);
 
 #endif /* BLAMER_READER_INTERNAL_H */

@@ -60,6 +60,8 @@ static const struct {
 	[BLAMER_REC_CHILD] = { rd_decode_child, BLAMER_READ_NO_CHILDREN },
 	[BLAMER_REC_DAG_UNIT] = { rd_decode_unit, BLAMER_READ_NO_DAG },
 	[BLAMER_REC_DROPS] = { rd_decode_drops, 0 },
+	[BLAMER_REC_METRIC_DEF] = { rd_decode_metric_def, BLAMER_READ_NO_METRICS },
+	[BLAMER_REC_METRIC] = { rd_decode_metric, BLAMER_READ_NO_METRICS },
 };
 
 static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)
@@ -112,6 +114,7 @@ void rd_heap_parse(struct rd_heap *h)
 {
 	parse(h);
 	rd_scratch_commit(h);
+	rd_metrics_link(h->p);
 }
 
 static void parse(struct rd_heap *h)
@@ -149,6 +152,7 @@ static void parse(struct rd_heap *h)
 	}
 	rd_seen_free(&c.listed);
 	rd_seen_free(&c.shards);
+	rd_defmap_free(&c.defs);
 	free(c.ud.v);
 	/* a ring that has not wrapped is in order already: sorted only if not */
 	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)

@@ -181,6 +181,7 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	s->realtime_ns = bl_clock_ns(CLOCK_REALTIME);
 	s->monotonic_ns = bl_clock_ns(CLOCK_MONOTONIC);
 	rd_finish_snapshot(s);
+	rd_service_view(s);
 	if (s->backend == BLAMER_BACKEND_DIR)
 		rd_join_parent_claims(s);
 	*out = s;
@@ -213,6 +214,7 @@ size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, si
 	s->nodes = NULL;
 	s->ntotals = s->nunits = s->ntree = s->nnodes = 0;
 	rd_finish_snapshot(s);
+	rd_service_view(s);
 	return k;
 }
 
@@ -331,6 +333,7 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
 	if (p->have_record)
 		p->pid = (int32_t)p->rec_pid;
 	rd_finish_snapshot(s);
+	rd_service_view(s);
 	if (s->backend == BLAMER_BACKEND_DIR)
 		rd_join_parent_claims(s);
 	*out = s;

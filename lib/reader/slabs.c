@@ -45,6 +45,7 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)
 		    rd_version_ok(sh.version) && !have0) {
 			have0 = true;
 			heap_id = sh.heap_id;
+			h->p->heap_id = heap_id;
 			h->version = sh.version;
 		} else if (sh.magic == BLAMER_HEAP_MAGIC && sh.slab_index == 0) {
 			other_version = sh.version;

@@ -301,6 +301,44 @@ static void dup_fields(struct copier *c, struct blamer_snap_fields *f)
 	}
 }
 
+/* A string and its NUL (NULL stays NULL). */
+static char *dup_str(struct copier *c, const char *str)
+{
+	return str ? dup_array(c, str, strlen(str) + 1, 1) : NULL;
+}
+
+/* @from's metric definitions and series, made the copier's: each series
+ * names the copy of its definition. */
+static void dup_metrics(struct copier *c, struct blamer_snap_process *to,
+			const struct blamer_snap_process *from)
+{
+	size_t i, k;
+
+	to->metric_defs = dup_array(c, from->metric_defs, from->nmetric_defs,
+				    sizeof(*to->metric_defs));
+	for (i = 0; to->metric_defs && i < to->nmetric_defs; i++) {
+		struct blamer_snap_metric_def *d = &to->metric_defs[i];
+
+		d->help = dup_str(c, d->help);
+		for (k = 0; k < d->nlabels && k < BLAMER_METRIC_LABELS_MAX; k++)
+			d->labels[k] = dup_str(c, d->labels[k]);
+		d->upper = dup_array(c, d->upper, d->nbuckets, sizeof(*d->upper));
+	}
+	to->metrics = dup_array(c, from->metrics, from->nmetrics, sizeof(*to->metrics));
+	for (i = 0; to->metrics && i < to->nmetrics; i++) {
+		struct blamer_snap_metric *m = &to->metrics[i];
+		const struct blamer_snap_metric_def *d = m->def;
+
+		for (k = 0; d && k < d->nlabels && k < BLAMER_METRIC_LABELS_MAX; k++)
+			m->values[k] = dup_str(c, m->values[k]);
+		m->exact = dup_array(c, m->exact, m->nexact, sizeof(*m->exact));
+		m->buckets = dup_array(c, m->buckets, d ? d->nbuckets : 0, sizeof(*m->buckets));
+		/* the copy's definition; a dry run (no snapshot) keeps @from's */
+		if (d && c->s && to->metric_defs)
+			m->def = to->metric_defs + (d - from->metric_defs);
+	}
+}
+
 static void copy_process(struct copier *c, struct blamer_snap_process *to,
 			 const struct blamer_snap_process *from)
 {
@@ -324,6 +362,7 @@ static void copy_process(struct copier *c, struct blamer_snap_process *to,
 	to->nodes = dup_array(c, from->nodes, from->nnodes, sizeof(*to->nodes));
 	to->edges = dup_array(c, from->edges, from->nedges, sizeof(*to->edges));
 	to->paths = dup_array(c, from->paths, from->npaths, sizeof(*to->paths));
+	dup_metrics(c, to, from);
 }
 
 bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
@@ -388,6 +427,8 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->nodes);
 	free(s->skipped);
 	free(s->unit_defs);
+	free(s->series);
+	free(s->roles);
 	/* the blocks go to the pool for the next snapshot (any there
 	 * before are freed: one snapshot's worth is kept) */
 	if (rs->pool) {

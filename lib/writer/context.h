@@ -27,6 +27,7 @@
 #include "blamer.h"
 #include "handle.h"
 #include "heap.h"
+#include "metric.h"
 #include "tls.h"
 #include "writer.h"
 
@@ -72,6 +73,44 @@ struct blamer_value {
 	char name[];		/* name_len bytes, NUL-terminated */
 };
 
+/*
+ * What blamer_metric_define() returns: process memory naming a
+ * METRIC_DEF record (handle.h), found again by name in a fork child's
+ * heap (which inherits the definition). One per name and context, on
+ * b->metrics; freed with the context.
+ */
+struct blamer_metric {
+	struct bl_handle h;	/* rec, ref: the METRIC_DEF record */
+	struct blamer_metric_def_rec def;	/* as made: the key, and what a remake writes */
+	uint32_t nvalues;	/* words of a series' values */
+	struct blamer_metric *next;	/* b->metrics */
+};
+
+/*
+ * What blamer_metric_series() returns: process memory naming one METRIC
+ * record (handle.h), one per (metric, label values, path) and context,
+ * kept in the context's series table (handle_store.c). The hot path
+ * reads id, kind and the record; a histogram's bucket layout is here too
+ * (hist.bounds points at the metric's def).
+ */
+struct blamer_series {
+	uint64_t id;		/* process-unique, never reused: the shard cache key */
+	uint32_t kind;		/* BLAMER_METRIC_* */
+	uint32_t nvalues;	/* words of its values */
+	struct bl_handle h;	/* rec, ref: the METRIC record */
+	bool stamped;		/* a mostrecent gauge: sets store the time */
+	struct bl_hist hist;	/* histograms: the buckets */
+	struct blamer_metric *m;
+	/* the key */
+	uint32_t hash;
+	uint32_t depth;
+	uint64_t nodes[BLAMER_DAG_MAX_DEPTH];
+	uint32_t vlen;		/* bytes of values, NULs included */
+	uint32_t cut;		/* BLAMER_METRIC_F_CUT if they were cut */
+	char values[BLAMER_METRIC_VALUE_BYTES];
+	struct blamer_series *_Atomic next;	/* its chain in the series table */
+};
+
 /* What a fork child's heap starts with (inherit.c). */
 struct bl_def;
 struct bl_inherit {
@@ -97,6 +136,8 @@ struct blamer {
 	blamer_ref process, global_data, process_data, log;
 	struct blamer_path *_Atomic paths;	/* handles made by blamer_path_get() */
 	struct bl_value_table *_Atomic values;	/* handles made by blamer_set_*() */
+	struct blamer_metric *_Atomic metrics;	/* handles made by blamer_metric_define() */
+	struct bl_series_table *_Atomic series;	/* handles made by blamer_metric_series() */
 	struct blamer_drops *_Atomic drops;	/* the heap's DROPS record, NULL: none */
 	uint64_t pending_drops[BLAMER_DROP_REASONS];	/* atomic: counted with no heap */
 	struct bl_inherit inherit;
@@ -146,7 +187,7 @@ blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity);
 /* The records a new heap starts with: the process record, its global and
  * process data and the log (the context is not READY yet). 0 or -errno. */
 int bl_process_records(struct blamer *b);
-/* Stores 0 with release in the claim of every shard of @tid in @b's heap
+/* Stores 0 with release in the claim of every shard (DAG and metric) of @tid in @b's heap
  * (the thread is exiting; another may take them over). */
 void bl_shards_release(struct blamer *b, int64_t tid);
 
@@ -173,6 +214,14 @@ void bl_inherit_free(struct blamer *b);
 struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const char *name,
 				     size_t nlen, uint32_t hash, uint8_t type, uint16_t cap,
 				     bl_remake_fn remake, void *field, void *value);
+/* handle_store.c: a new handle's process-unique id (paths, series: the
+ * key of a thread's shard cache), never 0, never reused. */
+uint64_t bl_handle_id(void);
+/* handle_store.c: the series handle of @key's metric, values and path in
+ * @b, found, or made from @key (copied, stale: made current by its first
+ * use) if there is none yet; NULL (counted) out of memory. */
+struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
+				       bl_remake_fn remake);
 /* handle_store.c: a fork child's: every handle of @b is stale (its
  * record is the parent's). */
 void bl_handles_forked(struct blamer *b);

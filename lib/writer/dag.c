@@ -240,9 +240,6 @@ static bool path_match(const void *rec, const void *key)
 	return true;
 }
 
-/* Handle ids: never reused, so a thread's shard cache needs no invalidation. */
-static uint64_t path_ids;	/* atomic: the last id handed out */
-
 static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits);
 
@@ -285,9 +282,7 @@ static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref, const u
 				bl_error(ENOMEM, "blamer: no memory for a path handle");
 				return NULL;
 			}
-			/* Relaxed: an id only needs to be unique. */
-			mine->id = atomic_fetch_add_explicit(A64(&path_ids), 1,
-							     memory_order_relaxed) + 1;
+			mine->id = bl_handle_id();
 			mine->depth = depth;
 			mine->nunits = nunits;
 			memcpy(mine->ids, ids, depth * sizeof(uint64_t));

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where handles live: the path handles (a list, dag.c) and the value
- * handles of blamer_set_*(): where the fork handler finds every one to
- * make it stale (handle.h), and frees them with their context. A new kind
- * of handle is kept here too.
+ * Where handles live: the path handles (a list, dag.c), the value
+ * handles of blamer_set_*(), the metric handles (a list, metric.c) and
+ * the series handles (a table, below): where the fork handler finds
+ * every one to make it stale (handle.h), and frees them with their
+ * context. Paths and series share one id space (bl_handle_id()): the key
+ * of a thread's shard cache.
  *
  * Value handles are found by (scope, name, type) in a per-context table,
  * so every set of a name returns the same handle and a program that sets
@@ -146,11 +148,96 @@ full:
 	return NULL;
 }
 
+/* Handle ids: never reused, so a thread's shard cache needs no invalidation. */
+static uint64_t handle_ids;	/* atomic: the last id handed out */
+
+uint64_t bl_handle_id(void)
+{
+	/* Relaxed: an id only needs to be unique. */
+	return atomic_fetch_add_explicit(A64(&handle_ids), 1, memory_order_relaxed) + 1;
+}
+
+/*
+ * Series handles, by key: a chain per bucket, each pushed with a CAS.
+ * A program may have many series (one per label set), so the table does
+ * not fill up; a chain is walked only to find a series again
+ * (blamer_metric_series(), not the writes).
+ */
+#define SERIES_BUCKETS	4096u		/* a power of two */
+
+struct bl_series_table {
+	struct blamer_series *_Atomic chain[SERIES_BUCKETS];
+};
+
+static bool series_is(const struct blamer_series *a, const struct blamer_series *k)
+{
+	return a->hash == k->hash && a->m == k->m && a->depth == k->depth &&
+	       a->vlen == k->vlen && !memcmp(a->nodes, k->nodes, sizeof(a->nodes)) &&
+	       !memcmp(a->values, k->values, a->vlen);
+}
+
+static struct bl_series_table *series_table(struct blamer *b)
+{
+	struct bl_series_table *t = atomic_load_explicit(&b->series, memory_order_acquire), *mine;
+
+	if (t)
+		return t;
+	mine = calloc(1, sizeof(*mine));
+	if (!mine)
+		return NULL;
+	/* Acq_rel: the table is seen zeroed; on failure, the winner's. */
+	if (atomic_compare_exchange_strong_explicit(&b->series, &t, mine, memory_order_acq_rel,
+						    memory_order_acquire))
+		return mine;
+	free(mine);
+	return t;
+}
+
+struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
+				       bl_remake_fn remake)
+{
+	struct bl_series_table *t = series_table(b);
+	struct blamer_series *_Atomic *chain, *head, *seen = NULL, *s, *mine = NULL;
+
+	if (!t)
+		goto oom;
+	chain = &t->chain[key->hash & (SERIES_BUCKETS - 1)];
+	/* Acquire: pairs with the release CAS below: handles found are whole. */
+	head = atomic_load_explicit(chain, memory_order_acquire);
+	for (;;) {
+		for (s = head; s != seen; s = atomic_load_explicit(&s->next, memory_order_relaxed))
+			if (series_is(s, key)) {
+				free(mine);
+				return s;
+			}
+		if (!mine) {
+			mine = malloc(sizeof(*mine));
+			if (!mine)
+				goto oom;
+			*mine = *key;
+			mine->id = bl_handle_id();
+			/* stale: its first use finds or makes its record */
+			bl_handle_init(&mine->h, b, remake, NULL, 0);
+		}
+		atomic_store_explicit(&mine->next, head, memory_order_relaxed);
+		seen = head;
+		if (atomic_compare_exchange_weak_explicit(chain, &head, mine, memory_order_release,
+							  memory_order_acquire))
+			return mine;
+	}
+oom:
+	bl_drop(b, BLAMER_DROP_HEAP_FULL);
+	bl_error(ENOMEM, "blamer: no memory for a series handle");
+	return NULL;
+}
+
 void bl_handles_forked(struct blamer *b)
 {
 	/* Relaxed: the fork child has one thread, in its fork handler. */
 	struct blamer_path *q = atomic_load_explicit(&b->paths, memory_order_relaxed);
 	struct bl_value_table *t = atomic_load_explicit(&b->values, memory_order_relaxed);
+	struct blamer_metric *m = atomic_load_explicit(&b->metrics, memory_order_relaxed);
+	struct bl_series_table *st = atomic_load_explicit(&b->series, memory_order_relaxed);
 	uint32_t i;
 
 	for (; q; q = q->next)
@@ -161,18 +248,42 @@ void bl_handles_forked(struct blamer *b)
 		if (v)
 			bl_handle_stale(&v->h);
 	}
+	for (; m; m = m->next)
+		bl_handle_stale(&m->h);
+	for (i = 0; st && i < SERIES_BUCKETS; i++) {
+		struct blamer_series *s = atomic_load_explicit(&st->chain[i], memory_order_relaxed);
+
+		for (; s; s = atomic_load_explicit(&s->next, memory_order_relaxed))
+			bl_handle_stale(&s->h);
+	}
 }
 
 void bl_handles_free(struct blamer *b)
 {
 	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
 	struct bl_value_table *t = atomic_exchange(&b->values, NULL);
+	struct blamer_metric *m = atomic_exchange(&b->metrics, NULL), *mn;
+	struct bl_series_table *st = atomic_exchange(&b->series, NULL);
 	struct chunk *c, *cn;
+	uint32_t i;
 
 	for (; q; q = next) {
 		next = q->next;
 		free(q);
 	}
+	for (; m; m = mn) {
+		mn = m->next;
+		free(m);
+	}
+	for (i = 0; st && i < SERIES_BUCKETS; i++) {
+		struct blamer_series *s = atomic_load(&st->chain[i]), *sn;
+
+		for (; s; s = sn) {
+			sn = atomic_load(&s->next);
+			free(s);
+		}
+	}
+	free(st);
 	if (!t)
 		return;
 	for (c = t->chunks; c; c = cn) {

@@ -206,13 +206,22 @@ void bl_shards_release(struct blamer *b, int64_t tid)
 	if (ld_relaxed(A32(&h->corrupt)))
 		return;		/* a corrupt heap is not written */
 	while ((ref = bl_heap_next(h, &it, &type))) {
-		struct blamer_dag_shard *s;
+		uint64_t *claim;
 
-		if (type != BLAMER_REC_DAG_SHARD)
+		/* DAG and metric shards: the same claim protocol */
+		if (type == BLAMER_REC_DAG_SHARD) {
+			struct blamer_dag_shard *s = bl_heap_get(h, ref, type, sizeof(*s));
+
+			claim = s ? &s->claim : NULL;
+		} else if (type == BLAMER_REC_METRIC_SHARD) {
+			struct blamer_metric_shard *s = bl_heap_get(h, ref, type, sizeof(*s));
+
+			claim = s ? &s->claim : NULL;
+		} else {
 			continue;
-		s = bl_heap_get(h, ref, type, sizeof(*s));
+		}
 		/* Release: our adds come before those of the next claimer. */
-		if (s && ld_relaxed(A64(&s->claim)) == (uint64_t)tid)
-			st_release(A64(&s->claim), 0);
+		if (claim && ld_relaxed(A64(claim)) == (uint64_t)tid)
+			st_release(A64(claim), 0);
 	}
 }

@@ -94,9 +94,9 @@ int v_check(const struct v_heap *h, struct v_stats *st)
 		t = __atomic_load_n(&b->type, __ATOMIC_ACQUIRE);
 		if (t == BLAMER_REC_TRANSITIONING)
 			st->transitioning++;
-		else if (t < 16 && t)
+		else if (t < 32 && t)
 			st->by_type[t]++;
-		else if (~t < 16 && ~t)
+		else if (~t < 32 && ~t)
 			st->retired[~t]++;
 		else
 			FAIL("record %#" PRIx64 " has type %#x", ref, t);

@@ -25,8 +25,8 @@ struct v_stats {
 	uint32_t flags;
 	uint32_t state;
 	uint64_t records;		/* listed records */
-	uint64_t by_type[16];		/* live types 1..15 */
-	uint64_t retired[16];		/* retired types 1..15 */
+	uint64_t by_type[32];		/* live types 1..31 */
+	uint64_t retired[32];		/* retired types 1..31 */
 	uint64_t transitioning;
 	int64_t pid;			/* from the process record */
 	uint32_t data_id;

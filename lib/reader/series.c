@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The service view of a snapshot: each metric's series merged over the
+ * processes (live and dead), per uid, and the processes by role.
+ *
+ * One definition per name: the one most processes give (then the least,
+ * so every reader picks the same whatever order heaps come in); a
+ * process whose heap defines the name otherwise is left out of the merge
+ * and counted (a counter summed with a gauge, or histograms with other
+ * buckets, would be wrong numbers). Help text does not count: it is
+ * shown, not merged.
+ *
+ * Series are merged by (name, uid, label values, path): counters and
+ * histogram sums exactly (lib/format/metric.h), bucket counts as
+ * integers, gauges by their mode. Gauges of ALL and LIVEALL, and metrics
+ * flagged PER_PROCESS, stay a series per process. Keys are hashed with a
+ * secret seed: a heap chooses its label values.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "internal.h"
+#include "metric.h"
+
+static uint64_t seed_new(void)
+{
+	uint64_t seed;
+	struct timespec t;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t;
+}
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+	size_t n = strlen(s), i;
+	uint64_t w;
+
+	h = mix(h, n);
+	for (i = 0; i < n; i += 8) {
+		w = 0;
+		memcpy(&w, s + i, n - i < 8 ? n - i : 8);
+		h = mix(h, w);
+	}
+	return h;
+}
+
+/* ---- one definition per name ---- */
+
+static int sgn(int64_t x)
+{
+	return (x > 0) - (x < 0);
+}
+
+/* Definitions ordered by what merging depends on (not help). */
+static int def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y)
+{
+	uint32_t i;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->kind != y->kind)
+		return sgn((int64_t)x->kind - y->kind);
+	if (x->base != y->base)
+		return sgn((int64_t)x->base - y->base);
+	if (x->gauge_mode != y->gauge_mode)
+		return sgn((int64_t)x->gauge_mode - y->gauge_mode);
+	if (x->flags != y->flags)
+		return sgn((int64_t)x->flags - y->flags);
+	if (x->nlabels != y->nlabels)
+		return sgn((int64_t)x->nlabels - y->nlabels);
+	for (i = 0; i < x->nlabels; i++)
+		if ((c = strcmp(x->labels[i], y->labels[i])))
+			return c;
+	if (x->nbuckets != y->nbuckets)
+		return sgn((int64_t)x->nbuckets - y->nbuckets);
+	for (i = 0; i < x->nbuckets; i++)
+		if (x->upper[i] != y->upper[i])
+			return x->upper[i] < y->upper[i] ? -1 : 1;
+	return 0;
+}
+
+struct def_use {
+	const struct blamer_snap_metric_def *def;
+	size_t proc;
+};
+
+static int use_cmp(const void *a, const void *b)
+{
+	const struct def_use *x = a, *y = b;
+	int c = def_cmp(x->def, y->def);
+
+	return c ? c : sgn((int64_t)x->proc - (int64_t)y->proc);
+}
+
+/* The winning definition of each name, in name order (the uses are
+ * sorted by name first); NULL out of memory. */
+static const struct blamer_snap_metric_def **choose_defs(const struct blamer_snapshot *s,
+							  size_t *nwin)
+{
+	const struct blamer_snap_metric_def **win, *best = NULL;
+	struct def_use *u;
+	size_t i, j, n = 0, k = 0, best_n = 0, run_n = 0;
+
+	for (i = 0; i < s->nprocs; i++)
+		n += s->procs[i].nmetric_defs;
+	u = malloc((n + 1) * sizeof(*u));
+	win = malloc((n + 1) * sizeof(*win));
+	if (!u || !win) {
+		free(u);
+		free(win);
+		return NULL;
+	}
+	for (i = 0, n = 0; i < s->nprocs; i++)
+		for (j = 0; j < s->procs[i].nmetric_defs; j++)
+			u[n++] = (struct def_use){ &s->procs[i].metric_defs[j], i };
+	qsort(u, n, sizeof(*u), use_cmp);
+	/* runs of equal definitions, within runs of one name */
+	for (i = 0; i < n; i++) {
+		bool new_def = !i || def_cmp(u[i - 1].def, u[i].def);
+		bool new_name = !i || strcmp(u[i - 1].def->name, u[i].def->name);
+
+		if (new_name && best) {
+			win[k++] = best;
+			best = NULL;
+			best_n = 0;
+		}
+		if (new_def)
+			run_n = 0;
+		/* a process counts once per definition (a hostile heap may
+		 * hold one twice) */
+		if (new_def || u[i - 1].proc != u[i].proc)
+			run_n++;
+		/* the first (least) of the most used wins */
+		if (run_n > best_n) {
+			best_n = run_n;
+			best = u[i].def;
+		}
+	}
+	if (best)
+		win[k++] = best;
+	free(u);
+	*nwin = k;
+	return win;
+}
+
+static const struct blamer_snap_metric_def *winner_of(const struct blamer_snap_metric_def **win,
+						      size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(win[mid]->name, name);
+
+		if (!c)
+			return win[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- merging ---- */
+
+/* A series of its own for each process: ALL and LIVEALL gauges, and
+ * PER_PROCESS metrics. */
+static bool per_process(const struct blamer_snap_metric_def *d)
+{
+	return (d->flags & BLAMER_METRIC_PER_PROCESS) ||
+	       (d->kind == BLAMER_METRIC_GAUGE &&
+		(d->gauge_mode == BLAMER_GAUGE_ALL || d->gauge_mode == BLAMER_GAUGE_LIVEALL));
+}
+
+static bool live_only(const struct blamer_snap_metric_def *d)
+{
+	switch (d->gauge_mode) {
+	case BLAMER_GAUGE_LIVEALL:
+	case BLAMER_GAUGE_LIVEMIN:
+	case BLAMER_GAUGE_LIVEMAX:
+	case BLAMER_GAUGE_LIVESUM:
+	case BLAMER_GAUGE_LIVEMOSTRECENT:
+		return d->kind == BLAMER_METRIC_GAUGE;
+	}
+	return false;
+}
+
+struct acc {
+	struct bl_fsum sum;
+	uint64_t *buckets;
+};
+
+struct merge {
+	struct blamer_snap_series *v;
+	struct acc *acc;
+	size_t n, cap;
+	uint32_t *slot;		/* series index + 1, 0 free */
+	size_t mask;
+	uint64_t seed;
+};
+
+static uint64_t key_hash(const struct merge *mg, const struct blamer_snap_metric_def *d,
+			 uint32_t uid, const struct blamer_snap_metric *m,
+			 const struct blamer_snap_process *proc)
+{
+	uint64_t h = mix_str(mg->seed, d->name);
+	uint32_t i;
+
+	h = mix(h, uid);
+	for (i = 0; i < d->nlabels; i++)
+		h = mix_str(h, m->values[i]);
+	h = mix(h, m->depth);
+	for (i = 0; i < m->depth && i < BLAMER_SNAP_MAX_DEPTH; i++)
+		h = mix(h, m->nodes[i]);
+	return mix(h, (uint64_t)(uintptr_t)proc);
+}
+
+static bool same_key(const struct blamer_snap_series *x, const struct blamer_snap_metric_def *d,
+		     uint32_t uid, const struct blamer_snap_metric *m,
+		     const struct blamer_snap_process *proc)
+{
+	uint32_t i;
+
+	if (x->def != d || x->uid != uid || x->proc != proc || x->first->depth != m->depth ||
+	    memcmp(x->first->nodes, m->nodes, m->depth * sizeof(m->nodes[0])))
+		return false;
+	for (i = 0; i < d->nlabels; i++)
+		if (strcmp(x->first->values[i], m->values[i]))
+			return false;
+	return true;
+}
+
+static bool merge_grow(struct merge *mg)
+{
+	size_t cap = mg->cap ? mg->cap * 2 : 64, mask = 2 * cap - 1, i, at;
+	struct blamer_snap_series *v = realloc(mg->v, cap * sizeof(*v));
+	struct acc *acc;
+	uint32_t *slot;
+
+	if (!v)
+		return false;
+	mg->v = v;
+	acc = realloc(mg->acc, cap * sizeof(*acc));
+	if (!acc)
+		return false;
+	mg->acc = acc;
+	slot = calloc(mask + 1, sizeof(*slot));
+	if (!slot)
+		return false;
+	for (i = 0; i < mg->n; i++) {
+		const struct blamer_snap_series *x = &mg->v[i];
+
+		for (at = key_hash(mg, x->def, x->uid, x->first, x->proc) & mask; slot[at];
+		     at = (at + 1) & mask)
+			;
+		slot[at] = (uint32_t)i + 1;
+	}
+	free(mg->slot);
+	mg->slot = slot;
+	mg->mask = mask;
+	mg->cap = cap;
+	return true;
+}
+
+/* The series of (@d, @uid, @m's values and path, @proc), made if new. */
+static struct blamer_snap_series *series_of(struct merge *mg, struct blamer_snapshot *s,
+					    const struct blamer_snap_metric_def *d, uint32_t uid,
+					    const struct blamer_snap_metric *m,
+					    const struct blamer_snap_process *proc)
+{
+	struct blamer_snap_series *x;
+	size_t at;
+
+	if (mg->n == mg->cap && !merge_grow(mg))
+		return NULL;
+	for (at = key_hash(mg, d, uid, m, proc) & mg->mask; mg->slot[at]; at = (at + 1) & mg->mask) {
+		x = &mg->v[mg->slot[at] - 1];
+		if (same_key(x, d, uid, m, proc))
+			return x;
+	}
+	x = &mg->v[mg->n];
+	memset(x, 0, sizeof(*x));
+	x->def = d;
+	x->first = m;
+	x->proc = proc;
+	x->uid = uid;
+	bl_fsum_init(&mg->acc[mg->n].sum);
+	mg->acc[mg->n].buckets = NULL;
+	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
+		x->buckets = rd_alloc(s, d->nbuckets * sizeof(uint64_t));
+		if (!x->buckets)
+			return NULL;
+		memset(x->buckets, 0, d->nbuckets * sizeof(uint64_t));
+	}
+	mg->slot[at] = (uint32_t)++mg->n;
+	return x;
+}
+
+/* @m of a process (@live) into its series. */
+static void merge_one(struct blamer_snap_series *x, struct acc *a,
+		      const struct blamer_snap_metric *m, bool live)
+{
+	const struct blamer_snap_metric_def *d = x->def;
+	bool first = !x->nprocs;
+	uint32_t i;
+
+	x->nprocs++;
+	x->nlive += live;
+	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
+		for (i = 0; i < d->nbuckets; i++)
+			x->buckets[i] += m->buckets[i];
+		x->count += m->count;
+	}
+	if (d->kind != BLAMER_METRIC_GAUGE) {
+		/* a counter, a histogram's sum: exactly */
+		for (i = 0; i < m->nexact; i++)
+			bl_fsum_add(&a->sum, m->exact[i]);
+		return;
+	}
+	switch (d->gauge_mode) {
+	case BLAMER_GAUGE_MIN:
+	case BLAMER_GAUGE_LIVEMIN:
+		if (first || m->value < x->value)
+			x->value = m->value;
+		break;
+	case BLAMER_GAUGE_MAX:
+	case BLAMER_GAUGE_LIVEMAX:
+		if (first || m->value > x->value)
+			x->value = m->value;
+		break;
+	case BLAMER_GAUGE_MOSTRECENT:
+	case BLAMER_GAUGE_LIVEMOSTRECENT:
+		if (first || m->stamp_ns > x->stamp_ns) {
+			x->value = m->value;
+			x->stamp_ns = m->stamp_ns;
+		}
+		break;
+	default:	/* SUM, LIVESUM; ALL and LIVEALL are one process's */
+		bl_fsum_add(&a->sum, m->value);
+		break;
+	}
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_series *x = a, *y = b;
+	uint32_t i;
+	int c = strcmp(x->def->name, y->def->name);
+
+	if (c)
+		return c;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	for (i = 0; i < x->def->nlabels; i++)
+		if ((c = strcmp(x->first->values[i], y->first->values[i])))
+			return c;
+	c = blamer_path_cmp(x->first->nodes, x->first->depth, y->first->nodes, y->first->depth);
+	if (c)
+		return c;
+	if (x->proc == y->proc)
+		return 0;
+	if (!x->proc || !y->proc)
+		return !x->proc ? -1 : 1;
+	c = rd_pid_start_cmp(x->proc->pid, x->proc->start_time_ns, y->proc->pid,
+			     y->proc->start_time_ns);
+	return c ? c : sgn((int64_t)(x->proc->heap_key > y->proc->heap_key) -
+			   (int64_t)(x->proc->heap_key < y->proc->heap_key));
+}
+
+/* A series' sum, made final: its value and exact partials. */
+static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, struct acc *a)
+{
+	const struct blamer_snap_metric_def *d = x->def;
+	double *e;
+
+	if (d->kind == BLAMER_METRIC_GAUGE &&
+	    !(d->gauge_mode == BLAMER_GAUGE_SUM || d->gauge_mode == BLAMER_GAUGE_LIVESUM))
+		return true;	/* a value of one process, chosen */
+	x->value = bl_fsum_value(&a->sum);
+	x->nexact = a->sum.has_special ? 1 : a->sum.n;
+	if (!x->nexact)
+		return true;
+	e = rd_alloc(s, x->nexact * sizeof(*e));
+	if (!e)
+		return false;
+	if (a->sum.has_special)
+		e[0] = a->sum.special;
+	else
+		memcpy(e, a->sum.p, x->nexact * sizeof(*e));
+	x->exact = e;
+	return true;
+}
+
+/* s->series from every process's metrics; false out of memory (then
+ * none). */
+static bool merge_series(struct blamer_snapshot *s)
+{
+	const struct blamer_snap_metric_def **win;
+	struct merge mg = { .seed = seed_new() };
+	size_t nwin = 0, i, j;
+	bool ok = true;
+
+	s->metric_conflicts = 0;
+	win = choose_defs(s, &nwin);
+	if (!win)
+		return false;
+	for (i = 0; ok && i < s->nprocs; i++) {
+		struct blamer_snap_process *p = &s->procs[i];
+		bool live = p->state == BLAMER_PROC_LIVE;
+
+		for (j = 0; ok && j < p->nmetrics; j++) {
+			struct blamer_snap_metric *m = &p->metrics[j];
+			const struct blamer_snap_metric_def *d;
+			struct blamer_snap_series *x;
+
+			if (!m->def)
+				continue;
+			d = winner_of(win, nwin, m->def->name);
+			m->conflict = !d || def_cmp(d, m->def);
+			if (m->conflict) {
+				s->metric_conflicts++;
+				continue;
+			}
+			if (!live && live_only(d))
+				continue;	/* a LIVE* gauge leaves with its process */
+			x = series_of(&mg, s, d, p->uid, m, per_process(d) ? p : NULL);
+			if (!x) {
+				ok = false;
+				break;
+			}
+			merge_one(x, &mg.acc[x - mg.v], m, live);
+		}
+	}
+	for (i = 0; ok && i < mg.n; i++)
+		ok = finish(s, &mg.v[i], &mg.acc[i]);
+	free(win);
+	free(mg.slot);
+	free(mg.acc);
+	if (!ok) {
+		free(mg.v);
+		return false;
+	}
+	if (mg.n)
+		qsort(mg.v, mg.n, sizeof(*mg.v), series_cmp);
+	s->series = mg.v;
+	s->nseries = mg.n;
+	return true;
+}
+
+/* ---- roles ---- */
+
+static int role_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct blamer_snap_role *)a)->role,
+		      ((const struct blamer_snap_role *)b)->role);
+}
+
+static bool make_roles(struct blamer_snapshot *s)
+{
+	struct blamer_snap_role *r = calloc(s->nprocs + 1, sizeof(*r)), key;
+	size_t i, j, n = 0;
+
+	if (!r)
+		return false;
+	for (i = 0; i < s->nprocs; i++) {
+		struct blamer_snap_process *p = &s->procs[i];
+
+		p->busy_threads = 0;
+		for (j = 0; j < p->nthreads; j++)
+			p->busy_threads += p->threads[j].depth > 0;
+		snprintf(r[n++].role, sizeof(r->role), "%s", p->role);
+	}
+	/* distinct roles (counts still 0), then their processes */
+	if (n)
+		qsort(r, n, sizeof(*r), role_cmp);
+	for (i = 0, j = 0; i < n; i++)
+		if (!j || strcmp(r[j - 1].role, r[i].role))
+			r[j++] = r[i];
+	n = j;
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+		struct blamer_snap_role *x;
+
+		snprintf(key.role, sizeof(key.role), "%s", p->role);
+		x = bsearch(&key, r, n, sizeof(*r), role_cmp);
+		if (!x)
+			continue;
+		if (p->state == BLAMER_PROC_LIVE) {
+			x->live++;
+			x->threads += (uint32_t)p->nthreads;
+			x->busy += p->busy_threads;
+		} else {
+			x->dead++;
+		}
+	}
+	s->roles = r;
+	s->nroles = n;
+	return true;
+}
+
+void rd_service_view(struct blamer_snapshot *s)
+{
+	free(s->series);
+	free(s->roles);
+	s->series = NULL;
+	s->roles = NULL;
+	s->nseries = s->nroles = 0;
+	/* Out of memory: what could not be made stays empty. */
+	if (!(s->flags & BLAMER_READ_NO_METRICS))
+		merge_series(s);
+	make_roles(s);
+}
+
+double blamer_histogram_quantile(const struct blamer_snap_metric_def *def,
+				 const uint64_t *buckets, double q)
+{
+	double total = 0, cum = 0, prev = 0, rank, start = 0;
+	uint32_t b;
+
+	if (!def || def->kind != BLAMER_METRIC_HISTOGRAM || !buckets || def->nbuckets < 2 ||
+	    !(q >= 0 && q <= 1))
+		return NAN;
+	for (b = 0; b < def->nbuckets; b++)
+		total += (double)buckets[b];
+	if (total == 0)
+		return NAN;
+	rank = q * total;
+	/* the first finite bucket whose cumulative count reaches the rank */
+	for (b = 0; b + 1 < def->nbuckets; b++) {
+		prev = cum;
+		cum += (double)buckets[b];
+		if (cum >= rank)
+			break;
+	}
+	if (b + 1 == def->nbuckets)
+		return def->upper[b - 1];	/* in +Inf: the highest bound */
+	if (b == 0 && def->upper[0] <= 0)
+		return def->upper[0];
+	if (b > 0)
+		start = def->upper[b - 1];
+	rank -= prev;
+	if (cum == prev)
+		return start;	/* q 0, leading buckets empty */
+	return start + (def->upper[b] - start) * (rank / (cum - prev));
+}

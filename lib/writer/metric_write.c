@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The writes of metrics: counter adds and histogram observations through
+ * per-thread shards (METRIC_SHARD, as dag_shard.c does for paths), gauge
+ * sets and adds on the series record itself.
+ *
+ * Invariants (those of dag_shard.c, for a series):
+ *  - A shard has one writer, the thread whose tid is in its claim; it
+ *    claims a free shard or makes one, and its exit releases it.
+ *  - Shards are pushed at the head of the series' chain and never
+ *    unlinked, retired or zeroed: a counter's sum and a histogram's
+ *    counts only grow.
+ *  - The thread finds its shard through the same TLS cache as path adds,
+ *    keyed by the handle's id (paths and series share the id space).
+ *  - No shard to be had: the write goes to the series record's own words
+ *    with atomic operations. Nothing is lost.
+ *
+ * A double in a thread's own shard is added to with a compare-and-swap
+ * without the lock prefix: one instruction, so a signal handler that
+ * writes the same series on the same thread (between two instructions)
+ * either comes before it, and the swap fails and is done again, or after
+ * it; no other thread writes that word. A C "+=" could lose the
+ * handler's add; a locked instruction would cost what the shard saves.
+ * Elsewhere, and under TSan, a relaxed atomic CAS loop.
+ */
+#include <string.h>
+
+#include "atomic.h"
+#include "context.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define BL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BL_TSAN 1
+#endif
+#endif
+
+/* Writes without a shard before the thread tries again (as dag_shard.c). */
+#define SHARD_RETRY	65536u
+
+static inline uint64_t dbits(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+static inline double bitsd(uint64_t u)
+{
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+/* An add to a count of this thread's own shard: one instruction. */
+static inline void own_add_u64(uint64_t *v, uint64_t x)
+{
+#if defined(__x86_64__) && !defined(BL_TSAN)
+	__asm__ volatile("addq %1, %0" : "+m"(*v) : "er"(x));
+#else
+	atomic_fetch_add_explicit(A64(v), x, memory_order_relaxed);
+#endif
+}
+
+/* An add to a double of this thread's own shard (see the top). */
+static inline void own_add_double(uint64_t *w, double d)
+{
+#if defined(__x86_64__) && !defined(BL_TSAN)
+	uint64_t old = *(volatile uint64_t *)w, seen;
+
+	for (;;) {
+		__asm__ volatile("cmpxchgq %2, %1"
+				 : "=a"(seen), "+m"(*w)
+				 : "r"(dbits(bitsd(old) + d)), "0"(old)
+				 : "cc");
+		if (__builtin_expect(seen == old, 1))
+			return;
+		old = seen;
+	}
+#else
+	uint64_t old = ld_relaxed(A64(w));
+
+	while (!atomic_compare_exchange_weak_explicit(A64(w), &old, dbits(bitsd(old) + d),
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+#endif
+}
+
+/* No shard: the series record's own words, shared by every thread.
+ * Relaxed: counters; no other data hangs on them. */
+static void shared_add_double(uint64_t *w, double d)
+{
+	uint64_t old = ld_relaxed(A64(w));
+
+	while (!atomic_compare_exchange_weak_explicit(A64(w), &old, dbits(bitsd(old) + d),
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static void shared_add_u64(uint64_t *w, uint64_t x)
+{
+	atomic_fetch_add_explicit(A64(w), x, memory_order_relaxed);
+}
+
+/*
+ * A walk along a series' shard chain, every shard validated (type, size,
+ * its series) and the walk bounded by how many shards the heap could
+ * hold: a bad link or a loop is corruption, never a crash or a hang.
+ */
+struct shard_walk {
+	struct bl_heap *h;
+	blamer_ref series, next;
+	uint32_t size;
+	uint64_t left;
+};
+
+static void walk_start(struct shard_walk *w, struct blamer_series *s,
+		       struct blamer_metric_rec *rec)
+{
+	w->h = &s->h.b->heap;
+	w->series = bl_handle_ref(&s->h);
+	w->size = (uint32_t)(sizeof(struct blamer_metric_shard) + s->nvalues * sizeof(uint64_t));
+	/* Acquire: pairs with the release CAS that pushed the newest shard. */
+	w->next = ld_acquire(A64(&rec->shards));
+	w->left = (uint64_t)w->h->max_slabs * w->h->slab_size / sizeof(struct blamer_metric_shard);
+}
+
+static struct blamer_metric_shard *walk_next(struct shard_walk *w)
+{
+	struct blamer_metric_shard *sh;
+
+	if (!w->next)
+		return NULL;
+	sh = bl_heap_get(w->h, w->next, BLAMER_REC_METRIC_SHARD, w->size);
+	if (!sh || sh->metric != w->series || !w->left--) {
+		bl_heap_set_corrupt(w->h);
+		return NULL;
+	}
+	w->next = sh->next_shard;
+	return sh;
+}
+
+/* This thread's shard of @s, found, claimed or made; NULL if none. */
+static uint64_t *shard_values(struct blamer_series *s, struct blamer_metric_rec *rec)
+{
+	struct blamer *b = s->h.b;
+	struct blamer_metric_shard *sh;
+	struct bl_tls_ent *e;
+	struct shard_walk w;
+	blamer_ref ref, head;
+	int64_t tid;
+
+	/* Registered, the thread's exit releases what it claims. */
+	e = bl_thread_get(b);
+	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
+		return NULL;
+	tid = bl_tls.tid;
+	/* Relaxed: only a thread with this tid stores it there. */
+	for (walk_start(&w, s, rec); (sh = walk_next(&w));)
+		if (ld_relaxed(A64(&sh->claim)) == (uint64_t)tid)
+			goto mine;
+	for (walk_start(&w, s, rec); (sh = walk_next(&w));) {
+		uint64_t free = 0;
+
+		/* Acquire: pairs with the release of the claim at the last
+		 * claimer's exit, so its writes come before ours. */
+		if (!ld_relaxed(A64(&sh->claim)) &&
+		    atomic_compare_exchange_strong_explicit(A64(&sh->claim), &free, (uint64_t)tid,
+							    memory_order_acquire,
+							    memory_order_relaxed))
+			goto mine;
+	}
+	ref = bl_record_new(b, BLAMER_REC_METRIC_SHARD, w.size, false);
+	if (!ref)
+		return NULL;
+	sh = bl_ptr(&b->heap, ref);
+	sh->metric = w.series;
+	sh->nvalues = s->nvalues;
+	/* Relaxed: published with the record by the push below. */
+	st_relaxed(A64(&sh->claim), (uint64_t)tid);
+	bl_owner_set(b, &sh->owner);
+	head = ld_relaxed(A64(&rec->shards));
+	do
+		sh->next_shard = head;
+	/* Release: whoever loads the new head (acquire) sees the shard whole. */
+	while (!atomic_compare_exchange_weak_explicit(A64(&rec->shards), &head, ref,
+						      memory_order_release, memory_order_relaxed));
+mine:
+	e->claimed_shards = true;
+	return sh->value;
+}
+
+/* A write of @v to word 0 (a double) and, for a histogram, 1 to the
+ * count of bucket @bucket (word bucket + 1). */
+static inline void own_write(uint64_t *values, uint32_t bucket, double v, bool hist)
+{
+	if (hist)
+		own_add_u64(&values[bucket + 1], 1);
+	own_add_double(&values[0], v);
+}
+
+/* Out of line: the hit path then saves no registers. */
+__attribute__((noinline))
+static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool hist)
+{
+	struct bl_tls *t = &bl_tls;
+	struct bl_shard_slot *slot = &t->shard[s->id & (BL_SHARD_SLOTS - 1)];
+	uint32_t seq = bl_slot_read_begin(t);
+	bool none = slot->path_id == s->id && !slot->values;
+	/* The record in this process's heap, made again if the handle is
+	 * from before a fork (handle.h); NULL: lost, and counted. */
+	struct blamer_metric_rec *rec = bl_handle_rec(&s->h);
+	uint64_t *values;
+
+	if (!rec)
+		return;
+	if (!bl_slot_read_retry(t, seq) && none && t->shard_retry) {
+		t->shard_retry--;
+		goto shared;
+	}
+	values = shard_values(s, rec);
+	if (!values)
+		t->shard_retry = SHARD_RETRY;
+	bl_slot_fill(t, slot, s->id, values);
+	if (values) {
+		own_write(values, bucket, v, hist);
+		return;
+	}
+shared:
+	if (hist)
+		shared_add_u64(&rec->value[bucket + 1], 1);
+	shared_add_double(&rec->value[0], v);
+}
+
+/* A write the series cannot take: counted in its context's heap. */
+__attribute__((noinline))
+static void refused(struct blamer_series *s, uint32_t kind)
+{
+	bl_drop(s->h.b, s->kind != kind ? BLAMER_DROP_BAD_HANDLE : BLAMER_DROP_BAD_VALUE);
+}
+
+/* The hit: a slot lookup and the adds to the thread's own shard. */
+static inline void write(struct blamer_series *s, uint32_t bucket, double v, bool hist)
+{
+	struct bl_tls *t = &bl_tls;
+	struct bl_shard_slot *slot = &t->shard[s->id & (BL_SHARD_SLOTS - 1)];
+	uint32_t seq = bl_slot_read_begin(t);
+	uint64_t *values = slot->values;
+
+	if (__builtin_expect(slot->path_id == s->id && values && !bl_slot_read_retry(t, seq), 1))
+		own_write(values, bucket, v, hist);
+	else
+		write_slow(s, bucket, v, hist);
+}
+
+void blamer_counter_add(struct blamer_series *s, double v)
+{
+	if (!s)
+		return;
+	/* v >= 0 is false for NaN too */
+	if (__builtin_expect(s->kind != BLAMER_METRIC_COUNTER || !(v >= 0), 0)) {
+		refused(s, BLAMER_METRIC_COUNTER);
+		return;
+	}
+	write(s, 0, v, false);
+}
+
+void blamer_histogram_observe(struct blamer_series *s, double v)
+{
+	if (!s)
+		return;
+	if (__builtin_expect(s->kind != BLAMER_METRIC_HISTOGRAM || v != v, 0)) {
+		refused(s, BLAMER_METRIC_HISTOGRAM);
+		return;
+	}
+	write(s, bl_hist_index(&s->hist, v), v, true);
+}
+
+void blamer_gauge_set(struct blamer_series *s, double v)
+{
+	struct blamer_metric_rec *rec;
+
+	if (!s)
+		return;
+	if (__builtin_expect(s->kind != BLAMER_METRIC_GAUGE || v != v, 0)) {
+		refused(s, BLAMER_METRIC_GAUGE);
+		return;
+	}
+	rec = bl_handle_rec(&s->h);
+	if (!rec)
+		return;		/* counted where the record could not be had */
+	/* Relaxed: one aligned 8-byte store is never torn. */
+	st_relaxed(A64(&rec->value[0]), dbits(v));
+	/* Release, after the value: a reader that sees the time sees this
+	 * value or a later one (heap-format.rst, METRIC). */
+	if (s->stamped)
+		st_release(A64(&rec->stamp), bl_realtime_ns());
+}
+
+void blamer_gauge_add(struct blamer_series *s, double v)
+{
+	struct blamer_metric_rec *rec;
+
+	if (!s)
+		return;
+	if (__builtin_expect(s->kind != BLAMER_METRIC_GAUGE || v != v, 0)) {
+		refused(s, BLAMER_METRIC_GAUGE);
+		return;
+	}
+	rec = bl_handle_rec(&s->h);
+	if (!rec)
+		return;
+	shared_add_double(&rec->value[0], v);
+	if (s->stamped)
+		st_release(A64(&rec->stamp), bl_realtime_ns());
+}
