@@ -39,7 +39,7 @@ PY_SRC       := $(SRC)/bindings/python
 PY_BUILD     := $(BUILD)/python
 PY_PKG       := $(PY_BUILD)/blamer
 PY_C_SRCS    := $(addprefix $(PY_SRC)/_blamer/,module.c context.c activity.c value.c dag.c \
-		  reader.c snapshot.c convert.c)
+		  metric.c promvalue.c reader.c snapshot.c convert.c)
 PY_FILES     := $(notdir $(wildcard $(PY_SRC)/blamer/*.py))
 PY_OBJS      := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj/%.o,$(PY_C_SRCS))
 PY_DBG_OBJS  := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj-dbg/%.o,$(PY_C_SRCS))
@@ -107,7 +107,7 @@ python-uninstall:
 #                    (memory errors in the extension or the library,
 #                    PYTHONMALLOC=malloc so it sees Python's allocations)
 PY_TESTS     := $(PY_SRC)/tests
-PY_UNIT      := test_writer test_fork test_reader test_nosyscall
+PY_UNIT      := test_writer test_fork test_reader test_nosyscall test_prometheus
 PY_TEST_ENV  := env -u BLAMER_BACKEND -u BLAMER_DIR PYTHONPATH=$(PY_BUILD) \
 		BLAMER_CLI=$(TOOLS_DIR)/blamer PYTHONDONTWRITEBYTECODE=1
 CHECK_SUITES += python-unit python-dbg python-valgrind

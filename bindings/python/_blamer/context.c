@@ -532,6 +532,19 @@ static PyObject *ctx_path(pyb_Context *self, PyObject *const *args, Py_ssize_t n
 	return pyb_path(self, args, nargs, kwnames);
 }
 
+#define CTX_METRIC(kind)                                                              \
+	static PyObject *ctx_##kind(pyb_Context *self, PyObject *const *args,          \
+				    Py_ssize_t nargs, PyObject *kwnames)               \
+	{                                                                             \
+		if (!pyb_context_usable(self))                                        \
+			return NULL;                                                  \
+		return pyb_##kind(self, args, nargs, kwnames);                        \
+	}
+CTX_METRIC(counter)
+CTX_METRIC(gauge)
+CTX_METRIC(histogram)
+#undef CTX_METRIC
+
 #define FASTKW (METH_FASTCALL | METH_KEYWORDS)
 static PyMethodDef ctx_methods[] = {
 	{ "activity", (PyCFunction)(void (*)(void))ctx_activity, FASTKW,
@@ -603,6 +616,31 @@ static PyMethodDef ctx_methods[] = {
 	  "The handle of a DAG path (up to 8 nodes, by name or id, root first)\n"
 	  "with up to 8 measurements in @units (UNIT_* or application units);\n"
 	  "Path.add() adds to them. Get it at setup: it walks the heap." },
+	{ "counter", (PyCFunction)(void (*)(void))ctx_counter, FASTKW,
+	  "counter(name, help=None, labels=(), *, base=BASE_NONE, per_process=False) -> Metric\n\n"
+	  "Defines a counter (a double that only grows) in the heap, or finds it.\n"
+	  "name: [a-zA-Z_:][a-zA-Z0-9_:]*, up to 63 bytes, not starting with\n"
+	  "'blamer_'; exported as name_total. help: 127 bytes kept. labels: up to\n"
+	  "8 names (not le, quantile, pid, uid, start_time_ns, heap, identity,\n"
+	  "path or __*). base: what values count (BASE_SECONDS: seconds).\n"
+	  "per_process: exported per process only, never summed over them.\n"
+	  "Readers sum a counter over every process, live and dead. Raises Error\n"
+	  "for a bad definition or one of that name defined otherwise." },
+	{ "gauge", (PyCFunction)(void (*)(void))ctx_gauge, FASTKW,
+	  "gauge(name, help=None, labels=(), *, mode='all', base=BASE_NONE, per_process=False)\n"
+	  "    -> Metric\n\n"
+	  "Defines a gauge: a double that is set and added to. mode: how readers\n"
+	  "merge it over processes, as prometheus_client's multiprocess_mode: all\n"
+	  "and liveall (a series per process), min, max, sum, mostrecent (one over\n"
+	  "them), and their live* forms, which leave dead processes out." },
+	{ "histogram", (PyCFunction)(void (*)(void))ctx_histogram, FASTKW,
+	  "histogram(name, help=None, labels=(), *, buckets=None, schema=3, min_exp=-10,\n"
+	  "          max_exp=10, base=BASE_NONE, per_process=False) -> Metric\n\n"
+	  "Defines a histogram: observations counted in buckets, and summed.\n"
+	  "buckets: up to 32 ascending finite bounds (a last +Inf is implied); else\n"
+	  "exponential buckets, bucket k ending at 2**(k * 2**-schema) over the\n"
+	  "window 2**min_exp .. 2**max_exp (at most 256 buckets), which merge\n"
+	  "exactly over processes like Prometheus's native histograms." },
 	{ "heap_info", (PyCFunction)ctx_heap_info, METH_NOARGS,
 	  "heap_info() -> HeapInfo\n\nWhat the context is writing to." },
 	{ "close", (PyCFunction)ctx_close, METH_NOARGS,

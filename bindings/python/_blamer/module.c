@@ -191,6 +191,18 @@ static const struct {
 	{ "READ_NO_DAG", BLAMER_READ_NO_DAG },
 	{ "READ_KEEP_DEAD", BLAMER_READ_KEEP_DEAD },
 	{ "READ_NO_TOTALS", BLAMER_READ_NO_TOTALS },
+	{ "READ_NO_METRICS", BLAMER_READ_NO_METRICS },
+	{ "READ_LIVE_ONLY", BLAMER_READ_LIVE_ONLY },
+	{ "GAUGE_ALL", BLAMER_GAUGE_ALL },
+	{ "GAUGE_LIVEALL", BLAMER_GAUGE_LIVEALL },
+	{ "GAUGE_MIN", BLAMER_GAUGE_MIN },
+	{ "GAUGE_LIVEMIN", BLAMER_GAUGE_LIVEMIN },
+	{ "GAUGE_MAX", BLAMER_GAUGE_MAX },
+	{ "GAUGE_LIVEMAX", BLAMER_GAUGE_LIVEMAX },
+	{ "GAUGE_SUM", BLAMER_GAUGE_SUM },
+	{ "GAUGE_LIVESUM", BLAMER_GAUGE_LIVESUM },
+	{ "GAUGE_MOSTRECENT", BLAMER_GAUGE_MOSTRECENT },
+	{ "GAUGE_LIVEMOSTRECENT", BLAMER_GAUGE_LIVEMOSTRECENT },
 };
 
 PyMODINIT_FUNC PyInit__blamer(void)
@@ -217,7 +229,11 @@ PyMODINIT_FUNC PyInit__blamer(void)
 	    PyModule_AddObjectRef(m, "Path", (PyObject *)&pyb_PathType) < 0 ||
 	    PyModule_AddObjectRef(m, "Reader", (PyObject *)&pyb_ReaderType) < 0)
 		goto fail;
-	if (pyb_context_init(m) < 0 || pyb_snapshot_types_init(m) < 0)
+	if (PyType_Ready(&pyb_MetricType) < 0 || PyType_Ready(&pyb_SeriesType) < 0 ||
+	    PyModule_AddObjectRef(m, "Metric", (PyObject *)&pyb_MetricType) < 0 ||
+	    PyModule_AddObjectRef(m, "Series", (PyObject *)&pyb_SeriesType) < 0)
+		goto fail;
+	if (pyb_context_init(m) < 0 || pyb_snapshot_types_init(m) < 0 || pyb_promvalue_init(m) < 0)
 		goto fail;
 	if (pthread_atfork(NULL, NULL, atfork_child) != 0) {
 		PyErr_SetString(PyExc_RuntimeError, "blamer: pthread_atfork failed");

@@ -8,6 +8,8 @@
  *   activity.c  Activity: a push/pop pair as a context manager
  *   value.c     Value: a user-data field's handle
  *   dag.c       DAG nodes, links, units and Path handles
+ *   metric.c    Metric and Series: counters, gauges and histograms
+ *   promvalue.c MPFamily and MPValue: blamer.prometheus's values
  *   reader.c    Reader and blamer.snapshot()
  *   snapshot.c  Snapshot: a C snapshot as Python objects
  *   convert.c   small conversions shared by the others
@@ -111,6 +113,30 @@ PyObject *pyb_dag_unit(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs
 		       PyObject *kwnames);
 PyObject *pyb_path(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs,
 		   PyObject *kwnames);
+
+/* ---- metric.c ---- */
+typedef struct {
+	PyObject_HEAD
+	PyObject *metric;	/* its Metric */
+	pyb_Context *ctx;	/* the metric's */
+	uint64_t epoch;
+	struct blamer_series *s;
+	uint32_t kind;		/* BLAMER_METRIC_* */
+} pyb_Series;
+
+extern PyTypeObject pyb_MetricType, pyb_SeriesType;
+PyObject *pyb_counter(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs,
+		      PyObject *kwnames);
+PyObject *pyb_gauge(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pyb_histogram(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs,
+			PyObject *kwnames);
+PyObject *pyb_series_inc(pyb_Series *s, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pyb_series_dec(pyb_Series *s, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pyb_series_set(pyb_Series *s, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pyb_series_observe(pyb_Series *s, PyObject *const *args, Py_ssize_t nargs);
+
+/* ---- promvalue.c ---- */
+int pyb_promvalue_init(PyObject *m);
 
 /* ---- reader.c, snapshot.c ---- */
 extern PyTypeObject pyb_ReaderType;

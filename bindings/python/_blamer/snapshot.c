@@ -23,13 +23,15 @@
 typedef struct {
 	PyObject_HEAD
 	struct blamer_snapshot *s;
-	PyObject *procs, *totals, *tree, *nodes, *unit_defs, *skipped;	/* made on first use */
+	PyObject *procs, *totals, *tree, *nodes, *unit_defs, *skipped, *series, *roles;
+					/* made on first use */
+	PyObject *defs;			/* {address: MetricDef}, shared by those */
 } pyb_Snapshot;
 
 PyTypeObject pyb_ProcessType;
 static PyTypeObject ThreadType, FrameType, FieldType, ModuleType, LogType,
 	ChildType, NodeType, EdgeType, PathRecType, TotalType, UnitDefType, TreeNodeType,
-	SkippedType, ParentClaimType;
+	SkippedType, ParentClaimType, MetricDefType, ProcMetricType, MetricSeriesType, RoleType;
 
 #define F(name, doc) { name, doc }
 static PyStructSequence_Field process_fields[] = {
@@ -74,6 +76,52 @@ static PyStructSequence_Field process_fields[] = {
 	F("drops", "{reason: count} of writes not recorded in full"),
 	F("dropped", "their sum"),
 	F("parent_claim", "dir backend: ParentClaim (how its parent says it ended) or None"),
+	F("heap_id", "its heap's random id: with pid and start time, who it is"),
+	F("metrics", "[ProcessMetric]: its own series of its metrics"),
+	F("busy_threads", "threads inside an activity (stack depth > 0)"),
+	{ NULL, NULL },
+};
+static PyStructSequence_Field metricdef_fields[] = {
+	F("name", "the metric's name"), F("help", "its help text (the writer's)"),
+	F("kind", "'counter', 'gauge' or 'histogram'"),
+	F("base", "'', 'seconds' or 'bytes': what its values are in"),
+	F("mode", "gauges: how they merge ('all', 'livesum', ...); else ''"),
+	F("per_process", "exported per process only"),
+	F("labels", "its label names"),
+	F("buckets", "histograms: the buckets' upper bounds ('le'), the last inf; else ()"),
+	F("layout", "histograms: 'fixed' or 'exponential'; else ''"),
+	F("schema", "exponential histograms: the schema"),
+	F("min_exp", "exponential histograms: the window's lower power of 2"),
+	F("max_exp", "exponential histograms: its upper power of 2"), { NULL, NULL },
+};
+static PyStructSequence_Field procmetric_fields[] = {
+	F("name", "the metric's name"), F("definition", "its MetricDef, as its heap gives it"),
+	F("labels", "{label name: value} (values made valid UTF-8 by the reader)"),
+	F("cut", "the writer cut the label values it was given"),
+	F("conflict", "its heap defines the name otherwise than the snapshot does: not merged"),
+	F("path", "its DAG path (node ids), () if none"),
+	F("value", "counter: the sum; gauge: the value; histogram: the sum"),
+	F("exact", "counters, histograms: partials whose exact sum is value"),
+	F("stamp_ns", "mostrecent gauges: CLOCK_REALTIME of the last set, else 0"),
+	F("count", "histograms: observations"),
+	F("buckets", "histograms: counts per bucket (not cumulative)"), { NULL, NULL },
+};
+static PyStructSequence_Field series_fields[] = {
+	F("name", "the metric's name"), F("definition", "the MetricDef of its name"),
+	F("labels", "{label name: value}"), F("path", "its DAG path (node ids), () if none"),
+	F("uid", "the user whose processes it merges"),
+	F("pid", "a series per process (all, liveall, per_process): its pid; else None"),
+	F("process", "a series per process: its index in Snapshot.processes; else None"),
+	F("nprocs", "processes merged"), F("nlive", "of which live"),
+	F("value", "counter: the sum; gauge: the merged value; histogram: the sum"),
+	F("exact", "counters, histograms: partials whose exact sum is value"),
+	F("stamp_ns", "mostrecent gauges: CLOCK_REALTIME of the value's set"),
+	F("count", "histograms: observations"),
+	F("buckets", "histograms: counts per bucket (not cumulative)"), { NULL, NULL },
+};
+static PyStructSequence_Field role_fields[] = {
+	F("role", "the role ('' none)"), F("live", "live processes"), F("dead", "dead ones"),
+	F("threads", "threads of the live ones"), F("busy", "of which inside an activity"),
 	{ NULL, NULL },
 };
 static PyStructSequence_Field thread_fields[] = {
@@ -175,6 +223,12 @@ DESC(skipped_desc, "Skipped", "A directory entry the dir backend did not read.",
      skipped_fields);
 DESC(claim_desc, "ParentClaim", "How a dead process's parent says it ended (a claim).",
      claim_fields);
+DESC(metricdef_desc, "MetricDef", "A metric's definition, as a heap gives it.", metricdef_fields);
+DESC(procmetric_desc, "ProcessMetric", "A series of a metric, as one process wrote it.",
+     procmetric_fields);
+DESC(series_desc, "MetricSeries",
+     "A metric's series merged over the snapshot's processes (Snapshot.series).", series_fields);
+DESC(role_desc, "Role", "The processes of one role.", role_fields);
 #undef DESC
 
 /*
@@ -436,6 +490,130 @@ static PyObject *drops_dict(const struct blamer_snap_process *p)
 	return d;
 }
 
+static PyObject *doubles_tuple(const double *v, size_t n)
+{
+	PyObject *t = PyTuple_New((Py_ssize_t)(v ? n : 0));
+	size_t i;
+
+	for (i = 0; t && v && i < n; i++) {
+		PyObject *o = PyFloat_FromDouble(v[i]);
+
+		if (!o) {
+			Py_CLEAR(t);
+			break;
+		}
+		PyTuple_SET_ITEM(t, (Py_ssize_t)i, o);
+	}
+	return t;
+}
+
+static PyObject *counts_tuple(const uint64_t *v, size_t n)
+{
+	PyObject *t = PyTuple_New((Py_ssize_t)(v ? n : 0));
+	size_t i;
+
+	for (i = 0; t && v && i < n; i++) {
+		PyObject *o = U64(v[i]);
+
+		if (!o) {
+			Py_CLEAR(t);
+			break;
+		}
+		PyTuple_SET_ITEM(t, (Py_ssize_t)i, o);
+	}
+	return t;
+}
+
+static PyObject *make_metric_def(const struct blamer_snap_metric_def *d)
+{
+	uint32_t nl = d->nlabels < BLAMER_METRIC_LABELS_MAX ? d->nlabels : BLAMER_METRIC_LABELS_MAX;
+	bool hist = d->kind == BLAMER_METRIC_HISTOGRAM;
+	PyObject *labels = PyTuple_New(nl);
+	uint32_t i;
+
+	for (i = 0; labels && i < nl; i++) {
+		PyObject *o = pyb_str(d->labels[i] ? d->labels[i] : "");
+
+		if (!o) {
+			Py_CLEAR(labels);
+			break;
+		}
+		PyTuple_SET_ITEM(labels, i, o);
+	}
+	return mkseq(&MetricDefType, 12, pyb_str(d->name),
+		     d->help ? pyb_text((const uint8_t *)d->help, strlen(d->help)) : pyb_str(""),
+		     PyUnicode_FromString(blamer_metric_kind_name(d->kind)),
+		     PyUnicode_FromString(blamer_base_name(d->base)),
+		     PyUnicode_FromString(d->kind == BLAMER_METRIC_GAUGE ?
+					  blamer_gauge_mode_name(d->gauge_mode) : ""),
+		     BOOL(d->flags & BLAMER_METRIC_PER_PROCESS), labels,
+		     doubles_tuple(hist ? d->upper : NULL, d->nbuckets),
+		     PyUnicode_FromString(!hist ? "" : d->layout == BLAMER_HIST_FIXED ? "fixed" :
+					  "exponential"),
+		     PyLong_FromLong(d->schema), PyLong_FromLong(d->min_exp),
+		     PyLong_FromLong(d->max_exp));
+}
+
+/* The MetricDef object of @d, one per definition: @cache maps its address. */
+static PyObject *def_object(PyObject *cache, const struct blamer_snap_metric_def *d)
+{
+	PyObject *k = PyLong_FromVoidPtr((void *)d), *o;
+
+	if (!k)
+		return NULL;
+	o = PyDict_GetItemWithError(cache, k);
+	if (o) {
+		Py_DECREF(k);
+		return Py_NewRef(o);
+	}
+	if (PyErr_Occurred() || !(o = make_metric_def(d)) || PyDict_SetItem(cache, k, o) < 0) {
+		Py_DECREF(k);
+		Py_XDECREF(o);
+		return NULL;
+	}
+	Py_DECREF(k);
+	return o;
+}
+
+/* {label name: value} of a series with @def's label names. */
+static PyObject *labels_dict(const struct blamer_snap_metric_def *d, char *const *values)
+{
+	uint32_t nl = d->nlabels < BLAMER_METRIC_LABELS_MAX ? d->nlabels : BLAMER_METRIC_LABELS_MAX;
+	PyObject *r = PyDict_New();
+	uint32_t i;
+
+	for (i = 0; r && i < nl; i++) {
+		PyObject *k = pyb_str(d->labels[i] ? d->labels[i] : "");
+		PyObject *v = values[i] ? pyb_text((const uint8_t *)values[i], strlen(values[i])) :
+					  pyb_str("");
+
+		if (!k || !v || PyDict_SetItem(r, k, v) < 0)
+			Py_CLEAR(r);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return r;
+}
+
+static PyObject *make_proc_metric(const void *item, const void *arg)
+{
+	const struct blamer_snap_metric *m = item;
+	const struct blamer_snap_metric_def *d = m->def;
+	PyObject *cache = (PyObject *)arg, *def;
+
+	if (!d)
+		return PyErr_Format(PyExc_SystemError, "blamer: a series without a definition");
+	def = def_object(cache, d);
+	if (!def)
+		return NULL;
+	return mkseq(&ProcMetricType, 11, pyb_str(d->name), def, labels_dict(d, m->values),
+		     BOOL(m->cut), BOOL(m->conflict), ids_tuple(m->nodes, m->depth),
+		     PyFloat_FromDouble(m->value), doubles_tuple(m->exact, m->nexact),
+		     U64(m->stamp_ns), U64(m->count),
+		     counts_tuple(d->kind == BLAMER_METRIC_HISTOGRAM ? m->buckets : NULL,
+				  d->nbuckets));
+}
+
 static PyObject *make_process(const void *item, const void *arg)
 {
 	const struct blamer_snap_process *p = item;
@@ -444,7 +622,6 @@ static PyObject *make_process(const void *item, const void *arg)
 	uint32_t nslabs = p->nslabs < 64 ? p->nslabs : 64, i;
 	PyObject *slabs = PyTuple_New(nslabs), *claim;
 
-	(void)arg;
 	for (i = 0; slabs && i < nslabs; i++) {
 		PyObject *o = U64(p->slab_ids[i]);
 
@@ -459,7 +636,7 @@ static PyObject *make_process(const void *item, const void *arg)
 			      PyLong_FromLong(p->parent_pid), U64(p->parent_exit_time_ns));
 	else
 		claim = Py_NewRef(Py_None);
-	return mkseq(&pyb_ProcessType, 41, PyLong_FromLong(p->pid), PyLong_FromUnsignedLong(p->uid),
+	return mkseq(&pyb_ProcessType, 44, PyLong_FromLong(p->pid), PyLong_FromUnsignedLong(p->uid),
 		     pyb_str(p->comm), U64(p->start_time_ns), BOOL(p->state == BLAMER_PROC_LIVE),
 		     BOOL(p->kernel_facts), BOOL(p->exited), BOOL(p->coredump),
 		     PyLong_FromLong(p->exit_code), PyLong_FromUnsignedLong(p->exit_signal),
@@ -480,7 +657,19 @@ static PyObject *make_process(const void *item, const void *arg)
 		     list_of(p->nodes, p->nnodes, sizeof(p->nodes[0]), make_node, NULL),
 		     list_of(p->edges, p->nedges, sizeof(p->edges[0]), make_edge, NULL),
 		     list_of(p->paths, p->npaths, sizeof(p->paths[0]), make_pathrec, NULL),
-		     drops_dict(p), U64(p->dropped), claim);
+		     drops_dict(p), U64(p->dropped), claim, U64(p->heap_id),
+		     list_of(p->metrics, p->nmetrics, sizeof(p->metrics[0]), make_proc_metric, arg),
+		     PyLong_FromUnsignedLong(p->busy_threads));
+}
+
+static PyObject *make_role(const void *item, const void *arg)
+{
+	const struct blamer_snap_role *r = item;
+
+	(void)arg;
+	return mkseq(&RoleType, 5, pyb_str(r->role), PyLong_FromUnsignedLong(r->live),
+		     PyLong_FromUnsignedLong(r->dead), PyLong_FromUnsignedLong(r->threads),
+		     PyLong_FromUnsignedLong(r->busy));
 }
 
 static PyObject *make_total(const void *item, const void *arg)
@@ -533,6 +722,12 @@ PyObject *pyb_snapshot_wrap(struct blamer_snapshot *s)
 	}
 	o->s = s;
 	o->procs = o->totals = o->tree = o->nodes = o->unit_defs = o->skipped = NULL;
+	o->series = o->roles = NULL;
+	o->defs = PyDict_New();
+	if (!o->defs) {
+		Py_DECREF(o);
+		return NULL;
+	}
 	return (PyObject *)o;
 }
 
@@ -544,6 +739,9 @@ static void snap_dealloc(pyb_Snapshot *o)
 	Py_XDECREF(o->nodes);
 	Py_XDECREF(o->unit_defs);
 	Py_XDECREF(o->skipped);
+	Py_XDECREF(o->series);
+	Py_XDECREF(o->roles);
+	Py_XDECREF(o->defs);
 	blamer_snapshot_free(o->s);
 	PyObject_Free(o);
 }
@@ -562,6 +760,48 @@ static PyObject *snap_processes(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
 	return cached(&o->procs, o->s->procs, o->s->nprocs, sizeof(o->s->procs[0]), make_process,
+		      o->defs);
+}
+
+static PyObject *make_series(const void *item, const void *arg)
+{
+	const struct blamer_snap_series *x = item;
+	const pyb_Snapshot *o = arg;
+	const struct blamer_snap_metric_def *d = x->def;
+	PyObject *def, *pid, *idx;
+
+	if (!d || !x->first)
+		return PyErr_Format(PyExc_SystemError, "blamer: a series without a definition");
+	def = def_object(o->defs, d);
+	if (!def)
+		return NULL;
+	if (x->proc) {
+		pid = PyLong_FromLong(x->proc->pid);
+		idx = PyLong_FromSsize_t(x->proc - o->s->procs);
+	} else {
+		pid = Py_NewRef(Py_None);
+		idx = Py_NewRef(Py_None);
+	}
+	return mkseq(&MetricSeriesType, 14, pyb_str(d->name), def,
+		     labels_dict(d, x->first->values), ids_tuple(x->first->nodes, x->first->depth),
+		     PyLong_FromUnsignedLong(x->uid), pid, idx, PyLong_FromUnsignedLong(x->nprocs),
+		     PyLong_FromUnsignedLong(x->nlive), PyFloat_FromDouble(x->value),
+		     doubles_tuple(x->exact, x->nexact), U64(x->stamp_ns), U64(x->count),
+		     counts_tuple(d->kind == BLAMER_METRIC_HISTOGRAM ? x->buckets : NULL,
+				  d->nbuckets));
+}
+
+static PyObject *snap_series(pyb_Snapshot *o, void *unused)
+{
+	(void)unused;
+	return cached(&o->series, o->s->series, o->s->nseries, sizeof(o->s->series[0]),
+		      make_series, o);
+}
+
+static PyObject *snap_roles(pyb_Snapshot *o, void *unused)
+{
+	(void)unused;
+	return cached(&o->roles, o->s->roles, o->s->nroles, sizeof(o->s->roles[0]), make_role,
 		      NULL);
 }
 
@@ -641,6 +881,7 @@ SNAP_U64(realtime_ns)
 SNAP_U64(monotonic_ns)
 SNAP_U64(flags)
 SNAP_U64(skipped_total)
+SNAP_U64(metric_conflicts)
 #undef SNAP_U64
 
 static PyGetSetDef snap_getset[] = {
@@ -654,6 +895,13 @@ static PyGetSetDef snap_getset[] = {
 	{ "skipped", (getter)snap_skipped, NULL, "dir: [Skipped] entries not read (the first 256)",
 	  NULL },
 	{ "skipped_total", (getter)snap_skipped_total, NULL, "dir: how many were skipped", NULL },
+	{ "series", (getter)snap_series, NULL,
+	  "[MetricSeries]: the metrics merged over the processes, live and dead, per uid\n"
+	  "(counters and histograms summed, gauges by their mode; all, liveall and\n"
+	  "per-process metrics a series per process), by name, uid, labels, path", NULL },
+	{ "metric_conflicts", (getter)snap_metric_conflicts, NULL,
+	  "series left out: their heap defines the name otherwise", NULL },
+	{ "roles", (getter)snap_roles, NULL, "[Role]: the processes by role", NULL },
 	{ "backend", (getter)snap_backend, NULL, "'device' or 'dir'", NULL },
 	{ "source", (getter)snap_source, NULL, "the device path or the directory", NULL },
 	{ "generation", (getter)snap_generation, NULL, "the device's event generation (dir: 0)",
@@ -960,7 +1208,9 @@ int pyb_snapshot_types_init(PyObject *m)
 		{ &EdgeType, &edge_desc },	 { &PathRecType, &pathrec_desc },
 		{ &TotalType, &total_desc },	 { &UnitDefType, &unitdef_desc },
 		{ &TreeNodeType, &treenode_desc }, { &SkippedType, &skipped_desc },
-		{ &ParentClaimType, &claim_desc },
+		{ &ParentClaimType, &claim_desc }, { &MetricDefType, &metricdef_desc },
+		{ &ProcMetricType, &procmetric_desc }, { &MetricSeriesType, &series_desc },
+		{ &RoleType, &role_desc },
 	};
 	size_t i;
 

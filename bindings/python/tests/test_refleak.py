@@ -86,6 +86,71 @@ class RefLeaks(HeapTest):
             repr(blamer.activity("r")), blamer.activity("r").label
         self.check(body)
 
+    def test_metrics(self):
+        ctx = blamer.default_context()
+
+        def body():
+            c = ctx.counter("c", "help", ["a"], base=blamer.BASE_NONE)
+            s = c.labels("x", path=["n", 1])
+            s.inc()
+            s.inc(2.5)
+            repr(c), repr(s), c.name, c.labels, c.kind, s.metric
+            g = ctx.gauge("g", mode="livesum")
+            g.set(1)
+            g.inc()
+            g.dec(2)
+            h = ctx.histogram("h", buckets=[1, 2, float("inf")])
+            h.observe(1.5)
+            e = ctx.histogram("e", schema=0, min_exp=-2, max_exp=2)
+            e.observe(3)
+            _raises(lambda: s.set(1), TypeError)
+            _raises(lambda: s.inc(-1), ValueError)
+            _raises(lambda: g.set(float("nan")), ValueError)
+            _raises(lambda: c.inc(), ValueError)
+            _raises(lambda: c.labels(), ValueError)
+            _raises(lambda: ctx.gauge("g", mode="median"), ValueError)
+            _raises(lambda: ctx.counter("g"), blamer.Error)
+            _raises(lambda: ctx.counter("x", labels="ab"), TypeError)
+            _raises(lambda: ctx.histogram("h2", buckets=list(range(40))), ValueError)
+            _raises(lambda: ctx.counter("c3", mode="all"), TypeError)
+        self.check(body)
+
+    def test_prometheus_values(self):
+        try:
+            from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, \
+                Summary, values
+        except ImportError:
+            self.skipTest("python3-prometheus-client not installed")
+        import blamer.prometheus as bp
+        saved = values.ValueClass
+        reg = CollectorRegistry()
+        col = bp.MultiProcessCollector(reg, path=self.dir if BACKEND == "dir" else None)
+        try:
+            values.ValueClass = bp.MultiProcessValue()
+            c = Counter("pc", "help", ["l"], registry=None)
+            g = Gauge("pg", "help", registry=None, multiprocess_mode="all")
+            h = Histogram("ph", "help", registry=None)
+            s = Summary("ps", "help", registry=None)
+            ident = [1]
+            values.ValueClass = bp.MultiProcessValue(lambda: ident[0])
+            c2 = Counter("pc", "help", ["l"], registry=None)
+
+            def body():
+                c.labels("x").inc()
+                g.set(2)
+                g.inc()
+                h.observe(0.3)
+                s.observe(1)
+                c.labels("x")._value.get()
+                ident[0] = 3 - ident[0]      # another identity each round
+                c2.labels("y").inc()
+                col.collect()
+                reg.get_sample_value("pc_total", {"l": "x"})
+            self.check(body)
+        finally:
+            values.ValueClass = saved
+            bp._reset_identities()
+
     def test_writer_errors(self):
         v = blamer.set_data("i", 1)
         p = blamer.path(["n"], [1])
