@@ -50,8 +50,11 @@ typedef struct {
 	uint32_t role;		/* MPV_* */
 	bool resolved;
 	double value;		/* this process's own, since its start or identity */
+	double bound;		/* a histogram bucket's upper bound (le), else NaN */
 	uint64_t fork_gen, epoch;
 } pyb_MPValue;
+
+PyTypeObject pyb_MPFamilyType, pyb_MPValueType;
 
 /* ---- MPFamily ---- */
 
@@ -167,13 +170,14 @@ PyTypeObject pyb_MPFamilyType = {
 
 static PyObject *mpv_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *names[] = { "family", "role", "params", NULL };
+	static char *names[] = { "family", "role", "params", "bound", NULL };
 	PyObject *fam, *params;
 	unsigned int role;
+	double bound = NAN;
 	pyb_MPValue *v;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IO!:MPValue", names, &pyb_MPFamilyType, &fam,
-					 &role, &PyTuple_Type, &params))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IO!|d:MPValue", names, &pyb_MPFamilyType,
+					 &fam, &role, &PyTuple_Type, &params, &bound))
 		return NULL;
 	if (role > MPV_LOCAL) {
 		PyErr_SetString(PyExc_ValueError, "blamer: no such MPValue role");
@@ -188,6 +192,7 @@ static PyObject *mpv_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	v->role = role;
 	v->resolved = role == MPV_LOCAL;
 	v->value = 0;
+	v->bound = bound;
 	v->fork_gen = pyb_fork_gen;
 	v->epoch = v->fam->epoch;
 	return (PyObject *)v;
@@ -301,6 +306,49 @@ static PyObject *mpv_inc(pyb_MPValue *v, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+/*
+ * prometheus_client's Histogram.observe() in one call (blamer.prometheus
+ * puts it in place of the Python loop over the bounds): @v is the
+ * histogram's _sum, @buckets its _bucket values, in the order of their
+ * bounds. The series counts the value in its bucket itself; the running
+ * values are kept as the Python loop keeps them (the first bucket whose
+ * bound is >= the value).
+ */
+static PyObject *mpv_hist_observe(pyb_MPValue *v, PyObject *const *args, Py_ssize_t nargs)
+{
+	Py_ssize_t i, n;
+	double d;
+
+	if (nargs != 2 || !PyList_Check(args[1])) {
+		PyErr_SetString(PyExc_TypeError, "hist_observe(amount, buckets: list)");
+		return NULL;
+	}
+	d = PyFloat_AsDouble(args[0]);
+	if ((d == -1 && PyErr_Occurred()) || mpv_ready(v) < 0)
+		return NULL;
+	if (v->series && v->role == MPV_OBSERVE)
+		blamer_histogram_observe(v->series->s, d);
+	v->value += d;
+	n = PyList_GET_SIZE(args[1]);
+	for (i = 0; i < n; i++) {
+		PyObject *o = PyList_GET_ITEM(args[1], i);
+		pyb_MPValue *b;
+
+		if (!PyObject_TypeCheck(o, &pyb_MPValueType)) {
+			PyErr_SetString(PyExc_TypeError, "hist_observe(): a bucket is not a blamer value");
+			return NULL;
+		}
+		b = (pyb_MPValue *)o;
+		if (d <= b->bound) {
+			if (mpv_ready(b) < 0)
+				return NULL;
+			b->value += 1;
+			break;
+		}
+	}
+	Py_RETURN_NONE;
+}
+
 static PyObject *mpv_set(pyb_MPValue *v, PyObject *arg)
 {
 	double d = PyFloat_AsDouble(arg);
@@ -349,6 +397,12 @@ static PyObject *mpv_get_role(pyb_MPValue *v, void *unused)
 	return PyLong_FromUnsignedLong(v->role);
 }
 
+static PyObject *mpv_get_bound(pyb_MPValue *v, void *unused)
+{
+	(void)unused;
+	return PyFloat_FromDouble(v->bound);
+}
+
 static PyObject *mpv_get_series(pyb_MPValue *v, void *unused)
 {
 	(void)unused;
@@ -361,12 +415,15 @@ static PyGetSetDef mpv_getset[] = {
 	{ "role", (getter)mpv_get_role, NULL, "MPV_COUNTER, _GAUGE, _OBSERVE or _LOCAL", NULL },
 	{ "series", (getter)mpv_get_series, NULL, "the Series it writes, None before it is resolved",
 	  NULL },
+	{ "bound", (getter)mpv_get_bound, NULL, "a bucket's upper bound, else nan", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 static PyMethodDef mpv_methods[] = {
 	{ "inc", (PyCFunction)mpv_inc, METH_O, "inc(amount)" },
 	{ "set", (PyCFunction)mpv_set, METH_O, "set(value)" },
+	{ "hist_observe", (PyCFunction)(void (*)(void))mpv_hist_observe, METH_FASTCALL,
+	  "hist_observe(amount, buckets)\n\nHistogram.observe() of the histogram whose _sum this is." },
 	{ "get", (PyCFunction)mpv_get, METH_NOARGS,
 	  "get() -> float\n\nWhat this process wrote (since its start or its identity's change)." },
 	{ "set_exemplar", (PyCFunction)mpv_set_exemplar, METH_O,
@@ -381,7 +438,7 @@ PyTypeObject pyb_MPValueType = {
 	.tp_basicsize = sizeof(pyb_MPValue),
 	.tp_dealloc = (destructor)mpv_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-	.tp_doc = "MPValue(family, role, params): a prometheus_client value on a blamer series\n"
+	.tp_doc = "MPValue(family, role, params, bound=nan): a prometheus_client value on a blamer series\n"
 		  "(blamer.prometheus; internal).",
 	.tp_traverse = (traverseproc)mpv_traverse,
 	.tp_clear = (inquiry)mpv_clear,

@@ -360,11 +360,21 @@ class Switch(PromTest):
             with inflight.track_inprogress():
                 with latency.time():
                     requests.labels('GET').inc()
+            # observe() is one C call now: the same buckets and running values
+            for v in (0.001, 0.005, 0.3, 7.5, 11, 1e9):
+                latency.observe(v)
+            self.assertEqual([b.get() for b in latency._buckets],
+                             [3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 2])
+            self.assertEqual(latency._sum.get() > 1e9, True)
+            with self.assertRaises(ValueError):     # a parent without label values
+                Histogram('lab', 'help', ['l'], registry=None).observe(1)
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry, path=self.dir)
             text = generate_latest(registry).decode()
             self.assertIn('app_requests_total{method="GET"} 1.0', text)
-            self.assertIn('app_latency_seconds_count 1.0', text)
+            self.assertIn('app_latency_seconds_count 7.0', text)
+            self.assertIn('app_latency_seconds_bucket{le="0.005"} 3.0', text)
+            self.assertIn('app_latency_seconds_bucket{le="7.5"} 5.0', text)
             self.assertIn('app_inflight 0.0', text)
             multiprocess.mark_process_dead(os.getpid())
             self.assertEqual(len(self.snap().series), 3)
