@@ -326,7 +326,8 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 #define BLAMER_METRIC_LABEL_NAMES_MAX	127u	/* their bytes, one NUL after each */
 #define BLAMER_METRIC_VALUES_MAX	255u	/* a series' label values, one NUL after each */
 #define BLAMER_METRIC_BOUNDS_MAX	32u	/* fixed bounds of a histogram */
-#define BLAMER_METRIC_BUCKETS_MAX	256u	/* buckets of a histogram (+Inf included) */
+#define BLAMER_METRIC_BUCKETS_MAX	258u	/* buckets of a histogram: 256 in an exponential
+						 * window, the one below it and +Inf */
 
 /*
  * What a metric is. name: [a-zA-Z_:][a-zA-Z0-9_:]*, 1..63 bytes, not
@@ -341,7 +342,7 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
  * for schema -4..8, over the window 2^min_exp .. 2^max_exp (-1022 <
  * min_exp < max_exp < 1023), with one bucket below it (values <=
  * 2^min_exp, zero and negative ones too) and +Inf above: at most 256
- * buckets in all. Such buckets merge exactly across processes.
+ * buckets in the window (258 in all). Such buckets merge exactly across processes.
  * Zero-fill it: reserved members are 0.
  */
 struct blamer_metric_def {
@@ -842,6 +843,27 @@ int blamer_snapshot_from_memory(const struct blamer_mem_slab *slabs, size_t n,
  * tree, nodes) again from those kept. Returns how many are kept.
  */
 size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids);
+/*
+ * An exact sum of doubles: the partials (non-overlapping, Shewchuk's
+ * algorithm, as Python's math.fsum) whose sum is exactly that of every
+ * number added, read rounded once (correctly: ties to even). The same
+ * numbers in any order give the same result, so a sum of numbers that
+ * each only grow never reads lower: how a counter's parts add up
+ * (blamer_snap_metric.exact). Zero it to start.
+ */
+#define BLAMER_EXACT_PARTIALS	48u
+struct blamer_exact_sum {
+	double p[BLAMER_EXACT_PARTIALS];
+	uint32_t n;
+	bool has_special;
+	double special;		/* infinities and NaNs added, summed apart */
+};
+void blamer_exact_sum_add(struct blamer_exact_sum *e, double x);
+double blamer_exact_sum_value(const struct blamer_exact_sum *e);
+
+/* The same for the processes @keep says to keep. */
+size_t blamer_snapshot_filter(struct blamer_snapshot *s,
+			      bool (*keep)(const struct blamer_snap_process *p, void *arg), void *arg);
 
 /* Paths in view order: < 0, 0 or > 0 as @a comes before, is, or comes after @b. */
 int blamer_path_cmp(const uint64_t *a, uint32_t adepth, const uint64_t *b, uint32_t bdepth);
@@ -922,6 +944,40 @@ void blamer_prom_cache_free(struct blamer_prom_cache *c);
 int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
 					   struct blamer_prom_cache *c, char **buf, size_t *len,
 					   size_t *cap);
+/*
+ * A fleet exporter (`blamer export`'s aggregate series): one series per
+ * metric, label set, DAG path and uid over every process, live and
+ * dead, flat and exact however many workers come and go. Dead heaps are
+ * folded into a remainder kept in a state file (written durably: a
+ * temporary file, fsync(), rename(), fsync() of its directory) before
+ * they are released, so a counter never goes down and nothing is counted
+ * twice, whenever the exporter is killed. Documentation/reader.rst,
+ * "Fleet series".
+ *
+ * blamer_fleet_open(): the state at @state (made at the first fold; it
+ * and its directory must be the caller's and writable by nobody else),
+ * or none (@state NULL: nothing is folded, dead heaps are counted while
+ * they exist). NULL with errno and a one-line message if the state
+ * cannot be trusted or read (never half believed).
+ */
+struct blamer_fleet;
+struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen);
+void blamer_fleet_close(struct blamer_fleet *f);
+/*
+ * Folds the dead heaps of @s (taken with BLAMER_READ_DEAD_FULL) not
+ * folded yet into the state, in one transaction, then releases through
+ * @r the folded heaps but the @keep seen dead last (kept for
+ * postmortems). @s then holds the processes not folded (its views made
+ * again). Returns how many heaps were folded, or -errno with a message:
+ * then nothing changed and the heaps are counted as before.
+ */
+int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct blamer_snapshot *s,
+		      unsigned keep, char *err, size_t errlen);
+/* The aggregate exposition of @s (after blamer_fleet_fold()) and @f's
+ * remainder (@f NULL: none), into *buf as
+ * blamer_snapshot_prometheus_text(). 0 or -ENOMEM. */
+int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_snapshot *s,
+				 char **buf, size_t *len, size_t *cap);
 /* The status as one JSON document (kind "status", same schema). */
 int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f);
 

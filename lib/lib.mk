@@ -26,6 +26,7 @@ LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c reco
 		     decode_log.c decode_dag.c decode_metric.c parse.c carry.c keep.c alive.c dir.c dev.c series.c attrib.c names.c metric_names.c \
 		     reader.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json_metric.c json.c prom.c prom_text.c \
+						  prom_metric.c prom_fleet.c fleet.c fleet_state.c \
 						  prom_path.c prom_cache.c)
 
 LIB_INC_format := -I$(SRC)/lib/format

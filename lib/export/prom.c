@@ -304,6 +304,23 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 	return d->fam_index;
 }
 
+size_t prom_unit_family(const struct exp *e, uint32_t unit, bool *ns)
+{
+	return unit_family(e->nv, e->nn, unit, ns);
+}
+
+bool prom_fam_has_unit(size_t f)
+{
+	return f >= FAM_VALUE;
+}
+
+const char *prom_fam_name(const struct exp *e, size_t f, uint32_t unit)
+{
+	const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, unit);
+
+	return d ? d->fam : fixed_families[f < NFIXED ? f : FAM_VALUE].name;
+}
+
 
 
 
@@ -598,6 +615,7 @@ int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o)
 			prom_write_attr(&e, &w[i], f, o);
 		}
 	}
+	pm_write_processes(&e, o);	/* the metrics each process wrote */
 	ret = o->oom ? -ENOMEM : 0;
 out:
 	for (i = 0; w && i < e.nprocs; i++)

@@ -151,5 +151,44 @@ void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o
 void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o);
 /* The exposition, family by family, straight into @o: a one-off export. */
 int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o);
+/* The attribution family of @unit (its index, and whether its values are
+ * nanoseconds written as seconds), and the name of family @f. */
+size_t prom_unit_family(const struct exp *e, uint32_t unit, bool *ns);
+const char *prom_fam_name(const struct exp *e, size_t f, uint32_t unit);
+/* Family @f's series have a unit label (the unnamed units' family, and
+ * named ones, which units of one name share). */
+bool prom_fam_has_unit(size_t f);
+
+/* ---- prom_metric.c: metric families (blamer_metric_define()) ---- */
+
+/* Sample names a scrape has written (each once). */
+struct pm_names {
+	char **v;
+	size_t n, cap;
+};
+/* Takes the sample names of @d's family; false if one is taken (the
+ * family is not written: it would make the scrape invalid). */
+bool pm_claim(struct pm_names *n, const struct blamer_snap_metric_def *d);
+void pm_names_free(struct pm_names *n);
+/* The family name of @d: a counter's ends in _total. */
+void pm_family_name(const struct blamer_snap_metric_def *d, char *buf, size_t len);
+/* A double exactly: the shortest decimal that reads back as it. */
+void pm_double(struct prom_out *o, double v);
+
+/* One series to write: its definition, labels, path, extra labels
+ * (already written: uid="...", or a process's key) and values. */
+struct pm_series {
+	const struct blamer_snap_metric_def *def;
+	char *const *values;
+	uint32_t depth;
+	const uint64_t *nodes;
+	const char *extra;
+	double value;		/* counter, gauge; histogram: the sum */
+	const uint64_t *buckets;	/* histogram: not cumulative */
+};
+void pm_family(struct prom_out *o, const struct blamer_snap_metric_def *d);
+void pm_series(struct prom_out *o, const struct pm_series *x, struct prom_names *nm);
+/* Every process's own series, family by family (export --per-process). */
+void pm_write_processes(struct exp *e, struct prom_out *o);
 
 #endif /* BLAMER_PROM_H */

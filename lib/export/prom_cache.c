@@ -283,6 +283,7 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		for (; i < e.nprocs; i++)
 			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
 	}
+	pm_write_processes(&e, o);	/* the metrics each process wrote: not cached */
 	ret = o->oom ? -ENOMEM : 0;
 out:
 	for (i = 0; i < c->n; i++)

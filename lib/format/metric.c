@@ -180,13 +180,13 @@ static double exp_bound(int32_t schema, int32_t k)
 
 		return pow2_frac[(k - q * n) << (8 - schema)] * pow2i(q);
 	}
-	return pow2i(k << -schema);
+	return pow2i(k * (1 << -schema));
 }
 
 /* The boundary index of 2^min_exp: bucket 0 ends there. */
 static int32_t exp_k_lo(const struct bl_hist *h)
 {
-	return h->schema >= 0 ? h->min_exp << h->schema : h->min_exp >> -h->schema;
+	return h->schema >= 0 ? h->min_exp * (1 << h->schema) : h->min_exp / (1 << -h->schema);
 }
 
 double bl_hist_upper(const struct bl_hist *h, uint32_t i)
@@ -250,14 +250,7 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
 
 /* ---- exact sums (CPython's math.fsum) ---- */
 
-void bl_fsum_init(struct bl_fsum *f)
-{
-	f->n = 0;
-	f->special = 0;
-	f->has_special = false;
-}
-
-void bl_fsum_add(struct bl_fsum *f, double x)
+void blamer_exact_sum_add(struct blamer_exact_sum *f, double x)
 {
 	uint32_t i, j;
 
@@ -295,7 +288,7 @@ void bl_fsum_add(struct bl_fsum *f, double x)
 	f->n = i;
 }
 
-double bl_fsum_value(const struct bl_fsum *f)
+double blamer_exact_sum_value(const struct blamer_exact_sum *f)
 {
 	double hi = 0.0, lo = 0.0, x, y, yr;
 	uint32_t n = f->n;

@@ -52,22 +52,8 @@ double bl_hist_upper(const struct bl_hist *h, uint32_t i);
 /* The bucket of @v (not NaN): the first whose upper bound is >= v. */
 uint32_t bl_hist_index(const struct bl_hist *h, double v);
 
-/*
- * An exact sum of doubles. Infinities are summed apart (inf + -inf is
- * NaN), as Python's math.fsum does. At most BL_FSUM_PARTIALS partials:
- * more would mean partials that overlap, which the algorithm never
- * makes (doubles span 2098 bits, 53 at a time).
- */
-#define BL_FSUM_PARTIALS	48u
-struct bl_fsum {
-	double p[BL_FSUM_PARTIALS];
-	uint32_t n;
-	double special;		/* the sum of the infinities and NaNs added */
-	bool has_special;
-};
-void bl_fsum_init(struct bl_fsum *f);
-void bl_fsum_add(struct bl_fsum *f, double x);
-/* The sum, correctly rounded (ties to even). */
-double bl_fsum_value(const struct bl_fsum *f);
+/* Exact sums: blamer_exact_sum_*() (blamer.h), implemented here. */
+#include "blamer.h"
+#define BL_FSUM_PARTIALS	BLAMER_EXACT_PARTIALS
 
 #endif /* BLAMER_METRIC_H */

@@ -309,7 +309,7 @@ replace:
  * (@n words each) to @sum and @counts; corruption ends the walk, keeping
  * what came before (as decode_dag.c's add_shards()). */
 static void add_shards(struct rd_ctx *c, blamer_ref series, blamer_ref ref, uint32_t n,
-		       struct bl_fsum *sum, uint64_t *counts, uint64_t *words)
+		       struct blamer_exact_sum *sum, uint64_t *counts, uint64_t *words)
 {
 	size_t size = sizeof(struct blamer_metric_shard) + n * sizeof(uint64_t);
 
@@ -341,7 +341,7 @@ static void add_shards(struct rd_ctx *c, blamer_ref series, blamer_ref ref, uint
 		if (!rd_load_u64s(c->h, ref + sizeof(sh), n, words))
 			return;
 		memcpy(&d, &words[0], sizeof(d));
-		bl_fsum_add(sum, d);
+		blamer_exact_sum_add(sum, d);
 		for (i = 1; i < n; i++)
 			counts[i - 1] += words[i];
 		ref = sh.next_shard;
@@ -376,7 +376,7 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_snap_metric m = { 0 }, *sm;
 	struct blamer_metric_rec r;
 	struct blamer_block b;
-	struct bl_fsum sum;
+	struct blamer_exact_sum sum;
 	uint32_t idx, n, i;
 	double v;
 
@@ -406,7 +406,7 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	for (i = 0; i < d->nlabels; i++)
 		if (!(m.values[i] = utf8_clean(c, r.values + at[i], sl[i])))
 			return;
-	bl_fsum_init(&sum);
+	memset(&sum, 0, sizeof(sum));
 	if (d->kind == BLAMER_METRIC_GAUGE) {
 		if (!gauge_read(c, ref, &words[0], &m.stamp_ns))
 			return;
@@ -418,11 +418,11 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 		if (!rd_load_u64s(c->h, ref + sizeof(r), n, words))
 			return;
 		memcpy(&v, &words[0], sizeof(v));
-		bl_fsum_add(&sum, v);
+		blamer_exact_sum_add(&sum, v);
 		for (i = 1; i < n; i++)
 			counts[i - 1] = words[i];
 		add_shards(c, ref, r.shards, n, &sum, counts, words);
-		m.value = bl_fsum_value(&sum);
+		m.value = blamer_exact_sum_value(&sum);
 		m.nexact = sum.has_special ? 1 : sum.n;
 		if (m.nexact) {
 			double *e = rd_alloc(c->h->s, m.nexact * sizeof(double));

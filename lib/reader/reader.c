@@ -188,22 +188,19 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	return 0;
 }
 
-size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
+size_t blamer_snapshot_filter(struct blamer_snapshot *s,
+			      bool (*keep)(const struct blamer_snap_process *p, void *arg), void *arg)
 {
-	size_t i, j, k = 0;
+	size_t i, k = 0;
 
 	for (i = 0; i < s->nprocs; i++) {
-		bool keep = !npids;
-
-		for (j = 0; j < npids && !keep; j++)
-			keep = s->procs[i].pid == pids[j];
-		if (keep)
+		if (keep(&s->procs[i], arg))
 			s->procs[k++] = s->procs[i];
 		else
 			rd_process_free(&s->procs[i]);
 	}
 	s->nprocs = k;
-	/* the view of the processes kept, made as for a fresh snapshot */
+	/* the views of the processes kept, made as for a fresh snapshot */
 	free(s->totals);
 	free(s->units);
 	free(s->tree);
@@ -216,6 +213,29 @@ size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, si
 	rd_finish_snapshot(s);
 	rd_service_view(s);
 	return k;
+}
+
+struct pid_set {
+	const int32_t *pids;
+	size_t n;
+};
+
+static bool pid_wanted(const struct blamer_snap_process *p, void *arg)
+{
+	const struct pid_set *ps = arg;
+	size_t j;
+
+	for (j = 0; j < ps->n; j++)
+		if (p->pid == ps->pids[j])
+			return true;
+	return !ps->n;
+}
+
+size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
+{
+	struct pid_set ps = { pids, npids };
+
+	return blamer_snapshot_filter(s, pid_wanted, &ps);
 }
 
 int blamer_reader_fd(const struct blamer_reader *r)

@@ -204,7 +204,7 @@ static bool live_only(const struct blamer_snap_metric_def *d)
 }
 
 struct acc {
-	struct bl_fsum sum;
+	struct blamer_exact_sum sum;
 	uint64_t *buckets;
 };
 
@@ -302,7 +302,7 @@ static struct blamer_snap_series *series_of(struct merge *mg, struct blamer_snap
 	x->first = m;
 	x->proc = proc;
 	x->uid = uid;
-	bl_fsum_init(&mg->acc[mg->n].sum);
+	memset(&mg->acc[mg->n].sum, 0, sizeof(mg->acc[mg->n].sum));
 	mg->acc[mg->n].buckets = NULL;
 	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
 		x->buckets = rd_alloc(s, d->nbuckets * sizeof(uint64_t));
@@ -332,7 +332,7 @@ static void merge_one(struct blamer_snap_series *x, struct acc *a,
 	if (d->kind != BLAMER_METRIC_GAUGE) {
 		/* a counter, a histogram's sum: exactly */
 		for (i = 0; i < m->nexact; i++)
-			bl_fsum_add(&a->sum, m->exact[i]);
+			blamer_exact_sum_add(&a->sum, m->exact[i]);
 		return;
 	}
 	switch (d->gauge_mode) {
@@ -353,8 +353,12 @@ static void merge_one(struct blamer_snap_series *x, struct acc *a,
 			x->stamp_ns = m->stamp_ns;
 		}
 		break;
-	default:	/* SUM, LIVESUM; ALL and LIVEALL are one process's */
-		bl_fsum_add(&a->sum, m->value);
+	case BLAMER_GAUGE_ALL:
+	case BLAMER_GAUGE_LIVEALL:
+		x->value = m->value;	/* a series of one process */
+		break;
+	default:	/* SUM, LIVESUM */
+		blamer_exact_sum_add(&a->sum, m->value);
 		break;
 	}
 }
@@ -394,7 +398,7 @@ static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, stru
 	if (d->kind == BLAMER_METRIC_GAUGE &&
 	    !(d->gauge_mode == BLAMER_GAUGE_SUM || d->gauge_mode == BLAMER_GAUGE_LIVESUM))
 		return true;	/* a value of one process, chosen */
-	x->value = bl_fsum_value(&a->sum);
+	x->value = blamer_exact_sum_value(&a->sum);
 	x->nexact = a->sum.has_special ? 1 : a->sum.n;
 	if (!x->nexact)
 		return true;

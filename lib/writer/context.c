@@ -192,6 +192,7 @@ static int make_heap(struct blamer *b)
 	do
 		b->data_id = (uint32_t)bl_random64();
 	while (!b->data_id);
+	st_relaxed(A32(&b->folds), 0);	/* a new heap: no fleet series yet */
 	ret = bl_process_records(b);
 	if (!ret)
 		ret = bl_drops_record(b);
@@ -357,8 +358,15 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 
 static void finish(struct blamer *b, bool clean)
 {
+	/* A heap with a service's series stays, marked closed, for an
+	 * exporter to fold: removed now, its counts would leave the totals
+	 * (a counter going down). The exporter releases it once folded;
+	 * without one, the retention limits take it like any dead heap. */
+	bool keep;
+
 	if (!b)
 		return;
+	keep = clean && ld_acquire(A32(&b->state)) == BL_ST_READY && ld_relaxed(A32(&b->folds));
 	bl_registry_remove(b);
 	bl_tls_forget(b);
 	if (ld_acquire(A32(&b->state)) == BL_ST_READY) {
@@ -372,7 +380,7 @@ static void finish(struct blamer *b, bool clean)
 		}
 		bl_heap_unmap(&b->heap);
 	}
-	bl_backend_close(&b->be, clean);
+	bl_backend_close(&b->be, clean && !keep);
 	bl_handles_free(b);
 	bl_inherit_free(b);
 	free(b);

@@ -142,6 +142,8 @@ struct blamer {
 	uint64_t pending_drops[BLAMER_DROP_REASONS];	/* atomic: counted with no heap */
 	struct bl_inherit inherit;
 	bool forked;		/* a fork child's context: its heap re-reads modules */
+	uint32_t folds;		/* atomic: the heap holds series an exporter folds
+				 * (metric.c): a clean close keeps it (context.c) */
 	struct blamer *next;	/* registry */
 };
 

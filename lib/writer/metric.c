@@ -316,6 +316,20 @@ static blamer_ref series_find_or_make(struct blamer *b, const struct blamer_seri
 	return got;
 }
 
+/* An exporter folds this metric's series when their process dies (the
+ * per-process ones, and the LIVE* gauges, end with it instead). */
+static bool folded(const struct blamer_metric_def_rec *d)
+{
+	if (d->flags & BLAMER_METRIC_PER_PROCESS)
+		return false;
+	switch (d->gauge_mode) {
+	case BLAMER_GAUGE_ALL: case BLAMER_GAUGE_LIVEALL: case BLAMER_GAUGE_LIVEMIN:
+	case BLAMER_GAUGE_LIVEMAX: case BLAMER_GAUGE_LIVESUM: case BLAMER_GAUGE_LIVEMOSTRECENT:
+		return false;
+	}
+	return true;
+}
+
 /* handle.h: a series handle made current: its metric's definition (made
  * again first, in a fork child), then its record. */
 static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *ref)
@@ -331,6 +345,8 @@ static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *r
 		bl_drop(b, BLAMER_DROP_HEAP_FULL);
 		return NULL;
 	}
+	if (folded(&s->m->def))
+		st_relaxed(A32(&b->folds), 1);
 	return bl_ptr(&b->heap, *ref);
 }
 

@@ -10,7 +10,8 @@
 
 LIBT_SRC   := $(SRC)/selftests/lib
 # One program per concern; test_concurrency is the one TSan runs.
-LIBT_TESTS := test_context test_records test_dag test_heap test_process test_end test_concurrency
+LIBT_TESTS := test_context test_records test_dag test_metric test_heap test_process test_end \
+	      test_concurrency
 LIBT_DEPS  := $(LIBT_SRC)/validate.c $(wildcard $(LIBT_SRC)/*.h) $(KSELFTEST_HARNESS)
 
 LIBT_ASAN   := $(addprefix $(BUILD)/asan/lib/,$(LIBT_TESTS))

@@ -1241,4 +1241,129 @@ TEST_F_TIMEOUT(ctx, snapshot_now_is_after_every_activity, 300)
 	t_close(self, arg.b);
 }
 
+/*
+ * Metric writes from many threads (counters and histograms through
+ * shards, gauges added to, series made by racing first uses) while the
+ * reader takes snapshots: no counter or count ever lower than the last
+ * snapshot showed, every series made once, every write counted.
+ */
+struct metric_run {
+	struct blamer *b;
+	struct blamer_metric *labelled;
+	struct blamer_series *c, *h, *g;
+	atomic_int *stop;
+	int n;
+};
+
+static void *metric_writer(void *arg)
+{
+	struct metric_run *m = arg;
+	char key[8];
+	int i;
+
+	for (i = 0; i < m->n; i++) {
+		const char *v[1] = { key };
+
+		snprintf(key, sizeof(key), "k%d", i % 8);
+		blamer_counter_add(m->c, 1);
+		blamer_histogram_observe(m->h, i % 7);
+		blamer_gauge_add(m->g, 1);
+		blamer_counter_add(blamer_metric_series(m->labelled, v, NULL, 0), 1);
+		blamer_gauge_add(m->g, -1);
+	}
+	return NULL;
+}
+
+static const struct blamer_snap_series *find_series(const struct blamer_snapshot *s,
+						    const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nseries; i++)
+		if (!strcmp(s->series[i].def->name, name))
+			return &s->series[i];
+	return NULL;
+}
+
+TEST_F_TIMEOUT(ctx, metric_writes_race_a_reader, 300)
+{
+	enum { THREADS = 4, WRITES = 20000 };
+	static const char *const key[] = { "key" };
+	double bounds[3] = { 1, 3, 5 };
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def ld = { .name = "l", .kind = BLAMER_METRIC_COUNTER,
+					.labels = key, .nlabels = 1 };
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 3 };
+	struct blamer_metric_def gd = { .name = "g", .kind = BLAMER_METRIC_GAUGE,
+					.gauge_mode = BLAMER_GAUGE_SUM };
+	struct blamer_reader_opts o = { .backend = t_backend(), .dir = self->dir };
+	double last_c = 0;
+	uint64_t last_h = 0;
+	struct metric_run run = { .n = WRITES };
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	pthread_t th[THREADS];
+	struct v_stats st;
+	struct v_heap v;
+	double sum = 0;
+	int i, snaps = 0;
+	char e[256];
+	size_t k;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &run.b));
+	run.c = blamer_metric_series(blamer_metric_define(run.b, &cd), NULL, NULL, 0);
+	run.h = blamer_metric_series(blamer_metric_define(run.b, &hd), NULL, NULL, 0);
+	run.g = blamer_metric_series(blamer_metric_define(run.b, &gd), NULL, NULL, 0);
+	run.labelled = blamer_metric_define(run.b, &ld);
+	ASSERT_TRUE(run.c && run.h && run.g && run.labelled);
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	for (i = 0; i < THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, metric_writer, &run));
+	for (i = 0; i <= THREADS; i++) {
+		/* while they write, then once after */
+		if (i == THREADS)
+			for (k = 0; k < THREADS; k++)
+				pthread_join(th[k], NULL);
+		do {
+			ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+			ASSERT_EQ(1, s->nprocs);
+			ASSERT_NE(BLAMER_HEALTH_CORRUPT, s->procs[0].health)
+				TH_LOG("%s", s->procs[0].problem);
+			x = find_series(s, "c");
+			if (x) {
+				ASSERT_GE(x->value, last_c);
+				last_c = x->value;
+			}
+			x = find_series(s, "h");
+			if (x) {
+				ASSERT_GE(x->count, last_h);
+				last_h = x->count;
+			}
+			snaps++;
+			if (i == THREADS)
+				break;
+			blamer_snapshot_free(s);
+		} while (snaps < 20 * (i + 1));
+	}
+	ASSERT_EQ((double)THREADS * WRITES, last_c);
+	ASSERT_EQ((uint64_t)THREADS * WRITES, last_h);
+	ASSERT_EQ(0, find_series(s, "g")->value);
+	for (k = 0; k < s->nseries; k++)
+		if (!strcmp(s->series[k].def->name, "l"))
+			sum += s->series[k].value;
+	ASSERT_EQ((double)THREADS * WRITES, sum);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	/* every series once: c, h, g and the eight of l */
+	t_view(run.b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(11, st.by_type[BLAMER_REC_METRIC]);
+	t_close(self, run.b);
+}
+
 TEST_HARNESS_MAIN

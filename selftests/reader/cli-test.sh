@@ -67,7 +67,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..86"
+echo "1..87"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -138,10 +138,15 @@ run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
 # per process (pid, start time, heap key), dead heaps included
-run 0 export --prometheus &&
+run 0 export --prometheus --per-process &&
 	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",identity=\"claimed\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&
 	grep -q '^blamer_attribution_cpu_seconds_total{pid="3999001",.*path="/browser/tab/frame"} 0.005000000$' "$OUT" &&
-	ok "export --prometheus: a counter per process, dead ones included" || nok "export --prometheus"
+	ok "export --per-process: a counter per process, dead ones included" || nok "export --per-process"
+# the service's: one series per path and uid, the live and the dead summed
+run 0 export &&
+	grep -q "^blamer_attribution_cpu_seconds_total{path=\"/browser/tab/frame\",uid=\"$(id -u)\"} 0.030000000\$" "$OUT" &&
+	! grep -q 'pid=' "$OUT" &&
+	ok "export: the service's series, the live and the dead processes summed, no pid" || nok "export (service)"
 run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT" ] &&
 	[ "$(stat -c %a "$D.prom")" = 644 ] &&
 	! ls "$(dirname "$D")/.$(basename "$D").prom."* >/dev/null 2>&1 &&

@@ -11,7 +11,7 @@ B=$1 MK=$2 SNAP=$3
 PY=/usr/bin/python3
 D=$(mktemp -d /tmp/blamer-prom.XXXXXX)
 SRV=
-trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; rm -rf "$D" "$D.prom" "$D.snap" "$D.lint"' EXIT
+trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; rm -rf "$D" "$D.prom" "$D.snap" "$D.lint" "$D.state"* "$D.state2"*' EXIT
 echo "TAP version 13"
 echo "1..8"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
@@ -20,7 +20,7 @@ if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	exit 0
 fi
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 || exit 1
-if BLAMER_DIR=$D "$B" export --prometheus --dead >"$D.prom" &&
+if BLAMER_DIR=$D "$B" export --prometheus --per-process >"$D.prom" &&
    $PY - "$D.prom" <<'PYEOF'
 import sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -125,7 +125,7 @@ fi
 # --listen as an attacker meets it: bad requests, a client that never
 # finishes, then a real scrape; SIGTERM ends it with status 0
 PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.lint" & SRV=$!
+BLAMER_DIR=$D "$B" export --prometheus --state "$D.state" --listen "127.0.0.1:$PORT" 2>"$D.lint" & SRV=$!
 if $PY - "$PORT" <<'PYEOF'
 import socket, sys, time
 port = int(sys.argv[1])
@@ -182,7 +182,7 @@ PYEOF
 then echo "ok 6 - --listen: 200 with the exposition, HEAD, 404, 405, 400, 431, NUL bytes; a stalled client does not stop the next"
 else echo "not ok 6 - --listen answers"; fi
 # a port in use: one line, status 1 (not a usage error)
-BLAMER_DIR=$D "$B" export --prometheus --listen "127.0.0.1:$PORT" 2>"$D.snap"; st2=$?
+BLAMER_DIR=$D "$B" export --prometheus --state "$D.state2" --listen "127.0.0.1:$PORT" 2>"$D.snap"; st2=$?
 kill -TERM "$SRV"; wait "$SRV"; st=$?; SRV=
 if [ "$st" = 0 ] && [ ! -s "$D.lint" ] && [ "$st2" = 1 ] && [ "$(wc -l <"$D.snap")" = 1 ] &&
    grep -q "cannot listen on 127.0.0.1:$PORT: Address already in use" "$D.snap"; then
@@ -190,7 +190,7 @@ if [ "$st" = 0 ] && [ ! -s "$D.lint" ] && [ "$st2" = 1 ] && [ "$(wc -l <"$D.snap
 else echo "not ok 7 - --listen exit status $st, port in use $st2"; sed 's/^/#   /' "$D.lint" "$D.snap"; fi
 # --dead is accepted for old command lines and changes nothing: export
 # reads dead heaps in full always
-if BLAMER_DIR=$D "$B" export --prometheus >"$D.lint" && cmp -s "$D.prom" "$D.lint" &&
+if BLAMER_DIR=$D "$B" export --prometheus --per-process --dead >"$D.lint" && cmp -s "$D.prom" "$D.lint" &&
    grep -q 'state="dead"} 3$' "$D.lint"; then
 	echo "ok 8 - export without --dead is the same exposition: dead heaps counted"
 else echo "not ok 8 - export --dead and export differ"; fi

@@ -28,6 +28,11 @@
 #define OPT_UNIT	(1u << 7)
 #define OPT_DEAD	(1u << 8)	/* dir: read dead heaps too */
 #define OPT_LISTEN	(1u << 9)	/* export: serve HTTP */
+#define OPT_PER_PROCESS	(1u << 10)	/* export: each process's own series */
+#define OPT_STATE	(1u << 11)	/* export: the fold state file */
+#define OPT_KEEP	(1u << 12)	/* export: folded dead heaps kept */
+#define OPT_LIVE_ONLY	(1u << 13)	/* blame, top: leave dead processes out */
+#define OPT_BY		(1u << 14)	/* blame, top: totals by role */
 
 struct cli {
 	const char *cmd;
@@ -42,6 +47,12 @@ struct cli {
 	const char *unit;
 	bool dead;
 	const char *listen;	/* export --listen ADDR:PORT */
+	bool per_process;	/* export --per-process */
+	const char *state;	/* export --state PATH */
+	bool state_used;	/* export: a fold state is in use */
+	unsigned keep;		/* export --keep-dead N */
+	bool live_only;		/* --live-only */
+	bool by_role;		/* --by role */
 	char **args;		/* positional arguments after the command */
 	int nargs;
 };

@@ -35,14 +35,17 @@ static const struct command {
 	  "For every process (or the PIDs given): how it runs or ended, its heap,\n"
 	  "command line, phase, data, every thread's activity stack with ages,\n"
 	  "modules, log, children and attribution. Dead heaps are read in full.\n" },
-	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT | OPT_DEAD, "[PID...]",
-	  "the attribution tree summed over processes, largest first",
+	{ "blame", cmd_blame, OPT_JSON | OPT_UNIT | OPT_DEAD | OPT_LIVE_ONLY | OPT_BY, "[PID...]",
+	  "the attribution tree and the metrics, summed over processes, largest first",
 	  "Each line is a path of the attribution graph with its inclusive total\n"
 	  "per unit (the path and everything below it) and how many processes\n"
-	  "contribute; then each process's share. PIDs limit both to those\n"
-	  "processes.\n" },
-	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT | OPT_DEAD, "",
-	  "live view: phase, current activity, attribution totals and rates",
+	  "contribute; then each process's share (--by role: each role's), then\n"
+	  "the programs' metrics merged over processes (histograms with count,\n"
+	  "sum, p50, p90 and p99). Dead processes count (--live-only leaves them\n"
+	  "out). PIDs limit all to those processes.\n" },
+	{ "top", cmd_top, OPT_JSON | OPT_ONCE | OPT_INTERVAL | OPT_COUNT | OPT_DEAD | OPT_LIVE_ONLY |
+	  OPT_BY, "",
+	  "live view: phase, current activity, roles, attribution totals and rates",
 	  "On a terminal it takes keys:\n"
 	  "  q            quit\n"
 	  "  space        refresh now\n"
@@ -57,15 +60,23 @@ static const struct command {
 	  "dead processes: how and when they ended, last activities, data, log", NULL },
 	{ "release", cmd_release, OPT_ALL, "ID|PID... | --all",
 	  "free dead processes' heaps", NULL },
-	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN,
+	{ "export", cmd_export, OPT_PROM | OPT_OUTPUT | OPT_DEAD | OPT_INTERVAL | OPT_LISTEN |
+	  OPT_PER_PROCESS | OPT_STATE | OPT_KEEP,
 	  "[--prometheus]",
 	  "metrics for Prometheus: once, as a textfile, or served over HTTP",
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
 	  "textfile collector never sees half of it); with --interval S too, every\n"
 	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
-	  "127.0.0.1) until SIGTERM. Dead heaps are always read in full: every\n"
-	  "counter is a process's own (labels pid, start_time_ns, heap, identity)\n"
-	  "and stays until its heap is released, so no counter ever goes down.\n" },
+	  "127.0.0.1) until SIGTERM.\n"
+	  "Series are the service's: one per metric, label set, path and uid over\n"
+	  "every process, live and dead. A long-lived exporter (or one given\n"
+	  "--state) folds each dead heap into a remainder in its state file\n"
+	  "(--state, else $STATE_DIRECTORY/fold.state or\n"
+	  "/var/lib/blamer/fold-UID.state), durably, then releases the heap but the\n"
+	  "--keep-dead N seen dead last (default 8): so the series stay as many\n"
+	  "however many workers come and go, and no counter ever goes down.\n"
+	  "--per-process writes each process's own series instead (labels pid,\n"
+	  "start_time_ns, heap, identity), and folds nothing.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -94,13 +105,22 @@ static const struct option_help {
 	{ OPT_UNIT, "--unit", "--unit UNIT", "--unit UNIT",
 	  "sort by this unit: cpu, bytes, count or a number" },
 	{ OPT_DEAD, "--dead", "--dead", "--dead",
-	  "include dead heaps of the dir backend (export: always; kept for old scripts)" },
+	  "include dead heaps (now always; kept for old scripts)" },
 	{ OPT_PROM, "--prometheus", NULL, "--prometheus", "the Prometheus text format (the only one: the default)" },
 	{ OPT_OUTPUT, "--output", "--output FILE", "--output FILE",
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
 	{ OPT_LISTEN, "--listen", "--listen ADDR:PORT", "--listen ADDR:PORT",
 	  "serve /metrics over HTTP (ADDR default 127.0.0.1)" },
+	{ OPT_PER_PROCESS, "--per-process", "--per-process", "--per-process",
+	  "each process's own series, not the service's (nothing folded)" },
+	{ OPT_STATE, "--state", "--state FILE", "--state FILE",
+	  "the fold state (default: $STATE_DIRECTORY/fold.state, /var/lib/blamer)" },
+	{ OPT_KEEP, "--keep-dead", "--keep-dead N", "--keep-dead N",
+	  "folded dead heaps not released, the last N (default 8)" },
+	{ OPT_LIVE_ONLY, "--live-only", "--live-only", "--live-only",
+	  "leave dead processes out of the totals (they count by default)" },
+	{ OPT_BY, "--by", "--by role", "--by role", "totals by role" },
 };
 
 static const char global_help[] =
@@ -198,11 +218,16 @@ int main(int argc, char **argv)
 		{ "unit", required_argument, NULL, 'u' },
 		{ "dead", no_argument, NULL, 'D' },
 		{ "listen", required_argument, NULL, 'L' },
+		{ "per-process", no_argument, NULL, 'p' },
+		{ "state", required_argument, NULL, 's' },
+		{ "keep-dead", required_argument, NULL, 'k' },
+		{ "live-only", no_argument, NULL, 'l' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cli c = { .backend = BLAMER_BACKEND_AUTO, .interval = 2.0 };
+	struct cli c = { .backend = BLAMER_BACKEND_AUTO, .interval = 2.0, .keep = 8 };
 	const struct command *cmd = NULL;
 	bool want_help = false;
 	char *end;
@@ -257,6 +282,22 @@ int main(int argc, char **argv)
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
 		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
 		case 'L': c.seen |= OPT_LISTEN; c.listen = optarg; break;
+		case 'p': c.seen |= OPT_PER_PROCESS; c.per_process = true; break;
+		case 's': c.seen |= OPT_STATE; c.state = optarg; break;
+		case 'k':
+			c.seen |= OPT_KEEP;
+			c.keep = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || end == optarg || *optarg == '-' || c.keep > 100000)
+				return usage_err("bad --keep-dead '%s': give a number of heaps, 0 to 100000",
+						 optarg);
+			break;
+		case 'l': c.seen |= OPT_LIVE_ONLY; c.live_only = true; break;
+		case 'B':
+			c.seen |= OPT_BY;
+			if (strcmp(optarg, "role"))
+				return usage_err("bad --by '%s': totals go by role (--by role)", optarg);
+			c.by_role = true;
+			break;
 		case 'h': want_help = true; break;
 		case 'V':
 			printf("blamer %s (JSON schema version %d)\n", BLAMER_VERSION,

@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Folding: a long-lived exporter moves each dead heap's final values
+ * into its remainder (fleet.h), makes that durable, and only then lets
+ * the heap go. Its aggregate series (prom_fleet.c) are the remainder
+ * plus the processes not folded, so they stay flat (one series per
+ * metric, label set, path and uid, whatever the number of workers that
+ * came and went) and exact: nothing is counted twice or lost, whenever
+ * the exporter is killed.
+ *
+ * A fold is one transaction (fleet_state.c writes the state to a
+ * temporary file, fsyncs it, renames it over the old one and fsyncs the
+ * directory): the remainder with the dead heaps' values added and their
+ * identities listed, or the state before. Heaps are released after the
+ * commit, never before. On a restart the state says which heaps it
+ * holds: those still present are skipped (their values are in the
+ * remainder), and a heap whose fold was not committed is folded again.
+ * Identities of heaps gone are dropped at the next commit.
+ *
+ * Values are added exactly (blamer_exact_sum_*()): a counter's remainder
+ * plus the live processes' parts is the same number however the parts
+ * moved from one to the other, so no fold makes a counter go down.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "fleet.h"
+
+struct fl_ident fl_ident_of(const struct blamer_snap_process *p)
+{
+	return (struct fl_ident){ .backend = 0, .pid = p->pid, .start = p->start_time_ns,
+				  .heap_id = p->heap_id, .heap_key = p->heap_key };
+}
+
+static int ident_cmp(const void *a, const void *b)
+{
+	const struct fl_ident *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->heap_id != y->heap_id)
+		return x->heap_id < y->heap_id ? -1 : 1;
+	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
+}
+
+static struct fl_ident *ident_find(const struct blamer_fleet *f, const struct fl_ident *k)
+{
+	return f->nidents ? bsearch(k, f->idents, f->nidents, sizeof(*k), ident_cmp) : NULL;
+}
+
+bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p)
+{
+	struct fl_ident k = fl_ident_of(p);
+
+	return ident_find(f, &k) != NULL;
+}
+
+static int sgn(int64_t x)
+{
+	return (x > 0) - (x < 0);
+}
+
+int fl_def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y)
+{
+	uint32_t i;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->kind != y->kind)
+		return sgn((int64_t)x->kind - y->kind);
+	if (x->base != y->base)
+		return sgn((int64_t)x->base - y->base);
+	if (x->gauge_mode != y->gauge_mode)
+		return sgn((int64_t)x->gauge_mode - y->gauge_mode);
+	if (x->flags != y->flags)
+		return sgn((int64_t)x->flags - y->flags);
+	if (x->nlabels != y->nlabels)
+		return sgn((int64_t)x->nlabels - y->nlabels);
+	for (i = 0; i < x->nlabels; i++)
+		if ((c = strcmp(x->labels[i], y->labels[i])))
+			return c;
+	if (x->nbuckets != y->nbuckets)
+		return sgn((int64_t)x->nbuckets - y->nbuckets);
+	for (i = 0; i < x->nbuckets; i++)
+		if (x->upper[i] != y->upper[i])
+			return x->upper[i] < y->upper[i] ? -1 : 1;
+	return 0;
+}
+
+/* ---- opening ---- */
+
+/*
+ * One exporter per state: two folding into one file would each commit
+ * the heaps the other folded (counted twice) or lose the other's. A lock
+ * file next to it, held (flock) for the fleet's life: the kernel drops
+ * it when the process dies, however it dies.
+ */
+static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int e;
+
+	if (snprintf(path, sizeof(path), "%s.lock", f->path) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "the state path %s is too long", f->path);
+		return -ENAMETOOLONG;
+	}
+	f->lockfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (f->lockfd < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (fstat(f->lockfd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a file of uid %u: refused", path,
+			 (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (flock(f->lockfd, LOCK_EX | LOCK_NB)) {
+		e = errno;
+		if (e == EWOULDBLOCK)
+			snprintf(err, errlen, "the state %s is in use by another exporter (one exporter per state: give this one --state elsewhere)",
+				 f->path);
+		else
+			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return 0;
+}
+
+struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
+{
+	struct blamer_fleet *f = calloc(1, sizeof(*f));
+	const char *hook = getenv("BLAMER_TEST_FOLD_ABORT");
+	int ret;
+
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->lockfd = -1;
+	if (hook)
+		f->test_abort = (uint32_t)strtoul(hook, NULL, 10);
+	if (!state)
+		return f;
+	f->path = strdup(state);
+	if (!f->path) {
+		free(f);
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = take_lock(f, err, errlen);
+	if (!ret)
+		ret = fl_state_load(f, err, errlen);
+	if (ret) {
+		blamer_fleet_close(f);
+		errno = -ret;
+		return NULL;
+	}
+	return f;
+}
+
+void blamer_fleet_close(struct blamer_fleet *f)
+{
+	if (!f)
+		return;
+	fl_state_free(f);
+	if (f->lockfd >= 0)
+		close(f->lockfd);	/* the lock goes with it */
+	free(f->path);
+	free(f);
+}
+
+/* ---- what a dead heap adds ---- */
+
+static char *dup_str(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* The remainder's definition of @d's name, added if new; NULL if it holds
+ * another (a conflict) or out of memory (*oom). */
+static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
+					     const struct blamer_snap_metric_def *d, size_t *idx,
+					     bool *oom)
+{
+	struct blamer_snap_metric_def *n, *v;
+	size_t i;
+
+	for (i = 0; i < f->ndefs; i++) {
+		if (strcmp(f->defs[i].name, d->name))
+			continue;
+		*idx = i;
+		return fl_def_cmp(&f->defs[i], d) ? NULL : &f->defs[i];
+	}
+	v = realloc(f->defs, (f->ndefs + 1) * sizeof(*v));
+	if (!v)
+		goto oom;
+	f->defs = v;
+	n = &f->defs[f->ndefs];
+	*n = *d;
+	n->help = dup_str(d->help);
+	for (i = 0; i < d->nlabels; i++)
+		n->labels[i] = dup_str(d->labels[i]);
+	n->upper = NULL;
+	if (d->nbuckets) {
+		n->upper = malloc(d->nbuckets * sizeof(double));
+		if (n->upper)
+			memcpy(n->upper, d->upper, d->nbuckets * sizeof(double));
+	}
+	if (!n->help || (d->nbuckets && !n->upper))
+		goto oom;
+	for (i = 0; i < d->nlabels; i++)
+		if (!n->labels[i])
+			goto oom;
+	*idx = f->ndefs++;
+	return n;
+oom:
+	*oom = true;
+	return NULL;
+}
+
+static bool series_is(const struct fl_series *x, size_t def, uint32_t uid,
+		      const struct blamer_snap_metric *m, uint32_t nlabels)
+{
+	uint32_t i;
+
+	if (x->def != def || x->uid != uid || x->depth != m->depth ||
+	    memcmp(x->nodes, m->nodes, m->depth * sizeof(m->nodes[0])))
+		return false;
+	for (i = 0; i < nlabels; i++)
+		if (strcmp(x->values[i], m->values[i]))
+			return false;
+	return true;
+}
+
+/* @x's exact sum plus @add (@n partials): the partials of the total. */
+static bool exact_add(struct fl_series *x, const double *add, uint32_t n)
+{
+	struct blamer_exact_sum e;
+	uint32_t i;
+	double *p;
+
+	memset(&e, 0, sizeof(e));
+	for (i = 0; i < x->nexact; i++)
+		blamer_exact_sum_add(&e, x->exact[i]);
+	for (i = 0; i < n; i++)
+		blamer_exact_sum_add(&e, add[i]);
+	n = e.has_special ? 1 : e.n;
+	p = n ? malloc(n * sizeof(*p)) : NULL;
+	if (n && !p)
+		return false;
+	if (e.has_special)
+		p[0] = e.special;
+	else if (n)
+		memcpy(p, e.p, n * sizeof(*p));
+	free(x->exact);
+	x->exact = p;
+	x->nexact = n;
+	return true;
+}
+
+/* The remainder's series of (@def, @uid, @m's values and path), added if
+ * new; NULL out of memory. Linear: folds are rare, series few. */
+static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t uid,
+				   const struct blamer_snap_metric *m)
+{
+	const struct blamer_snap_metric_def *d = &f->defs[def];
+	struct fl_series *x, *v;
+	uint32_t i;
+
+	for (i = 0; i < f->nseries; i++)
+		if (series_is(&f->series[i], def, uid, m, d->nlabels))
+			return &f->series[i];
+	v = realloc(f->series, (f->nseries + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	f->series = v;
+	x = &f->series[f->nseries];
+	memset(x, 0, sizeof(*x));
+	x->def = (uint32_t)def;
+	x->uid = uid;
+	x->depth = m->depth;
+	memcpy(x->nodes, m->nodes, m->depth * sizeof(m->nodes[0]));
+	f->nseries++;
+	for (i = 0; i < d->nlabels; i++)
+		if (!(x->values[i] = dup_str(m->values[i])))
+			return NULL;
+	if (d->kind == BLAMER_METRIC_HISTOGRAM &&
+	    !(x->buckets = calloc(d->nbuckets, sizeof(*x->buckets))))
+		return NULL;
+	/* a gauge of min, max or mostrecent: no value until one is folded */
+	x->value = d->kind == BLAMER_METRIC_GAUGE ? __builtin_nan("") : 0;
+	return x;
+}
+
+/* What merging a dead process's gauge into the remainder keeps (the
+ * LIVE* and per-process ones are not folded: they end with it). */
+static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process *p,
+			const struct blamer_snap_metric *m, bool *oom)
+{
+	const struct blamer_snap_metric_def *d = m->def;
+	struct fl_series *x;
+	size_t idx;
+	uint32_t i;
+
+	if (!d || m->conflict || (d->flags & BLAMER_METRIC_PER_PROCESS))
+		return true;
+	if (d->kind == BLAMER_METRIC_GAUGE &&
+	    (d->gauge_mode == BLAMER_GAUGE_ALL || d->gauge_mode == BLAMER_GAUGE_LIVEALL ||
+	     d->gauge_mode == BLAMER_GAUGE_LIVEMIN || d->gauge_mode == BLAMER_GAUGE_LIVEMAX ||
+	     d->gauge_mode == BLAMER_GAUGE_LIVESUM || d->gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT))
+		return true;
+	if (!def_of(f, d, &idx, oom)) {
+		if (!*oom)
+			f->conflicts++;
+		return !*oom;
+	}
+	x = series_of(f, idx, p->uid, m);
+	if (!x) {
+		*oom = true;
+		return false;
+	}
+	if (d->kind == BLAMER_METRIC_HISTOGRAM)
+		for (i = 0; i < d->nbuckets; i++)
+			x->buckets[i] += m->buckets[i];
+	if (d->kind != BLAMER_METRIC_GAUGE)
+		return exact_add(x, m->exact, m->nexact) || (*oom = true, false);
+	switch (d->gauge_mode) {
+	case BLAMER_GAUGE_MIN:
+		if (x->value != x->value || m->value < x->value)
+			x->value = m->value;
+		break;
+	case BLAMER_GAUGE_MAX:
+		if (x->value != x->value || m->value > x->value)
+			x->value = m->value;
+		break;
+	case BLAMER_GAUGE_MOSTRECENT:
+		if (x->value != x->value || m->stamp_ns > x->stamp) {
+			x->value = m->value;
+			x->stamp = m->stamp_ns;
+		}
+		break;
+	default:	/* SUM */
+		return exact_add(x, &m->value, 1) || (*oom = true, false);
+	}
+	return true;
+}
+
+static bool fold_path(struct blamer_fleet *f, uint32_t uid, const struct blamer_snap_path *sp,
+		      uint32_t k)
+{
+	struct fl_path *x, *v;
+	size_t i;
+
+	for (i = 0; i < f->npaths; i++) {
+		x = &f->paths[i];
+		if (x->uid == uid && x->unit == sp->units[k] && x->depth == sp->depth &&
+		    !memcmp(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0]))) {
+			x->value += sp->values[k];	/* modulo 2^64, as the writer adds */
+			return true;
+		}
+	}
+	v = realloc(f->paths, (f->npaths + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	f->paths = v;
+	x = &f->paths[f->npaths++];
+	memset(x, 0, sizeof(*x));
+	x->uid = uid;
+	x->unit = sp->units[k];
+	x->depth = sp->depth;
+	memcpy(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0]));
+	x->value = sp->values[k];
+	return true;
+}
+
+static bool fold_drop(struct blamer_fleet *f, uint32_t uid, uint32_t reason, uint64_t n)
+{
+	struct fl_drop *v;
+	size_t i;
+
+	for (i = 0; i < f->ndrops; i++)
+		if (f->drops[i].uid == uid && f->drops[i].reason == reason) {
+			f->drops[i].value += n;
+			return true;
+		}
+	v = realloc(f->drops, (f->ndrops + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	f->drops = v;
+	f->drops[f->ndrops++] = (struct fl_drop){ uid, reason, n };
+	return true;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_node *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The name @s gives node @id, kept for the remainder's labels (the first
+ * kept wins: a series' labels do not change). */
+static bool remember_node(struct blamer_fleet *f, const struct blamer_snapshot *s, uint64_t id)
+{
+	struct blamer_snap_node key = { .id = id }, *v;
+	const char *name = blamer_snap_node_name(s, id);
+
+	if (!name || (f->nnodes && bsearch(&key, f->nodes, f->nnodes, sizeof(key), node_cmp)))
+		return true;
+	v = realloc(f->nodes, (f->nnodes + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	f->nodes = v;
+	memset(&v[f->nnodes], 0, sizeof(*v));
+	v[f->nnodes].id = id;
+	snprintf(v[f->nnodes].name, sizeof(v->name), "%s", name);
+	f->nnodes++;
+	qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_cmp);
+	return true;
+}
+
+static bool remember_unit(struct blamer_fleet *f, const struct blamer_snapshot *s, uint32_t unit)
+{
+	const struct blamer_snap_unit_def *d = unit >= BLAMER_UNIT_APP_BASE ?
+					       blamer_snap_unit_def(s, unit) : NULL;
+	struct blamer_snap_unit_def *v;
+	size_t i;
+
+	for (i = 0; i < f->nunits; i++)
+		if (f->units[i].unit == unit)
+			return true;
+	if (!d)
+		return true;
+	v = realloc(f->units, (f->nunits + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	f->units = v;
+	f->units[f->nunits++] = *d;
+	return true;
+}
+
+/* Everything dead @p adds to the remainder; false out of memory. */
+static bool fold_one(struct blamer_fleet *f, const struct blamer_snapshot *s,
+		     const struct blamer_snap_process *p)
+{
+	bool oom = false;
+	size_t i;
+	uint32_t k;
+
+	for (i = 0; i < p->nmetrics; i++) {
+		const struct blamer_snap_metric *m = &p->metrics[i];
+
+		if (!fold_metric(f, p, m, &oom))
+			return false;
+		for (k = 0; k < m->depth; k++)
+			if (!remember_node(f, s, m->nodes[k]))
+				return false;
+	}
+	for (i = 0; i < p->npaths; i++) {
+		const struct blamer_snap_path *sp = &p->paths[i];
+
+		for (k = 0; k < sp->nvalues; k++)
+			if (!fold_path(f, p->uid, sp, k) || !remember_unit(f, s, sp->units[k]))
+				return false;
+		for (k = 0; k < sp->depth; k++)
+			if (!remember_node(f, s, sp->nodes[k]))
+				return false;
+	}
+	for (k = 0; k < BLAMER_DROP_MAX; k++)
+		if (p->drops[k] && !fold_drop(f, p->uid, k, p->drops[k]))
+			return false;
+	return true;
+}
+
+/* A dead heap read in full (or holding nothing): its values are final. */
+static bool foldable(const struct blamer_snap_process *p)
+{
+	return p->state == BLAMER_PROC_DEAD && p->health != BLAMER_HEALTH_UNCHECKED &&
+	       p->health != BLAMER_HEALTH_UNREADABLE && p->health != BLAMER_HEALTH_TORN;
+}
+
+static bool not_folded(const struct blamer_snap_process *p, void *arg)
+{
+	return !fl_folded(arg, p);
+}
+
+static int dead_desc(const void *a, const void *b)
+{
+	const struct fl_ident *x = *(const struct fl_ident *const *)a;
+	const struct fl_ident *y = *(const struct fl_ident *const *)b;
+
+	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
+}
+
+/* Releases the folded heaps of @s beyond the @keep seen dead last. */
+static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
+			const struct blamer_snapshot *s, unsigned keep)
+{
+	struct fl_ident **v = malloc((f->nidents + 1) * sizeof(*v));
+	const struct blamer_snap_process **proc = malloc((f->nidents + 1) * sizeof(*proc));
+	size_t i, n = 0, k;
+	char e[256];
+
+	if (!v || !proc)
+		goto out;
+	for (i = 0; i < s->nprocs; i++) {
+		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
+
+		if (x && n < f->nidents)
+			v[n++] = x;
+	}
+	qsort(v, n, sizeof(*v), dead_desc);
+	for (k = keep; k < n; k++) {
+		for (i = 0; i < s->nprocs; i++) {
+			struct fl_ident id = fl_ident_of(&s->procs[i]);
+
+			if (!ident_cmp(&id, v[k])) {
+				/* gone already, or refused: the next fold tries again */
+				blamer_reader_release(r, &s->procs[i], e, sizeof(e));
+				fl_test_abort(f, 6);
+				break;
+			}
+		}
+	}
+out:
+	free(v);
+	free(proc);
+}
+
+int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct blamer_snapshot *s,
+		      unsigned keep, char *err, size_t errlen)
+{
+	struct fl_ident *present = NULL;
+	size_t i, npresent = 0, folded = 0;
+	int ret;
+
+	if (!f->path)
+		return 0;	/* no state: nothing can be folded durably */
+	if (f->broken) {
+		snprintf(err, errlen, "the state %s could not be read back after a failed fold: restart the exporter",
+			 f->path);
+		return -EIO;
+	}
+	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
+	if (!present)
+		goto oom;
+	/* the listed heaps still present stay listed; the others are gone */
+	for (i = 0; i < s->nprocs; i++) {
+		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
+
+		if (x)
+			present[npresent++] = *x;
+	}
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+		struct fl_ident id = fl_ident_of(p);
+
+		if (!foldable(p) || ident_find(f, &id))
+			continue;
+		if (!fold_one(f, s, p))
+			goto oom_reload;
+		id.dead_ns = s->realtime_ns;
+		present[npresent++] = id;
+		folded++;
+	}
+	if (!folded && npresent == f->nidents)
+		goto done;	/* nothing to commit */
+	qsort(present, npresent, sizeof(*present), ident_cmp);
+	free(f->idents);
+	f->idents = present;
+	f->nidents = npresent;
+	present = NULL;
+	f->folded += folded;
+	f->generation++;
+	fl_test_abort(f, 1);
+	ret = fl_state_save(f, err, errlen);
+	if (ret) {
+		uint64_t errors = f->fold_errors + 1;
+		char e2[256];
+
+		/* the file holds what was committed: back to it */
+		fl_state_free(f);
+		f->broken = fl_state_load(f, e2, sizeof(e2)) != 0;
+		f->fold_errors = errors;
+		return ret;
+	}
+done:
+	free(present);
+	release_old(f, r, s, keep);
+	blamer_snapshot_filter(s, not_folded, f);
+	return (int)folded;
+oom_reload:
+	{
+		char e2[256];
+
+		fl_state_free(f);
+		f->broken = fl_state_load(f, e2, sizeof(e2)) != 0;
+	}
+oom:
+	free(present);
+	f->fold_errors++;
+	snprintf(err, errlen, "folding dead heaps: out of memory");
+	return -ENOMEM;
+}

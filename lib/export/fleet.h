@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fleet exporter's memory (fleet.c, fleet_state.c, prom_fleet.c): the
+ * remainder of dead heaps folded into it, and which heaps those were.
+ * Private to lib/export.
+ *
+ * The remainder is what the exporter's aggregate series add to the live
+ * (and not yet folded) processes' values: per series (metric name, uid,
+ * label values, path) a counter's exact sum, a histogram's buckets and
+ * exact sum, a gauge's value by its mode; per (path, unit, uid) an
+ * attribution total; per (reason, uid) a drop count. With it are the
+ * definitions of its metrics, the names of the DAG nodes and units its
+ * paths use (so its series keep their labels when the last process that
+ * named them is gone), and the identities of the folded heaps still
+ * present (skipped, not counted twice).
+ */
+#ifndef BLAMER_EXPORT_FLEET_H
+#define BLAMER_EXPORT_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blamer.h"
+
+/* What a heap is: its backend, pid, start time and its random id (and the
+ * device's file serial): the same heap, across boots too. */
+struct fl_ident {
+	uint32_t backend;
+	int32_t pid;
+	uint64_t start, heap_id, heap_key;
+	uint64_t dead_ns;	/* when it was seen dead (CLOCK_REALTIME): the newest are kept */
+};
+
+/* A series of the remainder. */
+struct fl_series {
+	uint32_t def;		/* index in fleet->defs */
+	uint32_t uid;
+	char *values[BLAMER_METRIC_LABELS_MAX];	/* malloc()ed */
+	uint32_t depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	double *exact;		/* counters, histograms, sum gauges: the exact sum */
+	uint32_t nexact;
+	double value;		/* min, max, mostrecent gauges */
+	uint64_t stamp;		/* mostrecent gauges */
+	uint64_t *buckets;	/* histograms: the definition's nbuckets */
+};
+
+struct fl_path {
+	uint32_t uid, unit, depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	uint64_t value;
+};
+
+struct fl_drop {
+	uint32_t uid, reason;
+	uint64_t value;
+};
+
+struct blamer_fleet {
+	char *path;		/* the state file, NULL: none (nothing folded) */
+	struct blamer_snap_metric_def *defs;	/* malloc()ed strings and bounds */
+	size_t ndefs;
+	struct fl_series *series;
+	size_t nseries;
+	struct fl_path *paths;
+	size_t npaths;
+	struct fl_drop *drops;
+	size_t ndrops;
+	struct fl_ident *idents;	/* folded heaps still present, sorted */
+	size_t nidents;
+	struct blamer_snap_node *nodes;	/* names the remainder's paths use, by id */
+	size_t nnodes;
+	struct blamer_snap_unit_def *units;	/* names of the units they use, by unit */
+	size_t nunits;
+	uint64_t generation;	/* commits made */
+	uint64_t folded;	/* heaps folded, ever */
+	uint64_t fold_errors;	/* folds that could not be made durable */
+	size_t conflicts;	/* remainder series its definitions no longer match */
+	uint32_t test_abort;	/* BLAMER_TEST_FOLD_ABORT: abort() at this step */
+	bool broken;		/* a failed fold's state could not be read back */
+	int lockfd;		/* the state's lock (one exporter per state), -1 */
+};
+
+/* fleet_state.c: the state file. */
+/* Reads @f->path into @f (missing: an empty state); -errno and a
+ * one-line message if it is not a state this exporter may trust. */
+int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen);
+/* Writes @f durably over @f->path (temporary file, fsync, rename, fsync
+ * of the directory); -errno and a message on failure (nothing changed). */
+int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen);
+/* Frees what @f holds, the remainder and the identities (not @f, its
+ * path, hook and error count). */
+void fl_state_free(struct blamer_fleet *f);
+/* The step of a fold the test hook stops at (abort()s) if it is @step. */
+void fl_test_abort(const struct blamer_fleet *f, uint32_t step);
+
+/* fleet.c: lookups for prom_fleet.c. */
+/* The identity of @p. */
+struct fl_ident fl_ident_of(const struct blamer_snap_process *p);
+/* @p was folded (its identity is listed). */
+bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p);
+/* Definitions ordered as the reader merges them (not by help). */
+int fl_def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y);
+
+#endif /* BLAMER_EXPORT_FLEET_H */

@@ -1,0 +1,836 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fleet state file: a fold's remainder and the folded heaps, as text
+ * (one record a line, strings escaped, doubles in hex so they read back
+ * to the same bits), closed by a line with the count of lines and a hash
+ * of every byte before it.
+ *
+ *   blamer-fold 1
+ *   generation G
+ *   folded N
+ *   node ID NAME
+ *   unit UNIT BASE NAME
+ *   def NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
+ *   series DEF UID DEPTH NODE... VALUE... NEXACT PARTIAL... VALUE STAMP NBUCKETS COUNT...
+ *   path UID UNIT DEPTH NODE... VALUE
+ *   drop UID REASON VALUE
+ *   heap PID START HEAP_ID HEAP_KEY DEAD_NS
+ *   end LINES HASH
+ *
+ * Strings are "s:" and their bytes, each byte outside '!'..'~' and '%'
+ * written %XX. The file is the exporter's: it is written to a temporary
+ * file in its directory, fsync()ed, renamed over the old one, and the
+ * directory fsync()ed, so a crash leaves the old state or the new one.
+ * It is read as untrusted input all the same: its owner must be the
+ * caller, nobody else may write it or its directory (a sticky one
+ * excepted), every count and value is checked, and the hash must match;
+ * anything else is refused with the line it is about, never guessed at
+ * (a state half believed would count heaps twice, or lose them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleet.h"
+
+#define STATE_MAGIC	"blamer-fold 1"
+#define STATE_MAX	(256u << 20)	/* bytes of a state file read at most */
+
+void fl_test_abort(const struct blamer_fleet *f, uint32_t step)
+{
+	if (f->test_abort == step)
+		abort();	/* the test's kill -9 at a known point */
+}
+
+void fl_state_free(struct blamer_fleet *f)
+{
+	size_t i, k;
+
+	for (i = 0; i < f->ndefs; i++) {
+		free(f->defs[i].help);
+		for (k = 0; k < f->defs[i].nlabels && k < BLAMER_METRIC_LABELS_MAX; k++)
+			free(f->defs[i].labels[k]);
+		free(f->defs[i].upper);
+	}
+	for (i = 0; i < f->nseries; i++) {
+		for (k = 0; k < BLAMER_METRIC_LABELS_MAX; k++)
+			free(f->series[i].values[k]);
+		free(f->series[i].exact);
+		free(f->series[i].buckets);
+	}
+	free(f->defs);
+	free(f->series);
+	free(f->paths);
+	free(f->drops);
+	free(f->idents);
+	free(f->nodes);
+	free(f->units);
+	f->defs = NULL;
+	f->series = NULL;
+	f->paths = NULL;
+	f->drops = NULL;
+	f->idents = NULL;
+	f->nodes = NULL;
+	f->units = NULL;
+	f->ndefs = f->nseries = f->npaths = f->ndrops = f->nidents = f->nnodes = f->nunits = 0;
+	f->generation = f->folded = 0;
+	f->conflicts = 0;
+}
+
+static uint64_t fnv(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* ---- writing ---- */
+
+struct out {
+	char *p;
+	size_t len, cap;
+	bool oom;
+	size_t lines;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->oom)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 4096;
+		char *np;
+
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		np = realloc(o->p, cap);
+		if (!np) {
+			o->oom = true;
+			return;
+		}
+		o->p = np;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+}
+
+static void putf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(struct out *o, const char *fmt, ...)
+{
+	char b[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	put(o, b, n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
+}
+
+static void put_str(struct out *o, const char *s)
+{
+	put(o, " s:", 3);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c > ' ' && c < 0x7f && c != '%')
+			put(o, s, 1);
+		else
+			putf(o, "%%%02X", c);
+	}
+}
+
+static void put_nodes(struct out *o, uint32_t depth, const uint64_t *nodes)
+{
+	uint32_t i;
+
+	putf(o, " %" PRIu32, depth);
+	for (i = 0; i < depth; i++)
+		putf(o, " %" PRIx64, nodes[i]);
+}
+
+static void end_line(struct out *o)
+{
+	put(o, "\n", 1);
+	o->lines++;
+}
+
+static void write_state(const struct blamer_fleet *f, struct out *o)
+{
+	size_t i, k;
+
+	put(o, STATE_MAGIC, strlen(STATE_MAGIC));
+	end_line(o);
+	putf(o, "generation %" PRIu64, f->generation);
+	end_line(o);
+	putf(o, "folded %" PRIu64, f->folded);
+	end_line(o);
+	for (i = 0; i < f->nnodes; i++) {
+		putf(o, "node %" PRIx64, f->nodes[i].id);
+		put_str(o, f->nodes[i].name);
+		end_line(o);
+	}
+	for (i = 0; i < f->nunits; i++) {
+		putf(o, "unit %" PRIu32 " %" PRIu32, f->units[i].unit, f->units[i].base);
+		put_str(o, f->units[i].name);
+		end_line(o);
+	}
+	for (i = 0; i < f->ndefs; i++) {
+		const struct blamer_snap_metric_def *d = &f->defs[i];
+
+		put(o, "def", 3);
+		put_str(o, d->name);
+		putf(o, " %u %u %u %u %u", d->kind, d->base, d->gauge_mode, d->flags, d->nlabels);
+		for (k = 0; k < d->nlabels; k++)
+			put_str(o, d->labels[k]);
+		putf(o, " %u", d->nbuckets);
+		for (k = 0; k < d->nbuckets; k++)
+			putf(o, " %a", d->upper[k]);
+		put_str(o, d->help);
+		end_line(o);
+	}
+	for (i = 0; i < f->nseries; i++) {
+		const struct fl_series *x = &f->series[i];
+		const struct blamer_snap_metric_def *d = &f->defs[x->def];
+
+		putf(o, "series %" PRIu32 " %" PRIu32, x->def, x->uid);
+		put_nodes(o, x->depth, x->nodes);
+		for (k = 0; k < d->nlabels; k++)
+			put_str(o, x->values[k]);
+		putf(o, " %" PRIu32, x->nexact);
+		for (k = 0; k < x->nexact; k++)
+			putf(o, " %a", x->exact[k]);
+		putf(o, " %a %" PRIu64 " %u", x->value, x->stamp,
+		     d->kind == BLAMER_METRIC_HISTOGRAM ? d->nbuckets : 0);
+		for (k = 0; d->kind == BLAMER_METRIC_HISTOGRAM && k < d->nbuckets; k++)
+			putf(o, " %" PRIu64, x->buckets[k]);
+		end_line(o);
+	}
+	for (i = 0; i < f->npaths; i++) {
+		putf(o, "path %" PRIu32 " %" PRIu32, f->paths[i].uid, f->paths[i].unit);
+		put_nodes(o, f->paths[i].depth, f->paths[i].nodes);
+		putf(o, " %" PRIu64, f->paths[i].value);
+		end_line(o);
+	}
+	for (i = 0; i < f->ndrops; i++) {
+		putf(o, "drop %" PRIu32 " %" PRIu32 " %" PRIu64, f->drops[i].uid, f->drops[i].reason,
+		     f->drops[i].value);
+		end_line(o);
+	}
+	for (i = 0; i < f->nidents; i++) {
+		const struct fl_ident *x = &f->idents[i];
+
+		putf(o, "heap %" PRId32 " %" PRIu64 " %" PRIx64 " %" PRIx64 " %" PRIu64, x->pid,
+		     x->start, x->heap_id, x->heap_key, x->dead_ns);
+		end_line(o);
+	}
+	putf(o, "end %zu %016" PRIx64 "\n", o->lines, fnv(o->p, o->len));
+}
+
+/* The directory part of @path ("." if none) into @dir. */
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == path)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	struct out o = { 0 };
+	size_t done = 0;
+	int fd = -1, dfd, e;
+
+	write_state(f, &o);
+	if (o.oom) {
+		free(o.p);
+		snprintf(err, errlen, "writing the state %s: out of memory", f->path);
+		return -ENOMEM;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", f->path) >= (int)sizeof(tmp)) {
+		free(o.p);
+		snprintf(err, errlen, "the state path %s is too long", f->path);
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	if (fchmod(fd, 0600))
+		goto fail;
+	while (done < o.len) {
+		ssize_t n = write(fd, o.p + done, o.len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		done += (size_t)n;
+	}
+	fl_test_abort(f, 2);
+	if (fsync(fd))
+		goto fail;
+	fl_test_abort(f, 3);
+	if (close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, f->path))
+		goto fail;
+	tmp[0] = '\0';
+	fl_test_abort(f, 4);
+	/* the rename itself durable: the directory's entry */
+	dir_of(f->path, dir, sizeof(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd)) {
+		e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		errno = e;
+		goto fail;
+	}
+	close(dfd);
+	fl_test_abort(f, 5);
+	free(o.p);
+	return 0;
+fail:
+	e = errno ? errno : EIO;
+	if (fd >= 0)
+		close(fd);
+	if (tmp[0])
+		unlink(tmp);
+	free(o.p);
+	snprintf(err, errlen, "writing the state %s: %s", f->path, strerror(e));
+	return -e;
+}
+
+/* ---- reading ---- */
+
+struct in {
+	char *line;		/* the current line, cut into words as read */
+	unsigned no;		/* its number */
+	const char *why;	/* the first thing wrong */
+};
+
+/* The next word of the line, or NULL (and why) at its end. */
+static char *word(struct in *in)
+{
+	char *w = in->line, *sp;
+
+	if (!w || !*w) {
+		if (!in->why)
+			in->why = "too few fields";
+		return NULL;
+	}
+	sp = strchr(w, ' ');
+	if (sp) {
+		*sp = '\0';
+		in->line = sp + 1;
+	} else {
+		in->line = w + strlen(w);
+	}
+	return w;
+}
+
+static bool u64_of(struct in *in, int base, uint64_t *v)
+{
+	char *w = word(in), *end;
+
+	if (!w)
+		return false;
+	errno = 0;
+	*v = strtoull(w, &end, base);
+	if (errno || *end || end == w || *w == '-' || *w == '+' || *w == ' ') {
+		in->why = "not a number";
+		return false;
+	}
+	return true;
+}
+
+static bool u32_of(struct in *in, uint32_t max, uint32_t *v)
+{
+	uint64_t x;
+
+	if (!u64_of(in, 10, &x))
+		return false;
+	if (x > max) {
+		in->why = "a number out of range";
+		return false;
+	}
+	*v = (uint32_t)x;
+	return true;
+}
+
+static bool dbl_of(struct in *in, double *v)
+{
+	char *w = word(in), *end;
+
+	if (!w)
+		return false;
+	*v = strtod(w, &end);
+	if (*end || end == w) {
+		in->why = "not a number";
+		return false;
+	}
+	return true;
+}
+
+/* A string written by put_str(): malloc()ed, at most @max bytes. */
+static char *str_of(struct in *in, size_t max)
+{
+	char *w = word(in), *s;
+	size_t n = 0;
+
+	if (!w)
+		return NULL;
+	if (strncmp(w, "s:", 2)) {
+		in->why = "not a string";
+		return NULL;
+	}
+	w += 2;
+	s = malloc(strlen(w) + 1);
+	if (!s) {
+		in->why = "out of memory";
+		return NULL;
+	}
+	while (*w) {
+		unsigned c;
+
+		if (*w == '%') {
+			if (sscanf(w + 1, "%2x", &c) != 1 || !w[1] || !w[2] || !c) {
+				free(s);
+				in->why = "a bad escape";
+				return NULL;
+			}
+			w += 3;
+		} else {
+			c = (unsigned char)*w++;
+		}
+		s[n++] = (char)c;
+	}
+	s[n] = '\0';
+	if (n > max) {
+		free(s);
+		in->why = "a string too long";
+		return NULL;
+	}
+	return s;
+}
+
+static bool name_ok(const char *s, bool colon)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_' ||
+		      (colon && s[i] == ':') || (i && s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return i > 0;
+}
+
+static bool nodes_of(struct in *in, uint32_t *depth, uint64_t *nodes)
+{
+	uint32_t i;
+
+	if (!u32_of(in, BLAMER_SNAP_MAX_DEPTH, depth))
+		return false;
+	for (i = 0; i < *depth; i++)
+		if (!u64_of(in, 16, &nodes[i]))
+			return false;
+	return true;
+}
+
+#define GROW(arr, n) \
+	do { void *g_ = realloc((arr), ((n) + 1) * sizeof(*(arr))); \
+	     if (!g_) { in->why = "out of memory"; return false; } \
+	     (arr) = g_; memset(&(arr)[(n)], 0, sizeof(*(arr))); } while (0)
+
+static bool read_def(struct blamer_fleet *f, struct in *in)
+{
+	struct blamer_snap_metric_def *d;
+	char *name;
+	uint32_t i;
+
+	GROW(f->defs, f->ndefs);
+	d = &f->defs[f->ndefs++];
+	name = str_of(in, BLAMER_METRIC_NAME_MAX);
+	if (!name)
+		return false;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	free(name);
+	if (!name_ok(d->name, true) ||
+	    !u32_of(in, BLAMER_METRIC_HISTOGRAM, &d->kind) || !d->kind ||
+	    !u32_of(in, BLAMER_BASE_BYTES, &d->base) ||
+	    !u32_of(in, BLAMER_GAUGE_LIVEMOSTRECENT, &d->gauge_mode) ||
+	    (d->kind == BLAMER_METRIC_GAUGE) != (d->gauge_mode != 0) ||
+	    !u32_of(in, BLAMER_METRIC_PER_PROCESS, &d->flags) ||
+	    !u32_of(in, BLAMER_METRIC_LABELS_MAX, &d->nlabels)) {
+		if (!in->why)
+			in->why = "a bad definition";
+		return false;
+	}
+	for (i = 0; i < d->nlabels; i++)
+		if (!(d->labels[i] = str_of(in, BLAMER_METRIC_LABEL_NAMES_MAX)) ||
+		    !name_ok(d->labels[i], false)) {
+			in->why = in->why ? in->why : "a bad label name";
+			return false;
+		}
+	if (!u32_of(in, BLAMER_METRIC_BUCKETS_MAX, &d->nbuckets) ||
+	    (d->kind == BLAMER_METRIC_HISTOGRAM) != (d->nbuckets >= 2))
+		goto bad;
+	if (d->nbuckets) {
+		d->upper = malloc(d->nbuckets * sizeof(double));
+		if (!d->upper)
+			goto bad;
+		for (i = 0; i < d->nbuckets; i++)
+			if (!dbl_of(in, &d->upper[i]) ||
+			    (i && !(d->upper[i] > d->upper[i - 1])))
+				goto bad;
+		if (d->upper[d->nbuckets - 1] != __builtin_inf())
+			goto bad;
+	}
+	d->help = str_of(in, BLAMER_METRIC_HELP_MAX);
+	return d->help != NULL;
+bad:
+	if (!in->why)
+		in->why = "bad buckets";
+	return false;
+}
+
+static bool read_series(struct blamer_fleet *f, struct in *in)
+{
+	const struct blamer_snap_metric_def *d;
+	struct fl_series *x;
+	uint32_t i, n;
+
+	GROW(f->series, f->nseries);
+	x = &f->series[f->nseries++];
+	if (!u32_of(in, UINT32_MAX, &x->def) || x->def >= f->ndefs) {
+		in->why = in->why ? in->why : "a series of no definition";
+		return false;
+	}
+	d = &f->defs[x->def];
+	if (!u32_of(in, UINT32_MAX, &x->uid) || !nodes_of(in, &x->depth, x->nodes))
+		return false;
+	for (i = 0; i < d->nlabels; i++)
+		if (!(x->values[i] = str_of(in, BLAMER_METRIC_VALUES_MAX * 3)))
+			return false;
+	if (!u32_of(in, BLAMER_EXACT_PARTIALS, &x->nexact))
+		return false;
+	if (x->nexact) {
+		x->exact = malloc(x->nexact * sizeof(double));
+		if (!x->exact) {
+			in->why = "out of memory";
+			return false;
+		}
+	}
+	for (i = 0; i < x->nexact; i++)
+		if (!dbl_of(in, &x->exact[i]))
+			return false;
+	if (!dbl_of(in, &x->value) || !u64_of(in, 10, &x->stamp) ||
+	    !u32_of(in, BLAMER_METRIC_BUCKETS_MAX, &n))
+		return false;
+	if (n != (d->kind == BLAMER_METRIC_HISTOGRAM ? d->nbuckets : 0)) {
+		in->why = "buckets not the definition's";
+		return false;
+	}
+	if (n && !(x->buckets = malloc(n * sizeof(uint64_t)))) {
+		in->why = "out of memory";
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		if (!u64_of(in, 10, &x->buckets[i]))
+			return false;
+	return true;
+}
+
+static bool read_line(struct blamer_fleet *f, struct in *in)
+{
+	char *kind = word(in), *s;
+	uint64_t v;
+
+	if (!kind)
+		return false;
+	if (!strcmp(kind, "generation"))
+		return u64_of(in, 10, &f->generation);
+	if (!strcmp(kind, "folded"))
+		return u64_of(in, 10, &f->folded);
+	if (!strcmp(kind, "node")) {
+		GROW(f->nodes, f->nnodes);
+		if (!u64_of(in, 16, &f->nodes[f->nnodes].id) || !(s = str_of(in, 32)))
+			return false;
+		snprintf(f->nodes[f->nnodes++].name, sizeof(f->nodes->name), "%s", s);
+		free(s);
+		return true;
+	}
+	if (!strcmp(kind, "unit")) {
+		struct blamer_snap_unit_def *u;
+
+		GROW(f->units, f->nunits);
+		u = &f->units[f->nunits++];
+		if (!u32_of(in, UINT32_MAX, &u->unit) || u->unit < BLAMER_UNIT_APP_BASE ||
+		    !u32_of(in, BLAMER_BASE_BYTES, &u->base) || !(s = str_of(in, 31))) {
+			in->why = in->why ? in->why : "a bad unit";
+			return false;
+		}
+		snprintf(u->name, sizeof(u->name), "%s", s);
+		free(s);
+		if (!name_ok(u->name, false)) {
+			in->why = "a bad unit name";
+			return false;
+		}
+		return true;
+	}
+	if (!strcmp(kind, "def"))
+		return read_def(f, in);
+	if (!strcmp(kind, "series"))
+		return read_series(f, in);
+	if (!strcmp(kind, "path")) {
+		struct fl_path *p;
+
+		GROW(f->paths, f->npaths);
+		p = &f->paths[f->npaths++];
+		return u32_of(in, UINT32_MAX, &p->uid) && u32_of(in, UINT32_MAX, &p->unit) &&
+		       nodes_of(in, &p->depth, p->nodes) && p->depth &&
+		       u64_of(in, 10, &p->value);
+	}
+	if (!strcmp(kind, "drop")) {
+		struct fl_drop *d;
+
+		GROW(f->drops, f->ndrops);
+		d = &f->drops[f->ndrops++];
+		return u32_of(in, UINT32_MAX, &d->uid) && u32_of(in, BLAMER_DROP_MAX - 1, &d->reason) &&
+		       u64_of(in, 10, &d->value);
+	}
+	if (!strcmp(kind, "heap")) {
+		struct fl_ident *x;
+		char *w, *end;
+		long pid;
+
+		GROW(f->idents, f->nidents);
+		x = &f->idents[f->nidents++];
+		w = word(in);
+		if (!w)
+			return false;
+		pid = strtol(w, &end, 10);
+		if (*end || end == w || pid < 0 || pid > INT32_MAX) {
+			in->why = "a bad pid";
+			return false;
+		}
+		x->pid = (int32_t)pid;
+		return u64_of(in, 10, &x->start) && u64_of(in, 16, &x->heap_id) &&
+		       u64_of(in, 16, &x->heap_key) && u64_of(in, 10, &v) && (x->dead_ns = v, true);
+	}
+	in->why = "an unknown record";
+	return false;
+}
+
+/* Whose the file (and its directory) are: refused unless the caller's
+ * and nobody else may change them. */
+static int trusted(const char *path, int fd, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	struct stat st, ds;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		snprintf(err, errlen, "the state %s is not a regular file of uid %u that only it may write (uid %u, mode %o, %lu links): refused",
+			 path, (unsigned)geteuid(), (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
+		return -EPERM;
+	}
+	dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &ds))
+		return -errno;
+	if ((ds.st_uid != geteuid() && ds.st_uid != 0) ||
+	    ((ds.st_mode & 022) && !(ds.st_mode & S_ISVTX))) {
+		snprintf(err, errlen, "the directory of the state %s may be changed by others (uid %u, mode %o): refused",
+			 path, (unsigned)ds.st_uid, (unsigned)(ds.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int ident_order(const void *a, const void *b)
+{
+	const struct fl_ident *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->heap_id != y->heap_id)
+		return x->heap_id < y->heap_id ? -1 : 1;
+	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
+}
+
+static int node_order(const void *a, const void *b)
+{
+	const struct blamer_snap_node *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Every key once: a series, path or drop twice would be written twice. */
+static const char *duplicates(const struct blamer_fleet *f)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < f->nidents; i++)
+		if (i && !ident_order(&f->idents[i - 1], &f->idents[i]))
+			return "a heap listed twice";
+	for (i = 0; i < f->nnodes; i++)
+		if (i && f->nodes[i - 1].id == f->nodes[i].id)
+			return "a node named twice";
+	for (i = 0; i < f->ndefs; i++)
+		for (j = 0; j < i; j++)
+			if (!strcmp(f->defs[i].name, f->defs[j].name))
+				return "a metric defined twice";
+	/* few series and paths (one per key, whatever the churn): pairwise */
+	for (i = 0; i < f->nseries; i++) {
+		for (j = 0; j < i; j++) {
+			const struct fl_series *x = &f->series[i], *y = &f->series[j];
+			bool same = x->def == y->def && x->uid == y->uid && x->depth == y->depth &&
+				    !memcmp(x->nodes, y->nodes, x->depth * sizeof(x->nodes[0]));
+
+			for (k = 0; same && k < f->defs[x->def].nlabels; k++)
+				same = !strcmp(x->values[k], y->values[k]);
+			if (same)
+				return "a series listed twice";
+		}
+	}
+	for (i = 0; i < f->npaths; i++)
+		for (j = 0; j < i; j++)
+			if (f->paths[i].uid == f->paths[j].uid && f->paths[i].unit == f->paths[j].unit &&
+			    f->paths[i].depth == f->paths[j].depth &&
+			    !memcmp(f->paths[i].nodes, f->paths[j].nodes,
+				    f->paths[i].depth * sizeof(f->paths[i].nodes[0])))
+				return "a path listed twice";
+	for (i = 0; i < f->ndrops; i++)
+		for (j = 0; j < i; j++)
+			if (f->drops[i].uid == f->drops[j].uid && f->drops[i].reason == f->drops[j].reason)
+				return "a drop reason listed twice";
+	return NULL;
+}
+
+int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	struct in in = { 0 };
+	char *buf = NULL, *p, *nl, *last;
+	unsigned long long nlines = 0, hash = 0;
+	struct stat st;
+	ssize_t n;
+	size_t len = 0;
+	int fd, ret;
+
+	fl_state_free(f);
+	fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;	/* a new state: nothing folded yet */
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the state %s: %s", f->path, strerror(errno));
+		return ret;
+	}
+	ret = trusted(f->path, fd, err, errlen);
+	if (ret)
+		goto out;
+	if (fstat(fd, &st) || st.st_size > STATE_MAX) {
+		snprintf(err, errlen, "the state %s is larger than %u MiB: refused", f->path,
+			 STATE_MAX >> 20);
+		ret = -EFBIG;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "reading the state %s: out of memory", f->path);
+		goto out;
+	}
+	while (len < (size_t)st.st_size && (n = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "reading the state %s: %s", f->path, strerror(errno));
+			goto out;
+		}
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	/* the last line: "end LINES HASH", over every byte before it */
+	last = len && buf[len - 1] == '\n' ? buf + len - 1 : NULL;
+	if (last) {
+		*last = '\0';
+		last = strrchr(buf, '\n');
+		last = last ? last + 1 : buf;
+	}
+	if (!last || sscanf(last, "end %llu %16llx", &nlines, &hash) != 2 ||
+	    hash != fnv(buf, (size_t)(last - buf)) || memchr(buf, '\0', (size_t)(last - buf))) {
+		snprintf(err, errlen, "the state %s is not whole (no end line, or its hash does not match): refused; move it away to start from nothing",
+			 f->path);
+		ret = -EINVAL;
+		goto out;
+	}
+	*(last ? last : buf) = '\0';
+	for (p = buf; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		in.line = p;
+		in.no++;
+		in.why = NULL;
+		if (in.no == 1) {
+			if (strcmp(p, STATE_MAGIC)) {
+				in.why = "not a blamer fold state (version 1)";
+				break;
+			}
+			continue;
+		}
+		if (!read_line(f, &in))
+			break;
+		if (*in.line) {
+			in.why = "more fields than its record has";
+			break;
+		}
+	}
+	if (!in.why && in.no != nlines)
+		in.why = "the count of lines does not match";
+	if (!in.why) {
+		if (f->nidents)
+			qsort(f->idents, f->nidents, sizeof(*f->idents), ident_order);
+		if (f->nnodes)
+			qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_order);
+		in.why = duplicates(f);
+	}
+	if (in.why) {
+		snprintf(err, errlen, "the state %s, line %u: %s: refused", f->path, in.no, in.why);
+		fl_state_free(f);
+		ret = -EINVAL;
+	}
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}

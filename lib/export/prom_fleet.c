@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The aggregate exposition (`blamer export`'s default): one series per
+ * metric, label set, path and uid, over every process of the snapshot
+ * (live, and dead but not folded yet) plus the fleet's remainder of the
+ * folded ones (fleet.c). Its number of series follows the label sets a
+ * service has, not the number of workers that came and went; a counter
+ * in it is exact (blamer_exact_sum_*(): the same value however its parts
+ * moved from live processes to the remainder), so it only ever grows.
+ *
+ *   blamer_heaps{state}                     heaps of the snapshot (not folded)
+ *   blamer_processes{role,state}            processes by role
+ *   blamer_threads{role}, blamer_busy_threads{role}
+ *                                           threads of live processes, and those
+ *                                           inside an activity (saturation)
+ *   blamer_folded_heaps_total               heaps folded into the remainder, ever
+ *   blamer_fold_errors_total                folds that could not be made durable
+ *   blamer_metric_conflicts                 series left out: defined otherwise
+ *   blamer_dropped_total{reason,uid}        writes not recorded in full
+ *   blamer_attribution_*{path,[unit],uid}   the DAG paths' measurements
+ *   NAME...{labels,[path],uid}              the programs' metrics; a series per
+ *                                           process (pid, uid) for ALL and LIVEALL
+ *                                           gauges and PER_PROCESS metrics
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "prom.h"
+
+/* ---- the metrics ---- */
+
+struct agg {
+	const struct blamer_snap_metric_def *def;	/* written with */
+	uint32_t uid;
+	char *const *values;
+	uint32_t depth;
+	const uint64_t *nodes;
+	const struct blamer_snap_process *proc;	/* a series per process */
+	const struct blamer_snap_series *live;	/* the snapshot's part, or NULL */
+	const struct fl_series *rem;		/* the remainder's, or NULL */
+	char fam[96];
+};
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+	uint32_t i;
+	int c = strcmp(x->fam, y->fam);
+
+	if (c)
+		return c;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	for (i = 0; i < x->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
+		if ((c = strcmp(x->values[i], y->values[i])))
+			return c;
+	c = blamer_path_cmp(x->nodes, x->depth, y->nodes, y->depth);
+	if (c || x->proc == y->proc)
+		return c;
+	if (!x->proc || !y->proc)
+		return !x->proc ? -1 : 1;
+	return x->proc->pid < y->proc->pid ? -1 : x->proc->pid > y->proc->pid ? 1 :
+	       (x->proc->start_time_ns > y->proc->start_time_ns) -
+	       (x->proc->start_time_ns < y->proc->start_time_ns);
+}
+
+/* The snapshot's definition of @name (the reader's choice), or NULL. */
+static const struct blamer_snap_metric_def *live_def(const struct blamer_snapshot *s,
+						     const char *name)
+{
+	size_t lo = 0, hi = s->nseries;
+
+	/* series are ordered by name first */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->series[mid].def->name, name);
+
+		if (!c)
+			return s->series[mid].def;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Adds @src's exact partials to @e. */
+static void exact_add(struct blamer_exact_sum *e, const double *src, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		blamer_exact_sum_add(e, src[i]);
+}
+
+/* The value of @x: its parts combined as the reader merges processes. */
+static double agg_value(const struct agg *x)
+{
+	const struct blamer_snap_metric_def *d = x->def;
+	struct blamer_exact_sum e;
+	double v;
+
+	memset(&e, 0, sizeof(e));
+	if (d->kind != BLAMER_METRIC_GAUGE || d->gauge_mode == BLAMER_GAUGE_SUM ||
+	    d->gauge_mode == BLAMER_GAUGE_LIVESUM) {
+		if (x->live) {
+			if (d->kind == BLAMER_METRIC_GAUGE && !x->live->nexact)
+				blamer_exact_sum_add(&e, x->live->value);
+			exact_add(&e, x->live->exact, x->live->nexact);
+		}
+		if (x->rem)
+			exact_add(&e, x->rem->exact, x->rem->nexact);
+		return blamer_exact_sum_value(&e);
+	}
+	if (!x->rem || x->rem->value != x->rem->value)
+		return x->live ? x->live->value : x->rem ? x->rem->value : 0;
+	if (!x->live)
+		return x->rem->value;
+	v = x->live->value;
+	switch (d->gauge_mode) {
+	case BLAMER_GAUGE_MIN:
+		return x->rem->value < v ? x->rem->value : v;
+	case BLAMER_GAUGE_MAX:
+		return x->rem->value > v ? x->rem->value : v;
+	case BLAMER_GAUGE_MOSTRECENT:
+		return x->rem->stamp > x->live->stamp_ns ? x->rem->value : v;
+	}
+	return v;
+}
+
+/* The metrics: the snapshot's series and the remainder's, joined. */
+static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *s,
+			  struct exp *e, struct prom_out *o, size_t *conflicts)
+{
+	size_t nrem = f ? f->nseries : 0, i, j, n = 0, nlive;
+	struct pm_names names = { 0 };
+	struct agg *v = malloc((s->nseries + nrem + 1) * sizeof(*v));
+	uint64_t *sum = NULL;
+	char extra[64];
+
+	if (!v) {
+		o->oom = true;
+		return;
+	}
+	for (i = 0; i < s->nseries; i++) {
+		const struct blamer_snap_series *x = &s->series[i];
+
+		v[n] = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
+				     .depth = x->first->depth, .nodes = x->first->nodes,
+				     .proc = x->proc, .live = x };
+		pm_family_name(x->def, v[n].fam, sizeof(v[n].fam));
+		n++;
+	}
+	qsort(v, n, sizeof(*v), agg_cmp);
+	/* the remainder's: into the snapshot's series (sorted: the first
+	 * nlive), or after them */
+	for (i = 0, nlive = n; i < nrem; i++) {
+		const struct fl_series *r = &f->series[i];
+		const struct blamer_snap_metric_def *d = &f->defs[r->def], *ld = live_def(s, d->name);
+		struct agg key = { .def = d, .uid = r->uid, .values = r->values, .depth = r->depth,
+				   .nodes = r->nodes, .rem = r }, *hit;
+
+		if (ld && fl_def_cmp(ld, d)) {
+			(*conflicts)++;	/* the processes now define it otherwise */
+			continue;
+		}
+		pm_family_name(d, key.fam, sizeof(key.fam));
+		hit = nlive ? bsearch(&key, v, nlive, sizeof(*v), agg_cmp) : NULL;
+		if (hit) {
+			hit->rem = r;
+			continue;
+		}
+		if (ld)
+			key.def = ld;	/* the same but for help: the live one's */
+		v[n++] = key;
+	}
+	qsort(v, n, sizeof(*v), agg_cmp);
+	for (i = 0; i < n; i = j) {
+		bool ok = pm_claim(&names, v[i].def);
+
+		if (ok)
+			pm_family(o, v[i].def);
+		else
+			(*conflicts)++;
+		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
+			const struct agg *x = &v[j];
+			struct pm_series ps = { .def = x->def, .values = x->values, .depth = x->depth,
+						.nodes = x->nodes, .extra = extra };
+			uint32_t k;
+
+			if (!ok)
+				continue;
+			if (x->proc)
+				snprintf(extra, sizeof(extra), "pid=\"%" PRId32 "\",uid=\"%" PRIu32 "\"",
+					 x->proc->pid, x->uid);
+			else
+				snprintf(extra, sizeof(extra), "uid=\"%" PRIu32 "\"", x->uid);
+			ps.value = agg_value(x);
+			if (x->def->kind == BLAMER_METRIC_HISTOGRAM) {
+				free(sum);
+				sum = calloc(x->def->nbuckets, sizeof(*sum));
+				if (!sum) {
+					o->oom = true;
+					break;
+				}
+				for (k = 0; k < x->def->nbuckets; k++)
+					sum[k] = (x->live ? x->live->buckets[k] : 0) +
+						 (x->rem ? x->rem->buckets[k] : 0);
+				ps.buckets = sum;
+			}
+			pm_series(o, &ps, &e->nm);
+		}
+	}
+	free(sum);
+	pm_names_free(&names);
+	free(v);
+}
+
+/* ---- the attribution paths and the drops ---- */
+
+struct attr {
+	size_t fam;
+	uint32_t uid, unit, depth;
+	uint64_t nodes[BLAMER_SNAP_MAX_DEPTH];
+	uint64_t value;
+	bool ns;
+};
+
+static int attr_cmp(const void *a, const void *b)
+{
+	const struct attr *x = a, *y = b;
+	int c;
+
+	if (x->fam != y->fam)
+		return x->fam < y->fam ? -1 : 1;
+	c = blamer_path_cmp(x->nodes, x->depth, y->nodes, y->depth);
+	if (c)
+		return c;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom_out *o)
+{
+	size_t n = f ? f->npaths : 0, i, j, k;
+	struct attr *v;
+
+	for (i = 0; i < e->nprocs; i++)
+		for (j = 0; j < e->procs[i]->npaths; j++)
+			n += e->procs[i]->paths[j].nvalues;
+	v = malloc((n + 1) * sizeof(*v));
+	if (!v) {
+		o->oom = true;
+		return;
+	}
+	n = 0;
+	for (i = 0; i < e->nprocs; i++) {
+		const struct blamer_snap_process *p = e->procs[i];
+
+		for (j = 0; j < p->npaths; j++) {
+			const struct blamer_snap_path *sp = &p->paths[j];
+
+			for (k = 0; k < sp->nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
+				struct attr *a = &v[n++];
+
+				a->uid = p->uid;
+				a->unit = sp->units[k];
+				a->depth = sp->depth;
+				memcpy(a->nodes, sp->nodes, sizeof(a->nodes));
+				a->value = sp->values[k];
+				a->fam = prom_unit_family(e, a->unit, &a->ns);
+			}
+		}
+	}
+	for (i = 0; f && i < f->npaths; i++) {
+		struct attr *a = &v[n++];
+
+		a->uid = f->paths[i].uid;
+		a->unit = f->paths[i].unit;
+		a->depth = f->paths[i].depth;
+		memcpy(a->nodes, f->paths[i].nodes, sizeof(a->nodes));
+		a->value = f->paths[i].value;
+		a->fam = prom_unit_family(e, a->unit, &a->ns);
+	}
+	qsort(v, n, sizeof(*v), attr_cmp);
+	for (i = 0; i < n; i = j) {
+		struct blamer_snap_path p = { .depth = v[i].depth };
+		uint64_t total = 0;
+
+		/* equal keys summed (modulo 2^64, as the writers add) */
+		for (j = i; j < n && !attr_cmp(&v[i], &v[j]); j++)
+			total += v[j].value;
+		if (!i || v[i - 1].fam != v[i].fam)
+			prom_attr_family(e, v[i].fam, v[i].unit, o);
+		memcpy(p.nodes, v[i].nodes, sizeof(p.nodes));
+		prom_puts(o, prom_fam_name(e, v[i].fam, v[i].unit));
+		prom_putc(o, '{');
+		prom_path_label(o, &e->nm, &p);
+		if (prom_fam_has_unit(v[i].fam)) {
+			prom_put(o, ",unit=\"", 7);
+			prom_u64(o, v[i].unit);
+			prom_putc(o, '"');
+		}
+		prom_put(o, ",uid=\"", 6);
+		prom_u64(o, v[i].uid);
+		prom_put(o, "\"} ", 3);
+		if (v[i].ns)
+			prom_ns(o, total);
+		else
+			prom_u64(o, total);
+		prom_putc(o, '\n');
+	}
+	free(v);
+}
+
+struct drop {
+	uint32_t reason, uid;
+	uint64_t value;
+};
+
+static int drop_cmp(const void *a, const void *b)
+{
+	const struct drop *x = a, *y = b;
+
+	if (x->reason != y->reason)
+		return x->reason < y->reason ? -1 : 1;
+	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *o)
+{
+	size_t n = (f ? f->ndrops : 0) + e->nprocs * BLAMER_DROP_MAX, i, j, k = 0;
+	struct drop *v = malloc((n + 1) * sizeof(*v));
+	char other[16];
+
+	if (!v) {
+		o->oom = true;
+		return;
+	}
+	for (i = 0; i < e->nprocs; i++)
+		for (j = 0; j < BLAMER_DROP_MAX; j++)
+			if (e->procs[i]->drops[j])
+				v[k++] = (struct drop){ (uint32_t)j, e->procs[i]->uid,
+							e->procs[i]->drops[j] };
+	for (i = 0; f && i < f->ndrops; i++)
+		v[k++] = (struct drop){ f->drops[i].reason, f->drops[i].uid, f->drops[i].value };
+	qsort(v, k, sizeof(*v), drop_cmp);
+	prom_family(o, "blamer_dropped_total", "counter",
+		    "Writes processes could not record in full, by reason and uid (a series once its first is counted).");
+	for (i = 0; i < k; i = j) {
+		const char *name = blamer_drop_reason_name(v[i].reason);
+		uint64_t total = 0;
+
+		for (j = i; j < k && !drop_cmp(&v[i], &v[j]); j++)
+			total += v[j].value;
+		if (!name) {
+			snprintf(other, sizeof(other), "%u", v[i].reason);	/* a newer writer's */
+			name = other;
+		}
+		prom_put(o, "blamer_dropped_total{reason=\"", 29);
+		prom_puts(o, name);
+		prom_put(o, "\",uid=\"", 7);
+		prom_u64(o, v[i].uid);
+		prom_put(o, "\"} ", 3);
+		prom_u64(o, total);
+		prom_putc(o, '\n');
+	}
+	free(v);
+}
+
+/* ---- the processes ---- */
+
+static void write_roles(const struct blamer_snapshot *s, struct prom_out *o)
+{
+	struct prom_label l[2] = { { "role", NULL }, { "state", NULL } };
+	size_t i;
+
+	prom_family(o, "blamer_processes", "gauge",
+		    "Processes by role (blamer_set_role(); \"\" none) and state, not folded.");
+	for (i = 0; i < s->nroles; i++) {
+		l[0].value = s->roles[i].role;
+		l[1].value = "live";
+		prom_sample_u64(o, "blamer_processes", l, 2, s->roles[i].live);
+		l[1].value = "dead";
+		prom_sample_u64(o, "blamer_processes", l, 2, s->roles[i].dead);
+	}
+	prom_family(o, "blamer_threads", "gauge", "Threads of live processes, by role.");
+	for (i = 0; i < s->nroles; i++) {
+		l[0].value = s->roles[i].role;
+		prom_sample_u64(o, "blamer_threads", l, 1, s->roles[i].threads);
+	}
+	prom_family(o, "blamer_busy_threads", "gauge",
+		    "Threads of live processes inside an activity (busy), by role: saturation.");
+	for (i = 0; i < s->nroles; i++) {
+		l[0].value = s->roles[i].role;
+		prom_sample_u64(o, "blamer_busy_threads", l, 1, s->roles[i].busy);
+	}
+}
+
+/* @a and @b merged by id (sorted), @a's name winning; NULL out of memory. */
+static struct blamer_snap_node *merge_nodes(const struct blamer_snap_node *a, size_t na,
+					    const struct blamer_snap_node *b, size_t nb,
+					    size_t *n)
+{
+	struct blamer_snap_node *v = malloc((na + nb + 1) * sizeof(*v));
+	size_t i = 0, j = 0;
+
+	if (!v)
+		return NULL;
+	*n = 0;
+	while (i < na || j < nb) {
+		if (j == nb || (i < na && a[i].id <= b[j].id)) {
+			if (j < nb && a[i].id == b[j].id)
+				j++;
+			v[(*n)++] = a[i++];
+		} else {
+			v[(*n)++] = b[j++];
+		}
+	}
+	return v;
+}
+
+int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_snapshot *s,
+				 char **buf, size_t *len, size_t *cap)
+{
+	struct prom_out o = { .p = *buf, .cap = *cap };
+	struct blamer_snapshot view = *s;
+	struct blamer_snap_unit_def *units = NULL;
+	size_t conflicts = s->metric_conflicts + (f ? f->conflicts : 0);
+	struct exp e;
+	int ret = -ENOMEM;
+
+	/* the remainder's node and unit names, so its series keep their
+	 * labels when no process left names them */
+	if (f && f->nnodes) {
+		view.nodes = merge_nodes(f->nodes, f->nnodes, s->nodes, s->nnodes, &view.nnodes);
+		if (!view.nodes)
+			goto out_view;
+	}
+	if (f && f->nunits) {
+		units = malloc((f->nunits + s->nunit_defs) * sizeof(*units));
+		if (!units)
+			goto out_view;
+		memcpy(units, f->units, f->nunits * sizeof(*units));
+		if (s->nunit_defs)
+			memcpy(units + f->nunits, s->unit_defs, s->nunit_defs * sizeof(*units));
+		view.unit_defs = units;
+		view.nunit_defs = f->nunits + s->nunit_defs;
+	}
+	if (!prom_exp_init(&e, &view))
+		goto out;
+	prom_write_heaps(&e, &o);
+	write_roles(s, &o);
+	prom_family(&o, "blamer_folded_heaps_total", "counter",
+		    "Dead heaps folded into the exporter's remainder (their values stay in the series).");
+	prom_sample_u64(&o, "blamer_folded_heaps_total", NULL, 0, f ? f->folded : 0);
+	prom_family(&o, "blamer_fold_errors_total", "counter",
+		    "Folds that could not be made durable (the heaps stay, counted, until the next).");
+	prom_sample_u64(&o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
+	write_drops(f, &e, &o);
+	write_attribution(f, &e, &o);
+	write_metrics(f, s, &e, &o, &conflicts);
+	prom_family(&o, "blamer_metric_conflicts", "gauge",
+		    "Series left out: their heap defines their metric otherwise, or their family's names are taken.");
+	prom_sample_u64(&o, "blamer_metric_conflicts", NULL, 0, conflicts);
+	ret = o.oom ? -ENOMEM : 0;
+out:
+	prom_exp_free(&e);
+out_view:
+	if (view.nodes != s->nodes)
+		free(view.nodes);
+	free(units);
+	*buf = o.p;
+	*cap = o.cap;
+	*len = ret ? 0 : o.len;
+	return ret;
+}

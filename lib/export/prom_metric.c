@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Metric families in the exposition (what blamer_metric_define() made):
+ * their names, one family per name, each sample name once in a scrape,
+ * and their series written as Prometheus reads them: a counter as
+ * NAME_total, a gauge as NAME, a histogram as NAME_bucket (cumulative,
+ * le from the definition's bounds, +Inf last), NAME_count and NAME_sum.
+ * Values are written exactly (the shortest decimal that reads back as
+ * the same double). Used by the aggregate exposition (prom_fleet.c) and
+ * by the per-process one (prom.c, prom_cache.c: pm_write_processes()).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prom.h"
+
+void pm_double(struct prom_out *o, double v)
+{
+	char b[32];
+	int prec;
+
+	if (v != v) {
+		prom_puts(o, "NaN");
+		return;
+	}
+	if (v == __builtin_inf() || v == -__builtin_inf()) {
+		prom_puts(o, v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, v);
+		if (strtod(b, NULL) == v)
+			break;
+	}
+	if (prec == 17)
+		snprintf(b, sizeof(b), "%.17g", v);
+	prom_puts(o, b);
+}
+
+void pm_family_name(const struct blamer_snap_metric_def *d, char *buf, size_t len)
+{
+	size_t n = strlen(d->name);
+
+	/* prometheus_client's rule: a counter's family ends in _total */
+	if (d->kind == BLAMER_METRIC_COUNTER && !(n >= 6 && !strcmp(d->name + n - 6, "_total")))
+		snprintf(buf, len, "%s_total", d->name);
+	else
+		snprintf(buf, len, "%s", d->name);
+}
+
+/* ---- one sample name, once ---- */
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Whether @name is taken, and (if not, @take) takes it. */
+static bool taken(struct pm_names *n, const char *name, bool take)
+{
+	size_t at, i;
+
+	if (2 * (n->n + 1) > n->cap) {
+		size_t cap = n->cap ? 2 * n->cap : 256;
+		char **v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return true;	/* out of memory: write nothing more */
+		for (i = 0; i < n->cap; i++) {
+			if (!n->v[i])
+				continue;
+			for (at = hash_name(n->v[i]) & (cap - 1); v[at]; at = (at + 1) & (cap - 1))
+				;
+			v[at] = n->v[i];
+		}
+		free(n->v);
+		n->v = v;
+		n->cap = cap;
+	}
+	for (at = hash_name(name) & (n->cap - 1); n->v[at]; at = (at + 1) & (n->cap - 1))
+		if (!strcmp(n->v[at], name))
+			return true;
+	if (take) {
+		n->v[at] = strdup(name);
+		if (!n->v[at])
+			return true;
+		n->n++;
+	}
+	return false;
+}
+
+void pm_names_free(struct pm_names *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->cap; i++)
+		free(n->v[i]);
+	free(n->v);
+	memset(n, 0, sizeof(*n));
+}
+
+bool pm_claim(struct pm_names *n, const struct blamer_snap_metric_def *d)
+{
+	static const char *const hist[] = { "", "_bucket", "_count", "_sum" };
+	char fam[96], name[112];
+	size_t i, k = d->kind == BLAMER_METRIC_HISTOGRAM ? 4 : 1;
+
+	pm_family_name(d, fam, sizeof(fam));
+	for (i = 0; i < k; i++) {
+		snprintf(name, sizeof(name), "%s%s", fam, hist[i]);
+		if (taken(n, name, false))
+			return false;
+	}
+	/* a counter's family is also read as its name without _total */
+	if (d->kind == BLAMER_METRIC_COUNTER && taken(n, d->name, false))
+		return false;
+	for (i = 0; i < k; i++) {
+		snprintf(name, sizeof(name), "%s%s", fam, hist[i]);
+		taken(n, name, true);
+	}
+	if (d->kind == BLAMER_METRIC_COUNTER)
+		taken(n, d->name, true);
+	return true;
+}
+
+/* ---- families and series ---- */
+
+void pm_family(struct prom_out *o, const struct blamer_snap_metric_def *d)
+{
+	static const char *const type[] = { "untyped", "counter", "gauge", "histogram" };
+	char fam[96];
+
+	pm_family_name(d, fam, sizeof(fam));
+	prom_family(o, fam, type[d->kind <= 3 ? d->kind : 0], d->help ? d->help : "");
+}
+
+/* "name{labels,path,extra" (no brace closed), for one sample. */
+static void head(struct prom_out *o, const char *name, const struct pm_series *x,
+		 struct prom_names *nm)
+{
+	uint32_t i;
+	bool any = false;
+
+	prom_puts(o, name);
+	prom_putc(o, '{');
+	for (i = 0; i < x->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++) {
+		if (any)
+			prom_putc(o, ',');
+		prom_puts(o, x->def->labels[i]);	/* checked by the reader */
+		prom_put(o, "=\"", 2);
+		prom_escape(o, x->values[i], false);
+		prom_putc(o, '"');
+		any = true;
+	}
+	if (x->depth) {
+		struct blamer_snap_path p = { .depth = x->depth };
+
+		memcpy(p.nodes, x->nodes, x->depth * sizeof(p.nodes[0]));
+		if (any)
+			prom_putc(o, ',');
+		prom_path_label(o, nm, &p);
+		any = true;
+	}
+	if (x->extra && *x->extra) {
+		if (any)
+			prom_putc(o, ',');
+		prom_puts(o, x->extra);
+	}
+}
+
+void pm_series(struct prom_out *o, const struct pm_series *x, struct prom_names *nm)
+{
+	const struct blamer_snap_metric_def *d = x->def;
+	char fam[96], name[112];
+	uint64_t cum = 0;
+	uint32_t i;
+
+	pm_family_name(d, fam, sizeof(fam));
+	if (d->kind != BLAMER_METRIC_HISTOGRAM) {
+		head(o, fam, x, nm);
+		prom_put(o, "} ", 2);
+		pm_double(o, x->value);
+		prom_putc(o, '\n');
+		return;
+	}
+	snprintf(name, sizeof(name), "%s_bucket", fam);
+	for (i = 0; i < d->nbuckets; i++) {
+		bool labels = d->nlabels || x->depth || (x->extra && *x->extra);
+
+		cum += x->buckets[i];
+		head(o, name, x, nm);
+		prom_put(o, labels ? ",le=\"" : "le=\"", labels ? 5 : 4);
+		pm_double(o, d->upper[i]);
+		prom_put(o, "\"} ", 3);
+		prom_u64(o, cum);
+		prom_putc(o, '\n');
+	}
+	snprintf(name, sizeof(name), "%s_count", fam);
+	head(o, name, x, nm);
+	prom_put(o, "} ", 2);
+	prom_u64(o, cum);
+	prom_putc(o, '\n');
+	snprintf(name, sizeof(name), "%s_sum", fam);
+	head(o, name, x, nm);
+	prom_put(o, "} ", 2);
+	pm_double(o, x->value);
+	prom_putc(o, '\n');
+}
+
+/* ---- per process (export --per-process) ---- */
+
+struct pm_item {
+	const struct blamer_snap_process *p;
+	const struct blamer_snap_metric *m;
+	char fam[96];
+};
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct pm_item *x = a, *y = b;
+	uint32_t i;
+	int c = strcmp(x->fam, y->fam);
+
+	if (c)
+		return c;
+	/* the processes' key order, as prom.c writes them */
+	if (x->p->pid != y->p->pid)
+		return x->p->pid < y->p->pid ? -1 : 1;
+	if (x->p->start_time_ns != y->p->start_time_ns)
+		return x->p->start_time_ns < y->p->start_time_ns ? -1 : 1;
+	if (x->p->heap_key != y->p->heap_key)
+		return x->p->heap_key < y->p->heap_key ? -1 : 1;
+	for (i = 0; i < x->m->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
+		if ((c = strcmp(x->m->values[i], y->m->values[i])))
+			return c;
+	return blamer_path_cmp(x->m->nodes, x->m->depth, y->m->nodes, y->m->depth);
+}
+
+void pm_write_processes(struct exp *e, struct prom_out *o)
+{
+	struct pm_item *v;
+	struct pm_names taken_names = { 0 };
+	size_t i, j, n = 0;
+	char key[128];
+
+	for (i = 0; i < e->nprocs; i++)
+		n += e->procs[i]->nmetrics;
+	v = malloc((n + 1) * sizeof(*v));
+	if (!v) {
+		o->oom = true;
+		return;
+	}
+	for (i = 0, n = 0; i < e->nprocs; i++) {
+		for (j = 0; j < e->procs[i]->nmetrics; j++) {
+			const struct blamer_snap_metric *m = &e->procs[i]->metrics[j];
+
+			if (!m->def || m->conflict)
+				continue;
+			v[n].p = e->procs[i];
+			v[n].m = m;
+			pm_family_name(m->def, v[n].fam, sizeof(v[n].fam));
+			n++;
+		}
+	}
+	qsort(v, n, sizeof(*v), item_cmp);
+	for (i = 0; i < n; i = j) {
+		bool ok = pm_claim(&taken_names, v[i].m->def);
+
+		if (ok)
+			pm_family(o, v[i].m->def);
+		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
+			const struct blamer_snap_metric *m = v[j].m;
+			const struct blamer_snap_process *p = v[j].p;
+			struct pm_series x = { .def = m->def, .values = m->values, .depth = m->depth,
+					       .nodes = m->nodes, .value = m->value,
+					       .buckets = m->buckets, .extra = key };
+
+			/* one definition a family: a process that differs (the
+			 * reader marked it a conflict) was left out above */
+			if (!ok || (j > i && item_cmp(&v[j - 1], &v[j]) == 0))
+				continue;
+			snprintf(key, sizeof(key),
+				 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
+				 "\",identity=\"%s\"", p->pid, p->start_time_ns, p->heap_key,
+				 p->kernel_facts ? "kernel" : "claimed");
+			pm_series(o, &x, &e->nm);
+		}
+	}
+	pm_names_free(&taken_names);
+	free(v);
+}

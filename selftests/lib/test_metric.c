@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libblamer writer tests, metrics: definitions checked and made once,
+ * series found again by key, counters and histograms exact through
+ * per-thread shards (as the reader sums them), gauges by mode, buckets
+ * where the reader says they end, exact sums, fork, drops, a signal
+ * handler writing the series its thread writes, a full heap.
+ * Each test runs in a fixture (common.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "common.h"
+
+/* A snapshot of @b's own heap, as the reader reads it. */
+static struct blamer_snapshot *own_snapshot(struct blamer *b)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	struct blamer_snapshot *s;
+	uint32_t i, n = __atomic_load_n(&b->heap.nslabs, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++) {
+		m[i].data = b->heap.slabs[i].base;
+		m[i].size = b->heap.slabs[i].size;
+	}
+	return blamer_snapshot_from_memory(m, n, &s) ? NULL : s;
+}
+
+/* The merged series of metric @name whose first label value is @v0 (or
+ * any, NULL), or NULL. */
+static const struct blamer_snap_series *series(const struct blamer_snapshot *s,
+					       const char *name, const char *v0)
+{
+	size_t i;
+
+	for (i = 0; i < s->nseries; i++)
+		if (!strcmp(s->series[i].def->name, name) &&
+		    (!v0 || (s->series[i].def->nlabels && !strcmp(s->series[i].first->values[0], v0))))
+			return &s->series[i];
+	return NULL;
+}
+
+static uint64_t drops(struct blamer *b, uint32_t reason)
+{
+	struct blamer_drops *d = atomic_load(&b->drops);
+
+	return d ? __atomic_load_n(&d->count[reason], __ATOMIC_RELAXED) : 0;
+}
+
+static const char *const route_code[] = { "route", "code" };
+
+TEST_F(ctx, definitions_are_checked_and_made_once)
+{
+	static const char *const reserved[] = { "pid" }, *const twice[] = { "a", "a" };
+	static const char *const bad_label[] = { "1x" }, *const under[] = { "__x" };
+	double up[3] = { 1, 2, 3 }, down[2] = { 2, 1 }, nan[1] = { NAN };
+	struct blamer_metric_def d = { .name = "http_requests", .help = "Requests served.",
+				       .kind = BLAMER_METRIC_COUNTER, .labels = route_code,
+				       .nlabels = 2 };
+	struct blamer_metric *m, *m2;
+	struct blamer_config c;
+	struct blamer_snapshot *s;
+	struct blamer *b;
+	struct v_stats st;
+	struct v_heap v;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	m = blamer_metric_define(b, &d);
+	ASSERT_NE(NULL, m) TH_LOG("%s", blamer_errmsg());
+	m2 = blamer_metric_define(b, &d);
+	ASSERT_EQ(m, m2);	/* one handle per name */
+	/* the same name otherwise: refused */
+	d.kind = BLAMER_METRIC_GAUGE;
+	ASSERT_EQ(NULL, blamer_metric_define(b, &d));
+	d.kind = BLAMER_METRIC_COUNTER;
+	d.help = "Other help.";
+	ASSERT_EQ(NULL, blamer_metric_define(b, &d));
+	d.help = "Requests served.";
+#define BAD(field, value) do { struct blamer_metric_def x = d; x.field = value; \
+		ASSERT_EQ(NULL, blamer_metric_define(b, &x)) TH_LOG(#field); } while (0)
+	BAD(name, "blamer_x");
+	BAD(name, "1abc");
+	BAD(name, "a-b");
+	BAD(name, "");
+	BAD(name, "a234567890123456789012345678901234567890123456789012345678901234");
+	BAD(kind, 0);
+	BAD(kind, 4);
+	BAD(base, 3);
+	BAD(flags, 2);
+	BAD(gauge_mode, BLAMER_GAUGE_SUM);	/* a counter */
+	BAD(labels, reserved);
+	BAD(labels, twice);
+	BAD(labels, bad_label);
+	BAD(labels, under);
+	BAD(nlabels, 9);
+	BAD(nbounds, 3);			/* bounds: histograms only */
+	BAD(reserved[2], 1);
+	d.labels = NULL;
+	d.nlabels = 0;
+	d.kind = BLAMER_METRIC_HISTOGRAM;
+	d.name = "latency";
+	BAD(bounds, down);
+	d.nbounds = 2;
+	BAD(bounds, down);
+	d.nbounds = 1;
+	BAD(bounds, nan);
+	d.nbounds = 33;
+	BAD(bounds, up);
+	d.nbounds = 0;
+	BAD(schema, 9);
+	BAD(schema, -5);
+	d.schema = 3;
+	d.min_exp = -10;
+	BAD(max_exp, 30);			/* 2 + 40 * 8 buckets: too many */
+	BAD(max_exp, -10);
+	d.max_exp = 20;				/* 242 */
+	ASSERT_NE(NULL, blamer_metric_define(b, &d)) TH_LOG("%s", blamer_errmsg());
+	d.name = "coarse";
+	d.schema = -2;				/* 4 powers of two a bucket */
+	d.min_exp = -6;
+	BAD(max_exp, 12);			/* -6: not a multiple of 4 */
+	d.min_exp = -8;
+	BAD(max_exp, 10);			/* not a multiple of 4 */
+	d.max_exp = 12;
+	ASSERT_NE(NULL, blamer_metric_define(b, &d));
+	d.name = "fixed";
+	d.schema = d.min_exp = d.max_exp = 0;
+	d.bounds = up;
+	d.nbounds = 3;
+	ASSERT_NE(NULL, blamer_metric_define(b, &d));
+	d.name = "g";
+	d.kind = BLAMER_METRIC_GAUGE;
+	d.bounds = NULL;
+	d.nbounds = 0;
+	BAD(gauge_mode, 11);
+#undef BAD
+	ASSERT_NE(NULL, blamer_metric_define(b, &d));	/* mode 0: ALL */
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(5, st.by_type[BLAMER_REC_METRIC_DEF]);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	ASSERT_EQ(5, s->procs[0].nmetric_defs);
+	ASSERT_STREQ("http_requests", s->procs[0].metric_defs[0].name);
+	ASSERT_STREQ("Requests served.", s->procs[0].metric_defs[0].help);
+	ASSERT_EQ(2, s->procs[0].metric_defs[0].nlabels);
+	ASSERT_STREQ("code", s->procs[0].metric_defs[0].labels[1]);
+	ASSERT_EQ(242, s->procs[0].metric_defs[1].nbuckets);
+	ASSERT_EQ(2 + 20 / 4, s->procs[0].metric_defs[2].nbuckets);
+	ASSERT_EQ(4, s->procs[0].metric_defs[3].nbuckets);
+	ASSERT_EQ(BLAMER_GAUGE_ALL, s->procs[0].metric_defs[4].gauge_mode);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+TEST_F(ctx, series_are_found_again_and_cut_values_marked)
+{
+	struct blamer_metric_def d = { .name = "reqs", .kind = BLAMER_METRIC_COUNTER,
+				       .labels = route_code, .nlabels = 2 };
+	static const char *const pathl[] = { "path" };
+	uint64_t path[2] = { blamer_dag_id("server"), blamer_dag_id("hello") };
+	const char *v[2] = { "/hello", "200" }, *w[2] = { "/hello", "500" };
+	char long_value[400];
+	const char *lv[2] = { long_value, "x" };
+	struct blamer_series *s1, *s2, *s3, *s4;
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s;
+	struct blamer_metric *m, *pm;
+	struct blamer_config c;
+	struct blamer *b;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	m = blamer_metric_define(b, &d);
+	ASSERT_NE(NULL, m);
+	s1 = blamer_metric_series(m, v, NULL, 0);
+	ASSERT_NE(NULL, s1) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(s1, blamer_metric_series(m, v, NULL, 0));
+	s2 = blamer_metric_series(m, w, NULL, 0);
+	ASSERT_NE(s1, s2);
+	s3 = blamer_metric_series(m, v, path, 2);
+	ASSERT_NE(s1, s3);
+	ASSERT_EQ(s3, blamer_metric_series(m, v, path, 2));
+	ASSERT_EQ(NULL, blamer_metric_series(m, NULL, NULL, 0));
+	ASSERT_EQ(NULL, blamer_metric_series(m, v, path, 9));
+	ASSERT_EQ(NULL, blamer_metric_series(m, v, NULL, 2));
+	ASSERT_EQ(NULL, blamer_metric_series(NULL, v, NULL, 0));
+	memset(long_value, 'a', sizeof(long_value) - 1);
+	long_value[sizeof(long_value) - 1] = '\0';
+	ASSERT_EQ(0, drops(b, BLAMER_DROP_LABEL_VALUES_CUT));
+	s4 = blamer_metric_series(m, lv, NULL, 0);
+	ASSERT_NE(NULL, s4);
+	ASSERT_EQ(1, drops(b, BLAMER_DROP_LABEL_VALUES_CUT));
+	/* a label named path and a DAG path: two labels of one name */
+	d.name = "p";
+	d.labels = pathl;
+	d.nlabels = 1;
+	pm = blamer_metric_define(b, &d);
+	ASSERT_NE(NULL, pm);
+	ASSERT_NE(NULL, blamer_metric_series(pm, pathl, NULL, 0));
+	ASSERT_EQ(NULL, blamer_metric_series(pm, pathl, path, 2));
+	blamer_counter_add(s1, 2);
+	blamer_counter_add(s2, 3);
+	blamer_counter_add(s3, 4);
+	blamer_counter_add(s4, 5);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	ASSERT_EQ(5, s->procs[0].nmetrics);
+	x = series(s, "reqs", "/hello");
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(0, x->first->depth);	/* no path sorts first */
+	ASSERT_STREQ("200", x->first->values[1]);
+	ASSERT_EQ(2, x->value);
+	ASSERT_EQ(2, x[1].first->depth);	/* the same values with a path */
+	ASSERT_EQ(4, x[1].value);
+	ASSERT_STREQ("500", x[2].first->values[1]);
+	ASSERT_EQ(3, x[2].value);
+	x = series(s, "reqs", NULL);
+	for (; x < s->series + s->nseries && !x->first->cut; x++)
+		;
+	ASSERT_LT(x, s->series + s->nseries);
+	ASSERT_TRUE(x->first->cut);
+	/* the room: 255 bytes with a NUL after each of the two */
+	ASSERT_EQ(254, strlen(x->first->values[0]));
+	ASSERT_STREQ("", x->first->values[1]);
+	ASSERT_EQ(5, x->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+struct adder {
+	struct blamer_series *c, *h;
+	int n;
+};
+
+static void *add_many(void *arg)
+{
+	struct adder *a = arg;
+	int i;
+
+	for (i = 0; i < a->n; i++) {
+		blamer_counter_add(a->c, 1);
+		blamer_counter_add(a->c, 0.5);
+		blamer_histogram_observe(a->h, (i % 10) * 0.25);
+	}
+	return NULL;
+}
+
+TEST_F(ctx, counters_and_histograms_are_exact_through_shards)
+{
+	double bounds[3] = { 0.5, 1, 2 };
+	struct blamer_metric_def cd = { .name = "work_total", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def hd = { .name = "work_seconds", .kind = BLAMER_METRIC_HISTOGRAM,
+					.base = BLAMER_BASE_SECONDS, .bounds = bounds,
+					.nbounds = 3 };
+	struct adder a;
+	pthread_t t[4];
+	const struct blamer_snap_series *xc, *xh;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	struct v_stats st;
+	struct v_heap v;
+	int i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	a.c = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	a.h = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
+	ASSERT_NE(NULL, a.c);
+	ASSERT_NE(NULL, a.h);
+	a.n = 20000;
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, add_many, &a));
+	add_many(&a);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	/* a shard per thread that wrote, two series: at most 10 */
+	ASSERT_LE(st.by_type[BLAMER_REC_METRIC_SHARD], 10);
+	ASSERT_GE(st.by_type[BLAMER_REC_METRIC_SHARD], 2);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	xc = series(s, "work_total", NULL);
+	xh = series(s, "work_seconds", NULL);
+	ASSERT_NE(NULL, xc);
+	ASSERT_NE(NULL, xh);
+	ASSERT_EQ(5 * 20000 * 1.5, xc->value);
+	ASSERT_EQ(5 * 20000, xh->count);
+	/* 0, 0.25, 0.5 | 0.75, 1 | 1.25 .. 2 | 2.25: 3, 2, 4, 1 of every 10 */
+	ASSERT_EQ(3 * 10000, xh->buckets[0]);
+	ASSERT_EQ(2 * 10000, xh->buckets[1]);
+	ASSERT_EQ(4 * 10000, xh->buckets[2]);
+	ASSERT_EQ(1 * 10000, xh->buckets[3]);
+	ASSERT_EQ(5 * 2000 * (0 + 0.25 + 0.5 + 0.75 + 1 + 1.25 + 1.5 + 1.75 + 2 + 2.25),
+		  xh->value);
+	/* p50: rank 50000 of 100000, in (0.5, 1] after 30000: 0.5 + 0.5 * 20000/20000 */
+	ASSERT_EQ(1.0, blamer_histogram_quantile(xh->def, xh->buckets, 0.5));
+	ASSERT_EQ(2.0, blamer_histogram_quantile(xh->def, xh->buckets, 0.99));	/* +Inf: the bound below */
+	ASSERT_EQ(0.25, blamer_histogram_quantile(xh->def, xh->buckets, 0.15));	/* from 0 */
+	ASSERT_TRUE(isnan(blamer_histogram_quantile(xh->def, xh->buckets, 1.5)));
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* Every value lands in the bucket whose bound the reader shows: above
+ * the one below, at most its own. */
+TEST_F(ctx, buckets_end_where_the_reader_says)
+{
+	static const struct { int32_t schema, lo, hi; } lay[] = {
+		{ 0, -3, 10 }, { 3, -10, 20 }, { 8, 0, 1 }, { -2, -8, 16 }, { -4, -32, 32 },
+		{ 5, -4, 3 }, { 1, -1000, -990 },
+	};
+	double bounds[4] = { -1, 0, 0.001, 1e6 };
+	struct blamer_metric_def d = { .kind = BLAMER_METRIC_HISTOGRAM };
+	struct blamer_series *sr[8];
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	char names[8][8];
+	size_t i, k, j;
+	unsigned seed = 1;
+
+	c = t_cfg(self->dir, 4u << 20, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < 8; i++) {
+		snprintf(names[i], sizeof(names[i]), "h%zu", i);
+		d.name = names[i];
+		if (i < 7) {
+			d.schema = lay[i].schema;
+			d.min_exp = lay[i].lo;
+			d.max_exp = lay[i].hi;
+		} else {
+			d.schema = d.min_exp = d.max_exp = 0;
+			d.bounds = bounds;
+			d.nbounds = 4;
+		}
+		sr[i] = blamer_metric_series(blamer_metric_define(b, &d), NULL, NULL, 0);
+		ASSERT_NE(NULL, sr[i]) TH_LOG("%zu: %s", i, blamer_errmsg());
+	}
+	for (i = 0; i < 8; i++) {
+		struct bl_hist *h = &sr[i]->hist;
+
+		for (k = 0; k < 20000; k++) {
+			/* random magnitudes around the window, exact bounds, their neighbours */
+			double v;
+			uint32_t at;
+
+			seed = seed * 1103515245 + 12345;
+			if (k < 3 * h->nbuckets) {
+				v = bl_hist_upper(h, (uint32_t)(k / 3) % h->nbuckets);
+				if (k % 3 == 1)
+					v = nextafter(v, -INFINITY);
+				else if (k % 3 == 2)
+					v = nextafter(v, INFINITY);
+			} else {
+				v = ldexp((double)(seed % 100000) / 100000.0 + 0.5,
+					  (int)(seed >> 16) % 80 - 40 +
+					  (i < 7 ? (lay[i].lo + lay[i].hi) / 2 : 0));
+				if (seed & 0x100000)
+					v = -v;
+			}
+			if (isnan(v))
+				continue;
+			at = bl_hist_index(h, v);
+			ASSERT_LT(at, h->nbuckets);
+			ASSERT_TRUE(v <= bl_hist_upper(h, at)) TH_LOG("%zu: %a in %u", i, v, at);
+			if (at) {
+				ASSERT_TRUE(v > bl_hist_upper(h, at - 1)) TH_LOG("%zu: %a in %u", i, v, at);
+			}
+		}
+		blamer_histogram_observe(sr[i], 0);
+		blamer_histogram_observe(sr[i], -5);
+		blamer_histogram_observe(sr[i], INFINITY);
+	}
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	for (i = 0; i < s->nseries; i++) {
+		const struct blamer_snap_series *x = &s->series[i];
+
+		/* the reader's bounds are the writer's */
+		for (j = 0; j < x->def->nbuckets; j++)
+			ASSERT_EQ(bl_hist_upper(&sr[x->def->name[1] - '0']->hist, (uint32_t)j),
+				  x->def->upper[j]);
+		ASSERT_EQ(3, x->count);
+		ASSERT_EQ(INFINITY, x->value);
+		ASSERT_EQ(1, x->buckets[x->def->nbuckets - 1]);
+		/* 0 and -5: at or below 2^min_exp (fixed: -5 <= -1, 0 <= 0) */
+		ASSERT_EQ(x->def->layout == BLAMER_HIST_EXPONENTIAL ? 2 : 1, x->buckets[0]);
+	}
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* Exact sums: the same numbers in any order give the same bits. */
+TEST(exact_sums_do_not_depend_on_order)
+{
+	double v[64], r0 = 0;
+	struct blamer_exact_sum f;
+	unsigned seed = 7;
+	int round, i, j;
+
+	memset(&f, 0, sizeof(f));
+	blamer_exact_sum_add(&f, 1e-16);
+	blamer_exact_sum_add(&f, 1);
+	blamer_exact_sum_add(&f, 1e16);
+	ASSERT_EQ(10000000000000002.0, blamer_exact_sum_value(&f));	/* math.fsum's */
+	memset(&f, 0, sizeof(f));
+	for (i = 0; i < 10; i++)
+		blamer_exact_sum_add(&f, 0.1);
+	ASSERT_EQ(1.0, blamer_exact_sum_value(&f));	/* a plain loop gives 0.9999999999999999 */
+	for (i = 0; i < 64; i++) {
+		seed = seed * 1103515245 + 12345;
+		v[i] = ldexp((double)(seed % 1000003), (int)(seed >> 20) % 100 - 50);
+	}
+	for (round = 0; round < 200; round++) {
+		memset(&f, 0, sizeof(f));
+		for (i = 0; i < 64; i++) {
+			seed = seed * 1103515245 + 12345;
+			j = (int)(seed >> 8) % (64 - i) + i;
+			double t = v[i];
+
+			v[i] = v[j];
+			v[j] = t;
+			blamer_exact_sum_add(&f, v[i]);
+		}
+		ASSERT_LE(f.n, BL_FSUM_PARTIALS);
+		if (!round)
+			r0 = blamer_exact_sum_value(&f);
+		ASSERT_EQ(r0, blamer_exact_sum_value(&f));
+	}
+	blamer_exact_sum_add(&f, INFINITY);
+	ASSERT_EQ(INFINITY, blamer_exact_sum_value(&f));
+}
+
+TEST_F(ctx, gauges_set_add_and_stamp)
+{
+	struct blamer_metric_def d = { .name = "temp", .kind = BLAMER_METRIC_GAUGE,
+				       .gauge_mode = BLAMER_GAUGE_MOSTRECENT };
+	struct blamer_metric_def e = { .name = "inflight", .kind = BLAMER_METRIC_GAUGE,
+				       .gauge_mode = BLAMER_GAUGE_LIVESUM };
+	struct blamer_series *g, *h;
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	uint64_t before;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	g = blamer_metric_series(blamer_metric_define(b, &d), NULL, NULL, 0);
+	h = blamer_metric_series(blamer_metric_define(b, &e), NULL, NULL, 0);
+	ASSERT_NE(NULL, g);
+	ASSERT_NE(NULL, h);
+	before = bl_realtime_ns();
+	blamer_gauge_set(g, 21.5);
+	blamer_gauge_add(g, -1.5);
+	blamer_gauge_add(h, 3);
+	blamer_gauge_add(h, -1);
+	blamer_gauge_set(h, NAN);	/* dropped */
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	x = series(s, "temp", NULL);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(20, x->value);
+	ASSERT_GE(x->stamp_ns, before);
+	ASSERT_LE(x->stamp_ns, bl_realtime_ns());
+	x = series(s, "inflight", NULL);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(2, x->value);
+	ASSERT_EQ(0, x->stamp_ns);
+	ASSERT_EQ(1, drops(b, BLAMER_DROP_BAD_VALUE));
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+TEST_F(ctx, bad_writes_are_counted)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def gd = { .name = "g", .kind = BLAMER_METRIC_GAUGE };
+	struct blamer_series *sc, *sg;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	sc = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	sg = blamer_metric_series(blamer_metric_define(b, &gd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sc);
+	ASSERT_NE(NULL, sg);
+	blamer_counter_add(sc, 1);
+	blamer_counter_add(sc, -1);	/* a counter never goes down */
+	blamer_counter_add(sc, NAN);
+	blamer_gauge_set(sc, 5);	/* another kind */
+	blamer_histogram_observe(sc, 5);
+	blamer_counter_add(sg, 1);
+	blamer_counter_add(NULL, 1);	/* nothing to count it in: ignored */
+	ASSERT_EQ(2, drops(b, BLAMER_DROP_BAD_VALUE));
+	ASSERT_EQ(3, drops(b, BLAMER_DROP_BAD_HANDLE));
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(1, series(s, "c", NULL)->value);
+	ASSERT_EQ(0, series(s, "g", NULL)->value);
+	ASSERT_EQ(2, s->procs[0].drops[BLAMER_DROP_BAD_VALUE]);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+static struct blamer_series *sig_series;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	blamer_counter_add(sig_series, 1);
+	blamer_histogram_observe(sig_series + 0, 0);	/* another kind: counted, harmless */
+}
+
+/* A signal handler that adds to the series its thread is adding to, at
+ * any instruction: no add lost. */
+TEST_F(ctx, signal_handler_adds_are_not_lost)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	struct blamer *b;
+	uint64_t adds = 0, sigs;
+	int i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	sig_series = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sig_series);
+	blamer_counter_add(sig_series, 2);	/* the shard is made outside the handler */
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	for (i = 0; i < 3000000; i++, adds++)
+		blamer_counter_add(sig_series, 2);
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_DFL);
+	sigs = drops(b, BLAMER_DROP_BAD_HANDLE);	/* one per handler run */
+	ASSERT_GT(sigs, 0);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(2.0 * (adds + 1) + (double)sigs, series(s, "c", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* A full heap: no shard to be had, the series' own words take the adds. */
+TEST_F(ctx, full_heap_adds_to_the_series_record)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	double bounds[1] = { 1 };
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 1 };
+	struct blamer_series *sc, *sh;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	int err = 0, i;
+
+	c = t_cfg(self->dir, 65536, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	sc = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	sh = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sc);
+	ASSERT_NE(NULL, sh);
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	for (i = 0; i < 1000; i++) {
+		blamer_counter_add(sc, 0.5);
+		blamer_histogram_observe(sh, i < 10 ? 0.5 : 5);
+	}
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(500, series(s, "c", NULL)->value);
+	ASSERT_EQ(1000, series(s, "h", NULL)->count);
+	ASSERT_EQ(10, series(s, "h", NULL)->buckets[0]);
+	ASSERT_EQ(0.5 * 10 + 5 * 990, series(s, "h", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+static void *exit_after_adds(void *arg)
+{
+	blamer_counter_add(arg, 1);
+	return NULL;
+}
+
+/* A thread's exit frees its shard for the next: shards follow the
+ * threads writing at once, not every thread ever. */
+TEST_F(ctx, exited_threads_leave_shards_for_the_next)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_series *sc;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	pthread_t t;
+	int i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	sc = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sc);
+	for (i = 0; i < 50; i++) {
+		ASSERT_EQ(0, pthread_create(&t, NULL, exit_after_adds, sc));
+		pthread_join(t, NULL);
+	}
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_METRIC_SHARD]);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(50, series(s, "c", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* A fork child's heap has its parent's definitions before it defines
+ * anything; a series handle made before the fork writes the child's
+ * own series, from zero; the parent's is untouched. */
+TEST_F(ctx, fork_child_inherits_definitions_not_values)
+{
+	struct blamer_metric_def cd = { .name = "reqs", .kind = BLAMER_METRIC_COUNTER,
+					.labels = route_code, .nlabels = 2 };
+	double bounds[2] = { 1, 10 };
+	struct blamer_metric_def hd = { .name = "lat", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	const char *v[2] = { "/", "200" };
+	struct blamer_series *sc, *sh;
+	struct blamer_metric *mc;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	int status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	mc = blamer_metric_define(b, &cd);
+	sc = blamer_metric_series(mc, v, NULL, 0);
+	sh = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sc);
+	ASSERT_NE(NULL, sh);
+	blamer_counter_add(sc, 100);
+	blamer_histogram_observe(sh, 5);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		const char *w[2] = { "/", "404" };
+		int ok = 1;
+
+		blamer_counter_add(sc, 1);	/* makes the child's heap */
+		s = own_snapshot(b);
+		/* the definitions were there before anything defined them */
+		ok &= s && s->procs[0].nmetric_defs == 2 && s->procs[0].health == BLAMER_HEALTH_OK;
+		ok &= s && series(s, "reqs", "/") && series(s, "reqs", "/")->value == 1;
+		ok &= s && !series(s, "lat", NULL);	/* not written yet: not made */
+		blamer_snapshot_free(s);
+		blamer_histogram_observe(sh, 0.5);
+		ok &= blamer_metric_define(b, &cd) == mc;
+		ok &= blamer_metric_series(mc, w, NULL, 0) != NULL;
+		s = own_snapshot(b);
+		ok &= s && series(s, "lat", NULL) && series(s, "lat", NULL)->count == 1 &&
+		      series(s, "lat", NULL)->buckets[0] == 1;
+		ok &= s && s->procs[0].nmetric_defs == 2 && s->procs[0].nmetrics == 3;
+		ok &= s && s->procs[0].dropped == 0;
+		blamer_snapshot_free(s);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(100, series(s, "reqs", "/")->value);
+	ASSERT_EQ(1, series(s, "lat", NULL)->count);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* A clean close keeps a heap whose series an exporter folds (marked
+ * closed), and removes one without (as before). */
+TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def ld = { .name = "l", .kind = BLAMER_METRIC_GAUGE,
+					.gauge_mode = BLAMER_GAUGE_LIVESUM };
+	struct blamer_reader_opts o = { .backend = t_backend(), .dir = self->dir };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	struct blamer *b;
+	char e[256];
+	int status;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "the device keeps a closed heap's slabs until the process exits");
+	c = t_cfg(self->dir, 0, 0);
+	/* in children: a process has one heap per directory */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int ok = blamer_open(&c, &b) == 0;
+		struct blamer_series *x = ok ? blamer_metric_series(blamer_metric_define(b, &cd),
+								     NULL, NULL, 0) : NULL;
+
+		blamer_counter_add(x, 3);
+		blamer_close(b);
+		_exit(ok && x ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* a LIVE* gauge ends with its process: nothing to fold */
+		int ok = blamer_open(&c, &b) == 0;
+		struct blamer_series *x = ok ? blamer_metric_series(blamer_metric_define(b, &ld),
+								     NULL, NULL, 0) : NULL;
+
+		blamer_gauge_set(x, 1);
+		blamer_close(b);
+		_exit(ok && x ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	o.flags = BLAMER_READ_DEAD_FULL;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(1, s->nprocs);
+	ASSERT_EQ(BLAMER_PROC_DEAD, s->procs[0].state);
+	ASSERT_EQ(BLAMER_HEAP_DELETED, s->procs[0].heap_state);
+	ASSERT_EQ(BLAMER_PHASE_EXITED_CLEANLY, s->procs[0].phase);
+	ASSERT_EQ(1, s->nseries);
+	ASSERT_EQ(3, s->series[0].value);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+}
+
+TEST_HARNESS_MAIN
