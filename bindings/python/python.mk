@@ -39,7 +39,7 @@ PY_SRC       := $(SRC)/bindings/python
 PY_BUILD     := $(BUILD)/python
 PY_PKG       := $(PY_BUILD)/blamer
 PY_C_SRCS    := $(addprefix $(PY_SRC)/_blamer/,module.c context.c activity.c value.c dag.c \
-		  metric.c promvalue.c reader.c snapshot.c convert.c)
+		  metric.c promvalue.c fleet.c reader.c snapshot.c convert.c)
 PY_FILES     := $(notdir $(wildcard $(PY_SRC)/blamer/*.py))
 PY_OBJS      := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj/%.o,$(PY_C_SRCS))
 PY_DBG_OBJS  := $(patsubst $(PY_SRC)/_blamer/%.c,$(PY_BUILD)/obj-dbg/%.o,$(PY_C_SRCS))
@@ -123,4 +123,4 @@ python-dbg: python $(TOOLS_DIR)/blamer
 python-valgrind: python $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(PY_TEST_ENV) PYTHONMALLOC=malloc nice -n 5 \
 		valgrind -q --error-exitcode=99 --leak-check=no $(PY) $(PY_TESTS)/tap.py \
-		test_writer test_reader test_fork
+		test_writer test_reader test_fork test_prometheus

@@ -229,6 +229,9 @@ PyMODINIT_FUNC PyInit__blamer(void)
 	    PyModule_AddObjectRef(m, "Path", (PyObject *)&pyb_PathType) < 0 ||
 	    PyModule_AddObjectRef(m, "Reader", (PyObject *)&pyb_ReaderType) < 0)
 		goto fail;
+	if (PyType_Ready(&pyb_FleetType) < 0 ||
+	    PyModule_AddObjectRef(m, "Fleet", (PyObject *)&pyb_FleetType) < 0)
+		goto fail;
 	if (PyType_Ready(&pyb_MetricType) < 0 || PyType_Ready(&pyb_SeriesType) < 0 ||
 	    PyModule_AddObjectRef(m, "Metric", (PyObject *)&pyb_MetricType) < 0 ||
 	    PyModule_AddObjectRef(m, "Series", (PyObject *)&pyb_SeriesType) < 0)

@@ -10,6 +10,7 @@
  *   dag.c       DAG nodes, links, units and Path handles
  *   metric.c    Metric and Series: counters, gauges and histograms
  *   promvalue.c MPFamily and MPValue: blamer.prometheus's values
+ *   fleet.c     Fleet: `blamer export`'s service series, folding
  *   reader.c    Reader and blamer.snapshot()
  *   snapshot.c  Snapshot: a C snapshot as Python objects
  *   convert.c   small conversions shared by the others
@@ -146,6 +147,19 @@ int pyb_snapshot_types_init(PyObject *m);
 PyObject *pyb_snapshot_wrap(struct blamer_snapshot *s);
 PyObject *pyb_snapshot(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pyb_snapshot_from_memory(PyObject *self, PyObject *arg);
+/* A Reader's C reader and its lock (TypeError, ValueError if closed). */
+bool pyb_reader_get(PyObject *o, struct blamer_reader **r, PyThread_type_lock *lock);
+/* Under its lock: the Reader still has @r (not closed meanwhile). */
+bool pyb_reader_still(PyObject *o, struct blamer_reader *r);
+/* A Snapshot's C snapshot, to be changed (a fold) without the GIL: its
+ * Python views are dropped and its readers raise until end_change. */
+struct blamer_snapshot *pyb_snapshot_begin_change(PyObject *o);
+void pyb_snapshot_end_change(PyObject *o);
+/* A Snapshot's C snapshot to read now (TypeError, RuntimeError). */
+const struct blamer_snapshot *pyb_snapshot_get(PyObject *o);
+
+/* ---- fleet.c ---- */
+extern PyTypeObject pyb_FleetType;
 
 /* ---- convert.c ---- */
 /*

@@ -396,6 +396,25 @@ PyTypeObject pyb_ReaderType = {
 	.tp_new = PyType_GenericNew,
 };
 
+bool pyb_reader_get(PyObject *o, struct blamer_reader **r, PyThread_type_lock *lock)
+{
+	if (!PyObject_TypeCheck(o, &pyb_ReaderType)) {
+		PyErr_Format(PyExc_TypeError, "blamer: expected a Reader, not %.80s",
+			     Py_TYPE(o)->tp_name);
+		return false;
+	}
+	if (!reader_open((pyb_Reader *)o))
+		return false;
+	*r = ((pyb_Reader *)o)->r;
+	*lock = ((pyb_Reader *)o)->lock;
+	return true;
+}
+
+bool pyb_reader_still(PyObject *o, struct blamer_reader *r)
+{
+	return ((pyb_Reader *)o)->r == r;
+}
+
 PyObject *pyb_snapshot(PyObject *self, PyObject *args, PyObject *kw)
 {
 	pyb_Reader *o;

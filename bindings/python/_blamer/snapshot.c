@@ -26,7 +26,17 @@ typedef struct {
 	PyObject *procs, *totals, *tree, *nodes, *unit_defs, *skipped, *series, *roles;
 					/* made on first use */
 	PyObject *defs;			/* {address: MetricDef}, shared by those */
+	bool changing;			/* a fold is changing s (without the GIL) */
 } pyb_Snapshot;
+
+/* The C snapshot may be read (no fold is changing it); else RuntimeError. */
+static bool snap_ok(pyb_Snapshot *o)
+{
+	if (!o->changing)
+		return true;
+	PyErr_SetString(PyExc_RuntimeError, "blamer: the snapshot is being folded");
+	return false;
+}
 
 PyTypeObject pyb_ProcessType;
 static PyTypeObject ThreadType, FrameType, FieldType, ModuleType, LogType,
@@ -723,6 +733,7 @@ PyObject *pyb_snapshot_wrap(struct blamer_snapshot *s)
 	o->s = s;
 	o->procs = o->totals = o->tree = o->nodes = o->unit_defs = o->skipped = NULL;
 	o->series = o->roles = NULL;
+	o->changing = false;
 	o->defs = PyDict_New();
 	if (!o->defs) {
 		Py_DECREF(o);
@@ -759,6 +770,8 @@ static PyObject *cached(PyObject **slot, const void *base, size_t n, size_t elsz
 static PyObject *snap_processes(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->procs, o->s->procs, o->s->nprocs, sizeof(o->s->procs[0]), make_process,
 		      o->defs);
 }
@@ -794,6 +807,8 @@ static PyObject *make_series(const void *item, const void *arg)
 static PyObject *snap_series(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->series, o->s->series, o->s->nseries, sizeof(o->s->series[0]),
 		      make_series, o);
 }
@@ -801,6 +816,8 @@ static PyObject *snap_series(pyb_Snapshot *o, void *unused)
 static PyObject *snap_roles(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->roles, o->s->roles, o->s->nroles, sizeof(o->s->roles[0]), make_role,
 		      NULL);
 }
@@ -808,6 +825,8 @@ static PyObject *snap_roles(pyb_Snapshot *o, void *unused)
 static PyObject *snap_totals(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->totals, o->s->totals, o->s->ntotals, sizeof(o->s->totals[0]),
 		      make_total, NULL);
 }
@@ -815,6 +834,8 @@ static PyObject *snap_totals(pyb_Snapshot *o, void *unused)
 static PyObject *snap_tree(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->tree, o->s->tree, o->s->ntree, sizeof(o->s->tree[0]), make_tree_node,
 		      o->s);
 }
@@ -822,6 +843,8 @@ static PyObject *snap_tree(pyb_Snapshot *o, void *unused)
 static PyObject *snap_nodes(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->nodes, o->s->nodes, o->s->nnodes, sizeof(o->s->nodes[0]), make_node,
 		      NULL);
 }
@@ -829,6 +852,8 @@ static PyObject *snap_nodes(pyb_Snapshot *o, void *unused)
 static PyObject *snap_unit_defs(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->unit_defs, o->s->unit_defs, o->s->nunit_defs,
 		      sizeof(o->s->unit_defs[0]), make_unitdef, NULL);
 }
@@ -836,16 +861,21 @@ static PyObject *snap_unit_defs(pyb_Snapshot *o, void *unused)
 static PyObject *snap_skipped(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return cached(&o->skipped, o->s->skipped, o->s->nskipped, sizeof(o->s->skipped[0]),
 		      make_skipped, NULL);
 }
 
 static PyObject *snap_units(pyb_Snapshot *o, void *unused)
 {
-	PyObject *t = PyTuple_New((Py_ssize_t)o->s->nunits);
+	PyObject *t;
 	size_t i;
 
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
+	t = PyTuple_New((Py_ssize_t)o->s->nunits);
 	for (i = 0; t && i < o->s->nunits; i++) {
 		PyObject *v = PyLong_FromUnsignedLong(o->s->units[i]);
 
@@ -861,12 +891,16 @@ static PyObject *snap_units(pyb_Snapshot *o, void *unused)
 static PyObject *snap_backend(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return PyUnicode_FromString(o->s->backend == BLAMER_BACKEND_DEVICE ? "device" : "dir");
 }
 
 static PyObject *snap_source(pyb_Snapshot *o, void *unused)
 {
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	return PyUnicode_DecodeFSDefault(o->s->source);
 }
 
@@ -874,7 +908,7 @@ static PyObject *snap_source(pyb_Snapshot *o, void *unused)
 	static PyObject *snap_##field(pyb_Snapshot *o, void *unused)   \
 	{                                                               \
 		(void)unused;                                           \
-		return U64(o->s->field);                                \
+		return snap_ok(o) ? U64(o->s->field) : NULL;            \
 	}
 SNAP_U64(generation)
 SNAP_U64(realtime_ns)
@@ -964,6 +998,9 @@ static PyObject *snap_to_json(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t
 	int32_t *pids = NULL;
 	size_t npids = 0, len = 0;
 	char *buf = NULL;
+
+	if (!snap_ok(o))
+		return NULL;
 	FILE *f;
 	int ret, t;
 
@@ -1009,6 +1046,8 @@ static PyObject *snap_prometheus(pyb_Snapshot *o, PyObject *unused)
 	int ret;
 
 	(void)unused;
+	if (!snap_ok(o))
+		return NULL;
 	ret = blamer_snapshot_prometheus_text(o->s, &buf, &len, &cap);
 	if (ret < 0) {
 		free(buf);
@@ -1024,6 +1063,8 @@ static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *arg)
 	char buf[BLAMER_SNAP_MAX_DEPTH * 40];
 	Py_ssize_t i, n;
 
+	if (!snap_ok(o))
+		return NULL;
 	if (!seq)
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);
@@ -1047,6 +1088,8 @@ static PyObject *snap_node_name(pyb_Snapshot *o, PyObject *arg)
 	const char *name;
 	uint64_t id;
 
+	if (!snap_ok(o))
+		return NULL;
 	if (pyb_u64(arg, "a node id", &id) < 0)
 		return NULL;
 	name = blamer_snap_node_name(o->s, id);
@@ -1061,6 +1104,8 @@ static PyObject *snap_unit_name(pyb_Snapshot *o, PyObject *arg)
 	const char *name;
 	uint32_t unit;
 
+	if (!snap_ok(o))
+		return NULL;
 	if (pyb_u32(arg, "a unit", &unit) < 0)
 		return NULL;
 	d = blamer_snap_unit_def(o->s, unit);
@@ -1077,6 +1122,8 @@ static PyObject *snap_process(pyb_Snapshot *o, PyObject *arg)
 	long pid = PyLong_AsLong(arg);
 	size_t i;
 
+	if (!snap_ok(o))
+		return NULL;
 	if (pid == -1 && PyErr_Occurred())
 		return NULL;
 	for (i = 0; i < o->s->nprocs; i++)
@@ -1100,6 +1147,8 @@ static PyObject *snap_total(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t n
 	Py_ssize_t i, n;
 	uint32_t unit;
 
+	if (!snap_ok(o))
+		return NULL;
 	if (nargs != 2)
 		return PyErr_Format(PyExc_TypeError, "total() takes 2 arguments: nodes, unit");
 	if (pyb_u32(args[1], "a unit", &unit) < 0)
@@ -1158,6 +1207,47 @@ PyTypeObject pyb_SnapshotType = {
 	.tp_methods = snap_methods,
 	.tp_getset = snap_getset,
 };
+
+struct blamer_snapshot *pyb_snapshot_begin_change(PyObject *obj)
+{
+	pyb_Snapshot *o = (pyb_Snapshot *)obj;
+
+	if (!PyObject_TypeCheck(obj, &pyb_SnapshotType)) {
+		PyErr_Format(PyExc_TypeError, "blamer: expected a Snapshot, not %.80s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	if (!snap_ok(o))
+		return NULL;
+	/* Python objects made of it stay valid (they are copies); the cache
+	 * goes: the snapshot is about to hold other processes. */
+	Py_CLEAR(o->procs);
+	Py_CLEAR(o->totals);
+	Py_CLEAR(o->tree);
+	Py_CLEAR(o->nodes);
+	Py_CLEAR(o->unit_defs);
+	Py_CLEAR(o->skipped);
+	Py_CLEAR(o->series);
+	Py_CLEAR(o->roles);
+	PyDict_Clear(o->defs);
+	o->changing = true;
+	return o->s;
+}
+
+void pyb_snapshot_end_change(PyObject *obj)
+{
+	((pyb_Snapshot *)obj)->changing = false;
+}
+
+const struct blamer_snapshot *pyb_snapshot_get(PyObject *obj)
+{
+	if (!PyObject_TypeCheck(obj, &pyb_SnapshotType)) {
+		PyErr_Format(PyExc_TypeError, "blamer: expected a Snapshot, not %.80s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	return snap_ok((pyb_Snapshot *)obj) ? ((pyb_Snapshot *)obj)->s : NULL;
+}
 
 PyObject *pyb_snapshot_from_memory(PyObject *self, PyObject *arg)
 {

@@ -29,12 +29,19 @@ BLAMER_BACKEND and BLAMER_DIR; blamer.init() sets it up explicitly)::
     p = blamer.path(["server", "handler", "db"], [blamer.UNIT_CPU_NS])
     p.add(1200)
 
+    requests = blamer.counter("app_requests", "Requests", ["route"])
+    requests.labels("/users").inc()                 # a Series handle
+    latency = blamer.histogram("app_latency_seconds", buckets=[.01, .1, 1])
+    latency.observe(0.042)
+
 Reading::
 
     snap = blamer.snapshot()
     for proc in snap.processes:
         print(proc.pid, proc.role, proc.live,
               [f.label for t in proc.threads for f in t.stack])
+    for s in snap.series:                  # metrics merged over processes
+        print(s.name, s.labels, s.value)
 
 prometheus_client in multiprocess mode (gunicorn and the like) records
 into blamer heaps instead of mmap files with blamer.prometheus: see
@@ -55,16 +62,18 @@ import inspect as _inspect
 
 from . import _blamer
 from ._blamer import (  # noqa: F401 (re-exported)
-    Activity, Child, Context, Edge, Error, Field, Frame, HeapInfo, LogEntry, MeasuredPath,
-    Module, Node, ParentClaim, Path, Process, Reader, Skipped, Snapshot, Thread, Total,
-    TreeNode, UnitDef, Value,
+    Activity, Child, Context, Edge, Error, Field, Fleet, Frame, HeapInfo, LogEntry,
+    MeasuredPath, Metric, MetricDef, MetricSeries, Module, Node, ParentClaim, Path, Process,
+    ProcessMetric, Reader, Role, Series, Skipped, Snapshot, Thread, Total, TreeNode, UnitDef,
+    Value,
     activity_kind_name, dag_id, default_context, drop_reason_name, init, open, phase_name,
     reset, snapshot, snapshot_from_memory, unit_name,
 )
 
 # The constants: BACKEND_*, PHASE_*, ACTIVITY_*, DATA_*, UNIT_*, BASE_*,
-# HEAP_F_*, READ_*.
-globals().update({k: v for k, v in vars(_blamer).items() if k.isupper()})
+# HEAP_F_*, READ_*, GAUGE_* (MPV_* are blamer.prometheus's).
+globals().update({k: v for k, v in vars(_blamer).items()
+                  if k.isupper() and not k.startswith("MPV_")})
 
 _default = _blamer.default_context()
 
@@ -85,6 +94,9 @@ dag_node = _default.dag_node
 dag_link = _default.dag_link
 dag_unit = _default.dag_unit
 path = _default.path
+counter = _default.counter
+gauge = _default.gauge
+histogram = _default.histogram
 heap_info = _default.heap_info
 
 

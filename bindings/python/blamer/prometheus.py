@@ -281,49 +281,77 @@ def MultiProcessValue(process_identifier=os.getpid):
 class MultiProcessCollector:
     """Every heap's metrics, merged, as prometheus_client metric families.
 
-    MultiProcessCollector(registry, path=None): registers itself with
-    @registry (if not None). path: a blamer heap directory (dir backend);
-    None: where this program's heaps are (BLAMER_BACKEND, BLAMER_DIR).
-    It keeps a blamer Reader, which decodes a dead heap once.
+    MultiProcessCollector(registry, path=None, state=None, keep_dead=8,
+                          blamer_metrics=False)
 
-    The series are the C reader's, merged over processes as `blamer
-    export` merges them. Only when this process faked identities (a
-    process identifier of its own that took several values) are the
-    processes' own series merged here instead: those heaps are in
-    directories of their own, and identities it marked dead are left
-    out of the live* gauges.
+    Registers itself with @registry (if not None). path: a blamer heap
+    directory (dir backend); None: where this program's heaps are
+    (BLAMER_BACKEND, BLAMER_DIR).
+
+    Its series are `blamer export`'s (blamer.Fleet): one per metric and
+    label set over every process, live and dead (counters and histograms
+    summed exactly, gauges by their mode; all and liveall gauges one per
+    process, labelled pid), the same numbers the exporter gives for the
+    same heaps. The label uid is left out while one user's heaps are
+    read; histogram bounds are written as prometheus_client writes them.
+
+    state: a fold state file. Then each collect folds the dead heaps into
+    it, durably, and releases them but the last @keep_dead (kept for
+    postmortems), as `blamer export --listen --state` does: the series
+    stay as many and no counter goes down however many workers come and
+    go. One folder per set of heaps (this collector or `blamer export`,
+    not both: each would count only what it folded). Without a state,
+    dead heaps count while they exist; blamer's retention deletes dead
+    dir heaps beyond BLAMER_DIR_MAX_DEAD (64), the device its oldest
+    orphans: a long-running service wants a folder.
+
+    blamer_metrics: also blamer's own series (blamer_processes by role,
+    busy threads, drops, attribution paths).
+
+    Only when this process faked identities (a process identifier of its
+    own that took several values: tests) are the processes' own series
+    merged here instead: those heaps are in directories of their own,
+    and identities it marked dead are left out of the live* gauges.
     """
 
     _READ = dict(threads=False, stacks=False, modules=False, log=False, children=False,
                  dag=False, totals=False)
 
-    def __init__(self, registry, path=None):
+    def __init__(self, registry, path=None, state=None, keep_dead=8, blamer_metrics=False):
         self._path = path
+        self._state = state
+        self._keep = keep_dead
+        self._own = blamer_metrics
         self._lock = threading.Lock()
         self._reader = None
+        self._fleet = None
         if registry:
             registry.register(self)
 
     def _snapshots(self):
-        """[(identity directory or None, Snapshot)]: the heaps, and the
-        heaps of faked identities."""
+        """The reader and its snapshot, and [(identity directory,
+        Snapshot)] of faked identities' heaps."""
         with self._lock:
             if self._reader is None:
                 kw = dict(self._READ, keep_dead=True)
+                if self._own:
+                    kw.update(dag=True)
                 if self._path is not None:
                     kw.update(backend="dir", dir=self._path)
                 self._reader = blamer.Reader(**kw)
-            snaps = [(None, self._reader.snapshot())]
+                self._fleet = blamer.Fleet(self._state)
+            reader, fleet = self._reader, self._fleet
         root = _heap_root(self._path)
         try:
             names = sorted(n for n in os.listdir(root) if n.startswith("identity-"))
         except OSError:
             names = []
+        idents = []
         for n in names:
             d = os.path.join(root, n)
             if os.path.isdir(d) and not os.path.islink(d):
-                snaps.append((n, blamer.snapshot(backend="dir", dir=d, **self._READ)))
-        return snaps
+                idents.append((n, blamer.snapshot(backend="dir", dir=d, **self._READ)))
+        return reader, fleet, reader.snapshot(), idents
 
     @staticmethod
     def _identity(p):
@@ -333,32 +361,11 @@ class MultiProcessCollector:
         return str(p.pid)
 
     @classmethod
-    def _from_series(cls, snap):
-        """The C reader's merge: [(definition, labels, path, uid, pid, parts,
-        count, buckets)]."""
-        out = []
-        for s in snap.series:
-            parts = list(s.exact) or [s.value]
-            pid = None
-            if s.pid is not None:
-                p = snap.processes[s.process]
-                pid = cls._identity(p)
-                # A series of one process is that process's own: taken from
-                # it (the reader's merged value of an all/liveall gauge is
-                # 0.0 in the metrics work as merged here).
-                for m in p.metrics:
-                    if m.name == s.name and m.labels == s.labels and m.path == s.path:
-                        parts = list(m.exact) or [m.value]
-                        break
-            out.append((s.definition, s.labels, s.path, s.uid, pid, parts, s.count,
-                        list(s.buckets)))
-        return out
-
-    @classmethod
     def _from_processes(cls, snaps):
-        """The processes' own series merged here, as the C reader merges
+        """The processes' own series merged here, as `blamer export` merges
         them, but for identities: a process is dead if it died or its
-        identity was marked dead."""
+        identity was marked dead. [(definition, labels, path, uid, pid,
+        parts, count, buckets)]"""
         merged, order = {}, []
         for _, snap in snaps:
             for p in snap.processes:
@@ -391,15 +398,11 @@ class MultiProcessCollector:
                         e[5], e[8] = [m.value], m.stamp_ns
         return [tuple(merged[k][:8]) for k in order]
 
-    def collect(self):
+    @staticmethod
+    def _families_of(entries):
         from prometheus_client.metrics_core import Metric
         from prometheus_client.utils import floatToGoString
 
-        snaps = self._snapshots()
-        if len(snaps) == 1 and not _dead_identities:
-            entries = self._from_series(snaps[0][1])
-        else:
-            entries = self._from_processes(snaps)
         several_uids = len({e[3] for e in entries}) > 1
         families = {}
         for d, labels, path, uid, pid, parts, count, buckets in entries:
@@ -427,6 +430,57 @@ class MultiProcessCollector:
                 metric.add_sample(d.name + "_count", lab, float(acc))
                 metric.add_sample(d.name + "_sum", lab, value)
         return list(families.values())
+
+    def _families_of_text(self, text, snap):
+        """`blamer export`'s text as prometheus_client families: its own
+        series (blamer_*) left out unless asked for, the label uid while
+        one user's heaps are read, le as prometheus_client writes it, and
+        a pid the identity its process took, if it took one."""
+        from prometheus_client.metrics_core import Metric
+        from prometheus_client.parser import text_string_to_metric_families
+        from prometheus_client.utils import floatToGoString
+
+        fams = [f for f in text_string_to_metric_families(text)
+                if self._own or not f.name.startswith("blamer_")]
+        uids = {s.labels.get("uid") for f in fams for s in f.samples}
+        idents = None
+        out = []
+        for f in fams:
+            m = Metric(f.name, f.documentation, f.type)
+            for s in f.samples:
+                lab = dict(s.labels)
+                if len(uids) == 1:
+                    lab.pop("uid", None)
+                if "le" in lab and not self._own or "le" in lab and \
+                        not f.name.startswith("blamer_"):
+                    lab["le"] = floatToGoString(float(lab["le"]))
+                if "pid" in lab and not f.name.startswith("blamer_"):
+                    if idents is None:
+                        idents = {str(p.pid): self._identity(p) for p in snap.processes}
+                    lab["pid"] = idents.get(lab["pid"], lab["pid"])
+                m.add_sample(s.name, lab, s.value, s.timestamp, s.exemplar)
+            out.append(m)
+        return out
+
+    def close(self):
+        """Closes its reader and its fold state (another collector or
+        exporter may take the state then). The next collect opens them
+        again."""
+        with self._lock:
+            reader, fleet = self._reader, self._fleet
+            self._reader = self._fleet = None
+        if reader is not None:
+            reader.close()
+        if fleet is not None:
+            fleet.close()
+
+    def collect(self):
+        reader, fleet, snap, idents = self._snapshots()
+        if idents or _dead_identities:
+            return self._families_of(self._from_processes([(None, snap)] + idents))
+        if self._state is not None:
+            fleet.fold(reader, snap, keep=self._keep)
+        return self._families_of_text(fleet.prometheus(snap), snap)
 
 
 def mark_process_dead(pid, path=None):

@@ -384,15 +384,19 @@ class Switch(PromTest):
 
 
 class Merges(PromTest):
-    """The collector's two merges, the C reader's (the usual one) and the
-    per-process one (for faked identities), agree on real processes."""
+    """The collector's two merges agree on real processes: the usual one,
+    `blamer export`'s (the C library's fleet series), and the one of the
+    processes' own series (faked identities); and the collector gives
+    the numbers the blamer tool's export gives for the same heaps."""
 
-    def test_same_numbers(self):
+    def fork_workers(self):
         values.ValueClass = bp.MultiProcessValue()
         c = Counter('c', 'help', ['k'], registry=None)
         hs = Histogram('h', 'help', ['k'], registry=None, buckets=(0.1, 1.0))
         gs = {m: Gauge('g_' + m, 'help', ['k'], registry=None, multiprocess_mode=m)
               for m in Gauge._MULTIPROC_MODES}
+        for g in gs.values():
+            g.labels('a').set(100)         # this process is alive
         for i in range(4):
             pid = os.fork()
             if pid == 0:
@@ -405,22 +409,81 @@ class Merges(PromTest):
                     os.kill(os.getpid(), signal.SIGKILL)
                 os._exit(0)
             os.waitpid(pid, 0)
-        snap = self.snap()
 
-        def final(entries):
-            return sorted(repr((d.name, labels, path, uid, pid, math.fsum(parts), count,
-                                buckets))
-                          for d, labels, path, uid, pid, parts, count, buckets in entries)
-        a = final(bp.MultiProcessCollector._from_series(snap))
-        b = final(bp.MultiProcessCollector._from_processes([(None, snap)]))
-        # per label: c, h, the min, max and sum gauges, and the all gauge of
-        # each child (the children are dead: no live* gauge is left)
-        self.assertEqual(len(a), 2 * (2 + 3 + 4))
-        for x, y in zip(a, b):
-            self.assertEqual(x, y)
-        self.assertAlmostEqual(self.value('c_total', {'k': 'a'}), 1.0)
-        self.assertEqual(self.value('g_max', {'k': 'a'}), 31)
-        self.assertEqual(self.value('g_min', {'k': 'b'}), 1)
+    @staticmethod
+    def samples(families):
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in families for s in f.samples}
+
+    def test_same_numbers(self):
+        self.fork_workers()
+        col = bp.MultiProcessCollector(None, path=self.dir)
+        a = self.samples(col.collect())
+        b = self.samples(col._families_of(col._from_processes([(None, self.snap())])))
+        self.assertEqual(sorted(a), sorted(b))
+        for k in a:
+            self.assertEqual(a[k], b[k], k)
+        # per label a: c, h (4 buckets' and count, sum), min, max, sum,
+        # their live forms (this process), all (5 processes), liveall (1)
+        self.assertEqual(len([k for k in a if ('k', 'a') in k[1]]), 1 + 5 + 6 + 5 + 1)
+        self.assertAlmostEqual(a[('c_total', (('k', 'a'),))], 1.0)
+        self.assertEqual(a[('g_max', (('k', 'a'),))], 100)
+        self.assertEqual(a[('g_livesum', (('k', 'a'),))], 100)
+        self.assertEqual(a[('g_min', (('k', 'b'),))], 1)
+
+    def test_same_numbers_as_blamer_export(self):
+        cli = os.environ.get("BLAMER_CLI")
+        if not cli:
+            self.skipTest("BLAMER_CLI not set")
+        import subprocess
+        from prometheus_client.parser import text_string_to_metric_families
+        self.fork_workers()
+        out = subprocess.run([cli, "--dir", self.dir, "export"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        exported = {}
+        for f in text_string_to_metric_families(out.stdout):
+            if f.name.startswith("blamer_"):
+                continue
+            for s in f.samples:
+                lab = dict(s.labels)
+                lab.pop("uid")
+                if "le" in lab:
+                    lab["le"] = str(float(lab["le"])) if lab["le"] != "+Inf" else "+Inf"
+                exported[(s.name, tuple(sorted(lab.items())))] = s.value
+        collected = self.samples(bp.MultiProcessCollector(None, path=self.dir).collect())
+        self.assertEqual(sorted(exported), sorted(collected))
+        for k in exported:
+            self.assertEqual(exported[k], collected[k], k)
+
+    def test_fold_keeps_counts_flat(self):
+        values.ValueClass = bp.MultiProcessValue()
+        c = Counter('jobs', 'help', registry=None)
+        h = Histogram('job_seconds', 'help', registry=None, buckets=(1,))
+        state = os.path.join(self.dir, "state")
+        col = bp.MultiProcessCollector(None, path=self.dir, state=state, keep_dead=2)
+        seen = []
+        for round_ in range(4):
+            for i in range(5):
+                pid = os.fork()
+                if pid == 0:
+                    c.inc(2)
+                    h.observe(0.5)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+            seen.append(self.samples(col.collect()))
+            # folded: only the last 2 dead heaps are left, and this process
+            self.assertLessEqual(len(self.snap().processes), 3)
+        for n, s in enumerate(seen, 1):
+            self.assertEqual(s[('jobs_total', ())], 10 * n)
+            self.assertEqual(s[('job_seconds_count', ())], 5 * n)
+        self.assertEqual(len({len(s) for s in seen}), 1, "series count not flat")
+        # a collector started again on the same state: the same counts
+        with self.assertRaises(blamer.Error):      # one folder per state
+            bp.MultiProcessCollector(None, path=self.dir, state=state).collect()
+        col.close()
+        again = bp.MultiProcessCollector(None, path=self.dir, state=state)
+        self.assertEqual(self.samples(again.collect())[('jobs_total', ())], 40)
 
 
 if __name__ == '__main__':

@@ -135,7 +135,19 @@ class RefLeaks(HeapTest):
             values.ValueClass = bp.MultiProcessValue(lambda: ident[0])
             c2 = Counter("pc", "help", ["l"], registry=None)
 
+            state = os.path.join(self.dir, "fold.state") if BACKEND == "dir" else None
+            folding = bp.MultiProcessCollector(None, path=self.dir if BACKEND == "dir" else None,
+                                               state=state, keep_dead=0)
+
             def body():
+                pid = os.fork()
+                if pid == 0:
+                    c.labels("x").inc()
+                    os._exit(0)
+                os.waitpid(pid, 0)
+                folding.collect()
+                _raises(lambda: blamer.Fleet(None).fold(1, 2), TypeError)
+                _raises(lambda: blamer.Fleet(state), blamer.Error)     # in use
                 c.labels("x").inc()
                 g.set(2)
                 g.inc()
@@ -150,6 +162,7 @@ class RefLeaks(HeapTest):
         finally:
             values.ValueClass = saved
             bp._reset_identities()
+            folding.close()
 
     def test_writer_errors(self):
         v = blamer.set_data("i", 1)
