@@ -124,3 +124,14 @@ python-valgrind: python $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(PY_TEST_ENV) PYTHONMALLOC=malloc nice -n 5 \
 		valgrind -q --error-exitcode=99 --leak-check=no $(PY) $(PY_TESTS)/tap.py \
 		test_writer test_reader test_fork test_prometheus
+
+#   python-gunicorn  a Flask application under Debian's gunicorn (4 sync
+#                    workers restarted every ~20 requests, one route that
+#                    kills its worker), its prometheus_client metrics
+#                    switched to blamer, scraped by Debian's Prometheus
+#                    through `blamer export --listen` (tests/gunicorn/)
+CHECK_SUITES += python-gunicorn
+.PHONY: python-gunicorn
+python-gunicorn: python $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- env -u BLAMER_BACKEND -u BLAMER_DIR \
+		$(PY_TESTS)/gunicorn/server-test.sh $(TOOLS_DIR)/blamer $(PY_BUILD)
