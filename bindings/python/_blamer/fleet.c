@@ -22,6 +22,7 @@ typedef struct {
 	PyObject_HEAD
 	struct blamer_fleet *f;		/* NULL once closed */
 	PyThread_type_lock lock;
+	uint64_t lock_gen;		/* pyb_fork_gen when it was made */
 	PyObject *state;		/* str or None */
 } pyb_Fleet;
 
@@ -49,12 +50,11 @@ static PyObject *fleet_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		Py_XDECREF(bytes);
 		return NULL;
 	}
-	o->lock = PyThread_allocate_lock();
 	o->state = Py_NewRef(state);
-	if (!o->lock) {
+	if (pyb_lock_fresh(&o->lock, &o->lock_gen) < 0) {
 		Py_XDECREF(bytes);
 		Py_DECREF(o);
-		return PyErr_NoMemory();
+		return NULL;
 	}
 	/* reads and checks the state file */
 	Py_BEGIN_ALLOW_THREADS
@@ -82,10 +82,11 @@ static void fleet_dealloc(pyb_Fleet *o)
 
 static bool fleet_usable(pyb_Fleet *o)
 {
-	if (o->f)
-		return true;
-	PyErr_SetString(PyExc_ValueError, "blamer: the Fleet is closed");
-	return false;
+	if (!o->f) {
+		PyErr_SetString(PyExc_ValueError, "blamer: the Fleet is closed");
+		return false;
+	}
+	return pyb_lock_fresh(&o->lock, &o->lock_gen) == 0;
 }
 
 static const char *const fold_names[] = { "reader", "snapshot", "keep", NULL };
@@ -159,6 +160,8 @@ static PyObject *fleet_close(pyb_Fleet *o, PyObject *unused)
 	struct blamer_fleet *f;
 
 	(void)unused;
+	if (pyb_lock_fresh(&o->lock, &o->lock_gen) < 0)
+		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	PyThread_acquire_lock(o->lock, WAIT_LOCK);
 	f = o->f;

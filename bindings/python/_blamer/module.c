@@ -13,6 +13,22 @@
 PyObject *pyb_Error;
 volatile uint64_t pyb_fork_gen;
 
+int pyb_lock_fresh(PyThread_type_lock *lock, uint64_t *gen)
+{
+	PyThread_type_lock l;
+
+	if (__builtin_expect(*gen == pyb_fork_gen && *lock, 1))
+		return 0;
+	l = PyThread_allocate_lock();
+	if (!l) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	*lock = l;
+	*gen = pyb_fork_gen;
+	return 0;
+}
+
 PyObject *pyb_raise_msg(int err, const char *msg)
 {
 	PyObject *args;

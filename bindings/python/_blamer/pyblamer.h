@@ -44,6 +44,14 @@ extern PyObject *pyb_Error;		/* blamer.Error, an OSError */
 /* Forks this process is removed from the process that imported us
  * (bumped in the child by a pthread_atfork handler). */
 extern volatile uint64_t pyb_fork_gen;
+/*
+ * A lock of an object's own (Reader, Fleet) that a fork child may use:
+ * the lock of its parent may have been held by a thread the child does
+ * not have, so the child's first use makes a new one (the old is left:
+ * it may be held for ever). Call with the GIL held, before taking it.
+ * 0, or -1 with MemoryError.
+ */
+int pyb_lock_fresh(PyThread_type_lock *lock, uint64_t *gen);
 /* Raises blamer.Error(-ret, blamer_errmsg() or @what); returns NULL. */
 PyObject *pyb_raise(int ret, const char *what);
 /* The same for a call that failed with errno set (reader calls). */

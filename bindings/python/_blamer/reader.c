@@ -16,6 +16,7 @@ typedef struct {
 	PyObject_HEAD
 	struct blamer_reader *r;	/* NULL once closed */
 	PyThread_type_lock lock;
+	uint64_t lock_gen;		/* pyb_fork_gen when it was made */
 	PyObject *dir, *device;		/* bytes the options point into */
 } pyb_Reader;
 
@@ -96,13 +97,8 @@ static int reader_init(pyb_Reader *o, PyObject *args, PyObject *kw)
 	}
 	if (parse_opts(args, kw, &opts, o) < 0)
 		return -1;
-	if (!o->lock) {
-		o->lock = PyThread_allocate_lock();
-		if (!o->lock) {
-			PyErr_NoMemory();
-			return -1;
-		}
-	}
+	if (pyb_lock_fresh(&o->lock, &o->lock_gen) < 0)
+		return -1;
 	Py_BEGIN_ALLOW_THREADS
 	o->r = blamer_reader_open(&opts, err, sizeof(err));
 	if (!o->r)
@@ -134,12 +130,14 @@ static void reader_dealloc(pyb_Reader *o)
 	PyThread_release_lock((o)->lock);                               \
 	Py_END_ALLOW_THREADS
 
+/* Open (ValueError if not), its lock usable in this process. */
 static bool reader_open(pyb_Reader *o)
 {
-	if (o->r)
-		return true;
-	PyErr_SetString(PyExc_ValueError, "blamer: the Reader is closed");
-	return false;
+	if (!o->r) {
+		PyErr_SetString(PyExc_ValueError, "blamer: the Reader is closed");
+		return false;
+	}
+	return pyb_lock_fresh(&o->lock, &o->lock_gen) == 0;
 }
 
 static PyObject *reader_snapshot(pyb_Reader *o, PyObject *unused)
@@ -300,6 +298,10 @@ static PyObject *reader_close(pyb_Reader *o, PyObject *unused)
 	struct blamer_reader *r;
 
 	(void)unused;
+	if (!o->lock)		/* never opened */
+		Py_RETURN_NONE;
+	if (pyb_lock_fresh(&o->lock, &o->lock_gen) < 0)
+		return NULL;
 	LOCKED_BEGIN(o)
 	r = o->r;
 	o->r = NULL;

@@ -65,6 +65,7 @@ import math
 import os
 import re
 import threading
+import weakref
 
 import blamer
 from . import _blamer
@@ -84,6 +85,21 @@ _SUMMARY_BOUNDS = (0.0,)
 # Identities made dead by mark_process_dead() in this process.
 _dead_identities = set()
 _lock = threading.RLock()
+_families = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    """A lock held by another thread of the parent at the fork is held for
+    ever in the child, which has only the forking thread: the child gets
+    new ones (prometheus_client's multiprocess lock deadlocks threaded
+    programs' children so). The writes take no lock at all."""
+    global _lock
+    _lock = threading.RLock()
+    for f in list(_families):
+        f.lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _identity_dir_name(ident):
@@ -156,6 +172,7 @@ class _Family:
         self.lock = threading.RLock()
         self.hist_bounds = {}     # (metric_name, labelvalues): bounds of a histogram being made
         self.hist_sums = {}       # (metric_name, labelvalues): its _sum, until its +Inf bucket
+        _families.add(self)
 
     # ---- identities ----
 
@@ -318,6 +335,8 @@ class MultiProcessCollector:
                  dag=False, totals=False)
 
     def __init__(self, registry, path=None, state=None, keep_dead=8, blamer_metrics=False):
+        # (a fork child's collector opens its own reader: see _snapshots)
+        self._pid = os.getpid()
         self._path = path
         self._state = state
         self._keep = keep_dead
@@ -331,6 +350,12 @@ class MultiProcessCollector:
     def _snapshots(self):
         """The reader and its snapshot, and [(identity directory,
         Snapshot)] of faked identities' heaps."""
+        if self._pid != os.getpid():
+            # inherited from a parent: its lock may be held by a thread
+            # that is not here, its fold state held by the parent
+            self._lock = threading.Lock()
+            self._reader = self._fleet = None
+            self._pid = os.getpid()
         with self._lock:
             if self._reader is None:
                 kw = dict(self._READ, keep_dead=True)

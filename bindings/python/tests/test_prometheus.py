@@ -343,6 +343,69 @@ class Values(PromTest):
         self.assertEqual(self.value('th_sum'), 10000.0)
 
 
+class ForkWithThreads(PromTest):
+    """A fork while another thread holds a lock of ours: the child has
+    only the forking thread, so that lock would be held for ever
+    (prometheus_client's multiprocess lock so deadlocks threaded
+    programs' children). The child makes metrics, writes and collects."""
+
+    def child_ok(self, child, timeout=20):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                child()
+                code = 0
+            finally:
+                os._exit(code)
+        import time
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            p, status = os.waitpid(pid, os.WNOHANG)
+            if p:
+                return status == 0
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        self.fail("the fork child hung (a lock held by the parent's other thread?)")
+
+    def test_locks_held_by_other_threads(self):
+        import threading
+        V = bp.MultiProcessValue()
+        values.ValueClass = V
+        c = Counter('fc', 'help', registry=None)
+        col = bp.MultiProcessCollector(None, path=self.dir)
+        col.collect()
+        reader = blamer.Reader(backend="dir", dir=self.dir)
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with V._family.lock, bp._lock:
+                held.set()
+                release.wait(30)
+        waiter = threading.Thread(target=lambda: reader.wait(3))   # the reader's lock
+        t = threading.Thread(target=hold)
+        t.start()
+        waiter.start()
+        held.wait(10)
+        import time
+        time.sleep(0.2)        # the waiter is inside wait()
+
+        def child():
+            Histogram('fh', 'help', registry=None).observe(1)
+            c.inc()
+            reader.snapshot()
+            col.collect()
+        try:
+            self.assertTrue(self.child_ok(child))
+        finally:
+            release.set()
+            t.join()
+            waiter.join()
+            reader.close()
+            col.close()
+
+
 class Switch(PromTest):
     def test_install_unchanged_application(self):
         values.ValueClass = self._saved_value_class
