@@ -228,6 +228,69 @@ static void op_path_add(uint64_t n, void *arg)
 		blamer_path_add(p, 0, 1);
 }
 
+/* Metrics: the writes, each against blamer_path_add() in the same run. */
+static void op_counter_add(uint64_t n, void *arg)
+{
+	struct blamer_series *s = arg;
+
+	while (n--)
+		blamer_counter_add(s, 1);
+}
+
+/* Latencies that walk the buckets (0.1 ms to 0.6 s), from a table: the
+ * loop adds nothing of its own to what an observation costs. */
+static double latencies[64];
+
+static void op_observe(uint64_t n, void *arg)
+{
+	struct blamer_series *s = arg;
+
+	while (n--)
+		blamer_histogram_observe(s, latencies[n & 63]);
+}
+
+static void op_gauge_set(uint64_t n, void *arg)
+{
+	struct blamer_series *s = arg;
+
+	while (n--)
+		blamer_gauge_set(s, (double)n);
+}
+
+/* The series the metric rows write: counter, fixed and exponential
+ * histograms, gauges (sum mode, and mostrecent: a clock read per set). */
+struct metric_bench {
+	struct blamer_series *counter, *fixed, *expo, *gauge, *recent;
+};
+
+static int metric_setup(struct blamer *b, struct metric_bench *m)
+{
+	static const double bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+					  0.025, 0.05, 0.1, 0.25, 1 };
+	const struct blamer_metric_def cd = { .name = "bench_requests", .kind = BLAMER_METRIC_COUNTER };
+	const struct blamer_metric_def fd = { .name = "bench_seconds", .kind = BLAMER_METRIC_HISTOGRAM,
+					      .bounds = bounds, .nbounds = 12 };
+	const struct blamer_metric_def ed = { .name = "bench_exp_seconds",
+					      .kind = BLAMER_METRIC_HISTOGRAM, .schema = 3,
+					      .min_exp = -16, .max_exp = 4 };
+	const struct blamer_metric_def gd = { .name = "bench_inflight", .kind = BLAMER_METRIC_GAUGE,
+					      .gauge_mode = BLAMER_GAUGE_SUM };
+	const struct blamer_metric_def rd = { .name = "bench_recent", .kind = BLAMER_METRIC_GAUGE,
+					      .gauge_mode = BLAMER_GAUGE_MOSTRECENT };
+
+	double v = 0.0001;
+	int i;
+
+	for (i = 0; i < 64; i++, v = v < 0.5 ? v * 1.7 : 0.0001)
+		latencies[(i * 37) & 63] = v;	/* shuffled: no pattern to predict */
+	m->counter = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	m->fixed = blamer_metric_series(blamer_metric_define(b, &fd), NULL, NULL, 0);
+	m->expo = blamer_metric_series(blamer_metric_define(b, &ed), NULL, NULL, 0);
+	m->gauge = blamer_metric_series(blamer_metric_define(b, &gd), NULL, NULL, 0);
+	m->recent = blamer_metric_series(blamer_metric_define(b, &rd), NULL, NULL, 0);
+	return m->counter && m->fixed && m->expo && m->gauge && m->recent ? 0 : -1;
+}
+
 /*
  * Two threads doing @op n/2 times each on the same target at once; a
  * run's time (as measure() and compare() take it) is the wall time of
@@ -644,6 +707,24 @@ int main(int argc, char **argv)
 	row("user-data atomic add (handle)", y, "lock xadd", r, "(shared counter)", -1);
 	r = compare(op_raw_xadd, &word, 20000000, op_path_add, p, 20000000, &x, &y);
 	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
+	{
+		struct metric_bench m;
+
+		if (metric_setup(b, &m)) {
+			fprintf(stderr, "bench: %s\n", blamer_errmsg());
+			return 1;
+		}
+		r = compare(op_path_add, p, 20000000, op_counter_add, m.counter, 20000000, &x, &y);
+		row("counter add (blamer_counter_add)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+		r = compare(op_path_add, p, 20000000, op_observe, m.fixed, 20000000, &x, &y);
+		row("histogram observe, 12 bounds", y, "path_add", r, "<= 1.5x", r <= 1.5);
+		r = compare(op_path_add, p, 20000000, op_observe, m.expo, 20000000, &x, &y);
+		row("histogram observe, exponential (162)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+		r = compare(op_path_add, p, 20000000, op_gauge_set, m.gauge, 20000000, &x, &y);
+		row("gauge set (blamer_gauge_set)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+		r = compare(op_path_add, p, 20000000, op_gauge_set, m.recent, 2000000, &x, &y);
+		row("  gauge set, mostrecent (a clock read)", y, "path_add", r, "(the clock)", -1);
+	}
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
 		r = compare(op_pair_xadd, &word, 20000000, op_pair_path_add, p, 20000000, &x, &y);
 		row("2 threads, lock xadd on one word", x, NULL, 0,

@@ -19,7 +19,7 @@ BENCH_SRCS += $(SRC)/bench/bench_tp.c
 BENCH_LIBS += -llttng-ust -ldl
 endif
 
-.PHONY: bench bench-build bench-reader
+.PHONY: bench bench-build bench-reader bench-max-heap bench-open
 READER_BENCH := $(BENCH_DIR)/reader_bench
 bench-build: $(BENCH_BIN) $(READER_BENCH)
 
@@ -34,7 +34,7 @@ $(BENCH_BIN): $(BENCH_SRCS) $(SRC)/bench/bench_tp.h $(LIB_A)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: $(BENCH_BIN) bench-reader bench-python
+bench-run: $(BENCH_BIN) bench-reader bench-max-heap bench-open bench-python
 	@$(SRC)/bench/run-bench $(BENCH_BIN)
 
 # The Python binding against prometheus_client's multiprocess mode
@@ -55,6 +55,20 @@ $(READER_BENCH): $(SRC)/bench/reader_bench.c $(SRC)/bench/stats.h $(LIB_A)
 READER_BENCH_MAX ?= 10000
 bench-reader: $(READER_BENCH) $(TOOLS_DIR)/blamer
 	@$(READER_BENCH) $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp.py $(READER_BENCH_MAX)
+
+# CPU time per heap byte on the maximal heap (the reader-max suite's) at
+# three sizes: the same ns/byte at each, or the reader is not linear.
+bench-max-heap: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/bench/max-heap-bench $(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
+
+# A writer's blamer_open() + blamer_close() next to 100 and 10,000 dead
+# heaps: the same, or retention costs what the dead pile up to.
+OPEN_BENCH := $(BENCH_DIR)/open_bench
+$(OPEN_BENCH): $(SRC)/bench/open_bench.c $(SRC)/bench/stats.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIB_A) -lpthread
+bench-open: $(OPEN_BENCH)
+	@$(OPEN_BENCH)
 
 # The module's costs and the reader on /dev/blamer, in the VM on each
 # kernel of BENCH_KERNELS, one boot each (bench/vm-bench.sh): static
@@ -103,3 +117,20 @@ $(PREFORK_BASE_DIR)/prefork_bench: $(SRC)/bench/prefork_bench.c
 
 bench-prefork: $(PREFORK_BENCH) $(PREFORK_BASE_DIR)/prefork_bench
 	@$(SRC)/bench/prefork-compare $(PREFORK_BASE_DIR)/prefork_bench $(PREFORK_BENCH) 5
+
+# The service's series (Documentation/performance.rst, "Fleet series"):
+# FLEET_BENCH_N worker lifetimes under a folding exporter (RSS and scrape
+# time at 1,000 ... N), and a scrape of FLEET_BENCH_LIVE live workers'
+# merged metrics against prometheus_client's MultiProcessCollector.
+FLEET_BENCH := $(BENCH_DIR)/fleet_bench
+FLEET_BENCH_N ?= 100000
+FLEET_BENCH_LIVE ?= 1000
+.PHONY: bench-fleet
+$(FLEET_BENCH): $(SRC)/bench/fleet_bench.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
+bench-fleet: $(FLEET_BENCH) $(TOOLS_DIR)/blamer
+	@$(FLEET_BENCH) churn $(TOOLS_DIR)/blamer $(FLEET_BENCH_N)
+	@$(FLEET_BENCH) live $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp_metrics.py \
+		$(FLEET_BENCH_LIVE)
+bench-run: bench-fleet

@@ -134,20 +134,36 @@ static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 	int ret = 0;
 	int fmt;
 
-	for (fmt = 0; fmt < 2; fmt++) {
+	/* JSON, the per-process exposition, the service's (aggregate) one */
+	for (fmt = 0; fmt < 3; fmt++) {
 		char *buf = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
+		size_t len = 0, cap = 0;
+		FILE *f = fmt < 2 ? open_memstream(&buf, &len) : NULL;
 
-		if (!f)
+		if (fmt < 2 && !f)
 			return 0;	/* no memory: nothing to judge */
 		if (fmt == 0)
 			blamer_snapshot_write_json(s, f, 0, NULL, 0);
-		else
+		else if (fmt == 1)
 			blamer_snapshot_write_prometheus(s, f);
-		if (fclose(f) == 0 && !fuzz_output_is_clean((const unsigned char *)buf, len)) {
+		else if (blamer_fleet_prometheus_text(NULL, s, &buf, &len, &cap))
+			len = 0;
+		if (fmt == 2 && buf) {	/* a string, as open_memstream() gives */
+			char *z = realloc(buf, len + 1);
+
+			if (!z) {
+				free(buf);
+				return 0;
+			}
+			buf = z;
+			buf[len] = '\0';
+		}
+		if ((fmt == 2 || fclose(f) == 0) && !fuzz_output_is_clean((const unsigned char *)buf, len)) {
 			fprintf(stderr, "fuzz: the %s output is not clean UTF-8 text\n",
 				fmt == 0 ? "JSON" : "Prometheus");
+			ret = -1;
+		} else if (fmt == 2 && buf && !fuzz_series_are_unique(buf)) {
+			fprintf(stderr, "fuzz: the service's exposition names a series twice\n");
 			ret = -1;
 		} else if (fmt == 1 && buf && fuzz_cached_differs(s, buf, len)) {
 			fprintf(stderr, "fuzz: a long-lived exporter's cache wrote another text\n");

@@ -254,6 +254,22 @@ int main(int argc, char **argv)
 		ret |= put(dir, "shard-loop", &h, 0);
 	}
 	fx_free(&h);
+
+	/* metrics: definitions, series with shards; a shard chain that loops;
+	 * a series whose definition reference points into its own record */
+	fx_metrics(&h, 11, 11, 3);
+	ret |= put(dir, "v3-metrics", &h, 0);
+	ret |= put(dir, "v3-metrics-truncated", &h, 3000);
+	{
+		blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
+		int i;
+
+		for (i = 0; i < 6; i++)	/* process, 4 definitions, the first series' shard */
+			r = ((struct blamer_block *)fx_at(&h, r))->next;
+		((struct blamer_metric_shard *)fx_at(&h, r))->next_shard = r;
+		ret |= put(dir, "v3-metric-shard-loop", &h, 0);
+	}
+	fx_free(&h);
 	ret |= amplifiers(dir);
 	if (ret)
 		perror("mkcorpus");

@@ -87,6 +87,8 @@ enum blamer_backend {
 /* Heap flags (blamer_heap_info.flags, blamer_snap_process.heap_flags). */
 #define BLAMER_HEAP_F_CORRUPT	(1u << 0)
 #define BLAMER_HEAP_F_FULL	(1u << 1)
+#define BLAMER_HEAP_F_FOLD	(1u << 2)	/* holds series an exporter folds: a clean
+						 * end leaves it (blamer_close()) */
 
 /*
  * Why a write was not recorded in full (blamer_snap_process.drops[],
@@ -511,6 +513,13 @@ struct blamer_snap_module {
 	bool loaded;
 };
 
+/* Addresses first..last (inclusive) are modules[module]'s: the module
+ * blamer_snap_module_at() gives for them. */
+struct blamer_snap_module_span {
+	uint64_t first, last;
+	uint32_t module;
+};
+
 struct blamer_snap_log {
 	uint64_t number;
 	uint64_t time_ns;	/* CLOCK_REALTIME */
@@ -606,6 +615,22 @@ struct blamer_snap_process {
 	int32_t parent_wait_status;	/* as from waitpid() */
 	int32_t parent_pid;
 	uint64_t parent_exit_time_ns;	/* CLOCK_REALTIME */
+
+	/* the module list as sorted, disjoint address ranges, each the
+	 * module that holds it (blamer_snap_module_at() searches it); made
+	 * by the reader, NULL in a process made by hand (then the list is
+	 * walked) */
+	const struct blamer_snap_module_span *module_spans;
+	size_t nmodule_spans;
+	/* dir backend: what /proc shows contradicts the heap's claim to be
+	 * process pid (started at start_time_ns, files of uid): that pid
+	 * has run since before that start, or runs as a uid that cannot
+	 * have made the files. Then state is BLAMER_PROC_DEAD (the claimed
+	 * process does not run) and nothing of /proc's (comm) is taken as
+	 * the heap's. Why, in a line, in disproved_why. */
+	bool disproved;
+	char disproved_why[128];
+
 	/* its heap's random id (slab header): with pid and start time, who
 	 * it is, across boots too */
 	uint64_t heap_id;
@@ -755,6 +780,10 @@ struct blamer_snapshot {
 	 * once, in the order read: several heaps may name one unit
 	 * (blamer_snap_unit_def() picks one) */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
+	/* dir: slab files of heaps none of whose files holds a heap (empty,
+	 * shorter than a slab header, or not starting with the heap's
+	 * magic): counted here, not shown as processes */
+	size_t empty_files;
 	/* metrics merged over processes (blamer_snap_series), ordered by
 	 * name, uid, label values, path, process; how many processes' series
 	 * were left out because their heap defines the name otherwise (the
@@ -802,6 +831,11 @@ struct blamer_backend_status {
 		char value[128];
 	} params[32];
 	size_t nparams;
+	/* both: writes the heaps the caller reads could not record in full,
+	 * summed by reason (BLAMER_DROP_*), their total, and how many heaps
+	 * dropped any */
+	uint64_t drops[BLAMER_DROP_MAX];
+	uint64_t dropped, dropping_heaps;
 };
 /* 0 or -errno (message in err). */
 int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,
@@ -914,7 +948,7 @@ double blamer_histogram_quantile(const struct blamer_snap_metric_def *def,
 				 const uint64_t *buckets, double q);
 
 /* Exporters. Return 0 or -errno. */
-#define BLAMER_JSON_SCHEMA_VERSION 3
+#define BLAMER_JSON_SCHEMA_VERSION 4
 #define BLAMER_JSON_SUMMARY	(1u << 0)	/* processes without details */
 #define BLAMER_JSON_NO_PROCS	(1u << 1)	/* attribution only */
 #define BLAMER_JSON_NO_ATTRIB	(1u << 2)

@@ -38,8 +38,9 @@ pkgs=(
 	man-db python3 python3-prometheus-client python3-docutils python3-jsonschema
 	prometheus prometheus-node-exporter
 	# the prometheus-server suite scrapes and queries with curl; the
-	# systemd-unit suite checks the unit with systemd-analyze
-	curl systemd
+	# systemd-unit suite checks the unit with systemd-analyze; reader-max
+	# reads CPU time and peak RSS with /usr/bin/time
+	curl systemd time
 	# the Python binding (bindings/python): Debian's python3 headers and
 	# its debug build (reference counts in the tests), the Debian
 	# packaging of python3-blamer, strace (no system call on the hot

@@ -21,6 +21,7 @@
  * plus the live processes' parts is the same number however the parts
  * moved from one to the other, so no fold makes a counter go down.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -138,6 +139,38 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The temporary files of commits that did not finish (an exporter killed
+ * between writing and renaming one: "STATE.XXXXXX", mkostemp()'s): ours,
+ * since we hold the lock, and never read. Removed, so that killed
+ * exporters leave nothing behind.
+ */
+static void drop_temporaries(const struct blamer_fleet *f)
+{
+	const char *slash = strrchr(f->path, '/'), *base = slash ? slash + 1 : f->path;
+	char dir[PATH_MAX];
+	size_t blen = strlen(base);
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - f->path) + 1 : 1,
+		 slash ? f->path : ".");
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (strlen(de->d_name) != blen + 7 || strncmp(de->d_name, base, blen) ||
+		    de->d_name[blen] != '.' || strchr(de->d_name + blen + 1, '.'))
+			continue;
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && st.st_nlink == 1)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
 {
 	struct blamer_fleet *f = calloc(1, sizeof(*f));
@@ -162,8 +195,10 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	ret = take_lock(f, err, errlen);
-	if (!ret)
+	if (!ret) {
+		drop_temporaries(f);
 		ret = fl_state_load(f, err, errlen);
+	}
 	if (ret) {
 		blamer_fleet_close(f);
 		errno = -ret;
@@ -486,10 +521,17 @@ static bool fold_one(struct blamer_fleet *f, const struct blamer_snapshot *s,
 	return true;
 }
 
-/* A dead heap read in full (or holding nothing): its values are final. */
+/*
+ * A dead heap read in full (or holding nothing): its values are final.
+ * Not a disproved one: /proc contradicts its claim, which may be a
+ * writer's in another pid or time namespace that runs still; it is
+ * counted while it is there, never folded nor released by the fold
+ * (retention decides; if it goes, the guard holds its series).
+ */
 static bool foldable(const struct blamer_snap_process *p)
 {
-	return p->state == BLAMER_PROC_DEAD && p->health != BLAMER_HEALTH_UNCHECKED &&
+	return p->state == BLAMER_PROC_DEAD && !p->disproved &&
+	       p->health != BLAMER_HEALTH_UNCHECKED &&
 	       p->health != BLAMER_HEALTH_UNREADABLE && p->health != BLAMER_HEALTH_TORN;
 }
 
@@ -498,10 +540,15 @@ static bool not_folded(const struct blamer_snap_process *p, void *arg)
 	return !fl_folded(arg, p);
 }
 
+struct folded_proc {
+	const struct fl_ident *id;
+	const struct blamer_snap_process *p;
+};
+
 static int dead_desc(const void *a, const void *b)
 {
-	const struct fl_ident *x = *(const struct fl_ident *const *)a;
-	const struct fl_ident *y = *(const struct fl_ident *const *)b;
+	const struct fl_ident *x = ((const struct folded_proc *)a)->id;
+	const struct fl_ident *y = ((const struct folded_proc *)b)->id;
 
 	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
 }
@@ -510,35 +557,26 @@ static int dead_desc(const void *a, const void *b)
 static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 			const struct blamer_snapshot *s, unsigned keep)
 {
-	struct fl_ident **v = malloc((f->nidents + 1) * sizeof(*v));
-	const struct blamer_snap_process **proc = malloc((f->nidents + 1) * sizeof(*proc));
+	struct folded_proc *v = malloc((s->nprocs + 1) * sizeof(*v));
 	size_t i, n = 0, k;
 	char e[256];
 
-	if (!v || !proc)
-		goto out;
+	if (!v)
+		return;
 	for (i = 0; i < s->nprocs; i++) {
-		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
+		struct fl_ident id = fl_ident_of(&s->procs[i]);
+		const struct fl_ident *x = ident_find(f, &id);
 
-		if (x && n < f->nidents)
-			v[n++] = x;
+		if (x)
+			v[n++] = (struct folded_proc){ x, &s->procs[i] };
 	}
 	qsort(v, n, sizeof(*v), dead_desc);
 	for (k = keep; k < n; k++) {
-		for (i = 0; i < s->nprocs; i++) {
-			struct fl_ident id = fl_ident_of(&s->procs[i]);
-
-			if (!ident_cmp(&id, v[k])) {
-				/* gone already, or refused: the next fold tries again */
-				blamer_reader_release(r, &s->procs[i], e, sizeof(e));
-				fl_test_abort(f, 6);
-				break;
-			}
-		}
+		/* gone already, or refused: the next fold tries again */
+		blamer_reader_release(r, v[k].p, e, sizeof(e));
+		fl_test_abort(f, 6);
 	}
-out:
 	free(v);
-	free(proc);
 }
 
 int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct blamer_snapshot *s,

@@ -815,6 +815,8 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 			break;
 		}
 	}
+	if (!in.why && !in.no)
+		in.why = "not a blamer fold state (version 1)";
 	if (!in.why && in.no != nlines)
 		in.why = "the count of lines does not match";
 	if (!in.why) {

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -328,24 +329,24 @@ static void claimed(struct bl_json *j, const struct blamer_snap_process *p)
 }
 
 /* "dropped": the total, "drops": {reason: count} of the reasons counted. */
-static void drops(struct bl_json *j, const struct blamer_snap_process *p)
+static void drops(struct bl_json *j, const uint64_t *counts, uint64_t total)
 {
 	uint32_t i;
 
-	bl_json_kv_u64(j, "dropped", p->dropped);
+	bl_json_kv_u64(j, "dropped", total);
 	bl_json_key(j, "drops");
 	bl_json_object(j);
 	for (i = 0; i < BLAMER_DROP_MAX; i++) {
 		const char *n = blamer_drop_reason_name(i);
 		char other[16];
 
-		if (!p->drops[i])
+		if (!counts[i])
 			continue;
 		if (!n) {
 			snprintf(other, sizeof(other), "%u", i);	/* a newer writer's */
 			n = other;
 		}
-		bl_json_kv_u64(j, n, p->drops[i]);
+		bl_json_kv_u64(j, n, counts[i]);
 	}
 	bl_json_object_end(j);
 }
@@ -392,6 +393,8 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_u64(j, "orphan_time_ns", p->orphan_time_ns);
 	bl_json_kv_u64(j, "last_seen_ns", p->last_seen_ns);
 	claimed(j, p);
+	bl_json_kv_bool(j, "disproved", p->disproved);
+	bl_json_kv_string(j, "disproved_why", p->disproved ? p->disproved_why : "");
 	bl_json_kv_id(j, "heap", p->heap_key);
 	bl_json_key(j, "slabs");
 	bl_json_array(j);
@@ -415,7 +418,7 @@ static void process(struct bl_json *j, const struct blamer_snapshot *s,
 	bl_json_kv_string(j, "role", p->role);
 	bl_json_kv_string(j, "instance", p->instance);
 	bl_json_kv_u32(j, "busy_threads", p->busy_threads);
-	drops(j, p);
+	drops(j, p->drops, p->dropped);
 	parent_claim(j, p);
 	if (!summary)
 		details(j, s, p);
@@ -495,6 +498,14 @@ static void skipped(struct bl_json *j, const struct blamer_snapshot *s)
 	}
 	bl_json_array_end(j);
 	bl_json_kv_u64(j, "skipped_total", s->skipped_total);
+	bl_json_kv_u64(j, "empty_files", s->empty_files);
+}
+
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
@@ -514,14 +525,24 @@ int blamer_snapshot_write_json(const struct blamer_snapshot *s, FILE *f,
 	if (!(flags & BLAMER_JSON_NO_PROCS)) {
 		bl_json_key(&j, "processes");
 		bl_json_array(&j);
+		int32_t *sorted = npids ? malloc(npids * sizeof(*sorted)) : NULL;
+
+		/* sorted once and searched: postmortem asks for every dead pid */
+		if (sorted) {
+			memcpy(sorted, pids, npids * sizeof(*sorted));
+			qsort(sorted, npids, sizeof(*sorted), i32_cmp);
+		}
 		for (i = 0; i < s->nprocs; i++) {
 			bool want = npids == 0;
 
-			for (k = 0; k < npids; k++)
-				want |= pids[k] == s->procs[i].pid;
+			if (sorted)
+				want = bsearch(&s->procs[i].pid, sorted, npids, sizeof(*sorted), i32_cmp);
+			for (k = 0; npids && !sorted && k < npids; k++)
+				want |= pids[k] == s->procs[i].pid;	/* out of memory */
 			if (want)
 				process(&j, s, &s->procs[i], flags & BLAMER_JSON_SUMMARY);
 		}
+		free(sorted);
 		bl_json_array_end(&j);
 	}
 	if (!(flags & BLAMER_JSON_NO_ATTRIB)) {
@@ -562,6 +583,8 @@ int blamer_status_write_json(const struct blamer_backend_status *st, FILE *f)
 		bl_json_kv_u64(&j, "dead", st->dead);
 		bl_json_kv_u64(&j, "bytes", st->bytes);
 	}
+	drops(&j, st->drops, st->dropped);
+	bl_json_kv_u64(&j, "dropping_heaps", st->dropping_heaps);
 	bl_json_object_end(&j);
 	return bl_json_finish(&j);
 }

@@ -100,6 +100,9 @@ static bool p_no_record(const struct blamer_snap_process *p)
 	return !p->have_record || p_not_read(p);
 }
 
+static uint64_t p_disproved(const struct blamer_snap_process *p) { return p->disproved; }
+static bool p_not_disproved(const struct blamer_snap_process *p) { return !p->disproved; }
+
 static uint64_t p_corrupt(const struct blamer_snap_process *p)
 {
 	return p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE;
@@ -357,6 +360,9 @@ static const struct gauge {
 	{ "blamer_dropped_total",
 	  "Writes a process could not record in full, by reason (a series once its first is counted).",
 	  NULL, NULL, drop_samples, "counter" },
+	{ "blamer_process_disproved",
+	  "1 for a heap whose claim /proc contradicts (dir backend: that pid runs since before its claimed start, or as a uid that cannot have made its files): not the process it names.",
+	  p_disproved, p_not_disproved, NULL, NULL },
 };
 _Static_assert(sizeof(gauges) / sizeof(gauges[0]) == NGAUGES, "gauges");
 
@@ -536,6 +542,8 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 		const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, x->unit);
 		uint64_t sum = 0;
 
+		size_t start = o->len;
+
 		do {
 			sum += paths[w->v[w->at].path].values[w->v[w->at].k];
 		} while (++w->at < w->n && !entry_cmp(paths, x, &w->v[w->at]));
@@ -548,12 +556,26 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 			prom_putc(o, '"');
 		}
 		prom_put(o, "} ", 2);
+		/* held at the highest it was (the series is its text: a guard
+		 * writes into memory, never to a FILE, so the text is there) */
+		if (w->guard && !o->f && !o->oom)
+			sum = prom_guard_clamp(w->guard, o->p + start, o->len - start, sum);
 		if (x->ns)
 			prom_ns(o, sum);
 		else
 			prom_u64(o, sum);
 		prom_putc(o, '\n');
 	}
+}
+
+void prom_write_decreases(struct pw *w, struct prom_out *o)
+{
+	if (!w->guard || !w->guard->decreases)
+		return;
+	proc_sample(o, PROM_DECREASES_FAMILY, w);
+	prom_put(o, "} ", 2);
+	prom_u64(o, w->guard->decreases);
+	prom_putc(o, '\n');
 }
 
 void prom_write_heaps(struct exp *e, struct prom_out *o)
@@ -567,6 +589,11 @@ void prom_write_heaps(struct exp *e, struct prom_out *o)
 	prom_sample_u64(o, "blamer_heaps", state, 1, live);
 	state[0].value = "dead";
 	prom_sample_u64(o, "blamer_heaps", state, 1, e->nprocs - live);
+	/* files that hold no heap: one sample for all of them, not a
+	 * process's series each */
+	prom_family(o, "blamer_empty_files", "gauge",
+		    "Slab files of the directory that hold no heap (empty, or without a heap's first bytes), not read as processes.");
+	prom_sample_u64(o, "blamer_empty_files", NULL, 0, e->s->empty_files);
 }
 
 /*

@@ -124,6 +124,7 @@ struct pw {
 	size_t n, at;
 	struct { uint32_t off, len; } *lab;	/* by path: in pool, off + 1 */
 	struct prom_out *pool;
+	struct prom_guard_proc *guard;	/* a long-lived exporter's: counters held up */
 };
 
 /* A process's key (pid, start_time_ns, heap): the order processes are
@@ -135,8 +136,57 @@ struct prom_key {
 struct prom_key prom_key_of(const struct blamer_snap_process *p);
 int prom_key_cmp(const struct prom_key *x, const struct prom_key *y);
 
+/* ---- prom_guard.c: no counter goes down (a long-lived exporter's) ---- */
+
+struct guard_series;
+
+/* What one process's series were, by series (sorted by id), and how
+ * often its heap showed a counter lower than the time before. */
+struct prom_guard_proc {
+	struct prom_key key;
+	uint64_t seen_ns;	/* last exported (CLOCK_MONOTONIC) */
+	uint64_t decreases;
+	struct guard_series *v;	/* in the order last written */
+	size_t n, capv;
+	/* while it is written (prom_guard_clamp()): the series written, where
+	 * the memory is matched up to, and (once the order broke) an index of
+	 * the memory by id and which of it was matched */
+	struct guard_series *fresh;
+	size_t nnew, capnew, pos;
+	uint32_t *idx;
+	uint8_t *used;
+	uint64_t seed;
+	bool oom;
+};
+
+/* Every process's memory, by key. */
+struct prom_guard {
+	struct prom_guard_proc *v;
+	size_t n;
+};
+
+/* Before a process's series are written (@seed: the cache's secret). */
+void prom_guard_begin(struct prom_guard_proc *g, uint64_t seed);
+/* The value to emit for the series whose text (name and labels) is
+ * @series, the heap showing @shown: never less than emitted before. */
+uint64_t prom_guard_clamp(struct prom_guard_proc *g, const char *series, size_t len,
+			  uint64_t shown);
+/* After: what was written becomes the process's memory; false if out of
+ * memory (the memory stays the last one). */
+bool prom_guard_end(struct prom_guard_proc *g);
+void prom_guard_proc_free(struct prom_guard_proc *g);
+/* The last scrape's memory of @key (looked up in key order from *at). */
+struct prom_guard_proc *prom_guard_find(struct prom_guard *gd, const struct prom_key *key,
+					size_t *at);
+/* The end of a scrape: @cur (malloc()ed, the processes written, in key
+ * order) is kept, with those of the last scrape absent from it for a
+ * while. */
+void prom_guard_swap(struct prom_guard *gd, struct prom_guard_proc *cur, size_t ncur,
+		     uint64_t now_ns);
+void prom_guard_free(struct prom_guard *gd);
+
 /* The per-process gauges, in output order after blamer_heaps. */
-#define NGAUGES 9
+#define NGAUGES 10
 
 bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s);
 void prom_exp_free(struct exp *e);
@@ -149,6 +199,10 @@ void prom_gauge_family(struct prom_out *o, size_t g);
 void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o);
 void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o);
 void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o);
+/* @w's blamer_counter_decreases_total, if its guard counted any. */
+void prom_write_decreases(struct pw *w, struct prom_out *o);
+#define PROM_DECREASES_FAMILY	"blamer_counter_decreases_total"
+#define PROM_DECREASES_HELP	"Times a heap showed a counter lower than the time before (each series held at its highest: never a reset)."
 /* The exposition, family by family, straight into @o: a one-off export. */
 int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o);
 /* The attribution family of @unit (its index, and whether its values are

@@ -30,7 +30,7 @@ struct written {
 	struct prom_key key;
 	uint64_t print;		/* fingerprint of what it shows */
 	char *text;
-	struct span *spans;	/* NGAUGES + nfam */
+	struct span *spans;	/* NGAUGES + nfam + the decreases */
 };
 
 struct blamer_prom_cache {
@@ -44,6 +44,7 @@ struct blamer_prom_cache {
 	struct prom_out labels;		/* its path labels */
 	struct entry *values;		/* its values, sorted */
 	size_t nvalues;			/* room at values */
+	struct prom_guard guard;	/* every series held at its highest */
 };
 
 static uint64_t mix(uint64_t h, uint64_t x)
@@ -92,6 +93,7 @@ static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
 	h = mix(h, p->nthreads);
 	h = mix(h, p->exited);
 	h = mix(h, p->exit_signal);
+	h = mix(h, p->disproved);
 	h = mix(h, p->npaths);
 	for (j = 0; j < p->npaths; j++) {
 		const struct blamer_snap_path *q = &p->paths[j];
@@ -164,15 +166,18 @@ void blamer_prom_cache_free(struct blamer_prom_cache *c)
 	free(c->scratch.p);
 	free(c->labels.p);
 	free(c->values);
+	prom_guard_free(&c->guard);
 	free(c);
 }
 
-/* @p's text, made now into @x: its samples family by family. */
+/* @p's text, made now into @x: its samples family by family, each
+ * counter held up by @g. */
 static bool write_one(struct blamer_prom_cache *c, struct exp *e,
-		      const struct blamer_snap_process *p, struct written *x)
+		      const struct blamer_snap_process *p, struct written *x,
+		      struct prom_guard_proc *g)
 {
 	struct prom_out *o = &c->scratch;
-	size_t g, f, nspans = NGAUGES + e->nfam, nv = prom_nvalues(p) + 1;
+	size_t g_, f, nspans = NGAUGES + e->nfam + 1, nv = prom_nvalues(p) + 1;
 	struct pw w = { 0 };
 	bool ok = false;
 
@@ -192,10 +197,12 @@ static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 	x->spans = calloc(nspans, sizeof(*x->spans));
 	if (!x->spans || !prom_pw_init(e, &w, p, c->values, &c->labels))
 		goto out;
-	for (g = 0; g < NGAUGES; g++) {
-		x->spans[g].off = (uint32_t)o->len;
-		prom_write_gauge(&w, g, o);
-		x->spans[g].len = (uint32_t)(o->len - x->spans[g].off);
+	w.guard = g;
+	prom_guard_begin(g, c->seed);
+	for (g_ = 0; g_ < NGAUGES; g_++) {
+		x->spans[g_].off = (uint32_t)o->len;
+		prom_write_gauge(&w, g_, o);
+		x->spans[g_].len = (uint32_t)(o->len - x->spans[g_].off);
 	}
 	for (f = 0; f < e->nfam; f++) {
 		struct span *sp = &x->spans[NGAUGES + f];
@@ -206,6 +213,12 @@ static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 		prom_write_attr(e, &w, f, o);
 		sp->len = (uint32_t)(o->len - sp->off);
 	}
+	/* last: the decreases this process's counters were just held over */
+	x->spans[nspans - 1].off = (uint32_t)o->len;
+	prom_write_decreases(&w, o);
+	x->spans[nspans - 1].len = (uint32_t)(o->len - x->spans[nspans - 1].off);
+	if (!prom_guard_end(g))
+		goto out;	/* a series not remembered: made again next time */
 	/* one process's text fits the spans' 32 bits: the reader's limits */
 	if (o->oom || o->len >= UINT32_MAX)
 		goto out;
@@ -229,8 +242,10 @@ out:
 static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapshot *s,
 			struct prom_out *o)
 {
+	struct prom_guard_proc *gv = NULL;
 	struct written *nv = NULL;
-	size_t i, j = 0, g, f, k;
+	size_t i, j = 0, gj = 0, ngv = 0, g, f, k;
+	struct timespec now;
 	uint64_t ctx;
 	struct exp e;
 	int ret = -ENOMEM;
@@ -246,24 +261,37 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		c->nfam = e.nfam;
 	}
 	nv = calloc(e.nprocs + 1, sizeof(*nv));
-	if (!nv)
+	gv = calloc(e.nprocs + 1, sizeof(*gv));
+	if (!nv || !gv)
 		goto out;
 	for (i = 0; i < e.nprocs; i++) {
 		const struct blamer_snap_process *p = e.procs[i];
 		struct written *x = &nv[i];
+		struct prom_guard_proc *old;
 		int cmp = 1;
 
 		/* both in key order: the last scrape's entry for p, if any */
 		x->key = prom_key_of(p);
 		while (j < c->n && (cmp = prom_key_cmp(&x->key, &c->v[j].key)) > 0)
 			j++;
+		/* what its series were: taken over (the old slot keeps the key) */
+		old = prom_guard_find(&c->guard, &x->key, &gj);
+		gv[i].key = x->key;
+		ngv = i + 1;
+		if (old) {
+			gv[i] = *old;
+			old->v = old->fresh = NULL;
+			old->n = old->capv = old->nnew = old->capnew = 0;
+		}
 		x->print = fingerprint(c->seed, p);
+		/* the same text as last time holds the same values, so the
+		 * same floors: nothing for the guard to see */
 		if (!cmp && c->v[j].text && c->v[j].print == x->print) {
 			x->text = c->v[j].text;
 			x->spans = c->v[j].spans;
 			c->v[j].text = NULL;
 			c->v[j].spans = NULL;
-		} else if (!write_one(c, &e, p, x)) {
+		} else if (!write_one(c, &e, p, x, &gv[i])) {
 			goto out;
 		}
 	}
@@ -283,9 +311,25 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		for (; i < e.nprocs; i++)
 			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
 	}
+	/* the processes whose heaps showed a counter going down, if any */
+	k = NGAUGES + e.nfam;
+	for (i = 0; i < e.nprocs && !nv[i].spans[k].len; i++)
+		;
+	if (i < e.nprocs) {
+		prom_family(o, PROM_DECREASES_FAMILY, "counter", PROM_DECREASES_HELP);
+		for (; i < e.nprocs; i++)
+			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
+	}
 	pm_write_processes(&e, o);	/* the metrics each process wrote: not cached */
 	ret = o->oom ? -ENOMEM : 0;
 out:
+	if (gv) {
+		/* what the processes written remember (all of them: one that
+		 * failed keeps what it had), with the absent ones' for a while */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		prom_guard_swap(&c->guard, gv, ngv,
+				(uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	}
 	for (i = 0; i < c->n; i++)
 		written_free(&c->v[i]);
 	free(c->v);

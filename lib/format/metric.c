@@ -248,6 +248,34 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
 	return k < 1 ? 1 : (uint32_t)k > last - 1 ? last - 1 : (uint32_t)k;
 }
 
+void bl_hist_fast_init(struct bl_hist_fast *f, const struct bl_hist *h)
+{
+	uint32_t c, j;
+
+	memset(f, 0, sizeof(*f));
+	f->layout = h->layout;
+	f->last = h->nbuckets - 1;
+	f->bounds = h->bounds;
+	if (h->layout != BLAMER_HIST_EXPONENTIAL)
+		return;
+	f->schema = h->schema;
+	f->k_lo = exp_k_lo(h);
+	f->lo = pow2i(h->min_exp);
+	f->hi = pow2i(h->max_exp);
+	if (h->schema < 0)
+		return;
+	f->n = 1 << h->schema;
+	for (j = 0; j <= (uint32_t)f->n; j++)
+		f->thr[j] = pow2_frac[j << (8 - h->schema)];
+	for (c = 0, j = 0; c < 1024; c++) {
+		double start = 1.0 + (double)c / 1024;
+
+		while (f->thr[j] < start)
+			j++;
+		f->cell[c] = (uint16_t)j;
+	}
+}
+
 /* ---- exact sums (CPython's math.fsum) ---- */
 
 void blamer_exact_sum_add(struct blamer_exact_sum *f, double x)

@@ -8,9 +8,8 @@
  * by nobody else; files are regular, ours and singly linked, and
  * everything else found there was planted; a process we cannot see in
  * /proc may still live (a container sharing the directory), so its lock
- * on its files is asked too (JDK-8286030).
+ * on its files is asked too (JDK-8286030). Trimming the dead is trim.c's.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/file.h>
 
 #include "clock.h"
 #include "heap_format.h"
@@ -203,34 +201,22 @@ bool bl_slab_file_ok(const struct stat *st)
 
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
 {
-	struct dirent *de;
+	char name[BL_SLAB_NAME_MAX];
 	struct stat st;
-	int fd, removed = 0;
-	DIR *d;
+	int removed = 0;
+	uint32_t i;
 
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d))) {
-		uint64_t start;
-		uint32_t idx;
-		int32_t p;
-
-		if (!bl_slab_name_parse(de->d_name, &p, &start, &idx) || p != pid ||
-		    start != (uint64_t)start_ns)
-			continue;
+	/* each name a heap's slab can have, last first (a removal cut
+	 * short leaves no slab without its first): a cost that does not
+	 * grow with the directory, where a readdir of it did */
+	for (i = BLAMER_MAX_SLABS; i-- > 0;) {
+		bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, i);
 		/* only what the library could have made */
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
 			continue;
-		if (!unlinkat(dirfd, de->d_name, 0))
+		if (!unlinkat(dirfd, name, 0))
 			removed++;
 	}
-	closedir(d);
 	return removed;
 }
 
@@ -274,163 +260,6 @@ int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen)
 		return -EINVAL;
 	r->max_dead = (uint32_t)n;
 	return 0;
-}
-
-/* One heap found in the directory, for trimming. */
-struct trim_heap {
-	int32_t pid;
-	uint32_t first;		/* lowest slab index found */
-	uint64_t start;
-	uint64_t bytes;
-	int64_t mtime_ns;	/* newest of its files; dead: when noticed */
-};
-
-/* At most this many files are looked at per trim (the rest next time). */
-#define TRIM_MAX_FILES	65536u
-
-static int trim_cmp_name(const void *a, const void *b)
-{
-	const struct trim_heap *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int trim_cmp_newest(const void *a, const void *b)
-{
-	const struct trim_heap *x = a, *y = b;
-
-	if (x->mtime_ns != y->mtime_ns)
-		return x->mtime_ns > y->mtime_ns ? -1 : 1;
-	return x->start > y->start ? -1 : x->start < y->start;
-}
-
-/* Every slab file of @dirfd as a heap of one file; *n of them. */
-static struct trim_heap *trim_files(int dirfd, size_t *n)
-{
-	struct trim_heap *v = NULL, *nv;
-	struct dirent *de;
-	size_t cap = 0;
-	struct stat st;
-	int fd;
-	DIR *d;
-
-	*n = 0;
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return NULL;
-	}
-	while ((de = readdir(d)) && *n < TRIM_MAX_FILES) {
-		struct trim_heap h;
-
-		if (!bl_slab_name_parse(de->d_name, &h.pid, &h.start, &h.first) ||
-		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		h.bytes = (uint64_t)st.st_size;
-		h.mtime_ns = (int64_t)bl_ts_ns(&st.st_mtim);
-		v[(*n)++] = h;
-	}
-	closedir(d);
-	return v;
-}
-
-/*
- * False for a heap some process still writes: seen in /proc, or its
- * first file locked. True for a dead one, and then h->mtime_ns becomes
- * when its death was first noticed: the first trim to find it dead takes
- * the write bits off that file, which sets its ctime (the modification
- * time stays the evidence of its last life, for readers).
- */
-static bool trim_dead(int dirfd, struct trim_heap *h)
-{
-	char name[BL_SLAB_NAME_MAX];
-	struct bl_proc_stat ps;
-	struct stat st;
-	bool dead = false;
-	int fd;
-
-	if (!bl_proc_stat(h->pid, &ps) && (uint64_t)ps.start_ns == h->start &&
-	    ps.state != 'Z' && ps.state != 'X')
-		return false;
-	bl_slab_name(name, sizeof(name), h->pid, h->start, h->first);
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;	/* gone since: nothing to trim */
-	if (!flock(fd, LOCK_EX | LOCK_NB) && !fstat(fd, &st) && bl_slab_file_ok(&st)) {
-		if (st.st_mode & 0222) {
-			if (!fchmod(fd, st.st_mode & 0555))
-				fstat(fd, &st);
-		}
-		h->mtime_ns = (int64_t)bl_ts_ns(&st.st_ctim);
-		dead = true;
-	}
-	close(fd);
-	return dead;
-}
-
-int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
-{
-	struct timespec now;
-	struct trim_heap *v;
-	uint64_t bytes = 0;
-	size_t n, i, k = 0, kept = 0;
-	int removed = 0, r;
-
-	v = trim_files(dirfd, &n);
-	if (!v)
-		return n ? -ENOMEM : 0;
-	clock_gettime(CLOCK_REALTIME, &now);
-	/* files to heaps: one entry per (pid, start), sizes summed */
-	qsort(v, n, sizeof(*v), trim_cmp_name);
-	for (i = 0; i < n; i++) {
-		if (k && v[k - 1].pid == v[i].pid && v[k - 1].start == v[i].start) {
-			v[k - 1].bytes += v[i].bytes;
-			if (v[i].mtime_ns > v[k - 1].mtime_ns)
-				v[k - 1].mtime_ns = v[i].mtime_ns;
-			if (v[i].first < v[k - 1].first)
-				v[k - 1].first = v[i].first;
-		} else {
-			v[k++] = v[i];
-		}
-	}
-	/* the dead ones, most recently noticed first; one changed within the
-	 * last second is left alone (its writer may be between making and
-	 * locking it), but a time more than a second ahead is no youth: a
-	 * clock stepped back or a forged time must not keep a heap forever */
-	for (i = 0, n = 0; i < k; i++) {
-		int64_t age = (int64_t)bl_ts_ns(&now) - v[i].mtime_ns;
-
-		if ((age >= 1000000000 || age < -1000000000) && trim_dead(dirfd, &v[i]))
-			v[n++] = v[i];
-	}
-	qsort(v, n, sizeof(*v), trim_cmp_newest);
-	/* keep the newest that fit; from the first that does not, delete */
-	for (i = 0; i < n; i++) {
-		if (kept < keep->max_dead && bytes + v[i].bytes <= keep->max_dead_bytes) {
-			kept++;
-			bytes += v[i].bytes;
-			continue;
-		}
-		break;
-	}
-	for (k = n; k-- > i;) {
-		r = bl_slabdir_remove_heap(dirfd, v[k].pid, (int64_t)v[k].start);
-		removed += r > 0;
-	}
-	free(v);
-	return removed;
 }
 
 int bl_proc_stat(pid_t pid, struct bl_proc_stat *st)

@@ -27,12 +27,14 @@
  *  - retention: a heap is dead when /proc shows no process of its pid
  *    and start time and no process holds a lock on its files (a writer
  *    share-locks each slab file while it has it mapped). Whenever a
- *    writer makes a heap there, the dead heaps are looked at: the first
- *    time one is found dead its first file loses its write bits (its
- *    ctime then says when its death was noticed); the most recently
- *    noticed are kept up to a count and a byte budget
- *    ($BLAMER_DIR_MAX_DEAD, default 64; $BLAMER_DIR_MAX_DEAD_BYTES,
- *    default 64 MiB), the others deleted, the longest dead first.
+ *    writer makes a heap there, it takes a bounded step (trim.c): the
+ *    next entries of the directory are looked at, and the first time a
+ *    heap is found dead its first file loses its write bits (its ctime
+ *    then says when its death was noticed) and it joins a queue kept in
+ *    the state file BL_TRIM_STATE; the most recently noticed are kept
+ *    up to a count and a byte budget ($BLAMER_DIR_MAX_DEAD, default 64;
+ *    $BLAMER_DIR_MAX_DEAD_BYTES, default 64 MiB), the others deleted,
+ *    the longest dead first, a few per step.
  *
  * Functions report failure as -errno and, where a person needs to know
  * more, a one-line reason in @why (no strerror: the caller adds its own).
@@ -95,7 +97,8 @@ const char *bl_slab_file_why(const struct stat *st, uid_t owner);
 bool bl_slab_file_ok(const struct stat *st);
 
 /* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
- * bl_slab_file_ok() accepts. The number removed, or -errno. */
+ * bl_slab_file_ok() accepts (a look at each of the BLAMER_MAX_SLABS names
+ * it may have: no readdir). The number removed, or -errno. */
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
 
 /* How many dead heaps a directory keeps. */
@@ -112,16 +115,21 @@ struct bl_retention {
 int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen);
 
 /*
- * Deletes the dead heaps of @dirfd beyond @keep, oldest first (where.h's
- * top says which are dead and which are kept). Only files that
- * bl_slab_file_ok() accepts are touched, and a heap whose files changed
- * in the last second is left for the next time (a writer in another pid
- * namespace may be between making its file and locking it); a time more
- * than a second ahead does not count as recent (a clock stepped back or
- * a forged time would keep a heap forever). Returns the number of heaps
- * deleted, or -errno.
+ * trim.c: one step of the retention of @dirfd's dead heaps (where.h's
+ * top): the next directory entries looked at, dead heaps found queued,
+ * and the oldest beyond @keep deleted, each a bounded number, whatever
+ * the directory holds. Only files that bl_slab_file_ok() accepts are
+ * touched, and a heap whose files changed in the last second is left
+ * for the next time (a writer in another pid namespace may be between
+ * making its file and locking it); a time more than a second ahead does
+ * not count as recent (a clock stepped back or a forged time would keep
+ * a heap forever). Never waits: while another writer trims, this one
+ * skips its step. Returns the number of heaps deleted, or -errno.
  */
 int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
+/* The file in a heap directory where trimming keeps its state (a name no
+ * slab file has; readers pass over it). */
+#define BL_TRIM_STATE	".blamer-trim"
 
 /* What /proc/<pid>/stat says about a process. */
 struct bl_proc_stat {

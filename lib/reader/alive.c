@@ -23,6 +23,11 @@
  * pidfd names exited before the read, a later process with its pid would
  * show another start time, or the next poll() says it exited).
  *
+ * A claim /proc contradicts is disproved, not alive (proc_check()): a
+ * process of that pid started before the heap's claimed start runs
+ * still, or the process of that pid and start runs as no uid that could
+ * have made the heap's files.
+ *
  * At most a quarter of RLIMIT_NOFILE's soft limit is spent on pidfds,
  * and none once the process's descriptor table is half full; writers past
  * that, and kernels without pidfd_open() (before 5.3, or a seccomp filter
@@ -37,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "clock.h"
@@ -64,21 +70,95 @@ static int writer_cmp(const void *key, const void *entry)
 	return rd_pid_start_cmp(k->pid, k->start, w->pid, w->start);
 }
 
+/* The real, effective, saved and file system uids of @pid (the Uid:
+ * line of /proc/<pid>/status): 0, or -1 if they cannot be read. */
+static int proc_uids(int32_t pid, uid_t ids[4])
+{
+	char path[32], buf[4096], *line;
+	unsigned long v[4];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	line = strstr(buf, "\nUid:");
+	if (!line || sscanf(line + 5, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) != 4)
+		return -1;
+	for (n = 0; n < 4; n++)
+		ids[n] = (uid_t)v[n];
+	return 0;
+}
+
 /*
- * /proc's word on @pid: alive with start time @start (and its comm into
- * @comm, sanitized), or not.
+ * Could a process that runs as @ids have made a file of uid @owner? Yes
+ * if @owner is one of its uids, or root (root may make a heap and then
+ * drop to another user for good: its files stay root's).
  */
-static bool proc_alive(int32_t pid, uint64_t start, char *comm, size_t commlen)
+static bool uid_fits(uid_t owner, const uid_t ids[4])
+{
+	return !owner || owner == ids[0] || owner == ids[1] || owner == ids[2] || owner == ids[3];
+}
+
+/*
+ * /proc's word on the claim of a heap named <@pid>-<@start> whose files
+ * are uid @owner's: its writer alive (its comm into @comm, sanitized),
+ * dead, or the claim disproved, why in @why:
+ *  - /proc/<pid> shows a process that started before @start and runs
+ *    still: no other process had that pid at @start (the caller checks
+ *    that the heap was made in this boot);
+ *  - the process of that pid and start runs, but with no uid that could
+ *    have made a file of @owner's.
+ * A pid reused since, by a process started later, says nothing (the
+ * heap's writer may have ended before): dead.
+ */
+static enum rd_verdict proc_check(int32_t pid, uint64_t start, uid_t owner, char *comm,
+				  size_t commlen, char *why, size_t whylen)
 {
 	struct bl_proc_stat st;
+	char path[32];
+	struct stat ps;
+	uid_t ids[4];
 
-	if (bl_proc_stat(pid, &st) || (uint64_t)st.start_ns != start)
-		return false;
+	if (bl_proc_stat(pid, &st))
+		return RD_WRITER_DEAD;
+	/* a process (even a zombie, or a thread: /proc has tids too) holds
+	 * its pid from its start on */
+	if ((uint64_t)st.start_ns < start) {
+		snprintf(why, whylen,
+			 "pid %d has run since %.2fs after boot, before the claimed start at %.2fs",
+			 (int)pid, (double)st.start_ns / 1e9, (double)start / 1e9);
+		return RD_WRITER_DISPROVED_START;
+	}
+	if ((uint64_t)st.start_ns != start)
+		return RD_WRITER_DEAD;
 	if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
-		return false;	/* exited: its heap is dead */
+		return RD_WRITER_DEAD;	/* exited: its heap is dead */
+	/* The owner of /proc/<pid> is the process's euid (root when it is
+	 * not dumpable): one stat() in the common case, its status only
+	 * when that is not the files' owner. */
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (owner && (stat(path, &ps) || ps.st_uid != owner) && !proc_uids(pid, ids) &&
+	    !uid_fits(owner, ids)) {
+		struct bl_proc_stat again;
+
+		/* still the process whose start the heap names (not a pid
+		 * reused between the two reads)? */
+		if (bl_proc_stat(pid, &again) || again.start_ns != st.start_ns)
+			return RD_WRITER_DEAD;
+		snprintf(why, whylen, "pid %d runs as uid %u, which cannot have made a file of uid %u",
+			 (int)pid, (unsigned)ids[1], (unsigned)owner);
+		return RD_WRITER_DISPROVED_UID;
+	}
 	/* a process names itself (prctl, the file it runs): printable only */
 	rd_sanitize(comm, st.comm, strnlen(st.comm, commlen - 1));
-	return true;
+	return RD_WRITER_LIVE;
 }
 
 /* No such pid (most dead heaps): one signal-0 probe says so for less
@@ -192,16 +272,18 @@ static bool watch(struct rd_alive *a, const struct rd_writer *w, int pidfd)
 	return true;
 }
 
-bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_t commlen)
+enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t owner,
+			 char *comm, size_t commlen, char *why, size_t whylen)
 {
 	struct rd_writer_key key = { .pid = pid, .start = start };
 	struct rd_writer *w = rd_carry_find(&a->c, &key, writer_cmp), nw;
+	enum rd_verdict v;
 	int pidfd = -1;
 
 	if (w && !w->taken) {
 		w->taken = true;
 		if (w->exited)
-			return false;	/* its pidfd is closed at the end */
+			return RD_WRITER_DEAD;	/* its pidfd is closed at the end */
 		pidfd = w->pidfd;
 		w->pidfd = -1;	/* now ours, whatever follows */
 		if (a->npidfds >= a->budget) {
@@ -211,13 +293,13 @@ bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_
 			if (a->now_ns - w->checked_ns >= RD_ALIVE_RECHECK_NS) {
 				if (!renamed(pid, pidfd, w->comm)) {
 					close(pidfd);
-					return false;
+					return RD_WRITER_DEAD;
 				}
 				w->checked_ns = a->now_ns;
 			}
 			if (watch(a, w, pidfd)) {
 				snprintf(comm, commlen, "%s", w->comm);
-				return true;
+				return RD_WRITER_LIVE;
 			}
 			pidfd = -1;	/* out of memory: /proc below */
 		}
@@ -225,17 +307,18 @@ bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_
 	if (!pid_exists(pid)) {
 		if (pidfd >= 0)
 			close(pidfd);
-		return false;
+		return RD_WRITER_DEAD;
 	}
 	if (pidfd < 0)
 		pidfd = open_pidfd(a, pid);	/* before /proc is read (see the top) */
-	if (!proc_alive(pid, start, comm, commlen)) {
+	v = proc_check(pid, start, owner, comm, commlen, why, whylen);
+	if (v != RD_WRITER_LIVE) {
 		if (pidfd >= 0)
 			close(pidfd);
-		return false;
+		return v;
 	}
 	if (pidfd < 0)
-		return true;	/* not watched: /proc again next time */
+		return RD_WRITER_LIVE;	/* not watched: /proc again next time */
 	/* Writers first seen in one snapshot have their names read again in
 	 * different ones: each first at its own moment of the second (a hash
 	 * of its pid), then once a second. */
@@ -244,7 +327,7 @@ bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_
 						       RD_ALIVE_RECHECK_NS };
 	snprintf(nw.comm, sizeof(nw.comm), "%s", comm);
 	watch(a, &nw, pidfd);
-	return true;
+	return RD_WRITER_LIVE;
 }
 
 /* The pidfds of @c's last entries that were not carried over. */

@@ -131,7 +131,9 @@ static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err
 		return -errno;
 	}
 	while ((de = readdir(dh))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		/* the writers' retention state (format/trim.c): theirs, no heap */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, BL_TRIM_STATE))
 			continue;
 		if (!bl_slab_name_parse(de->d_name, &f.pid, &f.start, &f.idx)) {
 			rd_skip(d->s, de->d_name, "not a slab file name (<pid>-<start_ns>.<index>.slab)");
@@ -494,9 +496,27 @@ static void last_seen(struct blamer_snap_process *p, uint64_t mtime_ns)
 	p->last_seen_ns = t;
 }
 
-static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
+/* The first bytes of a slab file: the heap's magic, or nothing of a heap. */
+static bool has_magic(const struct rd_slab *s)
+{
+	uint32_t magic;
+
+	if (s->size < sizeof(magic))
+		return false;
+	memcpy(&magic, s->buf, sizeof(magic));
+	return magic == BLAMER_HEAP_MAGIC;
+}
+
+/*
+ * Reads the heap of files @f[0..n) into @p. False if none of the files
+ * read holds anything of a heap (empty, shorter than the magic, or not
+ * starting with it): those are counted in the snapshot, not shown (a
+ * directory of 100,000 empty files would be 100,000 processes).
+ */
+static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
 		      uint32_t n, bool headers_only, struct rd_kept_slab *ks, bool *held)
 {
+	bool any = false;
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	size_t again[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
@@ -540,6 +560,14 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		raw[i].buf = d->r->buf + (uintptr_t)raw[i].buf;
 		if (again[i] != SIZE_MAX)
 			raw[i].again = d->r->buf + again[i];
+		any |= has_magic(&raw[i]);
+	}
+	if (nraw && !any) {
+		for (i = 0; i < nraw; i++)
+			rd_slab_drop(&raw[i]);
+		d->s->empty_files += nraw;
+		p->nslabs = 0;
+		return false;
 	}
 	h.slabs = ordered;
 	h.retries = d->r->opts.max_retries;
@@ -562,6 +590,7 @@ static void read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 		d->r->buf = NULL;
 		d->r->bufcap = 0;
 	}
+	return true;
 }
 
 /*
@@ -583,6 +612,22 @@ static void comm_from_cmdline(struct blamer_snap_process *p)
 		l = sizeof(p->comm) - 2;
 	memcpy(p->comm, a, l);
 	p->comm[l] = '\0';
+}
+
+/*
+ * Was heap @f made before this boot? Its first file's ctime (which only
+ * the kernel sets) is older than the boot: its pid and start time are
+ * another boot's, and /proc of this one neither proves nor disproves them
+ * (a directory kept across reboots: /dev/shm is not).
+ */
+static bool before_boot(struct dir *d, const struct dfile *f)
+{
+	uint64_t boot = bl_clock_ns(CLOCK_REALTIME) - bl_clock_ns(CLOCK_BOOTTIME);
+	char name[BL_SLAB_NAME_MAX];
+	struct stat st;
+
+	dfile_name(name, f);
+	return !fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) && bl_ts_ns(&st.st_ctim) < boot;
 }
 
 /*
@@ -653,6 +698,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
 		struct blamer_snap_process *p;
 		bool live, full, keep, held = false;
+		enum rd_verdict v;
 		char comm[64] = "";
 		size_t defs;
 		uint32_t nf;
@@ -671,7 +717,16 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		p->start_time_ns = files[i].start;
 		p->uid = d.owner;
 		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
-		live = rd_alive(&r->alive, files[i].pid, files[i].start, comm, sizeof(comm));
+		v = rd_alive(&r->alive, files[i].pid, files[i].start, d.owner, comm, sizeof(comm),
+			     p->disproved_why, sizeof(p->disproved_why));
+		if (v == RD_WRITER_DISPROVED_START && before_boot(&d, &files[i]))
+			v = RD_WRITER_DEAD;	/* another boot's pid and start time */
+		live = v == RD_WRITER_LIVE;
+		/* a claim /proc contradicts is no process of ours: dead, and
+		 * nothing of /proc's (comm) is shown as its */
+		p->disproved = v == RD_WRITER_DISPROVED_START || v == RD_WRITER_DISPROVED_UID;
+		if (!p->disproved)
+			p->disproved_why[0] = '\0';
 		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
 		if (live) {
 			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
@@ -683,12 +738,23 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		full = !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) &&
 		       (live || (r->opts.flags & BLAMER_READ_DEAD_FULL));
 		keep = full && !live && (r->opts.flags & BLAMER_READ_KEEP_DEAD);
-		if (keep && reuse_kept(&d, p, &files[i], nf))
-			continue;
+		if (keep) {
+			bool disproved = p->disproved;
+			char why[sizeof(p->disproved_why)];
+
+			memcpy(why, p->disproved_why, sizeof(why));
+			if (reuse_kept(&d, p, &files[i], nf)) {
+				/* the heap is as it was; what /proc says is now's */
+				p->disproved = disproved;
+				memcpy(p->disproved_why, why, sizeof(why));
+				continue;
+			}
+		}
 		defs = s->nunit_defs;
-		read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL);
-		if (!p->nslabs) {
-			rd_drop_last_process(s);	/* every file of it was skipped */
+		if (!read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL) ||
+		    !p->nslabs) {
+			/* no heap in its files, or every file of it skipped */
+			rd_drop_last_process(s);
 			continue;
 		}
 		if (!p->comm[0] && p->cmdline[0])

@@ -124,6 +124,7 @@ static inline bool rd_version_ok(uint32_t v)
  *   series.c                  the service view (metrics merged, roles)
  *   parse.c                   one heap: checks, then the record list
  *   decode_*.c                one decoder per record type
+ *   module_index.c            the modules as a table of address ranges
  *   record.c                  block and owner checks, arrays, strings
  *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
  *   keep.c  alive.c  carry.c  what a long-lived reader keeps between snapshots
@@ -292,6 +293,10 @@ void rd_defmap_free(struct rd_defmap *m);
  * series' definition (kept by index while parsing) becomes a pointer. */
 void rd_metrics_link(struct blamer_snap_process *p);
 
+/* module_index.c: p->module_spans from p->modules (in @s's memory); left
+ * NULL out of memory. */
+void rd_index_modules(struct blamer_snapshot *s, struct blamer_snap_process *p);
+
 /* parse.c: one heap, its slabs ordered (rd_heap_order), into h->p. */
 void rd_heap_parse(struct rd_heap *h);
 
@@ -408,9 +413,19 @@ struct rd_alive {
 };
 /* The start of a snapshot: which watched writers have exited. */
 void rd_alive_begin(struct rd_alive *a);
+/* What /proc says of a heap's claim to be the writer @pid started at
+ * @start, its files uid @owner's (alive.c, proc_check()). */
+enum rd_verdict {
+	RD_WRITER_DEAD,
+	RD_WRITER_LIVE,
+	RD_WRITER_DISPROVED_START,	/* that pid runs, started before @start */
+	RD_WRITER_DISPROVED_UID,	/* it runs as no uid that made @owner's files */
+};
 /* Is the writer @pid started at @start alive? If so, its comm (@commlen
- * bytes at most, sanitized) is in @comm. Asked in (pid, start) order. */
-bool rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, char *comm, size_t commlen);
+ * bytes at most, sanitized) is in @comm; if /proc disproves the claim,
+ * why is in @why. Asked in (pid, start) order. */
+enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t owner,
+			 char *comm, size_t commlen, char *why, size_t whylen);
 /* The end of a snapshot: the pidfds of writers it did not see are closed. */
 void rd_alive_end(struct rd_alive *a);
 void rd_alive_free(struct rd_alive *a);

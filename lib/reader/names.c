@@ -67,8 +67,23 @@ const struct blamer_snap_module *blamer_snap_module_at(const struct blamer_snap_
 							uint64_t addr)
 {
 	const struct blamer_snap_module *best = NULL;
-	size_t i;
+	size_t i, lo = 0, hi = p->nmodule_spans;
 
+	if (p->module_spans) {
+		/* the last span starting at or before addr, if it reaches it */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (p->module_spans[mid].first <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo || p->module_spans[lo - 1].last < addr ||
+		    p->module_spans[lo - 1].module >= p->nmodules)
+			return NULL;
+		return &p->modules[p->module_spans[lo - 1].module];
+	}
 	/* the module holding addr, as the process reported its mappings;
 	 * the last one listed wins (a library mapped again later) */
 	for (i = 0; i < p->nmodules; i++) {

@@ -114,6 +114,8 @@ void rd_heap_parse(struct rd_heap *h)
 {
 	parse(h);
 	rd_scratch_commit(h);
+	if (h->p->nmodules)
+		rd_index_modules(h->s, h->p);
 	rd_metrics_link(h->p);
 }
 

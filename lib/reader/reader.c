@@ -215,8 +215,16 @@ size_t blamer_snapshot_filter(struct blamer_snapshot *s,
 	return k;
 }
 
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 struct pid_set {
-	const int32_t *pids;
+	const int32_t *pids;	/* as given */
+	int32_t *sorted;	/* sorted, or NULL (out of memory: the walk) */
 	size_t n;
 };
 
@@ -225,17 +233,33 @@ static bool pid_wanted(const struct blamer_snap_process *p, void *arg)
 	const struct pid_set *ps = arg;
 	size_t j;
 
+	if (!ps->n)
+		return true;
+	if (ps->sorted)
+		return bsearch(&p->pid, ps->sorted, ps->n, sizeof(*ps->sorted), i32_cmp);
 	for (j = 0; j < ps->n; j++)
 		if (p->pid == ps->pids[j])
 			return true;
-	return !ps->n;
+	return false;
 }
 
 size_t blamer_snapshot_select(struct blamer_snapshot *s, const int32_t *pids, size_t npids)
 {
-	struct pid_set ps = { pids, npids };
+	struct pid_set ps = { pids, NULL, npids };
+	size_t k;
 
-	return blamer_snapshot_filter(s, pid_wanted, &ps);
+	/* sorted once, each process looked up: no walk of every pid per
+	 * process (a long list of pids times many heaps) */
+	if (npids) {
+		ps.sorted = malloc(npids * sizeof(*ps.sorted));
+		if (ps.sorted) {
+			memcpy(ps.sorted, pids, npids * sizeof(*ps.sorted));
+			qsort(ps.sorted, npids, sizeof(*ps.sorted), i32_cmp);
+		}
+	}
+	k = blamer_snapshot_filter(s, pid_wanted, &ps);
+	free(ps.sorted);
+	return k;
 }
 
 int blamer_reader_fd(const struct blamer_reader *r)
@@ -281,25 +305,43 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 {
 	struct blamer_snapshot *s;
 	uint32_t flags = r->opts.flags;
-	size_t i;
+	size_t i, j;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	st->backend = r->backend;
 	snprintf(st->source, sizeof(st->source), "%s", r->source);
-	if (r->backend == BLAMER_BACKEND_DEVICE)
-		return rd_dev_status(r, st, err, errlen);
-	/* dir: what the heaps' headers say, however many there are */
-	r->opts.flags = BLAMER_READ_HEADERS_ONLY;
+	if (r->backend == BLAMER_BACKEND_DEVICE) {
+		ret = rd_dev_status(r, st, err, errlen);
+		if (ret)
+			return ret;
+	}
+	/*
+	 * Every heap read to its DROPS record (dead ones too, which are
+	 * where lost writes matter most), nothing else decoded; on the dir
+	 * backend the same pass counts the heaps.
+	 */
+	r->opts.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_THREADS | BLAMER_READ_NO_STACKS |
+			BLAMER_READ_NO_USERDATA | BLAMER_READ_NO_MODULES | BLAMER_READ_NO_LOG |
+			BLAMER_READ_NO_CHILDREN | BLAMER_READ_NO_DAG;
 	ret = blamer_reader_snapshot(r, &s, err, errlen);
 	r->opts.flags = flags;
 	if (ret)
 		return ret;
 	for (i = 0; i < s->nprocs; i++) {
-		st->bytes += s->procs[i].size;
-		st->dead += s->procs[i].state == BLAMER_PROC_DEAD;
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < BLAMER_DROP_MAX; j++)
+			st->drops[j] += p->drops[j];
+		st->dropped += p->dropped;
+		st->dropping_heaps += p->dropped != 0;
+		if (r->backend == BLAMER_BACKEND_DIR) {
+			st->bytes += p->size;
+			st->dead += p->state == BLAMER_PROC_DEAD;
+		}
 	}
-	st->heaps = s->nprocs;
+	if (r->backend == BLAMER_BACKEND_DIR)
+		st->heaps = s->nprocs;
 	blamer_snapshot_free(s);
 	return 0;
 }

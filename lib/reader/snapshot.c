@@ -362,6 +362,8 @@ static void copy_process(struct copier *c, struct blamer_snap_process *to,
 	to->nodes = dup_array(c, from->nodes, from->nnodes, sizeof(*to->nodes));
 	to->edges = dup_array(c, from->edges, from->nedges, sizeof(*to->edges));
 	to->paths = dup_array(c, from->paths, from->npaths, sizeof(*to->paths));
+	to->module_spans = dup_array(c, from->module_spans, from->nmodule_spans,
+				     sizeof(*to->module_spans));
 	dup_metrics(c, to, from);
 }
 

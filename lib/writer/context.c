@@ -192,7 +192,6 @@ static int make_heap(struct blamer *b)
 	do
 		b->data_id = (uint32_t)bl_random64();
 	while (!b->data_id);
-	st_relaxed(A32(&b->folds), 0);	/* a new heap: no fleet series yet */
 	ret = bl_process_records(b);
 	if (!ret)
 		ret = bl_drops_record(b);
@@ -366,7 +365,8 @@ static void finish(struct blamer *b, bool clean)
 
 	if (!b)
 		return;
-	keep = clean && ld_acquire(A32(&b->state)) == BL_ST_READY && ld_relaxed(A32(&b->folds));
+	keep = clean && ld_acquire(A32(&b->state)) == BL_ST_READY &&
+	       (bl_heap_flags(&b->heap) & BLAMER_HEAP_F_FOLD);
 	bl_registry_remove(b);
 	bl_tls_forget(b);
 	if (ld_acquire(A32(&b->state)) == BL_ST_READY) {

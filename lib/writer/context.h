@@ -83,6 +83,7 @@ struct blamer_metric {
 	struct bl_handle h;	/* rec, ref: the METRIC_DEF record */
 	struct blamer_metric_def_rec def;	/* as made: the key, and what a remake writes */
 	uint32_t nvalues;	/* words of a series' values */
+	struct bl_hist_fast *fast;	/* histograms: the bucket lookup (malloc()ed) */
 	struct blamer_metric *next;	/* b->metrics */
 };
 
@@ -99,6 +100,7 @@ struct blamer_series {
 	uint32_t nvalues;	/* words of its values */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
 	bool stamped;		/* a mostrecent gauge: sets store the time */
+	const struct bl_hist_fast *fast;	/* histograms: the metric's bucket lookup */
 	struct bl_hist hist;	/* histograms: the buckets */
 	struct blamer_metric *m;
 	/* the key */
@@ -142,8 +144,6 @@ struct blamer {
 	uint64_t pending_drops[BLAMER_DROP_REASONS];	/* atomic: counted with no heap */
 	struct bl_inherit inherit;
 	bool forked;		/* a fork child's context: its heap re-reads modules */
-	uint32_t folds;		/* atomic: the heap holds series an exporter folds
-				 * (metric.c): a clean close keeps it (context.c) */
 	struct blamer *next;	/* registry */
 };
 

@@ -243,6 +243,18 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 	if (!ref)
 		goto fail;
 	mine->nvalues = def_nvalues(&mine->def);
+	if (mine->def.kind == BLAMER_METRIC_HISTOGRAM) {
+		struct bl_hist h = { .layout = mine->def.layout, .nbuckets = mine->def.nbuckets,
+				     .schema = mine->def.schema, .min_exp = mine->def.min_exp,
+				     .max_exp = mine->def.max_exp, .bounds = mine->def.bounds };
+
+		mine->fast = malloc(sizeof(*mine->fast));
+		if (!mine->fast) {
+			bl_error(ENOMEM, "blamer: no memory for a histogram's buckets");
+			goto fail;
+		}
+		bl_hist_fast_init(mine->fast, &h);
+	}
 	bl_handle_init(&mine->h, b, def_remake, bl_ptr(&b->heap, ref), ref);
 	for (;;) {
 		mine->next = head;
@@ -255,12 +267,15 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 		/* another thread pushed handles meanwhile: one of ours? */
 		for (m = head; m != seen; m = m->next) {
 			if (!strcmp(m->def.name, mine->def.name)) {
+				free(mine->fast);
 				free(mine);
 				return m;	/* the same record: the heap made it once */
 			}
 		}
 	}
 fail:
+	if (mine)
+		free(mine->fast);
 	free(mine);
 	return NULL;
 }
@@ -345,8 +360,12 @@ static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *r
 		bl_drop(b, BLAMER_DROP_HEAP_FULL);
 		return NULL;
 	}
-	if (folded(&s->m->def))
-		st_relaxed(A32(&b->folds), 1);
+	/* Relaxed: the flag is a hint for whoever ends the heap, which a
+	 * thread of this process does after this store (or a parent, after
+	 * our exit). */
+	if (folded(&s->m->def) && !(ld_relaxed(A32(&b->heap.hh->flags)) & BLAMER_HEAP_F_FOLD))
+		atomic_fetch_or_explicit(A32(&b->heap.hh->flags), BLAMER_HEAP_F_FOLD,
+					 memory_order_relaxed);
 	return bl_ptr(&b->heap, *ref);
 }
 
@@ -441,6 +460,7 @@ struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *
 		key.hist.min_exp = m->def.min_exp;
 		key.hist.max_exp = m->def.max_exp;
 		key.hist.bounds = m->def.bounds;
+		key.fast = m->fast;
 	}
 	key.hash = key_hash(&key);
 	s = bl_series_handle(b, &key, series_remake);

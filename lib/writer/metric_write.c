@@ -15,13 +15,15 @@
  *  - No shard to be had: the write goes to the series record's own words
  *    with atomic operations. Nothing is lost.
  *
- * A double in a thread's own shard is added to with a compare-and-swap
- * without the lock prefix: one instruction, so a signal handler that
- * writes the same series on the same thread (between two instructions)
- * either comes before it, and the swap fails and is done again, or after
- * it; no other thread writes that word. A C "+=" could lose the
- * handler's add; a locked instruction would cost what the shard saves.
- * Elsewhere, and under TSan, a relaxed atomic CAS loop.
+ * A double in a thread's own shard is added to with a plain load, add and
+ * store: the thread is its only writer. A signal handler could run on the
+ * same thread between the load and the store and write the same series;
+ * its add would then be lost. So the thread marks the store under way
+ * (bl_tls.in_write, with compiler barriers around the add: the mark is
+ * the thread's own, no fence between CPUs is needed) and a write that
+ * finds it marked is a handler's: it goes to the series record's own
+ * words with atomic operations instead. A compare-and-swap in the shard
+ * would do without the mark, at twice the cost of the add.
  */
 #include <string.h>
 
@@ -65,27 +67,20 @@ static inline void own_add_u64(uint64_t *v, uint64_t x)
 #endif
 }
 
-/* An add to a double of this thread's own shard (see the top). */
+/* An add to a double of this thread's own shard, under the mark (see
+ * the top): one writer, so a plain load and store of the double (the
+ * word is read as a double: may_alias), each whole (aligned 8 bytes).
+ * Under TSan, relaxed atomics (which it sees). */
+typedef double __attribute__((may_alias)) bl_alias_double;
+
 static inline void own_add_double(uint64_t *w, double d)
 {
 #if defined(__x86_64__) && !defined(BL_TSAN)
-	uint64_t old = *(volatile uint64_t *)w, seen;
+	volatile bl_alias_double *x = (volatile bl_alias_double *)w;
 
-	for (;;) {
-		__asm__ volatile("cmpxchgq %2, %1"
-				 : "=a"(seen), "+m"(*w)
-				 : "r"(dbits(bitsd(old) + d)), "0"(old)
-				 : "cc");
-		if (__builtin_expect(seen == old, 1))
-			return;
-		old = seen;
-	}
+	*x = *x + d;
 #else
-	uint64_t old = ld_relaxed(A64(w));
-
-	while (!atomic_compare_exchange_weak_explicit(A64(w), &old, dbits(bitsd(old) + d),
-						      memory_order_relaxed, memory_order_relaxed))
-		;
+	st_relaxed(A64(w), dbits(bitsd(ld_relaxed(A64(w))) + d));
 #endif
 }
 
@@ -194,12 +189,17 @@ mine:
 }
 
 /* A write of @v to word 0 (a double) and, for a histogram, 1 to the
- * count of bucket @bucket (word bucket + 1). */
-static inline void own_write(uint64_t *values, uint32_t bucket, double v, bool hist)
+ * count of bucket @bucket (word bucket + 1), under the thread's mark. */
+static inline void own_write(struct bl_tls *t, uint64_t *values, uint32_t bucket, double v,
+			     bool hist)
 {
+	t->in_write = true;
+	atomic_signal_fence(memory_order_seq_cst);
 	if (hist)
 		own_add_u64(&values[bucket + 1], 1);
 	own_add_double(&values[0], v);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->in_write = false;
 }
 
 /* Out of line: the hit path then saves no registers. */
@@ -217,6 +217,9 @@ static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool 
 
 	if (!rec)
 		return;
+	/* a handler that interrupted this thread's own write: not the shard */
+	if (t->in_write)
+		goto shared;
 	if (!bl_slot_read_retry(t, seq) && none && t->shard_retry) {
 		t->shard_retry--;
 		goto shared;
@@ -226,7 +229,7 @@ static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool 
 		t->shard_retry = SHARD_RETRY;
 	bl_slot_fill(t, slot, s->id, values);
 	if (values) {
-		own_write(values, bucket, v, hist);
+		own_write(t, values, bucket, v, hist);
 		return;
 	}
 shared:
@@ -250,8 +253,9 @@ static inline void write(struct blamer_series *s, uint32_t bucket, double v, boo
 	uint32_t seq = bl_slot_read_begin(t);
 	uint64_t *values = slot->values;
 
-	if (__builtin_expect(slot->path_id == s->id && values && !bl_slot_read_retry(t, seq), 1))
-		own_write(values, bucket, v, hist);
+	if (__builtin_expect(slot->path_id == s->id && values && !t->in_write &&
+			     !bl_slot_read_retry(t, seq), 1))
+		own_write(t, values, bucket, v, hist);
 	else
 		write_slow(s, bucket, v, hist);
 }
@@ -276,7 +280,7 @@ void blamer_histogram_observe(struct blamer_series *s, double v)
 		refused(s, BLAMER_METRIC_HISTOGRAM);
 		return;
 	}
-	write(s, bl_hist_index(&s->hist, v), v, true);
+	write(s, bl_hist_fast_index(s->fast, v), v, true);
 }
 
 void blamer_gauge_set(struct blamer_series *s, double v)

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,18 +24,28 @@ int blamer_modules_refresh(struct blamer *b)
 	return bl_modules_record(b);
 }
 
+/* The process record of *@bp's heap (made if need be), or NULL with *@err. */
+static struct blamer_process *process_rec(struct blamer **bp, int *err)
+{
+	struct blamer_process *p;
+	struct bl_heap *h = bl_heap_for(bp, err);
+
+	if (!h)
+		return NULL;
+	p = bl_heap_get(h, (*bp)->process, BLAMER_REC_PROCESS, sizeof(*p));
+	if (!p)
+		*err = bl_error(EIO, "blamer: process record lost");
+	return p;
+}
+
 int blamer_set_phase(struct blamer *b, uint32_t phase)
 {
 	struct blamer_process *p;
-	struct bl_heap *h;
 	int err;
 
-	h = bl_heap_for(&b, &err);
-	if (!h)
-		return err;
-	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	p = process_rec(&b, &err);
 	if (!p)
-		return bl_error(EIO, "blamer: process record lost");
+		return err;
 	/* Release: a phase is one word; nothing else to publish, but readers
 	 * load it with acquire so keep the pair. */
 	st_release(A32(&p->phase), phase);
@@ -66,6 +77,29 @@ int blamer_process_launched(struct blamer *b, pid_t pid)
 	st_relaxed(A32(&c->state), BLAMER_CHILD_RUNNING);
 	bl_owner_set(b, &c->owner);
 	return 0;
+}
+
+/*
+ * The child's heap holds series an exporter folds (BLAMER_HEAP_F_FOLD in
+ * its header): removed, its counts would leave the service's totals. It
+ * is left, closed, for the exporter. A file that cannot be read says
+ * nothing: the heap is removed as before.
+ */
+static bool child_folds(int dirfd, pid_t pid, int64_t start)
+{
+	struct blamer_heap_header hh;
+	char name[64];
+	bool folds = false;
+	int fd;
+
+	bl_slab_name(name, sizeof(name), pid, (uint64_t)start, 0);
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &hh, sizeof(hh), BLAMER_HEAP_HEADER_OFFSET) == (ssize_t)sizeof(hh))
+		folds = hh.flags & BLAMER_HEAP_F_FOLD;
+	close(fd);
+	return folds;
 }
 
 int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
@@ -103,7 +137,8 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	 * clean exit: the heap of a child that crashed or failed is what a
 	 * postmortem wants to read (`blamer release` frees it later). */
 	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
-	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0)
+	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0 &&
+	    !child_folds(b->be.dirfd, pid, found->child_start_stamp))
 		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
 	return removed < 0 ? 0 : removed;
 }
@@ -124,7 +159,6 @@ static bool role_name_ok(const char *s, bool may_be_empty)
 int blamer_set_role(struct blamer *b, const char *role, const char *instance)
 {
 	struct blamer_process *p;
-	struct bl_heap *h;
 	uint32_t st = BLAMER_ROLE_NONE;
 	int err;
 
@@ -133,12 +167,9 @@ int blamer_set_role(struct blamer *b, const char *role, const char *instance)
 				"printable ASCII bytes", BLAMER_NAME_MAX - 1, BLAMER_NAME_MAX - 1);
 	if (!instance)
 		instance = "";
-	h = bl_heap_for(&b, &err);
-	if (!h)
-		return err;
-	p = bl_heap_get(h, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	p = process_rec(&b, &err);
 	if (!p)
-		return bl_error(EIO, "blamer: process record lost");
+		return err;
 	/* Once per heap: whoever moves NONE -> WRITING writes both names,
 	 * then SET with release (readers show them only then). */
 	if (atomic_compare_exchange_strong_explicit(A32(&p->role_state), &st, BLAMER_ROLE_WRITING,

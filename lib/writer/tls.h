@@ -53,6 +53,8 @@ struct bl_tls {
 	uint32_t next_victim;
 	bool key_set;		/* the exit destructor will run for this thread */
 	bool making_heap;	/* this thread is making a context's heap (bl_ready()) */
+	bool in_write;		/* a metric write to a shard is under way (metric_write.c):
+				 * a signal handler's write goes elsewhere */
 };
 
 extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));

@@ -11,6 +11,8 @@
  * ask for status; map slab descriptors with random lengths, offsets and
  * protections, mprotect, mremap, madvise, munmap and touch the mappings;
  * dup and close descriptors; pass them to other workers over SCM_RIGHTS;
+ * vmsplice() mappings into pipes that outlive the slabs; vfork (the child
+ * must not be able to create);
  * fork (the child uses what it inherited, then exits or is killed), exec
  * itself with some descriptors left open, exit with a random status, kill
  * each other. A supervisor replaces every worker that dies until the time
@@ -58,6 +60,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,13 +83,14 @@ enum op {
 	OP_OPEN_DEV, OP_CREATE, OP_OPEN_SLAB, OP_LIST, OP_RELEASE, OP_STATUS,
 	OP_POLL, OP_MMAP, OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_MUNMAP,
 	OP_TOUCH, OP_DUP, OP_CLOSE, OP_SEND, OP_RECV, OP_FORK, OP_EXEC,
-	OP_EXIT, OP_KILL, OP_NR
+	OP_EXIT, OP_KILL, OP_SPLICE, OP_VFORK, OP_NR
 };
 
 static const char *const op_names[OP_NR] = {
 	"open-dev", "create", "open-slab", "list", "release", "status",
 	"poll", "mmap", "mprotect", "mremap", "madvise", "munmap", "touch",
 	"dup", "close", "send", "recv", "fork", "exec", "exit", "kill",
+	"splice", "vfork",
 };
 
 /* Relative frequencies: mostly the calls that make and use slabs. */
@@ -96,7 +100,7 @@ static const unsigned int op_weight[OP_NR] = {
 	[OP_MMAP] = 12, [OP_MPROTECT] = 5, [OP_MREMAP] = 4, [OP_MADVISE] = 4,
 	[OP_MUNMAP] = 6, [OP_TOUCH] = 14, [OP_DUP] = 3, [OP_CLOSE] = 6,
 	[OP_SEND] = 4, [OP_RECV] = 4, [OP_FORK] = 2, [OP_EXEC] = 1,
-	[OP_EXIT] = 1, [OP_KILL] = 1,
+	[OP_EXIT] = 1, [OP_KILL] = 1, [OP_SPLICE] = 3, [OP_VFORK] = 1,
 };
 
 /* Who made a slab: a process in one program (exec starts a new one). */
@@ -200,7 +204,7 @@ static uint64_t pick_len(void)
 
 /* ------------------------------------------------------------ a worker */
 
-enum kind { K_FREE, K_DEV, K_SLAB };
+enum kind { K_FREE, K_DEV, K_SLAB, K_PIPE };
 
 struct fdent {
 	int fd;
@@ -950,7 +954,7 @@ static void op_recv(void)
 	if (!cm || cm->cmsg_type != SCM_RIGHTS)
 		return;
 	memcpy(&e.fd, CMSG_DATA(cm), sizeof(int));
-	e.kind = what.kind == K_DEV ? K_DEV : K_SLAB;
+	e.kind = what.kind == K_DEV || what.kind == K_PIPE ? what.kind : K_SLAB;
 	e.id = what.id;
 	e.size = what.size;
 	e.writable = (int)what.pad;
@@ -1081,11 +1085,63 @@ static void op_kill(void)
 	count(OP_KILL, ok);
 }
 
+/*
+ * vmsplice() a mapped range into a new pipe and keep only its read end
+ * (kind K_PIPE): the pipe holds the slab's pages until the descriptor is
+ * closed, past a release, an eviction and the slab's last file, which is
+ * when the module keeps them charged and lets them linger.
+ */
+static void op_splice(void)
+{
+	struct mapent m = pick_map();
+	struct fdent e = { .kind = K_PIPE };
+	struct iovec iov;
+	int p[2];
+	ssize_t n;
+
+	if (!m.addr || pipe2(p, O_CLOEXEC))
+		return;
+	iov.iov_base = m.addr + below(m.len);
+	iov.iov_len = below(m.len - (size_t)((uint8_t *)iov.iov_base - m.addr)) + 1;
+	/* Another thread may unmap it meanwhile: EFAULT, not a fault. */
+	n = vmsplice(p[1], &iov, 1, SPLICE_F_NONBLOCK);
+	count(OP_SPLICE, n > 0);
+	close(p[1]);
+	e.fd = p[0];
+	add_fd(&e);
+}
+
+/*
+ * A vfork() child borrows this process's address space: it may open the
+ * device, but never create a slab (its parent would write it).
+ */
+static void op_vfork(void)
+{
+	static int created;	/* written by vfork children, read after */
+	struct blamer_create c = { .length = PG, .fd = -1 };
+	pid_t pid;
+	int fd;
+
+	__atomic_store_n(&created, 0, __ATOMIC_RELAXED);
+	pid = vfork();
+	if (pid == 0) {
+		fd = open(DEVICE, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && !ioctl(fd, BLAMER_IOC_CREATE, &c))
+			__atomic_store_n(&created, 1, __ATOMIC_RELAXED);
+		_exit(0);
+	}
+	count(OP_VFORK, pid > 0);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	if (__atomic_load_n(&created, __ATOMIC_RELAXED))
+		violation("a vfork() child of pid %d created a slab", w.me.pid);
+}
+
 static void (*const ops[OP_NR])(void) = {
 	op_open_dev, op_create, op_open_slab, op_list, op_release, op_status,
 	op_poll, op_mmap, op_mprotect, op_mremap, op_madvise, op_munmap,
 	op_touch, op_dup, op_close, op_send, op_recv, op_fork, op_exec,
-	op_exit, op_kill,
+	op_exit, op_kill, op_splice, op_vfork,
 };
 
 static enum op pick_op(void)
@@ -1101,7 +1157,7 @@ static enum op pick_op(void)
 		r -= op_weight[i];
 	}
 	/* A short-lived child neither forks nor execs again. */
-	if (w.child && (i == OP_FORK || i == OP_EXEC))
+	if (w.child && (i == OP_FORK || i == OP_EXEC || i == OP_VFORK))
 		i = OP_TOUCH;
 	return (enum op)i;
 }
@@ -1225,7 +1281,7 @@ static int exec_child(int argc, char **argv)
 			   &f->writable, &id, &size, &f->creator.pid,
 			   &f->creator.nonce) != 7)
 			continue;
-		f->kind = kind == K_DEV ? K_DEV : K_SLAB;
+		f->kind = kind == K_DEV || kind == K_PIPE ? kind : K_SLAB;
 		f->id = id;
 		f->size = size;
 		f->mine = 0;

@@ -373,6 +373,8 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 			if (isnan(v))
 				continue;
 			at = bl_hist_index(h, v);
+			/* the writer's lookup, the same bucket */
+			ASSERT_EQ(at, bl_hist_fast_index(sr[i]->fast, v)) TH_LOG("%zu: %a", i, v);
 			ASSERT_LT(at, h->nbuckets);
 			ASSERT_TRUE(v <= bl_hist_upper(h, at)) TH_LOG("%zu: %a in %u", i, v, at);
 			if (at) {

@@ -427,98 +427,63 @@ static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up,
  * write, even through the creator's own writable mapping: neither a page
  * the creator wrote (@off 0) nor one nobody touched yet, which the write
  * fault allocates (@off PG).
+ *
+ * With @released, the creator releases the slab before it dies, keeping
+ * its writable mapping: the slab has left the table, but the death still
+ * revokes its writers (it once left the owner record untracked, and the
+ * CLONE_VM process kept writing), and a reader that opened the slab
+ * before the release sees nothing written after the death.
  */
 static void no_writes_after_death(struct __test_metadata *_metadata,
-				  size_t off)
+				  size_t off, bool released)
 {
+	int up[2], rel[2], status, dev = bl_open(O_RDONLY), sfd = -1;
 	struct blamer_slab_info info;
-	int up[2], status;
-	__u64 id;
 	pid_t creator, child;
-	char r = 0;
-
-	poke_off = off;
-	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
-	ASSERT_EQ(0, pipe(up));
-	ASSERT_EQ(0, pipe(go_pipe));
-	ASSERT_EQ(0, pipe(result_pipe));
-	creator = fork_creator(2, true, vm_child, up[1], -1);
-	ASSERT_LE(0, creator);
-	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
-	kill(creator, SIGKILL);
-	ASSERT_EQ(creator, waitpid(creator, &status, 0));
-	ASSERT_EQ(0, bt_facts(id, &info));
-	EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
-	EXPECT_EQ(SIGKILL, info.exit_signal);
-	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
-	ASSERT_EQ(1, read(result_pipe[0], &r, 1));
-	EXPECT_EQ('S', r);	/* SIGBUS, not a write */
-	child = waitpid(-1, &status, 0);
-	EXPECT_LT(0, child);
-	prctl(PR_SET_CHILD_SUBREAPER, 0);
-	close(up[0]);
-	close(up[1]);
-	close(go_pipe[0]);
-	close(go_pipe[1]);
-	close(result_pipe[0]);
-	close(result_pipe[1]);
-}
-
-TEST(no_writes_after_the_creator_died)
-{
-	no_writes_after_death(_metadata, 0);
-}
-
-TEST(no_writes_to_a_hole_after_the_creator_died)
-{
-	no_writes_after_death(_metadata, PG);
-}
-
-/*
- * The same for a slab the creator released before it died, keeping its
- * writable mapping: the slab left the table, but its death still revokes
- * the writers (it once left the owner record untracked, and the CLONE_VM
- * process kept writing), and a reader that opened the slab before the
- * release sees nothing written after the death.
- */
-TEST(no_writes_to_a_released_slab_after_the_creator_died)
-{
-	struct blamer_slab_info info;
-	int up[2], rel[2], status, dev = bl_open(O_RDONLY), sfd;
-	pid_t creator, child;
-	char r = 0, *ro;
+	char r = 0, *ro = NULL;
 	__u64 id;
 
 	ASSERT_LE(0, dev);
-	poke_off = 0;
+	poke_off = off;
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(rel));
 	ASSERT_EQ(0, pipe(go_pipe));
 	ASSERT_EQ(0, pipe(result_pipe));
-	creator = fork_creator(2, true, vm_child, up[1], rel[0]);
+	creator = fork_creator(2, true, vm_child, up[1], released ? rel[0] : -1);
 	ASSERT_LE(0, creator);
 	ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
-	sfd = bl_open_slab(dev, id);
-	ASSERT_LE(0, sfd);
-	ro = bl_map(sfd, PG, PROT_READ);
-	ASSERT_NE(NULL, ro);
-	ASSERT_EQ(1, write(rel[1], "r", 1));
-	ASSERT_EQ(1, read(up[0], &r, 1));
-	EXPECT_EQ(-ENOENT, bl_open_slab(dev, id));	/* released */
+	if (released) {
+		sfd = bl_open_slab(dev, id);
+		ASSERT_LE(0, sfd);
+		ro = bl_map(sfd, PG, PROT_READ);
+		ASSERT_NE(NULL, ro);
+		ASSERT_EQ(1, write(rel[1], "r", 1));
+		ASSERT_EQ(1, read(up[0], &r, 1));
+		EXPECT_EQ(-ENOENT, bl_open_slab(dev, id));
+	}
 	kill(creator, SIGKILL);
 	ASSERT_EQ(creator, waitpid(creator, &status, 0));
-	/* A listing after the death: the reaper is done (as above). */
-	EXPECT_EQ(-ENOENT, bt_facts(id, &info));
+	/* A listing after the death: the reaper is done. */
+	if (released) {
+		EXPECT_EQ(-ENOENT, bt_facts(id, &info));
+	} else {
+		ASSERT_EQ(0, bt_facts(id, &info));
+		EXPECT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+		EXPECT_EQ(SIGKILL, info.exit_signal);
+	}
 	ASSERT_EQ(1, write(go_pipe[1], "g", 1));
 	ASSERT_EQ(1, read(result_pipe[0], &r, 1));
 	EXPECT_EQ('S', r);	/* SIGBUS, not a write */
-	EXPECT_EQ('c', bl_peek(ro));
+	if (ro)
+		EXPECT_EQ('c', bl_peek(ro));
 	child = waitpid(-1, &status, 0);
 	EXPECT_LT(0, child);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
-	munmap(ro, PG);
-	close(sfd);
+	if (ro)
+		munmap(ro, PG);
+	if (sfd >= 0)
+		close(sfd);
 	close(dev);
 	close(up[0]);
 	close(up[1]);
@@ -528,6 +493,21 @@ TEST(no_writes_to_a_released_slab_after_the_creator_died)
 	close(go_pipe[1]);
 	close(result_pipe[0]);
 	close(result_pipe[1]);
+}
+
+TEST(no_writes_after_the_creator_died)
+{
+	no_writes_after_death(_metadata, 0, false);
+}
+
+TEST(no_writes_to_a_hole_after_the_creator_died)
+{
+	no_writes_after_death(_metadata, PG, false);
+}
+
+TEST(no_writes_to_a_released_slab_after_the_creator_died)
+{
+	no_writes_after_death(_metadata, 0, true);
 }
 
 /*

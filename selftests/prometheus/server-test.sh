@@ -1,5 +1,6 @@
 #!/bin/bash
-# prometheus-server: the real Prometheus scraping `blamer export --listen`,
+# prometheus-server: the real Prometheus scraping `blamer export --per-process
+# --listen` (each process's own series; selftests/fleet has the service's),
 # and the real node_exporter reading the file `blamer export --interval`
 # rewrites, while a small application (prom-worker, the real library on
 # the dir backend) runs two workers, one of which is SIGKILLed, replaced,
@@ -71,8 +72,8 @@ worker a
 worker b
 
 BP=$(free_port) NP=$(free_port) PP=$(free_port)
-"$B" export --prometheus --listen "127.0.0.1:$BP" 2>"$D/export.err" & PIDS+=($!)
-"$B" export --prometheus --interval 1 --output "$D/textfile/blamer.prom" 2>"$D/textfile.err" &
+"$B" export --prometheus --per-process --listen "127.0.0.1:$BP" 2>"$D/export.err" & PIDS+=($!)
+"$B" export --prometheus --per-process --interval 1 --output "$D/textfile/blamer.prom" 2>"$D/textfile.err" &
 TF=$!; PIDS+=($TF)
 prometheus-node-exporter --web.listen-address="127.0.0.1:$NP" --collector.disable-defaults \
 	--collector.textfile --collector.textfile.directory="$D/textfile" \
@@ -101,7 +102,13 @@ fi
 # a crash: the heap stays, dead, with its last values
 kill -KILL "$Wa"; wait "$Wa" 2>/dev/null
 alive() { kill -0 "$1" 2>/dev/null; }
-curl -sf -m 5 "http://127.0.0.1:$BP/metrics" >"$D/after-kill.prom"
+# scrapers within a second of each other share an answer (http.c): the
+# one Prometheus just had may still be served, so ask until it is newer
+dead_now() {
+	curl -sf -m 5 "http://127.0.0.1:$BP/metrics" >"$D/after-kill.prom" &&
+		grep -q "^blamer_process_live{pid=\"$Wa\".* 0$" "$D/after-kill.prom"
+}
+wait_for 10 dead_now
 LAST=$(grep "^$R{pid=\"$Wa\"" "$D/after-kill.prom" | awk '{print $2}')
 if [ -n "$LAST" ] && grep -q "^blamer_process_live{pid=\"$Wa\".* 0$" "$D/after-kill.prom"; then
 	echo "ok 2 - the killed worker's heap is exported dead, with its last count ($LAST)"

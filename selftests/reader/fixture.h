@@ -365,6 +365,116 @@ static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t c
 	return ref;
 }
 
+/* A metric definition: @labels are nlabels NUL-terminated names back to
+ * back; a histogram gets fixed @bounds (nb of them) or, with nb 0, the
+ * exponential window 2^0..2^4 of schema 0. */
+static inline blamer_ref fx_metric_def(struct fx_heap *h, const char *name, uint32_t kind,
+				       uint32_t mode, const char *labels, uint32_t nlabels,
+				       const double *bounds, uint32_t nb)
+{
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_METRIC_DEF, sizeof(struct blamer_metric_def_rec), 1);
+	struct blamer_metric_def_rec *d = fx_at(h, ref);
+	size_t i, at = 0;
+
+	d->kind = kind;
+	d->gauge_mode = mode;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->help, sizeof(d->help), "help of %s", name);
+	for (i = 0; i < nlabels; i++) {
+		size_t n = strlen(labels + at) + 1;
+
+		memcpy(d->labels + at, labels + at, n);
+		at += n;
+	}
+	d->nlabels = nlabels;
+	if (kind == BLAMER_METRIC_HISTOGRAM && nb) {
+		d->layout = BLAMER_HIST_FIXED;
+		d->nbuckets = nb + 1;
+		memcpy(d->bounds, bounds, nb * sizeof(double));
+	} else if (kind == BLAMER_METRIC_HISTOGRAM) {
+		d->layout = BLAMER_HIST_EXPONENTIAL;
+		d->min_exp = 0;
+		d->max_exp = 4;
+		d->nbuckets = 6;
+	}
+	return ref;
+}
+
+/* The words of a series of @def. */
+static inline uint32_t fx_metric_words(struct fx_heap *h, blamer_ref def)
+{
+	struct blamer_metric_def_rec *d = fx_at(h, def);
+
+	return d->kind == BLAMER_METRIC_HISTOGRAM ? 1 + d->nbuckets : 1;
+}
+
+/* A series of @def with @values (NUL-terminated, back to back, @vlen
+ * bytes) and its own words: @first (a double) then the counts. */
+static inline blamer_ref fx_metric(struct fx_heap *h, blamer_ref def, const char *values,
+				   size_t vlen, double first, const uint64_t *counts)
+{
+	uint32_t n = fx_metric_words(h, def), i;
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_METRIC, sizeof(struct blamer_metric_rec) + 8 * n, 1);
+	struct blamer_metric_rec *m = fx_at(h, ref);
+
+	m->def = def;
+	memcpy(m->values, values, vlen);
+	m->nvalues = n;
+	memcpy(&m->value[0], &first, 8);
+	for (i = 1; counts && i < n; i++)
+		m->value[i] = counts[i - 1];
+	return ref;
+}
+
+/* A shard of series @m, pushed at the head of its chain. */
+static inline blamer_ref fx_metric_shard(struct fx_heap *h, blamer_ref m, double first,
+					 const uint64_t *counts)
+{
+	struct blamer_metric_rec *r = fx_at(h, m);
+	uint32_t n = r->nvalues, i;
+	blamer_ref ref = fx_alloc(h, BLAMER_REC_METRIC_SHARD,
+				  sizeof(struct blamer_metric_shard) + 8 * n, 1);
+	struct blamer_metric_shard *s = fx_at(h, ref);
+
+	r = fx_at(h, m);
+	s->metric = m;
+	s->nvalues = n;
+	s->claim = 7;
+	memcpy(&s->value[0], &first, 8);
+	for (i = 1; counts && i < n; i++)
+		s->value[i] = counts[i - 1];
+	s->next_shard = r->shards;
+	r->shards = ref;
+	return ref;
+}
+
+/*
+ * A heap with metrics: a counter "reqs" {route} with two series (one in a
+ * shard too), a fixed histogram "lat" (bounds 0.1, 1) with a shard, an
+ * exponential one "size", a sum gauge "inflight". Values scale with
+ * @scale.
+ */
+static inline void fx_metrics(struct fx_heap *h, int64_t pid, int64_t stamp, uint64_t scale)
+{
+	static const double b[2] = { 0.1, 1 };
+	uint64_t lc[3] = { 1 * scale, 2 * scale, 0 }, sc[6] = { 0, 0, 1, 0, 0, 0 };
+	blamer_ref reqs, lat, size, gauge, s;
+
+	fx_init(h, 1, 16384, pid, stamp);
+	fx_process(h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	reqs = fx_metric_def(h, "reqs", BLAMER_METRIC_COUNTER, 0, "route", 1, NULL, 0);
+	lat = fx_metric_def(h, "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b, 2);
+	size = fx_metric_def(h, "size", BLAMER_METRIC_HISTOGRAM, 0, "", 0, NULL, 0);
+	gauge = fx_metric_def(h, "inflight", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_SUM, "", 0, NULL, 0);
+	s = fx_metric(h, reqs, "/a", 3, 2.0 * scale, NULL);
+	fx_metric_shard(h, s, 0.5 * scale, NULL);
+	fx_metric(h, reqs, "/b", 3, 1.0 * scale, NULL);
+	s = fx_metric(h, lat, "", 0, 0.05 * scale, lc);
+	fx_metric_shard(h, s, 0.25, lc);
+	fx_metric(h, size, "", 0, 3, sc);
+	fx_metric(h, gauge, "", 0, (double)scale, NULL);
+}
+
 /*
  * The standard valid heap: a process "app" with two threads (one with
  * nested activities and activity user data), process and global data,

@@ -112,6 +112,209 @@ TEST(valid_heap_reads_completely)
 	fx_free(&h);
 }
 
+static const struct blamer_snap_series *find_series(const struct blamer_snapshot *s,
+						    const char *name, const char *v0)
+{
+	size_t i;
+
+	for (i = 0; i < s->nseries; i++)
+		if (!strcmp(s->series[i].def->name, name) &&
+		    (!v0 || !strcmp(s->series[i].first->values[0], v0)))
+			return &s->series[i];
+	return NULL;
+}
+
+/* Metrics as the format says: definitions, series and their shards. */
+TEST(metrics_read_and_merge)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	const struct blamer_snap_series *x;
+
+	fx_metrics(&h, 4242, 777, 2);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	ASSERT_EQ(4, p->nmetric_defs);
+	ASSERT_EQ(5, p->nmetrics);
+	EXPECT_STREQ("help of reqs", p->metric_defs[0].help);
+	EXPECT_STREQ("route", p->metric_defs[0].labels[0]);
+	EXPECT_EQ(&p->metric_defs[0], p->metrics[0].def);
+	x = find_series(s, "reqs", "/a");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(5, x->value);		/* 4 + the shard's 1 */
+	x = find_series(s, "reqs", "/b");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(2, x->value);
+	x = find_series(s, "lat", NULL);
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(3, x->def->nbuckets);
+	EXPECT_EQ(1.0, x->def->upper[1]);
+	EXPECT_EQ(4, x->buckets[0]);	/* 2 + the shard's 2 */
+	EXPECT_EQ(8, x->buckets[1]);
+	EXPECT_EQ(12, x->count);
+	EXPECT_EQ(0.1 + 0.25, x->value);
+	x = find_series(s, "size", NULL);
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(6, x->def->nbuckets);
+	EXPECT_EQ(4.0, x->def->upper[2]);
+	EXPECT_EQ(1, x->count);
+	EXPECT_EQ(2, find_series(s, "inflight", NULL)->value);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/*
+ * Every way a metric record can be wrong: the heap is corrupt (with the
+ * record named), nothing is read out of bounds (ASan), and the other
+ * series are still read.
+ */
+TEST(hostile_metric_records_are_corrupt_not_fatal)
+{
+	static const char *const cases[] = {
+		"a definition of an unknown kind", "a counter with a gauge mode",
+		"a name not of the charset", "a name without a NUL", "help without a NUL",
+		"nine label names", "a label name twice", "a reserved label name",
+		"label names without their NULs", "fixed bounds not ascending",
+		"a NaN bound", "exponential buckets not the window's", "a schema of 9",
+		"a series naming no definition", "a series naming a path record",
+		"a series naming a definition out of the heap", "nvalues not its definition's",
+		"a record too small for its values", "values missing their NULs",
+		"a depth of 9", "a path and a label named path", "a shard of another series",
+		"a shard chain looping", "a shard of fewer values", "a shard link out of the heap",
+		"a name of the exporter's (blamer_)",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct blamer_metric_def_rec *lat, *reqs;
+		struct blamer_metric_rec *a, *l;
+		const struct blamer_snap_process *p;
+		struct blamer_snapshot *s;
+		blamer_ref ra, rl, sa, rreqs, rlat;
+		struct fx_heap h;
+
+		fx_metrics(&h, 1, 1, 1);
+		rreqs = blamer_make_ref(0, 0);
+		/* the records, as fx_metrics() listed them */
+		{
+			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
+			blamer_ref found[16];
+			int n = 0;
+
+			while (r != BLAMER_LIST_HEAD_REF && n < 16) {
+				found[n++] = r;
+				r = ((struct blamer_block *)fx_at(&h, r))->next;
+			}
+			/* process, 4 defs, series /a, its shard, /b, lat, its shard, size, gauge */
+			rreqs = found[1];
+			rlat = found[2];
+			ra = found[5];
+			sa = found[6];
+			rl = found[8];
+		}
+		reqs = fx_at(&h, rreqs);
+		lat = fx_at(&h, rlat);
+		a = fx_at(&h, ra);
+		l = fx_at(&h, rl);
+		switch (i) {
+		case 0: lat->kind = 7; break;
+		case 1: reqs->gauge_mode = BLAMER_GAUGE_SUM; break;
+		case 2: reqs->name[1] = '-'; break;
+		case 3: memset(reqs->name, 'a', sizeof(reqs->name)); break;
+		case 4: memset(reqs->help, 'h', sizeof(reqs->help)); break;
+		case 5: reqs->nlabels = 9; break;
+		case 6: memcpy(reqs->labels, "route\0route", 12); reqs->nlabels = 2; break;
+		case 7: memcpy(reqs->labels, "pid", 4); break;
+		case 8: memset(reqs->labels, 'x', sizeof(reqs->labels)); break;
+		case 9: lat->bounds[1] = 0.01; break;
+		case 10: lat->bounds[0] = __builtin_nan(""); break;
+		case 11: ((struct blamer_metric_def_rec *)fx_at(&h, a->def == rreqs ? rlat : rlat))->layout =
+				 BLAMER_HIST_EXPONENTIAL; break;
+		case 12: lat->layout = BLAMER_HIST_EXPONENTIAL; lat->schema = 9; break;
+		case 13: a->def = 0; break;
+		case 14: a->def = ra; break;
+		case 15: a->def = blamer_make_ref(0, 16380); break;
+		case 16: a->nvalues = 2; break;
+		case 17: l->nvalues = 40; break;
+		case 18: memset(a->values, 'v', sizeof(a->values)); break;
+		case 19: a->depth = 9; break;
+		case 20: memcpy(reqs->labels, "path", 5); a->depth = 1; a->nodes[0] = 5; break;
+		case 21: ((struct blamer_metric_shard *)fx_at(&h, sa))->metric = rl; break;
+		case 22: ((struct blamer_metric_shard *)fx_at(&h, sa))->next_shard = sa; break;
+		case 23: ((struct blamer_metric_shard *)fx_at(&h, sa))->nvalues = 0; break;
+		case 24: ((struct blamer_metric_shard *)fx_at(&h, sa))->next_shard =
+				 blamer_make_ref(3, 64); break;
+		case 25: memcpy(reqs->name, "blamer_x", 9); break;
+		}
+		s = read_heap(&h);
+		ASSERT_NE(NULL, s);
+		p = &s->procs[0];
+		EXPECT_EQ(BLAMER_HEALTH_CORRUPT, p->health) TH_LOG("%s: %s", cases[i], p->problem);
+		EXPECT_NE(0, p->problem[0]) TH_LOG("%s", cases[i]);
+		/* the gauge, which nothing touched, is still read */
+		ASSERT_NE(NULL, find_series(s, "inflight", NULL)) TH_LOG("%s", cases[i]);
+		EXPECT_EQ(1, find_series(s, "inflight", NULL)->value);
+		blamer_snapshot_free(s);
+		fx_free(&h);
+	}
+}
+
+/* Two processes defining a name otherwise: the definition most give wins,
+ * the other's series are left out and counted, none merged wrongly. */
+TEST(conflicting_definitions_are_counted_not_merged)
+{
+	struct fx_heap a, b, c;
+	struct blamer_mem_slab m[FX_MAX_SLABS];
+	struct blamer_snapshot *s;
+	const struct blamer_snap_series *x;
+	blamer_ref d;
+	int fd;
+	char dir[] = "/tmp/blamer-conflict-XXXXXX";
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_reader *r;
+	char e[256];
+
+	(void)m;
+	(void)fd;
+	ASSERT_NE(NULL, mkdtemp(dir));
+	fx_metrics(&a, 3999101, 1, 1);
+	fx_metrics(&b, 3999102, 2, 2);
+	/* c defines "reqs" as a gauge */
+	fx_init(&c, 1, 16384, 3999103, 3);
+	fx_process(&c, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/other");
+	d = fx_metric_def(&c, "reqs", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_MAX, "route", 1, NULL, 0);
+	fx_metric(&c, d, "/a", 3, 100, NULL);
+	ASSERT_EQ(0, fx_write_dir(&a, dir, 3999101, 1));
+	ASSERT_EQ(0, fx_write_dir(&b, dir, 3999102, 2));
+	ASSERT_EQ(0, fx_write_dir(&c, dir, 3999103, 3));
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(3, s->nprocs);
+	x = find_series(s, "reqs", "/a");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(BLAMER_METRIC_COUNTER, x->def->kind);
+	EXPECT_EQ(2.5 + 5, x->value);	/* a's and b's, not c's 100 */
+	EXPECT_EQ(2, x->nprocs);
+	EXPECT_EQ(1, s->metric_conflicts);
+	EXPECT_TRUE(s->procs[2].metrics[0].conflict);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	fx_free(&a);
+	fx_free(&b);
+	fx_free(&c);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		ASSERT_EQ(0, system(cmd));
+	}
+}
+
 /* Addresses as every view shows them: module+offset, else hex. */
 TEST(addresses_name_their_module)
 {
@@ -135,6 +338,101 @@ TEST(addresses_name_their_module)
 	/* snprintf()'s contract: cut, NUL-terminated, the length it needs */
 	EXPECT_EQ(15, blamer_snap_addr_string(p, 0x7f0000000120ull, buf, 8));
 	EXPECT_STREQ("libfoo.", buf);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/*
+ * The module table (module_spans) answers what a walk of the module list
+ * answers, the last loaded module listed that holds the address, for
+ * modules that overlap, nest, share a base, are unloaded, empty, or run
+ * to the end of the address space: every boundary and its neighbours,
+ * and random addresses, against the walk (a copy without the table).
+ */
+TEST(module_table_answers_as_the_walk_does)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ull, probes[4096];
+	struct blamer_snap_process walk;
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	size_t np = 0, i;
+	int m;
+
+	fx_init(&h, 1, 1u << 20, 77, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/mods");
+	for (m = 0; m < 300; m++) {
+		struct blamer_module *mr;
+		uint64_t base, size;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		base = 0x10000 + (rng >> 40) % 64 * 0x1000;	/* crowded: overlaps */
+		size = (rng >> 20) % 5 * 0x800;			/* 0 (empty) .. 8 KiB */
+		if (m % 37 == 0) {
+			base = UINT64_MAX - 0xfff;		/* to the very end */
+			size = 0x1000;
+		} else if (m % 41 == 0) {
+			size = UINT64_MAX;			/* wraps: to the end */
+		}
+		fx_module(&h, "/lib/libm.so", base);
+		mr = fx_at(&h, h.tail);
+		mr->size = size;
+		mr->loaded = m % 7 != 3;
+		if (np + 3 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base - 1;
+			probes[np++] = base;
+			probes[np++] = base + size;	/* one past its end */
+		}
+		if (size && np + 2 <= sizeof(probes) / sizeof(probes[0])) {
+			probes[np++] = base + size - 1;
+			probes[np++] = base + size / 2;
+		}
+	}
+	while (np < sizeof(probes) / sizeof(probes[0])) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		probes[np++] = 0xf000 + (rng >> 30) % 0x50000;
+	}
+	probes[0] = 0;
+	probes[1] = UINT64_MAX;
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	ASSERT_EQ(300, p->nmodules);
+	ASSERT_NE(NULL, p->module_spans);
+	/* disjoint and sorted */
+	for (i = 0; i < p->nmodule_spans; i++) {
+		ASSERT_LE(p->module_spans[i].first, p->module_spans[i].last);
+		if (i)
+			ASSERT_LT(p->module_spans[i - 1].last, p->module_spans[i].first);
+	}
+	walk = *p;
+	walk.module_spans = NULL;
+	walk.nmodule_spans = 0;
+	for (i = 0; i < np; i++) {
+		const struct blamer_snap_module *a = blamer_snap_module_at(p, probes[i]);
+		const struct blamer_snap_module *b = blamer_snap_module_at(&walk, probes[i]);
+
+		if (a != b)
+			TH_LOG("address %#llx: table says module %ld, walk %ld",
+			       (unsigned long long)probes[i], a ? (long)(a - p->modules) : -1L,
+			       b ? (long)(b - p->modules) : -1L);
+		ASSERT_EQ(b, a);
+	}
+	/* a kept copy (rd_process_copy) keeps its table */
+	{
+		struct blamer_snapshot *t = rd_snapshot_new(NULL);
+		struct blamer_snap_process *q = rd_new_process(t);
+
+		ASSERT_TRUE(rd_process_copy(t, q, p));
+		ASSERT_EQ(p->nmodule_spans, q->nmodule_spans);
+		for (i = 0; i < np; i++) {
+			const struct blamer_snap_module *a = blamer_snap_module_at(q, probes[i]);
+			const struct blamer_snap_module *b = blamer_snap_module_at(p, probes[i]);
+
+			ASSERT_EQ(b ? b - p->modules : -1, a ? a - q->modules : -1);
+		}
+		blamer_snapshot_free(t);
+	}
 	blamer_snapshot_free(s);
 	fx_free(&h);
 }
@@ -957,6 +1255,57 @@ static const struct blamer_snap_process *by_pid(const struct blamer_snapshot *s,
 	return NULL;
 }
 
+/*
+ * Status sums the writes every heap dropped, dead heaps included, by
+ * reason, and says how many heaps dropped any, in its JSON too.
+ */
+TEST(status_sums_the_drops_of_every_heap)
+{
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_backend_status st;
+	struct blamer_reader *r;
+	struct fx_heap a, b;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_init(&a, 1, FX_SLAB, 3999201, 5);
+	fx_process(&a, BLAMER_PHASE_MAIN_LOOP, "/srv/a");
+	counts[BLAMER_DROP_STRING_CUT] = 3;
+	fx_drops(&a, "worker", "1", counts, BLAMER_DROP_REASONS);
+	fx_init(&b, 1, FX_SLAB, 3999202, 6);
+	fx_process(&b, BLAMER_PHASE_MAIN_LOOP, "/srv/b");
+	counts[BLAMER_DROP_STRING_CUT] = 1;
+	counts[BLAMER_DROP_HEAP_FULL] = 4;
+	fx_drops(&b, "worker", "2", counts, BLAMER_DROP_REASONS);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999201, 5));
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999202, 6));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_status(r, &st, NULL, 0));
+	EXPECT_EQ(2, st.heaps);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(4, st.drops[BLAMER_DROP_HEAP_FULL]);
+	EXPECT_EQ(8, st.dropped);
+	EXPECT_EQ(2, st.dropping_heaps);
+	f = open_memstream(&json, &len);
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, blamer_status_write_json(&st, f));
+	fclose(f);
+	EXPECT_NE(NULL, strstr(json, "\"dropped\":\"8\",\"drops\":{\"heap_full\":\"4\",\"string_cut\":\"4\"}"))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"dropping_heaps\":\"2\""));
+	free(json);
+	blamer_reader_close(r);
+	fx_free(&a);
+	fx_free(&b);
+	rm_tmpdir();
+}
+
 TEST(dir_live_dead_and_aggregation)
 {
 	struct fx_heap a, b;
@@ -1473,6 +1822,134 @@ TEST(prometheus_cache_writes_what_a_fresh_export_writes)
 	fx_free(&a);
 	fx_free(&b);
 	fx_free(&d);
+}
+
+/* The value of the sample of @text whose line starts with @prefix, or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	const char *at = text;
+	size_t n = strlen(prefix);
+
+	while ((at = strstr(at, prefix))) {
+		if (at == text || at[-1] == '\n')
+			return strtod(strchr(at, ' ') + 1, NULL);
+		at += n;
+	}
+	return -1;
+}
+
+/*
+ * A long-lived exporter's counters never go down, whatever the heap
+ * shows (prom_guard.c): a heap whose counters are rewritten lower keeps
+ * its series at their highest, and the decreases are counted for it
+ * (once per series each time the heap shows less than the time before,
+ * not again while it stays low); a heap that grows past the floor is
+ * shown as it is; a process that is gone for a scrape comes back to its
+ * floor. A one-off export has no memory: it shows what the heap says.
+ */
+TEST(prometheus_counters_never_go_down_in_a_long_lived_exporter)
+{
+	static const char frame[] =
+		"blamer_attribution_cpu_seconds_total{pid=\"4242\",";
+	static const char dec[] = "blamer_counter_decreases_total{pid=\"4242\"";
+	struct blamer_prom_cache *c = blamer_prom_cache_new();
+	struct blamer_snapshot *s, *none;
+	char *buf = NULL, *one = NULL, *first = NULL;
+	size_t len, cap = 0, olen, ocap = 0;
+	struct fx_heap h, other;
+	const char *at;
+	int i;
+
+	ASSERT_NE(NULL, c);
+	/* the frame path's cpu series: 5 ms per scale step */
+	fx_standard(&h, 4242, 777, 5);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	first = strndup(buf, len);
+	at = strstr(first, frame);
+	ASSERT_NE(NULL, at);
+	ASSERT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+	EXPECT_EQ(NULL, strstr(first, "blamer_counter_decreases_total"));
+	/* rewritten lower, twice (the second time the same): held, counted once */
+	for (i = 0; i < 2; i++) {
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 3);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		buf[len] = '\0';
+		at = strstr(buf, frame);
+		ASSERT_NE(NULL, at);
+		EXPECT_NE(NULL, strstr(at, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		/* every counter of the heap went down: each series counted */
+		EXPECT_LT(0, sample(buf, dec));
+		EXPECT_NE(NULL, strstr(buf, "# TYPE blamer_counter_decreases_total counter\n"));
+		/* the one-off export says what the heap says */
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &one, &olen, &ocap));
+		one[olen] = '\0';
+		EXPECT_NE(NULL, strstr(one, "path=\"/browser/tab/frame\"} 0.015000000\n"));
+		EXPECT_EQ(NULL, strstr(one, "blamer_counter_decreases_total"));
+		blamer_snapshot_free(s);
+	}
+	{
+		double d = sample(buf, dec);
+
+		/* up again, below the floor: held, no new decrease */
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 4);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_EQ(d, sample(buf, dec));
+		/* gone for a scrape, then back lower still: the floor holds */
+		fx_standard(&other, 4243, 778, 1);
+		none = read_heap(&other);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(none, c, &buf, &len, &cap));
+		blamer_snapshot_free(none);
+		fx_free(&other);
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.025000000\n"));
+		EXPECT_LT(d, sample(buf, dec));
+	}
+	/* past the floor: as the heap says */
+	fx_free(&h);
+	fx_standard(&h, 4242, 777, 9);
+	s = read_heap(&h);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+	blamer_snapshot_free(s);
+	buf[len] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+	/* a path comes (the series come in another order) and all go lower:
+	 * each still held at its own floor, the new one as the heap says */
+	{
+		uint64_t mid[] = { FX_ROOT, 0x250 };
+
+		fx_free(&h);
+		fx_standard(&h, 4242, 777, 2);
+		h.cur = 1;
+		fx_node(&h, 0x250, "mid");
+		fx_path(&h, mid, 2, 7000000, 5);
+		h.cur = 0;
+		s = read_heap(&h);
+		ASSERT_EQ(0, blamer_snapshot_prometheus_text_cached(s, c, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		buf[len] = '\0';
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/tab/frame\"} 0.045000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/mid\"} 0.007000000\n"));
+		EXPECT_NE(NULL, strstr(buf, "path=\"/browser/gpu\"} 0.004500000\n"));
+	}
+	free(buf);
+	free(one);
+	free(first);
+	fx_free(&h);
+	blamer_prom_cache_free(c);
 }
 
 TEST(dir_release_removes_dead_only)

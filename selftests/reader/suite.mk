@@ -8,6 +8,7 @@
 #   prometheus     export --prometheus through prometheus_client's parser
 #   fuzz           libFuzzer over fuzz/corpus for FUZZ_SECONDS (default 60)
 #   reader-scale   snapshot cost with 2000 dead heaps vs none (times reported)
+#   reader-max     the maximal valid heap through every command, under CPU and memory limits
 #   reader-interop heaps of the real writer (demo-app) read while busy and after SIGKILL
 #   reader-amplify hostile heaps, one per attack class: peak RSS of blamer vs heap bytes
 #   reader-trust   the dir trust rules against another user's moves (as root: two uids)
@@ -26,9 +27,9 @@ FUZZ_SECONDS ?= 60
 
 VM_READER_SUITES := $(addprefix vm-reader-,$(VM_KERNELS))
 CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
-		reader-interop reader-amplify reader-trust $(VM_READER_SUITES)
+		reader-max reader-interop reader-amplify reader-trust $(VM_READER_SUITES)
 .PHONY: reader-unit cli cli-top cli-completion json-schema prometheus fuzz reader-scale \
-	reader-interop reader-amplify reader-trust $(VM_READER_SUITES) \
+	reader-max reader-interop reader-amplify reader-trust $(VM_READER_SUITES) \
 	fuzz-corpus reader-tests
 
 reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
@@ -89,6 +90,10 @@ prometheus: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer $(PT_DIR)/prom-snap
 reader-scale: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer $(RT_DIR)/writer-bench
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/scale-test.sh \
 		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap 2000 $(RT_DIR)/writer-bench
+
+reader-max: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/max-test.sh \
+		$(TOOLS_DIR)/blamer $(RT_DIR)/mkheap
 
 reader-interop: $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/interop-test.sh \

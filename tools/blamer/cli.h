@@ -89,19 +89,27 @@ void note_empty(const struct cli *c, const struct blamer_reader *r);
  * heaps, note_empty(). */
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	 struct blamer_snapshot **s);
-/* Parse PID arguments; each must name a process of s, else error. */
+/* Parse PID arguments; each must name a process of s, else error. The
+ * pids come sorted, each once. */
 int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	       size_t *npids);
+/* @pid is one of @pids (parse_pids()'s, sorted), or there are none. */
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
+/* The index of the first process of @pid in s->procs (sorted by pid), or
+ * where it would be (s->nprocs if past the end). */
+size_t proc_first(const struct blamer_snapshot *s, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
-/* A measurement as people read it: cpu_ns as time, bytes as sizes. */
-void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v);
+/* A measurement as people read it: cpu_ns (and an application unit in
+ * seconds) as time, bytes as sizes. */
+void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit,
+	       uint64_t v);
 /* The column title of a unit: "cpu" (its values are times), "bytes",
- * "count", "unitN"; returns @buf. */
-const char *unit_label(uint32_t unit, char *buf, size_t len);
+ * "count", the name @s's heaps give it (blamer_dag_unit(), as JSON and
+ * Prometheus use it), else "unitN"; returns @buf. */
+const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len);
 /* @text names @unit: its label, its name (cpu_ns) or its number. */
-bool unit_is(uint32_t unit, const char *text);
+bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text);
 void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
 /* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
 void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
@@ -120,8 +128,10 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
  *   proc_comm      its comm, "?" if none is known
  *   proc_identity  "kernel" when the kernel vouches for pid, uid, start
  *                  time, comm, state and exit (the device backend),
- *                  "claimed" when they are the heap's word (dir backend)
- *   proc_tag       "" or " [claimed]", after "pid N (comm) uid U"
+ *                  "claimed" when they are the heap's word (dir backend),
+ *                  "disproved" when /proc contradicts that word
+ *   proc_tag       "", " [claimed]" or " [claim disproved]", after
+ *                  "pid N (comm) uid U"
  *   proc_health    the health's one name ("unchecked": records not read)
  */
 const char *proc_comm(const struct blamer_snap_process *p);
@@ -140,6 +150,19 @@ const char *proc_health(const struct blamer_snap_process *p);
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr);
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth);
+
+/* metrics.c: the programs' metrics as text. */
+/* The snapshot's merged series, one a line (@uids: say whose; @procs: the
+ * processes each merges). */
+void print_series(FILE *f, const struct blamer_snapshot *s, bool uids, bool procs);
+/* One merged series as "name{labels} = value" (not yet made printable). */
+void fmt_series(char *buf, size_t len, const struct blamer_snapshot *s,
+		const struct blamer_snap_series *x);
+/* One process's own series, one a line after @indent. */
+void print_process_metrics(FILE *f, const char *indent, const struct blamer_snapshot *s,
+			   const struct blamer_snap_process *p);
+/* The processes by role: live, dead, threads, busy threads. */
+void print_roles(FILE *f, const struct blamer_snapshot *s);
 
 int cmd_list(struct cli *c);
 int cmd_dump(struct cli *c);

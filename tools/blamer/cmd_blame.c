@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * blamer blame [PID...]: the attribution DAG summed over all processes
- * (or those given), shown as the tree of paths actually walked (a node
- * with two parents appears under both): the snapshot's inclusive tree.
- * Each line shows inclusive totals (the path and everything below it)
- * per unit; siblings are sorted largest first by one unit. Then each
- * process's share: the sum of its own paths' values.
+ * (or those given), live and dead (--live-only: the live ones), shown
+ * as the tree of paths actually walked (a node with two parents appears
+ * under both): the snapshot's inclusive tree. Each line shows inclusive
+ * totals (the path and everything below it) per unit; siblings are
+ * sorted largest first by one unit. Then each process's share (--by
+ * role: each role's), the sum of its own paths' values, then the
+ * programs' metrics merged over the processes (metrics.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +55,7 @@ static void print_level(const struct view *v, size_t from, size_t to, uint32_t d
 		char val[32];
 
 		for (col = 0; col < v->ncol; col++) {
-			fmt_value(val, sizeof(val), s->units[col], e->inclusive[col]);
+			fmt_value(s, val, sizeof(val), s->units[col], e->inclusive[col]);
 			printf("%10s ", e->inclusive[col] ? val : "-");
 		}
 		printf("%5u  %*s", e->nprocs, (int)(2 * (d - 1)), "");
@@ -72,7 +74,7 @@ static int unit_column(const struct view *v, const char *unit)
 	size_t col;
 
 	for (col = 0; col < v->ncol; col++)
-		if (unit_is(v->s->units[col], unit))
+		if (unit_is(v->s, v->s->units[col], unit))
 			return (int)col;
 	return -1;
 }
@@ -82,9 +84,9 @@ static void print_header(const struct view *v, const char *what)
 	size_t col;
 
 	for (col = 0; col < v->ncol; col++) {
-		char h[24];
+		char h[40];
 
-		unit_label(v->s->units[col], h, sizeof(h) - 1);
+		unit_label(v->s, v->s->units[col], h, sizeof(h) - 1);
 		if (col == v->sortcol)
 			strcat(h, "*");
 		printf("%10s ", h);
@@ -106,6 +108,49 @@ static int share_cmp(const void *a, const void *b, void *arg)
 	if (x->v[col] != y->v[col])
 		return x->v[col] > y->v[col] ? -1 : 1;
 	return x->p->pid < y->p->pid ? -1 : x->p->pid > y->p->pid;
+}
+
+/* Each role's share of the totals (--by role), largest first. */
+static void print_role_shares(const struct view *v)
+{
+	const struct blamer_snapshot *s = v->s;
+	struct share *sh = calloc(s->nroles + 1, sizeof(*sh));
+	uint32_t *procs = calloc(s->nroles + 1, sizeof(*procs));
+	size_t i, j, k, r, col;
+
+	if (!sh || !procs)
+		goto out;
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		for (r = 0; r < s->nroles && strcmp(s->roles[r].role, p->role); r++)
+			;
+		if (r == s->nroles)
+			continue;
+		sh[r].p = p;	/* one of the role's, for the sort's ties */
+		procs[r] += p->npaths > 0;
+		for (j = 0; j < p->npaths; j++)
+			for (k = 0; k < p->paths[j].nvalues; k++)
+				for (col = 0; col < v->ncol; col++)
+					if (s->units[col] == p->paths[j].units[k])
+						sh[r].v[col] += p->paths[j].values[k];
+	}
+	putchar('\n');
+	print_header(v, "PROCS  ROLE");
+	for (r = 0; r < s->nroles; r++) {
+		char val[32];
+
+		if (!procs[r])
+			continue;
+		for (col = 0; col < v->ncol; col++) {
+			fmt_value(s, val, sizeof(val), s->units[col], sh[r].v[col]);
+			printf("%10s ", sh[r].v[col] ? val : "-");
+		}
+		tty_printf(stdout, "%5u  %s\n", procs[r], s->roles[r].role[0] ? s->roles[r].role : "-");
+	}
+out:
+	free(sh);
+	free(procs);
 }
 
 /* Each process's share of the totals, largest first. */
@@ -135,13 +180,24 @@ static void print_shares(const struct view *v)
 		char val[32], role[72];
 
 		for (col = 0; col < v->ncol; col++) {
-			fmt_value(val, sizeof(val), s->units[col], sh[i].v[col]);
+			fmt_value(s, val, sizeof(val), s->units[col], sh[i].v[col]);
 			printf("%10s ", sh[i].v[col] ? val : "-");
 		}
 		tty_printf(stdout, "%7d  %-8s %-16s %s\n", sh[i].p->pid, proc_identity(sh[i].p),
 			   proc_comm(sh[i].p), proc_role(sh[i].p, role, sizeof(role)));
 	}
 	free(sh);
+}
+
+/* Processes of more than one user: each merged series says whose. */
+static bool uids_differ(const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	for (i = 1; i < s->nprocs; i++)
+		if (s->procs[i].uid != s->procs[0].uid)
+			return true;
+	return false;
 }
 
 int cmd_blame(struct cli *c)
@@ -153,7 +209,9 @@ int cmd_blame(struct cli *c)
 	size_t npids;
 	int ret;
 
-	ret = take(c, READ_FOR_BLAME | (c->dead ? BLAMER_READ_DEAD_FULL : 0), &r, &s);
+	/* dead processes count, on both backends (--live-only: not) */
+	ret = take(c, READ_FOR_BLAME | BLAMER_READ_DEAD_FULL |
+		   (c->live_only ? BLAMER_READ_LIVE_ONLY : 0), &r, &s);
 	if (ret)
 		return ret;
 	ret = parse_pids(c, s, &pids, &npids);
@@ -177,15 +235,25 @@ int cmd_blame(struct cli *c)
 		}
 		v.sortcol = (size_t)sc;
 	}
-	if (!s->ntree) {
+	if (!s->ntree && !s->nseries) {
 		if (s->nprocs)
-			tty_printf(stdout, "no attribution data in %s (processes attribute with blamer_path_add())\n",
+			tty_printf(stdout, "no attribution data or metrics in %s (processes attribute with blamer_path_add() and blamer_metric_series())\n",
 				   s->source);
 		goto out;
 	}
-	print_header(&v, "PROCS  PATH");
-	print_level(&v, 0, s->ntree, 1);
-	print_shares(&v);
+	if (s->ntree) {
+		print_header(&v, "PROCS  PATH");
+		print_level(&v, 0, s->ntree, 1);
+		if (c->by_role)
+			print_role_shares(&v);
+		else
+			print_shares(&v);
+	}
+	if (s->nseries) {
+		if (s->ntree)
+			putchar('\n');
+		print_series(stdout, s, uids_differ(s), true);
+	}
 out:
 	free(pids);
 	blamer_snapshot_free(s);

@@ -96,11 +96,15 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			printf("    ");
 			print_path(stdout, s, sp->nodes, sp->depth);
 			for (j = 0; j < sp->nvalues; j++) {
-				fmt_value(b1, sizeof(b1), sp->units[j], sp->values[j]);
-				printf(" %s=%s", unit_label(sp->units[j], b2, sizeof(b2)), b1);
+				fmt_value(s, b1, sizeof(b1), sp->units[j], sp->values[j]);
+				printf(" %s=%s", unit_label(s, sp->units[j], b2, sizeof(b2)), b1);
 			}
 			putchar('\n');
 		}
+	}
+	if (p->nmetrics) {
+		printf("  metrics:\n");
+		print_process_metrics(stdout, "    ", s, p);
 	}
 }
 

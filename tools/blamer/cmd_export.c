@@ -6,7 +6,8 @@
  *   --output FILE          once, to FILE, replaced atomically
  *   --interval S --output  the same every S seconds, for node_exporter's
  *                          textfile collector
- *   --listen ADDR:PORT     serving GET /metrics (with --output and
+ *   --listen ADDR:PORT     serving GET /metrics (also unix:PATH, or
+ *                          systemd's socket; with --output and
  *                          --interval: both)
  * The series are the service's (blamer_fleet_*(): one per metric, label
  * set, path and uid over every process), or with --per-process each
@@ -16,7 +17,11 @@
  * least once a second (on the device, at once when a process dies), so
  * that they are folded before the module's limits or the directory's
  * retention evict them. The long-lived forms keep one reader and take a
- * snapshot per scrape or per write. Dead heaps are always read in full.
+ * snapshot per scrape or per write (scrapers asking at once share one:
+ * http.c), so a scrape costs what a snapshot costs. Files and stdout get
+ * a per-process exposition as it is made; an HTTP answer is made whole
+ * first (its length leads it), in buffers kept from scrape to scrape.
+ * Dead heaps are always read in full.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,10 +56,13 @@ static void on_stop(int sig)
 
 /*
  * What rounds keep: the reader (which keeps dead heaps decoded), the
- * fleet (its remainder and state) or, per process, the text each process
- * had (remade only for a process whose values changed), and the buffer
- * the exposition is made in (10 MB for 1,000 heaps per process: made
- * anew each time, its page faults would cost more than writing it).
+ * fleet (its remainder and state, and what each counter was) or, per
+ * process, the text each process had (remade only for a process whose
+ * values changed) and what each counter was (never shown lower: the
+ * cache's guard), and the buffer the file's exposition is made in (10 MB
+ * for 1,000 heaps per process: made anew each time, its page faults
+ * would cost more than writing it; the HTTP answers have buffers of
+ * their own, http.c).
  */
 struct exporter {
 	struct blamer_reader *r;
@@ -65,6 +73,7 @@ struct exporter {
 	size_t len, cap;
 	char msg[512];
 	char fold_msg[512];	/* the last fold's error, reported once */
+	long long folded_ms;	/* when a round last folded (mono_ms()) */
 };
 
 /* Folds the dead heaps of @s (and releases old ones); an error is
@@ -73,6 +82,7 @@ static void fold(struct exporter *e, struct blamer_snapshot *s)
 {
 	char msg[512];
 
+	e->folded_ms = mono_ms();
 	if (blamer_fleet_fold(e->fleet, e->r, s, e->keep, msg, sizeof(msg)) >= 0) {
 		e->fold_msg[0] = '\0';
 	} else if (strcmp(msg, e->fold_msg)) {
@@ -81,17 +91,18 @@ static void fold(struct exporter *e, struct blamer_snapshot *s)
 	}
 }
 
-/* The exposition of @s in e->buf: 0, or -1 with a one-line reason in
+/* The exposition of @s in *buf: 0, or -1 with a one-line reason in
  * e->msg. */
-static int render_snapshot(struct exporter *e, struct blamer_snapshot *s)
+static int render_into(struct exporter *e, struct blamer_snapshot *s, char **buf, size_t *len,
+		       size_t *cap)
 {
 	int ret;
 
 	if (e->fleet) {
 		fold(e, s);
-		ret = blamer_fleet_prometheus_text(e->fleet, s, &e->buf, &e->len, &e->cap);
+		ret = blamer_fleet_prometheus_text(e->fleet, s, buf, len, cap);
 	} else {
-		ret = blamer_snapshot_prometheus_text_cached(s, e->pc, &e->buf, &e->len, &e->cap);
+		ret = blamer_snapshot_prometheus_text_cached(s, e->pc, buf, len, cap);
 	}
 	if (ret) {
 		snprintf(e->msg, sizeof(e->msg), "writing the exposition failed: out of memory");
@@ -100,20 +111,43 @@ static int render_snapshot(struct exporter *e, struct blamer_snapshot *s)
 	return 0;
 }
 
-/* The same of a fresh snapshot of e->r (an http_render). */
-static int render(void *arg, const char **body, size_t *len)
+/* The same in e->buf. */
+static int render_snapshot(struct exporter *e, struct blamer_snapshot *s)
+{
+	return render_into(e, s, &e->buf, &e->len, &e->cap);
+}
+
+/* The exposition of a fresh snapshot of e->r into *buf (an http_render):
+ * made once for every scraper that asks while it is fresh (http.c). */
+static int render(void *arg, char **buf, size_t *len, size_t *cap)
 {
 	struct exporter *e = arg;
 	struct blamer_snapshot *s = NULL;
-	int ret = -1;
+	size_t ml;
+	char *nb;
 
 	if (!blamer_reader_snapshot(e->r, &s, e->msg, sizeof(e->msg))) {
-		ret = render_snapshot(e, s);
+		int ret = render_into(e, s, buf, len, cap);
+
 		blamer_snapshot_free(s);
+		if (!ret)
+			return 0;
 	}
-	*body = ret ? e->msg : e->buf;
-	*len = ret ? strlen(e->msg) : e->len;
-	return ret;
+	/* the reason, as the answer's body */
+	ml = strlen(e->msg);
+	if (*cap < ml + 2) {
+		nb = realloc(*buf, ml + 2);
+		if (!nb) {
+			*len = 0;
+			return -1;
+		}
+		*buf = nb;
+		*cap = ml + 2;
+	}
+	memcpy(*buf, e->msg, ml);
+	(*buf)[ml] = '\n';
+	*len = ml + 1;
+	return -1;
 }
 
 /* A fold of a fresh snapshot, with nothing written (the serving loop's
@@ -204,10 +238,15 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 	bool periodic = c->output && (c->seen & OPT_INTERVAL);
 	bool folding = e->fleet && c->state_used;
 	long long period = (long long)(c->interval * 1000), next = mono_ms();
-	long long next_fold = mono_ms() + FOLD_MS;
 	int devfd = folding ? blamer_reader_fd(e->r) : -1;
+	struct http_server *hs = NULL;
 	sigset_t stops, waiting;
 
+	if (lfd >= 0) {
+		hs = http_server_new(lfd, "/metrics", PROM_TYPE, render, e);
+		if (!hs)
+			return err("cannot serve: out of memory");
+	}
 	/* SIGTERM and SIGINT are blocked but while waiting (ppoll): one that
 	 * comes between the check of stop and the wait still ends the wait,
 	 * and one during a round lets the round finish. */
@@ -220,56 +259,49 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
 	sigprocmask(SIG_BLOCK, &stops, &waiting);
 	sigdelset(&waiting, SIGTERM);
 	sigdelset(&waiting, SIGINT);
+	e->folded_ms = mono_ms();
 	while (!stop) {
-		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
+		struct pollfd p[2] = { { .fd = hs ? http_server_fd(hs) : -1, .events = POLLIN },
 				       { .fd = devfd, .events = POLLIN } };
-		struct timespec ts, *tsp = NULL;
-		long long now = mono_ms(), wake = LLONG_MAX, left;
+		struct timespec ts;
+		long long now = mono_ms(), wait = -1, t;
 		int n;
 
 		if (periodic) {
 			if (now >= next) {
 				write_file(e, c->output);	/* folds too */
-				next_fold = mono_ms() + FOLD_MS;
 				next += period;
 				if (next <= now)	/* fell behind: no burst */
 					next = now + period;
 			}
-			wake = next;
+			wait = next - mono_ms();
+			if (wait < 0)
+				wait = 0;
 		}
 		if (folding) {
-			if (mono_ms() >= next_fold) {
+			/* a scrape or a write folds too (e->folded_ms) */
+			if (mono_ms() - e->folded_ms >= FOLD_MS)
 				fold_now(e);
-				next_fold = mono_ms() + FOLD_MS;
-			}
-			if (next_fold < wake)
-				wake = next_fold;
+			t = e->folded_ms + FOLD_MS - mono_ms();
+			if (t < 0)
+				t = 0;
+			if (wait < 0 || t < wait)
+				wait = t;
 		}
-		if (wake != LLONG_MAX) {
-			left = wake - mono_ms();
-			if (left < 0)
-				left = 0;
-			ts.tv_sec = (time_t)(left / 1000);
-			ts.tv_nsec = (long)(left % 1000) * 1000000;
-			tsp = &ts;
-		}
+		/* the clients' deadlines are the server's to keep */
+		t = hs ? http_server_timeout(hs) : -1;
+		if (t >= 0 && (wait < 0 || t < wait))
+			wait = t;
+		ts.tv_sec = (time_t)(wait / 1000);
+		ts.tv_nsec = (long)(wait % 1000) * 1000000;
 		/* both polled: an unused one is -1, which poll() skips */
-		n = ppoll(p, 2, tsp, &waiting);
-		if (n > 0 && devfd >= 0 && (p[1].revents & POLLIN)) {
+		n = ppoll(p, 2, wait >= 0 ? &ts : NULL, &waiting);
+		if (n > 0 && devfd >= 0 && (p[1].revents & POLLIN))
 			fold_now(e);	/* a heap appeared or its owner died */
-			next_fold = mono_ms() + FOLD_MS;
-		}
-		if (n > 0 && lfd >= 0 && (p[0].revents & POLLIN) &&
-		    http_serve_one(lfd, "/metrics", PROM_TYPE, render, e) &&
-		    errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
-			/* EMFILE and the like: the connection stays queued and
-			 * poll() says so at once; wait rather than spin */
-			err("accept: %s", strerror(errno));
-			poll(NULL, 0, 200);
-		}
-		if (n > 0 && lfd >= 0 && (p[0].revents & POLLIN))
-			next_fold = mono_ms() + FOLD_MS;	/* the scrape folded */
+		if (n >= 0 && hs)
+			http_server_run(hs);
 	}
+	http_server_free(hs);
 	return EX_OK;
 }
 
@@ -303,7 +335,7 @@ int cmd_export(struct cli *c)
 	struct exporter e = { .keep = c->keep };
 	bool serving = c->listen || (c->seen & OPT_INTERVAL);
 	struct blamer_snapshot *s;
-	char msg[512], spath[PATH_MAX];
+	char msg[512], spath[PATH_MAX], *made = NULL;
 	const char *state;
 	int ret, lfd = -1;
 
@@ -317,7 +349,7 @@ int cmd_export(struct cli *c)
 	if (c->per_process && (c->seen & (OPT_STATE | OPT_KEEP)))
 		return usage_err("--per-process folds nothing: --state and --keep-dead are for the service's series");
 	if (c->listen) {
-		lfd = http_listen(c->listen, msg, sizeof(msg));
+		lfd = http_listen(c->listen, msg, sizeof(msg), &made);
 		if (lfd == -1)
 			return usage_err("%s", msg);
 		if (lfd < 0)
@@ -329,6 +361,8 @@ int cmd_export(struct cli *c)
 		if (!e.fleet) {
 			if (lfd >= 0)
 				close(lfd);
+			http_unlink(made);
+			free(made);
 			return err("%s", msg);
 		}
 		c->state_used = state != NULL;
@@ -342,6 +376,8 @@ int cmd_export(struct cli *c)
 		if (lfd >= 0)
 			close(lfd);
 		blamer_fleet_close(e.fleet);
+		http_unlink(made);
+		free(made);
 		return ret;
 	}
 	if (serving) {
@@ -367,6 +403,8 @@ int cmd_export(struct cli *c)
 	}
 	if (lfd >= 0)
 		close(lfd);
+	http_unlink(made);	/* a socket file of ours, gone with us */
+	free(made);
 	free(e.buf);
 	blamer_prom_cache_free(e.pc);
 	blamer_fleet_close(e.fleet);

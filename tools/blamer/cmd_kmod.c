@@ -162,36 +162,13 @@ int cmd_unload(struct cli *c)
 }
 
 /* The writes every heap could not record in full, summed by reason. */
-static void print_all_drops(struct cli *c)
+static void print_all_drops(const struct blamer_backend_status *st)
 {
-	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
-		.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_STACKS | BLAMER_READ_NO_USERDATA |
-			 BLAMER_READ_NO_MODULES | BLAMER_READ_NO_LOG | BLAMER_READ_NO_CHILDREN |
-			 BLAMER_READ_NO_DAG };
-	uint64_t drops[BLAMER_DROP_MAX] = { 0 }, total = 0;
-	struct blamer_snapshot *s;
-	struct blamer_reader *r;
-	size_t i, j, n = 0;
-	char e[256];
-
-	r = blamer_reader_open(&o, e, sizeof(e));
-	if (!r)
-		return;
-	if (!blamer_reader_snapshot(r, &s, e, sizeof(e))) {
-		for (i = 0; i < s->nprocs; i++) {
-			for (j = 0; j < BLAMER_DROP_MAX; j++)
-				drops[j] += s->procs[i].drops[j];
-			total += s->procs[i].dropped;
-			n += s->procs[i].dropped != 0;
-		}
-		blamer_snapshot_free(s);
-		if (total)
-			printf("heaps that dropped writes: %zu\n", n);
-		print_drops(stdout, "", drops, total);
-		if (!total)
-			printf("dropped: nothing (every write was recorded in full)\n");
-	}
-	blamer_reader_close(r);
+	if (st->dropped)
+		printf("heaps that dropped writes: %llu\n", (unsigned long long)st->dropping_heaps);
+	print_drops(stdout, "", st->drops, st->dropped);
+	if (!st->dropped)
+		printf("dropped: nothing (every write was recorded in full)\n");
 }
 
 int cmd_status(struct cli *c)
@@ -223,7 +200,7 @@ int cmd_status(struct cli *c)
 		blamer_status_write_json(&st, stdout);
 		return EX_OK;
 	}
-	print_all_drops(c);
+	print_all_drops(&st);
 	if (st.backend == BLAMER_BACKEND_DIR) {
 		fmt_bytes(b1, sizeof(b1), st.bytes);
 		tty_printf(stdout, "backend: dir %s\n", st.source);

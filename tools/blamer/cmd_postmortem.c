@@ -79,10 +79,10 @@ int cmd_postmortem(struct cli *c)
 	for (i = 0; i < npids; i++) {
 		size_t j;
 
-		for (j = 0; j < s->nprocs; j++)
-			if (s->procs[j].pid == pids[i] && s->procs[j].state == BLAMER_PROC_DEAD)
+		for (j = proc_first(s, pids[i]); j < s->nprocs && s->procs[j].pid == pids[i]; j++)
+			if (s->procs[j].state == BLAMER_PROC_DEAD)
 				break;
-		if (j == s->nprocs) {
+		if (j == s->nprocs || s->procs[j].pid != pids[i]) {
 			ret = err("pid %d is still running (postmortem shows dead processes; try `blamer dump %d`)",
 				  pids[i], pids[i]);
 			goto out_pids;
@@ -128,14 +128,66 @@ out:
 	return ret;
 }
 
+/* A kernel slab ID and the process whose it is. */
+struct slab_ref {
+	uint64_t id;
+	size_t proc;
+};
+
+static int slab_ref_cmp(const void *a, const void *b)
+{
+	const struct slab_ref *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->proc < y->proc ? -1 : x->proc > y->proc;
+}
+
+/* Every slab ID of the device's processes, sorted (none on the dir
+ * backend, whose slab IDs are file indexes): 0, or -1 out of memory. */
+static int slab_table(const struct blamer_snapshot *s, struct slab_ref **out, size_t *n)
+{
+	size_t i, k = 0;
+	uint32_t j;
+
+	*n = 0;
+	for (i = 0; i < s->nprocs && s->backend == BLAMER_BACKEND_DEVICE; i++)
+		k += s->procs[i].nslabs < 64 ? s->procs[i].nslabs : 64;
+	*out = malloc((k ? k : 1) * sizeof(**out));
+	if (!*out)
+		return -1;
+	for (i = 0; i < s->nprocs && s->backend == BLAMER_BACKEND_DEVICE; i++)
+		for (j = 0; j < s->procs[i].nslabs && j < 64; j++)
+			(*out)[(*n)++] = (struct slab_ref){ .id = s->procs[i].slab_ids[j], .proc = i };
+	qsort(*out, *n, sizeof(**out), slab_ref_cmp);
+	return 0;
+}
+
+/* The first entry of @ids with ID @v, or where it would be. */
+static size_t slab_first(const struct slab_ref *ids, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ids[mid].id < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* blamer release ID|PID... | --all: an argument names a dead pid or a slab ID */
 int cmd_release(struct cli *c)
 {
 	struct blamer_reader *r;
 	struct blamer_snapshot *s;
 	bool all = c->seen & OPT_ALL;
-	bool *pick;
-	size_t i, n = 0;
+	struct slab_ref *ids = NULL;
+	size_t i, n = 0, nids = 0;
+	bool *pick = NULL;
 	int a, ret;
 
 	if (!all && !c->nargs)
@@ -146,7 +198,7 @@ int cmd_release(struct cli *c)
 	if (ret)
 		return ret;
 	pick = calloc(s->nprocs + 1, sizeof(*pick));
-	if (!pick) {
+	if (!pick || slab_table(s, &ids, &nids)) {
 		ret = err("out of memory");
 		goto out;
 	}
@@ -159,27 +211,25 @@ int cmd_release(struct cli *c)
 			ret = usage_err("'%s' is not a PID or slab ID", c->args[a]);
 			goto out;
 		}
-		for (i = 0; i < s->nprocs; i++) {
-			const struct blamer_snap_process *p = &s->procs[i];
-			bool match = (unsigned long long)p->pid == v;
-			uint32_t k;
-
-			for (k = 0; k < p->nslabs && s->backend == BLAMER_BACKEND_DEVICE; k++)
-				match |= p->slab_ids[k] == v;
-			if (!match)
-				continue;
-			if (p->state != BLAMER_PROC_DEAD) {
-				if ((unsigned long long)p->pid == v)
-					continue;	/* a live pid; maybe a dead one reused it */
-			}
+		/* the processes of pid v, then those with a slab v (device) */
+		for (i = v <= INT32_MAX ? proc_first(s, (int32_t)v) : s->nprocs;
+		     i < s->nprocs && (unsigned long long)s->procs[i].pid == v; i++) {
+			if (s->procs[i].state != BLAMER_PROC_DEAD)
+				continue;	/* a live pid; maybe a dead one reused it */
 			found = true;
 			pick[i] = true;
 		}
+		for (i = slab_first(ids, nids, v); i < nids && ids[i].id == v; i++) {
+			const struct blamer_snap_process *p = &s->procs[ids[i].proc];
+
+			if (p->state != BLAMER_PROC_DEAD && (unsigned long long)p->pid == v)
+				continue;
+			found = true;
+			pick[ids[i].proc] = true;
+		}
 		if (!found) {
-			for (i = 0; i < s->nprocs; i++)
-				if ((unsigned long long)s->procs[i].pid == v)
-					break;
-			if (i < s->nprocs)
+			i = v <= INT32_MAX ? proc_first(s, (int32_t)v) : s->nprocs;
+			if (i < s->nprocs && (unsigned long long)s->procs[i].pid == v)
 				ret = err("pid %llu is still running: only dead processes can be released", v);
 			else
 				ret = err("no dead process or slab %llu in %s (see `blamer postmortem`)",
@@ -205,6 +255,7 @@ int cmd_release(struct cli *c)
 		tty_printf(stdout, "no dead processes in %s\n", s->source);
 out:
 	free(pick);
+	free(ids);
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
 	return ret;

@@ -162,7 +162,7 @@ static int total_desc(const void *a, const void *b)
 static const char *row_colour(const struct blamer_snap_process *p)
 {
 	if (p->health == BLAMER_HEALTH_CORRUPT || p->health == BLAMER_HEALTH_UNREADABLE ||
-	    p->health == BLAMER_HEALTH_TORN)
+	    p->health == BLAMER_HEALTH_TORN || p->disproved)
 		return "33";			/* yellow: the heap has a problem */
 	if (p->state == BLAMER_PROC_LIVE)
 		return NULL;
@@ -183,7 +183,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	for (i = 0; i < NSORT; i++)
 		snprintf(col[i], sizeof(col[i]), "%s%s", titles[i], i != t->sort || !t->keys ? "" :
 			 t->reversed ? "^" : "*");
-	scr_line(&t->scr, "7", "%7s %-16s %-12s %-12s %-8s %-14s %4s  %s", col[SORT_PID],
+	scr_line(&t->scr, "7", "%7s %-16s %-12s %-12s %-9s %-14s %4s  %s", col[SORT_PID],
 		 col[SORT_COMM], "ROLE", col[SORT_STATE], "IDENTITY", col[SORT_PHASE],
 		 col[SORT_THREADS], col[SORT_AGE]);
 	order = calloc(s->nprocs + 1, sizeof(*order));
@@ -214,7 +214,7 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 			snprintf(act, sizeof(act), "%s", p->health == BLAMER_HEALTH_OK ? "idle" :
 				 p->health == BLAMER_HEALTH_UNCHECKED ? "-" : proc_health(p));
 		}
-		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-12s %-8s %-14s %4zu  %s", p->pid,
+		scr_line(&t->scr, row_colour(p), "%7d %-16s %-12s %-12s %-9s %-14s %4zu  %s", p->pid,
 			 proc_comm(p), proc_role(p, role, sizeof(role)),
 			 state_short(p, st, sizeof(st)), proc_identity(p),
 			 p->have_record ? phase_str(p->phase, ph, sizeof(ph)) : "-", p->nthreads,
@@ -246,9 +246,9 @@ static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 		const struct blamer_snap_total *tt = order[i];
 		const struct blamer_snap_total *q =
 			prev ? blamer_snap_total_find(prev, tt->nodes, tt->depth, tt->unit) : NULL;
-		char un[24], tot[32], rate[32], path[BLAMER_SNAP_MAX_DEPTH * 34];
+		char un[40], tot[32], rate[32], path[BLAMER_SNAP_MAX_DEPTH * 34];
 
-		fmt_value(tot, sizeof(tot), tt->unit, tt->value);
+		fmt_value(s, tot, sizeof(tot), tt->unit, tt->value);
 		if (q && dt > 0 && tt->value >= q->value) {
 			double r = (double)(tt->value - q->value) / dt;
 
@@ -256,15 +256,125 @@ static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 			if (tt->unit == BLAMER_UNIT_CPU_NS)
 				snprintf(rate, sizeof(rate), "%.1f%%", r / 1e7);
 			else
-				fmt_value(rate, sizeof(rate), tt->unit, (uint64_t)r);
+				fmt_value(s, rate, sizeof(rate), tt->unit, (uint64_t)r);
 		} else {
 			snprintf(rate, sizeof(rate), "-");
 		}
 		blamer_snap_path_string(s, tt->nodes, tt->depth, path, sizeof(path));
 		scr_line(&t->scr, NULL, "%-8s %12s %12s  %s",
-			 unit_label(tt->unit, un, sizeof(un)), tot, rate, path);
+			 unit_label(s, tt->unit, un, sizeof(un)), tot, rate, path);
 	}
 	free(order);
+}
+
+/* The processes by role (busy threads: saturation), when roles are set. */
+static void draw_roles(struct top *t, const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	if (!s->nroles || (s->nroles == 1 && !s->roles[0].role[0]) || scr_full(&t->scr, 3))
+		return;
+	scr_line(&t->scr, NULL, "%s", "");
+	scr_line(&t->scr, "7", "%-20s %6s %6s %8s %6s", "ROLE", "LIVE", "DEAD", "THREADS", "BUSY");
+	for (i = 0; i < s->nroles && !scr_full(&t->scr, 1); i++) {
+		const struct blamer_snap_role *r = &s->roles[i];
+
+		scr_line(&t->scr, NULL, "%-20s %6u %6u %8u %6u", r->role[0] ? r->role : "-", r->live,
+			 r->dead, r->threads, r->busy);
+	}
+}
+
+/* The programs' metrics merged over processes, as many as fit. */
+static void draw_series(struct top *t, const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	if (!s->nseries || scr_full(&t->scr, 3))
+		return;
+	scr_line(&t->scr, NULL, "%s", "");
+	scr_line(&t->scr, "7", "%-9s %5s  %s", "KIND", "PROCS", "SERIES = VALUE");
+	for (i = 0; i < s->nseries && !scr_full(&t->scr, 1); i++) {
+		char line[800];
+
+		fmt_series(line, sizeof(line), s, &s->series[i]);
+		scr_line(&t->scr, NULL, "%-9s %5u  %s", blamer_metric_kind_name(s->series[i].def->kind),
+			 s->series[i].nprocs, line);
+	}
+}
+
+/* --by role: each role's total per (path, unit), largest first. */
+struct role_total {
+	const char *role;
+	const struct blamer_snap_path *path;
+	uint32_t unit;
+	uint64_t value;
+};
+
+static int role_total_cmp(const void *a, const void *b)
+{
+	const struct role_total *x = a, *y = b;
+	int c = strcmp(x->role, y->role);
+
+	if (c)
+		return c;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	c = blamer_path_cmp(x->path->nodes, x->path->depth, y->path->nodes, y->path->depth);
+	return c;
+}
+
+static int role_total_desc(const void *a, const void *b)
+{
+	const struct role_total *x = a, *y = b;
+	int c = strcmp(x->role, y->role);
+
+	if (c)
+		return c;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	return x->value > y->value ? -1 : x->value < y->value;
+}
+
+static void draw_role_totals(struct top *t, const struct blamer_snapshot *s)
+{
+	struct role_total *v;
+	size_t i, j, k, n = 0, m = 0;
+
+	for (i = 0; i < s->nprocs; i++)
+		for (j = 0; j < s->procs[i].npaths; j++)
+			n += s->procs[i].paths[j].nvalues;
+	if (!n || scr_full(&t->scr, 3))
+		return;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0, n = 0; i < s->nprocs; i++)
+		for (j = 0; j < s->procs[i].npaths; j++)
+			for (k = 0; k < s->procs[i].paths[j].nvalues; k++)
+				v[n++] = (struct role_total){ s->procs[i].role, &s->procs[i].paths[j],
+							      s->procs[i].paths[j].units[k],
+							      s->procs[i].paths[j].values[k] };
+	qsort(v, n, sizeof(*v), role_total_cmp);
+	for (i = 0; i < n; i = j) {
+		uint64_t sum = 0;
+
+		for (j = i; j < n && !role_total_cmp(&v[i], &v[j]); j++)
+			sum += v[j].value;
+		v[m] = v[i];
+		v[m++].value = sum;
+	}
+	qsort(v, m, sizeof(*v), role_total_desc);
+	scr_line(&t->scr, NULL, "%s", "");
+	scr_line(&t->scr, "7", "%-16s %-8s %12s  %s", "ROLE", "UNIT", "TOTAL", "PATH");
+	for (i = 0; i < m && i < 30 && !scr_full(&t->scr, 1); i++) {
+		char un[40], tot[32], path[BLAMER_SNAP_MAX_DEPTH * 34];
+
+		fmt_value(s, tot, sizeof(tot), v[i].unit, v[i].value);
+		blamer_snap_path_string(s, v[i].path->nodes, v[i].path->depth, path, sizeof(path));
+		scr_line(&t->scr, NULL, "%-16s %-8s %12s  %s", v[i].role[0] ? v[i].role : "-",
+			 unit_label(s, v[i].unit, un, sizeof(un)), tot, path);
+	}
+	free(v);
 }
 
 static void draw_help(struct top *t)
@@ -298,6 +408,9 @@ static void draw(struct top *t)
 		s->procs[i].state == BLAMER_PROC_LIVE ? live++ : dead++;
 	n = snprintf(title, sizeof(title), "blamer top - %s %s - %zu live, %zu dead",
 		     s->backend == BLAMER_BACKEND_DEVICE ? "device" : "dir", s->source, live, dead);
+	if (s->empty_files)	/* one count for all of them, never a row each */
+		n += snprintf(title + n, sizeof(title) - (size_t)n, ", %zu empty file%s skipped",
+			      s->empty_files, s->empty_files == 1 ? "" : "s");
 	if (s->backend == BLAMER_BACKEND_DEVICE)
 		n += snprintf(title + n, sizeof(title) - (size_t)n, ", generation %llu",
 			      (unsigned long long)s->generation);
@@ -311,10 +424,16 @@ static void draw(struct top *t)
 	scr_line(&t->scr, "1", "%s", title);
 	scr_line(&t->scr, NULL, "%s", "");
 	draw_procs(t, s, t->help ? 9 : s->ntotals ? 4 : 1);
-	if (t->help)
+	if (t->help) {
 		draw_help(t);
-	else
-		draw_totals(t, s, t->prev);
+	} else {
+		draw_roles(t, s);
+		if (t->c->by_role)
+			draw_role_totals(t, s);
+		else
+			draw_totals(t, s, t->prev);
+		draw_series(t, s);
+	}
 	if (!t->keys)
 		snprintf(status, sizeof(status), "Ctrl-C quits");
 	else if (t->prompting)
@@ -404,8 +523,10 @@ static int snap(struct top *t)
 int cmd_top(struct cli *c)
 {
 	struct blamer_reader_opts o = { .backend = c->backend, .dir = c->dir,
+					/* dead processes count, read once (--live-only: not) */
 					.flags = READ_FOR_TOP | BLAMER_READ_KEEP_DEAD |
-						 (c->dead ? BLAMER_READ_DEAD_FULL : 0) };
+						 BLAMER_READ_DEAD_FULL |
+						 (c->live_only ? BLAMER_READ_LIVE_ONLY : 0) };
 	struct top t = { .c = c, .interval = c->interval };
 	struct sigaction sa = { 0 };
 	bool want = true, dirty = false;

@@ -1,31 +1,88 @@
 // SPDX-License-Identifier: MIT
 /*
- * A scrape endpoint (http.h). The server answers one client at a time,
- * so each client gets deadlines: one for sending its request, and one,
- * from when the answer is made, for reading it; reads and writes poll()
- * against them, and a client past one is closed without (the rest of)
- * an answer. Requests are parsed only as far
- * as the request line (method, target, version); headers are read, up
- * to HTTP_MAX_REQUEST bytes, and ignored.
+ * A scrape endpoint no other client can keep from its scraper (http.h).
+ *
+ * One thread, one epoll loop, every socket non-blocking: a client that
+ * sends its request a byte at a time, never reads its answer or never
+ * closes holds one connection, never the server. Each connection has
+ * deadlines fixed when its stage begins (its request, its answer, its
+ * end) that no byte it sends or takes moves, and a byte budget for what
+ * it may send. Connections are capped per peer and in all; when a new
+ * one finds no room, the one that has done least is let go to make it:
+ * one whose answer is already in the kernel's hands (the end of it, a
+ * well-behaved client is not hurt), else the oldest still sending its
+ * request, else the oldest that has stopped taking its answer; a new
+ * connection is refused (503) only when every other one of its peer (or,
+ * at the total cap, every other one) is taking its answer. On TCP a
+ * connection reaches accept() only once it has sent something
+ * (TCP_DEFER_ACCEPT: one that says nothing takes no room here), and a
+ * request sent at once, as a scraper sends it, is read the moment it is
+ * accepted, so a flood of new connections does not push it out before it
+ * has asked.
+ *
+ * A peer is a uid where the kernel says one: SO_PEERCRED on a Unix
+ * socket; for TCP, the uid owning the client's socket when that socket
+ * is on this machine (NETLINK_SOCK_DIAG finds it by the four-tuple), so
+ * that every local user, all coming from 127.0.0.1, has a cap of their
+ * own; else the peer's address.
+ *
+ * The answer to GET /metrics is made once for every client that asks
+ * while it is fresh (HTTP_FRESH_MS) and shared (counted references);
+ * at most HTTP_ANSWERS are kept at once, so what a crowd of slow
+ * readers costs is bounded: past that, they get the newest there is.
+ * Requests are parsed only as far as the request line (method, target,
+ * version); headers are read, up to HTTP_MAX_REQUEST bytes, and ignored.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 
 #include "http.h"
 #include "mono.h"
 
-int http_listen(const char *spec, char *err, size_t errlen)
+/* Accepted per round of the loop: the connections already there are
+ * read between rounds, so a flood does not let a new one go unread. */
+#define ACCEPT_BATCH	8
+/* Connections the kernel queues before accept(): a flood that fills the
+ * queue makes the next client's handshake wait for a retransmission (1 s
+ * and more), so the queue is deep; accept() empties it fast. */
+#define HTTP_BACKLOG	1024
+/* How long accepting rests after accept() failed for a lack of something. */
+#define ACCEPT_PAUSE_MS	200
+
+/* ---- listening ---- */
+
+/*
+ * A TCP connection is handed to accept() only once its first bytes are
+ * there (TCP_DEFER_ACCEPT, for as long as a request may take): one that
+ * connects and says nothing waits in the kernel, taking no room of ours,
+ * and a scraper's is read whole the moment it is accepted.
+ */
+static void defer_accept(int fd)
+{
+	int secs = HTTP_REQUEST_MS / 1000;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+}
+
+static int listen_tcp(const char *spec, char *err, size_t errlen)
 {
 	union {
 		struct sockaddr any;
@@ -41,7 +98,8 @@ int http_listen(const char *spec, char *err, size_t errlen)
 
 	colon = strrchr(spec, ':');
 	if (!colon) {
-		snprintf(err, errlen, "bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464", spec);
+		snprintf(err, errlen, "bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464, or unix:PATH",
+			 spec);
 		return -1;
 	}
 	port = colon + 1;
@@ -83,105 +141,395 @@ int http_listen(const char *spec, char *err, size_t errlen)
 			 spec);
 		return -1;
 	}
-	fd = socket(sa.any.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(sa.any.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, &sa.any, salen) || listen(fd, 16)) {
+	    bind(fd, &sa.any, salen) || listen(fd, HTTP_BACKLOG)) {
 		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -2;
 	}
+	defer_accept(fd);
 	return fd;
 }
 
-/* Waits for @events on @fd until @deadline: true if ready. */
-static bool wait_fd(int fd, short events, long long deadline)
+/*
+ * A socket file at @path left by an exporter that is gone (ours, a
+ * socket, and nobody answers on it) is removed: true if there is none
+ * now.
+ */
+static bool clear_stale(const char *path, const struct sockaddr_un *sa)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-	long long left;
-	int r;
+	struct stat st;
+	int fd;
+	bool stale;
 
-	for (;;) {
-		left = deadline - mono_ms();
-		if (left <= 0)
-			return false;
-		r = poll(&p, 1, (int)left);
-		if (r > 0)
-			return true;
-		if (r == 0 || errno != EINTR)
-			return false;
-	}
+	if (lstat(path, &st))
+		return errno == ENOENT;
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	stale = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) && errno == ECONNREFUSED;
+	close(fd);
+	return stale && !unlink(path);
 }
 
-static bool send_all(int fd, const char *buf, size_t len, long long deadline)
+static int listen_unix(const char *spec, char *err, size_t errlen, char **made)
 {
-	while (len) {
-		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	const char *path = spec + 5;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, e;
 
-		if (w > 0) {
-			buf += w;
-			len -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
-		    wait_fd(fd, POLLOUT, deadline))
-			continue;
-		return false;
+	if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "bad --listen '%s': give unix:PATH, a path of at most %zu bytes",
+			 spec, sizeof(sa.sun_path) - 1);
+		return -1;
 	}
-	return true;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (!clear_stale(path, &sa)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path,
+			 errno == ENOENT ? "it exists" : "it exists and is not a stale socket of ours");
+		return -2;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		return -2;
+	}
+	/* owner and group may connect (chgrp the socket, or its directory,
+	 * to the scraper's group), nobody else; from bind() on */
+	old = umask(0117);
+	e = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? errno : 0;
+	umask(old);
+	if (e || listen(fd, HTTP_BACKLOG)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(e ? e : errno));
+		if (!e)
+			unlink(path);
+		close(fd);
+		return -2;
+	}
+	*made = strdup(path);
+	return fd;
+}
+
+/* systemd's socket activation: the one listening stream socket at fd 3. */
+static int listen_systemd(char *err, size_t errlen)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	int type = 0, on = 0;
+	socklen_t l = sizeof(type), l2 = sizeof(on);
+
+	if (!pid || !fds || strtol(pid, NULL, 10) != getpid() || strcmp(fds, "1")) {
+		snprintf(err, errlen,
+			 "--listen systemd: no socket passed (run from a .socket unit with one ListenStream=)");
+		return -2;
+	}
+	if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &l) || type != SOCK_STREAM ||
+	    getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &on, &l2) || !on) {
+		snprintf(err, errlen, "--listen systemd: fd 3 is not a listening stream socket");
+		return -2;
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	{
+		int dom = 0;
+		socklen_t dl = sizeof(dom);
+
+		if (!getsockopt(3, SOL_SOCKET, SO_DOMAIN, &dom, &dl) &&
+		    (dom == AF_INET || dom == AF_INET6))
+			defer_accept(3);
+	}
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) || fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK)) {
+		snprintf(err, errlen, "--listen systemd: %s", strerror(errno));
+		return -2;
+	}
+	return 3;
+}
+
+int http_listen(const char *spec, char *err, size_t errlen, char **made)
+{
+	*made = NULL;
+	if (!strncmp(spec, "unix:", 5))
+		return listen_unix(spec, err, errlen, made);
+	if (!strcmp(spec, "systemd"))
+		return listen_systemd(err, errlen);
+	return listen_tcp(spec, err, errlen);
+}
+
+void http_unlink(const char *path)
+{
+	struct stat st;
+
+	if (path && !lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_uid == geteuid())
+		unlink(path);
+}
+
+/* ---- the server ---- */
+
+/* Who a connection is, for the caps: a uid, or an address. */
+struct peer {
+	uint32_t kind;		/* 1 uid, 2 address */
+	uint32_t uid;
+	uint8_t addr[16];
+};
+
+/* A shared answer: one rendering, sent to every client that asked while
+ * it was fresh. */
+struct answer {
+	unsigned refs;
+	bool failed;		/* a 500 with the reason */
+	char *body;
+	size_t len, cap;
+	long long made_ms;
+};
+
+enum stage { C_READ, C_WRITE, C_LINGER };
+
+struct conn {
+	int fd;
+	enum stage st;
+	long long since;	/* when its stage began */
+	long long deadline;	/* and when it must be done */
+	struct peer peer;
+	char *req;		/* C_READ: the head so far */
+	size_t nreq;
+	struct answer *ans;	/* C_WRITE: the shared answer, or NULL */
+	char head[192];		/* status line, headers, and a short body */
+	size_t nhead;
+	const char *body;	/* what follows the head */
+	size_t nbody;
+	size_t sent;		/* of head + body */
+	bool stalled;		/* the last write made no progress */
+	size_t drained;		/* C_LINGER: bytes read and dropped */
+};
+
+struct http_server {
+	int lfd, ep, nl;	/* listener, epoll, sock_diag (-1: none) */
+	int reserve;		/* a spare descriptor: when accept() hits the
+				 * limit, freed to shed one connection */
+	bool is_unix;
+	const char *path, *type;
+	http_render render;
+	void *arg;
+	struct conn **c;	/* slots, NULL when free */
+	size_t max;
+	size_t n;
+	struct answer *ans[HTTP_ANSWERS];	/* [0] the newest */
+	long long resume_ms;	/* the listener rests until then (0: it does not) */
+};
+
+static void answer_put(struct answer *a)
+{
+	if (a)
+		a->refs--;
+}
+
+static void conn_close(struct http_server *s, size_t i)
+{
+	struct conn *c = s->c[i];
+
+	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	answer_put(c->ans);
+	free(c->req);
+	free(c);
+	s->c[i] = NULL;
+	s->n--;
+}
+
+static void watch(struct http_server *s, size_t i, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = i + 1 };
+
+	epoll_ctl(s->ep, EPOLL_CTL_MOD, s->c[i]->fd, &ev);
+}
+
+/* ---- peers ---- */
+
+static bool peer_eq(const struct peer *a, const struct peer *b)
+{
+	return a->kind == b->kind && (a->kind == 1 ? a->uid == b->uid :
+				      !memcmp(a->addr, b->addr, sizeof(a->addr)));
 }
 
 /*
- * Reads the request head (up to the empty line) into @buf; the length,
- * 0 if the client closed, timed out or sent too much (*too_big).
+ * The uid owning the client end of TCP connection @fd, when that end is
+ * a socket of this machine (the kernel's inet_diag, asked for exactly
+ * that four-tuple); false if it is not (a remote client) or cannot say.
  */
-static size_t read_head(int fd, char *buf, size_t cap, long long deadline, bool *too_big)
+static bool local_tcp_uid(int nl, int fd, uint32_t *uid)
 {
-	size_t n = 0;
+	struct sockaddr_storage me, them;
+	socklen_t ml = sizeof(me), tl = sizeof(them);
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req;
+	union {
+		struct nlmsghdr h;
+		char b[1024];
+	} rsp;
+	struct inet_diag_msg *m;
+	ssize_t n;
 
-	*too_big = false;
-	while (n < cap - 1) {
-		ssize_t r;
+	if (nl < 0 || getsockname(fd, (struct sockaddr *)&me, &ml) ||
+	    getpeername(fd, (struct sockaddr *)&them, &tl) || me.ss_family != them.ss_family)
+		return false;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (them.ss_family == AF_INET) {
+		const struct sockaddr_in *t = (void *)&them, *l = (void *)&me;
 
-		if (!wait_fd(fd, POLLIN, deadline))
-			return 0;
-		r = recv(fd, buf + n, cap - 1 - n, MSG_DONTWAIT);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-			continue;
-		if (r <= 0)
-			return 0;
-		n += (size_t)r;
-		buf[n] = '\0';
-		/* the empty line, after CRLF or bare LF line ends (or a mix);
-		 * memmem: a NUL in the request must not hide its end */
-		if (memmem(buf, n, "\n\r\n", 3) || memmem(buf, n, "\n\n", 2))
-			return n;
+		req.r.sdiag_family = AF_INET;
+		req.r.id.idiag_sport = t->sin_port;	/* the client's end */
+		req.r.id.idiag_dport = l->sin_port;
+		memcpy(req.r.id.idiag_src, &t->sin_addr, 4);
+		memcpy(req.r.id.idiag_dst, &l->sin_addr, 4);
+	} else if (them.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *t = (void *)&them, *l = (void *)&me;
+
+		if (IN6_IS_ADDR_V4MAPPED(&t->sin6_addr)) {
+			/* a v4 client of a dual-stack socket: its end is AF_INET */
+			req.r.sdiag_family = AF_INET;
+			memcpy(req.r.id.idiag_src, &t->sin6_addr.s6_addr[12], 4);
+			memcpy(req.r.id.idiag_dst, &l->sin6_addr.s6_addr[12], 4);
+		} else {
+			req.r.sdiag_family = AF_INET6;
+			memcpy(req.r.id.idiag_src, &t->sin6_addr, 16);
+			memcpy(req.r.id.idiag_dst, &l->sin6_addr, 16);
+		}
+		req.r.id.idiag_sport = t->sin6_port;
+		req.r.id.idiag_dport = l->sin6_port;
+	} else {
+		return false;
 	}
-	*too_big = true;
-	return n;
+	/* the kernel answers while it takes the request: nothing to wait for */
+	if (send(nl, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		return false;
+	n = recv(nl, &rsp, sizeof(rsp), MSG_DONTWAIT);
+	while (recv(nl, rsp.b + sizeof(rsp) / 2, sizeof(rsp) / 2, MSG_DONTWAIT) > 0)
+		;	/* nothing else may stay queued for the next ask */
+	if (n < (ssize_t)(NLMSG_HDRLEN + sizeof(*m)) || rsp.h.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    rsp.h.nlmsg_len > (size_t)n)
+		return false;
+	m = NLMSG_DATA(&rsp.h);
+	*uid = m->idiag_uid;
+	return true;
 }
 
-static void answer(int fd, const char *status, const char *type, const char *body,
-		   size_t len, bool head_only, long long deadline)
+static void peer_of(struct http_server *s, int fd, struct peer *p)
 {
-	char hdr[256];
-	int hl;
+	struct sockaddr_storage them;
+	socklen_t tl = sizeof(them);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
 
-	hl = snprintf(hdr, sizeof(hdr),
-		      "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		      "Connection: close\r\n\r\n", status, type, len);
-	if (send_all(fd, hdr, (size_t)hl, deadline) && !head_only)
-		send_all(fd, body, len, deadline);
+	memset(p, 0, sizeof(*p));
+	if (s->is_unix) {
+		p->kind = 1;
+		p->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ? UINT32_MAX :
+									     (uint32_t)cr.uid;
+		return;
+	}
+	if (local_tcp_uid(s->nl, fd, &p->uid)) {
+		p->kind = 1;
+		return;
+	}
+	p->kind = 2;
+	if (getpeername(fd, (struct sockaddr *)&them, &tl))
+		return;
+	if (them.ss_family == AF_INET)
+		memcpy(p->addr, &((struct sockaddr_in *)&them)->sin_addr, 4);
+	else if (them.ss_family == AF_INET6)
+		memcpy(p->addr, &((struct sockaddr_in6 *)&them)->sin6_addr, 16);
 }
 
-static void error_answer(int fd, const char *status, long long deadline)
-{
-	char body[64];
-	int n = snprintf(body, sizeof(body), "%s\n", status);
+/* ---- answers ---- */
 
-	answer(fd, status, "text/plain; charset=utf-8", body, (size_t)n, false, deadline);
+static void set_head(struct conn *c, const char *status, const char *type, size_t len)
+{
+	int n = snprintf(c->head, sizeof(c->head),
+			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n\r\n", status, type, len);
+
+	c->nhead = n > 0 && (size_t)n < sizeof(c->head) ? (size_t)n : 0;
+}
+
+static void begin_write(struct http_server *s, size_t i, long long now)
+{
+	struct conn *c = s->c[i];
+
+	free(c->req);
+	c->req = NULL;
+	c->st = C_WRITE;
+	c->since = now;
+	c->deadline = now + HTTP_ANSWER_MS;
+	c->sent = 0;
+	watch(s, i, EPOLLOUT);
+}
+
+/* A short answer of its own: status @status, its text as the body. */
+static void error_answer(struct http_server *s, size_t i, const char *status, long long now)
+{
+	struct conn *c = s->c[i];
+	size_t bl = strlen(status) + 1;
+
+	set_head(c, status, "text/plain; charset=utf-8", bl);
+	if (c->nhead + bl <= sizeof(c->head)) {
+		memcpy(c->head + c->nhead, status, bl - 1);
+		c->head[c->nhead + bl - 1] = '\n';
+		c->nhead += bl;
+	}
+	c->body = NULL;
+	c->nbody = 0;
+	begin_write(s, i, now);
+}
+
+/*
+ * The answer a GET or HEAD now gets: the newest if fresh; else one made
+ * now, in the buffer of the oldest nobody is sent any more; with every
+ * buffer being sent, the newest, however old.
+ */
+static struct answer *current_answer(struct http_server *s, long long now)
+{
+	struct answer *a = s->ans[0], *slot;
+	size_t k;
+
+	if (a && now - a->made_ms < HTTP_FRESH_MS)
+		return a;
+	/* where to make it: a new one while there is room, else the oldest
+	 * that nobody is being sent */
+	for (k = 0; k < HTTP_ANSWERS && s->ans[k]; k++)
+		;
+	if (k == HTTP_ANSWERS) {
+		for (k = HTTP_ANSWERS; k-- > 0 && s->ans[k]->refs;)
+			;
+		if (k == (size_t)-1)
+			return a;	/* every one is being sent: the newest will do */
+		slot = s->ans[k];
+	} else {
+		slot = calloc(1, sizeof(*slot));
+		if (!slot)
+			return a;
+	}
+	/* to the front: those newer than its place move down one */
+	memmove(&s->ans[1], &s->ans[0], k * sizeof(s->ans[0]));
+	s->ans[0] = slot;
+	slot->failed = s->render(s->arg, &slot->body, &slot->len, &slot->cap) != 0;
+	if (!slot->body)
+		slot->len = 0;
+	/* fresh from when it is made: a slow snapshot is not stale at once */
+	slot->made_ms = mono_ms();
+	return slot;
 }
 
 /* "METHOD TARGET HTTP/1.x": 0 if well formed, the target's path part
@@ -210,76 +558,418 @@ static int parse_line(char *buf, char **method, char **target)
 	return 0;
 }
 
+/* The request head is in: what to answer. */
+static void route(struct http_server *s, size_t i, long long now)
+{
+	struct conn *c = s->c[i];
+	char *method, *target;
+	struct answer *a;
+	bool head;
+
+	c->req[c->nreq] = '\0';
+	if (parse_line(c->req, &method, &target)) {
+		error_answer(s, i, "400 Bad Request", now);
+		return;
+	}
+	head = !strcmp(method, "HEAD");
+	if (!head && strcmp(method, "GET")) {
+		error_answer(s, i, "405 Method Not Allowed", now);
+		return;
+	}
+	if (strcmp(target, s->path)) {
+		error_answer(s, i, "404 Not Found", now);
+		return;
+	}
+	a = current_answer(s, now);
+	if (!a) {
+		error_answer(s, i, "503 Service Unavailable", now);
+		return;
+	}
+	a->refs++;
+	c->ans = a;
+	if (a->failed)
+		set_head(c, "500 Internal Server Error", "text/plain; charset=utf-8", a->len);
+	else
+		set_head(c, "200 OK", s->type, a->len);
+	c->body = a->body;
+	c->nbody = head ? 0 : a->len;
+	begin_write(s, i, now);
+}
+
+/* ---- the stages ---- */
+
+static void drop(struct http_server *s, size_t i)
+{
+	conn_close(s, i);
+}
+
 /*
  * Closes after the answer without losing it: closing a socket with unread
  * input resets the connection, and the client may then never see the
  * answer (a 431 to a request it is still sending). So: end our side, and
- * read what the client still sends until it closes, up to 64 KiB, and
- * never past the deadline.
+ * read what the client still sends until it closes, within its budget.
  */
-static void linger_close(int fd, long long deadline)
+static void begin_linger(struct http_server *s, size_t i, long long now)
 {
-	char sink[4096];
-	size_t total = 0;
+	struct conn *c = s->c[i];
 
-	shutdown(fd, SHUT_WR);
-	while (total < 65536 && wait_fd(fd, POLLIN, deadline)) {
-		ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+	answer_put(c->ans);
+	c->ans = NULL;
+	shutdown(c->fd, SHUT_WR);
+	c->st = C_LINGER;
+	c->since = now;
+	c->deadline = now + HTTP_LINGER_MS;
+	c->drained = 0;
+	watch(s, i, EPOLLIN);
+}
 
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+static void do_write(struct http_server *s, size_t i, long long now)
+{
+	struct conn *c = s->c[i];
+
+	for (;;) {
+		const char *p;
+		size_t left;
+		ssize_t w;
+
+		if (c->sent < c->nhead) {
+			p = c->head + c->sent;
+			left = c->nhead - c->sent;
+		} else if (c->sent < c->nhead + c->nbody) {
+			p = c->body + (c->sent - c->nhead);
+			left = c->nhead + c->nbody - c->sent;
+		} else {
+			begin_linger(s, i, now);
+			return;
+		}
+		w = send(c->fd, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			c->sent += (size_t)w;
+			c->stalled = false;
 			continue;
-		if (r <= 0)
-			break;
-		total += (size_t)r;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->stalled = true;	/* the client is not taking it */
+			return;
+		}
+		drop(s, i);	/* gone */
+		return;
+	}
+}
+
+static void do_read(struct http_server *s, size_t i, long long now)
+{
+	struct conn *c = s->c[i];
+
+	for (;;) {
+		size_t from = c->nreq > 3 ? c->nreq - 3 : 0;
+		ssize_t r;
+
+		if (c->nreq >= HTTP_MAX_REQUEST - 1) {
+			error_answer(s, i, "431 Request Header Fields Too Large", now);
+			return;
+		}
+		r = recv(c->fd, c->req + c->nreq, HTTP_MAX_REQUEST - 1 - c->nreq, MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (r <= 0) {
+			drop(s, i);	/* closed or failed: nobody to answer */
+			return;
+		}
+		c->nreq += (size_t)r;
+		/* the empty line, after CRLF or bare LF line ends (or a mix);
+		 * memmem: a NUL in the request must not hide its end; only
+		 * where the new bytes could complete it */
+		if (memmem(c->req + from, c->nreq - from, "\n\r\n", 3) ||
+		    memmem(c->req + from, c->nreq - from, "\n\n", 2)) {
+			route(s, i, now);
+			if (s->c[i] && s->c[i]->st == C_WRITE)
+				do_write(s, i, now);	/* most answers go at once */
+			return;
+		}
+	}
+}
+
+static void do_linger(struct http_server *s, size_t i)
+{
+	struct conn *c = s->c[i];
+	char sink[4096];
+
+	for (;;) {
+		ssize_t r = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		c->drained += r > 0 ? (size_t)r : 0;
+		if (r <= 0 || c->drained >= HTTP_MAX_DRAIN) {
+			drop(s, i);	/* its end, or its budget's */
+			return;
+		}
+	}
+}
+
+/* ---- room for one more ---- */
+
+/*
+ * The connection to let go for a new one, among those of @peer (NULL: of
+ * every peer): the one that has done least. An answer handed to the
+ * kernel whole (lingering) loses nothing; then the oldest still sending
+ * its request; then the oldest not taking its answer. -1 if all of them
+ * are taking theirs.
+ */
+static long victim(struct http_server *s, const struct peer *peer)
+{
+	long best = -1;
+	int rank, best_rank = 3;
+	size_t i;
+
+	for (i = 0; i < s->max; i++) {
+		struct conn *c = s->c[i];
+
+		if (!c || (peer && !peer_eq(&c->peer, peer)))
+			continue;
+		rank = c->st == C_LINGER ? 0 : c->st == C_READ ? 1 : c->stalled ? 2 : 3;
+		if (rank < best_rank || (rank == best_rank && rank < 3 &&
+					 c->since < s->c[best]->since)) {
+			best = (long)i;
+			best_rank = rank;
+		}
+	}
+	return best;
+}
+
+static size_t peer_count(struct http_server *s, const struct peer *p)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->max; i++)
+		n += s->c[i] && peer_eq(&s->c[i]->peer, p);
+	return n;
+}
+
+/* accept() failing for a lack of something (descriptors, memory): the
+ * listener rests for ACCEPT_PAUSE_MS instead of waking the loop at once
+ * again and again; the queued connections wait in the kernel. */
+static void pause_accept(struct http_server *s, long long now)
+{
+	if (!epoll_ctl(s->ep, EPOLL_CTL_DEL, s->lfd, NULL))
+		s->resume_ms = now + ACCEPT_PAUSE_MS;
+}
+
+static void resume_accept(struct http_server *s, long long now)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+
+	if (s->resume_ms && now >= s->resume_ms && !epoll_ctl(s->ep, EPOLL_CTL_ADD, s->lfd, &ev))
+		s->resume_ms = 0;
+}
+
+/* No room: a short 503 (if the socket takes it at once), and closed. */
+static void refuse(int fd)
+{
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+				   "Connection: close\r\n\r\n";
+
+	if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* it may not even take that: closed all the same */
 	}
 	close(fd);
 }
 
-int http_serve_one(int lfd, const char *path, const char *content_type,
-		   http_render render, void *arg)
+static void accept_some(struct http_server *s, long long now)
 {
-	char buf[HTTP_MAX_REQUEST], *method, *target;
-	const char *body = NULL;
-	long long deadline;
-	size_t len = 0;
-	bool too_big, head;
-	int fd, ret;
+	int k;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	deadline = mono_ms() + HTTP_TIMEOUT_MS;
-	if (!read_head(fd, buf, sizeof(buf), deadline, &too_big))
-		goto out;	/* closed or too slow: nobody to answer */
-	if (too_big) {
-		error_answer(fd, "431 Request Header Fields Too Large", deadline);
-		goto out;
+	for (k = 0; k < ACCEPT_BATCH; k++) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct conn *c;
+		struct peer p;
+		long v = -1;
+		size_t i;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && s->reserve >= 0) {
+			/* out of descriptors: the spare one takes the
+			 * connection off the queue to refuse it */
+			close(s->reserve);
+			fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (fd >= 0)
+				refuse(fd);
+			s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			continue;
+		}
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED && errno != EPROTO)
+				pause_accept(s, now);	/* EMFILE & co.: not a spin */
+			return;	/* none waiting, or the next round */
+		}
+		peer_of(s, fd, &p);
+		/* a full peer makes room among its own; a full server, among
+		 * all (a peer is not others' to choose: one of many addresses
+		 * may be the scraper) */
+		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER)
+			v = victim(s, &p);
+		else if (s->n >= s->max)
+			v = victim(s, NULL);
+		if (v >= 0)
+			drop(s, (size_t)v);
+		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER || s->n >= s->max) {
+			refuse(fd);
+			continue;
+		}
+		for (i = 0; i < s->max && s->c[i]; i++)
+			;
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c->req = malloc(HTTP_MAX_REQUEST);
+		if (!c || !c->req) {
+			if (c)
+				free(c);
+			refuse(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->st = C_READ;
+		c->since = now;
+		c->deadline = now + HTTP_REQUEST_MS;
+		c->peer = p;
+		ev.data.u64 = i + 1;
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
+			free(c->req);
+			free(c);
+			refuse(fd);
+			continue;
+		}
+		s->c[i] = c;
+		s->n++;
+		/* a scraper's request is there already: read now, before a
+		 * flood of new connections could count it as doing nothing */
+		do_read(s, i, now);
 	}
-	if (parse_line(buf, &method, &target)) {
-		error_answer(fd, "400 Bad Request", deadline);
-		goto out;
+}
+
+/* ---- the loop ---- */
+
+struct http_server *http_server_new(int lfd, const char *path, const char *content_type,
+				    http_render render, void *arg)
+{
+	struct http_server *s = calloc(1, sizeof(*s));
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	struct rlimit rl;
+
+	if (!s)
+		return NULL;
+	s->lfd = lfd;
+	s->path = path;
+	s->type = content_type;
+	s->render = render;
+	s->arg = arg;
+	s->nl = -1;
+	s->reserve = -1;
+	s->max = HTTP_MAX_CONNS;
+	/* a quarter of the descriptors at most: the reader needs its own */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < s->max)
+		s->max = rl.rlim_cur / 4 > 8 ? (size_t)(rl.rlim_cur / 4) : 8;
+	s->is_unix = !getsockname(lfd, (struct sockaddr *)&me, &ml) && me.ss_family == AF_UNIX;
+	if (!s->is_unix)
+		s->nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	s->c = calloc(s->max, sizeof(*s->c));
+	s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+	if (s->ep < 0 || !s->c || epoll_ctl(s->ep, EPOLL_CTL_ADD, lfd, &ev)) {
+		http_server_free(s);
+		return NULL;
 	}
-	head = !strcmp(method, "HEAD");
-	if (!head && strcmp(method, "GET")) {
-		error_answer(fd, "405 Method Not Allowed", deadline);
-		goto out;
+	return s;
+}
+
+void http_server_free(struct http_server *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; s->c && i < s->max; i++)
+		if (s->c[i])
+			conn_close(s, i);
+	for (i = 0; i < HTTP_ANSWERS; i++) {
+		if (s->ans[i])
+			free(s->ans[i]->body);
+		free(s->ans[i]);
 	}
-	if (strcmp(target, path)) {
-		error_answer(fd, "404 Not Found", deadline);
-		goto out;
+	free(s->c);
+	if (s->ep >= 0)
+		close(s->ep);
+	if (s->nl >= 0)
+		close(s->nl);
+	if (s->reserve >= 0)
+		close(s->reserve);
+	free(s);
+}
+
+int http_server_fd(const struct http_server *s)
+{
+	return s->ep;
+}
+
+long long http_server_timeout(const struct http_server *s)
+{
+	long long first = -1, now = mono_ms();
+	size_t i;
+
+	for (i = 0; i < s->max; i++)
+		if (s->c[i] && (first < 0 || s->c[i]->deadline < first))
+			first = s->c[i]->deadline;
+	if (s->resume_ms && (first < 0 || s->resume_ms < first))
+		first = s->resume_ms;
+	return first < 0 ? -1 : first > now ? first - now : 0;
+}
+
+void http_server_run(struct http_server *s)
+{
+	struct epoll_event ev[64];
+	long long now = mono_ms();
+	int n, k;
+	size_t i;
+
+	resume_accept(s, now);
+	n = epoll_wait(s->ep, ev, 64, 0);
+	for (k = 0; k < n; k++) {
+		size_t at = (size_t)ev[k].data.u64;
+
+		if (!at) {
+			accept_some(s, now);
+			continue;
+		}
+		i = at - 1;
+		if (i >= s->max || !s->c[i])
+			continue;	/* let go earlier in this round */
+		switch (s->c[i]->st) {
+		case C_READ:
+			do_read(s, i, now);
+			break;
+		case C_WRITE:
+			do_write(s, i, now);
+			break;
+		case C_LINGER:
+			do_linger(s, i);
+			break;
+		}
 	}
-	ret = render(arg, &body, &len);
-	/* the time rendering took is ours, not the client's: it gets as
-	 * long again to take the answer (a snapshot of many heaps can take
-	 * seconds, and an answer cut off is worse than a late one) */
-	deadline = mono_ms() + HTTP_TIMEOUT_MS;
-	if (ret) {
-		answer(fd, "500 Internal Server Error", "text/plain; charset=utf-8",
-		       body ? body : "", body ? strlen(body) : 0, head, deadline);
-		goto out;
-	}
-	answer(fd, "200 OK", content_type, body, len, head, deadline);
-out:
-	linger_close(fd, deadline);
-	return 0;
+	/* budgets: past its deadline a connection goes, whatever it does */
+	now = mono_ms();
+	for (i = 0; i < s->max; i++)
+		if (s->c[i] && now >= s->c[i]->deadline)
+			drop(s, i);
 }

@@ -67,16 +67,23 @@ static const struct command {
 	  "With --output FILE the file is replaced atomically (node_exporter's\n"
 	  "textfile collector never sees half of it); with --interval S too, every\n"
 	  "S seconds. --listen ADDR:PORT serves GET /metrics (ADDR defaults to\n"
-	  "127.0.0.1) until SIGTERM.\n"
+	  "127.0.0.1) until SIGTERM; --listen unix:PATH on a socket file of mode\n"
+	  "0660 (its owner and group may connect), --listen systemd on the socket\n"
+	  "systemd passes. Many clients are served at once, each within fixed\n"
+	  "budgets of time and bytes, at most 32 of one peer (a local user, by\n"
+	  "uid; else an address), so other clients cannot blind a scraper.\n"
 	  "Series are the service's: one per metric, label set, path and uid over\n"
 	  "every process, live and dead. A long-lived exporter (or one given\n"
 	  "--state) folds each dead heap into a remainder in its state file\n"
 	  "(--state, else $STATE_DIRECTORY/fold.state or\n"
 	  "/var/lib/blamer/fold-UID.state), durably, then releases the heap but the\n"
 	  "--keep-dead N seen dead last (default 8): so the series stay as many\n"
-	  "however many workers come and go, and no counter ever goes down.\n"
+	  "however many workers come and go, and no counter goes down.\n"
 	  "--per-process writes each process's own series instead (labels pid,\n"
-	  "start_time_ns, heap, identity), and folds nothing.\n" },
+	  "start_time_ns, heap, identity), and folds nothing.\n"
+	  "--listen and --interval never let a counter go down, whatever a heap\n"
+	  "does (held at its highest; blamer_counter_decreases_total counts what\n"
+	  "a heap turned back); a one-off export says what the heaps say.\n" },
 	{ "load", cmd_load, 0, "[MODULE.ko] [param=value...]", "load the kernel module", NULL },
 	{ "unload", cmd_unload, 0, "", "unload the kernel module", NULL },
 	{ "status", cmd_status, OPT_JSON, "",
@@ -111,7 +118,7 @@ static const struct option_help {
 	  "write to FILE instead of stdout" },
 	{ OPT_ALL, "--all", NULL, "--all", "every dead process" },
 	{ OPT_LISTEN, "--listen", "--listen ADDR:PORT", "--listen ADDR:PORT",
-	  "serve /metrics over HTTP (ADDR default 127.0.0.1)" },
+	  "serve /metrics over HTTP (ADDR default 127.0.0.1; or unix:PATH, systemd)" },
 	{ OPT_PER_PROCESS, "--per-process", "--per-process", "--per-process",
 	  "each process's own series, not the service's (nothing folded)" },
 	{ OPT_STATE, "--state", "--state FILE", "--state FILE",

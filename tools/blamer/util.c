@@ -56,6 +56,10 @@ void report_skipped(const struct blamer_snapshot *s)
 	if (s->skipped_total > s->nskipped)
 		tty_printf(stderr, "blamer: ... and %zu more entries of %s skipped\n",
 			   s->skipped_total - s->nskipped, s->source);
+	if (s->empty_files)
+		tty_printf(stderr, "blamer: skipped %zu file%s of %s that hold%s no heap (empty, or not a heap's first bytes)\n",
+			   s->empty_files, s->empty_files == 1 ? "" : "s", s->source,
+			   s->empty_files == 1 ? "s" : "");
 }
 
 int env_backend(enum blamer_backend *out)
@@ -153,23 +157,39 @@ int take(struct cli *c, uint32_t flags, struct blamer_reader **r,
 	return EX_OK;
 }
 
+static int i32_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 bool pid_wanted(const int32_t *pids, size_t n, int32_t pid)
 {
-	size_t i;
+	return !n || bsearch(&pid, pids, n, sizeof(*pids), i32_cmp);
+}
 
-	if (!n)
-		return true;
-	for (i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
+size_t proc_first(const struct blamer_snapshot *s, int32_t pid)
+{
+	size_t lo = 0, hi = s->nprocs;
+
+	/* processes come by pid (then start time): the first of @pid */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	       size_t *npids)
 {
+	size_t j, n = 0;
 	int i;
-	size_t j;
 
 	*npids = 0;
 	*pids = calloc((size_t)c->nargs + 1, sizeof(**pids));
@@ -178,7 +198,6 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 	for (i = 0; i < c->nargs; i++) {
 		char *end;
 		long v = strtol(c->args[i], &end, 10);
-		bool found = false;
 
 		if (*end || end == c->args[i] || v <= 0 || v > INT32_MAX) {
 			free(*pids);
@@ -186,16 +205,20 @@ int parse_pids(struct cli *c, const struct blamer_snapshot *s, int32_t **pids,
 			return usage_err("'%s' is not a PID (give process IDs as shown by `blamer list`)",
 					 c->args[i]);
 		}
-		for (j = 0; j < s->nprocs; j++)
-			found |= s->procs[j].pid == v;
-		if (!found) {
+		j = proc_first(s, (int32_t)v);
+		if (j == s->nprocs || s->procs[j].pid != v) {
 			free(*pids);
 			*pids = NULL;
 			return err("no heap for pid %ld visible in %s (see `blamer list`; other users' processes need permission)",
 				   v, s->source);
 		}
-		(*pids)[(*npids)++] = (int32_t)v;
+		(*pids)[n++] = (int32_t)v;
 	}
+	/* sorted, each once: looked up per process (pid_wanted()) */
+	qsort(*pids, n, sizeof(**pids), i32_cmp);
+	for (j = 0; j < n; j++)
+		if (!*npids || (*pids)[*npids - 1] != (*pids)[j])
+			(*pids)[(*npids)++] = (*pids)[j];
 	return EX_OK;
 }
 
@@ -222,13 +245,16 @@ void fmt_bytes(char *buf, size_t len, uint64_t v)
 	snprintf(buf, len, d < 9.95 ? "%.1f%ciB" : "%.0f%ciB", d, units[u]);
 }
 
-const char *unit_label(uint32_t unit, char *buf, size_t len)
+const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len)
 {
+	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
 	const char *n = blamer_unit_name(unit);
 
 	/* cpu_ns values are shown as time (2.22s), so the column is "cpu" */
 	if (unit == BLAMER_UNIT_CPU_NS)
 		n = "cpu";
+	if (!n && d)
+		n = d->name;	/* the program's name (blamer_dag_unit()) */
 	if (n)
 		snprintf(buf, len, "%s", n);
 	else
@@ -236,18 +262,25 @@ const char *unit_label(uint32_t unit, char *buf, size_t len)
 	return buf;
 }
 
-bool unit_is(uint32_t unit, const char *text)
+bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text)
 {
 	const char *n = blamer_unit_name(unit);
-	char label[24], *end;
+	char label[40], *end;
 	unsigned long num = strtoul(text, &end, 10);
 
-	return !strcmp(unit_label(unit, label, sizeof(label)), text) ||
+	return !strcmp(unit_label(s, unit, label, sizeof(label)), text) ||
 	       (n && !strcmp(n, text)) || (!*end && end != text && num == unit);
 }
 
-void fmt_value(char *buf, size_t len, uint32_t unit, uint64_t v)
+void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit, uint64_t v)
 {
+	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
+
+	/* an application unit's values in seconds (nanoseconds) or bytes */
+	if (d && d->base == BLAMER_BASE_SECONDS)
+		unit = BLAMER_UNIT_CPU_NS;
+	else if (d && d->base == BLAMER_BASE_BYTES)
+		unit = BLAMER_UNIT_BYTES;
 	switch (unit) {
 	case BLAMER_UNIT_CPU_NS:
 		if (v >= 1000000000ull)
@@ -302,7 +335,9 @@ void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p)
 {
 	char sb[32];
 
-	if (p->state == BLAMER_PROC_LIVE)
+	if (p->disproved)	/* /proc contradicts the claim: none of its word */
+		snprintf(buf, len, "not the process it claims: %s", p->disproved_why);
+	else if (p->state == BLAMER_PROC_LIVE)
 		snprintf(buf, len, "running");
 	else if (p->heap_state == BLAMER_HEAP_DELETED && !(p->exited && p->exit_signal)) {
 		/* blamer_close(): a clean end, whatever the exit code says after */
@@ -372,7 +407,9 @@ const char *state_short(const struct blamer_snap_process *p, char *buf, size_t l
 {
 	char sb[32];
 
-	if (p->state == BLAMER_PROC_LIVE)
+	if (p->disproved)
+		snprintf(buf, len, "disproved");
+	else if (p->state == BLAMER_PROC_LIVE)
 		snprintf(buf, len, "live");
 	else if (p->exited && p->exit_signal)
 		snprintf(buf, len, "killed:%s", sig_name(p->exit_signal, sb, sizeof(sb)) + 3);
@@ -516,12 +553,12 @@ const char *proc_comm(const struct blamer_snap_process *p)
 
 const char *proc_identity(const struct blamer_snap_process *p)
 {
-	return p->kernel_facts ? "kernel" : "claimed";
+	return p->kernel_facts ? "kernel" : p->disproved ? "disproved" : "claimed";
 }
 
 const char *proc_tag(const struct blamer_snap_process *p)
 {
-	return p->kernel_facts ? "" : " [claimed]";
+	return p->kernel_facts ? "" : p->disproved ? " [claim disproved]" : " [claimed]";
 }
 
 const char *proc_health(const struct blamer_snap_process *p)

@@ -1,0 +1,159 @@
+#!/bin/sh
+# fleet: folds that are killed. Rounds of short-lived workers (fleet-worker:
+# every way a worker ends), each followed by an exporter killed in the
+# middle of its fold: by the test hook at each step of the transaction
+# (BLAMER_TEST_FOLD_ABORT: 1 after the remainder is computed, 2 after the
+# temporary file is written, 3 after its fsync, 4 after the rename, 5 after
+# the directory's fsync, 6 after the first release) and by SIGKILL at
+# random moments; then an exporter that finishes. After every round the
+# service's series must be exactly what the workers added (check.py, or
+# `fleet-worker check` where there is no Python): nothing counted twice,
+# nothing lost, the same series, the dead heaps released but the
+# --keep-dead last, no temporary file left. Then the state as untrusted
+# input: a state file cut short, changed, writable by others, with two
+# names, or held by another exporter, is refused with one line and status
+# 1, and the state reads as before after.
+#   fold-crash-test.sh BLAMER FLEET_WORKER [ROUNDS]
+# The backend is the environment's (the VM runs it on /dev/blamer, with
+# busybox: POSIX sh, no Python).
+set -u
+B=$1 W=$2 ROUNDS=${3:-40}
+HERE=$(cd "$(dirname "$0")" && pwd)
+D=$(mktemp -d /tmp/blamer-fold.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+mkdir -m 0700 "$D/heaps" "$D/state"
+[ "${BLAMER_BACKEND:-}" = device ] || export BLAMER_BACKEND=dir BLAMER_DIR="$D/heaps"
+S=$D/state/fold.state
+if [ -x /usr/bin/python3 ] && [ -f "$HERE/check.py" ]; then
+	CHECK="/usr/bin/python3 $HERE/check.py"
+else
+	CHECK="$W check"
+fi
+echo "TAP version 13"
+echo "1..10"
+n=0 t=0
+
+ok() { t=$((t + 1)); echo "ok $t - $*"; }
+nok() { t=$((t + 1)); echo "not ok $t - $*"; }
+# rnd SEED MAX: a number below MAX (awk: busybox's sh may have no $RANDOM)
+rnd() { awk -v s="$1" -v m="$2" 'BEGIN { srand(s); print int(rand() * m) }'; }
+
+# check KEEP: the exposition of an exporter that finishes is exact for $n workers
+check() {
+	"$B" export --state "$S" --keep-dead "$1" >"$D/out" 2>"$D/err" &&
+		$CHECK "$D/out" "$n" >"$D/why"
+}
+
+heaps() {
+	if [ "${BLAMER_BACKEND:-}" = device ]; then
+		"$B" list 2>/dev/null | awk 'NR > 1' | wc -l
+	else
+		ls "$D/heaps" | sed 's/\..*//' | sort -u | wc -l
+	fi
+}
+
+aborts=0 kills=0 bad= steps=
+seed=$(date +%s)
+echo "# seed $seed"
+round=0
+while [ "$round" -lt "$ROUNDS" ]; do
+	round=$((round + 1))
+	k=$(($(rnd "$seed$round" 5) + 1))
+	"$W" "$k" "$n" 2>/dev/null || { bad="fleet-worker failed"; break; }
+	n=$((n + k))
+	keep=$(rnd "$seed${round}k" 3)
+	step=$((round % 8))
+	if [ "$step" -ge 1 ] && [ "$step" -le 6 ]; then
+		BLAMER_TEST_FOLD_ABORT=$step "$B" export --state "$S" --keep-dead "$keep" \
+			>/dev/null 2>&1
+		st=$?
+		# abort() at the step (134), or the fold had nothing to reach it
+		if [ "$st" -ge 128 ]; then
+			aborts=$((aborts + 1))
+			steps="$steps $step"
+		elif [ "$st" != 0 ]; then
+			bad="round $round: hook $step: status $st"
+			break
+		fi
+	else
+		# SIGKILL somewhere in the fold (or before, or after)
+		"$B" export --state "$S" --keep-dead "$keep" >/dev/null 2>&1 &
+		p=$!
+		sleep "0.00$(($(rnd "$seed${round}s" 9) + 1))"
+		kill -9 "$p" 2>/dev/null && kills=$((kills + 1))
+		wait "$p" 2>/dev/null
+	fi
+	if ! check "$keep"; then
+		bad="round $round ($n workers, step $step): $(cat "$D/why" "$D/err")"
+		break
+	fi
+	# the folded heaps released but the last $keep (and the master's own)
+	h=$(heaps)
+	if [ "$h" -gt $((keep + 2)) ]; then
+		bad="round $round: $h heaps left, --keep-dead $keep"
+		break
+	fi
+done
+if [ -z "$bad" ]; then
+	ok "$ROUNDS rounds, $n workers: every series exact after every killed fold ($aborts killed at a step:$steps; $kills by SIGKILL)"
+else
+	nok "killed folds: $bad"
+fi
+left=$(ls -A "$D/state" | grep -v '^fold\.state$' | grep -v '^fold\.state\.lock$')
+if [ -z "$left" ]; then
+	ok "no temporary state file left behind"
+else
+	nok "state directory: $left"
+fi
+if [ "$(stat -c %a "$S")" = 600 ] && [ "$(stat -c %u "$S")" = "$(id -u)" ]; then
+	ok "the state is the exporter's, mode 0600"
+else
+	nok "state mode $(stat -c %a "$S") owner $(stat -c %u "$S")"
+fi
+# every heap folded and released: the remainder alone gives the same
+"$W" 3 "$n" 2>/dev/null && n=$((n + 3))
+if check 0 && [ "$(heaps)" -le 1 ] && grep -q '^blamer_folded_heaps_total ' "$D/out"; then
+	ok "every dead heap folded and released: the series unchanged"
+else
+	nok "fold all: $(cat "$D/why" "$D/err")"
+fi
+
+# The state as untrusted input: each refused, with one line and status 1.
+refused() {
+	"$B" export --state "$S" >"$D/out" 2>"$D/err"
+	st=$?
+	if [ "$st" = 1 ] && [ "$(wc -l <"$D/err")" = 1 ] && grep -q "$2" "$D/err"; then
+		ok "a state $1 is refused: $(cat "$D/err")"
+	else
+		nok "a state $1: status $st: $(cat "$D/err")"
+	fi
+}
+cp "$S" "$D/good"
+size=$(stat -c %s "$S")
+head -c $((size - 10)) "$D/good" >"$S"
+refused "cut short" "not whole"
+cp "$D/good" "$S"
+printf '~' | dd of="$S" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+refused "with a byte changed" "not whole"
+cp "$D/good" "$S" && chmod 0620 "$S"
+refused "others may write" "refused"
+chmod 0600 "$S"
+ln "$S" "$D/state/alias"
+refused "with two names" "refused"
+rm -f "$D/state/alias"
+# another exporter holding the state: this one may not fold into it
+cp "$D/good" "$S"
+"$B" export --state "$S" --interval 1 --output "$D/serving.prom" 2>/dev/null &
+holder=$!
+i=0
+while [ ! -s "$D/serving.prom" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+refused "in use by another exporter" "in use by another exporter"
+kill -TERM "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+# and the good state still reads: nothing was folded meanwhile
+if check 0; then
+	ok "after the refusals the state reads as it was: the series exact"
+else
+	nok "after refusals: $(cat "$D/why" "$D/err")"
+fi
+exit 0

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fleet state parser (lib/export/fleet_state.c) on hostile files,
+ * under ASan and UBSan: a valid state reads, and every way a state can be
+ * wrong (each field of each record: out of range, not a number, too many
+ * or too few, a bad escape, a key given twice, a series of no
+ * definition, buckets or partials not its definition's, a record nobody
+ * knows), with its hash made right so that only the parser can refuse
+ * it, is refused with a message, never a crash; then thousands of random
+ * changes, hashed again: read or refused, never a crash or a leak.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "blamer.h"
+
+static uint64_t fnv(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* @body (lines, each ending in \n) with its end line, written at @path. */
+static void write_state(const char *path, const char *body, size_t len)
+{
+	size_t lines = 0, i;
+	FILE *f;
+
+	for (i = 0; i < len; i++)
+		lines += body[i] == '\n';
+	f = fopen(path, "w");
+	if (!f)
+		abort();
+	fwrite(body, 1, len, f);
+	fprintf(f, "end %zu %016llx\n", lines, (unsigned long long)fnv(body, len));
+	fclose(f);
+	chmod(path, 0600);
+}
+
+static const char good[] =
+	"blamer-fold 1\n"
+	"generation 3\n"
+	"folded 7\n"
+	"node 1f s:server\n"
+	"node 2a s:GET%20/hello\n"
+	"unit 1000 0 s:requests\n"
+	"def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n"
+	"def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n"
+	"def s:depth 2 0 5 0 0 0 s:\n"
+	"series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n"
+	"series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n"
+	"series 2 1000 0 0 0x1.8p+1 0 0\n"
+	"path 1000 1000 2 1f 2a 42\n"
+	"drop 1000 9 3\n"
+	"heap 123 456 abc def 789\n";
+
+FIXTURE(st) {
+	char dir[64], path[96];
+};
+
+FIXTURE_SETUP(st)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/blamer-state-XXXXXX");
+	if (!mkdtemp(self->dir))
+		abort();
+	snprintf(self->path, sizeof(self->path), "%s/fold.state", self->dir);
+}
+
+FIXTURE_TEARDOWN(st)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+	if (system(cmd))
+		fprintf(stderr, "# cleanup failed\n");
+}
+
+/* Opens @body as a state: 1 read, 0 refused with a message. */
+static int try_open(const char *path, const char *body, size_t len, char *err, size_t errlen)
+{
+	struct blamer_fleet *f;
+
+	write_state(path, body, len);
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, errlen);
+	if (!f)
+		return err[0] ? 0 : -1;
+	blamer_fleet_close(f);
+	return 1;
+}
+
+/* The exposition of @f with no process. */
+static char *text_of(struct blamer_fleet *f)
+{
+	struct blamer_snapshot s = { 0 };
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+
+	return blamer_fleet_prometheus_text(f, &s, &text, &len, &cap) ? NULL : text;
+}
+
+TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], *before, *after;
+	FILE *fp;
+	char buf[8192];
+	size_t n;
+
+	ASSERT_EQ(1, try_open(self->path, good, strlen(good), err, sizeof(err))) TH_LOG("%s", err);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	before = text_of(f);
+	ASSERT_NE(NULL, before);
+	ASSERT_NE(NULL, strstr(before, "reqs_total{route=\"/hello\",code=\"200\",uid=\"1000\"} 10\n"))
+		TH_LOG("%s", before);
+	ASSERT_NE(NULL, strstr(before, "lat_bucket{route=\"/hello\",path=\"/server/GET %2Fhello\",uid=\"1000\",le=\"1\"} 9\n"))
+		TH_LOG("%s", before);
+	ASSERT_NE(NULL, strstr(before, "blamer_app_requests_total{path=\"/server/GET %2Fhello\",unit=\"1000\",uid=\"1000\"} 42\n"))
+		TH_LOG("%s", before);
+	ASSERT_NE(NULL, strstr(before, "depth{uid=\"1000\"} 3\n")) TH_LOG("%s", before);
+	ASSERT_NE(NULL, strstr(before, "blamer_dropped_total{reason=\"label_values_cut\",uid=\"1000\"} 3\n"));
+	ASSERT_NE(NULL, strstr(before, "blamer_folded_heaps_total 7\n"));
+	/* a fold of a snapshot without heap 123: its identity goes, the
+	 * state is written again; read back, it shows the same */
+	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));	/* one empty live "heap" */
+	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	fp = fopen(self->path, "r");
+	ASSERT_NE(NULL, fp);
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	ASSERT_NE(NULL, strstr(buf, "generation 4\n"));
+	ASSERT_EQ(NULL, strstr(buf, "\nheap "));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	after = text_of(f);
+	ASSERT_NE(NULL, after);
+	ASSERT_STREQ(before, after);
+	free(before);
+	free(after);
+	blamer_fleet_close(f);
+}
+
+TEST_F(st, every_wrong_field_is_refused)
+{
+	/* each replaces one line of the good state */
+	static const struct {
+		const char *was, *now;
+	} bad[] = {
+		{ "blamer-fold 1\n", "blamer-fold 2\n" },
+		{ "blamer-fold 1\n", "" },
+		{ "generation 3\n", "generation -3\n" },
+		{ "generation 3\n", "generation 3 4\n" },
+		{ "generation 3\n", "generation\n" },
+		{ "generation 3\n", "generation 99999999999999999999999\n" },
+		{ "folded 7\n", "folded 0x7\n" },
+		{ "node 1f s:server\n", "node zz s:server\n" },
+		{ "node 1f s:server\n", "node 1f server\n" },
+		{ "node 1f s:server\n", "node 1f s:%G0\n" },
+		{ "node 1f s:server\n", "node 1f s:a%00b\n" },
+		{ "node 1f s:server\n", "node 1f s:%2\n" },
+		{ "node 1f s:server\n", "node 1f s:012345678901234567890123456789012\n" },
+		{ "node 2a s:GET%20/hello\n", "node 1f s:again\n" },
+		{ "unit 1000 0 s:requests\n", "unit 999 0 s:requests\n" },
+		{ "unit 1000 0 s:requests\n", "unit 1000 3 s:requests\n" },
+		{ "unit 1000 0 s:requests\n", "unit 1000 0 s:Req-uests\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 4 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 1 0 1 0 2 s:route s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 1 0 0 0 9 s:route s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 1 0 0 0 2 s:route s:code\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:re-qs 1 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 1 0 0 0 2 s:rou:te s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:lat 1 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def s:reqs 1 0 0 0 2 s:route s:code 2 0x1p+0 inf s:x\n" },
+		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def s:lat 3 1 0 0 1 s:route 3 0x1p+0 0x1p-2 inf s:\n" },
+		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 0x1p+2 s:\n" },
+		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 nan inf s:\n" },
+		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def s:lat 3 1 0 0 1 s:route 999 0x1p-2 0x1p+0 inf s:\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 3 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 9 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello 1 0x1.4p+3 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 49 0x1.4p+3 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 3 1 2 3\n" },
+		{ "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n",
+		  "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5\n" },
+		{ "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n",
+		  "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 2 4 5\n" },
+		{ "series 2 1000 0 0 0x1.8p+1 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 1 0x1p+0 0x0p+0 0 0\n" },
+		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 0 42\n" },
+		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 2 1f 42\n" },
+		{ "drop 1000 9 3\n", "drop 1000 16 3\n" },
+		{ "heap 123 456 abc def 789\n", "heap -1 456 abc def 789\n" },
+		{ "heap 123 456 abc def 789\n", "heap 2147483648 456 abc def 789\n" },
+		{ "heap 123 456 abc def 789\n", "heap 123 456 abc def\n" },
+		{ "heap 123 456 abc def 789\n", "heap 123 456 abc def 789\nheap 123 456 abc def 789\n" },
+		{ "heap 123 456 abc def 789\n", "what 1\n" },
+		{ "heap 123 456 abc def 789\n", "heap 123  456 abc def 789\n" },
+	};
+	char body[4096], err[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *at = strstr(good, bad[i].was);
+		int n;
+
+		ASSERT_NE(NULL, at);
+		n = snprintf(body, sizeof(body), "%.*s%s%s", (int)(at - good), good, bad[i].now,
+			     at + strlen(bad[i].was));
+		ASSERT_EQ(0, try_open(self->path, body, (size_t)n, err, sizeof(err)))
+			TH_LOG("%zu: %s read", i, bad[i].now);
+		ASSERT_NE(NULL, strstr(err, "refused")) TH_LOG("%zu: %s", i, err);
+	}
+	/* an empty file, and one of only an end line */
+	ASSERT_EQ(0, try_open(self->path, "", 0, err, sizeof(err)));
+	unlink(self->path);
+	ASSERT_EQ(1, try_open(self->path, "blamer-fold 1\n", 14, err, sizeof(err))) TH_LOG("%s", err);
+}
+
+TEST_F(st, random_changes_are_read_or_refused)
+{
+	char body[4096], err[256];
+	size_t len = strlen(good), i;
+	unsigned seed = 11;
+	int read = 0, refused = 0, r;
+
+	for (i = 0; i < 4000; i++) {
+		size_t n = len, k, changes;
+
+		memcpy(body, good, len);
+		seed = seed * 1103515245 + 12345;
+		for (changes = 1 + (seed >> 16) % 4; changes; changes--) {
+			seed = seed * 1103515245 + 12345;
+			k = (seed >> 8) % n;
+			switch ((seed >> 4) % 4) {
+			case 0:		/* a byte */
+				body[k] = (char)(seed >> 20);
+				break;
+			case 1:		/* a digit */
+				body[k] = (char)('0' + (seed >> 20) % 10);
+				break;
+			case 2:		/* a space or a line end */
+				body[k] = (seed >> 20) & 1 ? ' ' : '\n';
+				break;
+			default:	/* a byte gone */
+				memmove(body + k, body + k + 1, n - k - 1);
+				n--;
+			}
+		}
+		if (n && body[n - 1] != '\n')
+			body[n++] = '\n';
+		r = try_open(self->path, body, n, err, sizeof(err));
+		ASSERT_GE(r, 0) TH_LOG("refused without a message");
+		read += r == 1;
+		refused += r == 0;
+	}
+	TH_LOG("%d read, %d refused", read, refused);
+	ASSERT_GT(refused, 0);
+}
+
+TEST_HARNESS_MAIN

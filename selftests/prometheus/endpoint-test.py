@@ -1,0 +1,385 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""prometheus-endpoint: `blamer export --listen` as the other local users
+meet it. While clients misbehave in each way a local user can (50 that
+trickle their request a byte at a time, 300 that connect and say
+nothing, 50 that ask and never read, a flood of 200 that scrape as fast
+as they can, and all of these at once), a well-behaved scrape keeps
+succeeding: each one's time is measured and printed, and what is
+asserted is that it succeeded (within a generous 5 s), never how fast.
+Also: a client that trickles forever is dropped by its deadline from
+accept; one peer holds at most HTTP_MAX_PER_PEER connections; the
+exporter's peak RSS stays bounded; a Unix socket (mode 0660) serves the
+same and refuses a uid outside its owner and group; as root, a flood
+from another uid (a peer of its own, by the kernel's word, on TCP as on
+the Unix socket) cannot blind root's scrapes.
+Localhost only; every wait is bounded; everything started is stopped.
+
+    endpoint-test.py BLAMER MKHEAP
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+B, MK = sys.argv[1], sys.argv[2]
+MAX_PER_PEER = 32          # tools/blamer/http.h
+REQUEST_MS = 5000
+TIMEOUT = 5.0              # a scrape must succeed within this (generous)
+n = 0
+fails = 0
+
+
+def ok(cond, msg):
+    global n, fails
+    n += 1
+    if not cond:
+        fails += 1
+    print("%s %d - %s" % ("ok" if cond else "not ok", n, msg), flush=True)
+
+
+def connect(addr):
+    fam = socket.AF_UNIX if isinstance(addr, str) else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(addr)
+    return s
+
+
+def curl_scrape(addr):
+    """One well-behaved scrape by a process of its own, as Prometheus is
+    (curl: the request sent the moment it is connected, the answer read
+    at once): (seconds, None) or (seconds, why it failed)."""
+    t0 = time.monotonic()
+    where = ["--unix-socket", addr, "http://blamer/metrics"] if isinstance(addr, str) else \
+        ["http://%s:%d/metrics" % addr]
+    r = subprocess.run(["curl", "-sS", "-m", str(TIMEOUT), "-o", "/dev/null", "-w",
+                        "%{http_code} %{size_download}"] + where,
+                       capture_output=True, text=True)
+    dt = time.monotonic() - t0
+    if r.returncode or not r.stdout.startswith("200 "):
+        return dt, "curl %d %s %s" % (r.returncode, r.stdout, r.stderr.strip()[:80])
+    return dt, None
+
+
+def scrape(addr):
+    """A scrape by a thread of ours (the flood's): (seconds, None) or
+    (seconds, why it failed)."""
+    t0 = time.monotonic()
+    try:
+        s = connect(addr)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: blamer\r\n\r\n")
+        data = b""
+        while time.monotonic() - t0 < TIMEOUT:
+            b = s.recv(1 << 16)
+            if not b:
+                break
+            data += b
+        s.close()
+    except OSError as e:
+        return time.monotonic() - t0, repr(e)
+    dt = time.monotonic() - t0
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200 "):
+        return dt, "answer %r" % head[:40]
+    want = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+    if not want or int(want[0].split(b":")[1]) != len(body) or b"\nblamer_heaps{" not in body:
+        return dt, "a cut answer (%d bytes)" % len(body)
+    return dt, None
+
+
+class Attack:
+    """Misbehaving clients in a thread of their own until stop()."""
+
+    def __init__(self, addr, kind, count, uid=None):
+        self.addr, self.kind, self.count = addr, kind, count
+        self.stopping = threading.Event()
+        self.threads = []
+        self.done = 0
+
+    def start(self):
+        if self.kind == "flood":
+            for _ in range(self.count):
+                t = threading.Thread(target=self.flood, daemon=True)
+                t.start()
+                self.threads.append(t)
+        else:
+            t = threading.Thread(target=self.hold, daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def flood(self):
+        while not self.stopping.is_set():
+            scrape(self.addr)
+            self.done += 1
+
+    def opener(self):
+        try:
+            s = connect(self.addr)
+            s.setblocking(False)
+            if self.kind == "mute":
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.send(b"GET /metrics HTTP/1.1\r\n\r\n")
+            elif self.kind == "slow":
+                s.send(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+            return s
+        except OSError:
+            return None
+
+    def hold(self):
+        """Keeps @count connections open (reopened when dropped): slow
+        ones trickle a byte every 0.1 s, idle ones say nothing, mute
+        ones asked and never read."""
+        socks = [self.opener() for _ in range(self.count)]
+        while not self.stopping.wait(0.1):
+            for i, s in enumerate(socks):
+                alive = s is not None
+                if alive:
+                    try:
+                        if s.recv(1, socket.MSG_PEEK) == b"":
+                            alive = False
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        alive = False
+                if alive and self.kind == "slow":
+                    try:
+                        s.send(b"a")
+                    except OSError:
+                        alive = False
+                if not alive:
+                    if s is not None:
+                        s.close()
+                    socks[i] = self.opener()
+                    self.done += 1
+        for s in socks:
+            if s is not None:
+                s.close()
+
+    def stop(self):
+        self.stopping.set()
+        end = time.monotonic() + TIMEOUT + 5   # every thread's scrape ends by then
+        for t in self.threads:
+            t.join(max(0.0, end - time.monotonic()))
+
+
+def under(addr, attacks, label, scrapes=10):
+    """Well-behaved scrapes, 0.2 s apart, while @attacks run."""
+    for a in attacks:
+        a.start()
+    time.sleep(0.5)          # the attack in full swing first
+    times, bad = [], []
+    for _ in range(scrapes):
+        dt, why = curl_scrape(addr)
+        times.append(dt)
+        if why:
+            bad.append(why)
+        time.sleep(0.2)
+    for a in attacks:
+        a.stop()
+    times.sort()
+    ok(not bad, "%s: %d of %d scrapes answered in full (median %.3f s, worst %.3f s, %d within 1 s)%s"
+       % (label, scrapes - len(bad), scrapes, times[len(times) // 2], times[-1],
+          sum(t <= 1.0 for t in times), "; failed: %s" % bad[:3] if bad else ""))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_exporter(d, listen):
+    p = subprocess.Popen([B, "--dir", d, "export", "--prometheus", "--listen", listen],
+                         stderr=subprocess.PIPE)
+    return p
+
+
+def wait_up(addr):
+    for _ in range(100):
+        if scrape(addr)[1] is None:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def as_uid(uid, fn):
+    """Runs fn() in a child as @uid (root only); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def main():
+    # killed (a timeout), still stop what was started: the finally below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    tmp = tempfile.mkdtemp(prefix="blamer-endpoint.")
+    heaps = os.path.join(tmp, "heaps")
+    os.mkdir(heaps, 0o700)
+    # 40 dead heaps: an answer of some 140 KB
+    for i in range(40):
+        subprocess.run([MK, heaps, "dead", str(3990000 + i), "5", "1"], check=True)
+    port = free_port()
+    addr = ("127.0.0.1", port)
+    sock = os.path.join(tmp, "metrics.sock")
+    procs = []
+    children = []
+    print("TAP version 13")
+    print("1..15", flush=True)
+    try:
+        exp = start_exporter(heaps, "127.0.0.1:%d" % port)
+        procs.append(exp)
+        if not wait_up(addr):
+            ok(False, "the exporter answers")
+            return
+        under(addr, [], "no attack")
+        under(addr, [Attack(addr, "slow", 50)], "50 clients trickling their requests")
+        under(addr, [Attack(addr, "idle", 300)], "300 idle connections")
+        under(addr, [Attack(addr, "mute", 50)], "50 clients that never read")
+        under(addr, [Attack(addr, "flood", 200)], "a flood of 200 clients scraping")
+        under(addr, [Attack(addr, "slow", 50), Attack(addr, "idle", 300),
+                     Attack(addr, "mute", 50), Attack(addr, "flood", 200)], "all of them at once")
+
+        # a trickling client is dropped by the deadline counted from
+        # accept(), however steadily it trickles
+        s = connect(addr)
+        s.send(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        t0, gone = time.monotonic(), None
+        while time.monotonic() - t0 < REQUEST_MS / 1000 + 5:
+            try:
+                s.send(b"a")
+                s.settimeout(0.2)
+                if s.recv(1) == b"":
+                    gone = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                gone = time.monotonic() - t0
+                break
+        s.close()
+        ok(gone is not None and gone < REQUEST_MS / 1000 + 2,
+           "a client trickling a byte every 0.2 s is dropped %s s after it connected (budget %d ms from accept)"
+           % ("%.1f" % gone if gone else "never", REQUEST_MS))
+
+        # one peer (every local client of one uid) holds at most
+        # MAX_PER_PEER connections: 100 that each sent part of a request
+        # (one that sends nothing is not even accepted: TCP_DEFER_ACCEPT),
+        # the oldest let go
+        socks = [connect(addr) for _ in range(100)]
+        for s in socks:
+            s.send(b"GET /metr")
+        time.sleep(0.5)
+        held = 0
+        for s in socks:
+            s.setblocking(False)
+            try:
+                if s.recv(1, socket.MSG_PEEK) != b"":
+                    held += 1
+            except BlockingIOError:
+                held += 1
+            except OSError:
+                pass
+            s.close()
+        ok(0 < held <= MAX_PER_PEER, "100 unfinished requests of one peer: %d held (at most %d)"
+           % (held, MAX_PER_PEER))
+        hwm = hwm_kib(exp.pid)
+        ok(hwm < 64 * 1024, "the exporter's peak RSS after all of it: %d KiB (bound 64 MiB)" % hwm)
+
+        # the Unix socket: mode 0660, the same answers, the same defences
+        uexp = start_exporter(heaps, "unix:" + sock)
+        procs.append(uexp)
+        up = wait_up(sock)
+        mode = os.stat(sock).st_mode & 0o777 if up else 0
+        ok(up and mode == 0o660, "unix:PATH: a socket of mode %o that answers" % mode)
+        under(sock, [Attack(sock, "slow", 50), Attack(sock, "idle", 100),
+                     Attack(sock, "flood", 50)], "the Unix socket, attacked three ways")
+        # systemd's socket activation: the socket made (and its rights
+        # set) by systemd, passed as fd 3 (--listen systemd)
+        if os.path.exists("/usr/bin/systemd-socket-activate"):
+            sport = free_port()
+            sa = subprocess.Popen(["/usr/bin/systemd-socket-activate", "-l",
+                                   "127.0.0.1:%d" % sport, B, "--dir", heaps, "export",
+                                   "--prometheus", "--listen", "systemd"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            procs.append(sa)
+            ok(wait_up(("127.0.0.1", sport)), "--listen systemd: serves the socket systemd passes")
+        else:
+            ok(True, "# SKIP systemd-socket-activate not installed")
+
+        if os.geteuid() != 0:
+            ok(True, "# SKIP not root: no other uid to attack from")
+            ok(True, "# SKIP not root: no other uid to connect as")
+            return
+        # another uid: its connections are a peer of their own (TCP: the
+        # kernel says whose the client socket is), so its flood of fast
+        # readers, however big, does not take root's room; and the Unix
+        # socket (0660, root's) does not let it in at all
+        def flood_tcp():
+            a = Attack(addr, "flood", 150).start()
+            b = Attack(addr, "idle", 200).start()
+            time.sleep(6)
+            a.stop()
+            b.stop()
+        children.append(as_uid(65534, flood_tcp))
+        denied = []
+
+        def try_unix():
+            try:
+                connect(sock)
+            except PermissionError:
+                os._exit(0)
+            except OSError:
+                os._exit(2)
+            os._exit(1)
+        pid = as_uid(65534, try_unix)
+        _, st = os.waitpid(pid, 0)
+        denied.append(os.WEXITSTATUS(st) == 0)
+        under(addr, [], "root scraping while uid 65534 floods (150 readers, 200 idle)", scrapes=15)
+        ok(all(denied), "uid 65534 may not connect to the Unix socket (mode 0660, root's)")
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        gone = not os.path.exists(sock)
+        subprocess.run(["rm", "-rf", tmp])
+        if procs:
+            ok(all(p.returncode == 0 for p in procs) and gone,
+               "SIGTERM ends each exporter with status 0 (%s), the socket file removed"
+               % [p.returncode for p in procs])
+    sys.exit(1 if fails else 0)
+
+
+main()
