@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The hot path makes no system call: a process that pushes, pops,
-updates Values and adds to Paths 10,000 times each, after its first
-use of each, makes none at all between two marker calls, as strace
-sees it (the C library's promise, kept by the binding)."""
+updates Values, adds to Paths, writes metrics and prometheus_client's
+metrics switched to blamer 10,000 times each, after its first use of
+each, makes none at all between two marker calls, as strace sees it (the
+C library's promise, kept by the binding; prometheus_client's own
+MmapedValue.inc() calls os.getpid() at every write)."""
 import os
 import shutil
 import subprocess
@@ -18,6 +20,20 @@ act = blamer.activity("hot")
 v = blamer.set_data("n", 0)
 d = blamer.set_data("x", 0.0)
 p = blamer.path(["a", "b"], [blamer.UNIT_COUNT, blamer.UNIT_BYTES])
+c = blamer.counter("c", labels=["k"]).labels("v")
+g = blamer.gauge("g", mode="mostrecent")
+h = blamer.histogram("h", buckets=[0.1, 1])
+e = blamer.histogram("e")                # exponential buckets
+prom = None
+try:
+    import blamer.prometheus, prometheus_client
+    blamer.prometheus.install()
+    prom = (prometheus_client.Counter("pc", "h", ["route"], registry=None).labels("/"),
+            prometheus_client.Histogram("ph", "h", registry=None),
+            prometheus_client.Gauge("pg", "h", registry=None, multiprocess_mode="livesum"),
+            prometheus_client.Summary("ps", "h", registry=None))
+except ImportError:
+    pass
 def once():
     with act:
         v.add(1)
@@ -28,6 +44,18 @@ def once():
         pass
     blamer.push("pushed", data0=1)
     blamer.pop()
+    c.inc()
+    g.set(3)                 # mostrecent: the clock, through the vDSO
+    g.inc()
+    h.observe(0.5)
+    e.observe(3.5)
+    if prom:
+        prom[0].inc()
+        prom[1].observe(0.2)
+        prom[2].inc()
+        prom[2].dec()
+        prom[3].observe(7)
+        prom[0]._value.get()
 once()                              # the thread registers, shards are made
 import gc; gc.disable()             # no collection (and its allocations) in the loop
 os.getppid()                        # marker: start

@@ -494,18 +494,13 @@ class Merges(PromTest):
         self.assertEqual(a[('g_livesum', (('k', 'a'),))], 100)
         self.assertEqual(a[('g_min', (('k', 'b'),))], 1)
 
-    def test_same_numbers_as_blamer_export(self):
-        cli = os.environ.get("BLAMER_CLI")
-        if not cli:
-            self.skipTest("BLAMER_CLI not set")
-        import subprocess
+    @staticmethod
+    def exported(text):
+        """{(name, labels): value} of blamer export's text, with the labels
+        prometheus_client's collector writes (no uid, its le)."""
         from prometheus_client.parser import text_string_to_metric_families
-        self.fork_workers()
-        out = subprocess.run([cli, "--dir", self.dir, "export"], capture_output=True,
-                             text=True, timeout=60)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        exported = {}
-        for f in text_string_to_metric_families(out.stdout):
+        r = {}
+        for f in text_string_to_metric_families(text):
             if f.name.startswith("blamer_"):
                 continue
             for s in f.samples:
@@ -513,11 +508,70 @@ class Merges(PromTest):
                 lab.pop("uid")
                 if "le" in lab:
                     lab["le"] = str(float(lab["le"])) if lab["le"] != "+Inf" else "+Inf"
-                exported[(s.name, tuple(sorted(lab.items())))] = s.value
+                r[(s.name, tuple(sorted(lab.items())))] = s.value
+        return r
+
+    def assertSameNumbers(self, exported, per_process=True):
         collected = self.samples(bp.MultiProcessCollector(None, path=self.dir).collect())
+        if not per_process:
+            def merged(d):
+                return {k: v for k, v in d.items() if not any(lab == "pid" for lab, _ in k[1])}
+            collected, exported = merged(collected), merged(exported)
         self.assertEqual(sorted(exported), sorted(collected))
         for k in exported:
             self.assertEqual(exported[k], collected[k], k)
+
+    def test_same_numbers_as_blamer_export(self):
+        cli = os.environ.get("BLAMER_CLI")
+        if not cli:
+            self.skipTest("BLAMER_CLI not set")
+        import subprocess
+        self.fork_workers()
+        out = subprocess.run([cli, "--dir", self.dir, "export"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertSameNumbers(self.exported(out.stdout))
+
+    def test_same_numbers_as_blamer_export_listen(self):
+        cli = os.environ.get("BLAMER_CLI")
+        if not cli:
+            self.skipTest("BLAMER_CLI not set")
+        import socket
+        import subprocess
+        import time
+        import urllib.request
+        self.fork_workers()
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        os.mkdir(os.path.join(self.dir, "st"), 0o700)
+        # it folds the 4 dead workers into its state and keeps their heaps
+        # (--keep-dead 8), so this collector still reads them
+        p = subprocess.Popen([cli, "--dir", self.dir, "export", "--listen",
+                              "127.0.0.1:%d" % port, "--state",
+                              os.path.join(self.dir, "st", "fold.state")],
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            text = None
+            for _ in range(100):
+                try:
+                    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                                timeout=5) as r:
+                        text = r.read().decode()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            self.assertIsNotNone(text, "the exporter did not answer")
+            self.assertIn("blamer_folded_heaps_total 4", text)
+            # A folded process's all/liveall gauges end with the fold (they
+            # are its own); this collector, folding nothing, still shows
+            # them: the merged series are compared.
+            self.assertSameNumbers(self.exported(text), per_process=False)
+        finally:
+            p.terminate()
+            p.wait(10)
+            p.stderr.close()
 
     def test_fold_keeps_counts_flat(self):
         values.ValueClass = bp.MultiProcessValue()
