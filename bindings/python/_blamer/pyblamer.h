@@ -25,9 +25,11 @@
  *    blamer.reset() for the default) bumps the epoch, with the GIL held,
  *    before the C handles are freed: a handle whose epoch is not its
  *    context's is never passed to C again.
- *  - A fork needs nothing here: the C library makes every handle work
- *    in the child. pyb_fork_gen counts forks, for what Python-side keeps
- *    per process (a handle's own running value).
+ *  - A fork needs little here: the C library makes every handle work
+ *    in the child. pyb_fork_gen counts forks (a pthread_atfork child
+ *    handler) for what the binding keeps per process: blamer.prometheus
+ *    values' running counts, and the locks of Readers and Fleets, which
+ *    a thread of the parent may have held (pyb_lock_fresh()).
  */
 #ifndef PYBLAMER_H
 #define PYBLAMER_H

@@ -36,14 +36,16 @@ MultiProcessValue(process_identifier=os.getpid)
     process takes after its first gets a heap of its own (in a
     directory of its own, identity-ID under the heaps' directory), which
     is how tests fake several processes in one.
-MultiProcessCollector(registry, path=None)
+MultiProcessCollector(registry, path=None, state=None, keep_dead=8)
     A collector of every heap's metrics, merged as prometheus_client
     merges its files: counters and histograms summed over processes
     live and dead, gauges by their mode (all and liveall: one sample per
     process, labelled pid; live* modes: live processes only). path: a
     blamer heap directory (dir backend); None: where the program's heaps
-    are. It reports what the heaps hold, the same numbers `blamer export`
-    gives for them.
+    are. Its series are `blamer export`'s, the same numbers for the same
+    heaps. state: a fold state file, to fold dead heaps into and release
+    them as `blamer export --listen --state` does (one folder per set of
+    heaps: this collector or the exporter).
 mark_process_dead(pid, path=None)
     Needless: blamer knows which processes died (the kernel says so on
     the device backend, /proc and file locks on the dir backend). Kept
