@@ -29,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "fleet.h"
@@ -183,6 +185,8 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	f->lockfd = -1;
+	if (getrandom(&f->seed, sizeof(f->seed), GRND_NONBLOCK) != sizeof(f->seed))
+		f->seed = (uint64_t)(uintptr_t)f ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	if (hook)
 		f->test_abort = (uint32_t)strtoul(hook, NULL, 10);
 	if (!state)
@@ -212,6 +216,7 @@ void blamer_fleet_close(struct blamer_fleet *f)
 	if (!f)
 		return;
 	fl_state_free(f);
+	prom_guard_proc_free(&f->guard);
 	if (f->lockfd >= 0)
 		close(f->lockfd);	/* the lock goes with it */
 	free(f->path);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "blamer.h"
+#include "prom.h"
 
 /* What a heap is: its backend, pid, start time and its random id (and the
  * device's file serial): the same heap, across boots too. */
@@ -80,6 +81,11 @@ struct blamer_fleet {
 	uint32_t test_abort;	/* BLAMER_TEST_FOLD_ABORT: abort() at this step */
 	bool broken;		/* a failed fold's state could not be read back */
 	int lockfd;		/* the state's lock (one exporter per state), -1 */
+	/* what each counter of the service's series was last (prom_guard.c:
+	 * never shown lower, whatever a heap does or when a heap leaves
+	 * unfolded), keyed with a secret seed; in memory only */
+	struct prom_guard_proc guard;
+	uint64_t seed;
 };
 
 /* fleet_state.c: the state file. */

@@ -399,10 +399,19 @@ size_t prom_nvalues(const struct blamer_snap_process *p)
 	return n;
 }
 
+void prom_key_labels(const struct blamer_snap_process *p, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
+		 "\",identity=\"%s\"", p->pid, p->start_time_ns, p->heap_key,
+		 p->kernel_facts ? "kernel" : "claimed");
+}
+
 /*
  * @w for @p: its key, its values in @v (room for prom_nvalues(p)) sorted by
  * (family, path, unit), and room for its labels; false out of memory.
  */
+
 bool prom_pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process *p,
 		    struct entry *v, struct prom_out *pool)
 {
@@ -412,10 +421,7 @@ bool prom_pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process 
 	w->v = v;
 	w->n = w->at = 0;
 	w->pool = pool;
-	snprintf(w->key, sizeof(w->key),
-		 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
-		 "\",identity=\"%s\"", p->pid, p->start_time_ns, p->heap_key,
-		 p->kernel_facts ? "kernel" : "claimed");
+	prom_key_labels(p, w->key, sizeof(w->key));
 	for (j = 0; j < p->npaths; j++) {
 		for (k = 0; k < p->paths[j].nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
 			struct entry *x = &v[w->n++];
@@ -568,13 +574,15 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 	}
 }
 
-void prom_write_decreases(struct pw *w, struct prom_out *o)
+void prom_write_decreases(const struct blamer_snap_process *p, uint64_t n, struct prom_out *o)
 {
-	if (!w->guard || !w->guard->decreases)
-		return;
-	proc_sample(o, PROM_DECREASES_FAMILY, w);
+	char key[112];
+
+	prom_key_labels(p, key, sizeof(key));
+	prom_puts(o, PROM_DECREASES_FAMILY "{");
+	prom_puts(o, key);
 	prom_put(o, "} ", 2);
-	prom_u64(o, w->guard->decreases);
+	prom_u64(o, n);
 	prom_putc(o, '\n');
 }
 
@@ -642,7 +650,7 @@ int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o)
 			prom_write_attr(&e, &w[i], f, o);
 		}
 	}
-	pm_write_processes(&e, o);	/* the metrics each process wrote */
+	pm_write_processes(&e, o, NULL);	/* the metrics each process wrote */
 	ret = o->oom ? -ENOMEM : 0;
 out:
 	for (i = 0; w && i < e.nprocs; i++)

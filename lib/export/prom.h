@@ -134,6 +134,9 @@ struct prom_key {
 	uint64_t start, heap;
 };
 struct prom_key prom_key_of(const struct blamer_snap_process *p);
+/* Its labels as every per-process series has them (pid, start_time_ns,
+ * heap, identity), 97 bytes at most. */
+void prom_key_labels(const struct blamer_snap_process *p, char *buf, size_t len);
 int prom_key_cmp(const struct prom_key *x, const struct prom_key *y);
 
 /* ---- prom_guard.c: no counter goes down (a long-lived exporter's) ---- */
@@ -199,8 +202,8 @@ void prom_gauge_family(struct prom_out *o, size_t g);
 void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o);
 void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o);
 void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o);
-/* @w's blamer_counter_decreases_total, if its guard counted any. */
-void prom_write_decreases(struct pw *w, struct prom_out *o);
+/* @p's blamer_counter_decreases_total sample: @n. */
+void prom_write_decreases(const struct blamer_snap_process *p, uint64_t n, struct prom_out *o);
 #define PROM_DECREASES_FAMILY	"blamer_counter_decreases_total"
 #define PROM_DECREASES_HELP	"Times a heap showed a counter lower than the time before (each series held at its highest: never a reset)."
 /* The exposition, family by family, straight into @o: a one-off export. */
@@ -239,10 +242,20 @@ struct pm_series {
 	const char *extra;
 	double value;		/* counter, gauge; histogram: the sum */
 	const uint64_t *buckets;	/* histogram: not cumulative */
+	/* a long-lived exporter's: a counter, a histogram's buckets, count
+	 * and sum held at their highest (prom_guard_clamp()); NULL: as they
+	 * are */
+	struct prom_guard_proc *guard;
 };
 void pm_family(struct prom_out *o, const struct blamer_snap_metric_def *d);
 void pm_series(struct prom_out *o, const struct pm_series *x, struct prom_names *nm);
-/* Every process's own series, family by family (export --per-process). */
-void pm_write_processes(struct exp *e, struct prom_out *o);
+/* @v in an unsigned order of its own (a guard's): a < b as doubles if
+ * and only if pm_order(a) < pm_order(b), for every double but NaN. */
+uint64_t pm_order(double v);
+double pm_unorder(uint64_t u);
+/* Every process's own series, family by family (export --per-process);
+ * with @guards (one per e->procs, begun) each process's counters held
+ * up by its own. */
+void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_proc *guards);
 
 #endif /* BLAMER_PROM_H */

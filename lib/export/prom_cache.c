@@ -30,7 +30,7 @@ struct written {
 	struct prom_key key;
 	uint64_t print;		/* fingerprint of what it shows */
 	char *text;
-	struct span *spans;	/* NGAUGES + nfam + the decreases */
+	struct span *spans;	/* NGAUGES + nfam */
 };
 
 struct blamer_prom_cache {
@@ -45,6 +45,7 @@ struct blamer_prom_cache {
 	struct entry *values;		/* its values, sorted */
 	size_t nvalues;			/* room at values */
 	struct prom_guard guard;	/* every series held at its highest */
+	struct prom_guard mguard;	/* and every metric's (not cached) */
 };
 
 static uint64_t mix(uint64_t h, uint64_t x)
@@ -167,6 +168,7 @@ void blamer_prom_cache_free(struct blamer_prom_cache *c)
 	free(c->labels.p);
 	free(c->values);
 	prom_guard_free(&c->guard);
+	prom_guard_free(&c->mguard);
 	free(c);
 }
 
@@ -177,7 +179,7 @@ static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 		      struct prom_guard_proc *g)
 {
 	struct prom_out *o = &c->scratch;
-	size_t g_, f, nspans = NGAUGES + e->nfam + 1, nv = prom_nvalues(p) + 1;
+	size_t g_, f, nspans = NGAUGES + e->nfam, nv = prom_nvalues(p) + 1;
 	struct pw w = { 0 };
 	bool ok = false;
 
@@ -213,10 +215,6 @@ static bool write_one(struct blamer_prom_cache *c, struct exp *e,
 		prom_write_attr(e, &w, f, o);
 		sp->len = (uint32_t)(o->len - sp->off);
 	}
-	/* last: the decreases this process's counters were just held over */
-	x->spans[nspans - 1].off = (uint32_t)o->len;
-	prom_write_decreases(&w, o);
-	x->spans[nspans - 1].len = (uint32_t)(o->len - x->spans[nspans - 1].off);
 	if (!prom_guard_end(g))
 		goto out;	/* a series not remembered: made again next time */
 	/* one process's text fits the spans' 32 bits: the reader's limits */
@@ -242,7 +240,7 @@ out:
 static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapshot *s,
 			struct prom_out *o)
 {
-	struct prom_guard_proc *gv = NULL;
+	struct prom_guard_proc *gv = NULL, *mgv = NULL;
 	struct written *nv = NULL;
 	size_t i, j = 0, gj = 0, ngv = 0, g, f, k;
 	struct timespec now;
@@ -311,16 +309,35 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 		for (; i < e.nprocs; i++)
 			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
 	}
+	/* the metrics each process wrote, not cached, each process's
+	 * counters held by a memory of their own */
+	mgv = calloc(e.nprocs + 1, sizeof(*mgv));
+	if (!mgv)
+		goto out;
+	for (i = 0, gj = 0; i < e.nprocs; i++) {
+		struct prom_guard_proc *old;
+
+		mgv[i].key = nv[i].key;
+		old = prom_guard_find(&c->mguard, &mgv[i].key, &gj);
+		if (old) {
+			mgv[i] = *old;
+			old->v = old->fresh = NULL;
+			old->n = old->capv = old->nnew = old->capnew = 0;
+		}
+		prom_guard_begin(&mgv[i], c->seed);
+	}
+	pm_write_processes(&e, o, mgv);
+	for (i = 0; i < e.nprocs; i++)
+		prom_guard_end(&mgv[i]);	/* out of memory: the last floors stay */
 	/* the processes whose heaps showed a counter going down, if any */
-	k = NGAUGES + e.nfam;
-	for (i = 0; i < e.nprocs && !nv[i].spans[k].len; i++)
+	for (i = 0; i < e.nprocs && !gv[i].decreases && !mgv[i].decreases; i++)
 		;
 	if (i < e.nprocs) {
 		prom_family(o, PROM_DECREASES_FAMILY, "counter", PROM_DECREASES_HELP);
 		for (; i < e.nprocs; i++)
-			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
+			if (gv[i].decreases || mgv[i].decreases)
+				prom_write_decreases(e.procs[i], gv[i].decreases + mgv[i].decreases, o);
 	}
-	pm_write_processes(&e, o);	/* the metrics each process wrote: not cached */
 	ret = o->oom ? -ENOMEM : 0;
 out:
 	if (gv) {
@@ -329,6 +346,9 @@ out:
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		prom_guard_swap(&c->guard, gv, ngv,
 				(uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+		if (mgv)
+			prom_guard_swap(&c->mguard, mgv, e.nprocs,
+					(uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 	}
 	for (i = 0; i < c->n; i++)
 		written_free(&c->v[i]);

@@ -21,6 +21,15 @@
  *   NAME...{labels,[path],uid}              the programs' metrics; a series per
  *                                           process (pid, uid) for ALL and LIVEALL
  *                                           gauges and PER_PROCESS metrics
+ *   blamer_counter_decreases_total          times a counter series showed lower
+ *
+ * A long-lived exporter's fleet holds every counter sample of the
+ * service's series (attribution, drops, metric counters, a histogram's
+ * buckets, count and sum) at the highest it wrote (prom_guard.c, keyed by
+ * the sample's text): honest heaps never make one go down (folds are
+ * exact), a heap that rewrites its own counters lower, or one released
+ * unfolded, would; the guard holds the series and counts the decrease.
+ * Series of one process (pid label) are not held: they leave with it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -190,7 +199,8 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
 			const struct agg *x = &v[j];
 			struct pm_series ps = { .def = x->def, .values = x->values, .depth = x->depth,
-						.nodes = x->nodes, .extra = extra };
+						.nodes = x->nodes, .extra = extra,
+						.guard = f && !x->proc ? &f->guard : NULL };
 			uint32_t k;
 
 			if (!ok)
@@ -222,6 +232,15 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 }
 
 /* ---- the attribution paths and the drops ---- */
+
+/* @shown, the value of the sample whose name and labels were written
+ * from @start on, held at its highest by the fleet's guard */
+static uint64_t hold(struct blamer_fleet *f, struct prom_out *o, size_t start, uint64_t shown)
+{
+	if (!f || o->f || o->oom)
+		return shown;
+	return prom_guard_clamp(&f->guard, o->p + start, o->len - start, shown);
+}
 
 struct attr {
 	size_t fam;
@@ -292,6 +311,7 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 	for (i = 0; i < n; i = j) {
 		struct blamer_snap_path p = { .depth = v[i].depth };
 		uint64_t total = 0;
+		size_t start = o->len;
 
 		/* equal keys summed (modulo 2^64, as the writers add) */
 		for (j = i; j < n && !attr_cmp(&v[i], &v[j]); j++)
@@ -310,6 +330,7 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 		prom_put(o, ",uid=\"", 6);
 		prom_u64(o, v[i].uid);
 		prom_put(o, "\"} ", 3);
+		total = hold(f, o, start, total);
 		if (v[i].ns)
 			prom_ns(o, total);
 		else
@@ -356,6 +377,7 @@ static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *
 	for (i = 0; i < k; i = j) {
 		const char *name = blamer_drop_reason_name(v[i].reason);
 		uint64_t total = 0;
+		size_t start = o->len;
 
 		for (j = i; j < k && !drop_cmp(&v[i], &v[j]); j++)
 			total += v[j].value;
@@ -368,7 +390,7 @@ static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *
 		prom_put(o, "\",uid=\"", 7);
 		prom_u64(o, v[i].uid);
 		prom_put(o, "\"} ", 3);
-		prom_u64(o, total);
+		prom_u64(o, hold(f, o, start, total));
 		prom_putc(o, '\n');
 	}
 	free(v);
@@ -455,6 +477,8 @@ int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_sna
 	}
 	if (!prom_exp_init(&e, &view))
 		goto out;
+	if (f)
+		prom_guard_begin(&f->guard, f->seed);
 	prom_write_heaps(&e, &o);
 	write_roles(s, &o);
 	prom_family(&o, "blamer_folded_heaps_total", "counter",
@@ -469,6 +493,17 @@ int blamer_fleet_prometheus_text(struct blamer_fleet *f, const struct blamer_sna
 	prom_family(&o, "blamer_metric_conflicts", "gauge",
 		    "Series left out: their heap defines their metric otherwise, or their family's names are taken.");
 	prom_sample_u64(&o, "blamer_metric_conflicts", NULL, 0, conflicts);
+	/* what the counters were becomes the guard's memory (those not
+	 * written now kept too: a series that comes back keeps its floor) */
+	if (f)
+		prom_guard_end(&f->guard);
+	/* as the per-process exposition: only once there is one (its name,
+	 * the per-process family's, is one promtool's lint frowns on) */
+	if (f && f->guard.decreases) {
+		prom_family(&o, PROM_DECREASES_FAMILY, "counter",
+			    "Times the service's counter series showed lower than the time before (a heap turned one back, or left unfolded): each held at its highest, never a reset.");
+		prom_sample_u64(&o, PROM_DECREASES_FAMILY, NULL, 0, f->guard.decreases);
+	}
 	ret = o.oom ? -ENOMEM : 0;
 out:
 	prom_exp_free(&e);

@@ -174,42 +174,86 @@ static void head(struct prom_out *o, const char *name, const struct pm_series *x
 	}
 }
 
+uint64_t pm_order(double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	/* negative: all bits flipped (more negative, less); else the sign set */
+	return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+double pm_unorder(uint64_t u)
+{
+	double v;
+
+	u = u >> 63 ? u & ~(1ull << 63) : ~u;
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+/* The text of the sample just begun at @start (name and labels) held by
+ * @g: @shown, or more if it was more before. */
+static uint64_t held(struct prom_out *o, struct prom_guard_proc *g, size_t start, uint64_t shown)
+{
+	/* a guard writes into memory, never to a FILE: the text is there */
+	if (!g || o->f || o->oom)
+		return shown;
+	return prom_guard_clamp(g, o->p + start, o->len - start, shown);
+}
+
+static double held_double(struct prom_out *o, struct prom_guard_proc *g, size_t start,
+			  double shown)
+{
+	if (!g || shown != shown)
+		return shown;	/* NaN: no order (the reader never merges one) */
+	return pm_unorder(held(o, g, start, pm_order(shown)));
+}
+
 void pm_series(struct prom_out *o, const struct pm_series *x, struct prom_names *nm)
 {
 	const struct blamer_snap_metric_def *d = x->def;
+	struct prom_guard_proc *g = d->kind == BLAMER_METRIC_GAUGE ? NULL : x->guard;
 	char fam[96], name[112];
-	uint64_t cum = 0;
+	uint64_t cum = 0, v;
 	uint32_t i;
+	size_t start = o->len;
 
 	pm_family_name(d, fam, sizeof(fam));
 	if (d->kind != BLAMER_METRIC_HISTOGRAM) {
 		head(o, fam, x, nm);
 		prom_put(o, "} ", 2);
-		pm_double(o, x->value);
+		pm_double(o, held_double(o, g, start, x->value));
 		prom_putc(o, '\n');
 		return;
 	}
+	/* each cumulative bucket, the count and the sum held on their own:
+	 * Prometheus reads each as a counter */
 	snprintf(name, sizeof(name), "%s_bucket", fam);
 	for (i = 0; i < d->nbuckets; i++) {
 		bool labels = d->nlabels || x->depth || (x->extra && *x->extra);
 
 		cum += x->buckets[i];
+		start = o->len;
 		head(o, name, x, nm);
 		prom_put(o, labels ? ",le=\"" : "le=\"", labels ? 5 : 4);
 		pm_double(o, d->upper[i]);
 		prom_put(o, "\"} ", 3);
-		prom_u64(o, cum);
+		prom_u64(o, held(o, g, start, cum));
 		prom_putc(o, '\n');
 	}
 	snprintf(name, sizeof(name), "%s_count", fam);
+	start = o->len;
 	head(o, name, x, nm);
 	prom_put(o, "} ", 2);
-	prom_u64(o, cum);
+	v = held(o, g, start, cum);
+	prom_u64(o, v);
 	prom_putc(o, '\n');
 	snprintf(name, sizeof(name), "%s_sum", fam);
+	start = o->len;
 	head(o, name, x, nm);
 	prom_put(o, "} ", 2);
-	pm_double(o, x->value);
+	pm_double(o, held_double(o, g, start, x->value));
 	prom_putc(o, '\n');
 }
 
@@ -217,6 +261,7 @@ void pm_series(struct prom_out *o, const struct pm_series *x, struct prom_names 
 
 struct pm_item {
 	const struct blamer_snap_process *p;
+	size_t pi;		/* its index in e->procs */
 	const struct blamer_snap_metric *m;
 	char fam[96];
 };
@@ -242,7 +287,7 @@ static int item_cmp(const void *a, const void *b)
 	return blamer_path_cmp(x->m->nodes, x->m->depth, y->m->nodes, y->m->depth);
 }
 
-void pm_write_processes(struct exp *e, struct prom_out *o)
+void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_proc *guards)
 {
 	struct pm_item *v;
 	struct pm_names taken_names = { 0 };
@@ -263,6 +308,7 @@ void pm_write_processes(struct exp *e, struct prom_out *o)
 			if (!m->def || m->conflict)
 				continue;
 			v[n].p = e->procs[i];
+			v[n].pi = i;
 			v[n].m = m;
 			pm_family_name(m->def, v[n].fam, sizeof(v[n].fam));
 			n++;
@@ -279,7 +325,8 @@ void pm_write_processes(struct exp *e, struct prom_out *o)
 			const struct blamer_snap_process *p = v[j].p;
 			struct pm_series x = { .def = m->def, .values = m->values, .depth = m->depth,
 					       .nodes = m->nodes, .value = m->value,
-					       .buckets = m->buckets, .extra = key };
+					       .buckets = m->buckets, .extra = key,
+					       .guard = guards ? &guards[v[j].pi] : NULL };
 
 			/* one definition a family: a process that differs (the
 			 * reader marked it a conflict) was left out above */

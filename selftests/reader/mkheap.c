@@ -10,6 +10,9 @@
  *                                       counters rewritten in place at a
  *                                       scale one lower (a writer turning
  *                                       its counters back); prints "down N"
+ *   mkheap DIR live-down-metrics SCALE  the same with the metrics heap
+ *                                       (fx_metrics(): counter reqs, histograms
+ *                                       lat and size, gauge inflight)
  *   mkheap - device-status              the JSON of a device's status, made
  *                                       up, as blamer status --json writes it
  *                                       (the host has no device to ask)
@@ -323,7 +326,9 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
-	if (argc >= 4 && !strcmp(argv[2], "live-down")) {
+	if (argc >= 4 && (!strcmp(argv[2], "live-down") || !strcmp(argv[2], "live-down-metrics"))) {
+		void (*make)(struct fx_heap *, int64_t, int64_t, uint64_t) =
+			strcmp(argv[2], "live-down") ? fx_metrics : fx_standard;
 		uint64_t scale = strtoull(argv[3], NULL, 0), seen = 0;
 		struct sigaction sa = { .sa_handler = on_usr1 };
 		sigset_t block, old;
@@ -332,7 +337,7 @@ int main(int argc, char **argv)
 		sigaddset(&block, SIGUSR1);
 		sigprocmask(SIG_BLOCK, &block, &old);
 		sigaction(SIGUSR1, &sa, NULL);
-		fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+		make(&h, getpid(), (int64_t)my_start(), scale);
 		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
 			return 1;
 		fx_free(&h);
@@ -343,7 +348,7 @@ int main(int argc, char **argv)
 			while (seen < (uint64_t)downs && scale > 1) {
 				seen++;
 				scale--;
-				fx_standard(&h, getpid(), (int64_t)my_start(), scale);
+				make(&h, getpid(), (int64_t)my_start(), scale);
 				if (rewrite_dir(&h, argv[1], getpid(), my_start()))
 					return 1;
 				fx_free(&h);
@@ -386,7 +391,7 @@ int main(int argc, char **argv)
 		return blamer_status_write_json(&st, stdout) ? 1 : 0;
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
-		" | live-down SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
+		" | live-down[-metrics] SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
 		" | DIR max PID START [PERCENT] | DIR metrics\n");
 	return 2;
 }
