@@ -69,6 +69,7 @@ include bench/bench.mk
 include tools/demo/demo.mk
 include Documentation/docs.mk
 include examples/examples.mk
+include bindings/python/python.mk
 include mk/install.mk
 
 all: $(ALL_TARGETS)

@@ -1,5 +1,6 @@
 # bench/: `make bench` builds and runs the writer benchmarks, then the reader's
-# (`make bench-reader` alone; Documentation/performance.rst).
+# (`make bench-reader` alone) and the Python binding's (`make bench-python`
+# alone; Documentation/performance.rst).
 #
 # With lttng-tools installed, the run also starts a private LTTng session
 # daemon and measures an *enabled* tracepoint pair (bench/run-bench).
@@ -33,8 +34,17 @@ $(BENCH_BIN): $(BENCH_SRCS) $(SRC)/bench/bench_tp.h $(LIB_A)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: $(BENCH_BIN) bench-reader bench-max-heap bench-open
+bench-run: $(BENCH_BIN) bench-reader bench-max-heap bench-open bench-python
 	@$(SRC)/bench/run-bench $(BENCH_BIN)
+
+# The Python binding against prometheus_client's multiprocess mode
+# (bench/python_bench.py): writes, and collecting 1,000 and 10,000 dead
+# workers (PYTHON_BENCH_MAX lowers the top), with Debian's python3.
+PYTHON_BENCH_MAX ?= 10000
+.PHONY: bench-python
+bench-python: python
+	@env -u BLAMER_BACKEND -u BLAMER_DIR PYTHONPATH=$(PY_BUILD) $(PY) \
+		$(SRC)/bench/python_bench.py $(PYTHON_BENCH_MAX)
 
 $(READER_BENCH): $(SRC)/bench/reader_bench.c $(SRC)/bench/stats.h $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -5,8 +5,9 @@
 #                       tool, man pages blamer(1) and libblamer(3) (a page
 #                       per call family, a .so page for every other name),
 #                       bash completion, the systemd unit
-#                       blamer-exporter.service (not enabled); ldconfig
-#                       when DESTDIR is empty
+#                       blamer-exporter.service (not enabled), the Python
+#                       package blamer (bindings/python/python.mk,
+#                       PYTHONDIR); ldconfig when DESTDIR is empty
 #   make uninstall      removes exactly what make install installed (same
 #                       PREFIX/LIBDIR/... as for the install)
 #   make install-dkms   the module's sources and dkms.conf in
@@ -83,7 +84,7 @@ define uninstall_files
 endef
 
 .PHONY: install uninstall install-dkms uninstall-dkms install-system uninstall-system deb
-install: lib tools
+install: lib tools python-install
 	@mkdir -p $(BUILD)/install
 	@$(call pc_file,$(BUILD)/install/blamer.pc)
 	@sed 's|@BINDIR@|$(BINDIR)|g' $(SRC)/systemd/blamer-exporter.service.in \
@@ -95,7 +96,7 @@ install: lib tools
 		echo ".so man3/$$page.3" >$$d; chmod 0644 $$d; done
 	@$(if $(DESTDIR),:,ldconfig 2>/dev/null || :)
 
-uninstall:
+uninstall: python-uninstall
 	$(call uninstall_files,$(INSTALL_FILES) $(addprefix :,$(INSTALL_LINKS)))
 	@$(man3_names) | while read -r name page; do \
 		rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done

@@ -41,6 +41,11 @@ pkgs=(
 	# systemd-unit suite checks the unit with systemd-analyze; reader-max
 	# reads CPU time and peak RSS with /usr/bin/time
 	curl systemd time
+	# the Python binding (bindings/python): Debian's python3 headers and
+	# its debug build (reference counts in the tests), the Debian
+	# packaging of python3-blamer, strace (no system call on the hot
+	# path), and gunicorn with Flask for the real-server test
+	python3-dev python3-dbg dh-python strace gunicorn python3-flask
 	# installing (selftests/install): DKMS, building and checking the
 	# Debian packages, what their maintainer scripts and the tests use
 	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion

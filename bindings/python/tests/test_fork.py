@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""fork(): objects made before it keep working in the child, writing to
+the child's own heap; the parent's heap is untouched."""
+import multiprocessing
+import os
+import signal
+import threading
+
+import blamer
+from common import HeapTest
+
+
+def labels(p):
+    return [[f.label for f in t.stack] for t in p.threads if t.stack]
+
+
+class Fork(HeapTest):
+    def fork(self, child):
+        """Runs child() in a fork child that then waits for a byte on a
+        pipe; returns (pid, write end). The child exits 0 if child() did
+        not raise."""
+        r, w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(w)
+                os.close(ready_r)
+                child()
+                os.write(ready_w, b"x")
+                os.read(r, 1)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(r)
+        os.close(ready_w)
+        self.assertEqual(os.read(ready_r, 1), b"x", "the child failed")
+        os.close(ready_r)
+        return pid, w
+
+    def finish(self, pid, w):
+        os.write(w, b"x")
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0)
+
+    def test_handles_from_before_the_fork(self):
+        act = blamer.activity("serving")
+        v = blamer.set_data("requests", 100)
+        p = blamer.path(["server"], [blamer.UNIT_COUNT])
+        p.add(5)
+        blamer.set_role("master")
+
+        def child():
+            blamer.set_role("worker", 1)
+            act.__enter__()
+            v.add(1)
+            p.add(2)
+            blamer.log("in the child")
+        pid, w = self.fork(child)
+        s = self.snap()
+        me, ch = s.process(os.getpid()), s.process(pid)
+        self.finish(pid, w)
+        self.assertEqual((me.role, ch.role, ch.instance), ("master", "worker", "1"))
+        # the child's heap: data inherited as at the fork, then its own writes
+        self.assertEqual(ch.user_data["requests"].value, 101)
+        self.assertEqual(me.user_data["requests"].value, 100)
+        # measurements are not inherited: each process its own
+        self.assertEqual([x.values for x in ch.paths], [{blamer.UNIT_COUNT: 2}])
+        self.assertEqual([x.values for x in me.paths], [{blamer.UNIT_COUNT: 5}])
+        self.assertEqual(s.total(["server"], blamer.UNIT_COUNT), 7)
+        self.assertEqual(labels(ch), [["serving"]])
+        self.assertEqual(labels(me), [])
+        self.assertEqual([e.text for e in ch.logs], ["in the child"])
+        self.assertEqual(me.logs, [])
+        self.assertGreater(blamer._blamer._fork_generation(), -1)
+
+    def test_child_that_writes_nothing_makes_no_heap(self):
+        blamer.log("parent")
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        self.assertIsNone(self.snap().process(pid))
+
+    def test_fork_while_threads_write(self):
+        stop = threading.Event()
+        p = blamer.path(["busy"], [blamer.UNIT_COUNT])
+
+        def busy():
+            a = blamer.activity("busy thread")
+            while not stop.is_set():
+                with a:
+                    p.add(1)
+        ts = [threading.Thread(target=busy) for _ in range(3)]
+        for t in ts:
+            t.start()
+        try:
+            pids = []
+            for i in range(5):
+                def child():
+                    blamer.activity("child %d" % i).__enter__()   # left on the stack
+                    for _ in range(1000):
+                        p.add(1)
+                    # threads of the child, with the same handles
+                    cts = [threading.Thread(target=lambda: [p.add(1) for _ in range(500)])
+                           for _ in range(2)]
+                    for t in cts:
+                        t.start()
+                    for t in cts:
+                        t.join()
+                pids.append(self.fork(child))
+            s = self.snap()
+            for i, (pid, w) in enumerate(pids):
+                ch = s.process(pid)
+                self.assertEqual([x.values for x in ch.paths], [{blamer.UNIT_COUNT: 2000}])
+                self.assertEqual(labels(ch), [["child %d" % i]])
+                self.finish(pid, w)
+        finally:
+            stop.set()
+            for t in ts:
+                t.join()
+
+    def test_killed_child_keeps_its_last_activity(self):
+        def child():
+            blamer.set_role("worker", 7)
+            blamer.activity("GET /crash", data0=42).__enter__()
+        pid, w = self.fork(child)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(w)
+        ch = self.proc(pid)
+        self.assertFalse(ch.live)
+        self.assertEqual(labels(ch), [["GET /crash"]])
+        self.assertEqual(ch.threads[0].stack[0].data, (42, 0))
+        self.assertEqual((ch.role, ch.instance), ("worker", "7"))
+
+    def test_multiprocessing_fork_pool(self):
+        blamer.dag_unit(1001, "jobs")
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(3) as pool:
+            pids = set(pool.map(_job, range(30)))
+        s = self.snap()
+        self.assertEqual(s.total(["pool"], 1001), 30)
+        self.assertTrue(pids <= {p.pid for p in s.processes})
+
+
+_pool_path = None
+
+
+def _job(i):
+    global _pool_path
+    if _pool_path is None:
+        _pool_path = blamer.path(["pool"], [1001])
+    with blamer.activity("job %d" % i):
+        _pool_path.add(1)
+    return os.getpid()

@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: MIT
+"""The reader API: snapshots as Python objects, the exporters, hostile
+heaps and strings, and the GIL released while a reader blocks."""
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+import blamer
+from common import BACKEND, HeapTest
+
+
+class Reading(HeapTest):
+    def test_snapshot_objects(self):
+        blamer.set_role("worker", "2")
+        blamer.set_data("n", 5)
+        blamer.dag_node("root")
+        with blamer.activity("GET /a"):
+            s = self.snap()
+        self.assertEqual(s.backend, BACKEND)
+        self.assertGreater(s.realtime_ns, 0)
+        self.assertGreater(s.monotonic_ns, 0)
+        p = s.process(os.getpid())
+        self.assertIsInstance(p, blamer.Process)
+        self.assertTrue(p.live)
+        self.assertEqual(p.health, "ok")
+        self.assertEqual(p.problem, "")
+        self.assertEqual(p.heap_state, "ready")
+        self.assertEqual(p.rec_pid, os.getpid())
+        self.assertIn("python", p.cmdline)
+        self.assertIsInstance(p.threads[0], blamer.Thread)
+        self.assertIsInstance(p.threads[0].stack[0], blamer.Frame)
+        self.assertIsInstance(p.user_data["n"], blamer.Field)
+        self.assertIsInstance(p.slab_ids, tuple)
+        self.assertEqual(p.dropped, 0)
+        self.assertIsNone(p.parent_claim)
+        self.assertIn("root", [n.name for n in s.nodes])
+        # cached: the same list twice
+        self.assertIs(s.processes, s.processes)
+        with self.assertRaises(AttributeError):
+            p.pid = 1
+
+    def test_flags_leave_things_out(self):
+        blamer.set_data("n", 5)
+        blamer.log("x")
+        with blamer.activity("a"):
+            s = self.snap(threads=False, user_data=False, log=False)
+        p = s.process(os.getpid())
+        self.assertEqual((p.threads, p.user_data, p.logs), ([], {}, []))
+        self.assertEqual(s.flags & blamer.READ_NO_THREADS, blamer.READ_NO_THREADS)
+        p = self.snap(headers_only=True).process(os.getpid())
+        self.assertEqual(p.health, "unchecked")
+
+    def test_json_and_prometheus(self):
+        blamer.set_role("worker", "9")
+        s = self.snap()
+        doc = json.loads(s.to_json())
+        self.assertIn(os.getpid(), [p["pid"] for p in doc["processes"]])
+        doc = json.loads(s.to_json(summary=True, attribution=False, pids=[os.getpid()]))
+        self.assertEqual([p["pid"] for p in doc["processes"]], [os.getpid()])
+        with self.assertRaises(ValueError):
+            s.to_json(pids=[-1])
+        text = s.prometheus()
+        self.assertIn('blamer_process_info{pid="%d"' % os.getpid(), text)
+        self.assertIn('role="worker"', text)
+
+    def test_reader_object(self):
+        kw = {"backend": BACKEND}
+        if BACKEND == "dir":
+            kw["dir"] = self.dir
+        with blamer.Reader(keep_dead=True, **kw) as r:
+            self.assertEqual(r.backend, BACKEND)
+            blamer.log("x")
+            a = r.snapshot()
+            b = r.snapshot()
+            self.assertEqual([p.pid for p in a.processes], [p.pid for p in b.processes])
+            st = r.status()
+            self.assertEqual(st["backend"], BACKEND)
+            if BACKEND == "dir":
+                self.assertEqual(r.fileno(), -1)
+                self.assertEqual(st["heaps"], 1)
+                self.assertFalse(r.wait(0.01))
+            else:
+                self.assertGreaterEqual(r.fileno(), 0)
+            with self.assertRaises(ValueError):
+                r.wait(-1)
+        with self.assertRaises(ValueError):
+            r.snapshot()
+        r.close()
+
+    def test_release_dead_heap(self):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                blamer.log("child")
+            finally:
+                os.kill(os.getpid(), signal.SIGKILL)
+        os.waitpid(pid, 0)
+        kw = {"backend": BACKEND}
+        if BACKEND == "dir":
+            kw["dir"] = self.dir
+        with blamer.Reader(**kw) as r:
+            me = r.snapshot().process(os.getpid())
+            with self.assertRaises(blamer.Error):
+                r.release(me)             # alive: refused
+            dead = r.snapshot().process(pid)
+            self.assertFalse(dead.live)
+            self.assertEqual([e.text for e in dead.logs], ["child"])
+            r.release(dead)
+            self.assertIsNone(r.snapshot().process(pid))
+            with self.assertRaises(TypeError):
+                r.release((1, 2))
+
+    def test_unreadable_backends(self):
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.snapshot(backend="device", device="/nonexistent/blamer")
+        self.assertIn("not found", str(cm.exception))
+        # a directory where no heap was ever made: no heaps
+        self.assertEqual(blamer.snapshot(backend="dir", dir=os.path.join(self.dir, "none"))
+                         .processes, [])
+        with self.assertRaises(ValueError):
+            blamer.snapshot(backend="floppy")
+        with self.assertRaises(TypeError):
+            blamer.snapshot(depth=3)
+
+    def test_gil_released_while_waiting(self):
+        if BACKEND != "dir":
+            self.skipTest("on the device, wait() returns at the first event")
+        r = blamer.Reader(backend="dir", dir=self.dir)
+        started, done = threading.Event(), threading.Event()
+
+        def waiter():
+            started.set()
+            r.wait(1.0)
+            done.set()
+        t = threading.Thread(target=waiter)
+        t.start()
+        started.wait()
+        n = 0
+        while not done.is_set():
+            n += 1
+        t.join()
+        r.close()
+        # With the GIL held through the wait this thread could not run
+        # until it ended; it ran all along instead.
+        self.assertGreater(n, 100000)
+
+
+class Hostile(HeapTest):
+    def heap_bytes(self):
+        """The slabs of this process's heap, as bytes (dir backend)."""
+        files = sorted(glob.glob(os.path.join(self.dir, "%d-*.slab" % os.getpid())),
+                       key=lambda f: int(f.rsplit(".", 2)[-2]))
+        return [open(f, "rb").read() for f in files]
+
+    def test_strings_from_a_heap(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        evil = "\x1b[2J\x1b]0;owned\x07 \u202e"
+        blamer.set_data("evil", evil)
+        blamer.set_data("raw", b"\xff\xfe\x1b")
+        blamer.set_role("w\x1bk" if False else "worker")
+        blamer.dag_node("node\x1b[31m")
+        blamer.log("log \x1b[31m red")
+        with blamer.activity("label \x1b[2J"):
+            p = blamer.snapshot_from_memory(self.heap_bytes()).processes[0]
+        # the writer's text as it set it (a script escapes it to print it)
+        self.assertEqual(p.user_data["evil"].value, evil)
+        self.assertEqual(p.user_data["raw"].value, b"\xff\xfe\x1b")
+        # names, labels and log text: printable ASCII, made so by the reader
+        self.assertEqual(p.threads[0].stack[0].label, "label ?[2J")
+        self.assertEqual(p.logs[0].text, "log ?[31m red")
+        self.assertEqual([n.name for n in p.nodes], ["node?[31m"])
+
+    def test_invalid_utf8_in_a_string_field(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        blamer.set_data("s", "abcdef")
+        blob = self.heap_bytes()
+        i = blob[0].find(b"abcdef")
+        self.assertGreater(i, 0)
+        slab = bytearray(blob[0])
+        slab[i:i + 3] = b"\xff\xc3\x28"
+        p = blamer.snapshot_from_memory([bytes(slab)] + blob[1:]).processes[0]
+        v = p.user_data["s"].value
+        self.assertIsInstance(v, str)
+        self.assertTrue(v.endswith("def"), v)
+        self.assertIn("\ufffd", v)
+
+    def test_garbage_never_crashes(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        blamer.set_data("n", 1)
+        blamer.set_data("s", "text")
+        with blamer.activity("a"):
+            good = self.heap_bytes()
+        rng = random.Random(25)
+        n = len(good[0])
+        seen = set()
+        for i in range(300):
+            slab = bytearray(good[0])
+            for _ in range(rng.randint(1, 64)):
+                slab[rng.randrange(min(n, 65536))] = rng.randrange(256)
+            try:
+                s = blamer.snapshot_from_memory([bytes(slab)] + good[1:])
+            except blamer.Error:
+                seen.add("refused")
+                continue
+            for p in s.processes:
+                seen.add(p.health)
+                # every part made, whatever it holds
+                repr(p)
+        # the mutations hit checked fields: some heaps were found corrupt
+        self.assertIn("corrupt", seen)
+        for bad in ([], [b""], [b"\0" * 4096], [b"x"] * 65):
+            try:
+                s = blamer.snapshot_from_memory(bad)
+                self.assertNotEqual([p.health for p in s.processes], ["ok"])
+            except (blamer.Error, ValueError):
+                pass
+        with self.assertRaises(TypeError):
+            blamer.snapshot_from_memory([1])
+
+
+class Crash(HeapTest):
+    def test_postmortem_of_a_killed_python_process(self):
+        cli = os.environ.get("BLAMER_CLI")
+        r = subprocess.Popen(
+            [os.sys.executable, "-c",
+             "import blamer, os, sys\n"
+             "blamer.set_role('worker', 1)\n"
+             "with blamer.activity('GET /users/42'):\n"
+             "    sys.stdout.write('in\\n'); sys.stdout.flush()\n"
+             "    os.kill(os.getpid(), 9)\n"],
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(os.sys.path)),
+            stdout=subprocess.PIPE, text=True)
+        self.assertEqual(r.stdout.readline(), "in\n")
+        r.wait()
+        self.assertEqual(r.returncode, -9)
+        p = self.proc(r.pid)
+        self.assertFalse(p.live)
+        self.assertEqual([f.label for t in p.threads for f in t.stack], ["GET /users/42"])
+        if not cli:
+            self.skipTest("BLAMER_CLI not set: the blamer tool's postmortem not checked")
+        out = subprocess.run([cli, "postmortem", str(r.pid)], capture_output=True, text=True,
+                             env=dict(os.environ), timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("GET /users/42", out.stdout)

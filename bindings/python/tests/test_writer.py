@@ -1,0 +1,426 @@
+# SPDX-License-Identifier: MIT
+"""The writer API from Python, checked through the reader (dir backend)."""
+import errno
+import os
+import threading
+
+import blamer
+from common import BACKEND, HeapTest
+
+
+def stack(p, tid=None):
+    """Labels on the stack of thread @tid (default: the only/first thread
+    with a non-empty stack) of Process @p."""
+    for t in p.threads:
+        if (tid is None and t.stack) or t.tid == tid:
+            return [f.label for f in t.stack]
+    return []
+
+
+class Activities(HeapTest):
+    def test_with_pushes_and_pops(self):
+        with blamer.activity("GET /users"):
+            with blamer.activity("db query", kind=blamer.ACTIVITY_EVENT_WAIT, data0=7, data1=2**64 - 1):
+                p = self.proc()
+                self.assertEqual(stack(p), ["GET /users", "db query"])
+                top = [t for t in p.threads if t.stack][0].stack[-1]
+                self.assertEqual(top.kind, blamer.ACTIVITY_EVENT_WAIT)
+                self.assertEqual(top.kind_name, blamer.activity_kind_name(blamer.ACTIVITY_EVENT_WAIT))
+                self.assertEqual(top.data, (7, 2**64 - 1))
+                self.assertGreater(top.time_ns, 0)
+            self.assertEqual(stack(self.proc()), ["GET /users"])
+        self.assertEqual(stack(self.proc()), [])
+
+    def test_exception_pops_and_passes_through(self):
+        with self.assertRaises(KeyError):
+            with blamer.activity("failing"):
+                raise KeyError("x")
+        self.assertEqual(stack(self.proc()), [])
+
+    def test_decorator(self):
+        seen = []
+
+        @blamer.activity("job")
+        def job(x, *, y=1):
+            """doc of job"""
+            seen.append(stack(self.proc()))
+            return x + y
+
+        self.assertEqual(job(1, y=2), 3)
+        self.assertEqual(seen, [["job"]])
+        self.assertEqual(job.__name__, "job")
+        self.assertEqual(job.__doc__, "doc of job")
+        self.assertIs(job.__wrapped__.__name__, "job")
+        self.assertEqual(stack(self.proc()), [])
+
+    def test_decorator_on_a_method_and_recursion(self):
+        class C:
+            @blamer.activity("m")
+            def m(self, n):
+                return [stack(t.proc())] if n == 0 else self.m(n - 1)
+        t = self
+        self.assertEqual(C().m(2), [["m", "m", "m"]])
+
+    def test_decorator_refuses_generators_and_coroutines(self):
+        async def co():
+            pass
+
+        def gen():
+            yield 1
+        for f in (co, gen):
+            with self.assertRaises(TypeError):
+                blamer.activity("x")(f)
+        with self.assertRaises(TypeError):
+            blamer.activity("x")(1, 2)
+
+    def test_one_activity_object_many_threads(self):
+        act = blamer.activity("shared")
+        inside = threading.Barrier(5)
+        done = threading.Event()
+
+        def worker():
+            with act:
+                inside.wait()
+                done.wait(10)
+        ts = [threading.Thread(target=worker) for _ in range(4)]
+        for t in ts:
+            t.start()
+        inside.wait()
+        p = self.proc()
+        stacks = [[f.label for f in t.stack] for t in p.threads]
+        done.set()
+        for t in ts:
+            t.join()
+        self.assertEqual(stacks.count(["shared"]), 4, stacks)
+
+    def test_long_label_cut_marked_counted(self):
+        with blamer.activity("x" * 200):
+            p = self.proc()
+        f = [t for t in p.threads if t.stack][0].stack[0]
+        self.assertEqual(f.label, "x" * 80)
+        self.assertTrue(f.label_cut)
+        self.assertEqual(p.drops.get("label_cut"), 1)
+
+    def test_non_ascii_label(self):
+        # the reader shows printable ASCII; the bytes were the UTF-8 of the str
+        with blamer.activity("caf\u00e9 \u2603"):
+            self.assertEqual(stack(self.proc()), ["caf?? ???"])
+
+    def test_bad_labels(self):
+        with self.assertRaises(ValueError):
+            blamer.activity("a\0b")
+        with self.assertRaises(TypeError):
+            blamer.activity(b"bytes")
+        with self.assertRaises(TypeError):
+            blamer.activity(None)
+        with self.assertRaises(OverflowError):
+            blamer.activity("x", data0=-1)
+        with self.assertRaises(OverflowError):
+            blamer.activity("x", kind=2**32)
+        with self.assertRaises(TypeError):
+            blamer.activity("x", colour="red")
+        with self.assertRaises(UnicodeEncodeError):
+            blamer.activity("\udc80")
+
+    def test_overflow_counted_not_raised(self):
+        blamer.reset()
+        blamer.init(backend=BACKEND, dir=self.dir if BACKEND == "dir" else None, stack_depth=2)
+        with blamer.activity("a"), blamer.activity("b"), blamer.activity("c"):
+            p = self.proc()
+        t = [t for t in p.threads if t.stack][0]
+        self.assertEqual([f.label for f in t.stack], ["a", "b"])
+        self.assertEqual(t.depth, 3)
+        self.assertEqual(p.drops.get("stack_overflow"), 1)
+        self.assertEqual(stack(self.proc()), [])
+
+    def test_push_pop(self):
+        self.assertEqual(blamer.push("a"), 1)
+        self.assertEqual(blamer.push("b", kind=blamer.ACTIVITY_GENERIC), 2)
+        blamer.pop()
+        self.assertEqual(stack(self.proc()), ["a"])
+        blamer.pop()
+        blamer.pop()    # past the bottom: nothing
+        self.assertEqual(stack(self.proc()), [])
+
+    def test_thread_name(self):
+        blamer.set_thread_name("main loop")
+        p = self.proc()
+        self.assertIn("main loop", [t.name for t in p.threads])
+
+
+class UserData(HeapTest):
+    def test_types_follow_values(self):
+        cases = [("b", True, "bool"), ("i", -5, "int"), ("d", 2.5, "double"),
+                 ("s", "hello", "string"), ("r", b"\x00\xff", "raw")]
+        for name, value, typ in cases:
+            v = blamer.set_data(name, value)
+            self.assertEqual(v.type, typ)
+        blamer.set_data("u", 2**64 - 1, type="uint")
+        blamer.set_data("c", "z", type="char")
+        ud = self.proc().user_data
+        for name, value, typ in cases + [("u", 2**64 - 1, "uint"), ("c", "z", "char")]:
+            self.assertEqual((ud[name].value, ud[name].type), (value, typ), name)
+
+    def test_value_updates_in_place(self):
+        n = blamer.set_data("requests", 0)
+        n.add(5)
+        n.add(-2)
+        n.set(n is not None and 10)
+        n.add(1)
+        s = blamer.set_data("state", "starting", capacity=64)
+        s.set("serving requests on port 8080")
+        d = blamer.set_data("load", 0.0)
+        d.set(0.75)
+        d.set(1)          # an int where a float goes
+        f = blamer.set_data("ready", False)
+        f.set(1)
+        ud = self.proc().user_data
+        self.assertEqual(ud["requests"].value, 11)
+        self.assertEqual(ud["state"].value, "serving requests on port 8080")
+        self.assertFalse(ud["state"].cut)
+        self.assertEqual(ud["load"].value, 1.0)
+        self.assertIs(ud["ready"].value, True)
+
+    def test_string_cut_marked_counted(self):
+        s = blamer.set_data("s", "short")
+        s.set("much longer than the first value")
+        p = self.proc()
+        # the first value's room (rounded up), the start of the new one
+        long = "much longer than the first value"
+        self.assertTrue(5 <= len(p.user_data["s"].value) < len(long))
+        self.assertTrue(long.startswith(p.user_data["s"].value))
+        self.assertTrue(p.user_data["s"].cut)
+        self.assertEqual(p.drops.get("string_cut"), 1)
+
+    def test_global_and_activity_scopes(self):
+        blamer.set_data("version", "1.2.3", scope=blamer.DATA_GLOBAL)
+        with blamer.activity("req") as a:
+            self.assertIsNone(a.set_data("user", "alice"))
+            self.assertIsNone(blamer.set_data("n", 3, scope=blamer.DATA_ACTIVITY))
+            p = self.proc()
+        self.assertEqual(p.global_data["version"].value, "1.2.3")
+        frame = [t for t in p.threads if t.stack][0].stack[0]
+        self.assertEqual({k: f.value for k, f in frame.fields.items()}, {"user": "alice", "n": 3})
+
+    def test_errors(self):
+        blamer.set_data("x", 1)
+        with self.assertRaises(blamer.Error):
+            blamer.set_data("x", "now a string")     # another type
+        with self.assertRaises(TypeError):
+            blamer.set_data("y", object())
+        with self.assertRaises(ValueError):
+            blamer.set_data("y", 1, scope=7)
+        with self.assertRaises(ValueError):
+            blamer.set_data("y", 1, type="complex")
+        with self.assertRaises(OverflowError):
+            blamer.set_data("y", 2**63)
+        with self.assertRaises(ValueError):
+            blamer.set_data("y", 1, capacity=10)     # capacity is for str
+        with self.assertRaises(ValueError):
+            blamer.set_data("n\0ul", 1)
+        v = blamer.set_data("z", "s")
+        with self.assertRaises(TypeError):
+            v.add(1)
+        with self.assertRaises(TypeError):
+            v.set(5)
+        w = blamer.set_data("w", 1)
+        with self.assertRaises(TypeError):
+            w.set("1")
+        with self.assertRaises(OverflowError):
+            w.set(2**64)
+        self.assertEqual(self.proc().user_data["w"].value, 1)
+
+    def test_handles_die_with_their_context(self):
+        v = blamer.set_data("x", 1)
+        p = blamer.path(["a"], [blamer.UNIT_COUNT])
+        blamer.reset()
+        for f in (lambda: v.add(1), lambda: v.set(2), lambda: p.add(1)):
+            with self.assertRaises(ValueError):
+                f()
+        # the default is made again on its next use
+        blamer.init(backend=BACKEND, dir=self.dir if BACKEND == "dir" else None)
+        blamer.set_data("x", 7)
+        self.assertEqual(self.proc().user_data["x"].value, 7)
+
+
+class Process(HeapTest):
+    def test_role_once(self):
+        blamer.set_role("worker", 3)
+        blamer.set_role("worker", "3")       # the same: no-op
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.set_role("master")
+        self.assertEqual(cm.exception.errno, errno.EEXIST)
+        p = self.proc()
+        self.assertEqual((p.role, p.instance), ("worker", "3"))
+        with self.assertRaises(blamer.Error):
+            blamer.set_role("")
+
+    def test_phase_log_thread(self):
+        blamer.set_phase(blamer.PHASE_MAIN_LOOP)
+        blamer.log("hello %s from python")
+        blamer.log("x" * 300)
+        p = self.proc()
+        self.assertEqual((p.phase, p.phase_name), (blamer.PHASE_MAIN_LOOP, "main-loop"))
+        self.assertEqual([e.text for e in p.logs][-2:], ["hello %s from python", "x" * 120])
+        self.assertEqual(p.drops.get("log_cut"), 1)
+        blamer.set_phase(1234)
+        self.assertEqual(self.proc().phase, 1234)
+
+    def test_children(self):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(3)
+        blamer.process_launched(pid)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(blamer.process_exited(pid, status), 0)
+        c = self.proc().children
+        self.assertEqual([(x.pid, x.state, x.exit_status) for x in c], [(pid, "exited", status)])
+        with self.assertRaises(ValueError):
+            blamer.process_launched(-1)
+
+    def test_heap_info_and_modules(self):
+        hi = blamer.heap_info()
+        self.assertEqual(hi.pid, os.getpid())
+        self.assertEqual(hi.backend, BACKEND)
+        self.assertGreater(blamer.modules_refresh(), 0)
+        paths = [m.path for m in self.proc().modules]
+        self.assertTrue(any("libblamer.so" in x for x in paths), paths)
+
+
+class Dag(HeapTest):
+    def test_paths_and_totals(self):
+        self.assertEqual(blamer.dag_id("server"), blamer.dag_id("server"))
+        self.assertNotEqual(blamer.dag_id("server"), blamer.dag_id("Server"))
+        srv = blamer.dag_node("server", type=1)
+        self.assertEqual(srv, blamer.dag_id("server"))
+        blamer.dag_node("handler", type=2)
+        blamer.dag_link("server", "handler")
+        blamer.dag_unit(1001, "requests")
+        blamer.dag_unit(1002, "db_time", base=blamer.BASE_SECONDS)
+        p = blamer.path(["server", "handler"], [blamer.UNIT_CPU_NS, 1001, 1002])
+        self.assertEqual(p.nodes, (srv, blamer.dag_id("handler")))
+        self.assertEqual(p.units, (blamer.UNIT_CPU_NS, 1001, 1002))
+        p.add(100)
+        p.add(1, index=1)
+        p.add(1, 1)
+        p.add(2**63, 2)
+        self.assertIs(p, p)
+        s = self.snap()
+        self.assertEqual(s.total(["server", "handler"], blamer.UNIT_CPU_NS), 100)
+        self.assertEqual(s.total([srv, blamer.dag_id("handler")], 1001), 2)
+        self.assertEqual(s.total(["server", "handler"], 1002), 2**63)
+        self.assertIsNone(s.total(["nowhere"], 1001))
+        self.assertEqual(s.path_string(p.nodes), "/server/handler")
+        self.assertEqual(s.unit_name(1001), "requests")
+        self.assertEqual(s.unit_name(blamer.UNIT_CPU_NS), "cpu_ns")
+        self.assertEqual(s.node_name(srv), "server")
+        me = s.process(os.getpid())
+        self.assertEqual([(x.nodes, x.values) for x in me.paths],
+                         [(p.nodes, {blamer.UNIT_CPU_NS: 100, 1001: 2, 1002: 2**63})])
+        self.assertIn((srv, blamer.dag_id("handler")), [(e.parent, e.child) for e in me.edges])
+        self.assertIn("blamer_app_requests_total", s.prometheus())
+
+    def test_errors(self):
+        with self.assertRaises(ValueError):
+            blamer.path([], [1])
+        with self.assertRaises(ValueError):
+            blamer.path(["a"] * 9, [1])
+        with self.assertRaises(ValueError):
+            blamer.path(["a"], list(range(9)))
+        with self.assertRaises(TypeError):
+            blamer.path([1.5], [1])
+        p = blamer.path(["a"], [1])
+        with self.assertRaises(IndexError):
+            p.add(1, index=1)
+        with self.assertRaises(OverflowError):
+            p.add(-1)
+        with self.assertRaises(blamer.Error):
+            blamer.dag_unit(1001, "Not-A-Name")
+        blamer.dag_unit(1001, "ok_name")
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.dag_unit(1001, "other_name")
+        self.assertEqual(cm.exception.errno, errno.EEXIST)
+
+    def test_adds_exact_from_threads(self):
+        p = blamer.path(["t"], [blamer.UNIT_COUNT])
+        n, per = 8, 20000
+
+        def worker():
+            for _ in range(per):
+                p.add(1)
+        ts = [threading.Thread(target=worker) for _ in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(self.snap().total(["t"], blamer.UNIT_COUNT), n * per)
+
+
+class Contexts(HeapTest):
+    def test_open_close(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        other = os.path.join(self.dir, "other")
+        with blamer.open(backend="dir", dir=other, max_slabs=2, slab_size=65536,
+                         stack_depth=4, log_slots=8, modules=False) as c:
+            self.assertEqual(c.heap_info().max_slabs, 2)
+            v = c.set_data("mine", 1)
+            with c.activity("in other"):
+                s = blamer.snapshot(backend="dir", dir=other)
+                p = s.process(os.getpid())
+                self.assertEqual(stack(p), ["in other"])
+                self.assertEqual(p.modules, [])
+        self.assertTrue(c.closed)
+        with self.assertRaises(ValueError):
+            v.add(1)
+        with self.assertRaises(ValueError):
+            c.activity("x")
+        c.close()        # again: nothing
+        # closed cleanly: the heap is gone
+        self.assertEqual(blamer.snapshot(backend="dir", dir=other).processes, [])
+
+    def test_bad_config(self):
+        for kw in ({"backend": "tape"}, {"backend": 9}, {"slab_size": 1000},
+                   {"max_slabs": 65}, {"dir": "a\0b"}, {"colour": 1}):
+            with self.assertRaises((blamer.Error, ValueError, TypeError)):
+                blamer.open(**kw)
+        with self.assertRaises(TypeError):
+            blamer.open("dir")
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.init(backend="dir", dir=self.dir)
+        self.assertEqual(cm.exception.errno, errno.EBUSY)
+
+    def test_device_without_module(self):
+        if os.path.exists("/dev/blamer"):
+            self.skipTest("/dev/blamer exists")
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.open(backend="device")
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        self.assertIn("/dev/blamer", str(cm.exception))
+
+    def test_insecure_dir_refused(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        bad = os.path.join(self.dir, "open")
+        os.mkdir(bad)
+        os.chmod(bad, 0o777)
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.open(backend="dir", dir=bad)
+        self.assertIn("writable by group or others", str(cm.exception))
+
+    def test_context_dealloc_closes(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        other = os.path.join(self.dir, "other")
+        c = blamer.open(backend="dir", dir=other)
+        c.log("x")
+        self.assertEqual(len(blamer.snapshot(backend="dir", dir=other).processes), 1)
+        del c
+        self.assertEqual(blamer.snapshot(backend="dir", dir=other).processes, [])
+
+    def test_help_is_useful(self):
+        import pydoc
+        text = pydoc.render_doc(blamer, renderer=pydoc.plaintext)
+        for word in ("activity(label", "set_data(name", "snapshot(", "class Reader",
+                     "blamer.prometheus", "Threads and fork"):
+            self.assertIn(word, text)
