@@ -42,7 +42,7 @@ LIB_PRIVATE_HDRS := $(wildcard $(SRC)/lib/*/*.h)
 LIB_SRCS   := $(LIB_FORMAT_SRCS) $(LIB_WRITER_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
 LIB_DIR    := $(BUILD)/lib
 LIB_OBJS   := $(patsubst $(SRC)/lib/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
-LIB_SOVER  := 1
+LIB_SOVER  := 2
 LIB_A      := $(LIB_DIR)/libblamer.a
 LIB_SO     := $(LIB_DIR)/libblamer.so
 LIB_LDLIBS := -lpthread
@@ -51,7 +51,7 @@ LIB_CFLAGS := -I$(SRC)/include/uapi
 LIB_PC     := $(LIB_DIR)/blamer.pc
 
 # PREFIX, LIBDIR and INCLUDEDIR (for blamer.pc) are mk/install.mk's.
-VERSION    ?= 0.1.0
+VERSION    ?= 0.2.0
 
 .PHONY: lib
 all: lib

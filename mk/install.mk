@@ -19,7 +19,7 @@
 #   make uninstall-dkms, uninstall-system: their reverse (groups and a
 #                       modprobe.d file an administrator edited are kept)
 #   make deb            the Debian packages (debian/) in $(BUILD)/deb:
-#                       blamer-dkms, libblamer1, libblamer-dev, blamer
+#                       blamer-dkms, libblamer2, libblamer-dev, blamer
 #
 # Variables: DESTDIR (staging root), PREFIX=/usr/local, LIBDIR (default
 # the compiler's multiarch directory, $(PREFIX)/lib/x86_64-linux-gnu on

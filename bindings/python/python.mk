@@ -21,7 +21,7 @@
 # too (two copies would make two heaps of one process, and the dir
 # backend refuses the second: one heap per process and directory); and
 # Debian wants no embedded copies of a library. In the build tree it
-# finds $(BUILD)/lib/libblamer.so.1 through an rpath relative to itself
+# finds $(BUILD)/lib/libblamer.so.2 through an rpath relative to itself
 # ($ORIGIN/../../lib); the installed one is linked again without it (an
 # rpath only where LIBDIR is not a directory the loader searches).
 
