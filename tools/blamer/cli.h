@@ -174,6 +174,8 @@ int cmd_export(struct cli *c);
 int cmd_load(struct cli *c);
 int cmd_unload(struct cli *c);
 int cmd_status(struct cli *c);
+/* cmd_kmod.c: whether the blamer module is loaded (/sys/module/blamer). */
+bool module_loaded(void);
 
 /*
  * kmod_*.c: libkmod (dynamic build) or raw syscalls (static build, which
