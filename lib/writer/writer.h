@@ -3,6 +3,7 @@
 #ifndef BLAMER_WRITER_H
 #define BLAMER_WRITER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +16,7 @@ int bl_last_error(void);
  * system call); bl_monotonic_ns() is in clock.h. */
 #include <time.h>
 #include "clock.h"
+#include "proc.h"
 #include "where.h"
 
 static inline uint64_t bl_realtime_ns(void)
@@ -31,6 +33,39 @@ static inline uint64_t bl_realtime_ns(void)
  */
 int bl_clock_choose(const char *env, uint32_t *kind);
 
+/* retention.c: the dead heaps a directory keeps, and removing a heap's
+ * files (heap-format.rst, "Retention"). */
+/* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
+ * bl_slab_file_ok() accepts (a look at each of the BLAMER_MAX_SLABS names
+ * it may have: no readdir). The number removed, or -errno. */
+int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
+
+/* How many dead heaps a directory keeps. */
+struct bl_retention {
+	uint32_t max_dead;		/* heaps */
+	uint64_t max_dead_bytes;	/* bytes of their files */
+};
+#define BL_DEFAULT_MAX_DEAD		64u
+#define BL_DEFAULT_MAX_DEAD_BYTES	(64ull << 20)
+
+/* The limits $BLAMER_DIR_MAX_DEAD and $BLAMER_DIR_MAX_DEAD_BYTES (a
+ * number of bytes, K, M or G for KiB, MiB, GiB) ask for, else the
+ * defaults. 0, or -EINVAL and @why. */
+int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen);
+
+/*
+ * One step of the retention of @dirfd's dead heaps (retention.c's
+ * top): the next directory entries looked at, dead heaps found queued,
+ * and the oldest beyond @keep deleted, each a bounded number, whatever
+ * the directory holds. Only files that bl_slab_file_ok() accepts are
+ * touched, and a heap whose files changed in the last second is left
+ * for the next time (a writer in another pid namespace may be between
+ * making its file and locking it); a time more than a second ahead does
+ * not count as recent (a clock stepped back or a forged time would keep
+ * a heap forever). Never waits: while another writer trims, this one
+ * skips its step. Returns the number of heaps deleted, or -errno.
+ */
+int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
 /* sys.c */
 uint64_t bl_random64(void);
 pid_t bl_gettid(void);
