@@ -38,8 +38,10 @@ LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/sys -I$(SRC)/lib/writer
 LIB_INC_reader := -I$(SRC)/lib/format -I$(SRC)/lib/sys -I$(SRC)/lib/reader
 LIB_INC_export :=
 # For tests and benchmarks that look inside (they build the sources
-# themselves, with sanitizers): every layer's headers.
-LIB_INCLUDES := -I$(SRC)/include/uapi -I$(SRC)/lib/format -I$(SRC)/lib/sys \
+# themselves, with sanitizers): every layer's headers. Writer and reader
+# each have an internal.h: a test names the one it means, by its layer
+# ("writer/internal.h", from -I lib).
+LIB_INCLUDES := -I$(SRC)/include/uapi -I$(SRC)/lib -I$(SRC)/lib/format -I$(SRC)/lib/sys \
 		-I$(SRC)/lib/writer -I$(SRC)/lib/reader
 LIB_PRIVATE_HDRS := $(wildcard $(SRC)/lib/*/*.h)
 

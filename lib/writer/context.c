@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *_Atomic default_ctx;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 uint64_t blamer_dag_id(const char *name)
 {

@@ -6,7 +6,7 @@
 #include <errno.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 void *bl_handle_resolve(struct bl_handle *h)
 {

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define VALUE_SLOTS	1024u		/* a power of two */
 #define CHUNK_BYTES	(64u * 1024u)

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define BL_TSAN 1

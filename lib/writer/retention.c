@@ -57,7 +57,7 @@
 #include "heap_format.h"
 #include "proc.h"
 #include "where.h"
-#include "writer.h"
+#include "internal.h"
 
 #define TRIM_SWEEP	64u	/* directory entries looked at per step */
 #define TRIM_EVICT	16u	/* dead heaps deleted per step, at most */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
 

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define FIELD_HDR	8u
 _Static_assert(sizeof(struct blamer_field) == FIELD_HDR, "a field header is one word");

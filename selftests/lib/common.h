@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "blamer.h"
-#include "context.h"
+#include "writer/internal.h"
 #include "validate.h"
 
 static inline int t_backend(void)
