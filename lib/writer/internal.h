@@ -1,4 +1,39 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Writer internals shared by lib/writer/. Nothing here is public.
+ *
+ * The writer's files, each calling only files below it (no arrow up,
+ * none sideways within a row):
+ *
+ *   process.c log.c dag.c dag_shard.c    features: the writes of each
+ *   userdata.c metric.c metric_write.c   kind (blamer.h's API)
+ *        |  bl_heap_for(), bl_record_new(), bl_thread_get(), ...
+ *        v
+ *   thread.c handle.c                    a thread's record; a handle
+ *        |                               made again after fork
+ *   context.c                            a context: opened, its heap
+ *        |                               made, closed, forked
+ *   inherit.c modules.c tls.c            what a context keeps: a fork
+ *   handle_store.c                       child's start, modules, the
+ *        |                               thread cache, the handles
+ *   records.c                            typed records in the heap
+ *        |
+ *   heap.c                               the allocator
+ *        |
+ *   backend.c                            slabs: the device or files
+ *        |                               in a directory
+ *   retention.c clock_choose.c           dead heaps a directory keeps;
+ *        |                               the activity clock
+ *   drops.c error.c registry.c sys.c     counts of drops, messages,
+ *                                        the open contexts, ids
+ *
+ * Below the writer: format/ (the heap's bytes, where heaps are) and
+ * sys/ (/proc). The declarations that follow go the other way, bottom
+ * up, so each part is declared before the parts that use it: messages
+ * and the clock, retention, the backend, the allocator, handles, the
+ * thread cache, and the context with the functions of the context
+ * layer.
+ */
 #ifndef BLAMER_WRITER_INTERNAL_H
 #define BLAMER_WRITER_INTERNAL_H
 
@@ -19,9 +54,7 @@
 #include "proc.h"
 #include "where.h"
 
-/* Writer internals shared by the sources in lib/writer/. Not public. */
-
-/* Stores a one-line message (with strerror(err) appended if err) and returns -err. */
+/* error.c: stores a one-line message (with strerror(err) appended if err) and returns -err. */
 int bl_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The errno of the calling thread's last bl_error() (EIO if none). */
 int bl_last_error(void);
@@ -187,30 +220,9 @@ static inline void *bl_ptr(struct bl_heap *h, blamer_ref ref)
 }
 
 /*
- * Handles that outlive a fork (handle.c, handle_store.c): the one
- * mechanism by which every handle a program holds (a path, a value, and
- * whatever later kind of handle names a record) keeps working in a fork
- * child.
- *
- * A handle is process memory, so the child inherits it; the heap record
- * it points at is the parent's, which the child must never write (its
- * mapping is scratch memory in the child). So a handle carries what it
- * needs to find or make its record again (its key: path ids and units,
- * a field's scope, name and type...), and every handle of a context is
- * kept where the fork handler finds it (handle_store.c): in the child,
- * before anything else runs, it makes each one *stale* by clearing its
- * record (bl_handles_forked()). A stale handle's first use re-makes its
- * record in the child's own heap (made then, if it was not yet) through
- * its kind's remake().
- *
- * The use is lock-free and makes no system call: one acquire load of the
- * record, which is all a current handle costs (no generation to compare:
- * the fork handler did the work, once, instead of every use). Any number
- * of threads may find a handle stale at once: each remakes, and they all
- * get the same record, because remake() is a find-or-make that makes a
- * record once per key and heap (what dag.c and userdata.c already
- * guarantee). So record and ref need no lock: every thread that remakes
- * stores the same two values, ref first, then the record with release.
+ * Handles that outlive a fork: the one mechanism by which every handle a
+ * program holds keeps working in a fork child (handle.c says how; where
+ * they are kept is handle_store.c).
  */
 
 struct blamer;
@@ -397,17 +409,7 @@ static inline void bl_shard_cache_clear(struct bl_tls *t)
  * struct blamer: the context all writer state lives in (no other global
  * state but the registry of live contexts, the default pointer and the
  * per-thread cache, all reset by blamer_close()/blamer_reset()), and the
- * functions of the writer's lower half, which its features call:
- *
- *   process.c thread.c userdata.c log.c dag.c dag_shard.c   features
- *        |  bl_heap_for(), bl_record_new(), ...
- *        v
- *   context.c  ->  registry.c tls.c modules.c records.c      contexts
- *        |
- *        v
- *   heap.c (allocator)  backend.c (slabs)  error.c sys.c clock_choose.c
- *
- * Arrows point down only: nothing below the features calls one.
+ * functions of the context layer (the map at the top).
  */
 
 /* Bytes of the GLOBAL and of the PROCESS data record of a heap. */
@@ -423,7 +425,7 @@ static inline void bl_shard_cache_clear(struct bl_tls *t)
  * What blamer_path_get() returns: process memory, not the heap record,
  * because blamer_path_add() takes no context and its slow path needs
  * one, and because a fork child re-makes the record in its own heap
- * (handle.h) from the key kept here. Made once per path record; freed
+ * (handle.c) from the key kept here. Made once per path record; freed
  * when the context closes.
  */
 struct blamer_path {
@@ -438,7 +440,7 @@ struct blamer_path {
 
 /*
  * What blamer_set_*() returns for the PROCESS and GLOBAL scopes: process
- * memory naming the field (handle.h), one per (scope, name) and context,
+ * memory naming the field (handle.c), one per (scope, name) and context,
  * kept in the context's value table (userdata.c). ACTIVITY handles are
  * the field's address with bit 0 set instead: an activity's data lives
  * and dies with it, and a fork child has none of its parent's.
@@ -454,7 +456,7 @@ struct blamer_value {
 
 /*
  * What blamer_metric_define() returns: process memory naming a
- * METRIC_DEF record (handle.h), found again by name in a fork child's
+ * METRIC_DEF record (handle.c), found again by name in a fork child's
  * heap (which inherits the definition). One per name and context, on
  * b->metrics; freed with the context.
  */
@@ -468,7 +470,7 @@ struct blamer_metric {
 
 /*
  * What blamer_metric_series() returns: process memory naming one METRIC
- * record (handle.h), one per (metric, label values, path) and context,
+ * record (handle.c), one per (metric, label values, path) and context,
  * kept in the context's series table (handle_store.c). The hot path
  * reads id, kind and the record; a histogram's bucket layout is here too
  * (hist.bounds points at the metric's def).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The writer's per-thread state (tls.h) and a thread's end: a pthread key
+ * The writer's per-thread state (internal.h) and a thread's end: a pthread key
  * whose destructor, when a thread that wrote exits, releases the DAG
  * shards it claimed and retires its thread record and spare data records
  * in every context still open, so another thread can take them over.
