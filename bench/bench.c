@@ -27,8 +27,7 @@
 #endif
 
 #include "blamer.h"
-#include "context.h"
-#include "heap.h"
+#include "writer/internal.h"
 
 #ifdef BENCH_LTTNG
 #include "bench_tp.h"

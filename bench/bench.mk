@@ -80,7 +80,8 @@ BENCH_STATIC := $(BENCH_DIR)/static
 MODULE_BENCH := $(BENCH_STATIC)/module_bench
 DEV_READER_BENCH := $(BENCH_STATIC)/dev_reader_bench
 .PHONY: bench-module
-$(MODULE_BENCH): $(SRC)/bench/module_bench.c $(SRC)/bench/stats.h $(SRC)/include/uapi/linux/blamer.h
+$(MODULE_BENCH): $(SRC)/bench/module_bench.c $(SRC)/bench/stats.h $(SRC)/include/uapi/linux/blamer.h \
+		 $(SRC)/include/blamer.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -std=c11,$(CFLAGS_COMMON)) -std=gnu11 -I$(SRC)/include/uapi -static \
 		-o $@ $<

@@ -45,6 +45,7 @@
 
 #include <linux/blamer.h>
 
+#include "blamer.h"
 #include "stats.h"
 
 #define ROUNDS	11
@@ -368,9 +369,9 @@ int main(int argc, char **argv)
 		machine("host");
 		return 0;
 	}
-	dev = open("/dev/blamer", O_RDWR | O_CLOEXEC);
+	dev = open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC);
 	if (dev < 0)
-		die("/dev/blamer");
+		die(BLAMER_DEVICE);
 	if (argc > 2 && !strcmp(argv[1], "--list")) {
 		list_scaling((uint32_t)strtoul(argv[2], NULL, 10));
 		close(dev);

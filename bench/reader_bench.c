@@ -19,9 +19,11 @@
  * decoded once and kept, BLAMER_READ_KEEP_DEAD, and each process's text
  * made once, blamer_prom_cache), the time of
  * `blamer export --prometheus --dead` as a command, and the memcpy of the
- * bytes used; then time(10N)/time(N). With BLAMER_BENCH_PY (a python3
- * with prometheus_client) the same N processes' counters are collected
- * by prometheus_client's MultiProcessCollector (bench/prom_mp.py).
+ * bytes used; then time(10N)/time(N). Given PYTHON SCRIPT (a python3
+ * with prometheus_client and bench/prom_mp.py: reader_bench BLAMER
+ * [PYTHON SCRIPT [MAX_N]], as make bench-reader runs it) the same N
+ * processes' counters are collected by prometheus_client's
+ * MultiProcessCollector.
  *
  * Then N = 10 ... 1,000 live heaps: N processes running with the library
  * (READER_BENCH_LIVE=N sets the top, 0 skips them), read back to back and

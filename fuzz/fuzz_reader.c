@@ -2,7 +2,7 @@
 /*
  * libFuzzer harness: arbitrary bytes as heaps for the reader. An output
  * that is not clean UTF-8 text aborts, which libFuzzer reports like a
- * crash. Built with clang -fsanitize=fuzzer,address,undefined (fuzz/fuzz.mk).
+ * crash. Built with clang -fsanitize=fuzzer,address,undefined (selftests/reader/suite.mk).
  */
 #include "fuzz_one.h"
 

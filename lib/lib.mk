@@ -1,9 +1,11 @@
 # libblamer: static and shared library.
 #
-# lib/ is four layers; a layer uses the ones above it in this list, never
-# the ones below (Documentation/design.rst has the map):
+# lib/ is five layers; a layer uses the ones above it in this list, never
+# the ones below, and format/ and sys/ use nothing (Documentation/design.rst
+# has the map):
 #   format/  what writer and reader agree on: the heap format, atomics,
-#            the activity clock
+#            the activity clock, where heaps are
+#   sys/     what writer and reader both ask the system: /proc
 #   writer/  what an application links: contexts, the allocator, records
 #   reader/  snapshots of every heap the caller may read
 #   export/  JSON and Prometheus views of a snapshot (public API only)
@@ -14,8 +16,9 @@
 #   make lib            build/lib/libblamer.a, libblamer.so(.1), blamer.pc
 #   make install        see mk/install.mk
 
-LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c trim.c metric.c)
-LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c backend.c \
+LIB_FORMAT_SRCS := $(addprefix $(SRC)/lib/format/,clock.c where.c metric.c)
+LIB_SYS_SRCS    := $(addprefix $(SRC)/lib/sys/,proc.c)
+LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c retention.c backend.c \
 		     heap.c records.c modules.c registry.c tls.c context.c \
 		     handle.c handle_store.c drops.c inherit.c \
 		     process.c thread.c userdata.c log.c dag.c dag_shard.c \
@@ -30,16 +33,19 @@ LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json_metric.c js
 						  prom_path.c prom_cache.c prom_guard.c)
 
 LIB_INC_format := -I$(SRC)/lib/format
-LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/writer
-LIB_INC_reader := -I$(SRC)/lib/format -I$(SRC)/lib/reader
+LIB_INC_sys    := -I$(SRC)/lib/sys
+LIB_INC_writer := -I$(SRC)/lib/format -I$(SRC)/lib/sys -I$(SRC)/lib/writer
+LIB_INC_reader := -I$(SRC)/lib/format -I$(SRC)/lib/sys -I$(SRC)/lib/reader
 LIB_INC_export :=
 # For tests and benchmarks that look inside (they build the sources
-# themselves, with sanitizers): every layer's headers.
-LIB_INCLUDES := -I$(SRC)/include/uapi -I$(SRC)/lib/format -I$(SRC)/lib/writer \
-		-I$(SRC)/lib/reader
+# themselves, with sanitizers): every layer's headers. Writer and reader
+# each have an internal.h: a test names the one it means, by its layer
+# ("writer/internal.h", from -I lib).
+LIB_INCLUDES := -I$(SRC)/include/uapi -I$(SRC)/lib -I$(SRC)/lib/format -I$(SRC)/lib/sys \
+		-I$(SRC)/lib/writer -I$(SRC)/lib/reader
 LIB_PRIVATE_HDRS := $(wildcard $(SRC)/lib/*/*.h)
 
-LIB_SRCS   := $(LIB_FORMAT_SRCS) $(LIB_WRITER_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
+LIB_SRCS   := $(LIB_FORMAT_SRCS) $(LIB_SYS_SRCS) $(LIB_WRITER_SRCS) $(LIB_READER_SRCS) $(LIB_EXPORT_SRCS)
 LIB_DIR    := $(BUILD)/lib
 LIB_OBJS   := $(patsubst $(SRC)/lib/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
 LIB_SOVER  := 2

@@ -2,13 +2,11 @@
 /*
  * Where heaps are (where.h): the backend the environment asks for; for
  * the dir backend where the directory is and when it is safe, what slab
- * files are called, which files are ours, and the process start time
- * that names a heap, and which dead heaps are kept. The lessons of
- * hsperfdata: the directory must be ours, a real directory and writable
- * by nobody else; files are regular, ours and singly linked, and
- * everything else found there was planted; a process we cannot see in
- * /proc may still live (a container sharing the directory), so its lock
- * on its files is asked too (JDK-8286030). Trimming the dead is trim.c's.
+ * files are called and which files are ours. The lessons of hsperfdata:
+ * the directory must be ours, a real directory and writable by nobody
+ * else; files are regular, ours and singly linked, and everything else
+ * found there was planted. Which dead heaps are kept is the writer's
+ * policy (lib/writer/retention.c); reading /proc is lib/sys/proc.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -200,120 +198,4 @@ const char *bl_slab_file_why(const struct stat *st, uid_t owner)
 bool bl_slab_file_ok(const struct stat *st)
 {
 	return !bl_slab_file_why(st, geteuid());
-}
-
-int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
-{
-	char name[BL_SLAB_NAME_MAX];
-	struct stat st;
-	int removed = 0;
-	uint32_t i;
-
-	/* each name a heap's slab can have, last first (a removal cut
-	 * short leaves no slab without its first): a cost that does not
-	 * grow with the directory, where a readdir of it did */
-	for (i = BLAMER_MAX_SLABS; i-- > 0;) {
-		bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, i);
-		/* only what the library could have made */
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
-			continue;
-		if (!unlinkat(dirfd, name, 0))
-			removed++;
-	}
-	return removed;
-}
-
-static int env_u64(const char *name, uint64_t max, bool suffix, uint64_t *out,
-		   char *why, size_t whylen)
-{
-	const char *e = getenv(name), *p;
-	uint64_t v = 0, mul = 1;
-
-	if (!e || !*e)
-		return 0;
-	for (p = e; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			goto bad;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == e)
-		goto bad;
-	if (suffix && *p) {
-		mul = *p == 'K' ? 1ull << 10 : *p == 'M' ? 1ull << 20 : *p == 'G' ? 1ull << 30 : 0;
-		p++;
-	}
-	if (*p || !mul || v > max / mul)
-		goto bad;
-	*out = v * mul;
-	return 0;
-bad:
-	snprintf(why, whylen, "%s=%s: give a number%s up to %llu", name, e,
-		 suffix ? " of bytes (K, M or G for KiB, MiB, GiB)" : "", (unsigned long long)max);
-	return -EINVAL;
-}
-
-int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen)
-{
-	uint64_t n = BL_DEFAULT_MAX_DEAD;
-
-	r->max_dead_bytes = BL_DEFAULT_MAX_DEAD_BYTES;
-	if (env_u64("BLAMER_DIR_MAX_DEAD", 1u << 20, false, &n, why, whylen) ||
-	    env_u64("BLAMER_DIR_MAX_DEAD_BYTES", 1ull << 50, true, &r->max_dead_bytes, why,
-		    whylen))
-		return -EINVAL;
-	r->max_dead = (uint32_t)n;
-	return 0;
-}
-
-int bl_proc_stat(pid_t pid, struct bl_proc_stat *st)
-{
-	char path[64], buf[1024], *lp, *rp, *f;
-	long hz = sysconf(_SC_CLK_TCK);
-	unsigned long long ticks;
-	size_t l;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* The comm field may hold spaces and parentheses: it ends at the
-	 * last ')'. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ' || !rp[2])
-		return -EIO;
-	l = (size_t)(rp - lp - 1);
-	if (l >= sizeof(st->comm))
-		l = sizeof(st->comm) - 1;
-	memcpy(st->comm, lp + 1, l);
-	st->comm[l] = '\0';
-	/* after ") " comes field 3 (state); each step moves one field on */
-	f = rp + 2;
-	st->state = *f;
-	for (field = 3; field < 22 && f; field++) {
-		if (field == 20)
-			st->num_threads = strtol(f, NULL, 10);
-		f = strchr(f, ' ');
-		if (f)
-			f++;
-	}
-	if (!f || sscanf(f, "%llu", &ticks) != 1 || hz <= 0)
-		return -EIO;
-	st->start_ns = (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
-	return 0;
-}
-
-int64_t bl_proc_start_ns(pid_t pid)
-{
-	struct bl_proc_stat st;
-	int ret = bl_proc_stat(pid, &st);
-
-	return ret ? ret : st.start_ns;
 }

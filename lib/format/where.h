@@ -23,18 +23,11 @@
  *    writable by nobody else (anything else was planted);
  *  - start time: field 22 of /proc/<pid>/stat, clock ticks since boot,
  *    scaled to ns (ticks * (10^9 / CLK_TCK)); with the pid it names a
- *    process across pid reuse;
- *  - retention: a heap is dead when /proc shows no process of its pid
- *    and start time and no process holds a lock on its files (a writer
- *    share-locks each slab file while it has it mapped). Whenever a
- *    writer makes a heap there, it takes a bounded step (trim.c): the
- *    next entries of the directory are looked at, and the first time a
- *    heap is found dead its first file loses its write bits (its ctime
- *    then says when its death was noticed) and it joins a queue kept in
- *    the state file BL_TRIM_STATE; the most recently noticed are kept
- *    up to a count and a byte budget ($BLAMER_DIR_MAX_DEAD, default 64;
- *    $BLAMER_DIR_MAX_DEAD_BYTES, default 64 MiB), the others deleted,
- *    the longest dead first, a few per step.
+ *    process across pid reuse (read by lib/sys/proc.c);
+ *  - dead heaps: writers delete them beyond a limit (the writer's
+ *    retention policy, lib/writer/retention.c) and keep their state in
+ *    the file BL_TRIM_STATE, which readers pass over; a heap whose first
+ *    file has lost its write bits was found dead (its ctime: when).
  *
  * Functions report failure as -errno and, where a person needs to know
  * more, a one-line reason in @why (no strerror: the caller adds its own).
@@ -91,55 +84,8 @@ const char *bl_slab_file_why(const struct stat *st, uid_t owner);
  * is NULL. */
 bool bl_slab_file_ok(const struct stat *st);
 
-/* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
- * bl_slab_file_ok() accepts (a look at each of the BLAMER_MAX_SLABS names
- * it may have: no readdir). The number removed, or -errno. */
-int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
-
-/* How many dead heaps a directory keeps. */
-struct bl_retention {
-	uint32_t max_dead;		/* heaps */
-	uint64_t max_dead_bytes;	/* bytes of their files */
-};
-#define BL_DEFAULT_MAX_DEAD		64u
-#define BL_DEFAULT_MAX_DEAD_BYTES	(64ull << 20)
-
-/* The limits $BLAMER_DIR_MAX_DEAD and $BLAMER_DIR_MAX_DEAD_BYTES (a
- * number of bytes, K, M or G for KiB, MiB, GiB) ask for, else the
- * defaults. 0, or -EINVAL and @why. */
-int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen);
-
-/*
- * trim.c: one step of the retention of @dirfd's dead heaps (where.h's
- * top): the next directory entries looked at, dead heaps found queued,
- * and the oldest beyond @keep deleted, each a bounded number, whatever
- * the directory holds. Only files that bl_slab_file_ok() accepts are
- * touched, and a heap whose files changed in the last second is left
- * for the next time (a writer in another pid namespace may be between
- * making its file and locking it); a time more than a second ahead does
- * not count as recent (a clock stepped back or a forged time would keep
- * a heap forever). Never waits: while another writer trims, this one
- * skips its step. Returns the number of heaps deleted, or -errno.
- */
-int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
-/* The file in a heap directory where trimming keeps its state (a name no
- * slab file has; readers pass over it). */
+/* The file in a heap directory where the writers' retention keeps its
+ * state (a name no slab file has; readers pass over it). */
 #define BL_TRIM_STATE	".blamer-trim"
-
-/* What /proc/<pid>/stat says about a process. */
-struct bl_proc_stat {
-	int64_t start_ns;	/* start time, ns since boot (as in file names) */
-	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
-	long num_threads;	/* a zombie main thread's process may have more */
-	char comm[64];		/* between the first '(' and the last ')', cut */
-};
-
-/*
- * Reads /proc/<pid>/stat. 0 or -errno (-EIO if it cannot be parsed).
- * Only open, read and close: usable in a fork child before it execs.
- */
-int bl_proc_stat(pid_t pid, struct bl_proc_stat *st);
-/* Just the start time, or -errno. */
-int64_t bl_proc_start_ns(pid_t pid);
 
 #endif /* BLAMER_FORMAT_WHERE_H */

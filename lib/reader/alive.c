@@ -47,7 +47,7 @@
 
 #include "clock.h"
 #include "internal.h"
-#include "where.h"
+#include "proc.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434	/* the same number on every architecture */

@@ -131,7 +131,7 @@ static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err
 		return -errno;
 	}
 	while ((de = readdir(dh))) {
-		/* the writers' retention state (format/trim.c): theirs, no heap */
+		/* the writers' retention state (lib/writer/retention.c): theirs, no heap */
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, BL_TRIM_STATE))
 			continue;

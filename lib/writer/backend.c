@@ -30,10 +30,9 @@
 
 #include "uapi/linux/blamer.h"
 
-#include "backend.h"
+#include "internal.h"
 #include "blamer.h"
 #include "where.h"
-#include "writer.h"
 
 static int device_open(struct bl_backend *be, bool forced)
 {

@@ -12,7 +12,7 @@
 #endif
 
 #include "clock.h"
-#include "writer.h"
+#include "internal.h"
 
 #define CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 

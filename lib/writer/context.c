@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *_Atomic default_ctx;
@@ -60,7 +60,7 @@ static void atfork_parent(void)
  * the parent's open file: it could map the parent's slabs writable), and
  * the next use makes the child's own heap (lazily: a child that only
  * execs pays for none of it). Every handle made before the fork is made
- * stale: its next use re-makes its record in the child's heap (handle.h);
+ * stale: its next use re-makes its record in the child's heap (handle.c);
  * gen changes, so every thread cache (only this thread exists now)
  * re-registers. The thread's shard cache is emptied: its slots point at
  * shards of the parent's heap (scratch memory now). Drops counted
@@ -99,7 +99,7 @@ static void atfork_child(void)
  * "Heap header"), so a clean end does not look like a crash. Nothing is
  * unmapped or closed: other threads may still write until the process
  * is gone, and the heap stays for readers like an orphan of the device
- * (bounded by the retention rule, format/where.h). A heap found corrupt
+ * (bounded by the retention rule, retention.c). A heap found corrupt
  * is left alone.
  */
 static void at_exit(int status, void *arg)

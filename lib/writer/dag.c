@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 uint64_t blamer_dag_id(const char *name)
 {
@@ -243,7 +243,7 @@ static bool path_match(const void *rec, const void *key)
 static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits);
 
-/* handle.h: a path handle in a fork child, its record made again there. */
+/* handle.c: a path handle in a fork child, its record made again there. */
 static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
 {
 	struct blamer_path *p = (struct blamer_path *)((char *)h - offsetof(struct blamer_path, h));
@@ -258,7 +258,7 @@ static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
  * Lock-free: a new handle is pushed with a CAS on b->paths, after looking
  * again at whatever other threads pushed meanwhile, so each record has
  * one handle per heap. A handle made before a fork names its record by
- * its key (handle.h) and is found here once it was made again.
+ * its key (handle.c) and is found here once it was made again.
  */
 static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref, const uint64_t *ids,
 				       unsigned depth, const uint32_t *units, unsigned nunits)

@@ -25,12 +25,12 @@
  *    the add goes to the path record's own values[] with an atomic add,
  *    as before shards existed: nothing is lost. A handle from before a
  *    fork first has its record made again in the child's heap
- *    (handle.h); if even that fails, the add is counted as dropped.
+ *    (handle.c); if even that fails, the add is counted as dropped.
  */
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define BL_TSAN 1
@@ -203,7 +203,7 @@ static void path_add_slow(struct blamer_path *p, unsigned unit, uint64_t value)
 	uint32_t seq = bl_slot_read_begin(t);
 	bool none = s->path_id == p->id && !s->values;
 	/* The record in this process's heap, made again if the handle is
-	 * from before a fork (handle.h); NULL: lost, and counted. */
+	 * from before a fork (handle.c); NULL: lost, and counted. */
 	struct blamer_dag_path *rec = bl_handle_rec(&p->h);
 	uint64_t *values;
 

@@ -14,7 +14,7 @@
  * says so.
  */
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 void bl_drop(struct blamer *b, uint32_t reason)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "blamer.h"
-#include "writer.h"
+#include "internal.h"
 
 static __thread char errbuf[256];
 static __thread int lasterr;

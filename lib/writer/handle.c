@@ -1,12 +1,36 @@
 // SPDX-License-Identifier: MIT
 /*
- * Handles that outlive a fork (handle.h): a stale handle's record made
- * again in the fork child's heap. Where handles live is handle_store.c.
+ * Handles that outlive a fork: the one mechanism by which every handle a
+ * program holds (a path, a value, and whatever later kind of handle
+ * names a record) keeps working in a fork child.
+ *
+ * A handle is process memory, so the child inherits it; the heap record
+ * it points at is the parent's, which the child must never write (its
+ * mapping is scratch memory in the child). So a handle carries what it
+ * needs to find or make its record again (its key: path ids and units,
+ * a field's scope, name and type...), and every handle of a context is
+ * kept where the fork handler finds it (handle_store.c): in the child,
+ * before anything else runs, it makes each one *stale* by clearing its
+ * record (bl_handles_forked()). A stale handle's first use re-makes its
+ * record in the child's own heap (made then, if it was not yet) through
+ * its kind's remake().
+ *
+ * The use is lock-free and makes no system call: one acquire load of the
+ * record, which is all a current handle costs (no generation to compare:
+ * the fork handler did the work, once, instead of every use). Any number
+ * of threads may find a handle stale at once: each remakes, and they all
+ * get the same record, because remake() is a find-or-make that makes a
+ * record once per key and heap (what dag.c and userdata.c already
+ * guarantee). So record and ref need no lock: every thread that remakes
+ * stores the same two values, ref first, then the record with release.
+ *
+ * Here: a stale handle's record made again in the fork child's heap.
+ * Where handles live is handle_store.c.
  */
 #include <errno.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 void *bl_handle_resolve(struct bl_handle *h)
 {

@@ -3,7 +3,7 @@
  * Where handles live: the path handles (a list, dag.c), the value
  * handles of blamer_set_*(), the metric handles (a list, metric.c) and
  * the series handles (a table, below): where the fork handler finds
- * every one to make it stale (handle.h), and frees them with their
+ * every one to make it stale (handle.c), and frees them with their
  * context. Paths and series share one id space (bl_handle_id()): the key
  * of a thread's shard cache.
  *
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define VALUE_SLOTS	1024u		/* a power of two */
 #define CHUNK_BYTES	(64u * 1024u)

@@ -30,9 +30,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "backend.h"
-#include "heap.h"
-#include "writer.h"
+#include "internal.h"
 
 #define BLOCK_SIZE	((uint32_t)sizeof(struct blamer_block))
 

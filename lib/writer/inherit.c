@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define OWNED	(sizeof(struct blamer_block) + sizeof(struct blamer_owner))
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 int blamer_log(struct blamer *b, const char *fmt, ...)
 {

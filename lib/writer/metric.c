@@ -10,7 +10,7 @@
  * starts with its master's definitions. A series record is made the same
  * way, once per (definition, label values, path) and heap, but is not
  * inherited: a child's series start at zero, made by the first write
- * through a handle made before the fork (handle.h).
+ * through a handle made before the fork (handle.c).
  *
  * Handles are process memory: a metric handle per name (b->metrics), a
  * series handle per key in the context's series table (handle_store.c),
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define OWNED	(sizeof(struct blamer_block) + sizeof(struct blamer_owner))
 
@@ -198,7 +198,7 @@ found:
 	return ref;
 }
 
-/* handle.h: a metric handle in a fork child, its definition found there. */
+/* handle.c: a metric handle in a fork child, its definition found there. */
 static void *def_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *ref)
 {
 	struct blamer_metric *m = (struct blamer_metric *)((char *)hd -
@@ -345,7 +345,7 @@ static bool folded(const struct blamer_metric_def_rec *d)
 	return true;
 }
 
-/* handle.h: a series handle made current: its metric's definition (made
+/* handle.c: a series handle made current: its metric's definition (made
  * again first, in a fork child), then its record. */
 static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *ref)
 {

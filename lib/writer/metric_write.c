@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define BL_TSAN 1
@@ -211,7 +211,7 @@ static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool 
 	uint32_t seq = bl_slot_read_begin(t);
 	bool none = slot->path_id == s->id && !slot->values;
 	/* The record in this process's heap, made again if the handle is
-	 * from before a fork (handle.h); NULL: lost, and counted. */
+	 * from before a fork (handle.c); NULL: lost, and counted. */
 	struct blamer_metric_rec *rec = bl_handle_rec(&s->h);
 	uint64_t *values;
 

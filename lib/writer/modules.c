@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 struct mod {
 	uint64_t base, size;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 int blamer_modules_refresh(struct blamer *b)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 
 void bl_owner_set(struct blamer *b, struct blamer_owner *o)

@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *reg_head;		/* under reg_lock */

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "writer.h"
+#include "internal.h"
 
 uint64_t bl_random64(void)
 {

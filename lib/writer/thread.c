@@ -26,7 +26,7 @@
 #include <sys/prctl.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 static uint32_t thread_size(struct blamer *b)
 {

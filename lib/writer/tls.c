@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The writer's per-thread state (tls.h) and a thread's end: a pthread key
+ * The writer's per-thread state (internal.h) and a thread's end: a pthread key
  * whose destructor, when a thread that wrote exits, releases the DAG
  * shards it claimed and retires its thread record and spare data records
  * in every context still open, so another thread can take them over.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
 

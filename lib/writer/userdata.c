@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "context.h"
+#include "internal.h"
 
 #define FIELD_HDR	8u
 _Static_assert(sizeof(struct blamer_field) == FIELD_HDR, "a field header is one word");
@@ -338,7 +338,7 @@ static uint16_t empty_size(uint8_t type)
 	return 0;
 }
 
-/* handle.h: a PROCESS or GLOBAL handle in a fork child: its field found
+/* handle.c: a PROCESS or GLOBAL handle in a fork child: its field found
  * (inherited) or made again, empty, in the child's heap. */
 static void *value_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *ref)
 {
@@ -558,7 +558,7 @@ struct blamer_value *blamer_set_raw_ref(struct blamer *b, unsigned scope, const 
 	return set_ref(b, scope, name, BLAMER_FIELD_RAW_REF, addr, len);
 }
 
-/* Handle updates: the field (made again in a fork child, handle.h), one
+/* Handle updates: the field (made again in a fork child, handle.c), one
  * type check, one store. */
 
 /* A write through @h that found no field of its type: lost, counted. An

@@ -3,7 +3,7 @@
  * Shared helpers and the fixture of the library tests (include after
  * kselftest_harness.h). The tests are built from the library sources
  * (with sanitizers), so they may look inside a context
- * (lib/writer/context.h) to check what the writer wrote.
+ * (lib/writer/internal.h) to check what the writer wrote.
  *
  * BLAMER_TEST_BACKEND=device runs the backend-neutral tests against
  * /dev/blamer (in the VM); the default is the dir backend in a private
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "blamer.h"
-#include "context.h"
+#include "writer/internal.h"
 #include "validate.h"
 
 static inline int t_backend(void)

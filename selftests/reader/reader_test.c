@@ -28,7 +28,7 @@
 #include "clock.h"
 #include "fixture.h"
 #include "fuzz_one.h"
-#include "internal.h"	/* the reader's own, for white-box tests */
+#include "reader/internal.h"	/* the reader's own, for white-box tests */
 
 #ifndef FUZZ_DIR
 #define FUZZ_DIR "fuzz"

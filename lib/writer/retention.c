@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Retention of dead heaps in a directory (where.h, "retention";
- * Documentation/heap-format.rst, "Retention"), at a cost per heap
- * creation that does not grow with the heaps there.
+ * The writer's retention of dead heaps in a directory
+ * (Documentation/heap-format.rst, "Retention"), at a cost per heap
+ * creation that does not grow with the heaps there. A heap is dead when
+ * /proc shows no process of its pid and start time and no process holds
+ * a lock on its files (a writer share-locks each slab file while it has
+ * it mapped; a process we cannot see in /proc may still live, in a
+ * container sharing the directory: JDK-8286030); the most recently noticed dead heaps are kept up to a
+ * count and a byte budget ($BLAMER_DIR_MAX_DEAD, default 64;
+ * $BLAMER_DIR_MAX_DEAD_BYTES, default 64 MiB), the others deleted, the
+ * longest dead first, a few per step. Only files that bl_slab_file_ok()
+ * accepts (format/where.h: what the library could have made) are
+ * touched.
  *
  * Every writer that makes a heap trims, and a trim used to look at every
  * heap of the directory: making 10,000 heaps in one directory took 13
@@ -35,6 +44,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -44,7 +55,9 @@
 
 #include "clock.h"
 #include "heap_format.h"
+#include "proc.h"
 #include "where.h"
+#include "internal.h"
 
 #define TRIM_SWEEP	64u	/* directory entries looked at per step */
 #define TRIM_EVICT	16u	/* dead heaps deleted per step, at most */
@@ -449,4 +462,67 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
 	}
 	close(sfd);
 	return removed;
+}
+
+int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
+{
+	char name[BL_SLAB_NAME_MAX];
+	struct stat st;
+	int removed = 0;
+	uint32_t i;
+
+	/* each name a heap's slab can have, last first (a removal cut
+	 * short leaves no slab without its first): a cost that does not
+	 * grow with the directory, where a readdir of it did */
+	for (i = BLAMER_MAX_SLABS; i-- > 0;) {
+		bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, i);
+		/* only what the library could have made */
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
+			continue;
+		if (!unlinkat(dirfd, name, 0))
+			removed++;
+	}
+	return removed;
+}
+
+static int env_u64(const char *name, uint64_t max, bool suffix, uint64_t *out,
+		   char *why, size_t whylen)
+{
+	const char *e = getenv(name), *p;
+	uint64_t v = 0, mul = 1;
+
+	if (!e || !*e)
+		return 0;
+	for (p = e; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == e)
+		goto bad;
+	if (suffix && *p) {
+		mul = *p == 'K' ? 1ull << 10 : *p == 'M' ? 1ull << 20 : *p == 'G' ? 1ull << 30 : 0;
+		p++;
+	}
+	if (*p || !mul || v > max / mul)
+		goto bad;
+	*out = v * mul;
+	return 0;
+bad:
+	snprintf(why, whylen, "%s=%s: give a number%s up to %llu", name, e,
+		 suffix ? " of bytes (K, M or G for KiB, MiB, GiB)" : "", (unsigned long long)max);
+	return -EINVAL;
+}
+
+int bl_retention_from_env(struct bl_retention *r, char *why, size_t whylen)
+{
+	uint64_t n = BL_DEFAULT_MAX_DEAD;
+
+	r->max_dead_bytes = BL_DEFAULT_MAX_DEAD_BYTES;
+	if (env_u64("BLAMER_DIR_MAX_DEAD", 1u << 20, false, &n, why, whylen) ||
+	    env_u64("BLAMER_DIR_MAX_DEAD_BYTES", 1ull << 50, true, &r->max_dead_bytes, why,
+		    whylen))
+		return -EINVAL;
+	r->max_dead = (uint32_t)n;
+	return 0;
 }
