@@ -31,6 +31,18 @@ enum blamer_backend {
 	BLAMER_BACKEND_DIR = 2,
 };
 
+/* The device node: the kernel's ABI names no path (udev does); this is
+ * the name its rule gives it, and the one the library opens. */
+#define BLAMER_DEVICE		"/dev/blamer"
+
+/*
+ * The backend $BLAMER_BACKEND asks for: "device", "dir", or "auto" (also
+ * unset or empty): BLAMER_BACKEND_AUTO. 0 and *out, or -EINVAL and a
+ * one-line reason in @err (which may be NULL) for anything else. The
+ * writer, the reader and the blamer tool all decide with it.
+ */
+int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen);
+
 /* Process phases (blamer_set_phase(), blamer_snap_process.phase);
  * >= BLAMER_PHASE_APP_BASE are the application's. */
 #define BLAMER_PHASE_UNKNOWN		0u

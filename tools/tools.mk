@@ -9,7 +9,7 @@
 
 TOOLS_DIR     := $(BUILD)/tools
 BLAMER_CLI_SRCS := $(addprefix $(SRC)/tools/blamer/,main.c util.c cmd_list.c cmd_dump.c \
-			cmd_blame.c cmd_top.c cmd_postmortem.c cmd_export.c http.c cmd_kmod.c term.c \
+			cmd_blame.c cmd_top.c cmd_postmortem.c cmd_release.c cmd_export.c http.c cmd_kmod.c cmd_status.c term.c \
 			metrics.c)
 TOOLS_CFLAGS  := $(CFLAGS_COMMON) -I$(SRC)/include/uapi -I$(SRC)/tools/blamer \
 		 -DBLAMER_VERSION='"$(VERSION)"'

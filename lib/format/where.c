@@ -23,7 +23,7 @@
 #include "heap_format.h"
 #include "where.h"
 
-int bl_backend_from_env(enum blamer_backend *out)
+int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen)
 {
 	const char *env = getenv("BLAMER_BACKEND");
 
@@ -33,8 +33,11 @@ int bl_backend_from_env(enum blamer_backend *out)
 		*out = BLAMER_BACKEND_DEVICE;
 	else if (!strcmp(env, "dir"))
 		*out = BLAMER_BACKEND_DIR;
-	else
+	else {
+		if (err && errlen)
+			snprintf(err, errlen, "BLAMER_BACKEND=%.64s: use device, dir or auto", env);
 		return -EINVAL;
+	}
 	return 0;
 }
 

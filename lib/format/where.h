@@ -4,11 +4,11 @@
  * here, and nowhere else (Documentation/heap-format.rst, "Where heaps
  * are"):
  *
- *  - the backend: $BLAMER_BACKEND says device, dir or auto (what auto
- *    means differs: a writer falls back to dir when the device does not
- *    open, a reader prefers a directory it was given);
- *  - the device: BL_DEVICE_PATH (the kernel's ABI names no path: where
- *    the node is, is udev's business; this is the name it gives it);
+ *  - the backend: $BLAMER_BACKEND says device, dir or auto
+ *    (blamer_backend_from_env(); what auto means differs: a writer falls
+ *    back to dir when the device does not open, a reader prefers a
+ *    directory it was given);
+ *  - the device: BLAMER_DEVICE (blamer.h);
  *
  * and the dir backend's:
  *  - where: the directory given, else $BLAMER_DIR, else
@@ -50,11 +50,6 @@
 
 #include "blamer.h"
 
-#define BL_DEVICE_PATH	"/dev/blamer"
-
-/* $BLAMER_BACKEND: unset, "" or "auto" is AUTO, "device" or "dir" that
- * backend; anything else is -EINVAL. */
-int bl_backend_from_env(enum blamer_backend *out);
 
 /* Longest slab file name, with its NUL. */
 #define BL_SLAB_NAME_MAX	64

@@ -73,12 +73,10 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 		r->opts.max_slab_bytes = RD_DEFAULT_MAX_SLAB;
 	r->devfd = -1;
 	r->backend = r->opts.backend;
-	dev = r->opts.device ? r->opts.device : BL_DEVICE_PATH;
+	dev = r->opts.device ? r->opts.device : BLAMER_DEVICE;
 	if (r->backend == BLAMER_BACKEND_AUTO) {
 		/* as the writer: $BLAMER_BACKEND=device|dir|auto */
-		if (bl_backend_from_env(&env)) {
-			rd_err(err, errlen, "BLAMER_BACKEND=%s: use device, dir or auto",
-			       getenv("BLAMER_BACKEND"));
+		if (blamer_backend_from_env(&env, err, errlen)) {
 			free(r);
 			errno = EINVAL;
 			return NULL;

@@ -37,11 +37,11 @@
 
 static int device_open(struct bl_backend *be, bool forced)
 {
-	be->devfd = open(BL_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	be->devfd = open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC);
 	if (be->devfd < 0) {
 		if (forced)
 			return bl_error(errno, "blamer: BLAMER_BACKEND=device but %s cannot be opened",
-					BL_DEVICE_PATH);
+					BLAMER_DEVICE);
 		return -errno;
 	}
 	be->kind = BLAMER_BACKEND_DEVICE;
@@ -61,10 +61,10 @@ int bl_backend_open(struct bl_backend *be, int requested, const char *dir,
 	be->start_ns = start_ns;
 	if (requested == BLAMER_BACKEND_AUTO) {
 		enum blamer_backend env;
+		char why[128];
 
-		if (bl_backend_from_env(&env))
-			return bl_error(EINVAL, "blamer: BLAMER_BACKEND=%s: use device, dir or auto",
-					getenv("BLAMER_BACKEND"));
+		if (blamer_backend_from_env(&env, why, sizeof(why)))
+			return bl_error(EINVAL, "blamer: %s", why);
 		requested = env;
 	}
 	switch (requested) {
@@ -164,14 +164,14 @@ static int device_slab(struct bl_backend *be, uint64_t size, struct bl_slab_map 
 
 	if (ioctl(be->devfd, BLAMER_IOC_CREATE, &c))
 		return bl_error(errno, "blamer: %s: cannot create a slab of %" PRIu64 " bytes",
-				BL_DEVICE_PATH, size);
+				BLAMER_DEVICE, size);
 	/* The mapping keeps the slab's file open; the descriptor can go. */
 	p = mmap(NULL, c.length, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
 	err = errno;
 	close(c.fd);
 	if (p == MAP_FAILED) {
 		device_release(be, c.id);
-		return bl_error(err, "blamer: %s: cannot map slab %" PRIu64, BL_DEVICE_PATH,
+		return bl_error(err, "blamer: %s: cannot map slab %" PRIu64, BLAMER_DEVICE,
 				(uint64_t)c.id);
 	}
 	if (be->dev_nids < BLAMER_MAX_SLABS)

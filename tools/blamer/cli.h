@@ -75,7 +75,6 @@ void report_skipped(const struct blamer_snapshot *s);
 #define READ_FOR_EXPORT	(READ_FOR_TOP | BLAMER_READ_NO_STACKS)
 /* $BLAMER_BACKEND as the library reads it: 0 (and the backend in @out
  * if not NULL), or -1 if it names no backend. */
-int env_backend(enum blamer_backend *out);
 /* The dir backend was asked for (option or environment), not fallen
  * back to. */
 bool dir_asked(const struct cli *c);
@@ -174,6 +173,8 @@ int cmd_export(struct cli *c);
 int cmd_load(struct cli *c);
 int cmd_unload(struct cli *c);
 int cmd_status(struct cli *c);
+/* cmd_kmod.c: whether the blamer module is loaded (/sys/module/blamer). */
+bool module_loaded(void);
 
 /*
  * kmod_*.c: libkmod (dynamic build) or raw syscalls (static build, which

@@ -235,6 +235,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = { .backend = BLAMER_BACKEND_AUTO, .interval = 2.0, .keep = 8 };
+	enum blamer_backend env;
+	char why[128];
 	const struct command *cmd = NULL;
 	bool want_help = false;
 	char *end;
@@ -341,7 +343,8 @@ int main(int argc, char **argv)
 	}
 	/* A writer in this environment would fail on it: say so here too,
 	 * even where an option overrides it. */
-	if (cmd->fn != cmd_load && cmd->fn != cmd_unload && env_backend(NULL))
-		return err("BLAMER_BACKEND=%s: use device, dir or auto", getenv("BLAMER_BACKEND"));
+	if (cmd->fn != cmd_load && cmd->fn != cmd_unload &&
+	    blamer_backend_from_env(&env, why, sizeof(why)))
+		return err("%s", why);
 	return cmd->fn(&c);
 }

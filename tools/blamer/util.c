@@ -62,24 +62,6 @@ void report_skipped(const struct blamer_snapshot *s)
 			   s->empty_files == 1 ? "s" : "");
 }
 
-int env_backend(enum blamer_backend *out)
-{
-	const char *e = getenv("BLAMER_BACKEND");
-	enum blamer_backend b = BLAMER_BACKEND_AUTO;
-
-	if (e && *e && strcmp(e, "auto")) {
-		if (!strcmp(e, "device"))
-			b = BLAMER_BACKEND_DEVICE;
-		else if (!strcmp(e, "dir"))
-			b = BLAMER_BACKEND_DIR;
-		else
-			return -1;
-	}
-	if (out)
-		*out = b;
-	return 0;
-}
-
 /* A directory named by --dir or $BLAMER_DIR (else the default one). */
 static const char *dir_named(const struct cli *c)
 {
@@ -94,7 +76,7 @@ bool dir_asked(const struct cli *c)
 {
 	enum blamer_backend env = BLAMER_BACKEND_AUTO;
 
-	env_backend(&env);
+	blamer_backend_from_env(&env, NULL, 0);
 	return c->backend == BLAMER_BACKEND_DIR || env == BLAMER_BACKEND_DIR || dir_named(c);
 }
 
@@ -121,8 +103,8 @@ void note_empty(const struct cli *c, const struct blamer_reader *r)
 	if (blamer_reader_backend(r) == BLAMER_BACKEND_DEVICE)
 		tty_printf(stderr, "blamer: no heaps visible in %s (other users' heaps need permission)\n",
 			   src);
-	else if (!dir_asked(c) && access("/dev/blamer", F_OK))
-		tty_printf(stderr, "blamer: no heaps in %s, and /dev/blamer is absent (the module is not loaded: `blamer load` loads it)\n",
+	else if (!dir_asked(c) && access(BLAMER_DEVICE, F_OK))
+		tty_printf(stderr, "blamer: no heaps in %s, and " BLAMER_DEVICE " is absent (the module is not loaded: `blamer load` loads it)\n",
 			   src);
 	else
 		tty_printf(stderr, "blamer: no heaps in %s\n", src);
