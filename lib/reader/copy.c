@@ -166,7 +166,11 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 	bool priv = slab < h->nslabs && h->slabs[slab].copied;
 
 	/* A private copy read once (a dead dir heap): nothing can change it
-	 * between the two copies, so comparing them is no test. */
+	 * between the two copies, so comparing them is no test. A live one
+	 * read once (rd_reads_stable() said no record needs this) has no
+	 * second copy to compare with: refused, never taken as settled. */
+	if (priv && h->live && !h->slabs[slab].again)
+		return RD_READ_BAD;
 	r->one_source = priv && !h->slabs[slab].again;
 
 	for (attempt = 0; attempt <= h->retries; attempt++) {

@@ -552,6 +552,7 @@ static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	uint64_t heap_read = 0, mtime = 0;
 	uint32_t i, nraw = 0, nparse;
 	size_t off = 0;
+	bool second;
 
 	memset(ordered, 0, sizeof(ordered));
 	p->nslabs = 0;
@@ -565,12 +566,14 @@ static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 	nparse = nraw;
 	/* A live heap is read a second time, after the first read ended:
-	 * the second copy of every record (copy.c). */
+	 * the second copy of every record (copy.c), if a record this
+	 * snapshot decodes is compared with it. */
+	second = rd_reads_stable(d->r->opts.flags);
 	for (i = 0; i < nraw; i++) {
 		size_t got;
 
 		again[i] = SIZE_MAX;
-		if (raw[i].fd < 0)
+		if (raw[i].fd < 0 || !second)
 			continue;
 		if (!buf_room(d->r, off, raw[i].size)) {
 			/* one copy of a live heap is no proof of any record */

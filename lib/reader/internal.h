@@ -185,6 +185,22 @@ enum rd_read {
 	RD_READ_NOMEM,		/* no memory to grow the copies */
 };
 enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r);
+/*
+ * Does a snapshot with @flags (BLAMER_READ_*) read any record through
+ * rd_read_stable()? Logs, modules, user data and thread stacks are; the
+ * rest (processes, DAG, metrics: write-once parts and counters read with
+ * rd_load_u64s()) never compare two copies. Without such a record a live
+ * dir heap is read once, not twice: the second read was half of the bytes
+ * an exporter of the service's series copied. rd_read_stable() refuses a
+ * live dir slab that has no second read, so a decoder added without
+ * updating this fails loudly (corrupt), never reads a torn record.
+ */
+static inline bool rd_reads_stable(uint32_t flags)
+{
+	const uint32_t none = BLAMER_READ_NO_LOG | BLAMER_READ_NO_MODULES | BLAMER_READ_NO_USERDATA;
+
+	return (flags & none) != none || !(flags & (BLAMER_READ_NO_STACKS | BLAMER_READ_NO_THREADS));
+}
 /* The copies are byte for byte the same. */
 bool rd_settled_same(struct rd_stable *r);
 /* ... and the u32 version at seq_off is even (no write in progress). */

@@ -2347,6 +2347,71 @@ TEST(long_lived_reader_keeps_live_heap_files_open)
 }
 
 /*
+ * A live dir heap is read twice only for the records compared in two
+ * copies (logs, modules, user data, stacks: rd_reads_stable()). A
+ * snapshot that decodes none of them (an exporter's) reads it once, and
+ * still reads it right: every record checked, metrics summed, the heap
+ * healthy; the same heaps read with every record kind, twice, agree.
+ */
+TEST(a_live_heap_is_read_once_when_nothing_compares_copies)
+{
+	const uint32_t once = BLAMER_READ_NO_LOG | BLAMER_READ_NO_MODULES |
+			      BLAMER_READ_NO_USERDATA | BLAMER_READ_NO_STACKS;
+	const struct blamer_snap_series *x;
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct fx_heap a, m;
+	pid_t kids[2];
+	int k;
+
+	EXPECT_FALSE(rd_reads_stable(once));
+	EXPECT_FALSE(rd_reads_stable((once ^ BLAMER_READ_NO_STACKS) | BLAMER_READ_NO_THREADS));
+	EXPECT_TRUE(rd_reads_stable(once ^ BLAMER_READ_NO_STACKS));
+	EXPECT_TRUE(rd_reads_stable(once ^ BLAMER_READ_NO_LOG));
+	EXPECT_TRUE(rd_reads_stable(once ^ BLAMER_READ_NO_MODULES));
+	EXPECT_TRUE(rd_reads_stable(once ^ BLAMER_READ_NO_USERDATA));
+	EXPECT_TRUE(rd_reads_stable(0));
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	kids[0] = spawn_waiter("std");
+	kids[1] = spawn_waiter("metrics");
+	ASSERT_LT(0, kids[0]);
+	ASSERT_LT(0, kids[1]);
+	ASSERT_EQ(0, heap_of(kids[0], &a));	/* logs, user data, threads */
+	fx_metrics(&m, kids[1], (int64_t)fx_start_ns(kids[1]), 2);
+	ASSERT_EQ(0, fx_write_dir(&m, tmpdir, kids[1], fx_start_ns(kids[1])));
+	for (k = 0; k < 2; k++) {
+		s = dir_snapshot(k ? 0 : once);
+		ASSERT_NE(NULL, s);
+		p = by_pid(s, kids[0]);
+		ASSERT_NE(NULL, p);
+		EXPECT_EQ(BLAMER_PROC_LIVE, p->state);
+		EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%d: %s", k, p->problem);
+		EXPECT_EQ(2, p->nthreads);
+		EXPECT_EQ(k ? 3 : 0, p->nlogs);
+		p = by_pid(s, kids[1]);
+		ASSERT_NE(NULL, p);
+		EXPECT_EQ(BLAMER_PROC_LIVE, p->state);
+		EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%d: %s", k, p->problem);
+		x = find_series(s, "reqs", "/a");
+		ASSERT_NE(NULL, x);
+		EXPECT_EQ(5, x->value);	/* 4 + the shard's 1 */
+		x = find_series(s, "lat", NULL);
+		ASSERT_NE(NULL, x);
+		EXPECT_EQ(12, x->count);
+		blamer_snapshot_free(s);
+	}
+	for (k = 0; k < 2; k++) {
+		kill(kids[k], SIGKILL);
+		waitpid(kids[k], NULL, 0);
+	}
+	rm_tmpdir();
+	fx_free(&a);
+	fx_free(&m);
+}
+
+/*
  * With BLAMER_READ_COMM_ONCE a long-lived reader does not read a watched
  * writer's name again (a caller that shows no names); without it, a
  * rename shows within a second (long_lived_reader_watches_its_writers).
