@@ -19,7 +19,8 @@
  *
  * What is ordered is the second copy after the first: an acquire fence
  * between them. A live dir heap is read from its files twice, the second
- * time after the first read ended (dir.c): the first copy comes from the
+ * time after the first read ended (dir.c; only if a record this snapshot
+ * decodes is read here: rd_reads_stable()): the first copy comes from the
  * first read, the second from the second (compared in place: the
  * reader's own memory, which nothing else writes), and only a record that
  * differs costs more (a fresh pread() of it into each, in that order). A
