@@ -285,8 +285,8 @@ static int hint_cmp(const void *key, const void *entry)
  * snapshot read it: a dead heap's bytes exactly (they do not change), a
  * live one's to the end of that page (a heap that grew past it costs a
  * second pread() of what is new; a page more for every heap every time
- * was a quarter of the bytes an exporter copied). A first snapshot, and a file not
- * read last time, start with RD_FIRST_READ. Either way the header is
+ * was a quarter of the bytes an exporter copied). A first snapshot, and
+ * a file not read last time, start with RD_FIRST_READ. Either way the header is
  * checked before anything more is read, and what is read past the
  * freeptr is not kept: the hint only spares a second pread() or copying
  * bytes no record is in.
