@@ -4,7 +4,7 @@
  * ratio to baselines measured in the same run (clock_gettime, a Unix
  * datagram socket, an LTTng-UST tracepoint pair, glibc malloc).
  *
- *   bench [--quick] [--lttng-only]
+ *   bench [--quick] [--lttng-only | --metrics]
  *
  * Every figure is the median of REPS runs of ITERS operations each (the
  * loop overhead is included and is the same for every operation). The
@@ -611,6 +611,32 @@ static void row(const char *name, double ns, const char *vs, double ratio, const
 	printf("\n");
 }
 
+/* blamer_path_add() against the hardware's floor, then the metric
+ * writes against blamer_path_add() (bench --metrics runs these alone). */
+static int path_rows(struct blamer *b, struct blamer_path *p, uint64_t *word)
+{
+	struct metric_bench m;
+	double x, y, r;
+
+	r = compare(op_raw_xadd, word, 20000000, op_path_add, p, 20000000, &x, &y);
+	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
+	if (metric_setup(b, &m)) {
+		fprintf(stderr, "bench: %s\n", blamer_errmsg());
+		return 1;
+	}
+	r = compare(op_path_add, p, 20000000, op_counter_add, m.counter, 20000000, &x, &y);
+	row("counter add (blamer_counter_add)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+	r = compare(op_path_add, p, 20000000, op_observe, m.fixed, 20000000, &x, &y);
+	row("histogram observe, 12 bounds", y, "path_add", r, "<= 1.5x", r <= 1.5);
+	r = compare(op_path_add, p, 20000000, op_observe, m.expo, 20000000, &x, &y);
+	row("histogram observe, exponential (162)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+	r = compare(op_path_add, p, 20000000, op_gauge_set, m.gauge, 20000000, &x, &y);
+	row("gauge set (blamer_gauge_set)", y, "path_add", r, "<= 1.5x", r <= 1.5);
+	r = compare(op_path_add, p, 20000000, op_gauge_set, m.recent, 2000000, &x, &y);
+	row("  gauge set, mostrecent (a clock read)", y, "path_add", r, "(the clock)", -1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t ids[3] = { blamer_dag_id("bench"), blamer_dag_id("bench/a"),
@@ -623,15 +649,17 @@ int main(int argc, char **argv)
 	struct blamer_path *p;
 	double clk, pp, x, y, r;
 	struct blamer *b;
-	int lttng_only = 0, i, sv[2];
+	int lttng_only = 0, metrics_only = 0, i, sv[2];
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--lttng-only"))
 			lttng_only = 1;
+		else if (!strcmp(argv[i], "--metrics"))
+			metrics_only = 1;	/* the metric rows and their baseline */
 		else {
-			fprintf(stderr, "usage: bench [--quick] [--lttng-only]\n");
+			fprintf(stderr, "usage: bench [--quick] [--lttng-only | --metrics]\n");
 			return 2;
 		}
 	}
@@ -651,6 +679,11 @@ int main(int argc, char **argv)
 	       b->clock == BLAMER_CLOCK_TSC ? "tsc" : "monotonic",
 	       sysconf(_SC_NPROCESSORS_ONLN), REPS, quick ? " (quick)" : "");
 	printf("%-42s %12s  %9s %-18s %s\n", "operation", "median", "ratio", "against", "target");
+	if (metrics_only) {
+		i = path_rows(b, p, &word);
+		blamer_close(b);
+		return i;
+	}
 	r = compare(op_clock, NULL, 2000000, op_push_pop, b, 2000000, &clk, &pp);
 	row("clock_gettime(CLOCK_MONOTONIC)", clk, NULL, 0, "(baseline)", -1);
 	row("activity push+pop (with timestamp)", pp, "clock_gettime", r, "<= 1.5x", r <= 1.5);
@@ -704,26 +737,8 @@ int main(int argc, char **argv)
 	row("raw lock xadd, private word", x, NULL, 0, "(baseline: hardware floor)", -1);
 	/* Not a target (user-data *set* is): a counter all threads share. */
 	row("user-data atomic add (handle)", y, "lock xadd", r, "(shared counter)", -1);
-	r = compare(op_raw_xadd, &word, 20000000, op_path_add, p, 20000000, &x, &y);
-	row("measurement add (blamer_path_add)", y, "lock xadd", r, "< 10 ns", y < 10);
-	{
-		struct metric_bench m;
-
-		if (metric_setup(b, &m)) {
-			fprintf(stderr, "bench: %s\n", blamer_errmsg());
-			return 1;
-		}
-		r = compare(op_path_add, p, 20000000, op_counter_add, m.counter, 20000000, &x, &y);
-		row("counter add (blamer_counter_add)", y, "path_add", r, "<= 1.5x", r <= 1.5);
-		r = compare(op_path_add, p, 20000000, op_observe, m.fixed, 20000000, &x, &y);
-		row("histogram observe, 12 bounds", y, "path_add", r, "<= 1.5x", r <= 1.5);
-		r = compare(op_path_add, p, 20000000, op_observe, m.expo, 20000000, &x, &y);
-		row("histogram observe, exponential (162)", y, "path_add", r, "<= 1.5x", r <= 1.5);
-		r = compare(op_path_add, p, 20000000, op_gauge_set, m.gauge, 20000000, &x, &y);
-		row("gauge set (blamer_gauge_set)", y, "path_add", r, "<= 1.5x", r <= 1.5);
-		r = compare(op_path_add, p, 20000000, op_gauge_set, m.recent, 2000000, &x, &y);
-		row("  gauge set, mostrecent (a clock read)", y, "path_add", r, "(the clock)", -1);
-	}
+	if (path_rows(b, p, &word))
+		return 1;
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
 		r = compare(op_pair_xadd, &word, 20000000, op_pair_path_add, p, 20000000, &x, &y);
 		row("2 threads, lock xadd on one word", x, NULL, 0,

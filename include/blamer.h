@@ -453,6 +453,10 @@ void blamer_histogram_observe(struct blamer_series *s, double v);
 /* Dead heaps left out: processes, totals, series and roles are the
  * live ones' (a view's --live-only). */
 #define BLAMER_READ_LIVE_ONLY	(1u << 12)
+/* dir: a live writer's name (comm) read when the reader first finds it
+ * alive, not again each second after: for a long-lived caller that shows
+ * no names (the service's series). */
+#define BLAMER_READ_COMM_ONCE	(1u << 13)
 
 struct blamer_reader_opts {
 	enum blamer_backend backend;

@@ -248,31 +248,119 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
 	return k < 1 ? 1 : (uint32_t)k > last - 1 ? last - 1 : (uint32_t)k;
 }
 
-void bl_hist_fast_init(struct bl_hist_fast *f, const struct bl_hist *h)
+/* Fixed bounds, keys in cells of 2^@shift from the first: the most
+ * bounds in one cell, less one. */
+static uint32_t fixed_more(const uint64_t *key, uint32_t nb, uint32_t shift)
 {
-	uint32_t c, j;
+	uint32_t i, run = 0, most = 0;
+
+	for (i = 1; i < nb; i++) {
+		run = ((key[i] - key[0]) >> shift) == ((key[i - 1] - key[0]) >> shift) ? run + 1 : 0;
+		most = run > most ? run : most;
+	}
+	return most;
+}
+
+/* Fixed bounds: their keys into @key (then UINT64_MAX); the shift of
+ * the cells and the compares past a cell's into *shift, *more. */
+static void fixed_plan(const struct bl_hist *h, uint64_t *key, uint32_t *shift, uint32_t *more)
+{
+	uint32_t nb = h->nbuckets - 1, i, s, m;
+	uint64_t span;
+
+	for (i = 0; i < nb; i++) {
+		double b = h->bounds[i] == 0 ? 0.0 : h->bounds[i];	/* -0.0: +0.0 */
+		uint64_t bits;
+
+		memcpy(&bits, &b, sizeof(bits));
+		key[i] = bl_hist_key(bits);
+	}
+	key[nb] = UINT64_MAX;
+	span = key[nb - 1] - key[0];
+	/* the finest cells that fit, then as coarse as keeps as few bounds
+	 * per cell: fewer cells, fewer cache lines an observation may touch */
+	for (s = 0; (span >> s) + 2 > BL_HIST_CELLS; s++)
+		;
+	m = fixed_more(key, nb, s);
+	while (s < 63 && fixed_more(key, nb, s + 1) == m)
+		s++;
+	*shift = s;
+	*more = m;
+}
+
+uint32_t bl_hist_fast_cells(const struct bl_hist *h)
+{
+	uint64_t key[BLAMER_METRIC_BOUNDS_MAX + 1];
+	uint32_t s, m;
+
+	if (h->layout == BLAMER_HIST_EXPONENTIAL)
+		return h->schema >= 0 ? BL_HIST_EXP_CELLS : 0;
+	fixed_plan(h, key, &s, &m);
+	return (uint32_t)((key[h->nbuckets - 2] - key[0]) >> s) + 2;
+}
+
+static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
+			    const struct bl_hist *h)
+{
+	uint32_t nb = h->nbuckets - 1, i, c, s, more;
+
+	fixed_plan(h, t->key, &s, &more);
+	f->mode = BL_HIST_FAST_FIXED;
+	f->kmin = t->key[0];
+	f->shift = s;
+	f->mask = (1ull << s) - 1;
+	f->more = more;
+	f->lastcell = ((t->key[nb - 1] - f->kmin) >> s) + 1;
+	f->key = t->key;
+	for (c = 0, i = 0; c <= f->lastcell; c++) {
+		uint64_t off = UINT64_MAX;
+
+		/* i: the bounds in cells before c, the first candidate */
+		while (i < nb && ((t->key[i] - f->kmin) >> s) < c)
+			i++;
+		if (i < nb && ((t->key[i] - f->kmin) >> s) == c)
+			off = (t->key[i] - f->kmin) & f->mask;
+		t->cell[c].off = off;
+		t->cell[c].j = i;
+	}
+}
+
+void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const struct bl_hist *h)
+{
+	uint32_t c, j, n;
+	int64_t k_lo;
 
 	memset(f, 0, sizeof(*f));
-	f->layout = h->layout;
 	f->last = h->nbuckets - 1;
-	f->bounds = h->bounds;
-	if (h->layout != BLAMER_HIST_EXPONENTIAL)
+	f->cell = t->cell;
+	if (h->layout != BLAMER_HIST_EXPONENTIAL) {
+		fast_init_fixed(f, t, h);
 		return;
-	f->schema = h->schema;
-	f->k_lo = exp_k_lo(h);
-	f->lo = pow2i(h->min_exp);
-	f->hi = pow2i(h->max_exp);
-	if (h->schema < 0)
+	}
+	k_lo = exp_k_lo(h);
+	if (h->schema < 0) {
+		f->mode = BL_HIST_FAST_EXP_WIDE;
+		f->shift = (uint32_t)-h->schema;
+		f->n = k_lo;
 		return;
-	f->n = 1 << h->schema;
-	for (j = 0; j <= (uint32_t)f->n; j++)
-		f->thr[j] = pow2_frac[j << (8 - h->schema)];
-	for (c = 0, j = 0; c < 1024; c++) {
-		double start = 1.0 + (double)c / 1024;
+	}
+	f->mode = BL_HIST_FAST_EXP;
+	n = 1u << h->schema;
+	f->n = n;
+	for (c = 0, j = 0; c < BL_HIST_EXP_CELLS; c++) {
+		uint64_t off = UINT64_MAX, bits;
+		double thr;
 
-		while (f->thr[j] < start)
+		/* the first threshold 2^(j/n) at or past the cell's start */
+		while (pow2_frac[j << (8 - h->schema)] < 1.0 + (double)c / BL_HIST_EXP_CELLS)
 			j++;
-		f->cell[c] = (uint16_t)j;
+		thr = pow2_frac[j << (8 - h->schema)];
+		memcpy(&bits, &thr, sizeof(bits));
+		if (j < n && thr < 1.0 + (double)(c + 1) / BL_HIST_EXP_CELLS)
+			off = bits << (64 - BL_HIST_EXP_LOW);
+		/* bucket = biased exponent * n + this: (e - 1023) * n + j - k_lo */
+		t->cell[c].off = off;
+		t->cell[c].j = (int64_t)j - 1023 * (int64_t)n - k_lo;
 	}
 }
 

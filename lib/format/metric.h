@@ -53,65 +53,144 @@ double bl_hist_upper(const struct bl_hist *h, uint32_t i);
 uint32_t bl_hist_index(const struct bl_hist *h, double v);
 
 /*
- * The writer's bucket lookup: bl_hist_index()'s answer for every value,
- * without a loop that branches on the value: fixed bounds by a binary
- * search that compiles to conditional moves, exponential buckets in
- * O(1) from the double's exponent and the top ten bits of its mantissa
- * (a table of which threshold comes first in each 1/1024 of [1, 2): the
- * thresholds 2^(j/2^schema) are more than 1/1024 apart, so at most one
- * lies in a cell, and one comparison settles it). Made once per
- * histogram (bl_hist_fast_init()).
+ * The writer's bucket lookup: bl_hist_index()'s answer for every value
+ * (not NaN) in O(1): a few shifts, one table entry, an integer compare,
+ * no loop and no branch on values inside the buckets' range. An
+ * observation has a tight budget (issue 24: 1.5 measurement adds), so
+ * this is written for the fewest instructions and the shortest latency;
+ * bl_hist_fast_init() makes it, the hot part in the series handle, the
+ * table once per metric.
+ *
+ * Both layouts cut a range of the double's bits into cells small enough
+ * that (nearly always) at most one bound lies in a cell. A cell's entry
+ * is the bucket its lowest value falls in (the first candidate) and
+ * where in the cell that one bound lies: a compare of the value's place
+ * in its cell with the bound's adds the carry to the candidate.
+ *
+ * Exponential, schema >= 0: the exponent gives the power of two, the top
+ * 9 bits of the mantissa a cell of [1, 2). The thresholds 2^(j/2^schema)
+ * are more than 1/512 apart, so at most one lies in a cell; the compare
+ * is of the 43 mantissa bits below the cell's (shifted to the top). The
+ * bucket is exponent * 2^schema + the cell's j, whose entry holds j less
+ * the window's start; a negative value's exponent, shifted arithmetically
+ * with its sign, lies below every window, +Inf's above it, and the clamp
+ * to [0, last] puts both, zero and denormals where bl_hist_index() does.
+ * The clamps are branches taken only by values outside the buckets'
+ * range: an observation's cost is mostly the latency from the value to
+ * the address of the count it adds to, which a branchless clamp adds to
+ * every lookup.
+ * Schema < 0 (2^-schema powers of two per bucket) needs no table.
+ *
+ * Fixed bounds: a double's bits as an unsigned key that orders as the
+ * doubles do (bl_hist_key(); -0.0 bounds are kept as +0.0, which
+ * compares the same) in cells of 2^shift keys from the first bound's, as
+ * many as it takes to hold the last bound (at most BL_HIST_CELLS, the
+ * last cell holding none). Bounds closer together than a cell take
+ * `more` further compares with the bounds' keys.
  */
-struct bl_hist_fast {
-	uint32_t layout, last;	/* BLAMER_HIST_*, nbuckets - 1 */
-	const double *bounds;	/* fixed: last of them */
-	int32_t schema, k_lo, n;	/* exponential: 2^schema per power of two */
-	double lo, hi;		/* 2^min_exp, 2^max_exp */
-	double thr[257];	/* schema >= 0: 2^(j/n) for j = 0..n */
-	uint16_t cell[1024];	/* schema >= 0: the first j with thr[j] >= 1 + c/1024 */
-};
-void bl_hist_fast_init(struct bl_hist_fast *f, const struct bl_hist *h);
+#define BL_HIST_CELLS		1024u	/* fixed: cells at most */
+#define BL_HIST_EXP_CELLS	512u
+#define BL_HIST_EXP_LOW		43	/* mantissa bits below a cell's 9 */
 
+enum { BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP, BL_HIST_FAST_EXP_WIDE };
+
+struct bl_hist_cell {
+	uint64_t off;		/* where its bound lies in the cell; all ones: none */
+	int64_t j;		/* the first candidate (exponential: less the exponent's part) */
+};
+
+/* Per metric: the cells, and the fixed bounds' keys for `more`. */
+struct bl_hist_table {
+	uint64_t key[BLAMER_METRIC_BOUNDS_MAX + 1];	/* the bounds', then UINT64_MAX */
+	struct bl_hist_cell cell[];
+};
+
+/* In the order an exponential lookup reads it, then the fixed's. */
+struct bl_hist_fast {
+	uint32_t mode;		/* BL_HIST_FAST_*: NONE, not a histogram */
+	uint32_t shift;		/* fixed: log2 of keys per cell; wide: -schema */
+	int64_t last;		/* nbuckets - 1 */
+	int64_t n;		/* exponential: 2^schema; wide: the boundary index of 2^min_exp */
+	const struct bl_hist_cell *cell;
+	uint64_t kmin;		/* fixed: the first bound's key */
+	uint64_t mask;		/* fixed: 2^shift - 1 */
+	uint64_t lastcell;	/* fixed: cells - 1 */
+	uint64_t more;		/* fixed: the most bounds in a cell, less one */
+	const uint64_t *key;	/* fixed: the bounds' keys, then UINT64_MAX */
+};
+
+/* The cells of @h's table (bl_hist_table's cell[]). */
+uint32_t bl_hist_fast_cells(const struct bl_hist *h);
+/* @f and @t (with bl_hist_fast_cells() cells) for @h; f->cell points into @t. */
+void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const struct bl_hist *h);
+
+/* A double's bits as a key in the doubles' order (for non-NaN). */
+static inline uint64_t bl_hist_key(uint64_t bits)
+{
+	return bits ^ ((uint64_t)((int64_t)bits >> 63) | (1ull << 63));
+}
+
+/* Into [0, last]: one branch, taken only by values outside the window
+ * (as the fixed lookup's, below). */
+static inline int64_t bl_hist_clamp(const struct bl_hist_fast *f, int64_t k)
+{
+	if (__builtin_expect((uint64_t)k > (uint64_t)f->last, 0))
+		k = k < 0 ? 0 : f->last;
+	return k;
+}
+
+static inline uint32_t bl_hist_exp_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	const struct bl_hist_cell *c = &f->cell[(bits >> BL_HIST_EXP_LOW) & (BL_HIST_EXP_CELLS - 1)];
+	/* the biased exponent, the sign shifted in: negative below -1 */
+	int64_t k = ((int64_t)bits >> 52) * f->n + c->j;
+
+	k += (bits << (64 - BL_HIST_EXP_LOW)) > c->off;
+	return (uint32_t)bl_hist_clamp(f, k);
+}
+
+static inline uint32_t bl_hist_fixed_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	uint64_t key = bl_hist_key(bits), d = key - f->kmin, at = d >> f->shift, i;
+	const struct bl_hist_cell *c;
+	uint32_t j;
+
+	/* Outside the table (below the first bound, or past the last
+	 * cell): branches taken only by values outside the bounds, which a
+	 * histogram that fits its data sees seldom; a branchless clamp
+	 * would lengthen every lookup. */
+	if (__builtin_expect(key < f->kmin || at > f->lastcell, 0)) {
+		d = key < f->kmin ? 0 : d;
+		at = key < f->kmin ? 0 : f->lastcell;
+	}
+	c = &f->cell[at];
+	j = (uint32_t)c->j + ((d & f->mask) > c->off);
+	for (i = f->more; i; i--)
+		j += key > f->key[j];
+	return j;
+}
+
+static inline uint32_t bl_hist_wide_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	int64_t e = ((int64_t)bits >> 52) - 1023;
+	uint32_t sh = f->shift;
+
+	/* ceil(log2(v) / 2^sh): exact for a power of two, else floor + 1 */
+	e = (bits & ((1ull << 52) - 1)) ? (e >> sh) + 1 : -((-e) >> sh);
+	return (uint32_t)bl_hist_clamp(f, e - f->n);
+}
+
+/* The bucket of @v (not NaN); @f's mode is not NONE. */
 static inline uint32_t bl_hist_fast_index(const struct bl_hist_fast *f, double v)
 {
 	uint64_t bits;
-	int32_t e, k;
 
-	if (f->layout == BLAMER_HIST_FIXED) {
-		const double *base = f->bounds;
-		uint32_t len = f->last;
-
-		/* the first bound >= v (lower_bound), none: +Inf */
-		while (len > 1) {
-			uint32_t half = len / 2;
-
-			base = base[half - 1] < v ? base + half : base;
-			len -= half;
-		}
-		return (uint32_t)(base - f->bounds) + (len && base[0] < v);
-	}
-	if (!(v > f->lo))
-		return 0;
-	if (v > f->hi)
-		return f->last;
 	__builtin_memcpy(&bits, &v, sizeof(bits));
-	e = (int32_t)((bits >> 52) & 0x7ff) - 1023;
-	if (f->schema >= 0) {
-		uint32_t j = f->cell[(bits >> 42) & 1023];
-		uint64_t gb = (bits & ((1ull << 52) - 1)) | (1023ull << 52);
-		double g;
-
-		__builtin_memcpy(&g, &gb, sizeof(g));
-		j += g > f->thr[j];
-		k = e * f->n + (int32_t)j;
-	} else {
-		int32_t sh = -f->schema;
-
-		/* ceil(log2(v) / 2^sh): exact for a power of two, else floor + 1 */
-		k = (bits & ((1ull << 52) - 1)) ? (e >> sh) + 1 : -((-e) >> sh);
-	}
-	k -= f->k_lo;
-	return k < 1 ? 1 : (uint32_t)k >= f->last ? f->last - 1 : (uint32_t)k;
+	if (f->mode == BL_HIST_FAST_EXP)
+		return bl_hist_exp_index(f, bits);
+	if (f->mode == BL_HIST_FAST_FIXED)
+		return bl_hist_fixed_index(f, bits);
+	return bl_hist_wide_index(f, bits);
 }
 
 /* Exact sums: blamer_exact_sum_*() (blamer.h), implemented here. */

@@ -19,7 +19,8 @@
  *
  * What is ordered is the second copy after the first: an acquire fence
  * between them. A live dir heap is read from its files twice, the second
- * time after the first read ended (dir.c): the first copy comes from the
+ * time after the first read ended (dir.c; only if a record this snapshot
+ * decodes is read here: rd_reads_stable()): the first copy comes from the
  * first read, the second from the second (compared in place: the
  * reader's own memory, which nothing else writes), and only a record that
  * differs costs more (a fresh pread() of it into each, in that order). A
@@ -166,7 +167,11 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 	bool priv = slab < h->nslabs && h->slabs[slab].copied;
 
 	/* A private copy read once (a dead dir heap): nothing can change it
-	 * between the two copies, so comparing them is no test. */
+	 * between the two copies, so comparing them is no test. A live one
+	 * read once (rd_reads_stable() said no record needs this) has no
+	 * second copy to compare with: refused, never taken as settled. */
+	if (priv && h->live && !h->slabs[slab].again)
+		return RD_READ_BAD;
 	r->one_source = priv && !h->slabs[slab].again;
 
 	for (attempt = 0; attempt <= h->retries; attempt++) {

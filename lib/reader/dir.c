@@ -53,6 +53,7 @@ struct dfile {
 	uint64_t start;
 	uint32_t idx;
 	unsigned char type;	/* readdir's d_type, DT_UNKNOWN if it does not say */
+	uint64_t ino;		/* readdir's d_ino: which file the name is */
 };
 
 /* A snapshot of one directory: its descriptor and the owner its files need. */
@@ -61,6 +62,7 @@ struct dir {
 	struct blamer_snapshot *s;
 	int fd;
 	uid_t owner;
+	uint64_t dev;		/* the directory's st_dev; 0: not known */
 };
 
 static int dfile_cmp(const void *a, const void *b)
@@ -140,6 +142,7 @@ static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err
 			continue;
 		}
 		f.type = de->d_type;
+		f.ino = de->d_ino;
 		if (f.type == DT_LNK) {
 			rd_skip(d->s, de->d_name, "a symlink, not followed");
 			continue;
@@ -280,8 +283,10 @@ static int hint_cmp(const void *key, const void *entry)
 /*
  * A long-lived reader reads a slab file first as far as the last
  * snapshot read it: a dead heap's bytes exactly (they do not change), a
- * live one's and a page to grow into. A first snapshot, and a file not
- * read last time, start with RD_FIRST_READ. Either way the header is
+ * live one's to the end of that page (a heap that grew past it costs a
+ * second pread() of what is new; a page more for every heap every time
+ * was a quarter of the bytes an exporter copied). A first snapshot, and
+ * a file not read last time, start with RD_FIRST_READ. Either way the header is
  * checked before anything more is read, and what is read past the
  * freeptr is not kept: the hint only spares a second pread() or copying
  * bytes no record is in.
@@ -316,6 +321,7 @@ void rd_dir_close(struct blamer_reader *r)
 {
 	rd_carry_free(&r->hints);
 	rd_alive_free(&r->alive);
+	rd_fdkeep_free(&r->fdkeep);
 }
 
 /* Why the slab file @name did not open with @err: the trust rule it
@@ -342,6 +348,12 @@ static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const stru
 	ks->v[4] = bl_ts_ns(&st->st_ctim);
 }
 
+/* The pidfds alive.c may still open in this snapshot. */
+static uint64_t pidfds_to_come(const struct rd_alive *a)
+{
+	return a->no_pidfd || a->npidfds >= a->budget ? 0 : a->budget - a->npidfds;
+}
+
 /*
  * Reads one slab file into the reader's buffer at *@off (which it
  * advances). @ks gets what identifies the file (kept_slab()); if @held
@@ -363,7 +375,11 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	s->fd = -1;
 	s->id = f->idx;
 	dfile_name(name, f);
-	fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* the file this name still is, if the last snapshot kept it open
+	 * (fd_keep.c); checked below as if it had just been opened */
+	fd = d->dev ? rd_fdkeep_take(&r->fdkeep, f->pid, f->start, f->idx, d->dev, f->ino) : -1;
+	if (fd < 0)
+		fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ELOOP)
 			rd_skip(d->s, name, "a symlink, not followed");
@@ -375,6 +391,13 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 	if (fstat(fd, &st)) {
 		rd_problem(p, BLAMER_HEALTH_UNREADABLE, "%s: %s", name, strerror(errno));
+		close(fd);
+		return false;
+	}
+	if (!st.st_nlink) {
+		/* removed since readdir() (a kept descriptor's file, or one
+		 * unlinked since it was opened): as if openat() had not found it */
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "slab %u vanished while read", f->idx);
 		close(fd);
 		return false;
 	}
@@ -401,7 +424,7 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 		uint64_t hint = hint_of(r, f);
 
 		if (hint >= sizeof(struct blamer_slab_header))
-			first = p->state == BLAMER_PROC_LIVE ? (hint + 8191) & ~4095ull : hint;
+			first = p->state == BLAMER_PROC_LIVE ? (hint + 4095) & ~4095ull : hint;
 	}
 	if (first > (uint64_t)st.st_size)
 		first = (uint64_t)st.st_size;
@@ -442,10 +465,16 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	s->size = got;	/* the only size we trust */
 	s->copied = true;
 	*off += (got + 7) & ~(size_t)7;
-	if (headers_only || p->state != BLAMER_PROC_LIVE)
+	if (headers_only || p->state != BLAMER_PROC_LIVE) {
 		close(fd);	/* no writer: nothing will change */
-	else
-		s->fd = fd;	/* kept for the second read and torn records */
+		return true;
+	}
+	s->fd = fd;	/* kept for the second read and torn records */
+	/* and, the same file (st_ino, which readdir() named), for the next
+	 * snapshot's read */
+	s->fd_kept = d->dev && (uint64_t)st.st_dev == d->dev && (uint64_t)st.st_ino == f->ino &&
+		     rd_fdkeep_put(&r->fdkeep, f->pid, f->start, f->idx, d->dev, f->ino, fd,
+				   pidfds_to_come(&r->alive));
 	return true;
 }
 
@@ -523,6 +552,7 @@ static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	uint64_t heap_read = 0, mtime = 0;
 	uint32_t i, nraw = 0, nparse;
 	size_t off = 0;
+	bool second;
 
 	memset(ordered, 0, sizeof(ordered));
 	p->nslabs = 0;
@@ -536,12 +566,14 @@ static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct
 	}
 	nparse = nraw;
 	/* A live heap is read a second time, after the first read ended:
-	 * the second copy of every record (copy.c). */
+	 * the second copy of every record (copy.c), if a record this
+	 * snapshot decodes is compared with it. */
+	second = rd_reads_stable(d->r->opts.flags);
 	for (i = 0; i < nraw; i++) {
 		size_t got;
 
 		again[i] = SIZE_MAX;
-		if (raw[i].fd < 0)
+		if (raw[i].fd < 0 || !second)
 			continue;
 		if (!buf_room(d->r, off, raw[i].size)) {
 			/* one copy of a live heap is no proof of any record */
@@ -685,12 +717,17 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	struct dir d = { .r = r, .s = s, .fd = -1 };
 	struct dfile *files = NULL;
 	size_t n = 0, i, j;
+	struct stat dst;
 	int ret;
 
 	ret = open_dir(&d, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
+	if (!fstat(d.fd, &dst))
+		d.dev = (uint64_t)dst.st_dev;
+	r->alive.comm_once = r->opts.flags & BLAMER_READ_COMM_ONCE;
 	rd_alive_begin(&r->alive);
+	rd_fdkeep_begin(&r->fdkeep);
 	ret = list_files(&d, &files, &n, err, errlen);
 	if (ret)
 		goto out;
@@ -764,6 +801,7 @@ int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	}
 out:
 	rd_alive_end(&r->alive);
+	rd_fdkeep_end(&r->fdkeep);
 	hint_swap(r);
 	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
 		rd_keep_swap(&r->keep);

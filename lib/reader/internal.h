@@ -61,6 +61,7 @@ struct rd_slab {
 	bool owned;		/* buf was malloc()ed */
 	bool copied;		/* buf is the reader's own copy (dir): nothing
 				 * but a second read changes what it holds */
+	bool fd_kept;		/* fd is the reader's (fd_keep.c): not closed */
 };
 
 /* One heap being read: its slabs ordered by index, and bookkeeping. */
@@ -184,6 +185,22 @@ enum rd_read {
 	RD_READ_NOMEM,		/* no memory to grow the copies */
 };
 enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r);
+/*
+ * Does a snapshot with @flags (BLAMER_READ_*) read any record through
+ * rd_read_stable()? Logs, modules, user data and thread stacks are; the
+ * rest (processes, DAG, metrics: write-once parts and counters read with
+ * rd_load_u64s()) never compare two copies. Without such a record a live
+ * dir heap is read once, not twice: the second read was half of the bytes
+ * an exporter of the service's series copied. rd_read_stable() refuses a
+ * live dir slab that has no second read, so a decoder added without
+ * updating this fails loudly (corrupt), never reads a torn record.
+ */
+static inline bool rd_reads_stable(uint32_t flags)
+{
+	const uint32_t none = BLAMER_READ_NO_LOG | BLAMER_READ_NO_MODULES | BLAMER_READ_NO_USERDATA;
+
+	return (flags & none) != none || !(flags & (BLAMER_READ_NO_STACKS | BLAMER_READ_NO_THREADS));
+}
 /* The copies are byte for byte the same. */
 bool rd_settled_same(struct rd_stable *r);
 /* ... and the u32 version at seq_off is even (no write in progress). */
@@ -410,6 +427,7 @@ struct rd_alive {
 	uint64_t now_ns;
 	uint64_t snapshots;
 	bool no_pidfd;		/* pidfd_open() refused: /proc every time */
+	bool comm_once;		/* BLAMER_READ_COMM_ONCE: a watched name not read again */
 };
 /* The start of a snapshot: which watched writers have exited. */
 void rd_alive_begin(struct rd_alive *a);
@@ -429,6 +447,32 @@ enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t 
 /* The end of a snapshot: the pidfds of writers it did not see are closed. */
 void rd_alive_end(struct rd_alive *a);
 void rd_alive_free(struct rd_alive *a);
+
+/*
+ * fd_keep.c: a long-lived reader's descriptors of live dir heaps' slab
+ * files, kept open across snapshots (the trust rules they keep: there).
+ * Files are taken and put in dir.c's order: by (pid, start), then index.
+ */
+struct rd_fdkeep {
+	struct rd_carry c;	/* struct rd_kept_fd */
+	size_t n, budget;	/* kept by the current snapshot; at most */
+	uint64_t fd_limit;	/* RLIMIT_NOFILE's soft limit */
+	uint64_t snapshots;
+};
+void rd_fdkeep_begin(struct rd_fdkeep *k);
+/* The descriptor kept of that file if its name is still inode @ino of
+ * device @dev (as readdir() and the directory say; ino 0: unknown), now
+ * the caller's; else -1. */
+int rd_fdkeep_take(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
+		   uint64_t ino);
+/* Keeps @fd, opened on inode @ino of device @dev, for the next snapshot:
+ * true if kept (then the keep closes it), false if the caller still must.
+ * @reserve: descriptors others of the reader may still open (pidfds). */
+bool rd_fdkeep_put(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
+		   uint64_t ino, int fd, uint64_t reserve);
+/* The end of a snapshot: the descriptors it did not take are closed. */
+void rd_fdkeep_end(struct rd_fdkeep *k);
+void rd_fdkeep_free(struct rd_fdkeep *k);
 
 /* Device backend: a slab's mapping, kept from one snapshot to the next. */
 struct rd_devmap {
@@ -459,6 +503,7 @@ struct blamer_reader {
 	struct rd_carry hints;
 	struct rd_keep keep;	/* BLAMER_READ_KEEP_DEAD */
 	struct rd_alive alive;	/* dir: writers found alive */
+	struct rd_fdkeep fdkeep;	/* dir: live heaps' files kept open */
 };
 int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		    char *err, size_t errlen);

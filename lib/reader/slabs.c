@@ -22,11 +22,11 @@ void rd_slab_drop(struct rd_slab *s)
 		munmap(s->buf, s->map_len);
 	else if (s->owned)
 		free(s->buf);
-	if (s->fd >= 0)
+	if (s->fd >= 0 && !s->fd_kept)
 		close(s->fd);
 	s->buf = NULL;
 	s->fd = -1;
-	s->unmap = s->owned = false;
+	s->unmap = s->owned = s->fd_kept = false;
 }
 
 bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n)

@@ -273,7 +273,7 @@ void bl_handles_free(struct blamer *b)
 	}
 	for (; m; m = mn) {
 		mn = m->next;
-		free(m->fast);
+		free(m->table);
 		free(m);
 	}
 	for (i = 0; st && i < SERIES_BUCKETS; i++) {

@@ -248,12 +248,14 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 				     .schema = mine->def.schema, .min_exp = mine->def.min_exp,
 				     .max_exp = mine->def.max_exp, .bounds = mine->def.bounds };
 
-		mine->fast = malloc(sizeof(*mine->fast));
-		if (!mine->fast) {
+		mine->table = malloc(sizeof(*mine->table) +
+				     bl_hist_fast_cells(&h) * sizeof(mine->table->cell[0]));
+		if (!mine->table) {
 			bl_error(ENOMEM, "blamer: no memory for a histogram's buckets");
 			goto fail;
 		}
-		bl_hist_fast_init(mine->fast, &h);
+		/* the series copy the lookup (blamer_metric_series()) */
+		bl_hist_fast_init(&mine->fast, mine->table, &h);
 	}
 	bl_handle_init(&mine->h, b, def_remake, bl_ptr(&b->heap, ref), ref);
 	for (;;) {
@@ -267,7 +269,7 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 		/* another thread pushed handles meanwhile: one of ours? */
 		for (m = head; m != seen; m = m->next) {
 			if (!strcmp(m->def.name, mine->def.name)) {
-				free(mine->fast);
+				free(mine->table);
 				free(mine);
 				return m;	/* the same record: the heap made it once */
 			}
@@ -275,7 +277,7 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 	}
 fail:
 	if (mine)
-		free(mine->fast);
+		free(mine->table);
 	free(mine);
 	return NULL;
 }

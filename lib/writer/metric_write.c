@@ -249,11 +249,12 @@ static void refused(struct blamer_series *s, uint32_t kind)
 static inline void write(struct blamer_series *s, uint32_t bucket, double v, bool hist)
 {
 	struct bl_tls *t = &bl_tls;
-	struct bl_shard_slot *slot = &t->shard[s->id & (BL_SHARD_SLOTS - 1)];
+	uint64_t id = s->id;
+	struct bl_shard_slot *slot = &t->shard[id & (BL_SHARD_SLOTS - 1)];
 	uint32_t seq = bl_slot_read_begin(t);
 	uint64_t *values = slot->values;
 
-	if (__builtin_expect(slot->path_id == s->id && values && !t->in_write &&
+	if (__builtin_expect(slot->path_id == id && values && !t->in_write &&
 			     !bl_slot_read_retry(t, seq), 1))
 		own_write(t, values, bucket, v, hist);
 	else
@@ -274,13 +275,28 @@ void blamer_counter_add(struct blamer_series *s, double v)
 
 void blamer_histogram_observe(struct blamer_series *s, double v)
 {
+	uint32_t mode, bucket;
+	uint64_t bits;
+
 	if (!s)
 		return;
-	if (__builtin_expect(s->kind != BLAMER_METRIC_HISTOGRAM || v != v, 0)) {
-		refused(s, BLAMER_METRIC_HISTOGRAM);
-		return;
-	}
-	write(s, bl_hist_fast_index(s->fast, v), v, true);
+	/* the lookup's mode says histogram (NONE for other kinds) and which */
+	mode = s->fast.mode;
+	memcpy(&bits, &v, sizeof(bits));
+	if (__builtin_expect(v != v, 0))
+		goto refuse;
+	if (mode == BL_HIST_FAST_EXP)
+		bucket = bl_hist_exp_index(&s->fast, bits);
+	else if (mode == BL_HIST_FAST_FIXED)
+		bucket = bl_hist_fixed_index(&s->fast, bits);
+	else if (mode == BL_HIST_FAST_EXP_WIDE)
+		bucket = bl_hist_wide_index(&s->fast, bits);
+	else
+		goto refuse;
+	write(s, bucket, v, true);
+	return;
+refuse:
+	refused(s, BLAMER_METRIC_HISTOGRAM);
 }
 
 void blamer_gauge_set(struct blamer_series *s, double v)

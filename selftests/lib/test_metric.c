@@ -8,6 +8,7 @@
  * Each test runs in a fixture (common.h).
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -374,7 +375,7 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 				continue;
 			at = bl_hist_index(h, v);
 			/* the writer's lookup, the same bucket */
-			ASSERT_EQ(at, bl_hist_fast_index(sr[i]->fast, v)) TH_LOG("%zu: %a", i, v);
+			ASSERT_EQ(at, bl_hist_fast_index(&sr[i]->fast, v)) TH_LOG("%zu: %a", i, v);
 			ASSERT_LT(at, h->nbuckets);
 			ASSERT_TRUE(v <= bl_hist_upper(h, at)) TH_LOG("%zu: %a in %u", i, v, at);
 			if (at) {
@@ -403,6 +404,107 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 	}
 	blamer_snapshot_free(s);
 	t_close(self, b);
+}
+
+/* The writer's O(1) lookup against the reader's search, for layouts
+ * that test its corners: bounds closer than a cell (more compares), one
+ * bound, 32, the whole range of doubles, -0.0, denormals; every
+ * exponential schema; values at, next to and between every bound, the
+ * special ones, and random bits. */
+static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist *h,
+			 unsigned *seed)
+{
+	struct bl_hist_table *t;
+	struct bl_hist_fast f;
+	static const double special[] = { 0.0, -0.0, INFINITY, -INFINITY, 0x1p-1074, -0x1p-1074,
+					  0x1p-1022, -0x1p-1022, DBL_MAX, -DBL_MAX, 1.0, -1.0 };
+	uint32_t i, k;
+
+	ASSERT_LE(bl_hist_fast_cells(h), BL_HIST_CELLS);
+	t = malloc(sizeof(*t) + bl_hist_fast_cells(h) * sizeof(t->cell[0]));
+	ASSERT_NE(NULL, t);
+	bl_hist_fast_init(&f, t, h);
+	for (i = 0; i < h->nbuckets; i++) {
+		double u = bl_hist_upper(h, i), w[3] = { u, nextafter(u, -INFINITY),
+							 nextafter(u, INFINITY) };
+
+		/* braced: an ASSERT is two statements */
+		for (k = 0; k < 3; k++) {
+			ASSERT_EQ(bl_hist_index(h, w[k]), bl_hist_fast_index(&f, w[k]))
+				TH_LOG("layout %u schema %d: %a", h->layout, h->schema, w[k]);
+		}
+		if (i + 2 < h->nbuckets) {
+			double mid = u / 2 + bl_hist_upper(h, i + 1) / 2;
+
+			ASSERT_EQ(bl_hist_index(h, mid), bl_hist_fast_index(&f, mid));
+		}
+	}
+	for (i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
+		ASSERT_EQ(bl_hist_index(h, special[i]), bl_hist_fast_index(&f, special[i]))
+			TH_LOG("%a", special[i]);
+	}
+	for (k = 0; k < 200000; k++) {
+		uint64_t bits;
+		double v;
+
+		*seed = *seed * 1103515245 + 12345;
+		bits = (uint64_t)*seed << 32;
+		*seed = *seed * 1103515245 + 12345;
+		bits |= *seed;
+		if (k & 1) {
+			v = ldexp(1.0 + (double)(bits & 0xfffff) / 0x100000,
+				  (int)((bits >> 20) % 120) - 60);
+			v = bits >> 63 ? -v : v;
+		} else {
+			memcpy(&v, &bits, sizeof(v));
+		}
+		if (isnan(v))
+			continue;
+		ASSERT_EQ(bl_hist_index(h, v), bl_hist_fast_index(&f, v)) TH_LOG("%a", v);
+	}
+	free(t);
+}
+
+TEST(fast_bucket_lookup_is_the_readers)
+{
+	static const double b1[] = { 1 }, b2[] = { -0.0, 1e-300 }, b3[] = { -DBL_MAX, DBL_MAX },
+			    b4[] = { 1.0, 0x1.0000000000001p0, 0x1.0000000000002p0, 2 },
+			    b5[] = { -0x1p-1074, 0x1p-1074, 0x1p-1022 },
+			    b6[] = { 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1,
+				     2.5, 5, 7.5, 10 },
+			    b7[] = { -1, 0, 0.001, 1e6 };
+	static const struct { const double *b; uint32_t n; } fixed[] = {
+		{ b1, 1 }, { b2, 2 }, { b3, 2 }, { b4, 4 }, { b5, 3 }, { b6, 14 }, { b7, 4 },
+	};
+	double b32[32];
+	struct bl_hist h;
+	unsigned seed = 3;
+	int32_t schema, lo;
+	uint32_t i;
+
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		h = (struct bl_hist){ .layout = BLAMER_HIST_FIXED, .nbuckets = fixed[i].n + 1,
+				      .bounds = fixed[i].b };
+		ASSERT_TRUE(bl_hist_ok(&h));
+		fast_matches(_metadata, &h, &seed);
+	}
+	for (i = 0; i < 32; i++)
+		b32[i] = ldexp(1.0 + i % 3, (int)i * 7 - 100);
+	h = (struct bl_hist){ .layout = BLAMER_HIST_FIXED, .nbuckets = 33, .bounds = b32 };
+	ASSERT_TRUE(bl_hist_ok(&h));
+	fast_matches(_metadata, &h, &seed);
+	for (schema = -4; schema <= 8; schema++)
+		for (lo = -1021; lo < 1000; lo += 397) {
+			int32_t w = schema < 0 ? 1 << -schema : 1, a = lo - (lo % w + w) % w + w;
+			int32_t span = schema > 0 ? 256 >> schema : 16 * w;
+
+			h = (struct bl_hist){ .layout = BLAMER_HIST_EXPONENTIAL, .schema = schema,
+					      .min_exp = a, .max_exp = a + span };
+			h.nbuckets = bl_hist_exp_buckets(schema, h.min_exp, h.max_exp);
+			if (!h.nbuckets)
+				continue;
+			fast_matches(_metadata, &h, &seed);
+		}
 }
 
 /* Exact sums: the same numbers in any order give the same bits. */

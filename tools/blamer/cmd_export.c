@@ -42,8 +42,10 @@
 
 /* each process's own counters (--per-process): no totals over them */
 #define READ_FOR_PROM	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_TOTALS)
-/* the service's series: the fleet sums the processes' own values */
-#define READ_FOR_FLEET	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_TOTALS)
+/* the service's series: the fleet sums the processes' own values, and
+ * shows no process's name */
+#define READ_FOR_FLEET	(READ_FOR_EXPORT | BLAMER_READ_DEAD_FULL | BLAMER_READ_NO_TOTALS | \
+			 BLAMER_READ_COMM_ONCE)
 #define PROM_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 #define FOLD_MS		1000	/* a serving exporter folds at least this often */
 #define FOLD_BUSY_MS	200	/* and this often while processes keep dying */
