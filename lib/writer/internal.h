@@ -464,24 +464,26 @@ struct blamer_metric {
 	struct bl_handle h;	/* rec, ref: the METRIC_DEF record */
 	struct blamer_metric_def_rec def;	/* as made: the key, and what a remake writes */
 	uint32_t nvalues;	/* words of a series' values */
-	struct bl_hist_fast *fast;	/* histograms: the bucket lookup (malloc()ed) */
+	struct bl_hist_fast fast;	/* histograms: the bucket lookup each series copies */
+	struct bl_hist_table *table;	/* its table (malloc()ed) */
 	struct blamer_metric *next;	/* b->metrics */
 };
 
 /*
  * What blamer_metric_series() returns: process memory naming one METRIC
  * record (handle.c), one per (metric, label values, path) and context,
- * kept in the context's series table (handle_store.c). The hot path
- * reads id, kind and the record; a histogram's bucket layout is here too
- * (hist.bounds points at the metric's def).
+ * kept in the context's series table (handle_store.c). The hot paths
+ * read id, kind, a histogram's bucket lookup (first: an observation
+ * reads the handle's first cache line) and the record; the bucket layout
+ * is here too (hist.bounds points at the metric's def).
  */
 struct blamer_series {
 	uint64_t id;		/* process-unique, never reused: the shard cache key */
 	uint32_t kind;		/* BLAMER_METRIC_* */
 	uint32_t nvalues;	/* words of its values */
+	struct bl_hist_fast fast;	/* histograms: the bucket lookup (its table: the metric's) */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
 	bool stamped;		/* a mostrecent gauge: sets store the time */
-	const struct bl_hist_fast *fast;	/* histograms: the metric's bucket lookup */
 	struct bl_hist hist;	/* histograms: the buckets */
 	struct blamer_metric *m;
 	/* the key */
