@@ -48,30 +48,15 @@
 /* a buffer bigger than this is not kept for the next heap */
 #define RD_KEEP_BUF		(4u << 20)
 
-struct dfile {
-	int32_t pid;
-	uint64_t start;
-	uint32_t idx;
-	unsigned char type;	/* readdir's d_type, DT_UNKNOWN if it does not say */
-};
-
-/* A snapshot of one directory: its descriptor and the owner its files need. */
-struct dir {
-	struct blamer_reader *r;
-	struct blamer_snapshot *s;
-	int fd;
-	uid_t owner;
-};
-
 static int dfile_cmp(const void *a, const void *b)
 {
-	const struct dfile *x = a, *y = b;
+	const struct rd_dfile *x = a, *y = b;
 	int c = rd_pid_start_cmp(x->pid, x->start, y->pid, y->start);
 
 	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static void dfile_name(char *buf, const struct dfile *f)
+static void dfile_name(char *buf, const struct rd_dfile *f)
 {
 	bl_slab_name(buf, BL_SLAB_NAME_MAX, f->pid, f->start, f->idx);
 }
@@ -83,7 +68,7 @@ static void dfile_name(char *buf, const struct dfile *f)
  * another owner, whose files must then all be that owner's. 0 (fd in
  * d->fd), 1 if there is no directory yet, or -errno with a message.
  */
-static int open_dir(struct dir *d, char *err, size_t errlen)
+static int open_dir(struct rd_dirwalk *d, char *err, size_t errlen)
 {
 	uid_t me = geteuid();
 	char why[512];
@@ -114,9 +99,9 @@ static int open_dir(struct dir *d, char *err, size_t errlen)
 }
 
 /* The slab files of the directory, sorted by heap and index; the rest skipped. */
-static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err, size_t errlen)
+static int list_files(struct rd_dirwalk *d, struct rd_dfile **out, size_t *nout, char *err, size_t errlen)
 {
-	struct dfile *files = NULL, f;
+	struct rd_dfile *files = NULL, f;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *dh;
@@ -149,7 +134,7 @@ static int list_files(struct dir *d, struct dfile **out, size_t *nout, char *err
 			continue;
 		}
 		if (n == cap) {
-			struct dfile *nf;
+			struct rd_dfile *nf;
 
 			if (cap >= RD_MAX_DIR_FILES) {
 				rd_skip(d->s, de->d_name, "more than %u slab files", RD_MAX_DIR_FILES);
@@ -217,7 +202,7 @@ static size_t read_at(int fd, uint8_t *dst, size_t len, uint64_t off)
  * the header's freeptr, within the file, the reader's limits and, for a
  * sparse file, the blocks it really has.
  */
-static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const struct stat *st,
+static uint64_t slab_want(struct rd_dirwalk *d, struct blamer_snap_process *p, const struct stat *st,
 			  const uint8_t *b, size_t got, uint32_t idx, bool headers_only,
 			  uint64_t heap_read)
 {
@@ -272,7 +257,7 @@ static uint64_t slab_want(struct dir *d, struct blamer_snap_process *p, const st
 static int hint_cmp(const void *key, const void *entry)
 {
 	const struct rd_hint *h = entry;
-	struct dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
+	struct rd_dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
 
 	return dfile_cmp(key, &k);
 }
@@ -286,14 +271,14 @@ static int hint_cmp(const void *key, const void *entry)
  * freeptr is not kept: the hint only spares a second pread() or copying
  * bytes no record is in.
  */
-static uint64_t hint_of(const struct blamer_reader *r, const struct dfile *f)
+static uint64_t hint_of(const struct blamer_reader *r, const struct rd_dfile *f)
 {
 	const struct rd_hint *h = rd_carry_find(&r->hints, f, hint_cmp);
 
 	return h ? h->bytes : 0;
 }
 
-static void hint_note(struct blamer_reader *r, const struct dfile *f, uint64_t bytes)
+static void hint_note(struct blamer_reader *r, const struct rd_dfile *f, uint64_t bytes)
 {
 	struct rd_hint *h;
 
@@ -312,7 +297,7 @@ static void hint_swap(struct blamer_reader *r)
 	rd_carry_swap(&r->hints, NULL);
 }
 
-void rd_dir_close(struct blamer_reader *r)
+static void dir_close(struct blamer_reader *r)
 {
 	rd_carry_free(&r->hints);
 	rd_alive_free(&r->alive);
@@ -320,7 +305,7 @@ void rd_dir_close(struct blamer_reader *r)
 
 /* Why the slab file @name did not open with @err: the trust rule it
  * breaks if it breaks one, else the error. */
-static const char *open_why(struct dir *d, const char *name, int err)
+static const char *open_why(struct rd_dirwalk *d, const char *name, int err)
 {
 	const char *why = NULL;
 	struct stat st;
@@ -331,7 +316,7 @@ static const char *open_why(struct dir *d, const char *name, int err)
 }
 
 /* What says a slab file is the one a kept heap was decoded from. */
-static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const struct stat *st)
+static void kept_slab(struct rd_kept_slab *ks, const struct rd_dfile *f, const struct stat *st)
 {
 	memset(ks, 0, sizeof(*ks));
 	ks->id = f->idx;
@@ -342,15 +327,27 @@ static void kept_slab(struct rd_kept_slab *ks, const struct dfile *f, const stru
 	ks->v[4] = bl_ts_ns(&st->st_ctim);
 }
 
+/* One heap's read: where its copies go in the reader's buffer. */
+struct heap_read {
+	struct rd_dirwalk *d;
+	struct rd_walk *w;	/* the heap: its process, what to read */
+	size_t off;		/* the buffer's next free byte */
+	uint64_t bytes;		/* read of the heap so far */
+};
+
 /*
- * Reads one slab file into the reader's buffer at *@off (which it
- * advances). @ks gets what identifies the file (kept_slab()); if @held
- * is given, it is set when some process holds the file's lock. False if the file is not read (skipped or gone; said why).
+ * Reads one slab file into the reader's buffer at hr->off (which it
+ * advances). @ks gets what identifies the file (kept_slab()); the first
+ * file of a heap to keep is checked for a writer holding its lock
+ * (d->held). False if the file is not read (skipped or gone; said why).
  */
-static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      bool headers_only, struct rd_slab *s, size_t *off, uint64_t heap_read,
-		      uint64_t *mtime_ns, struct rd_kept_slab *ks, bool *held)
+static bool read_slab(struct heap_read *hr, const struct rd_dfile *f, bool first_file,
+		      struct rd_slab *s, struct rd_kept_slab *ks)
 {
+	struct rd_dirwalk *d = hr->d;
+	struct blamer_snap_process *p = hr->w->p;
+	bool headers_only = hr->w->headers_only;
+	size_t *off = &hr->off;
 	struct blamer_reader *r = d->r;
 	char name[BL_SLAB_NAME_MAX];
 	const char *why;
@@ -387,13 +384,15 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 	kept_slab(ks, f, &st);
 	/* Kept for later snapshots only if no writer holds its lock: one in
 	 * another pid namespace, that /proc does not show, still writes. */
-	if (held && !flock(fd, LOCK_EX | LOCK_NB))
-		flock(fd, LOCK_UN);
-	else if (held)
-		*held = true;
+	if (first_file && hr->w->keep) {
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			flock(fd, LOCK_UN);
+		else
+			d->held = true;
+	}
 	/* a writer's pages are first written, or its exit recorded, by now */
-	if (bl_ts_ns(&st.st_mtim) > *mtime_ns)
-		*mtime_ns = bl_ts_ns(&st.st_mtim);
+	if (bl_ts_ns(&st.st_mtim) > d->mtime_ns)
+		d->mtime_ns = bl_ts_ns(&st.st_mtim);
 	p->size += (uint64_t)st.st_size;
 	s->real_size = (uint64_t)st.st_size;
 	first = headers_only ? RD_FIRST_READ_HEADERS : RD_FIRST_READ;
@@ -411,7 +410,7 @@ static bool read_slab(struct dir *d, struct blamer_snap_process *p, const struct
 		return false;
 	}
 	got = read_at(fd, r->buf + *off, first, 0);
-	want = slab_want(d, p, &st, r->buf + *off, got, f->idx, headers_only, heap_read);
+	want = slab_want(d, p, &st, r->buf + *off, got, f->idx, headers_only, hr->bytes);
 	if (want > got) {
 		if (!buf_room(r, *off, want)) {
 			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for %s", name);
@@ -508,92 +507,6 @@ static bool has_magic(const struct rd_slab *s)
 }
 
 /*
- * Reads the heap of files @f[0..n) into @p. False if none of the files
- * read holds anything of a heap (empty, shorter than the magic, or not
- * starting with it): those are counted in the snapshot, not shown (a
- * directory of 100,000 empty files would be 100,000 processes).
- */
-static bool read_heap(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		      uint32_t n, bool headers_only, struct rd_kept_slab *ks, bool *held)
-{
-	bool any = false;
-	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
-	size_t again[BLAMER_MAX_SLABS];
-	struct rd_heap h = { 0 };
-	uint64_t heap_read = 0, mtime = 0;
-	uint32_t i, nraw = 0, nparse;
-	size_t off = 0;
-
-	memset(ordered, 0, sizeof(ordered));
-	p->nslabs = 0;
-	for (i = 0; i < n; i++) {
-		if (!read_slab(d, p, &f[i], headers_only, &raw[nraw], &off, heap_read, &mtime,
-			       &ks[nraw], i ? NULL : held))
-			continue;
-		heap_read += raw[nraw].size;
-		p->slab_ids[p->nslabs++] = f[i].idx;
-		nraw++;
-	}
-	nparse = nraw;
-	/* A live heap is read a second time, after the first read ended:
-	 * the second copy of every record (copy.c). */
-	for (i = 0; i < nraw; i++) {
-		size_t got;
-
-		again[i] = SIZE_MAX;
-		if (raw[i].fd < 0)
-			continue;
-		if (!buf_room(d->r, off, raw[i].size)) {
-			/* one copy of a live heap is no proof of any record */
-			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for slab %llu",
-				   (unsigned long long)raw[i].id);
-			nparse = 0;
-			continue;
-		}
-		got = read_at(raw[i].fd, d->r->buf + off, raw[i].size, 0);
-		if (got < raw[i].size)
-			raw[i].size = got;	/* truncated under us: what both have */
-		again[i] = off;
-		off += (got + 7) & ~(size_t)7;
-	}
-	for (i = 0; i < nraw; i++) {
-		raw[i].buf = d->r->buf + (uintptr_t)raw[i].buf;
-		if (again[i] != SIZE_MAX)
-			raw[i].again = d->r->buf + again[i];
-		any |= has_magic(&raw[i]);
-	}
-	if (nraw && !any) {
-		for (i = 0; i < nraw; i++)
-			rd_slab_drop(&raw[i]);
-		d->s->empty_files += nraw;
-		p->nslabs = 0;
-		return false;
-	}
-	h.slabs = ordered;
-	h.retries = d->r->opts.max_retries;
-	h.flags = d->r->opts.flags;
-	h.headers_only = headers_only;
-	h.check_ids = true;
-	h.live = p->state == BLAMER_PROC_LIVE;
-	h.s = d->s;
-	h.p = p;
-	h.scratch = &d->r->scratch;
-	if (nparse && rd_heap_order(&h, raw, nraw))
-		rd_heap_parse(&h);
-	for (i = 0; i < nraw; i++)
-		rd_slab_drop(&raw[i]);
-	if (p->state == BLAMER_PROC_DEAD)
-		last_seen(p, mtime);
-	if (d->r->bufcap > RD_KEEP_BUF) {
-		/* a big heap's copy is not kept while the others are read */
-		free(d->r->buf);
-		d->r->buf = NULL;
-		d->r->bufcap = 0;
-	}
-	return true;
-}
-
-/*
  * A dead heap's comm: the basename of its argv[0], as the heap claims
  * it (the cmdline holds argv joined by spaces), cut to 15 characters.
  */
@@ -615,12 +528,94 @@ static void comm_from_cmdline(struct blamer_snap_process *p)
 }
 
 /*
+ * Reads the files of the heap at d->heap into @raw. No heap if none of
+ * the files read holds anything of one (empty, shorter than the magic, or
+ * not starting with it): those are counted in the snapshot, not shown (a
+ * directory of 100,000 empty files would be 100,000 processes), and so
+ * is a heap every file of which was skipped.
+ */
+static enum rd_got dir_read(struct blamer_reader *r, struct rd_walk *w, struct rd_slab *raw,
+			    uint32_t *nrawp)
+{
+	struct rd_dirwalk *d = &r->dw;
+	const struct rd_dfile *f = &d->files[d->heap];
+	struct blamer_snap_process *p = w->p;
+	struct heap_read hr = { .d = d, .w = w };
+	size_t again[BLAMER_MAX_SLABS];
+	enum rd_got got = RD_GOT_SLABS;
+	uint32_t i, nraw = 0;
+	bool any = false;
+
+	d->mtime_ns = 0;
+	d->held = false;
+	p->nslabs = 0;
+	for (i = 0; i < w->n; i++) {
+		if (!read_slab(&hr, &f[i], i == 0, &raw[nraw], &w->ks[nraw]))
+			continue;
+		hr.bytes += raw[nraw].size;
+		p->slab_ids[p->nslabs++] = f[i].idx;
+		nraw++;
+	}
+	*nrawp = nraw;
+	/* A live heap is read a second time, after the first read ended:
+	 * the second copy of every record (copy.c). */
+	for (i = 0; i < nraw; i++) {
+		size_t n;
+
+		again[i] = SIZE_MAX;
+		if (raw[i].fd < 0)
+			continue;
+		if (!buf_room(r, hr.off, raw[i].size)) {
+			/* one copy of a live heap is no proof of any record */
+			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "out of memory for slab %llu",
+				   (unsigned long long)raw[i].id);
+			got = RD_GOT_UNPARSED;
+			continue;
+		}
+		n = read_at(raw[i].fd, r->buf + hr.off, raw[i].size, 0);
+		if (n < raw[i].size)
+			raw[i].size = n;	/* truncated under us: what both have */
+		again[i] = hr.off;
+		hr.off += (n + 7) & ~(size_t)7;
+	}
+	for (i = 0; i < nraw; i++) {
+		raw[i].buf = r->buf + (uintptr_t)raw[i].buf;
+		if (again[i] != SIZE_MAX)
+			raw[i].again = r->buf + again[i];
+		any |= has_magic(&raw[i]);
+	}
+	if (nraw && !any) {
+		d->s->empty_files += nraw;
+		p->nslabs = 0;
+		return RD_GOT_NO_HEAP;
+	}
+	return p->nslabs ? got : RD_GOT_NO_HEAP;	/* every file skipped */
+}
+
+/* After the parse: a dead heap's end, its comm, and the buffer's size. */
+static void dir_parsed(struct blamer_reader *r, struct rd_walk *w)
+{
+	struct blamer_snap_process *p = w->p;
+
+	if (p->state == BLAMER_PROC_DEAD)
+		last_seen(p, r->dw.mtime_ns);
+	if (r->bufcap > RD_KEEP_BUF) {
+		/* a big heap's copy is not kept while the others are read */
+		free(r->buf);
+		r->buf = NULL;
+		r->bufcap = 0;
+	}
+	if (!p->comm[0] && p->cmdline[0])
+		comm_from_cmdline(p);
+}
+
+/*
  * Was heap @f made before this boot? Its first file's ctime (which only
  * the kernel sets) is older than the boot: its pid and start time are
  * another boot's, and /proc of this one neither proves nor disproves them
  * (a directory kept across reboots: /dev/shm is not).
  */
-static bool before_boot(struct dir *d, const struct dfile *f)
+static bool before_boot(struct rd_dirwalk *d, const struct rd_dfile *f)
 {
 	uint64_t boot = bl_clock_ns(CLOCK_REALTIME) - bl_clock_ns(CLOCK_BOOTTIME);
 	char name[BL_SLAB_NAME_MAX];
@@ -648,134 +643,127 @@ static bool quiet(const struct rd_kept_slab *ks, uint32_t n)
 }
 
 /*
- * A dead heap kept from the last snapshot, as @p, if its @n files are
- * still the ones it was decoded from (same device, inode, size and
- * times, and still files the reader trusts): a stat() each, no read.
+ * What says the heap's files are the ones a kept heap was decoded from:
+ * same device, inode, size and times, and still files the reader trusts;
+ * a stat() each, no read.
  */
-static bool reuse_kept(struct dir *d, struct blamer_snap_process *p, const struct dfile *f,
-		       uint32_t n)
+static bool dir_identify(struct blamer_reader *r, struct rd_walk *w)
 {
-	struct rd_kept_slab ks[BLAMER_MAX_SLABS];
+	struct rd_dirwalk *d = &r->dw;
+	const struct rd_dfile *f = &d->files[d->heap];
 	char name[BL_SLAB_NAME_MAX];
-	struct rd_kept *e;
 	struct stat st;
 	uint32_t i;
 
-	e = rd_keep_find(&d->r->keep, p->pid, p->start_time_ns, p->heap_key);
-	if (!e || e->nslabs != n)
-		return false;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < w->n; i++) {
 		dfile_name(name, &f[i]);
 		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    bl_slab_file_why(&st, d->owner))
 			return false;
-		kept_slab(&ks[i], &f[i], &st);
-		ks[i].hint = e->slabs[i].hint;
+		kept_slab(&w->ks[i], &f[i], &st);
 	}
-	if (!rd_keep_same(e, ks, n) || !rd_keep_reuse(&d->r->keep, e, d->s, p))
-		return false;
-	for (i = 0; i < n; i++)
-		hint_note(d->r, &f[i], ks[i].hint);
 	return true;
 }
 
-int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
-		    char *err, size_t errlen)
+/* A kept heap reused: its files will be read as far as they were. */
+static void dir_reused(struct blamer_reader *r, const struct rd_walk *w)
 {
-	struct dir d = { .r = r, .s = s, .fd = -1 };
-	struct dfile *files = NULL;
-	size_t n = 0, i, j;
-	int ret;
+	const struct rd_dfile *f = &r->dw.files[r->dw.heap];
+	uint32_t i;
 
-	ret = open_dir(&d, err, errlen);
-	if (ret)
-		return ret > 0 ? 0 : ret;
-	rd_alive_begin(&r->alive);
-	ret = list_files(&d, &files, &n, err, errlen);
-	if (ret)
-		goto out;
-	for (i = 0; i < n; i = j) {
-		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
-		struct blamer_snap_process *p;
-		bool live, full, keep, held = false;
-		enum rd_verdict v;
-		char comm[64] = "";
-		size_t defs;
-		uint32_t nf;
-
-		for (j = i + 1; j < n && files[j].pid == files[i].pid &&
-		     files[j].start == files[i].start; j++)
-			;
-		nf = (uint32_t)(j - i);	/* <= BLAMER_MAX_SLABS: indexes are unique */
-		p = rd_new_process(s);
-		if (!p) {
-			rd_err(err, errlen, "out of memory");
-			ret = -ENOMEM;
-			goto out;
-		}
-		p->pid = files[i].pid;
-		p->start_time_ns = files[i].start;
-		p->uid = d.owner;
-		p->heap_key = ((uint64_t)(uint32_t)files[i].pid << 32) ^ files[i].start;
-		v = rd_alive(&r->alive, files[i].pid, files[i].start, d.owner, comm, sizeof(comm),
-			     p->disproved_why, sizeof(p->disproved_why));
-		if (v == RD_WRITER_DISPROVED_START && before_boot(&d, &files[i]))
-			v = RD_WRITER_DEAD;	/* another boot's pid and start time */
-		live = v == RD_WRITER_LIVE;
-		/* a claim /proc contradicts is no process of ours: dead, and
-		 * nothing of /proc's (comm) is shown as its */
-		p->disproved = v == RD_WRITER_DISPROVED_START || v == RD_WRITER_DISPROVED_UID;
-		if (!p->disproved)
-			p->disproved_why[0] = '\0';
-		p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
-		if (live) {
-			comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
-			memcpy(p->comm, comm, sizeof(p->comm));
-		}
-		/* A dead heap not read in full gets what list gets (its headers
-		 * and process record: name, how it ended, sizes), so it looks
-		 * the same in every view; its records stay unchecked. */
-		full = !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) &&
-		       (live || (r->opts.flags & BLAMER_READ_DEAD_FULL));
-		keep = full && !live && (r->opts.flags & BLAMER_READ_KEEP_DEAD);
-		if (keep) {
-			bool disproved = p->disproved;
-			char why[sizeof(p->disproved_why)];
-
-			memcpy(why, p->disproved_why, sizeof(why));
-			if (reuse_kept(&d, p, &files[i], nf)) {
-				/* the heap is as it was; what /proc says is now's */
-				p->disproved = disproved;
-				memcpy(p->disproved_why, why, sizeof(why));
-				continue;
-			}
-		}
-		defs = s->nunit_defs;
-		if (!read_heap(&d, p, &files[i], nf, !full, ks, keep ? &held : NULL) ||
-		    !p->nslabs) {
-			/* no heap in its files, or every file of it skipped */
-			rd_drop_last_process(s);
-			continue;
-		}
-		if (!p->comm[0] && p->cmdline[0])
-			comm_from_cmdline(p);
-		if (keep && !held && p->nslabs == nf && quiet(ks, nf))
-			rd_keep_add(&r->keep, s, p, defs, ks, nf);
-	}
-out:
-	rd_alive_end(&r->alive);
-	hint_swap(r);
-	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
-		rd_keep_swap(&r->keep);
-	free(files);
-	close(d.fd);
-	return ret;
+	for (i = 0; i < w->n; i++)
+		hint_note(r, &f[i], w->ks[i].hint);
 }
 
-int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
-		   char *err, size_t errlen)
+/* Kept only if no writer holds its lock, every file was read and all
+ * are quiet. */
+static bool dir_keepable(struct blamer_reader *r, const struct rd_walk *w)
 {
-	struct dir d = { .r = r, .fd = -1 };
+	return !r->dw.held && w->p->nslabs == w->n && quiet(w->ks, w->n);
+}
+
+static int dir_list(struct blamer_reader *r, struct blamer_snapshot *s, char *err, size_t errlen)
+{
+	struct rd_dirwalk *d = &r->dw;
+	int ret;
+
+	*d = (struct rd_dirwalk){ .r = r, .s = s, .fd = -1 };
+	ret = open_dir(d, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (!ret) {	/* else no process has made a heap yet: none listed */
+		ret = list_files(d, &d->files, &d->nfiles, err, errlen);
+		if (ret) {
+			close(d->fd);
+			d->fd = -1;
+			return ret;
+		}
+	}
+	rd_alive_begin(&r->alive);
+	return 0;
+}
+
+/* The files of one heap: the same pid and start time. */
+static uint32_t dir_next(struct blamer_reader *r)
+{
+	struct rd_dirwalk *d = &r->dw;
+	size_t j;
+
+	d->heap = d->at;
+	for (j = d->at; j < d->nfiles && d->files[j].pid == d->files[d->heap].pid &&
+	     d->files[j].start == d->files[d->heap].start; j++)
+		;
+	d->at = j;
+	return (uint32_t)(j - d->heap);	/* <= BLAMER_MAX_SLABS: indexes are unique */
+}
+
+/* The heap's name, and what /proc says of its writer. */
+static void dir_facts(struct blamer_reader *r, struct rd_walk *w)
+{
+	struct rd_dirwalk *d = &r->dw;
+	const struct rd_dfile *f = &d->files[d->heap];
+	struct blamer_snap_process *p = w->p;
+	enum rd_verdict v;
+	char comm[64] = "";
+	bool live;
+
+	p->pid = f->pid;
+	p->start_time_ns = f->start;
+	p->uid = d->owner;
+	p->heap_key = ((uint64_t)(uint32_t)f->pid << 32) ^ f->start;
+	v = rd_alive(&r->alive, f->pid, f->start, d->owner, comm, sizeof(comm),
+		     p->disproved_why, sizeof(p->disproved_why));
+	if (v == RD_WRITER_DISPROVED_START && before_boot(d, f))
+		v = RD_WRITER_DEAD;	/* another boot's pid and start time */
+	live = v == RD_WRITER_LIVE;
+	/* a claim /proc contradicts is no process of ours: dead, and
+	 * nothing of /proc's (comm) is shown as its */
+	p->disproved = v == RD_WRITER_DISPROVED_START || v == RD_WRITER_DISPROVED_UID;
+	if (!p->disproved)
+		p->disproved_why[0] = '\0';
+	p->state = live ? BLAMER_PROC_LIVE : BLAMER_PROC_DEAD;
+	if (live) {
+		comm[sizeof(p->comm) - 1] = '\0';	/* comm is at most 15 chars */
+		memcpy(p->comm, comm, sizeof(p->comm));
+	}
+}
+
+static void dir_end(struct blamer_reader *r)
+{
+	struct rd_dirwalk *d = &r->dw;
+
+	rd_alive_end(&r->alive);
+	hint_swap(r);
+	free(d->files);
+	if (d->fd >= 0)
+		close(d->fd);
+	*d = (struct rd_dirwalk){ .fd = -1 };
+}
+
+static int dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+		       char *err, size_t errlen)
+{
+	struct rd_dirwalk d = { .r = r, .fd = -1 };
 	char name[BL_SLAB_NAME_MAX];
 	const char *why;
 	struct stat st;
@@ -811,3 +799,18 @@ int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 	close(d.fd);
 	return ret;
 }
+
+const struct rd_backend_ops rd_dir_ops = {
+	.list = dir_list,
+	.next = dir_next,
+	.facts = dir_facts,
+	.identify = dir_identify,
+	.reused = dir_reused,
+	.read = dir_read,
+	.parsed = dir_parsed,
+	.keepable = dir_keepable,
+	.end = dir_end,
+	.release = dir_release,
+	.close = dir_close,
+	.summarize_dead = true,
+};
