@@ -91,7 +91,9 @@ int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	int ret;
 
 	ret = ops->list(r, s, err, errlen);
-	while (!ret && (w.n = ops->next(r))) {
+	if (ret)
+		return ret;	/* nothing listed: what was kept stays */
+	while ((w.n = ops->next(r))) {
 		bool live, full;
 		size_t defs;
 
