@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "blamer.h"
@@ -127,6 +128,11 @@ static inline bool rd_version_ok(uint32_t v)
  *                             check, parse, drop
  *   dir.c  dev.c              backends (struct rd_backend_ops): list heaps, hand
  *                             back slab bytes
+ *   dir_read.c                dir: reading a heap's files
+ *   dir_buf.c  dir_dead.c  dir_trust.c  dir_comm.c
+ *                             dir: buffer and hints, dead processes, trust
+ *                             rules, comm
+ *   dir_list.c                dir: the slab files, in heap order
  *   alive.c  keep.c           kept between snapshots: writers alive, dead heaps
  *   parse.c                   one heap: checks, then the record list
  *   decode_thread.c           a thread's stack (its activities' user data)
@@ -533,6 +539,38 @@ struct rd_dirwalk {
 	uint64_t mtime_ns;	/* the heap's latest file modification */
 	bool held;		/* some process holds its first file's lock */
 };
+
+/* Dir backend: its files, each a job (dir.c holds its ops). */
+#define RD_MAX_DIR_FILES	(1u << 20)	/* slab files listed, at most */
+/* dir_list.c: the slab files of d->fd, sorted by heap and index; the rest skipped. */
+int rd_dir_list_files(struct rd_dirwalk *d, struct rd_dfile **out, size_t *nout,
+		      char *err, size_t errlen);
+int rd_dfile_cmp(const void *a, const void *b);
+void rd_dfile_name(char *buf, const struct rd_dfile *f);
+/* dir_trust.c: the directory opened under the writer's rules: 0 (d->fd,
+ * d->owner), 1 if there is none yet, or -errno with a message. */
+int rd_dir_open(struct rd_dirwalk *d, char *err, size_t errlen);
+/* Why the slab file @name did not open with @err. */
+const char *rd_dir_open_why(struct rd_dirwalk *d, const char *name, int err);
+/* What says a slab file is the one a kept heap was decoded from. */
+void rd_dir_kept_slab(struct rd_kept_slab *ks, const struct rd_dfile *f, const struct stat *st);
+/* dir_buf.c: the reader's buffer, and how far each file was read last. */
+bool rd_dir_buf_room(struct blamer_reader *r, size_t off, size_t len);
+void rd_dir_buf_trim(struct blamer_reader *r);
+size_t rd_dir_read_at(int fd, uint8_t *dst, size_t len, uint64_t off);
+uint64_t rd_dir_hint_of(const struct blamer_reader *r, const struct rd_dfile *f);
+void rd_dir_hint_note(struct blamer_reader *r, const struct rd_dfile *f, uint64_t bytes);
+void rd_dir_hint_swap(struct blamer_reader *r);
+/* dir_read.c: the backend's read() (struct rd_backend_ops). */
+enum rd_got rd_dir_read(struct blamer_reader *r, struct rd_walk *w, struct rd_slab *raw,
+			uint32_t *nrawp);
+/* dir_dead.c: a dead process's last sign of life, a heap of another
+ * boot, files quiet for a second. */
+void rd_dir_last_seen(struct blamer_snap_process *p, uint64_t mtime_ns);
+bool rd_dir_before_boot(struct rd_dirwalk *d, const struct rd_dfile *f);
+bool rd_dir_quiet(const struct rd_kept_slab *ks, uint32_t n);
+/* dir_comm.c: a dead heap's comm from its cmdline. */
+void rd_comm_from_cmdline(struct blamer_snap_process *p);
 
 /* Device backend: one snapshot's walk of the listing (r->list). */
 struct rd_devwalk {
