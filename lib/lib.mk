@@ -65,13 +65,16 @@ $(LIB_DIR)/obj/%.o: $(SRC)/lib/%.c
 		-fPIC -MMD -MP -c -o $@ $<
 -include $(LIB_OBJS:.o=.d)
 
-# The layers as built: which file calls which (from the objects' symbols)
-# and which headers the exporters and the CLI include (scripts/check-layers).
+# The layers as built: which file calls which (from the objects' symbols),
+# in the order of each layer's map, and which headers the exporters and
+# the CLI include (scripts/check-layers); then check-layers' own test,
+# planted breaks of a map in a small tree (scripts/tests/layers-test).
 CHECK_SUITES += lib-layers
 .PHONY: lib-layers
 lib-layers: lib tools
-	@$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/check-layers $(SRC) $(LIB_DIR)/obj \
-		$(BUILD)/tools/obj $(LIB_OBJS)
+	@$(SRC)/scripts/run-suite $@ -- sh -c '"$$0" "$$@"; a=$$?; \
+		$(SRC)/scripts/tests/layers-test && exit $$a' \
+		$(SRC)/scripts/check-layers $(SRC) $(LIB_DIR)/obj $(BUILD)/tools/obj $(LIB_OBJS)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
