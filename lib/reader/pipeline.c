@@ -53,7 +53,7 @@ static bool reuse_kept(struct blamer_reader *r, struct rd_walk *w)
 
 /* The heap's slabs, from its backend, ordered, checked and parsed into
  * w->p; false if they held nothing of a heap (w->p is not shown). */
-static bool read_heap(struct blamer_reader *r, struct rd_walk *w)
+static bool read_and_parse(struct blamer_reader *r, struct rd_walk *w)
 {
 	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
 	struct rd_heap h = { 0 };
@@ -118,7 +118,7 @@ int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 		if (w.keep && reuse_kept(r, &w))
 			continue;
 		defs = s->nunit_defs;
-		if (!read_heap(r, &w)) {
+		if (!read_and_parse(r, &w)) {
 			rd_drop_last_process(s);
 			continue;
 		}
