@@ -82,7 +82,7 @@ static void dir_reused(struct blamer_reader *r, const struct rd_walk *w)
 }
 
 /* Kept only if no writer holds its lock, every file was read and all
- * are rd_dir_quiet. */
+ * are quiet. */
 static bool dir_keepable(struct blamer_reader *r, const struct rd_walk *w)
 {
 	return !r->dw.held && w->p->nslabs == w->n && rd_dir_quiet(w->ks, w->n);

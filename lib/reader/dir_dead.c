@@ -78,8 +78,8 @@ bool rd_dir_before_boot(struct rd_dirwalk *d, const struct rd_dfile *f)
 /*
  * Have the files not changed for a second? File times are coarse (a
  * clock tick): a file written again within the tick it was read in could
- * look unchanged, so a heap is kept only once its files are rd_dir_quiet (a
- * time in the future is not rd_dir_quiet either).
+ * look unchanged, so a heap is kept only once its files are quiet (a
+ * time in the future is not quiet either).
  */
 bool rd_dir_quiet(const struct rd_kept_slab *ks, uint32_t n)
 {
