@@ -1,8 +1,8 @@
 # Reader test suites.
 #
 #   reader-unit    the reader against fixture heaps, ASan + UBSan: one program
-#                  per concern (parse, metrics, attrib, dir, keep, export cache,
-#                  alive, fuzz replay)
+#                  per concern (parse, metrics, attrib, pipeline, dir, keep,
+#                  export cache, alive, fuzz replay)
 #   cli            every blamer subcommand and error, dir backend, golden output
 #   cli-top        blamer top on a terminal (a pty), driven with keys
 #   cli-completion the bash completion offers what `blamer help` lists
@@ -28,7 +28,7 @@ RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader $(T
 FZ_CFLAGS  := $(TEST_CFLAGS) $(TEST_FLAGS_fuzz) $(TESTSUPPORT_INC)
 # reader-unit: one program per concern (selftests/reader/<unit>_test.c),
 # with what more than one shares in rtest.c.
-RT_UNITS   := parse metrics attrib dir keep export_cache alive fuzz_replay
+RT_UNITS   := parse metrics attrib pipeline dir keep export_cache alive fuzz_replay
 RT_UNIT_TESTS := $(patsubst %,$(RT_DIR)/%_test,$(RT_UNITS))
 FUZZ_SECONDS ?= 60
 
