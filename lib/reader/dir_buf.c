@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -27,9 +28,14 @@ bool rd_dir_buf_room(struct blamer_reader *r, size_t off, size_t len)
 	cap = r->bufcap ? r->bufcap : RD_FIRST_READ;
 	while (cap < need)
 		cap *= 2;
-	nb = realloc(r->buf, cap);
+	/* page-aligned: pread() copies into it from page-aligned page
+	 * cache, and a destination off a cache line costs the copy */
+	nb = aligned_alloc(4096, cap);
 	if (!nb)
 		return false;
+	if (r->buf)
+		memcpy(nb, r->buf, r->bufcap);	/* what is read of the slab at @off too */
+	free(r->buf);
 	r->buf = nb;
 	r->bufcap = cap;
 	return true;
