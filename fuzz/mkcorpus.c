@@ -8,8 +8,12 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
-#include "fixture.h"
+#include "testsupport.h"
 
 static int put(const char *dir, const char *name, struct fx_heap *h, size_t cut)
 {

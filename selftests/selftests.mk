@@ -73,4 +73,24 @@ $$(BUILD)/$(1)/libt.a: $$(LIBT_OBJS_$(1))
 endef
 $(foreach f,$(TEST_FLAVORS),$(eval $(call test_flavor,$(f))))
 
+# ---- the test-support library, built once per test flavor ----
+# testsupport/: hand-made heaps and the fuzz judge, for the reader's
+# tests, mkheap, the fuzz corpus and the fuzzer, each of which includes
+# testsupport.h from there (no test directory includes another's
+# headers): $(BUILD)/<flavor>/testsupport.a.
+TESTSUPPORT_SRCS := $(SRC)/testsupport/heap.c $(SRC)/testsupport/judge.c
+TESTSUPPORT_HDR  := $(SRC)/testsupport/testsupport.h
+TESTSUPPORT_INC  := -I$(SRC)/testsupport
+define testsupport_flavor
+TESTSUPPORT_OBJS_$(1) := $$(patsubst $$(SRC)/testsupport/%.c,$$(BUILD)/$(1)/testsupport/%.o,\
+			 $$(TESTSUPPORT_SRCS))
+$$(BUILD)/$(1)/testsupport/%.o: $$(SRC)/testsupport/%.c
+	@mkdir -p $$(@D)
+	$$(TEST_CC_$(1)) $$(TEST_CFLAGS) $$(TEST_FLAGS_$(1)) $$(TESTSUPPORT_INC) -MMD -MP -c -o $$@ $$<
+-include $$(TESTSUPPORT_OBJS_$(1):.o=.d)
+$$(BUILD)/$(1)/testsupport.a: $$(TESTSUPPORT_OBJS_$(1))
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach f,$(TEST_FLAVORS),$(eval $(call testsupport_flavor,$(f))))
+
 include $(sort $(wildcard $(SRC)/selftests/*/suite.mk))

@@ -158,7 +158,7 @@ static void cache_swap(struct blamer_reader *r)
 	r->map_bytes = 0;
 }
 
-void rd_dev_close(struct blamer_reader *r)
+static void dev_close(struct blamer_reader *r)
 {
 	free(r->list);
 	r->list = NULL;
@@ -167,16 +167,35 @@ void rd_dev_close(struct blamer_reader *r)
 	rd_carry_free(&r->maps);
 }
 
-static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
-		      struct blamer_snap_process *p, const struct blamer_slab_info *in, uint32_t n)
+/* What says a slab is the one a kept heap was decoded from: the
+ * kernel's facts of it, from the listing (w->n <= BLAMER_MAX_SLABS). */
+static bool dev_identify(struct blamer_reader *r, struct rd_walk *w)
 {
-	struct rd_slab raw[BLAMER_MAX_SLABS], ordered[BLAMER_MAX_SLABS];
-	struct rd_heap h = { 0 };
-	uint32_t i, nraw = 0;
+	const struct blamer_slab_info *in = &r->list[r->vw.heap];
+	uint32_t i;
 
-	memset(ordered, 0, sizeof(ordered));
+	for (i = 0; i < w->n; i++) {
+		memset(&w->ks[i], 0, sizeof(w->ks[i]));
+		w->ks[i].id = in[i].id;
+		w->ks[i].v[0] = in[i].size;
+		w->ks[i].v[1] = in[i].create_time_ns;
+		w->ks[i].v[2] = in[i].file_serial;
+		w->ks[i].v[3] = in[i].flags;
+		w->ks[i].v[4] = in[i].orphan_time_ns;
+	}
+	return true;
+}
+
+/* Maps the heap's slabs (the first BLAMER_MAX_SLABS of them). */
+static enum rd_got dev_read(struct blamer_reader *r, struct rd_walk *w, struct rd_slab *raw,
+			    uint32_t *nraw)
+{
+	const struct blamer_slab_info *in = &r->list[r->vw.heap];
+	uint32_t i, n = w->n > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : w->n;
+
 	for (i = 0; i < n; i++) {
 		struct blamer_open o = { .id = in[i].id };
+		struct rd_slab *s = &raw[*nraw];
 		void *m = cached_map(r, &in[i]);
 		int e = 0;
 
@@ -190,36 +209,26 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
 		}
 		if (m == MAP_FAILED) {
 			/* ENOENT: released since the listing, or not ours to read. */
-			rd_problem(p, BLAMER_HEALTH_UNREADABLE, "mapping slab %llu: %s%s",
+			rd_problem(w->p, BLAMER_HEALTH_UNREADABLE, "mapping slab %llu: %s%s",
 				   (unsigned long long)in[i].id, strerror(e),
 				   e == ENOENT || e == EACCES ?
 				   " (gone, or not permitted to read this process)" : "");
 			continue;
 		}
-		memset(&raw[nraw], 0, sizeof(raw[nraw]));
-		raw[nraw].buf = m;
-		raw[nraw].size = in[i].size;
-		raw[nraw].real_size = in[i].size;
-		raw[nraw].map_len = in[i].size;
-		raw[nraw].fd = -1;
-		raw[nraw].id = in[i].id;
+		memset(s, 0, sizeof(*s));
+		s->buf = m;
+		s->size = in[i].size;
+		s->real_size = in[i].size;
+		s->map_len = in[i].size;
+		s->fd = -1;
+		s->id = in[i].id;
 		/* kept for the next snapshot, or unmapped when this heap is done */
-		raw[nraw].unmap = !cache_map(r, &in[i], m);
-		nraw++;
+		s->unmap = !cache_map(r, &in[i], m);
+		(*nraw)++;
 	}
-	h.slabs = ordered;
-	h.retries = r->opts.max_retries;
-	h.flags = r->opts.flags;
-	h.headers_only = (r->opts.flags & BLAMER_READ_HEADERS_ONLY) != 0;
-	h.check_ids = true;
-	h.live = p->state == BLAMER_PROC_LIVE;
-	h.s = s;
-	h.p = p;
-	h.scratch = &r->scratch;
-	if (nraw && rd_heap_order(&h, raw, nraw))
-		rd_heap_parse(&h);
-	for (i = 0; i < nraw; i++)
-		rd_slab_drop(&raw[i]);
+	if (w->keep)
+		dev_identify(r, w);
+	return RD_GOT_SLABS;
 }
 
 /*
@@ -227,113 +236,96 @@ static void read_heap(struct blamer_reader *r, struct blamer_snapshot *s,
  * its owner has been dead a second: every slab of it is an orphan, and
  * the module's reaper has revoked every writer (a CLONE_VM child of the
  * owner can write until then; LIST waits for the reaping of the owners
- * seen dead before it). @now is CLOCK_BOOTTIME, the clock of the slabs'
- * times; @ks gets what identifies its slabs.
+ * seen dead before it). The slabs' times are CLOCK_BOOTTIME's, read
+ * after LIST.
  */
-static bool keepable(const struct blamer_slab_info *in, uint32_t n, uint64_t now,
-		     struct rd_kept_slab *ks)
+static bool dev_keepable(struct blamer_reader *r, const struct rd_walk *w)
 {
+	const struct blamer_slab_info *in = &r->list[r->vw.heap];
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
-		if (in[i].state != BLAMER_SLAB_ORPHAN || in[i].orphan_time_ns + 1000000000u > now)
+	for (i = 0; i < w->n; i++)
+		if (in[i].state != BLAMER_SLAB_ORPHAN ||
+		    in[i].orphan_time_ns + 1000000000u > r->vw.boot_ns)
 			return false;
-		memset(&ks[i], 0, sizeof(ks[i]));
-		ks[i].id = in[i].id;
-		ks[i].v[0] = in[i].size;
-		ks[i].v[1] = in[i].create_time_ns;
-		ks[i].v[2] = in[i].file_serial;
-		ks[i].v[3] = in[i].flags;
-		ks[i].v[4] = in[i].orphan_time_ns;
-	}
 	return true;
 }
 
-int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
-		    char *err, size_t errlen)
+static int dev_list(struct blamer_reader *r, struct blamer_snapshot *s, char *err, size_t errlen)
 {
 	struct blamer_slab_info *v = NULL;
-	uint32_t n = 0, i, j, k;
-	uint64_t boot_ns;
+	uint32_t n = 0;
 	int ret;
 
+	r->vw = (struct rd_devwalk){ 0 };
 	ret = list_slabs(r, &v, &n, err, errlen);
 	if (ret)
 		return ret;
-	boot_ns = bl_clock_ns(CLOCK_BOOTTIME);	/* after LIST: no slab died later */
+	r->vw.boot_ns = bl_clock_ns(CLOCK_BOOTTIME);	/* after LIST: no slab died later */
+	r->vw.n = n;
 	s->generation = r->generation;
 	if (n)
 		qsort(v, n, sizeof(*v), info_cmp);
-	for (i = 0; i < n; i = j) {
-		struct blamer_snap_process *p = rd_new_process(s);
-		const struct blamer_slab_info *f = &v[i];
-		struct rd_kept_slab ks[BLAMER_MAX_SLABS];
-		struct rd_kept *e = NULL;
-		bool keep;
-		size_t defs;
-
-		for (j = i + 1; j < n && v[j].file_serial == f->file_serial; j++)
-			;
-		if (!p) {
-			cache_swap(r);
-			if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
-				rd_keep_swap(&r->keep);
-			rd_err(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		p->kernel_facts = true;
-		p->pid = f->pid;
-		p->uid = f->uid;
-		memcpy(p->comm, f->comm, sizeof(f->comm));
-		p->comm[16] = '\0';
-		for (k = 0; p->comm[k]; k++)
-			if ((unsigned char)p->comm[k] < 0x20 || (unsigned char)p->comm[k] >= 0x7f)
-				p->comm[k] = '?';
-		p->start_time_ns = f->start_time_ns;
-		p->create_time_ns = f->create_time_ns;
-		p->heap_key = f->file_serial;
-		p->state = BLAMER_PROC_LIVE;
-		for (k = i; k < j; k++) {
-			/* the group is one owner: any orphan slab means it is gone */
-			if (v[k].state == BLAMER_SLAB_ORPHAN) {
-				p->state = BLAMER_PROC_DEAD;
-				p->orphan_time_ns = v[k].orphan_time_ns;
-			}
-			if (v[k].flags & BLAMER_SLAB_EXITED) {
-				p->exited = true;
-				p->exit_code = v[k].exit_code;
-				p->exit_signal = v[k].exit_signal;
-			}
-			if (v[k].flags & BLAMER_SLAB_COREDUMP)
-				p->coredump = true;
-			if (p->nslabs < BLAMER_MAX_SLABS)
-				p->slab_ids[p->nslabs++] = v[k].id;
-			p->size += v[k].size;
-		}
-		if (j - i > BLAMER_MAX_SLABS)
-			rd_problem(p, BLAMER_HEALTH_CORRUPT, "%u slabs, at most %u are read",
-				   j - i, BLAMER_MAX_SLABS);
-		/* a dead heap's slabs no longer change: decoded once, then kept */
-		keep = (r->opts.flags & BLAMER_READ_KEEP_DEAD) &&
-		       !(r->opts.flags & BLAMER_READ_HEADERS_ONLY) && p->state == BLAMER_PROC_DEAD &&
-		       j - i <= BLAMER_MAX_SLABS && keepable(&v[i], j - i, boot_ns, ks);
-		if (keep)
-			e = rd_keep_find(&r->keep, p->pid, p->start_time_ns, p->heap_key);
-		if (e && rd_keep_same(e, ks, j - i) && rd_keep_reuse(&r->keep, e, s, p))
-			continue;
-		defs = s->nunit_defs;
-		read_heap(r, s, p, &v[i], j - i > BLAMER_MAX_SLABS ? BLAMER_MAX_SLABS : j - i);
-		if (keep)
-			rd_keep_add(&r->keep, s, p, defs, ks, j - i);
-	}
-	cache_swap(r);
-	if (r->opts.flags & BLAMER_READ_KEEP_DEAD)
-		rd_keep_swap(&r->keep);
 	return 0;
 }
 
-int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
-		   char *err, size_t errlen)
+/* Slabs created through one open file (file_serial) are one heap. */
+static uint32_t dev_next(struct blamer_reader *r)
+{
+	struct rd_devwalk *vw = &r->vw;
+	uint32_t j;
+
+	vw->heap = vw->at;
+	for (j = vw->at; j < vw->n && r->list[j].file_serial == r->list[vw->heap].file_serial; j++)
+		;
+	vw->at = j;
+	return j - vw->heap;
+}
+
+/* The kernel's facts of the heap's owner. */
+static void dev_facts(struct blamer_reader *r, struct rd_walk *w)
+{
+	const struct blamer_slab_info *f = &r->list[r->vw.heap];
+	struct blamer_snap_process *p = w->p;
+	uint32_t k;
+
+	p->kernel_facts = true;
+	p->pid = f->pid;
+	p->uid = f->uid;
+	rd_sanitize(p->comm, f->comm, sizeof(f->comm));
+	p->start_time_ns = f->start_time_ns;
+	p->create_time_ns = f->create_time_ns;
+	p->heap_key = f->file_serial;
+	p->state = BLAMER_PROC_LIVE;
+	for (k = 0; k < w->n; k++) {
+		/* the group is one owner: any orphan slab means it is gone */
+		if (f[k].state == BLAMER_SLAB_ORPHAN) {
+			p->state = BLAMER_PROC_DEAD;
+			p->orphan_time_ns = f[k].orphan_time_ns;
+		}
+		if (f[k].flags & BLAMER_SLAB_EXITED) {
+			p->exited = true;
+			p->exit_code = f[k].exit_code;
+			p->exit_signal = f[k].exit_signal;
+		}
+		if (f[k].flags & BLAMER_SLAB_COREDUMP)
+			p->coredump = true;
+		if (p->nslabs < BLAMER_MAX_SLABS)
+			p->slab_ids[p->nslabs++] = f[k].id;
+		p->size += f[k].size;
+	}
+	if (w->n > BLAMER_MAX_SLABS)
+		rd_problem(p, BLAMER_HEALTH_CORRUPT, "%u slabs, at most %u are read",
+			   w->n, BLAMER_MAX_SLABS);
+}
+
+static void dev_end(struct blamer_reader *r)
+{
+	cache_swap(r);
+}
+
+static int dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
+		       char *err, size_t errlen)
 {
 	uint32_t i;
 	int ret = 0;
@@ -352,8 +344,8 @@ int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 }
 
 /* The caller's account, the limits, and its parameters from sysfs. */
-int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
-		  char *err, size_t errlen)
+static int dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
+		      char *err, size_t errlen)
 {
 	struct blamer_status ks = { 0 };
 	struct dirent *de;
@@ -403,3 +395,16 @@ int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
 	closedir(d);
 	return 0;
 }
+
+const struct rd_backend_ops rd_dev_ops = {
+	.list = dev_list,
+	.next = dev_next,
+	.facts = dev_facts,
+	.identify = dev_identify,
+	.read = dev_read,
+	.keepable = dev_keepable,
+	.end = dev_end,
+	.release = dev_release,
+	.status = dev_status,
+	.close = dev_close,
+};

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "blamer.h"
@@ -121,16 +122,34 @@ static inline bool rd_version_ok(uint32_t v)
  * The reader's files, each calling only those below it:
  *
  *   reader.c                  front: open, snapshot, wait, release
- *   dir.c  dev.c  attrib.c    backends; the attribution view
  *   series.c                  the service view (metrics merged, roles)
+ *   attrib.c                  the attribution view
+ *   parent_claim.c            dir: how dead processes ended, as their parents say
+ *   pipeline.c                one heap at a time, for every backend: keep, read,
+ *                             check, parse, drop
+ *   dir.c  dev.c              backends (struct rd_backend_ops): list heaps, hand
+ *                             back slab bytes
+ *   dir_read.c                dir: reading a heap's files
+ *   dir_buf.c  dir_dead.c  dir_trust.c  dir_comm.c
+ *                             dir: buffer and hints, dead processes, trust
+ *                             rules, comm
+ *   dir_list.c                dir: the slab files, in heap order
+ *   alive.c  keep.c  fd_keep.c
+ *                             kept between snapshots: writers alive, dead heaps,
+ *                             live heaps' files
  *   parse.c                   one heap: checks, then the record list
+ *   decode_thread.c           a thread's stack (its activities' user data)
  *   decode_*.c                one decoder per record type
  *   module_index.c            the modules as a table of address ranges
- *   record.c                  block and owner checks, arrays, strings
- *   copy.c  slabs.c           bytes out of slabs; slab and heap headers
- *   keep.c  alive.c  carry.c  what a long-lived reader keeps between snapshots
+ *   record.c  slabs.c         block and owner checks, arrays, strings; slab and
+ *                             heap headers
+ *   copy.c                    bytes out of slabs
+ *   carry.c                   what a long-lived reader carries between snapshots
  *   snapshot.c                the model: processes, problems, freeing
  *   names.c metric_names.c    (alone) names of values
+ *
+ * scripts/check-layers holds the files to it (an exact name wins over a
+ * pattern).
  */
 
 /* slabs.c */
@@ -480,8 +499,136 @@ struct rd_devmap {
 	void *addr;		/* NULL: taken by the current snapshot */
 };
 
-/* reader.c, dir.c, dev.c: fill s->procs; 0 or -errno + message. */
+/*
+ * pipeline.c: one heap at a time, for every backend. A backend only lists
+ * heaps and hands back their slabs' bytes (struct rd_backend_ops); the
+ * pipeline owns the rules every heap goes through: read in full or only
+ * its headers, reuse a dead heap kept decoded, order and check the slabs,
+ * parse, drop the slabs, keep what may be kept.
+ */
+
+/* One heap on its way through the pipeline, as its backend sees it. */
+struct rd_walk {
+	struct blamer_snapshot *s;
+	struct blamer_snap_process *p;	/* the heap's process */
+	uint32_t n;		/* slabs listed (more than BLAMER_MAX_SLABS:
+				 * the backend reads that many) */
+	bool headers_only;	/* read just the headers */
+	bool keep;		/* dead and read in full: to keep decoded */
+	struct rd_kept_slab ks[BLAMER_MAX_SLABS];	/* what identifies each slab */
+};
+
+/* What a backend's read() handed back. */
+enum rd_got {
+	RD_GOT_SLABS,		/* slabs to order and parse */
+	RD_GOT_UNPARSED,	/* slabs not to parse (why is in w->p) */
+	RD_GOT_NO_HEAP,		/* nothing of a heap: the process is not shown */
+};
+
+struct blamer_reader;
+struct rd_backend_ops {
+	/* The start of a snapshot: list the heaps; 0, or -errno and a
+	 * message (nothing listed is no error). */
+	int (*list)(struct blamer_reader *r, struct blamer_snapshot *s, char *err, size_t errlen);
+	/* The next heap listed: its slab count (0: none left). */
+	uint32_t (*next)(struct blamer_reader *r);
+	/* What the backend knows of that heap's process, into w->p: pid,
+	 * start, uid, heap_key, state, comm, ... */
+	void (*facts)(struct blamer_reader *r, struct rd_walk *w);
+	/* What identifies each slab now (w->ks), without reading it; false
+	 * if it cannot say (the heap is read again). */
+	bool (*identify)(struct blamer_reader *r, struct rd_walk *w);
+	/* The heap was reused from w->ks: what the backend notes of it. */
+	void (*reused)(struct blamer_reader *r, const struct rd_walk *w);
+	/* The heap's slabs into @raw (at most BLAMER_MAX_SLABS, *@nraw),
+	 * and if w->keep what identifies each into w->ks. Every slab
+	 * handed back is dropped by the pipeline (rd_slab_drop()). */
+	enum rd_got (*read)(struct blamer_reader *r, struct rd_walk *w, struct rd_slab *raw,
+			    uint32_t *nraw);
+	/* The heap was parsed and its slabs dropped (NULL: nothing to do). */
+	void (*parsed)(struct blamer_reader *r, struct rd_walk *w);
+	/* May the heap just read be kept decoded as w->ks says? */
+	bool (*keepable)(struct blamer_reader *r, const struct rd_walk *w);
+	/* The end of a snapshot, also after an error. */
+	void (*end)(struct blamer_reader *r);
+	int (*release)(struct blamer_reader *r, const struct blamer_snap_process *p,
+		       char *err, size_t errlen);
+	/* The backend's own account (NULL: it has none). */
+	int (*status)(struct blamer_reader *r, struct blamer_backend_status *st,
+		      char *err, size_t errlen);
+	/* Frees what the backend keeps between snapshots. */
+	void (*close)(struct blamer_reader *r);
+	/* A dead heap is read in full only if BLAMER_READ_DEAD_FULL asks:
+	 * else its headers and process record (a summary). */
+	bool summarize_dead;
+};
+extern const struct rd_backend_ops rd_dir_ops, rd_dev_ops;
+
+/* Every heap the backend lists into s->procs; 0 or -errno + message. */
+int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
+			 char *err, size_t errlen);
+
+/* Dir backend: one snapshot's walk of the directory. */
+struct rd_dfile {
+	int32_t pid;
+	uint64_t start;
+	uint32_t idx;
+	unsigned char type;	/* readdir's d_type, DT_UNKNOWN if it does not say */
+	uint64_t ino;		/* readdir's d_ino: which file the name is */
+};
+struct rd_dirwalk {
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	int fd;			/* the directory */
+	uid_t owner;		/* whose its files must be */
+	uint64_t dev;		/* the directory's st_dev; 0: not known */
+	struct rd_dfile *files;	/* sorted by heap and index */
+	size_t nfiles, at, heap;	/* next heap's first file; this one's */
+	uint64_t mtime_ns;	/* the heap's latest file modification */
+	bool held;		/* some process holds its first file's lock */
+};
+
+/* Dir backend: its files, each a job (dir.c holds its ops). */
+#define RD_MAX_DIR_FILES	(1u << 20)	/* slab files listed, at most */
+/* dir_list.c: the slab files of d->fd, sorted by heap and index; the rest skipped. */
+int rd_dir_list_files(struct rd_dirwalk *d, struct rd_dfile **out, size_t *nout,
+		      char *err, size_t errlen);
+int rd_dfile_cmp(const void *a, const void *b);
+void rd_dfile_name(char *buf, const struct rd_dfile *f);
+/* dir_trust.c: the directory opened under the writer's rules: 0 (d->fd,
+ * d->owner), 1 if there is none yet, or -errno with a message. */
+int rd_dir_open(struct rd_dirwalk *d, char *err, size_t errlen);
+/* Why the slab file @name did not open with @err. */
+const char *rd_dir_open_why(struct rd_dirwalk *d, const char *name, int err);
+/* What says a slab file is the one a kept heap was decoded from. */
+void rd_dir_kept_slab(struct rd_kept_slab *ks, const struct rd_dfile *f, const struct stat *st);
+/* dir_buf.c: the reader's buffer, and how far each file was read last. */
+bool rd_dir_buf_room(struct blamer_reader *r, size_t off, size_t len);
+void rd_dir_buf_trim(struct blamer_reader *r);
+size_t rd_dir_read_at(int fd, uint8_t *dst, size_t len, uint64_t off);
+uint64_t rd_dir_hint_of(const struct blamer_reader *r, const struct rd_dfile *f);
+void rd_dir_hint_note(struct blamer_reader *r, const struct rd_dfile *f, uint64_t bytes);
+void rd_dir_hint_swap(struct blamer_reader *r);
+/* dir_read.c: the backend's read() (struct rd_backend_ops). */
+enum rd_got rd_dir_read(struct blamer_reader *r, struct rd_walk *w, struct rd_slab *raw,
+			uint32_t *nrawp);
+/* dir_dead.c: a dead process's last sign of life, a heap of another
+ * boot, files quiet for a second. */
+void rd_dir_last_seen(struct blamer_snap_process *p, uint64_t mtime_ns);
+bool rd_dir_before_boot(struct rd_dirwalk *d, const struct rd_dfile *f);
+bool rd_dir_quiet(const struct rd_kept_slab *ks, uint32_t n);
+/* dir_comm.c: a dead heap's comm from its cmdline. */
+void rd_comm_from_cmdline(struct blamer_snap_process *p);
+
+/* Device backend: one snapshot's walk of the listing (r->list). */
+struct rd_devwalk {
+	uint32_t n, at, heap;	/* listed; next heap's first; this one's */
+	uint64_t boot_ns;	/* CLOCK_BOOTTIME after LIST */
+};
+
+/* reader.c, dir.c, dev.c */
 struct blamer_reader {
+	const struct rd_backend_ops *ops;
 	struct blamer_reader_opts opts;
 	enum blamer_backend backend;
 	char source[256];
@@ -504,21 +651,9 @@ struct blamer_reader {
 	struct rd_keep keep;	/* BLAMER_READ_KEEP_DEAD */
 	struct rd_alive alive;	/* dir: writers found alive */
 	struct rd_fdkeep fdkeep;	/* dir: live heaps' files kept open */
+	struct rd_dirwalk dw;	/* dir: the snapshot being taken */
+	struct rd_devwalk vw;	/* device: the snapshot being taken */
 };
-int rd_dir_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
-		    char *err, size_t errlen);
-/* Frees what the dir backend keeps between snapshots. */
-void rd_dir_close(struct blamer_reader *r);
-int rd_dir_release(struct blamer_reader *r, const struct blamer_snap_process *p,
-		   char *err, size_t errlen);
-int rd_dev_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
-		    char *err, size_t errlen);
-int rd_dev_release(struct blamer_reader *r, const struct blamer_snap_process *p,
-		   char *err, size_t errlen);
-/* Unmaps every slab the reader keeps mapped. */
-void rd_dev_close(struct blamer_reader *r);
-int rd_dev_status(struct blamer_reader *r, struct blamer_backend_status *st,
-		  char *err, size_t errlen);
 
 /* snapshot.c: the model */
 /*

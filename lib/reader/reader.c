@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * The reader's front: opening a backend, taking a snapshot (the backend,
- * dir.c or dev.c, fills in the processes; attrib.c adds what spans
- * them), a backend's status, waiting for a change, releasing a dead
+ * The reader's front: opening a backend, taking a snapshot (pipeline.c
+ * reads every heap the backend, dir.c or dev.c, lists; attrib.c adds
+ * what spans them), a backend's status, waiting for a change, releasing a dead
  * heap, and reading one heap from memory.
  *
  * Layering inside the reader (internal.h has the map): reader.c ->
- * dir.c dev.c attrib.c -> parse.c -> decode_*.c -> record.c copy.c
- * slabs.c -> snapshot.c (the model). Nothing calls back up.
+ * attrib.c series.c -> pipeline.c -> dir*.c dev.c (the backends' ops)
+ * -> keep.c alive.c -> parse.c -> decode_*.c -> record.c copy.c slabs.c
+ * -> snapshot.c (the model). Nothing calls back up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 	if (!r->opts.max_slab_bytes)
 		r->opts.max_slab_bytes = RD_DEFAULT_MAX_SLAB;
 	r->devfd = -1;
+	r->dw.fd = -1;
 	r->backend = r->opts.backend;
 	dev = r->opts.device ? r->opts.device : BLAMER_DEVICE;
 	if (r->backend == BLAMER_BACKEND_AUTO) {
@@ -120,6 +122,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 		r->explicit_dir = (r->opts.dir && *r->opts.dir) || (env && *env);
 		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
 	}
+	r->ops = r->backend == BLAMER_BACKEND_DEVICE ? &rd_dev_ops : &rd_dir_ops;
 	r->opts.dir = NULL;	/* r->source is the copy we keep */
 	r->opts.device = NULL;
 	r->pool = rd_pool_new();	/* none: each snapshot its own memory */
@@ -130,8 +133,7 @@ void blamer_reader_close(struct blamer_reader *r)
 {
 	if (!r)
 		return;
-	rd_dev_close(r);
-	rd_dir_close(r);
+	r->ops->close(r);
 	rd_keep_free(&r->keep);
 	if (r->devfd >= 0)
 		close(r->devfd);
@@ -165,10 +167,7 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 	s->backend = r->backend;
 	s->flags = r->opts.flags;
 	snprintf(s->source, sizeof(s->source), "%s", r->source);
-	if (r->backend == BLAMER_BACKEND_DEVICE)
-		ret = rd_dev_snapshot(r, s, err, errlen);
-	else
-		ret = rd_dir_snapshot(r, s, err, errlen);
+	ret = rd_pipeline_snapshot(r, s, err, errlen);
 	if (ret) {
 		blamer_snapshot_free(s);
 		return ret;
@@ -293,9 +292,7 @@ int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_proc
 		       p->pid);
 		return -EBUSY;
 	}
-	if (r->backend == BLAMER_BACKEND_DEVICE)
-		return rd_dev_release(r, p, err, errlen);
-	return rd_dir_release(r, p, err, errlen);
+	return r->ops->release(r, p, err, errlen);
 }
 
 int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *st,
@@ -309,8 +306,8 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 	memset(st, 0, sizeof(*st));
 	st->backend = r->backend;
 	snprintf(st->source, sizeof(st->source), "%s", r->source);
-	if (r->backend == BLAMER_BACKEND_DEVICE) {
-		ret = rd_dev_status(r, st, err, errlen);
+	if (r->ops->status) {
+		ret = r->ops->status(r, st, err, errlen);
 		if (ret)
 			return ret;
 	}

@@ -31,7 +31,7 @@
 
 #include "kselftest_harness.h"
 
-#include "fixture.h"
+#include "testsupport.h"
 
 /* The documented bound (reader.rst): the constant and the fixed slack. */
 #define RSS_PER_BYTE	10

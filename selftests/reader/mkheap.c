@@ -41,8 +41,11 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 
-#include "fixture.h"
+#include "testsupport.h"
 
 static volatile sig_atomic_t downs;
 

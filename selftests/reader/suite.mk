@@ -1,6 +1,8 @@
 # Reader test suites.
 #
-#   reader-unit    the reader against fixture heaps, ASan + UBSan
+#   reader-unit    the reader against fixture heaps, ASan + UBSan: one program
+#                  per concern (parse, metrics, attrib, pipeline, dir, keep,
+#                  export cache, alive, fuzz replay)
 #   cli            every blamer subcommand and error, dir backend, golden output
 #   cli-top        blamer top on a terminal (a pty), driven with keys
 #   cli-completion the bash completion offers what `blamer help` lists
@@ -15,14 +17,19 @@
 #   vm-reader-<k>  the CLI on /dev/blamer in the VM, permissions, on each
 #                  kernel of VM_KERNELS (mk/kernels.mk)
 RT_DIR     := $(BUILD)/reader-tests
-RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) -I$(SRC)/selftests/reader \
-	      -I$(SRC)/fuzz -I$(KSELFTEST_DIR) -DFUZZ_DIR='"$(SRC)/fuzz"'
-RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(SRC)/fuzz/fuzz_one.h \
+RT_CFLAGS  := $(CFLAGS_COMMON) $(LIB_INCLUDES) $(TESTSUPPORT_INC) -I$(KSELFTEST_DIR)
+RT_HDRS    := $(wildcard $(SRC)/selftests/reader/*.h) $(TESTSUPPORT_HDR) \
 	      $(LIB_PRIVATE_HDRS) $(SRC)/include/blamer.h
 # Test programs of the asan and fuzz flavors (selftests/selftests.mk):
-# they link that flavor's library, of which only the reader is pulled in.
-RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader -I$(SRC)/fuzz \
+# they link that flavor's test-support library and library, of which only
+# the reader is pulled in. The fuzzer sees the support library only.
+RT_TEST_CFLAGS = $(TEST_CFLAGS) $(TEST_FLAGS_$(1)) -I$(SRC)/selftests/reader $(TESTSUPPORT_INC) \
 		 -DFUZZ_DIR='"$(SRC)/fuzz"'
+FZ_CFLAGS  := $(TEST_CFLAGS) $(TEST_FLAGS_fuzz) $(TESTSUPPORT_INC)
+# reader-unit: one program per concern (selftests/reader/<unit>_test.c),
+# with what more than one shares in rtest.c.
+RT_UNITS   := parse metrics attrib pipeline dir keep export_cache alive fuzz_replay
+RT_UNIT_TESTS := $(patsubst %,$(RT_DIR)/%_test,$(RT_UNITS))
 FUZZ_SECONDS ?= 60
 
 VM_READER_SUITES := $(addprefix vm-reader-,$(VM_KERNELS))
@@ -32,31 +39,38 @@ CHECK_SUITES += reader-unit cli cli-top cli-completion json-schema prometheus fu
 	reader-max reader-interop reader-amplify reader-trust $(VM_READER_SUITES) \
 	fuzz-corpus reader-tests
 
-reader-tests: $(RT_DIR)/reader_test $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
+reader-tests: $(RT_UNIT_TESTS) $(RT_DIR)/mkheap $(RT_DIR)/fuzz_reader
 
-$(RT_DIR)/reader_test: $(SRC)/selftests/reader/reader_test.c $(BUILD)/asan/libt.a \
-		$(RT_HDRS) $(KSELFTEST_HARNESS)
+$(RT_DIR)/rtest.o: $(SRC)/selftests/reader/rtest.c $(RT_HDRS)
 	@mkdir -p $(dir $@)
-	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/libt.a -lm -lpthread
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -c -o $@ $<
 
-$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(RT_HDRS) $(LIB_A)
+$(RT_UNIT_TESTS): $(RT_DIR)/%_test: $(SRC)/selftests/reader/%_test.c $(RT_DIR)/rtest.o \
+		$(BUILD)/asan/testsupport.a $(BUILD)/asan/libt.a $(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) -o $@ $< $(LIB_A) -lpthread
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(RT_DIR)/rtest.o \
+		$(BUILD)/asan/testsupport.a $(BUILD)/asan/libt.a -lm -lpthread
 
-$(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(RT_HDRS)
+$(RT_DIR)/mkheap: $(SRC)/selftests/reader/mkheap.c $(BUILD)/static/testsupport.a $(RT_HDRS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) -o $@ $<
+	$(CC) $(RT_CFLAGS) -o $@ $< $(BUILD)/static/testsupport.a $(LIB_A) -lpthread
+
+$(RT_DIR)/mkcorpus: $(SRC)/fuzz/mkcorpus.c $(BUILD)/static/testsupport.a $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -o $@ $< $(BUILD)/static/testsupport.a
 
 # -O1 keeps the fuzzer fast enough.
-$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(BUILD)/fuzz/libt.a $(RT_HDRS)
+$(RT_DIR)/fuzz_reader: $(SRC)/fuzz/fuzz_reader.c $(BUILD)/fuzz/testsupport.a $(BUILD)/fuzz/libt.a \
+		$(TESTSUPPORT_HDR)
 	@mkdir -p $(dir $@)
-	$(TEST_CC_fuzz) $(call RT_TEST_CFLAGS,fuzz) -fsanitize=fuzzer -o $@ $< \
-		$(BUILD)/fuzz/libt.a -lm -lpthread
+	$(TEST_CC_fuzz) $(FZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(BUILD)/fuzz/testsupport.a $(BUILD)/fuzz/libt.a -lm -lpthread
 
 # Not sanitized: it measures the RSS of the real blamer it runs.
-$(RT_DIR)/amplify_test: $(SRC)/selftests/reader/amplify_test.c $(RT_HDRS) $(KSELFTEST_HARNESS)
+$(RT_DIR)/amplify_test: $(SRC)/selftests/reader/amplify_test.c $(BUILD)/static/testsupport.a \
+		$(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
-	$(CC) $(RT_CFLAGS) -Wno-unused-parameter -o $@ $<
+	$(CC) $(RT_CFLAGS) -Wno-unused-parameter -o $@ $< $(BUILD)/static/testsupport.a
 
 reader-amplify: $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
@@ -64,8 +78,9 @@ reader-amplify: $(RT_DIR)/amplify_test $(TOOLS_DIR)/blamer
 fuzz-corpus: $(RT_DIR)/mkcorpus
 	$(RT_DIR)/mkcorpus $(SRC)/fuzz/corpus
 
-reader-unit: $(RT_DIR)/reader_test
-	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/reader_test
+reader-unit: $(RT_UNIT_TESTS)
+	@$(SRC)/scripts/run-suite $@ -- sh -c 'fail=0; for t in "$$@"; do "$$t" || fail=1; done; \
+		exit $$fail' sh $(RT_UNIT_TESTS)
 
 cli: $(RT_DIR)/mkheap $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/selftests/reader/cli-test.sh \
@@ -114,10 +129,11 @@ $(RT_DIR)/writer-bench: $(SRC)/selftests/reader/writer-bench.c $(LIB_A) $(SRC)/i
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(LIB_A) -lpthread
 
-$(RT_DIR)/trust_test: $(SRC)/selftests/reader/trust_test.c $(BUILD)/asan/libt.a \
-		$(RT_HDRS) $(KSELFTEST_HARNESS)
+$(RT_DIR)/trust_test: $(SRC)/selftests/reader/trust_test.c $(BUILD)/asan/testsupport.a \
+		$(BUILD)/asan/libt.a $(RT_HDRS) $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
-	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/libt.a -lm -lpthread
+	$(TEST_CC_asan) $(call RT_TEST_CFLAGS,asan) -o $@ $< $(BUILD)/asan/testsupport.a \
+		$(BUILD)/asan/libt.a -lm -lpthread
 
 reader-trust: $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- $(RT_DIR)/trust_test $(TOOLS_DIR)/blamer

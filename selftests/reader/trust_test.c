@@ -28,10 +28,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <stdint.h>
 
 #include "kselftest_harness.h"
 
-#include "fixture.h"
+#include "testsupport.h"
 
 #define ATTACKER	4242
 #define VICTIM		4243

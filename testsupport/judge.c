@@ -1,29 +1,12 @@
-/* SPDX-License-Identifier: MIT */
-/*
- * One fuzz input -> one heap read -> every exporter, and each output
- * checked against the promises its format makes: valid UTF-8 and no
- * control byte but the newlines that end lines, whatever the heap holds,
- * and in Prometheus's, every series once. Shared by the libFuzzer harness (fuzz_reader.c) and the
- * regression replay test (selftests/reader), so a crash or an unclean
- * output found once is replayed forever.
- *
- * Input: byte 0 picks the slab count (1..4), the rest is split into that
- * many equal slabs (the last takes the remainder).
- */
-#ifndef BLAMER_FUZZ_ONE_H
-#define BLAMER_FUZZ_ONE_H
-
-#include <stdbool.h>
-#include <stdint.h>
+// SPDX-License-Identifier: MIT
+/* The fuzz judge (testsupport.h says what it promises). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "blamer.h"
+#include "testsupport.h"
 
-/* Valid UTF-8 (no overlong forms, surrogates or code points past
- * U+10FFFF) holding no C0 control or DEL except '\n'. */
-static inline bool fuzz_output_is_clean(const unsigned char *s, size_t n)
+bool fuzz_output_is_clean(const unsigned char *s, size_t n)
 {
 	size_t i = 0;
 
@@ -61,17 +44,12 @@ static inline bool fuzz_output_is_clean(const unsigned char *s, size_t n)
 	return true;
 }
 
-static inline int fuzz_cmp_line(const void *a, const void *b)
+static int fuzz_cmp_line(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * Every sample of a Prometheus exposition names a series once: the text
- * before a sample line's last space (name and labels) is unique. Edits
- * @text (one NUL per line).
- */
-static inline bool fuzz_series_are_unique(char *text)
+bool fuzz_series_are_unique(char *text)
 {
 	size_t n = 0, cap = 0, i;
 	char **lines = NULL, *p, *nl;
@@ -107,12 +85,8 @@ static inline bool fuzz_series_are_unique(char *text)
 	return ok;
 }
 
-/*
- * Does a long-lived exporter write other than @want (the one-off text)
- * for @s, made fresh or kept from a scrape before? (Out of memory: no.)
- */
-static inline bool fuzz_cached_differs(const struct blamer_snapshot *s, const char *want,
-				       size_t wlen)
+bool fuzz_cached_differs(const struct blamer_snapshot *s, const char *want,
+			 size_t wlen)
 {
 	struct blamer_prom_cache *c = blamer_prom_cache_new();
 	bool differs = false;
@@ -128,8 +102,7 @@ static inline bool fuzz_cached_differs(const struct blamer_snapshot *s, const ch
 	return differs;
 }
 
-/* 0 if the output of each exporter is clean, -1 if one is not. */
-static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
+int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 {
 	int ret = 0;
 	int fmt;
@@ -177,8 +150,7 @@ static inline int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 	return ret;
 }
 
-/* 0, or -1 if an exporter's output broke its format's promise. */
-static inline int fuzz_one(const uint8_t *data, size_t size)
+int fuzz_one(const uint8_t *data, size_t size)
 {
 	struct blamer_mem_slab slabs[4];
 	struct blamer_snapshot *s;
@@ -213,5 +185,3 @@ out:
 		free(copy[i]);
 	return ret;
 }
-
-#endif /* BLAMER_FUZZ_ONE_H */

@@ -1,51 +1,25 @@
-/* SPDX-License-Identifier: MIT */
-/*
- * Hand-made heaps for reader tests, the fuzz corpus and the CLI tests:
- * written straight from lib/format/heap_format.h (not through the writer
- * library), so tests can build exactly the valid, torn, truncated or
- * hostile heap they want.
- *
- * Usage: fx_init(), then fx_process(), fx_thread()/fx_push(), ... ;
- * fx_mem() gives blamer_mem_slab views, fx_write_dir() writes dir-backend
- * files. Records are appended to the iterable list in creation order.
- */
-#ifndef BLAMER_FIXTURE_H
-#define BLAMER_FIXTURE_H
-
+// SPDX-License-Identifier: MIT
+/* Hand-made heaps (testsupport.h says how to use them). */
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "blamer.h"
-#include "heap_format.h"
+#include "testsupport.h"
 
-#define FX_MAX_SLABS 8
-
-struct fx_heap {
-	uint8_t *slab[FX_MAX_SLABS];
-	size_t size[FX_MAX_SLABS];
-	unsigned nslabs;
-	unsigned cur;		/* slab new records go to */
-	int64_t pid, stamp;
-	blamer_ref tail;
-};
-
-static inline void *fx_at(struct fx_heap *h, blamer_ref ref)
+void *fx_at(struct fx_heap *h, blamer_ref ref)
 {
 	return h->slab[blamer_ref_slab(ref)] + blamer_ref_offset(ref);
 }
 
-static inline struct blamer_heap_header *fx_hh(struct fx_heap *h)
+struct blamer_heap_header *fx_hh(struct fx_heap *h)
 {
 	return (struct blamer_heap_header *)(h->slab[0] + BLAMER_HEAP_HEADER_OFFSET);
 }
 
-/* Activity stamps of this heap are in @kind (BLAMER_CLOCK_*), anchored at the pair. */
-static inline void fx_clock(struct fx_heap *h, uint32_t kind, uint64_t anchor_tsc,
-			    uint64_t anchor_ns)
+void fx_clock(struct fx_heap *h, uint32_t kind, uint64_t anchor_tsc,
+	      uint64_t anchor_ns)
 {
 	struct blamer_heap_header *hh = fx_hh(h);
 
@@ -54,9 +28,8 @@ static inline void fx_clock(struct fx_heap *h, uint32_t kind, uint64_t anchor_ts
 	hh->clock_anchor_ns = anchor_ns;
 }
 
-/* A heap of nslabs slabs of slab_size bytes; slab IDs are 0..n-1 (dir style). */
-static inline void fx_init(struct fx_heap *h, unsigned nslabs, size_t slab_size,
-			   int64_t pid, int64_t stamp)
+void fx_init(struct fx_heap *h, unsigned nslabs, size_t slab_size,
+	     int64_t pid, int64_t stamp)
 {
 	struct blamer_heap_header *hh;
 	struct blamer_block *head;
@@ -97,7 +70,7 @@ static inline void fx_init(struct fx_heap *h, unsigned nslabs, size_t slab_size,
 	h->tail = BLAMER_LIST_HEAD_REF;
 }
 
-static inline void fx_free(struct fx_heap *h)
+void fx_free(struct fx_heap *h)
 {
 	unsigned i;
 
@@ -106,8 +79,7 @@ static inline void fx_free(struct fx_heap *h)
 	memset(h, 0, sizeof(*h));
 }
 
-/* Allocate a record of size bytes in slab h->cur and link it (if list). */
-static inline blamer_ref fx_alloc(struct fx_heap *h, uint32_t type, size_t size, int list)
+blamer_ref fx_alloc(struct fx_heap *h, uint32_t type, size_t size, int list)
 {
 	struct blamer_slab_header *sh = (struct blamer_slab_header *)h->slab[h->cur];
 	struct blamer_block *b, *t;
@@ -142,7 +114,7 @@ static inline blamer_ref fx_alloc(struct fx_heap *h, uint32_t type, size_t size,
 	return ref;
 }
 
-static inline blamer_ref fx_process(struct fx_heap *h, uint32_t phase, const char *cmdline)
+blamer_ref fx_process(struct fx_heap *h, uint32_t phase, const char *cmdline)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_PROCESS, sizeof(struct blamer_process), 1);
 	struct blamer_process *p = fx_at(h, ref);
@@ -160,8 +132,8 @@ static inline blamer_ref fx_process(struct fx_heap *h, uint32_t phase, const cha
 	return ref;
 }
 
-static inline blamer_ref fx_thread(struct fx_heap *h, int64_t tid, const char *name,
-				   uint32_t slots)
+blamer_ref fx_thread(struct fx_heap *h, int64_t tid, const char *name,
+		     uint32_t slots)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_THREAD, sizeof(struct blamer_thread) +
 				  slots * sizeof(struct blamer_activity), 1);
@@ -174,8 +146,8 @@ static inline blamer_ref fx_thread(struct fx_heap *h, int64_t tid, const char *n
 	return ref;
 }
 
-static inline void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
-			   const char *label, uint64_t timestamp, blamer_ref ud)
+void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
+	     const char *label, uint64_t timestamp, blamer_ref ud)
 {
 	struct blamer_thread *t = fx_at(h, thread);
 
@@ -193,8 +165,8 @@ static inline void fx_push(struct fx_heap *h, blamer_ref thread, uint32_t kind,
 	t->depth++;
 }
 
-static inline blamer_ref fx_userdata(struct fx_heap *h, uint32_t scope, uint32_t capacity,
-				     int list)
+blamer_ref fx_userdata(struct fx_heap *h, uint32_t scope, uint32_t capacity,
+		       int list)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_USERDATA,
 				  sizeof(struct blamer_userdata) + capacity, list);
@@ -205,8 +177,8 @@ static inline blamer_ref fx_userdata(struct fx_heap *h, uint32_t scope, uint32_t
 	return ref;
 }
 
-static inline void fx_field(struct fx_heap *h, blamer_ref ud, uint8_t type, const char *name,
-			    const void *val, uint16_t len)
+void fx_field(struct fx_heap *h, blamer_ref ud, uint8_t type, const char *name,
+	      const void *val, uint16_t len)
 {
 	struct blamer_userdata *u = fx_at(h, ud);
 	size_t nl = strlen(name), np = (nl + 7) & ~(size_t)7, area = (len + 7u) & ~7u;
@@ -226,17 +198,17 @@ static inline void fx_field(struct fx_heap *h, blamer_ref ud, uint8_t type, cons
 	u->used += f->record_size;
 }
 
-static inline void fx_field_u64(struct fx_heap *h, blamer_ref ud, const char *n, uint64_t v)
+void fx_field_u64(struct fx_heap *h, blamer_ref ud, const char *n, uint64_t v)
 {
 	fx_field(h, ud, BLAMER_FIELD_UNSIGNED, n, &v, 8);
 }
 
-static inline void fx_field_str(struct fx_heap *h, blamer_ref ud, const char *n, const char *v)
+void fx_field_str(struct fx_heap *h, blamer_ref ud, const char *n, const char *v)
 {
 	fx_field(h, ud, BLAMER_FIELD_STRING, n, v, (uint16_t)strlen(v));
 }
 
-static inline blamer_ref fx_log(struct fx_heap *h, uint32_t slots)
+blamer_ref fx_log(struct fx_heap *h, uint32_t slots)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_LOG, sizeof(struct blamer_log) +
 				  slots * sizeof(struct blamer_log_slot), 1);
@@ -246,7 +218,7 @@ static inline blamer_ref fx_log(struct fx_heap *h, uint32_t slots)
 	return ref;
 }
 
-static inline void fx_log_msg(struct fx_heap *h, blamer_ref log, const char *text)
+void fx_log_msg(struct fx_heap *h, blamer_ref log, const char *text)
 {
 	struct blamer_log *l = fx_at(h, log);
 	uint64_t n = l->head++;
@@ -261,7 +233,7 @@ static inline void fx_log_msg(struct fx_heap *h, blamer_ref log, const char *tex
 	memcpy(s->text, text, s->len);
 }
 
-static inline void fx_module(struct fx_heap *h, const char *path, uint64_t base)
+void fx_module(struct fx_heap *h, const char *path, uint64_t base)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_MODULE, sizeof(struct blamer_module), 1);
 	struct blamer_module *m = fx_at(h, ref);
@@ -276,9 +248,8 @@ static inline void fx_module(struct fx_heap *h, const char *path, uint64_t base)
 	m->seq = 2;
 }
 
-/* Version 3: a role, drop counts and a DROPS record the process points at. */
-static inline blamer_ref fx_drops(struct fx_heap *h, const char *role, const char *instance,
-				  const uint64_t *counts, unsigned n)
+blamer_ref fx_drops(struct fx_heap *h, const char *role, const char *instance,
+		    const uint64_t *counts, unsigned n)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DROPS, sizeof(struct blamer_drops), 1);
 	struct blamer_drops *d = fx_at(h, ref);
@@ -292,7 +263,7 @@ static inline blamer_ref fx_drops(struct fx_heap *h, const char *role, const cha
 	return ref;
 }
 
-static inline void fx_child(struct fx_heap *h, int64_t pid, int32_t status, uint32_t state)
+void fx_child(struct fx_heap *h, int64_t pid, int32_t status, uint32_t state)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_CHILD, sizeof(struct blamer_child), 1);
 	struct blamer_child *c = fx_at(h, ref);
@@ -304,7 +275,7 @@ static inline void fx_child(struct fx_heap *h, int64_t pid, int32_t status, uint
 	c->state = state;
 }
 
-static inline void fx_node(struct fx_heap *h, uint64_t id, const char *name)
+void fx_node(struct fx_heap *h, uint64_t id, const char *name)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_NODE, sizeof(struct blamer_dag_node), 1);
 	struct blamer_dag_node *n = fx_at(h, ref);
@@ -313,7 +284,7 @@ static inline void fx_node(struct fx_heap *h, uint64_t id, const char *name)
 	snprintf(n->name, sizeof(n->name), "%s", name);
 }
 
-static inline void fx_edge(struct fx_heap *h, uint64_t parent, uint64_t child)
+void fx_edge(struct fx_heap *h, uint64_t parent, uint64_t child)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_EDGE, sizeof(struct blamer_dag_edge), 1);
 	struct blamer_dag_edge *e = fx_at(h, ref);
@@ -322,8 +293,7 @@ static inline void fx_edge(struct fx_heap *h, uint64_t parent, uint64_t child)
 	e->child_id = child;
 }
 
-/* A DAG_UNIT record: the name of application unit @unit. */
-static inline void fx_unit(struct fx_heap *h, uint32_t unit, uint32_t base, const char *name)
+void fx_unit(struct fx_heap *h, uint32_t unit, uint32_t base, const char *name)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_UNIT, sizeof(struct blamer_dag_unit), 1);
 	struct blamer_dag_unit *u = fx_at(h, ref);
@@ -333,8 +303,8 @@ static inline void fx_unit(struct fx_heap *h, uint32_t unit, uint32_t base, cons
 	snprintf(u->name, sizeof(u->name), "%s", name);
 }
 
-static inline blamer_ref fx_path(struct fx_heap *h, const uint64_t *nodes, uint32_t depth,
-				 uint64_t cpu_ns, uint64_t bytes)
+blamer_ref fx_path(struct fx_heap *h, const uint64_t *nodes, uint32_t depth,
+		   uint64_t cpu_ns, uint64_t bytes)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_PATH, sizeof(struct blamer_dag_path), 1);
 	struct blamer_dag_path *p = fx_at(h, ref);
@@ -348,9 +318,8 @@ static inline blamer_ref fx_path(struct fx_heap *h, const uint64_t *nodes, uint3
 	return ref;
 }
 
-/* A shard of @path pushed at the head of its chain, as a writer thread does. */
-static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t claim,
-				  uint64_t cpu_ns, uint64_t bytes)
+blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t claim,
+		    uint64_t cpu_ns, uint64_t bytes)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_DAG_SHARD, sizeof(struct blamer_dag_shard), 1);
 	struct blamer_dag_shard *s = fx_at(h, ref);
@@ -365,12 +334,9 @@ static inline blamer_ref fx_shard(struct fx_heap *h, blamer_ref path, uint64_t c
 	return ref;
 }
 
-/* A metric definition: @labels are nlabels NUL-terminated names back to
- * back; a histogram gets fixed @bounds (nb of them) or, with nb 0, the
- * exponential window 2^0..2^4 of schema 0. */
-static inline blamer_ref fx_metric_def(struct fx_heap *h, const char *name, uint32_t kind,
-				       uint32_t mode, const char *labels, uint32_t nlabels,
-				       const double *bounds, uint32_t nb)
+blamer_ref fx_metric_def(struct fx_heap *h, const char *name, uint32_t kind,
+			 uint32_t mode, const char *labels, uint32_t nlabels,
+			 const double *bounds, uint32_t nb)
 {
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_METRIC_DEF, sizeof(struct blamer_metric_def_rec), 1);
 	struct blamer_metric_def_rec *d = fx_at(h, ref);
@@ -400,18 +366,15 @@ static inline blamer_ref fx_metric_def(struct fx_heap *h, const char *name, uint
 	return ref;
 }
 
-/* The words of a series of @def. */
-static inline uint32_t fx_metric_words(struct fx_heap *h, blamer_ref def)
+uint32_t fx_metric_words(struct fx_heap *h, blamer_ref def)
 {
 	struct blamer_metric_def_rec *d = fx_at(h, def);
 
 	return d->kind == BLAMER_METRIC_HISTOGRAM ? 1 + d->nbuckets : 1;
 }
 
-/* A series of @def with @values (NUL-terminated, back to back, @vlen
- * bytes) and its own words: @first (a double) then the counts. */
-static inline blamer_ref fx_metric(struct fx_heap *h, blamer_ref def, const char *values,
-				   size_t vlen, double first, const uint64_t *counts)
+blamer_ref fx_metric(struct fx_heap *h, blamer_ref def, const char *values,
+		     size_t vlen, double first, const uint64_t *counts)
 {
 	uint32_t n = fx_metric_words(h, def), i;
 	blamer_ref ref = fx_alloc(h, BLAMER_REC_METRIC, sizeof(struct blamer_metric_rec) + 8 * n, 1);
@@ -426,9 +389,8 @@ static inline blamer_ref fx_metric(struct fx_heap *h, blamer_ref def, const char
 	return ref;
 }
 
-/* A shard of series @m, pushed at the head of its chain. */
-static inline blamer_ref fx_metric_shard(struct fx_heap *h, blamer_ref m, double first,
-					 const uint64_t *counts)
+blamer_ref fx_metric_shard(struct fx_heap *h, blamer_ref m, double first,
+			   const uint64_t *counts)
 {
 	struct blamer_metric_rec *r = fx_at(h, m);
 	uint32_t n = r->nvalues, i;
@@ -448,13 +410,7 @@ static inline blamer_ref fx_metric_shard(struct fx_heap *h, blamer_ref m, double
 	return ref;
 }
 
-/*
- * A heap with metrics: a counter "reqs" {route} with two series (one in a
- * shard too), a fixed histogram "lat" (bounds 0.1, 1) with a shard, an
- * exponential one "size", a sum gauge "inflight". Values scale with
- * @scale.
- */
-static inline void fx_metrics(struct fx_heap *h, int64_t pid, int64_t stamp, uint64_t scale)
+void fx_metrics(struct fx_heap *h, int64_t pid, int64_t stamp, uint64_t scale)
 {
 	static const double b[2] = { 0.1, 1 };
 	uint64_t lc[3] = { 1 * scale, 2 * scale, 0 }, sc[6] = { 0, 0, 1, 0, 0, 0 };
@@ -475,22 +431,8 @@ static inline void fx_metrics(struct fx_heap *h, int64_t pid, int64_t stamp, uin
 	fx_metric(h, gauge, "", 0, (double)scale, NULL);
 }
 
-/*
- * The standard valid heap: a process "app" with two threads (one with
- * nested activities and activity user data), process and global data,
- * a module, a log, a child, DAG nodes root -> {tab, gpu}, tab -> frame,
- * and paths with CPU time and bytes; those of root/tab/frame are partly
- * in two shards (one of an exited thread), so a reader that does not sum
- * shards shows other totals. Slab 1 holds the later records.
- */
-#define FX_SLAB	8192u
-#define FX_ROOT	0x100ull
-#define FX_TAB	0x200ull
-#define FX_FRAME 0x300ull
-#define FX_GPU	0x400ull
-
-static inline void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
-			       uint64_t scale)
+void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
+		 uint64_t scale)
 {
 	uint64_t p1[] = { FX_ROOT }, p2[] = { FX_ROOT, FX_TAB }, p3[] = { FX_ROOT, FX_TAB, FX_FRAME },
 		 p4[] = { FX_ROOT, FX_GPU };
@@ -538,7 +480,7 @@ static inline void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
 	h->cur = 0;
 }
 
-static inline void fx_mem(struct fx_heap *h, struct blamer_mem_slab *out)
+void fx_mem(struct fx_heap *h, struct blamer_mem_slab *out)
 {
 	unsigned i;
 
@@ -548,9 +490,8 @@ static inline void fx_mem(struct fx_heap *h, struct blamer_mem_slab *out)
 	}
 }
 
-/* Write as dir-backend files <dir>/<pid>-<start>.<i>.slab; 0 or -1. */
-static inline int fx_write_dir(struct fx_heap *h, const char *dir, int64_t pid,
-			       uint64_t start)
+int fx_write_dir(struct fx_heap *h, const char *dir, int64_t pid,
+		 uint64_t start)
 {
 	char path[4096];
 	unsigned i;
@@ -572,11 +513,7 @@ static inline int fx_write_dir(struct fx_heap *h, const char *dir, int64_t pid,
 	return 0;
 }
 
-/*
- * Process @pid's start time in ns since boot, the scale of the dir
- * backend's file names (/proc/<pid>/stat field 22 in clock ticks), or 0.
- */
-static inline uint64_t fx_start_ns(pid_t pid)
+uint64_t fx_start_ns(pid_t pid)
 {
 	char buf[1024], path[64], *p;
 	unsigned long long st = 0;
@@ -599,9 +536,7 @@ static inline uint64_t fx_start_ns(pid_t pid)
 	return st * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
-static inline uint64_t fx_self_start_ns(void)
+uint64_t fx_self_start_ns(void)
 {
 	return fx_start_ns(getpid());
 }
-
-#endif /* BLAMER_FIXTURE_H */

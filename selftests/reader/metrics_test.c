@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reader-unit, metrics: definitions, series and shards, hostile metric
+ * records, conflicting definitions across processes. Built with ASan
+ * and UBSan.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <time.h>
+#include <inttypes.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#include "testsupport.h"
+#include "rtest.h"
+
+/* Metrics as the format says: definitions, series and their shards. */
+TEST(metrics_read_and_merge)
+{
+	struct fx_heap h;
+	struct blamer_snapshot *s;
+	const struct blamer_snap_process *p;
+	const struct blamer_snap_series *x;
+
+	fx_metrics(&h, 4242, 777, 2);
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	p = &s->procs[0];
+	EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	ASSERT_EQ(4, p->nmetric_defs);
+	ASSERT_EQ(5, p->nmetrics);
+	EXPECT_STREQ("help of reqs", p->metric_defs[0].help);
+	EXPECT_STREQ("route", p->metric_defs[0].labels[0]);
+	EXPECT_EQ(&p->metric_defs[0], p->metrics[0].def);
+	x = find_series(s, "reqs", "/a");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(5, x->value);		/* 4 + the shard's 1 */
+	x = find_series(s, "reqs", "/b");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(2, x->value);
+	x = find_series(s, "lat", NULL);
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(3, x->def->nbuckets);
+	EXPECT_EQ(1.0, x->def->upper[1]);
+	EXPECT_EQ(4, x->buckets[0]);	/* 2 + the shard's 2 */
+	EXPECT_EQ(8, x->buckets[1]);
+	EXPECT_EQ(12, x->count);
+	EXPECT_EQ(0.1 + 0.25, x->value);
+	x = find_series(s, "size", NULL);
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(6, x->def->nbuckets);
+	EXPECT_EQ(4.0, x->def->upper[2]);
+	EXPECT_EQ(1, x->count);
+	EXPECT_EQ(2, find_series(s, "inflight", NULL)->value);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
+/*
+ * Every way a metric record can be wrong: the heap is corrupt (with the
+ * record named), nothing is read out of bounds (ASan), and the other
+ * series are still read.
+ */
+TEST(hostile_metric_records_are_corrupt_not_fatal)
+{
+	static const char *const cases[] = {
+		"a definition of an unknown kind", "a counter with a gauge mode",
+		"a name not of the charset", "a name without a NUL", "help without a NUL",
+		"nine label names", "a label name twice", "a reserved label name",
+		"label names without their NULs", "fixed bounds not ascending",
+		"a NaN bound", "exponential buckets not the window's", "a schema of 9",
+		"a series naming no definition", "a series naming a path record",
+		"a series naming a definition out of the heap", "nvalues not its definition's",
+		"a record too small for its values", "values missing their NULs",
+		"a depth of 9", "a path and a label named path", "a shard of another series",
+		"a shard chain looping", "a shard of fewer values", "a shard link out of the heap",
+		"a name of the exporter's (blamer_)",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct blamer_metric_def_rec *lat, *reqs;
+		struct blamer_metric_rec *a, *l;
+		const struct blamer_snap_process *p;
+		struct blamer_snapshot *s;
+		blamer_ref ra, rl, sa, rreqs, rlat;
+		struct fx_heap h;
+
+		fx_metrics(&h, 1, 1, 1);
+		rreqs = blamer_make_ref(0, 0);
+		/* the records, as fx_metrics() listed them */
+		{
+			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
+			blamer_ref found[16];
+			int n = 0;
+
+			while (r != BLAMER_LIST_HEAD_REF && n < 16) {
+				found[n++] = r;
+				r = ((struct blamer_block *)fx_at(&h, r))->next;
+			}
+			/* process, 4 defs, series /a, its shard, /b, lat, its shard, size, gauge */
+			rreqs = found[1];
+			rlat = found[2];
+			ra = found[5];
+			sa = found[6];
+			rl = found[8];
+		}
+		reqs = fx_at(&h, rreqs);
+		lat = fx_at(&h, rlat);
+		a = fx_at(&h, ra);
+		l = fx_at(&h, rl);
+		switch (i) {
+		case 0: lat->kind = 7; break;
+		case 1: reqs->gauge_mode = BLAMER_GAUGE_SUM; break;
+		case 2: reqs->name[1] = '-'; break;
+		case 3: memset(reqs->name, 'a', sizeof(reqs->name)); break;
+		case 4: memset(reqs->help, 'h', sizeof(reqs->help)); break;
+		case 5: reqs->nlabels = 9; break;
+		case 6: memcpy(reqs->labels, "route\0route", 12); reqs->nlabels = 2; break;
+		case 7: memcpy(reqs->labels, "pid", 4); break;
+		case 8: memset(reqs->labels, 'x', sizeof(reqs->labels)); break;
+		case 9: lat->bounds[1] = 0.01; break;
+		case 10: lat->bounds[0] = __builtin_nan(""); break;
+		case 11: ((struct blamer_metric_def_rec *)fx_at(&h, a->def == rreqs ? rlat : rlat))->layout =
+				 BLAMER_HIST_EXPONENTIAL; break;
+		case 12: lat->layout = BLAMER_HIST_EXPONENTIAL; lat->schema = 9; break;
+		case 13: a->def = 0; break;
+		case 14: a->def = ra; break;
+		case 15: a->def = blamer_make_ref(0, 16380); break;
+		case 16: a->nvalues = 2; break;
+		case 17: l->nvalues = 40; break;
+		case 18: memset(a->values, 'v', sizeof(a->values)); break;
+		case 19: a->depth = 9; break;
+		case 20: memcpy(reqs->labels, "path", 5); a->depth = 1; a->nodes[0] = 5; break;
+		case 21: ((struct blamer_metric_shard *)fx_at(&h, sa))->metric = rl; break;
+		case 22: ((struct blamer_metric_shard *)fx_at(&h, sa))->next_shard = sa; break;
+		case 23: ((struct blamer_metric_shard *)fx_at(&h, sa))->nvalues = 0; break;
+		case 24: ((struct blamer_metric_shard *)fx_at(&h, sa))->next_shard =
+				 blamer_make_ref(3, 64); break;
+		case 25: memcpy(reqs->name, "blamer_x", 9); break;
+		}
+		s = read_heap(&h);
+		ASSERT_NE(NULL, s);
+		p = &s->procs[0];
+		EXPECT_EQ(BLAMER_HEALTH_CORRUPT, p->health) TH_LOG("%s: %s", cases[i], p->problem);
+		EXPECT_NE(0, p->problem[0]) TH_LOG("%s", cases[i]);
+		/* the gauge, which nothing touched, is still read */
+		ASSERT_NE(NULL, find_series(s, "inflight", NULL)) TH_LOG("%s", cases[i]);
+		EXPECT_EQ(1, find_series(s, "inflight", NULL)->value);
+		blamer_snapshot_free(s);
+		fx_free(&h);
+	}
+}
+
+/* Two processes defining a name otherwise: the definition most give wins,
+ * the other's series are left out and counted, none merged wrongly. */
+TEST(conflicting_definitions_are_counted_not_merged)
+{
+	struct fx_heap a, b, c;
+	struct blamer_mem_slab m[FX_MAX_SLABS];
+	struct blamer_snapshot *s;
+	const struct blamer_snap_series *x;
+	blamer_ref d;
+	int fd;
+	char dir[] = "/tmp/blamer-conflict-XXXXXX";
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_reader *r;
+	char e[256];
+
+	(void)m;
+	(void)fd;
+	ASSERT_NE(NULL, mkdtemp(dir));
+	fx_metrics(&a, 3999101, 1, 1);
+	fx_metrics(&b, 3999102, 2, 2);
+	/* c defines "reqs" as a gauge */
+	fx_init(&c, 1, 16384, 3999103, 3);
+	fx_process(&c, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/other");
+	d = fx_metric_def(&c, "reqs", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_MAX, "route", 1, NULL, 0);
+	fx_metric(&c, d, "/a", 3, 100, NULL);
+	ASSERT_EQ(0, fx_write_dir(&a, dir, 3999101, 1));
+	ASSERT_EQ(0, fx_write_dir(&b, dir, 3999102, 2));
+	ASSERT_EQ(0, fx_write_dir(&c, dir, 3999103, 3));
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(3, s->nprocs);
+	x = find_series(s, "reqs", "/a");
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(BLAMER_METRIC_COUNTER, x->def->kind);
+	EXPECT_EQ(2.5 + 5, x->value);	/* a's and b's, not c's 100 */
+	EXPECT_EQ(2, x->nprocs);
+	EXPECT_EQ(1, s->metric_conflicts);
+	EXPECT_TRUE(s->procs[2].metrics[0].conflict);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	fx_free(&a);
+	fx_free(&b);
+	fx_free(&c);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		ASSERT_EQ(0, system(cmd));
+	}
+}
+
+TEST_HARNESS_MAIN
