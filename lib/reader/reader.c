@@ -56,7 +56,8 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 {
 	struct blamer_reader *r = calloc(1, sizeof(*r));
 	enum blamer_backend env;
-	const char *dev;
+	const char *dev, *envdir = getenv("BLAMER_DIR");
+	bool named;
 	char grp[64];
 	struct stat st;
 	int e;
@@ -85,9 +86,11 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 		}
 		r->backend = env;
 	}
+	/* a directory named (an empty name is none, as bl_slabdir_path() says) */
+	named = (r->opts.dir && *r->opts.dir) || (envdir && *envdir);
 	if (r->backend == BLAMER_BACKEND_AUTO) {
 		/* an explicit directory wins; else the device when it exists */
-		if (r->opts.dir || getenv("BLAMER_DIR") || access(dev, F_OK))
+		if (named || access(dev, F_OK))
 			r->backend = BLAMER_BACKEND_DIR;
 		else
 			r->backend = BLAMER_BACKEND_DEVICE;
@@ -117,9 +120,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 			return NULL;
 		}
 	} else {
-		const char *env = getenv("BLAMER_DIR");
-
-		r->explicit_dir = (r->opts.dir && *r->opts.dir) || (env && *env);
+		r->explicit_dir = named;
 		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
 	}
 	r->ops = r->backend == BLAMER_BACKEND_DEVICE ? &rd_dev_ops : &rd_dir_ops;
