@@ -27,13 +27,18 @@
 #include "testsupport.h"
 #include "rtest.h"
 
-/* How many pidfds this process holds. */
-static int count_pidfds(void)
+/*
+ * This process's descriptors whose /proc/self/fd link is @what: "[pidfd]"
+ * anywhere in it, or a file under the directory @what ("/..."); and in
+ * *@deleted, if asked, those of them whose file was removed since.
+ */
+static int count_fds(const char *what, int *deleted)
 {
 	DIR *d = opendir("/proc/self/fd");
-	char path[300], link[64];
+	char path[300], link[4096];
+	size_t wl = strlen(what);
 	struct dirent *e;
-	int n = 0;
+	int n = 0, del = 0;
 
 	if (!d)
 		return -1;
@@ -42,13 +47,23 @@ static int count_pidfds(void)
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
 		l = readlink(path, link, sizeof(link) - 1);
-		if (l > 0) {
-			link[l] = '\0';
-			n += !!strstr(link, "[pidfd]");
-		}
+		if (l <= 0)
+			continue;
+		link[l] = '\0';
+		if (what[0] == '/' ? strncmp(link, what, wl) || link[wl] != '/' : !strstr(link, what))
+			continue;
+		n++;
+		del += !!strstr(link, "(deleted)");
 	}
 	closedir(d);
+	if (deleted)
+		*deleted = del;
 	return n;
+}
+
+static int count_pidfds(void)
+{
+	return count_fds("[pidfd]", NULL);
 }
 
 static void rename_self(int sig)
@@ -253,33 +268,10 @@ TEST(a_process_whose_main_thread_exited_is_alive)
 	fx_free(&a);
 }
 
-/* Descriptors of this process open on a file of tmpdir: all of them,
- * and those whose file was removed since ("(deleted)"). */
+/* Descriptors open on a file of tmpdir, and those of them removed since. */
 static int count_tmpdir_fds(int *deleted)
 {
-	DIR *d = opendir("/proc/self/fd");
-	char path[300], link[4096];
-	struct dirent *e;
-	int n = 0;
-
-	*deleted = 0;
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		ssize_t l;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		l = readlink(path, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = '\0';
-		if (strncmp(link, tmpdir, strlen(tmpdir)) || link[strlen(tmpdir)] != '/')
-			continue;
-		n++;
-		*deleted += !!strstr(link, "(deleted)");
-	}
-	closedir(d);
-	return n;
+	return count_fds(tmpdir, deleted);
 }
 
 /* @p's cmdline in a snapshot of @r ("" if absent), and how many of its
