@@ -5,9 +5,10 @@
  *
  *   main.c    module init/exit, parameters, /dev/blamer file operations
  *   ioctl.c   ioctl argument rules and dispatch
- *   slab.c    the slab table: create, open, list, release, eviction
+ *   slab.c    the slab table: create, open, list, release
+ *   lifecycle.c  live -> orphan -> evicted: which slabs go, and when
  *   owner.c   owner processes and the exit tracepoint that ends them
- *   user.c    per-user accounts: byte and orphan quotas
+ *   user.c    per-user accounts: byte and orphan counts and limits
  *   slabfs.c  a slab's pages, its inode and files, mmap and faults
  *   perm.c    who may read a slab
  *   event.c   poll(): events filtered per reader
@@ -254,15 +255,17 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l);
 void blamer_slab_undo(struct blamer_slab *slab);
 int blamer_slab_release(u64 id);
 void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out);
-void blamer_slab_orphan_locked(struct blamer_slab *slab,
-			       struct list_head *evicted);
-u64 blamer_evict_locked(struct blamer_user *user, struct pid_namespace *ns,
-			u64 bytes, struct list_head *out);
+void blamer_slab_orphan_mark_locked(struct blamer_slab *slab);
 void blamer_slab_put_list(struct list_head *list, bool notify);
 void blamer_slab_get(struct blamer_slab *slab);
 void blamer_slab_put(struct blamer_slab *slab);
 void blamer_status(struct blamer_status *st);
 void blamer_slab_free_all(void);
+
+/* lifecycle.c */
+void blamer_slab_orphan_locked(struct blamer_slab *slab,
+			       struct list_head *evicted);
+int blamer_charge(u64 size, struct blamer_user **userp);
 
 /* owner.c */
 int blamer_owner_init(void);
@@ -276,7 +279,9 @@ bool blamer_owner_living(const struct blamer_owner *owner);
 bool blamer_is_owner(const struct blamer_slab *slab);
 
 /* user.c */
-int blamer_user_charge(u64 size, struct blamer_user **userp);
+struct blamer_user *blamer_user_get_locked(kuid_t uid);
+int blamer_user_charge_locked(struct blamer_user *user, u64 size, bool *asked,
+			      bool *privileged, u64 *over);
 void blamer_user_uncharge(struct blamer_user *user, u64 size);
 void blamer_user_uncharge_bytes(struct blamer_user *user, u64 size);
 struct blamer_user *blamer_user_find_locked(kuid_t uid);

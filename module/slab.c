@@ -4,10 +4,10 @@
  *
  * A slab is created live, owned by the calling process. When that process
  * dies (owner.c) its slabs become orphans, kept for postmortem reading
- * until a permitted reader releases them or their account's orphan limit
- * evicts them, oldest first (user.c). The owner may release its own live
- * slabs. Releasing or evicting only removes the slab from the table:
- * files and mappings of it keep its facts and pages alive.
+ * until a permitted reader releases them or lifecycle.c evicts them. The
+ * owner may release its own live slabs. Releasing or evicting only
+ * removes the slab from the table: files and mappings of it keep its
+ * facts and pages alive.
  *
  * The table is an xarray written under blamer_lock and walked under RCU:
  * a walker takes a reference (kref_get_unless_zero) before leaving the
@@ -121,81 +121,19 @@ void blamer_slab_put_list(struct list_head *list, bool notify)
 	}
 }
 
-/*
- * The pid namespace @slab was created in: its owner's innermost one.
- * Orphans are kept, counted and evicted per namespace (see user.c).
- */
-static struct pid_namespace *blamer_slab_ns(const struct blamer_slab *slab)
-{
-	return ns_of_pid(slab->owner->pid);
-}
-
 /**
- * blamer_evict_locked - evict @user's oldest orphans that @ns sees
- * @user: the account; blamer_lock is held
- * @ns: only orphans whose owner is visible in this pid namespace (made
- *	in it or below it): a container never evicts its host's
- * @bytes: evict until at least this many bytes of orphans were evicted
- * @out: gets the evicted slabs (see blamer_slab_unlink())
+ * blamer_slab_orphan_mark_locked - count @slab among its account's orphans
+ * @slab: a slab in the table whose owner died; blamer_lock is held
  *
- * Return: the bytes evicted, 0 if @ns sees no orphan of @user.
+ * The table's side of orphaning; which orphans then go is lifecycle.c's.
  */
-u64 blamer_evict_locked(struct blamer_user *user, struct pid_namespace *ns,
-			u64 bytes, struct list_head *out)
+void blamer_slab_orphan_mark_locked(struct blamer_slab *slab)
 {
-	struct blamer_slab *victim, *tmp;
-	u64 evicted = 0;
-
 	lockdep_assert_held(&blamer_lock);
-	list_for_each_entry_safe(victim, tmp, &user->orphan_list, node) {
-		if (evicted >= bytes)
-			break;
-		if (!pid_nr_ns(victim->owner->pid, ns))
-			continue;
-		evicted += victim->size;
-		blamer_slab_unlink(victim, out);
-	}
-	return evicted;
-}
-
-/**
- * blamer_slab_orphan_locked - @slab's owner died
- * @slab: a slab in the table of a dead owner; blamer_lock is held
- * @evicted: gets orphans evicted above the account's limit
- *
- * Each pid namespace keeps up to max_user_orphans of the account's
- * orphans made in it, evicting its own oldest: the orphans of a
- * container (another pid namespace, the same uid) never push out the
- * host's, nor the host's a container's. The walk only happens above the
- * limit, and the account's bytes bound its length.
- */
-void blamer_slab_orphan_locked(struct blamer_slab *slab,
-			       struct list_head *evicted)
-{
-	struct pid_namespace *ns = blamer_slab_ns(slab);
-	u64 keep = READ_ONCE(blamer_max_user_orphans);
-	struct blamer_user *user = slab->user;
-	struct blamer_slab *s, *tmp;
-	u64 n = 0;
-
-	lockdep_assert_held(&blamer_lock);
-	list_add_tail(&slab->node, &user->orphan_list);
+	list_add_tail(&slab->node, &slab->user->orphan_list);
 	slab->orphaned = true;
-	user->orphans++;
+	slab->user->orphans++;
 	blamer_nr_orphans++;
-	if (user->orphans <= keep)
-		return;
-	list_for_each_entry(s, &user->orphan_list, node)
-		if (blamer_slab_ns(s) == ns)
-			n++;
-	list_for_each_entry_safe(s, tmp, &user->orphan_list, node) {
-		if (n <= keep)
-			break;
-		if (blamer_slab_ns(s) != ns)
-			continue;
-		blamer_slab_unlink(s, evicted);
-		n--;
-	}
 }
 
 /**
@@ -237,7 +175,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 		return -EFBIG;
 	size = PAGE_ALIGN(c->length);
 
-	err = blamer_user_charge(size, &user);
+	err = blamer_charge(size, &user);
 	if (err)
 		return err;
 	/* The inode takes over the charge, also when it fails. */

@@ -13,22 +13,14 @@
  * mapping holds them, and so does a page that something else still holds
  * (a pipe that vmsplice() filled, a get_user_pages() pin) once the slab's
  * last file is gone (slabfs.c). It also counts its slabs and its
- * orphans. Limits:
- *  - max_user_bytes per account and max_total_bytes for all accounts,
- *    both exceeded only with CAP_SYS_RESOURCE (initial user namespace),
- *    so no user can lock root out;
- *  - max_user_orphans per account and pid namespace.
- * A create above a byte limit first evicts the account's own oldest
- * orphans among those its pid namespace sees (its own and those of the
- * namespaces below it); an orphaning above max_user_orphans evicts the
- * oldest the account made in the same pid namespace (slab.c). Nothing
- * evicts another account's orphans, and a container (a pid namespace of
- * its own, the same uid, as a rootful container's root is) never evicts
- * its host's.
+ * orphans. Limits: max_user_bytes per account and max_total_bytes for
+ * all accounts, both exceeded only with CAP_SYS_RESOURCE (initial user
+ * namespace), so no user can lock root out; max_user_orphans per account
+ * and pid namespace. This file only counts and says no: what a create
+ * over a limit evicts, and which orphans go, is lifecycle.c's.
  */
 #include <linux/capability.h>
 #include <linux/hashtable.h>
-#include <linux/pid_namespace.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
@@ -74,7 +66,7 @@ struct blamer_user *blamer_user_find_locked(kuid_t uid)
 }
 
 /* The account of @uid with a reference, created if needed; or NULL. */
-static struct blamer_user *blamer_user_get_locked(kuid_t uid)
+struct blamer_user *blamer_user_get_locked(kuid_t uid)
 {
 	struct blamer_user *user = blamer_user_find_locked(uid);
 
@@ -116,83 +108,47 @@ static u64 blamer_excess(u64 used, u64 size, u64 limit)
 }
 
 /**
- * blamer_user_charge - charge @size bytes to the caller's account
+ * blamer_user_charge_locked - charge @size bytes to @user within its limits
+ * @user: the account; blamer_lock is held
  * @size: bytes, at most max_slab_bytes
- * @userp: out: the account, with a reference that goes with the charge
+ * @asked: whether @privileged was asked of the caller already (in/out)
+ * @privileged: the caller has CAP_SYS_RESOURCE, once asked (in/out); it
+ *	is asked only when a limit is in the way, so only then audited
+ * @over: out, on failure: the bytes above the nearer-broken limit
  *
- * Above a limit, finishes reaping processes that just died (their slabs
- * become orphans), then evicts the account's own oldest orphans and
- * retries; their pages uncharge when nothing maps them any more.
- *
- * Return: 0, -EDQUOT above max_user_bytes, -ENOSPC above
- * max_total_bytes, -ENOMEM.
+ * Return: 0, -EDQUOT above max_user_bytes, -ENOSPC above max_total_bytes.
  */
-int blamer_user_charge(u64 size, struct blamer_user **userp)
+int blamer_user_charge_locked(struct blamer_user *user, u64 size, bool *asked,
+			      bool *privileged, u64 *over)
 {
-	kuid_t uid = blamer_user_key(current_cred());
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	bool privileged = false, asked = false, settled = false;
-	struct blamer_user *user;
-	LIST_HEAD(evicted);
+	u64 over_user, over_total;
 
-	for (;;) {
-		u64 over_user, over_total;
-		int err;
-
-		mutex_lock(&blamer_lock);
-		user = blamer_user_get_locked(uid);
-		if (!user) {
-			mutex_unlock(&blamer_lock);
-			return -ENOMEM;
-		}
-		over_user = blamer_excess(atomic64_read(&user->bytes), size,
-					  READ_ONCE(blamer_max_user_bytes));
-		over_total = blamer_excess(atomic64_read(&blamer_bytes), size,
-					   READ_ONCE(blamer_max_total_bytes));
-		if ((over_user || over_total) && !asked) {
-			privileged = capable(CAP_SYS_RESOURCE);
-			asked = true;
-		}
-		if (privileged || (!over_user && !over_total)) {
-			atomic64_add(size, &user->bytes);
-			atomic64_add(size, &blamer_bytes);
-			mutex_unlock(&blamer_lock);
-			*userp = user;
-			return 0;
-		}
-		err = over_user ? -EDQUOT : -ENOSPC;
-		if (!settled) {
-			/*
-			 * Processes that just died may have orphans to give,
-			 * and pages other holders kept may be free by now.
-			 */
-			mutex_unlock(&blamer_lock);
-			blamer_user_put(user);
-			blamer_owner_settle();
-			blamer_linger_scan();
-			settled = true;
-			continue;
-		}
-		if (!blamer_evict_locked(user, ns, max(over_user, over_total),
-					 &evicted)) {
-			mutex_unlock(&blamer_lock);
-			blamer_user_put(user);
-			return err;
-		}
-		mutex_unlock(&blamer_lock);
-		blamer_user_put(user);
-		blamer_slab_put_list(&evicted, true);
+	lockdep_assert_held(&blamer_lock);
+	over_user = blamer_excess(atomic64_read(&user->bytes), size,
+				  READ_ONCE(blamer_max_user_bytes));
+	over_total = blamer_excess(atomic64_read(&blamer_bytes), size,
+				   READ_ONCE(blamer_max_total_bytes));
+	if ((over_user || over_total) && !*asked) {
+		*privileged = capable(CAP_SYS_RESOURCE);
+		*asked = true;
 	}
+	if (*privileged || (!over_user && !over_total)) {
+		atomic64_add(size, &user->bytes);
+		atomic64_add(size, &blamer_bytes);
+		return 0;
+	}
+	*over = max(over_user, over_total);
+	return over_user ? -EDQUOT : -ENOSPC;
 }
 
-/* @size bytes of pages charged with blamer_user_charge() were freed. */
+/* @size bytes of pages charged with blamer_user_charge_locked() were freed. */
 void blamer_user_uncharge_bytes(struct blamer_user *user, u64 size)
 {
 	atomic64_sub(size, &user->bytes);
 	atomic64_sub(size, &blamer_bytes);
 }
 
-/* All the pages charged with blamer_user_charge() were freed. */
+/* All the pages charged with blamer_user_charge_locked() were freed. */
 void blamer_user_uncharge(struct blamer_user *user, u64 size)
 {
 	blamer_user_uncharge_bytes(user, size);

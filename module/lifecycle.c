@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * blamer: a slab's life after its creation, in one place.
+ *
+ *   live      owned by the process that created it (slab.c)
+ *   orphan    its owner died (owner.c saw it and calls
+ *             blamer_slab_orphan_locked()): kept for postmortem reading
+ *   evicted   taken out of the table to make room: by an orphaning above
+ *             max_user_orphans (the oldest the account made in the same
+ *             pid namespace), or by a create above a byte limit
+ *             (blamer_charge(): the account's own oldest orphans among
+ *             those the creator's pid namespace sees)
+ *   released  by a reader or the owner (slab.c)
+ *
+ * Nothing evicts another account's orphans, and a container (a pid
+ * namespace of its own, the same uid, as a rootful container's root is)
+ * never evicts its host's. user.c counts and says no; owner.c sees
+ * deaths; the table's bookkeeping is slab.c's. The one call back is
+ * blamer_charge() asking owner.c to finish reaping (blamer_owner_settle())
+ * before it evicts: a process that just died may have orphans to give.
+ * Every function here runs under blamer_lock or takes it, as the callers
+ * did before; nothing new is locked.
+ */
+#include <linux/pid_namespace.h>
+#include <linux/sched.h>
+
+#include "blamer.h"
+
+/*
+ * The pid namespace @slab was created in: its owner's innermost one.
+ * Orphans are kept, counted and evicted per namespace (see above).
+ */
+static struct pid_namespace *blamer_slab_ns(const struct blamer_slab *slab)
+{
+	return ns_of_pid(slab->owner->pid);
+}
+
+/**
+ * blamer_evict_locked - evict @user's oldest orphans that @ns sees
+ * @user: the account; blamer_lock is held
+ * @ns: only orphans whose owner is visible in this pid namespace (made
+ *	in it or below it): a container never evicts its host's
+ * @bytes: evict until at least this many bytes of orphans were evicted
+ * @out: gets the evicted slabs (see blamer_slab_unlink())
+ *
+ * Return: the bytes evicted, 0 if @ns sees no orphan of @user.
+ */
+static u64 blamer_evict_locked(struct blamer_user *user,
+			       struct pid_namespace *ns, u64 bytes,
+			       struct list_head *out)
+{
+	struct blamer_slab *victim, *tmp;
+	u64 evicted = 0;
+
+	lockdep_assert_held(&blamer_lock);
+	list_for_each_entry_safe(victim, tmp, &user->orphan_list, node) {
+		if (evicted >= bytes)
+			break;
+		if (!pid_nr_ns(victim->owner->pid, ns))
+			continue;
+		evicted += victim->size;
+		blamer_slab_unlink(victim, out);
+	}
+	return evicted;
+}
+
+/**
+ * blamer_slab_orphan_locked - @slab's owner died
+ * @slab: a slab in the table of a dead owner; blamer_lock is held
+ * @evicted: gets orphans evicted above the account's limit
+ *
+ * Each pid namespace keeps up to max_user_orphans of the account's
+ * orphans made in it, evicting its own oldest: the orphans of a
+ * container (another pid namespace, the same uid) never push out the
+ * host's, nor the host's a container's. The walk only happens above the
+ * limit, and the account's bytes bound its length.
+ */
+void blamer_slab_orphan_locked(struct blamer_slab *slab,
+			       struct list_head *evicted)
+{
+	struct pid_namespace *ns = blamer_slab_ns(slab);
+	u64 keep = READ_ONCE(blamer_max_user_orphans);
+	struct blamer_user *user = slab->user;
+	struct blamer_slab *s, *tmp;
+	u64 n = 0;
+
+	lockdep_assert_held(&blamer_lock);
+	blamer_slab_orphan_mark_locked(slab);
+	if (user->orphans <= keep)
+		return;
+	list_for_each_entry(s, &user->orphan_list, node)
+		if (blamer_slab_ns(s) == ns)
+			n++;
+	list_for_each_entry_safe(s, tmp, &user->orphan_list, node) {
+		if (n <= keep)
+			break;
+		if (blamer_slab_ns(s) != ns)
+			continue;
+		blamer_slab_unlink(s, evicted);
+		n--;
+	}
+}
+
+/**
+ * blamer_charge - charge @size bytes to the caller's account, making room
+ * @size: bytes, at most max_slab_bytes
+ * @userp: out: the account, with a reference that goes with the charge
+ *
+ * Above a limit, finishes reaping processes that just died (their slabs
+ * become orphans), then evicts the account's own oldest orphans and
+ * retries; their pages uncharge when nothing maps them any more.
+ *
+ * Return: 0, -EDQUOT above max_user_bytes, -ENOSPC above
+ * max_total_bytes, -ENOMEM.
+ */
+int blamer_charge(u64 size, struct blamer_user **userp)
+{
+	kuid_t uid = blamer_user_key(current_cred());
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	bool privileged = false, asked = false, settled = false;
+	struct blamer_user *user;
+	LIST_HEAD(evicted);
+
+	for (;;) {
+		u64 over = 0;
+		int err;
+
+		mutex_lock(&blamer_lock);
+		user = blamer_user_get_locked(uid);
+		if (!user) {
+			mutex_unlock(&blamer_lock);
+			return -ENOMEM;
+		}
+		err = blamer_user_charge_locked(user, size, &asked, &privileged, &over);
+		if (!err) {
+			mutex_unlock(&blamer_lock);
+			*userp = user;
+			return 0;
+		}
+		if (!settled) {
+			/*
+			 * Processes that just died may have orphans to give,
+			 * and pages other holders kept may be free by now.
+			 */
+			mutex_unlock(&blamer_lock);
+			blamer_user_put(user);
+			blamer_owner_settle();
+			blamer_linger_scan();
+			settled = true;
+			continue;
+		}
+		if (!blamer_evict_locked(user, ns, over, &evicted)) {
+			mutex_unlock(&blamer_lock);
+			blamer_user_put(user);
+			return err;
+		}
+		mutex_unlock(&blamer_lock);
+		blamer_user_put(user);
+		blamer_slab_put_list(&evicted, true);
+	}
+}
