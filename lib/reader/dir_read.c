@@ -291,7 +291,12 @@ enum rd_got rd_dir_read(struct blamer_reader *r, struct rd_walk *w, struct rd_sl
 		any |= has_magic(&raw[i]);
 	}
 	if (nraw && !any) {
-		d->s->empty_files += nraw;
+		/* A live writer that made its files within the second and has
+		 * not written its header yet: a heap being made (the next
+		 * snapshot shows it), not files without a heap. Files that
+		 * stay empty a second are counted, a live writer's too. */
+		if (p->state != BLAMER_PROC_LIVE || rd_dir_quiet(w->ks, nraw))
+			d->s->empty_files += nraw;
 		p->nslabs = 0;
 		return RD_GOT_NO_HEAP;
 	}

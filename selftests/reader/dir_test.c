@@ -322,6 +322,42 @@ TEST(dir_release_removes_dead_only)
 }
 
 /*
+ * A live writer's file made a moment ago and not written yet (between the
+ * writer's create and its header) is a heap being made: no row, and not
+ * counted as a file without a heap, which an exporter would print at
+ * every scrape a worker is born in; the same file a second later, still
+ * empty, is counted.
+ */
+TEST(a_live_writers_file_not_yet_written_is_a_heap_being_made)
+{
+	struct blamer_snapshot *s;
+	char path[256];
+	int fd;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	snprintf(path, sizeof(path), "%s/%d-%" PRIu64 ".0.slab", tmpdir, (int)getpid(),
+		 fx_self_start_ns());
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT_LE(0, fd);
+	s = dir_snapshot(0);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, s->nprocs);
+	EXPECT_EQ(0, s->empty_files);
+	blamer_snapshot_free(s);
+	/* unchanged a second later (its ctime, which no call sets back,
+	 * included): no longer being made */
+	usleep(1200 * 1000);
+	s = dir_snapshot(0);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, s->nprocs);
+	EXPECT_EQ(1, s->empty_files);
+	blamer_snapshot_free(s);
+	close(fd);
+	rm_tmpdir();
+}
+
+/*
  * What the reader believes of a directory: a name the process gave itself
  * is made printable; a file time in the future is no evidence; a symlink
  * or a directory others can write is refused, as the writer refuses it.
