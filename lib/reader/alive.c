@@ -332,16 +332,10 @@ enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t 
 	return RD_WRITER_LIVE;
 }
 
-/* The pidfds of @c's last entries that were not carried over. */
+/* The pidfds of the last snapshot's writers that were not carried over. */
 static void close_last(struct rd_carry *c)
 {
-	struct rd_writer *last = c->last;
-	size_t i;
-
-	for (i = 0; i < c->nlast; i++)
-		if (last[i].pidfd >= 0)
-			close(last[i].pidfd);
-	c->nlast = 0;
+	rd_carry_close_last(c, offsetof(struct rd_writer, pidfd));
 }
 
 void rd_alive_end(struct rd_alive *a)

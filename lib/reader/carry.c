@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -52,6 +53,19 @@ void rd_carry_swap(struct rd_carry *c, int (*sort)(const void *, const void *))
 	c->cur = t;
 	c->capcur = cap;
 	c->ncur = 0;
+}
+
+void rd_carry_close_last(struct rd_carry *c, size_t fd_off)
+{
+	size_t i;
+	int fd;
+
+	for (i = 0; i < c->nlast; i++) {
+		memcpy(&fd, (char *)c->last + i * c->elsz + fd_off, sizeof(fd));
+		if (fd >= 0)
+			close(fd);
+	}
+	c->nlast = 0;
 }
 
 void rd_carry_free(struct rd_carry *c)

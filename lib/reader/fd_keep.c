@@ -111,13 +111,7 @@ bool rd_fdkeep_put(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t id
 /* The last snapshot's descriptors it did not take. */
 static void close_last(struct rd_carry *c)
 {
-	struct rd_kept_fd *last = c->last;
-	size_t i;
-
-	for (i = 0; i < c->nlast; i++)
-		if (last[i].fd >= 0)
-			close(last[i].fd);
-	c->nlast = 0;
+	rd_carry_close_last(c, offsetof(struct rd_kept_fd, fd));
 }
 
 void rd_fdkeep_end(struct rd_fdkeep *k)

@@ -376,6 +376,9 @@ void *rd_carry_find(const struct rd_carry *c, const void *key,
 /* The end of a snapshot: the current entries (sorted by @sort, if not
  * NULL) become the last ones; the last ones' array is reused. */
 void rd_carry_swap(struct rd_carry *c, int (*sort)(const void *, const void *));
+/* Closes the descriptor at byte @fd_off of each last entry not carried
+ * over (one of -1: none), and forgets those entries. */
+void rd_carry_close_last(struct rd_carry *c, size_t fd_off);
 void rd_carry_free(struct rd_carry *c);
 
 /*
