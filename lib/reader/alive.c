@@ -338,6 +338,11 @@ static void close_last(struct rd_carry *c)
 	rd_carry_close_last(c, offsetof(struct rd_writer, pidfd));
 }
 
+uint64_t rd_alive_pidfds_to_come(const struct rd_alive *a)
+{
+	return a->no_pidfd || a->npidfds >= a->budget ? 0 : a->budget - a->npidfds;
+}
+
 void rd_alive_end(struct rd_alive *a)
 {
 	close_last(&a->c);

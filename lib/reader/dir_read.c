@@ -84,12 +84,6 @@ struct heap_read {
 	uint64_t bytes;		/* read of the heap so far */
 };
 
-/* The pidfds alive.c may still open in this snapshot. */
-static uint64_t pidfds_to_come(const struct rd_alive *a)
-{
-	return a->no_pidfd || a->npidfds >= a->budget ? 0 : a->budget - a->npidfds;
-}
-
 /*
  * Reads one slab file into the reader's buffer at hr->off (which it
  * advances). @ks gets what identifies the file (rd_dir_kept_slab()); the first
@@ -216,7 +210,7 @@ static bool read_slab(struct heap_read *hr, const struct rd_dfile *f, bool first
 	 * snapshot's read */
 	s->fd_kept = d->dev && (uint64_t)st.st_dev == d->dev && (uint64_t)st.st_ino == f->ino &&
 		     rd_fdkeep_put(&r->fdkeep, f->pid, f->start, f->idx, d->dev, f->ino, fd,
-				   pidfds_to_come(&r->alive));
+				   rd_alive_pidfds_to_come(&r->alive));
 	return true;
 }
 

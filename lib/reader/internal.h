@@ -468,6 +468,8 @@ enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t 
 			 char *comm, size_t commlen, char *why, size_t whylen);
 /* The end of a snapshot: the pidfds of writers it did not see are closed. */
 void rd_alive_end(struct rd_alive *a);
+/* The pidfds rd_alive() may still open in this snapshot. */
+uint64_t rd_alive_pidfds_to_come(const struct rd_alive *a);
 void rd_alive_free(struct rd_alive *a);
 
 /*
