@@ -589,14 +589,21 @@ void prom_write_decreases(const struct blamer_snap_process *p, uint64_t n, struc
 void prom_write_heaps(struct exp *e, struct prom_out *o)
 {
 	struct prom_label state[1] = { { "state", "live" } };
-	size_t i, live = 0;
+	size_t i, live = 0, corrupt = 0;
 
-	for (i = 0; i < e->nprocs; i++)
+	for (i = 0; i < e->nprocs; i++) {
 		live += e->procs[i]->state == BLAMER_PROC_LIVE;
+		corrupt += p_corrupt(e->procs[i]);
+	}
 	prom_family(o, "blamer_heaps", "gauge", "Heaps visible to the reader, by owner state.");
 	prom_sample_u64(o, "blamer_heaps", state, 1, live);
 	state[0].value = "dead";
 	prom_sample_u64(o, "blamer_heaps", state, 1, e->nprocs - live);
+	/* what was left out of the series (a bad record, a value no writer
+	 * leaves) says so in one number, in either mode */
+	prom_family(o, "blamer_corrupt_heaps", "gauge",
+		    "Heaps of blamer_heaps the reader found corrupt or unreadable: what it could not trust is left out of the series.");
+	prom_sample_u64(o, "blamer_corrupt_heaps", NULL, 0, corrupt);
 	/* files that hold no heap: one sample for all of them, not a
 	 * process's series each */
 	prom_family(o, "blamer_empty_files", "gauge",

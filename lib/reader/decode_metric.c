@@ -16,7 +16,12 @@
  *
  * Doubles are summed exactly (lib/format/metric.h): a counter whose
  * shards only grow never shows a lower value, whatever order they are
- * added in. A series' process-side definition is kept by index while the
+ * added in. A part no writer can leave (a counter's below 0, a NaN or an
+ * infinity in a counter or a histogram's sum: metric_write.c refuses
+ * them) makes the series corrupt, left out: once an exporter folded it
+ * into its durable remainder, the service's series would be NaN or
+ * infinite for good, or a counter would go down. So are bucket counts
+ * whose sum does not fit 64 bits. A series' process-side definition is kept by index while the
  * heap is parsed (its array may move) and made a pointer after
  * (rd_metrics_link()).
  */
@@ -305,30 +310,57 @@ replace:
 	return d;
 }
 
+/*
+ * Whether @words (a series' own words or a shard's, @n of them) can be a
+ * writer's, added to @sum and @counts if so; if not, reported. Word 0 is
+ * the sum: finite, and for a counter not below 0 (-0 is 0).
+ */
+static bool add_part(struct rd_ctx *c, blamer_ref series, uint32_t kind, const uint64_t *words,
+		     uint32_t n, struct blamer_exact_sum *sum, uint64_t *counts)
+{
+	double d;
+	uint32_t i;
+
+	memcpy(&d, &words[0], sizeof(d));
+	if (d - d != 0 || (kind == BLAMER_METRIC_COUNTER && d < 0)) {	/* NaN, inf, < 0 */
+		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "series at %#llx: a part of its sum is %g",
+			   (unsigned long long)series, d);
+		return false;
+	}
+	for (i = 1; i < n; i++)
+		if (__builtin_add_overflow(counts[i - 1], words[i], &counts[i - 1])) {
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+				   "series at %#llx: its bucket counts overflow",
+				   (unsigned long long)series);
+			return false;
+		}
+	blamer_exact_sum_add(sum, d);
+	return true;
+}
+
 /* Adds the words of the shards on the chain from @ref of series @series
  * (@n words each) to @sum and @counts; corruption ends the walk, keeping
- * what came before (as decode_dag.c's add_shards()). */
-static void add_shards(struct rd_ctx *c, blamer_ref series, blamer_ref ref, uint32_t n,
-		       struct blamer_exact_sum *sum, uint64_t *counts, uint64_t *words)
+ * what came before (as decode_dag.c's add_shards()). False: a shard's
+ * words are no writer's (add_part()), the series is bad. */
+static bool add_shards(struct rd_ctx *c, blamer_ref series, uint32_t kind, blamer_ref ref,
+		       uint32_t n, struct blamer_exact_sum *sum, uint64_t *counts, uint64_t *words)
 {
 	size_t size = sizeof(struct blamer_metric_shard) + n * sizeof(uint64_t);
 
 	while (ref) {
 		struct blamer_metric_shard sh;
 		struct blamer_block b;
-		double d;
-		uint32_t i;
 		int fresh;
 
 		if (!rd_block(c, ref, sizeof(b), 0, &b))
-			return;
+			return true;
 		fresh = rd_seen_add(c, &c->shards, ref);
 		if (fresh <= 0) {
 			if (fresh == 0)
 				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
 					   "series at %#llx: shard %#llx is on a chain twice",
 					   (unsigned long long)series, (unsigned long long)ref);
-			return;
+			return true;
 		}
 		if (b.type != BLAMER_REC_METRIC_SHARD || b.size < size ||
 		    !rd_copy(c->h, ref, sizeof(sh), &sh) || !rd_owner_ok(c, &sh.owner) ||
@@ -336,16 +368,15 @@ static void add_shards(struct rd_ctx *c, blamer_ref series, blamer_ref ref, uint
 			rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
 				   "series at %#llx: %#llx is not one of its shards",
 				   (unsigned long long)series, (unsigned long long)ref);
-			return;
+			return true;
 		}
 		if (!rd_load_u64s(c->h, ref + sizeof(sh), n, words))
-			return;
-		memcpy(&d, &words[0], sizeof(d));
-		blamer_exact_sum_add(sum, d);
-		for (i = 1; i < n; i++)
-			counts[i - 1] += words[i];
+			return true;
+		if (!add_part(c, series, kind, words, n, sum, counts))
+			return false;
 		ref = sh.next_shard;
 	}
+	return true;
 }
 
 /* A gauge's value and time: the time read before and after the value,
@@ -378,7 +409,6 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	struct blamer_exact_sum sum;
 	uint32_t idx, n, i;
-	double v;
 
 	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_METRIC, &b) ||
 	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
@@ -411,19 +441,27 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 		if (!gauge_read(c, ref, &words[0], &m.stamp_ns))
 			return;
 		memcpy(&m.value, &words[0], sizeof(m.value));
+		if (m.value != m.value) {	/* blamer_gauge_set() refuses NaN */
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "series at %#llx: a gauge of NaN",
+				   (unsigned long long)ref);
+			return;
+		}
 		if (d->gauge_mode != BLAMER_GAUGE_MOSTRECENT &&
 		    d->gauge_mode != BLAMER_GAUGE_LIVEMOSTRECENT)
 			m.stamp_ns = 0;
 	} else {
 		if (!rd_load_u64s(c->h, ref + sizeof(r), n, words))
 			return;
-		memcpy(&v, &words[0], sizeof(v));
-		blamer_exact_sum_add(&sum, v);
-		for (i = 1; i < n; i++)
-			counts[i - 1] = words[i];
-		add_shards(c, ref, r.shards, n, &sum, counts, words);
+		if (!add_part(c, ref, d->kind, words, n, &sum, counts) ||
+		    !add_shards(c, ref, d->kind, r.shards, n, &sum, counts, words))
+			return;
+		if (sum.has_special) {	/* finite parts whose sum is not */
+			rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "series at %#llx: its sum overflows",
+				   (unsigned long long)ref);
+			return;
+		}
 		m.value = blamer_exact_sum_value(&sum);
-		m.nexact = sum.has_special ? 1 : sum.n;
+		m.nexact = sum.n;
 		if (m.nexact) {
 			double *e = rd_alloc(c->h->s, m.nexact * sizeof(double));
 
@@ -431,22 +469,24 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 				return;
 			}
-			if (sum.has_special)
-				e[0] = sum.special;
-			else
-				memcpy(e, sum.p, m.nexact * sizeof(double));
+			memcpy(e, sum.p, m.nexact * sizeof(double));
 			m.exact = e;
 		}
 	}
 	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
+		for (i = 0; i < d->nbuckets; i++)
+			if (__builtin_add_overflow(m.count, counts[i], &m.count)) {
+				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
+					   "series at %#llx: its bucket counts overflow",
+					   (unsigned long long)ref);
+				return;
+			}
 		m.buckets = rd_alloc(c->h->s, d->nbuckets * sizeof(uint64_t));
 		if (!m.buckets) {
 			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 			return;
 		}
 		memcpy(m.buckets, counts, d->nbuckets * sizeof(uint64_t));
-		for (i = 0; i < d->nbuckets; i++)
-			m.count += counts[i];
 	}
 	sm = rd_push(c, (void **)&c->p->metrics, &c->p->nmetrics, sizeof(*sm));
 	if (sm)

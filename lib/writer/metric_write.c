@@ -25,6 +25,7 @@
  * words with atomic operations instead. A compare-and-swap in the shard
  * would do without the mark, at twice the cost of the add.
  */
+#include <float.h>
 #include <string.h>
 
 #include "atomic.h"
@@ -265,8 +266,9 @@ void blamer_counter_add(struct blamer_series *s, double v)
 {
 	if (!s)
 		return;
-	/* v >= 0 is false for NaN too */
-	if (__builtin_expect(s->kind != BLAMER_METRIC_COUNTER || !(v >= 0), 0)) {
+	/* false for NaN too; an infinity would stay in the service's
+	 * durable sum for good (the reader takes it as corrupt) */
+	if (__builtin_expect(s->kind != BLAMER_METRIC_COUNTER || !(v >= 0 && v <= DBL_MAX), 0)) {
 		refused(s, BLAMER_METRIC_COUNTER);
 		return;
 	}
@@ -283,7 +285,9 @@ void blamer_histogram_observe(struct blamer_series *s, double v)
 	/* the lookup's mode says histogram (NONE for other kinds) and which */
 	mode = s->fast.mode;
 	memcpy(&bits, &v, sizeof(bits));
-	if (__builtin_expect(v != v, 0))
+	/* NaN or an infinity (all exponent bits set): refused, as for a
+	 * counter's add (the sum) */
+	if (__builtin_expect((~bits & 0x7ff0000000000000ull) == 0, 0))
 		goto refuse;
 	if (mode == BL_HIST_FAST_EXP)
 		bucket = bl_hist_exp_index(&s->fast, bits);

@@ -384,7 +384,8 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 		}
 		blamer_histogram_observe(sr[i], 0);
 		blamer_histogram_observe(sr[i], -5);
-		blamer_histogram_observe(sr[i], INFINITY);
+		blamer_histogram_observe(sr[i], DBL_MAX);	/* the +Inf bucket */
+		blamer_histogram_observe(sr[i], INFINITY);	/* refused */
 	}
 	s = own_snapshot(b);
 	ASSERT_NE(NULL, s);
@@ -397,7 +398,7 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 			ASSERT_EQ(bl_hist_upper(&sr[x->def->name[1] - '0']->hist, (uint32_t)j),
 				  x->def->upper[j]);
 		ASSERT_EQ(3, x->count);
-		ASSERT_EQ(INFINITY, x->value);
+		ASSERT_EQ(DBL_MAX, x->value);	/* DBL_MAX - 5, rounded */
 		ASSERT_EQ(1, x->buckets[x->def->nbuckets - 1]);
 		/* 0 and -5: at or below 2^min_exp (fixed: -5 <= -1, 0 <= 0) */
 		ASSERT_EQ(x->def->layout == BLAMER_HIST_EXPONENTIAL ? 2 : 1, x->buckets[0]);
@@ -591,9 +592,13 @@ TEST_F(ctx, gauges_set_add_and_stamp)
 
 TEST_F(ctx, bad_writes_are_counted)
 {
+	static const double bounds[] = { 1, 2 };
 	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
 	struct blamer_metric_def gd = { .name = "g", .kind = BLAMER_METRIC_GAUGE };
-	struct blamer_series *sc, *sg;
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct blamer_series *sc, *sg, *sh;
+	const struct blamer_snap_series *x;
 	struct blamer_snapshot *s;
 	struct blamer_config c;
 	struct blamer *b;
@@ -602,22 +607,36 @@ TEST_F(ctx, bad_writes_are_counted)
 	ASSERT_EQ(0, t_open(self, &c, &b));
 	sc = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
 	sg = blamer_metric_series(blamer_metric_define(b, &gd), NULL, NULL, 0);
+	sh = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
 	ASSERT_NE(NULL, sc);
 	ASSERT_NE(NULL, sg);
+	ASSERT_NE(NULL, sh);
 	blamer_counter_add(sc, 1);
 	blamer_counter_add(sc, -1);	/* a counter never goes down */
 	blamer_counter_add(sc, NAN);
+	/* infinities: a service's durable sum would stay infinite */
+	blamer_counter_add(sc, INFINITY);
+	blamer_histogram_observe(sh, INFINITY);
+	blamer_histogram_observe(sh, -INFINITY);
+	blamer_histogram_observe(sh, NAN);
+	blamer_histogram_observe(sh, 1e300);	/* finite: taken */
+	blamer_histogram_observe(sh, -2);
 	blamer_gauge_set(sc, 5);	/* another kind */
 	blamer_histogram_observe(sc, 5);
 	blamer_counter_add(sg, 1);
 	blamer_counter_add(NULL, 1);	/* nothing to count it in: ignored */
-	ASSERT_EQ(2, drops(b, BLAMER_DROP_BAD_VALUE));
+	ASSERT_EQ(6, drops(b, BLAMER_DROP_BAD_VALUE));
 	ASSERT_EQ(3, drops(b, BLAMER_DROP_BAD_HANDLE));
 	s = own_snapshot(b);
 	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
 	ASSERT_EQ(1, series(s, "c", NULL)->value);
 	ASSERT_EQ(0, series(s, "g", NULL)->value);
-	ASSERT_EQ(2, s->procs[0].drops[BLAMER_DROP_BAD_VALUE]);
+	x = series(s, "h", NULL);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(2, x->count);
+	ASSERT_EQ(1e300 - 2, x->value);
+	ASSERT_EQ(6, s->procs[0].drops[BLAMER_DROP_BAD_VALUE]);
 	blamer_snapshot_free(s);
 	t_close(self, b);
 }

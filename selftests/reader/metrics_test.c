@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,93 @@ TEST(hostile_metric_records_are_corrupt_not_fatal)
 		/* the gauge, which nothing touched, is still read */
 		ASSERT_NE(NULL, find_series(s, "inflight", NULL)) TH_LOG("%s", cases[i]);
 		EXPECT_EQ(1, find_series(s, "inflight", NULL)->value);
+		blamer_snapshot_free(s);
+		fx_free(&h);
+	}
+}
+
+static void set_word(struct fx_heap *h, blamer_ref at, uint64_t w)
+{
+	memcpy(fx_at(h, at), &w, sizeof(w));
+}
+
+static void set_double(struct fx_heap *h, blamer_ref at, double d)
+{
+	memcpy(fx_at(h, at), &d, sizeof(d));
+}
+
+/*
+ * Values no writer leaves (metric_write.c refuses the writes that would
+ * make them): the heap is corrupt, that series is left out (an exporter
+ * would fold it into a service's durable total: NaN or infinite for good,
+ * or a counter gone down) and the others are read.
+ */
+TEST(values_no_writer_leaves_are_corrupt)
+{
+	static const struct {
+		const char *what, *bad, *label;
+	} cases[] = {
+		{ "a counter of NaN", "reqs", "/a" },
+		{ "a counter's shard below 0", "reqs", "/a" },
+		{ "a counter of +Inf", "reqs", "/a" },
+		{ "a histogram's sum of -Inf", "lat", NULL },
+		{ "a histogram's shard's sum of NaN", "lat", NULL },
+		{ "a bucket's counts overflowing", "lat", NULL },
+		{ "the buckets' total overflowing", "lat", NULL },
+		{ "finite parts whose sum overflows", "reqs", "/a" },
+		{ "a gauge of NaN", "inflight", NULL },
+		{ "a counter of -0 (fine)", NULL, NULL },
+	};
+	const size_t rec = sizeof(struct blamer_metric_rec), shard = sizeof(struct blamer_metric_shard);
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		blamer_ref found[16], r, ra, sa, rl, sl, rg;
+		const struct blamer_snap_process *p;
+		struct blamer_snapshot *s;
+		struct fx_heap h;
+		int n = 0;
+
+		fx_metrics(&h, 1, 1, 1);
+		r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
+		while (r != BLAMER_LIST_HEAD_REF && n < 16) {
+			found[n++] = r;
+			r = ((struct blamer_block *)fx_at(&h, r))->next;
+		}
+		/* process, 4 defs, /a, its shard, /b, lat, its shard, size, gauge */
+		ASSERT_EQ(12, n);
+		ra = found[5], sa = found[6], rl = found[8], sl = found[9], rg = found[11];
+		switch (i) {
+		case 0: set_double(&h, ra + rec, NAN); break;
+		case 1: set_double(&h, sa + shard, -0.5); break;
+		case 2: set_double(&h, ra + rec, INFINITY); break;
+		case 3: set_double(&h, rl + rec, -INFINITY); break;
+		case 4: set_double(&h, sl + shard, NAN); break;
+		case 5: set_word(&h, rl + rec + 8, UINT64_MAX); break;	/* + the shard's 1 */
+		case 6: set_word(&h, rl + rec + 8, UINT64_MAX - 1); break;	/* + 1, + 4 */
+		case 7:
+			set_double(&h, ra + rec, DBL_MAX);
+			set_double(&h, sa + shard, DBL_MAX);
+			break;
+		case 8: set_double(&h, rg + rec, NAN); break;
+		case 9: set_double(&h, ra + rec, -0.0); break;
+		}
+		s = read_heap(&h);
+		ASSERT_NE(NULL, s);
+		p = &s->procs[0];
+		if (cases[i].bad) {
+			EXPECT_EQ(BLAMER_HEALTH_CORRUPT, p->health) TH_LOG("%s", cases[i].what);
+			EXPECT_EQ(NULL, find_series(s, cases[i].bad, cases[i].label))
+				TH_LOG("%s", cases[i].what);
+		} else {
+			EXPECT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s: %s", cases[i].what, p->problem);
+			ASSERT_NE(NULL, find_series(s, "reqs", "/a"));
+			EXPECT_EQ(0.5, find_series(s, "reqs", "/a")->value);
+		}
+		/* the others are read */
+		ASSERT_NE(NULL, find_series(s, "reqs", "/b")) TH_LOG("%s", cases[i].what);
+		EXPECT_EQ(1, find_series(s, "reqs", "/b")->value);
+		EXPECT_NE(NULL, find_series(s, "size", NULL)) TH_LOG("%s", cases[i].what);
 		blamer_snapshot_free(s);
 		fx_free(&h);
 	}

@@ -15,9 +15,9 @@ SRV2=
 LIVE=
 trap '[ -z "$SRV" ] || kill "$SRV" 2>/dev/null; [ -z "$SRV2" ] || kill "$SRV2" 2>/dev/null
       [ -z "$LIVE" ] || kill "$LIVE" 2>/dev/null
-      rm -rf "$D" "$D.prom" "$D.snap" "$D.lint" "$D.down" "$D.dout" "$D.file" "$D.state"* "$D.state2"* "$D.mdown" "$D.mfile" "$D.pfile"' EXIT
+      rm -rf "$D" "$D.prom" "$D.snap" "$D.lint" "$D.down" "$D.dout" "$D.file" "$D.state"* "$D.state2"* "$D.mdown" "$D.mfile" "$D.pfile" "$D.poison"*' EXIT
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "ok 1 # SKIP python3-prometheus-client not installed (scripts/deps.sh installs it)"
 	for i in 2 3 4 5 6 7 8 9 10; do echo "ok $i # SKIP python3-prometheus-client not installed"; done
@@ -331,3 +331,30 @@ PYEOF
 then echo "ok 10 - a heap that rewrites its metrics lower: the service's series (--listen, --interval) and each process's (--per-process) hold every counter, bucket, count and sum at its highest and count the decreases; a one-off export shows the heap's word"
 else echo "not ok 10 - a metric counter went down"; sed 's/^/#   /' "$D.lint"; fi
 kill "$SRV" "$SRV2" "$LIVE" 2>/dev/null; wait "$SRV" "$SRV2" "$LIVE" 2>/dev/null; SRV= SRV2= LIVE=
+
+# A dead heap holding a value no writer leaves (a NaN in series /a's
+# shard) beside an honest one: the export leaves that series out and
+# says a heap was corrupt; the fold takes the poisoned heap's other
+# series, and the service's durable total stays a number (one NaN folded
+# would be NaN for good). Twice: the state holds no NaN sum either.
+mkdir -m 700 "$D.poison"
+"$MK" "$D.poison" dead-metrics 3999011 5 && "$MK" "$D.poison" poisoned 3999012 6 || exit 1
+ok=1
+u=$(id -u)
+for run in 0 1 2; do
+	if [ $run = 0 ]; then
+		BLAMER_DIR=$D.poison "$B" export >"$D.lint" 2>&1 || ok=
+		grep -q "^blamer_corrupt_heaps 1\$" "$D.lint" || ok=
+	else
+		BLAMER_DIR=$D.poison "$B" export --state "$D.poison.state" --keep-dead 0 >"$D.lint" 2>&1 || ok=
+		grep -q "^blamer_folded_heaps_total 2\$" "$D.lint" || ok=
+	fi
+	grep -q "^reqs_total{route=\"/a\",uid=\"$u\"} 2.5\$" "$D.lint" &&
+		grep -q "^reqs_total{route=\"/b\",uid=\"$u\"} 2\$" "$D.lint" &&
+		! grep -qi "nan" "$D.lint" || ok=
+done
+# the counter's series in the state: sums, no NaN (a gauge's unset mark may be)
+grep -q "^series 0 .*nan" "$D.poison.state" && ok=
+if [ -n "$ok" ]; then
+	echo "ok 11 - a dead heap holding a NaN counter part: left out and counted (blamer_corrupt_heaps 1), folded without that series, the service's total stays 2.5"
+else echo "not ok 11 - a poisoned heap reached the service's total"; sed 's/^/#   /' "$D.lint"; fi

@@ -6,9 +6,9 @@
  * lock-free, no system call, exact from any number of threads, and in a
  * fork child they write the child's heap.
  *
- * A write the C library refuses (NaN, a counter add below 0) is counted
- * in the heap there; here it raises ValueError first, as a mistake of
- * the caller's that it can see.
+ * A write the C library refuses (NaN, a counter add below 0, an infinite
+ * add or observation) is counted in the heap there; here it raises
+ * ValueError first, as a mistake of the caller's that it can see.
  */
 #include <math.h>
 #include <string.h>
@@ -534,6 +534,9 @@ PyObject *pyb_series_inc(pyb_Series *s, PyObject *const *args, Py_ssize_t nargs)
 		if (d < 0)
 			return PyErr_Format(PyExc_ValueError,
 					    "blamer: a counter only goes up (inc(%R))", args[0]);
+		if (isinf(d))
+			return PyErr_Format(PyExc_ValueError,
+					    "blamer: a counter's sum stays finite (inc(%R))", args[0]);
 		blamer_counter_add(s->s, d);
 	} else {
 		blamer_gauge_add(s->s, d);
@@ -570,6 +573,9 @@ PyObject *pyb_series_observe(pyb_Series *s, PyObject *const *args, Py_ssize_t na
 	if (amount(args, nargs, NAN, "observe", &d) < 0 ||
 	    !kind_is(s, BLAMER_METRIC_HISTOGRAM, BLAMER_METRIC_HISTOGRAM, "observe"))
 		return NULL;
+	if (isinf(d))
+		return PyErr_Format(PyExc_ValueError,
+				    "blamer: a histogram's sum stays finite (observe(%R))", args[0]);
 	blamer_histogram_observe(s->s, d);
 	Py_RETURN_NONE;
 }

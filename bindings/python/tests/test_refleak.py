@@ -105,6 +105,8 @@ class RefLeaks(HeapTest):
             e.observe(3)
             _raises(lambda: s.set(1), TypeError)
             _raises(lambda: s.inc(-1), ValueError)
+            _raises(lambda: s.inc(float("inf")), ValueError)
+            _raises(lambda: h.observe(float("-inf")), ValueError)
             _raises(lambda: g.set(float("nan")), ValueError)
             _raises(lambda: c.inc(), ValueError)
             _raises(lambda: c.labels(), ValueError)
