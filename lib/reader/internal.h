@@ -87,6 +87,19 @@ struct rd_heap {
  * the snapshot at their final size when the heap is done (rd_push(),
  * rd_scratch_commit()). Without them the arrays grow in the snapshot.
  */
+/* Metric definitions decoded, by reference (decode_metric.c): their
+ * index among the process's, or UINT32_MAX for a bad one. */
+struct rd_defmap {
+	blamer_ref *ref;
+	uint32_t *idx;
+	size_t cap, n;
+	uint64_t seed;		/* secret, chosen once per reader */
+};
+/* Gives @m back for the next heap (emptied), or frees a large one. */
+void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep);
+
+
+
 #define RD_SCRATCH_ARRAYS	10
 struct rd_scratch {
 	struct rd_grow {
@@ -95,6 +108,9 @@ struct rd_scratch {
 		void *buf;
 		size_t cap;	/* bytes */
 	} a[RD_SCRATCH_ARRAYS];
+	/* the definitions' table and its seed, from heap to heap: a
+	 * getrandom() and two callocs per heap were 6 % of a scrape */
+	struct rd_defmap defs;
 };
 void rd_scratch_free(struct rd_scratch *sc);
 
@@ -245,15 +261,6 @@ struct rd_ud {
 struct rd_udcache {
 	struct rd_ud *v;
 	size_t cap, n;
-};
-
-/* Metric definitions decoded, by reference (decode_metric.c): their
- * index among the process's, or UINT32_MAX for a bad one. */
-struct rd_defmap {
-	blamer_ref *ref;
-	uint32_t *idx;
-	size_t cap, n;
-	uint64_t seed;
 };
 
 /* What the decoders of one heap share (parse.c sets it up). */

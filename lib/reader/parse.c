@@ -16,6 +16,7 @@
  * (BLAMER_READ_NO_*) are not decoded at all.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -126,8 +127,12 @@ static void parse(struct rd_heap *h)
 	struct rd_ctx c = { .h = h, .p = p };
 	uint32_t i;
 
+	if (h->scratch) {	/* the last heap's table, empty */
+		c.defs = h->scratch->defs;
+		memset(&h->scratch->defs, 0, sizeof(h->scratch->defs));
+	}
 	if (!rd_heap_check(h, &hh))
-		return;
+		goto out;
 	c.clock.kind = hh.clock;
 	c.clock.anchor_tsc = hh.clock_anchor_tsc;
 	c.clock.anchor_ns = hh.clock_anchor_ns;
@@ -136,7 +141,7 @@ static void parse(struct rd_heap *h)
 	if (h->headers_only) {
 		if (!p->problem[0])
 			p->health = BLAMER_HEALTH_UNCHECKED;
-		return;
+		goto out;
 	}
 	walk_list(&c, &hh);
 	if (!(h->flags & BLAMER_READ_NO_USERDATA)) {
@@ -154,7 +159,6 @@ static void parse(struct rd_heap *h)
 	}
 	rd_seen_free(&c.listed);
 	rd_seen_free(&c.shards);
-	rd_defmap_free(&c.defs);
 	free(c.ud.v);
 	/* a ring that has not wrapped is in order already: sorted only if not */
 	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)
@@ -164,4 +168,6 @@ static void parse(struct rd_heap *h)
 	if (p->torn_records)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",
 			   p->torn_records);
+out:
+	rd_defmap_done(&c.defs, h->scratch ? &h->scratch->defs : NULL);
 }

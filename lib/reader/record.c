@@ -109,6 +109,7 @@ void rd_scratch_free(struct rd_scratch *sc)
 
 	for (i = 0; i < RD_SCRATCH_ARRAYS; i++)
 		free(sc->a[i].buf);
+	rd_defmap_free(&sc->defs);
 	memset(sc, 0, sizeof(*sc));
 }
 
