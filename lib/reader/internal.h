@@ -112,6 +112,7 @@ struct rd_scratch {
 	 * getrandom() and two callocs per heap were 6 % of a scrape */
 	struct rd_defmap defs;
 };
+/* Frees the arrays (the caller frees defs first: rd_defmap_free()). */
 void rd_scratch_free(struct rd_scratch *sc);
 
 /* What a snapshot holds is what the format can hold, plus a NUL. */

@@ -109,8 +109,7 @@ void rd_scratch_free(struct rd_scratch *sc)
 
 	for (i = 0; i < RD_SCRATCH_ARRAYS; i++)
 		free(sc->a[i].buf);
-	rd_defmap_free(&sc->defs);
-	memset(sc, 0, sizeof(*sc));
+	memset(sc, 0, sizeof(*sc));	/* sc->defs: freed by its owner first */
 }
 
 void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
