@@ -127,9 +127,13 @@ static void parse(struct rd_heap *h)
 	struct rd_ctx c = { .h = h, .p = p };
 	uint32_t i;
 
-	if (h->scratch) {	/* the last heap's table, empty */
+	if (h->scratch) {	/* the last heap's table and bitmaps, empty */
 		c.defs = h->scratch->defs;
+		c.listed = h->scratch->listed;
+		c.shards = h->scratch->shards;
 		memset(&h->scratch->defs, 0, sizeof(h->scratch->defs));
+		memset(&h->scratch->listed, 0, sizeof(h->scratch->listed));
+		memset(&h->scratch->shards, 0, sizeof(h->scratch->shards));
 	}
 	if (!rd_heap_check(h, &hh))
 		goto out;
@@ -157,8 +161,6 @@ static void parse(struct rd_heap *h)
 		if (!dup)
 			rd_decode_log(&c, c.logs[i]);
 	}
-	rd_seen_free(&c.listed);
-	rd_seen_free(&c.shards);
 	free(c.ud.v);
 	/* a ring that has not wrapped is in order already: sorted only if not */
 	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)
@@ -169,5 +171,7 @@ static void parse(struct rd_heap *h)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",
 			   p->torn_records);
 out:
+	rd_seen_done(&c.listed, h->scratch ? &h->scratch->listed : NULL);
+	rd_seen_done(&c.shards, h->scratch ? &h->scratch->shards : NULL);
 	rd_defmap_done(&c.defs, h->scratch ? &h->scratch->defs : NULL);
 }
