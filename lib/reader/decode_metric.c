@@ -64,7 +64,7 @@ static bool def_note(struct rd_ctx *c, blamer_ref ref, uint32_t idx)
 	if (2 * (m->n + 1) > m->cap) {	/* at most half full */
 		struct rd_defmap g = { .seed = m->seed, .cap = m->cap ? m->cap * 2 : 64 };
 
-		if (!m->cap) {
+		if (!m->seed) {
 			struct timespec t;
 
 			if (getrandom(&g.seed, sizeof(g.seed), GRND_NONBLOCK) != sizeof(g.seed)) {
@@ -103,6 +103,27 @@ void rd_defmap_free(struct rd_defmap *m)
 {
 	free(m->ref);
 	free(m->idx);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A table this large is not emptied for every heap after (a hostile
+ * heap's thousands of definitions would cost each heap after it). */
+#define DEFMAP_KEEP_MAX	1024u
+
+void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep)
+{
+	uint64_t seed = m->seed;
+
+	if (!keep || m->cap > DEFMAP_KEEP_MAX) {
+		rd_defmap_free(m);
+		if (keep)
+			keep->seed = seed;
+		return;
+	}
+	if (m->n)
+		memset(m->ref, 0, m->cap * sizeof(*m->ref));
+	m->n = 0;
+	*keep = *m;
 	memset(m, 0, sizeof(*m));
 }
 
@@ -402,7 +423,9 @@ static bool gauge_read(struct rd_ctx *c, blamer_ref ref, uint64_t *value, uint64
 void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 {
 	size_t at[BLAMER_METRIC_LABELS_MAX], sl[BLAMER_METRIC_LABELS_MAX];
-	uint64_t words[1 + BLAMER_METRIC_BUCKETS_MAX], counts[BLAMER_METRIC_BUCKETS_MAX] = { 0 };
+	/* not zeroed: counts[0 .. n - 2] are set from the record's words
+	 * before any shard adds to them (zeroing all 258 was 2 KB a series) */
+	uint64_t words[1 + BLAMER_METRIC_BUCKETS_MAX], counts[BLAMER_METRIC_BUCKETS_MAX];
 	const struct blamer_snap_metric_def *d;
 	struct blamer_snap_metric m = { 0 }, *sm;
 	struct blamer_metric_rec r;

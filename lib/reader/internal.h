@@ -87,6 +87,26 @@ struct rd_heap {
  * the snapshot at their final size when the heap is done (rd_push(),
  * rd_scratch_commit()). Without them the arrays grow in the snapshot.
  */
+/* Metric definitions decoded, by reference (decode_metric.c): their
+ * index among the process's, or UINT32_MAX for a bad one. */
+struct rd_defmap {
+	blamer_ref *ref;
+	uint32_t *idx;
+	size_t cap, n;
+	uint64_t seed;		/* secret, chosen once per reader */
+};
+/* Gives @m back for the next heap (emptied), or frees a large one. */
+void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep);
+
+
+
+/* Records met, a bit per 8 bytes of each slab (record.c). */
+struct rd_seen {
+	uint64_t *bits[BLAMER_MAX_SLABS];
+	uint32_t words[BLAMER_MAX_SLABS];	/* of bits[i] */
+	uint64_t cleared;	/* bit i: bits[i] is this heap's (zeroed for it) */
+};
+
 #define RD_SCRATCH_ARRAYS	10
 struct rd_scratch {
 	struct rd_grow {
@@ -95,7 +115,16 @@ struct rd_scratch {
 		void *buf;
 		size_t cap;	/* bytes */
 	} a[RD_SCRATCH_ARRAYS];
+	/* the definitions' table and its seed, from heap to heap: a
+	 * getrandom() and two callocs per heap were 6 % of a scrape */
+	struct rd_defmap defs;
+	/* the bitmaps of the records and shards a heap's walk met, kept
+	 * for the next heap (a calloc() and a free() each per heap were
+	 * 4 % of a scrape) */
+	struct rd_seen listed, shards;
 };
+/* Frees the arrays and bitmaps (the caller frees defs first:
+ * rd_defmap_free()). */
 void rd_scratch_free(struct rd_scratch *sc);
 
 /* What a snapshot holds is what the format can hold, plus a NUL. */
@@ -230,9 +259,6 @@ bool rd_settled_seq(struct rd_stable *r);
  * (1/64 of them): a loop or a record reached twice is caught exactly,
  * at a cost that follows the heap's size and nothing it claims.
  */
-struct rd_seen {
-	uint64_t *bits[BLAMER_MAX_SLABS];
-};
 
 /* User data already decoded, by reference: each record is decoded once
  * however many activities point at it (open addressing). */
@@ -245,15 +271,6 @@ struct rd_ud {
 struct rd_udcache {
 	struct rd_ud *v;
 	size_t cap, n;
-};
-
-/* Metric definitions decoded, by reference (decode_metric.c): their
- * index among the process's, or UINT32_MAX for a bad one. */
-struct rd_defmap {
-	blamer_ref *ref;
-	uint32_t *idx;
-	size_t cap, n;
-	uint64_t seed;
 };
 
 /* What the decoders of one heap share (parse.c sets it up). */
@@ -306,6 +323,9 @@ uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
  * (reported). @ref must be one rd_copy() accepts. */
 int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref);
 void rd_seen_free(struct rd_seen *s);
+/* Gives @s's small bitmaps to @keep for the next heap (each cleared when
+ * that heap first meets its slab), frees the others. */
+void rd_seen_done(struct rd_seen *s, struct rd_seen *keep);
 /* A reference past the bytes read but inside the slab, in a heap whose
  * writer runs: a record appended after the read began. */
 bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len);

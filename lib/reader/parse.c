@@ -16,6 +16,7 @@
  * (BLAMER_READ_NO_*) are not decoded at all.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -126,8 +127,16 @@ static void parse(struct rd_heap *h)
 	struct rd_ctx c = { .h = h, .p = p };
 	uint32_t i;
 
+	if (h->scratch) {	/* the last heap's table and bitmaps, empty */
+		c.defs = h->scratch->defs;
+		c.listed = h->scratch->listed;
+		c.shards = h->scratch->shards;
+		memset(&h->scratch->defs, 0, sizeof(h->scratch->defs));
+		memset(&h->scratch->listed, 0, sizeof(h->scratch->listed));
+		memset(&h->scratch->shards, 0, sizeof(h->scratch->shards));
+	}
 	if (!rd_heap_check(h, &hh))
-		return;
+		goto out;
 	c.clock.kind = hh.clock;
 	c.clock.anchor_tsc = hh.clock_anchor_tsc;
 	c.clock.anchor_ns = hh.clock_anchor_ns;
@@ -136,7 +145,7 @@ static void parse(struct rd_heap *h)
 	if (h->headers_only) {
 		if (!p->problem[0])
 			p->health = BLAMER_HEALTH_UNCHECKED;
-		return;
+		goto out;
 	}
 	walk_list(&c, &hh);
 	if (!(h->flags & BLAMER_READ_NO_USERDATA)) {
@@ -152,9 +161,6 @@ static void parse(struct rd_heap *h)
 		if (!dup)
 			rd_decode_log(&c, c.logs[i]);
 	}
-	rd_seen_free(&c.listed);
-	rd_seen_free(&c.shards);
-	rd_defmap_free(&c.defs);
 	free(c.ud.v);
 	/* a ring that has not wrapped is in order already: sorted only if not */
 	for (i = 1; i < p->nlogs && log_cmp(&p->logs[i - 1], &p->logs[i]) <= 0; i++)
@@ -164,4 +170,8 @@ static void parse(struct rd_heap *h)
 	if (p->torn_records)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",
 			   p->torn_records);
+out:
+	rd_seen_done(&c.listed, h->scratch ? &h->scratch->listed : NULL);
+	rd_seen_done(&c.shards, h->scratch ? &h->scratch->shards : NULL);
+	rd_defmap_done(&c.defs, h->scratch ? &h->scratch->defs : NULL);
 }

@@ -139,6 +139,7 @@ void blamer_reader_close(struct blamer_reader *r)
 	if (r->devfd >= 0)
 		close(r->devfd);
 	free(r->buf);
+	rd_defmap_free(&r->scratch.defs);	/* decode_metric.c's, kept in the scratch */
 	rd_scratch_free(&r->scratch);
 	rd_pool_put(r->pool);
 	free(r);

@@ -109,7 +109,9 @@ void rd_scratch_free(struct rd_scratch *sc)
 
 	for (i = 0; i < RD_SCRATCH_ARRAYS; i++)
 		free(sc->a[i].buf);
-	memset(sc, 0, sizeof(*sc));
+	rd_seen_free(&sc->listed);
+	rd_seen_free(&sc->shards);
+	memset(sc, 0, sizeof(*sc));	/* sc->defs: freed by its owner first */
 }
 
 void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
@@ -188,27 +190,41 @@ uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp)
 	return bl_clock_to_ns(&c->clock, &c->now, stamp);
 }
 
+/* A bitmap this small (a slab up to 512 KiB) is kept for the next heap
+ * and cleared in full; a larger one is calloc()ed, whose untouched pages
+ * cost nothing until a record is met, and freed. */
+#define RD_SEEN_KEEP_WORDS	1024u
+
 int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref)
 {
 	uint32_t slab = blamer_ref_slab(ref);
 	uint64_t bit = blamer_ref_offset(ref) / BLAMER_ALIGN, mask;
-	uint64_t **w;
+	uint64_t *w;
 
 	if (slab >= c->h->nslabs || bit >= c->h->slabs[slab].size / BLAMER_ALIGN)
 		return 0;	/* not a record: callers check first */
-	w = &s->bits[slab];
-	if (!*w) {
-		/* calloc: untouched words cost nothing until a record is met */
-		*w = calloc(c->h->slabs[slab].size / BLAMER_ALIGN / 64 + 1, sizeof(**w));
-		if (!*w) {
-			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
-			return -1;
+	if (!(s->cleared & (1ull << slab))) {
+		size_t need = c->h->slabs[slab].size / BLAMER_ALIGN / 64 + 1;
+
+		if (s->bits[slab] && need <= s->words[slab] && need <= RD_SEEN_KEEP_WORDS) {
+			memset(s->bits[slab], 0, need * sizeof(uint64_t));
+		} else {
+			free(s->bits[slab]);
+			s->words[slab] = 0;
+			s->bits[slab] = calloc(need, sizeof(uint64_t));
+			if (!s->bits[slab]) {
+				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+				return -1;
+			}
+			s->words[slab] = (uint32_t)need;
 		}
+		s->cleared |= 1ull << slab;
 	}
+	w = s->bits[slab];
 	mask = 1ull << (bit % 64);
-	if ((*w)[bit / 64] & mask)
+	if (w[bit / 64] & mask)
 		return 0;
-	(*w)[bit / 64] |= mask;
+	w[bit / 64] |= mask;
 	return 1;
 }
 
@@ -216,8 +232,27 @@ void rd_seen_free(struct rd_seen *s)
 {
 	size_t i;
 
-	for (i = 0; i < BLAMER_MAX_SLABS; i++) {
+	for (i = 0; i < BLAMER_MAX_SLABS; i++)
 		free(s->bits[i]);
-		s->bits[i] = NULL;
+	memset(s, 0, sizeof(*s));
+}
+
+void rd_seen_done(struct rd_seen *s, struct rd_seen *keep)
+{
+	size_t i;
+
+	if (!keep) {
+		rd_seen_free(s);
+		return;
 	}
+	for (i = 0; i < BLAMER_MAX_SLABS; i++) {
+		if (s->bits[i] && s->words[i] > RD_SEEN_KEEP_WORDS) {
+			free(s->bits[i]);
+			s->bits[i] = NULL;
+			s->words[i] = 0;
+		}
+	}
+	s->cleared = 0;	/* the next heap's walk clears what it uses */
+	*keep = *s;
+	memset(s, 0, sizeof(*s));
 }

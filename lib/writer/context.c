@@ -80,7 +80,9 @@ static void atfork_child(void)
 			bl_heap_drop_after_fork(&b->heap);
 		memset(&b->heap, 0, sizeof(b->heap));
 		bl_backend_close(&b->be, false);
-		b->process = b->global_data = b->process_data = b->log = 0;
+		b->process = 0;
+		for (i = 0; i < BL_PARTS; i++)
+			st_relaxed(A64(&b->parts[i]), 0);
 		atomic_store_explicit(&b->drops, NULL, memory_order_relaxed);
 		for (i = 0; i < BLAMER_DROP_REASONS; i++)
 			st_relaxed(A64(&b->pending_drops[i]), 0);

@@ -79,18 +79,24 @@ void bl_inherit_snapshot(struct blamer *b)
 	if (ld_acquire(A32(&b->state)) != BL_ST_READY || ld_relaxed(A32(&b->heap.corrupt)) ||
 	    !in->data[0] || !in->data[1])
 		return;
-	in->data_len[0] = copy_fields(&b->heap, b->global_data, in->data[0], BL_DATA_BYTES);
-	in->data_len[1] = copy_fields(&b->heap, b->process_data, in->data[1], BL_DATA_BYTES);
+	/* data not made yet (bl_part()) is none to copy */
+	in->data_len[0] = copy_fields(&b->heap, ld_acquire(A64(&b->parts[BL_PART_GLOBAL_DATA])),
+				      in->data[0], BL_DATA_BYTES);
+	in->data_len[1] = copy_fields(&b->heap, ld_acquire(A64(&b->parts[BL_PART_PROCESS_DATA])),
+				      in->data[1], BL_DATA_BYTES);
 	in->data_valid = true;
 }
 
 /* The published fields of a snapshot into the new record @ref, packed;
  * a string caught in the middle of a change is left empty. */
-static void replay_data(struct blamer *b, blamer_ref ref, const uint8_t *src, uint32_t len)
+static void replay_data(struct blamer *b, enum bl_part part, const uint8_t *src, uint32_t len)
 {
-	struct blamer_userdata *u = bl_heap_get(&b->heap, ref, BLAMER_REC_USERDATA, sizeof(*u));
+	struct blamer_userdata *u;
 	uint32_t off = 0, out = 0;
 
+	if (len < sizeof(struct blamer_field))
+		return;	/* nothing inherited: the record is made on first use */
+	u = bl_heap_get(&b->heap, bl_part(b, part), BLAMER_REC_USERDATA, sizeof(*u));
 	if (!u)
 		return;
 	while (off + sizeof(struct blamer_field) <= len) {
@@ -139,8 +145,8 @@ void bl_inherit_replay(struct blamer *b)
 	size_t n = 0, i;
 
 	if (in->data_valid) {
-		replay_data(b, b->global_data, in->data[0], in->data_len[0]);
-		replay_data(b, b->process_data, in->data[1], in->data_len[1]);
+		replay_data(b, BL_PART_GLOBAL_DATA, in->data[0], in->data_len[0]);
+		replay_data(b, BL_PART_PROCESS_DATA, in->data[1], in->data_len[1]);
 	}
 	/* Acquire: pairs with the push: the definitions are whole. */
 	for (d = atomic_load_explicit(&in->defs, memory_order_acquire); d; d = d->next)

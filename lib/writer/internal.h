@@ -496,6 +496,9 @@ struct blamer_series {
 	struct blamer_series *_Atomic next;	/* its chain in the series table */
 };
 
+/* The records of a heap made on first use (records.c: bl_part()). */
+enum bl_part { BL_PART_GLOBAL_DATA, BL_PART_PROCESS_DATA, BL_PART_LOG, BL_PARTS };
+
 /* What a fork child's heap starts with (inherit.c). */
 struct bl_def;
 struct bl_inherit {
@@ -518,7 +521,8 @@ struct blamer {
 	struct bl_heap heap;
 	int64_t pid, start_ns;
 	uint32_t data_id;
-	blamer_ref process, global_data, process_data, log;
+	blamer_ref process;
+	blamer_ref parts[BL_PARTS];	/* atomic: made on first use (bl_part()), 0: not yet */
 	struct blamer_path *_Atomic paths;	/* handles made by blamer_path_get() */
 	struct bl_value_table *_Atomic values;	/* handles made by blamer_set_*() */
 	struct blamer_metric *_Atomic metrics;	/* handles made by blamer_metric_define() */
@@ -567,9 +571,12 @@ blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size);
 void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type);
 /* A USERDATA record of @scope (BLAMER_DATA_*) with @capacity bytes of fields. */
 blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity);
-/* The records a new heap starts with: the process record, its global and
- * process data and the log (the context is not READY yet). 0 or -errno. */
+/* The record a new heap starts with: the process record (the context is
+ * not READY yet). 0 or -errno. */
 int bl_process_records(struct blamer *b);
+/* The record of @part, made and named in the process record on first
+ * use (lock-free, async-signal-safe); 0 and a message if there is no room. */
+blamer_ref bl_part(struct blamer *b, enum bl_part part);
 /* Stores 0 with release in the claim of every shard (DAG and metric) of @tid in @b's heap
  * (the thread is exiting; another may take them over). */
 void bl_shards_release(struct blamer *b, int64_t tid);

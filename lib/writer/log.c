@@ -22,6 +22,7 @@ int blamer_log(struct blamer *b, const char *fmt, ...)
 	struct blamer_log_slot *s;
 	struct blamer_log *log;
 	struct bl_heap *h;
+	blamer_ref ref;
 	int err;
 	uint64_t n;
 	va_list ap;
@@ -30,7 +31,10 @@ int blamer_log(struct blamer *b, const char *fmt, ...)
 	h = bl_heap_for(&b, &err);
 	if (!h)
 		return err;
-	log = bl_heap_get(h, b->log, BLAMER_REC_LOG, sizeof(*log));
+	ref = bl_part(b, BL_PART_LOG);	/* made by the first message */
+	if (!ref)
+		return -bl_last_error();
+	log = bl_heap_get(h, ref, BLAMER_REC_LOG, sizeof(*log));
 	if (!log || !log->slot_count ||
 	    log->hdr.size < sizeof(*log) + (uint64_t)log->slot_count * sizeof(*s))
 		return bl_error(EIO, "blamer: log record lost");

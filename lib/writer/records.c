@@ -4,12 +4,13 @@
  * (fresh, or a retired one of the same type and size taken over),
  * stamped with its owner (data_id last, with release, so a half-made
  * record never passes for a valid one) and retired; the records a heap
- * starts with (process, its data, the log) are made here when the heap
- * is. Nothing here makes a context or a heap: callers hold a context
+ * starts with (process, drops) are made here when the heap is, the
+ * process's data and log when first used (bl_part()). Nothing here makes a context or a heap: callers hold a context
  * whose heap is ready (bl_ready(), bl_heap_for()).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "atomic.h"
@@ -128,7 +129,6 @@ int bl_process_records(struct blamer *b)
 {
 	struct bl_heap *h = &b->heap;
 	struct blamer_process *p;
-	struct blamer_log *log;
 	blamer_ref ref;
 	int err = 0;
 
@@ -142,25 +142,88 @@ int bl_process_records(struct blamer *b)
 	/* Relaxed: published with the record (owner release, list append). */
 	st_relaxed(A32(&p->phase), BLAMER_PHASE_LAUNCHED);
 	b->process = ref;
-	b->global_data = bl_userdata_new(b, BLAMER_DATA_GLOBAL, BL_DATA_BYTES);
-	b->process_data = bl_userdata_new(b, BLAMER_DATA_PROCESS, BL_DATA_BYTES);
-	b->log = bl_heap_alloc(h, sizeof(*log) + b->log_slots * sizeof(struct blamer_log_slot),
-			       BLAMER_REC_LOG, &err);
-	if (!b->global_data || !b->process_data || !b->log)
-		return bl_error(ENOSPC, "blamer: slab too small for the process records");
-	log = bl_ptr(h, b->log);
-	log->slot_count = b->log_slots;
-	bl_owner_set(b, &log->owner);
-	bl_heap_make_iterable(h, b->log);
-	p->user_data = b->process_data;
-	p->global_data = b->global_data;
-	p->log = b->log;
 	bl_owner_set(b, &p->owner);
 	if (!bl_heap_make_iterable(h, ref))
 		return bl_error(EIO, "blamer: the new heap is corrupt");
 	/* Release: a reader that finds the process ref finds it complete. */
 	st_release(A64(&h->hh->process), ref);
 	return 0;
+}
+
+/* A new LOG record of the context's log_slots, listed; 0 if none. */
+static blamer_ref log_new(struct blamer *b)
+{
+	struct blamer_log *log;
+	blamer_ref ref;
+
+	ref = bl_record_alloc(b, BLAMER_REC_LOG,
+			      sizeof(*log) + b->log_slots * sizeof(struct blamer_log_slot));
+	if (!ref)
+		return 0;
+	log = bl_ptr(&b->heap, ref);
+	log->slot_count = b->log_slots;
+	bl_owner_set(b, &log->owner);
+	if (!bl_heap_make_iterable(&b->heap, ref)) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	return ref;
+}
+
+/*
+ * The process's or the application's data, or the log: 17 KB of a heap
+ * that most processes never write (a worker that only counts). Made on
+ * first use, not with the heap, so an idle or metrics-only heap is the
+ * size of what it holds: fewer pages touched by its process, fewer bytes
+ * copied by every reader of it.
+ *
+ * Lock-free, for threads and signal handlers alike: each maker lists a
+ * whole record of its own (owner set: a reader that meets it on the
+ * list shows it at once, as it does a record the process record does
+ * not name yet), then CASes it into the context's slot. The first CAS
+ * wins; a loser retires its record (it wrote nothing in it) and uses the
+ * winner's. The winner then names it in the process record. What is
+ * written after the CAS is never lost: the record was listed before it.
+ * A fork child's slots are 0 (context.c): its heap makes its own.
+ */
+blamer_ref bl_part(struct blamer *b, enum bl_part part)
+{
+	static const struct {
+		uint32_t type, scope;
+		size_t named;	/* where the process record names it */
+	} parts[] = {
+		[BL_PART_GLOBAL_DATA] = { BLAMER_REC_USERDATA, BLAMER_DATA_GLOBAL,
+					  offsetof(struct blamer_process, global_data) },
+		[BL_PART_PROCESS_DATA] = { BLAMER_REC_USERDATA, BLAMER_DATA_PROCESS,
+					   offsetof(struct blamer_process, user_data) },
+		[BL_PART_LOG] = { BLAMER_REC_LOG, 0, offsetof(struct blamer_process, log) },
+	};
+	blamer_ref *slot = &b->parts[part], ref = ld_acquire(A64(slot)), won = 0;
+	struct blamer_process *p;
+
+	if (ref)
+		return ref;
+	if (parts[part].type == BLAMER_REC_LOG) {
+		ref = log_new(b);
+	} else {
+		ref = bl_userdata_new(b, parts[part].scope, BL_DATA_BYTES);
+		if (!ref)
+			bl_error(ENOSPC, "blamer: no room for the %s data",
+				 part == BL_PART_GLOBAL_DATA ? "global" : "process");
+	}
+	if (!ref)
+		return 0;
+	/* Acq_rel: the winner's record is whole for whoever loads the slot
+	 * (the acquire above); a loser takes the winner's. */
+	if (!atomic_compare_exchange_strong_explicit(A64(slot), &won, ref, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		bl_record_retire(b, ref, parts[part].type);
+		return won;
+	}
+	p = bl_heap_get(&b->heap, b->process, BLAMER_REC_PROCESS, sizeof(*p));
+	if (p)	/* Release: a reader following it finds the record whole. */
+		st_release(A64((uint8_t *)p + parts[part].named), ref);
+	return ref;
 }
 
 int bl_drops_record(struct blamer *b)

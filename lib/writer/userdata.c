@@ -85,10 +85,10 @@ static struct blamer_userdata *scope_record(struct blamer *b, unsigned scope)
 		return NULL;
 	switch (scope) {
 	case BLAMER_DATA_GLOBAL:
-		ref = b->global_data;
+		ref = bl_part(b, BL_PART_GLOBAL_DATA);
 		break;
 	case BLAMER_DATA_PROCESS:
-		ref = b->process_data;
+		ref = bl_part(b, BL_PART_PROCESS_DATA);
 		break;
 	case BLAMER_DATA_ACTIVITY:
 		ref = activity_data(b);

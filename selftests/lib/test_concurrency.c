@@ -744,7 +744,7 @@ TEST_F(ctx, user_data_from_many_threads)
 		pthread_join(th[i], NULL);
 		ASSERT_TRUE(args[i].ok);
 	}
-	u = bl_ptr(&b->heap, b->global_data);
+	u = bl_ptr(&b->heap, b->parts[BL_PART_GLOBAL_DATA]);
 	while (off + 8 <= u->used) {
 		struct blamer_field *f = (void *)(u->fields + off);
 
@@ -785,8 +785,8 @@ TEST_F(ctx, user_data_past_a_stalled_maker)
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	u = bl_ptr(&b->heap, b->global_data);
 	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_GLOBAL, "before", 1));
+	u = bl_ptr(&b->heap, b->parts[BL_PART_GLOBAL_DATA]);
 	stalled = (void *)(u->fields + u->used);
 	stalled->name_size = 7;
 	stalled->value_size = 0x5a5a;	/* a hash no name here has */
@@ -894,6 +894,9 @@ TEST_F(ctx, user_data_first_sets_race)
 	pthread_t th[RACE_THREADS];
 	struct blamer_config c;
 	struct blamer_userdata *u[2];
+	struct blamer_process *p;
+	struct v_stats st;
+	struct v_heap v;
 	struct blamer *b;
 	char name[32];
 	int n, i, k;
@@ -911,8 +914,16 @@ TEST_F(ctx, user_data_first_sets_race)
 			pthread_join(th[i], NULL);
 		for (i = 0; i < RACE_THREADS; i++)
 			ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
-		u[0] = bl_ptr(&b->heap, b->global_data);
-		u[1] = bl_ptr(&b->heap, b->process_data);
+		u[0] = bl_ptr(&b->heap, b->parts[BL_PART_GLOBAL_DATA]);
+		u[1] = bl_ptr(&b->heap, b->parts[BL_PART_PROCESS_DATA]);
+		/* the first sets made each record once (heap_format.h: made
+		 * on first use): one listed, named by the process record */
+		t_view(b, &v);
+		ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+		ASSERT_EQ(2, st.by_type[BLAMER_REC_USERDATA]);
+		p = bl_ptr(&b->heap, b->process);
+		ASSERT_EQ(b->parts[BL_PART_GLOBAL_DATA], p->global_data);
+		ASSERT_EQ(b->parts[BL_PART_PROCESS_DATA], p->user_data);
 		for (k = 0; k < 2; k++) {
 			for (i = 0; i < RACE_ROUNDS; i++) {
 				snprintf(name, sizeof(name), "round-%d", i);
@@ -920,6 +931,71 @@ TEST_F(ctx, user_data_first_sets_race)
 					TH_LOG("context %d, record %d: %s", n, k, name);
 			}
 			ASSERT_EQ(RACE_ROUNDS, t_fields(u[k], NULL, NULL));
+		}
+		t_close(self, b);
+	}
+}
+
+/*
+ * Threads log their first messages at the same instant, in fresh
+ * contexts: the log is made on first use (records.c, bl_part()), once
+ * per heap as the process record names it, and no message is lost to
+ * the race (a loser's record is retired unwritten).
+ */
+enum { LOG_RACE_MESSAGES = 24 };
+
+static void *first_log_racer(void *p)
+{
+	struct race_arg *a = p;
+	int i;
+
+	race_start(a->arrived, 0);
+	for (i = 0; i < LOG_RACE_MESSAGES; i++)
+		a->bad += blamer_log(a->b, "thread %d message %d", a->id, i) != 0;
+	return NULL;
+}
+
+TEST_F(ctx, log_first_use_race)
+{
+	struct race_arg args[RACE_THREADS];
+	pthread_t th[RACE_THREADS];
+	struct blamer_config c;
+	struct blamer_process *p;
+	struct blamer_log *log;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	int n, i, k, seen[RACE_THREADS];
+
+	c = t_cfg(self->dir, 0, 0);
+	for (n = 0; n < RACE_CONTEXTS; n++) {
+		atomic_uint arrived = 0;
+
+		ASSERT_EQ(0, t_open(self, &c, &b));
+		for (i = 0; i < RACE_THREADS; i++) {
+			args[i] = (struct race_arg){ .b = b, .arrived = &arrived, .id = i };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, first_log_racer, &args[i]));
+		}
+		for (i = 0; i < RACE_THREADS; i++)
+			pthread_join(th[i], NULL);
+		for (i = 0; i < RACE_THREADS; i++)
+			ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
+		t_view(b, &v);
+		ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+		ASSERT_EQ(1, st.by_type[BLAMER_REC_LOG]);
+		p = bl_ptr(&b->heap, b->process);
+		ASSERT_EQ(b->parts[BL_PART_LOG], p->log);
+		log = bl_ptr(&b->heap, p->log);
+		ASSERT_EQ(RACE_THREADS * LOG_RACE_MESSAGES, log->head);
+		ASSERT_LE(RACE_THREADS * LOG_RACE_MESSAGES, log->slot_count);
+		memset(seen, 0, sizeof(seen));
+		for (k = 0; k < RACE_THREADS * LOG_RACE_MESSAGES; k++) {
+			int t, m;
+
+			ASSERT_EQ(2, sscanf(log->slots[k].text, "thread %d message %d", &t, &m));
+			ASSERT_TRUE(t >= 0 && t < RACE_THREADS);
+			ASSERT_EQ(seen[t], m);	/* each thread's in order, none lost */
+			seen[t]++;
 		}
 		t_close(self, b);
 	}

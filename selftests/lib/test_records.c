@@ -6,6 +6,7 @@
  * context the teardown closes, so a failed assert leaks neither.
  */
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -269,8 +270,8 @@ TEST_F(ctx, user_data_all_types)
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	u = bl_ptr(&b->heap, b->process_data);
-	g = bl_ptr(&b->heap, b->global_data);
+	u = bl_ptr(&b->heap, bl_part(b, BL_PART_PROCESS_DATA));
+	g = bl_ptr(&b->heap, bl_part(b, BL_PART_GLOBAL_DATA));
 	ASSERT_EQ(BLAMER_DATA_PROCESS, u->scope);
 	ASSERT_EQ(BLAMER_DATA_GLOBAL, g->scope);
 	ASSERT_NE(NULL, blamer_set_bool(b, BLAMER_DATA_PROCESS, "ok", true));
@@ -363,8 +364,8 @@ TEST_F(ctx, user_data_refuses_a_bad_header)
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	u = bl_ptr(&b->heap, b->process_data);
 	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "a", 1));
+	u = bl_ptr(&b->heap, b->parts[BL_PART_PROCESS_DATA]);
 	used = u->used;
 	/* used past a header nobody claimed */
 	u->used = used + 24;
@@ -437,7 +438,7 @@ TEST_F(ctx, log_ring_wraps)
 	c = t_cfg(self->dir, 0, 0);
 	c.log_slots = 8;
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	log = bl_ptr(&b->heap, b->log);
+	log = bl_ptr(&b->heap, bl_part(b, BL_PART_LOG));
 	ASSERT_EQ(8, log->slot_count);
 	for (i = 0; i < 20; i++)
 		ASSERT_EQ(0, blamer_log(b, "message %u %s", i, i == 19 ? "last" : ""));
@@ -461,6 +462,110 @@ TEST_F(ctx, log_ring_wraps)
 		ASSERT_EQ(0, blamer_log(b, "%s", big));
 		ASSERT_EQ(BLAMER_LOG_MSG_MAX, log->slots[20 % 8].len);
 	}
+	t_close(self, b);
+}
+
+/* The process of this test as a reader shows it (one snapshot). */
+static const struct blamer_snap_process *own_proc(const struct blamer_snapshot *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == getpid())
+			return &s->procs[i];
+	return NULL;
+}
+
+static struct blamer *signal_ctx;
+static int signal_logged = -1;
+
+static void log_from_handler(int sig)
+{
+	(void)sig;
+	signal_logged = blamer_log(signal_ctx, "from a handler");
+}
+
+/*
+ * A heap starts with its process record and drop counters only: the
+ * process's and the application's data and the log (17 KB by default)
+ * are made on first use, so a heap that never writes them is two pages
+ * that readers copy, not six. A reader shows such a heap whole (no data, no
+ * log, nothing wrong), and each record once it is made, first made in a
+ * signal handler too. Before, all three were made with the heap.
+ */
+TEST_F(ctx, data_and_log_made_on_first_use)
+{
+	struct blamer_reader_opts o = { .backend = t_backend(), .dir = self->dir };
+	const struct blamer_snap_process *sp;
+	struct blamer_slab_header *sh;
+	struct blamer_snapshot *s;
+	struct blamer_process *p;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	struct sigaction sa = { .sa_handler = log_from_handler }, old;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	char e[256];
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(0, st.by_type[BLAMER_REC_USERDATA]);
+	ASSERT_EQ(0, st.by_type[BLAMER_REC_LOG]);
+	p = bl_ptr(&b->heap, b->process);
+	ASSERT_EQ(0, p->user_data);
+	ASSERT_EQ(0, p->global_data);
+	ASSERT_EQ(0, p->log);
+	/* the headers, then the thread's first 4 KiB allocation chunk
+	 * (heap.c), which holds both records; the three made with the heap
+	 * took 17 KB more */
+	sh = (struct blamer_slab_header *)b->heap.slabs[0].base;
+	ASSERT_LE(sh->freeptr, BLAMER_SLAB0_FIRST_RECORD + 4096)
+		TH_LOG("a new heap uses %u bytes", sh->freeptr);
+
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	sp = own_proc(s);
+	ASSERT_NE(NULL, sp);
+	ASSERT_EQ(BLAMER_HEALTH_OK, sp->health) TH_LOG("%s", sp->problem);
+	ASSERT_EQ(0, sp->nlogs);
+	ASSERT_EQ(0, sp->user_data.n);
+	ASSERT_EQ(0, sp->global_data.n);
+	blamer_snapshot_free(s);
+
+	/* the log's first message, from a signal handler */
+	signal_ctx = b;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	ASSERT_EQ(0, raise(SIGUSR1));
+	ASSERT_EQ(0, sigaction(SIGUSR1, &old, NULL));
+	ASSERT_EQ(0, signal_logged);
+	ASSERT_EQ(0, blamer_log(b, "then from the test"));
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_GLOBAL, "g", 7));
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "q", 8));
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(2, st.by_type[BLAMER_REC_USERDATA]);
+	ASSERT_EQ(1, st.by_type[BLAMER_REC_LOG]);
+	ASSERT_EQ(b->parts[BL_PART_LOG], p->log);
+	ASSERT_EQ(b->parts[BL_PART_GLOBAL_DATA], p->global_data);
+	ASSERT_EQ(b->parts[BL_PART_PROCESS_DATA], p->user_data);
+
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	sp = own_proc(s);
+	ASSERT_NE(NULL, sp);
+	ASSERT_EQ(BLAMER_HEALTH_OK, sp->health) TH_LOG("%s", sp->problem);
+	ASSERT_EQ(2, sp->nlogs);
+	ASSERT_STREQ("from a handler", sp->logs[0].text);
+	ASSERT_STREQ("then from the test", sp->logs[1].text);
+	ASSERT_EQ(1, sp->global_data.n);
+	ASSERT_EQ(7, sp->global_data.v[0].i);
+	ASSERT_EQ(1, sp->user_data.n);
+	ASSERT_EQ(8, sp->user_data.v[0].i);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
 	t_close(self, b);
 }
 

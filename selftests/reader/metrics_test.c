@@ -306,4 +306,73 @@ TEST(conflicting_definitions_are_counted_not_merged)
 	}
 }
 
+/*
+ * Definitions of one name that differ only where series.c's table does
+ * not hash (bounds, label names) are still told apart; a definition
+ * given twice by one heap counts once; a tie goes to the least
+ * definition (def_cmp()), whatever the order of heaps. Heaps: 1 gives
+ * "lat" with bounds 0.1, 0.3 three times and "tie" {y}; 2 and 3 give
+ * "lat" with 0.1, 0.2; 4 gives "tie" {x}.
+ */
+TEST(definitions_told_apart_counted_once_ties_to_the_least)
+{
+	static const double b3[2] = { 0.1, 0.3 }, b2[2] = { 0.1, 0.2 };
+	const uint64_t c3[3] = { 1, 0, 0 }, c2[3] = { 1, 1, 0 };
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[4];
+	char dir[] = "/tmp/blamer-defs-XXXXXX", e[256], cmd[128];
+	blamer_ref d;
+	int i;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < 4; i++) {
+		fx_init(&h[i], 1, 16384, 3999201 + i, 1 + i);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	}
+	d = fx_metric_def(&h[0], "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b3, 2);
+	fx_metric_def(&h[0], "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b3, 2);
+	fx_metric_def(&h[0], "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b3, 2);
+	fx_metric(&h[0], d, "", 0, 100, c3);
+	d = fx_metric_def(&h[0], "tie", BLAMER_METRIC_COUNTER, 0, "y", 1, NULL, 0);
+	fx_metric(&h[0], d, "/q", 3, 10, NULL);
+	for (i = 1; i <= 2; i++) {
+		d = fx_metric_def(&h[i], "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b2, 2);
+		fx_metric(&h[i], d, "", 0, 2, c2);
+	}
+	d = fx_metric_def(&h[3], "tie", BLAMER_METRIC_COUNTER, 0, "x", 1, NULL, 0);
+	fx_metric(&h[3], d, "/q", 3, 5, NULL);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999201 + i, 1 + i));
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(4, s->nprocs);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[i].health) TH_LOG("%s", s->procs[i].problem);
+	x = find_series(s, "lat", NULL);
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ(0.2, x->def->upper[1]);	/* two heaps' against one's, given thrice */
+	EXPECT_EQ(2, x->nprocs);
+	EXPECT_EQ(4, x->value);
+	EXPECT_EQ(2, x->buckets[1]);
+	x = find_series(s, "tie", "/q");
+	ASSERT_NE(NULL, x);
+	EXPECT_STREQ("x", x->def->labels[0]);	/* one heap each: the least */
+	EXPECT_EQ(5, x->value);
+	EXPECT_EQ(1, x->nprocs);
+	EXPECT_EQ(2, s->metric_conflicts);	/* heap 1's two series */
+	EXPECT_TRUE(s->procs[0].metrics[0].conflict);
+	EXPECT_TRUE(s->procs[0].metrics[1].conflict);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < 4; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
