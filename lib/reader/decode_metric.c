@@ -423,8 +423,8 @@ static bool gauge_read(struct rd_ctx *c, blamer_ref ref, uint64_t *value, uint64
 void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 {
 	size_t at[BLAMER_METRIC_LABELS_MAX], sl[BLAMER_METRIC_LABELS_MAX];
-	/* not zeroed: counts[0 .. n - 2] are set from the record's words
-	 * before any shard adds to them (zeroing all 258 was 2 KB a series) */
+	/* not zeroed here: counts[0 .. n - 2] are zeroed before the record's
+	 * words are added (zeroing all 258 was 2 KB a series) */
 	uint64_t words[1 + BLAMER_METRIC_BUCKETS_MAX], counts[BLAMER_METRIC_BUCKETS_MAX];
 	const struct blamer_snap_metric_def *d;
 	struct blamer_snap_metric m = { 0 }, *sm;
@@ -475,6 +475,8 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	} else {
 		if (!rd_load_u64s(c->h, ref + sizeof(r), n, words))
 			return;
+		/* the counts this series has, not all the array could hold */
+		memset(counts, 0, (n - 1) * sizeof(counts[0]));
 		if (!add_part(c, ref, d->kind, words, n, &sum, counts) ||
 		    !add_shards(c, ref, d->kind, r.shards, n, &sum, counts, words))
 			return;
