@@ -59,10 +59,12 @@ $(BUILD)/plant-%/blamer.ko: $(KMOD_SRCS)
 	@cp $(@D)/src/module/blamer.ko $@
 
 # ---- trinity-<kernel>: Debian's trinity, bounded (tools/vm/tests/trinity),
-# on the debug kernels in `make check`; TRINITY_CALLS per user.
+# on the debug kernels in `make check`; TRINITY_CALLS per user, or
+# TRINITY_SECONDS, whichever ends first.
 TRINITY_CALLS ?= 5000
+TRINITY_SECONDS ?= 150
 TRINITY_SUITES := $(addprefix trinity-,$(BED_DEBUG_ALL) $(BED_STOCK))
 CHECK_SUITES += $(addprefix trinity-,$(BED_DEBUG))
 .PHONY: $(TRINITY_SUITES)
 $(TRINITY_SUITES): trinity-%: bed-module-%
-	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/tests/trinity $* $(TRINITY_CALLS)
+	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/tests/trinity $* $(TRINITY_CALLS) $(TRINITY_SECONDS)
