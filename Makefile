@@ -92,8 +92,9 @@ CHECK_FIRST := vm-module-6.12-debug trinity-6.1-debug vm-module-6.1-debug \
 CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),$(CHECK_RUN))
 # The debug kernels' suites (kernel-*-debug: built or found in the cache)
 # run first, in a make of their own, and the others then with
-# BED_KERNELS_READY=1 (mk/kernels.mk): were a kernel suite still running
-# when make reached the suites that need it, make would put those off
+# BED_KERNELS_READY naming those kernels (mk/kernels.mk): were a kernel
+# suite still running when make reached the suites that need it, make
+# would put those off
 # until it had started every other suite (it did: the debug suites, the
 # longest, started 7.5 minutes into a warm run). A cold build uses every
 # CPU by itself, so nothing is lost by not running suites beside it.
@@ -103,7 +104,8 @@ check: deps
 	 *) j="-j$(CHECK_JOBS) -Otarget" ;; esac; \
 	$(if $(filter kernel-%,$(CHECK_RUN)),$(MAKE) --no-print-directory -k $$j \
 		$(filter kernel-%,$(CHECK_RUN)) || true;) \
-	$(MAKE) --no-print-directory -k $$j BED_KERNELS_READY=1 \
+	$(MAKE) --no-print-directory -k $$j \
+		BED_KERNELS_READY='$(patsubst kernel-%,%,$(filter kernel-%,$(CHECK_RUN)))' \
 		$(filter-out kernel-%,$(CHECK_ORDER)) || true
 	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_RUN)
 
