@@ -67,7 +67,13 @@ $(call bed-serialize,$(BED_DEBUG))
 
 # Pattern rules whose targets are never files always run (.PHONY cannot
 # name patterns). The more specific pattern wins for debug kernels.
-bed-kernel-%-debug: kernel-%-debug ;
+# make check runs the kernel suites first and then the others with
+# BED_KERNELS_READY naming those kernels (Makefile): a suite of one of
+# them does not wait for its kernel's suite, and one whose kernel failed
+# to build fails on its own (scripts/kernel-path builds nothing). Any
+# other debug kernel is built or found through its suite, as before.
+$(foreach k,$(filter-out $(BED_KERNELS_READY),$(BED_DEBUG_ALL)),\
+  $(eval bed-kernel-$(k): kernel-$(k)))
 bed-kernel-%: ;
 bed-module-%: bed-kernel-%
 	@$(MAKE) --no-print-directory KVER=$* modules
