@@ -29,9 +29,10 @@
  *	exporter on the dir backend (the default: files read at every
  *	scrape) or on /dev/blamer (`device`: slabs the exporter maps once
  *	and keeps; make bench-fleet-device runs it in the VM). The
- *	exporter's CPU time is also split into user and system time (from
- *	/proc/PID/stat, in clock ticks): where a scrape's time goes when
- *	perf is not at hand.
+ *	exporter's CPU time is also split into user and system time, with
+ *	its minor faults (from /proc/PID/stat; clock ticks of 10 ms, so 1 ms
+ *	a scrape over the 10): where a scrape's time goes when perf is not
+ *	at hand.
  *
  * Every time is CPU time (the exporter's from /proc/PID/schedstat, in ns;
  * Python's its own process time): this

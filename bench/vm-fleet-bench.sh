@@ -3,8 +3,8 @@
 # as root in the VM: fleet_bench live on /dev/blamer, then on the dir
 # backend (/dev/shm), RUNS times in turn; each against prometheus_client
 # in the same run (Debian's python3, the part of it the script uses:
-# bench/vm-python-tree.py). The limits raised by module parameter: 1,000
-# heaps of 64 KiB slabs are more than a user's default 64 MiB.
+# bench/vm-python-tree.py). The limits raised by module parameter (1,000
+# heaps of 64 KiB slabs are at a user's default 64 MiB).
 # Figures in Documentation/performance.rst.
 n=${1:-1000} runs=${2:-3} python=${3:-/usr/bin/python3} blamer=${4:-/bin/blamer}
 insmod /blamer.ko max_user_bytes=2147483648 max_total_bytes=2147483648 || exit 1
