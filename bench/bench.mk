@@ -135,3 +135,38 @@ bench-fleet: $(FLEET_BENCH) $(TOOLS_DIR)/blamer
 	@$(FLEET_BENCH) live $(TOOLS_DIR)/blamer /usr/bin/python3 $(SRC)/bench/prom_mp_metrics.py \
 		$(FLEET_BENCH_LIVE)
 bench-run: bench-fleet
+
+# The same scrape of FLEET_BENCH_LIVE live workers on /dev/blamer, where
+# the exporter maps the slabs once and keeps them, and on the dir backend,
+# in the VM on each kernel of BENCH_KERNELS (one boot each,
+# bench/vm-fleet-bench.sh: FLEET_DEVICE_RUNS runs of both): static
+# programs, and Debian's python3 with the part of its library
+# prometheus_client's collector uses (bench/vm-python-tree.py). The host's
+# load is printed before and after each boot.
+FLEET_DEVICE_RUNS ?= 3
+FLEET_BENCH_STATIC := $(BENCH_STATIC)/fleet_bench
+FLEET_PY_TREE := $(BENCH_DIR)/vm-python
+# the interpreter itself, not its symlink (the guest copies a link as a link)
+FLEET_PYTHON := $(realpath /usr/bin/python3)
+.PHONY: bench-fleet-device
+$(FLEET_BENCH_STATIC): $(SRC)/bench/fleet_bench.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -static -o $@ $< $(LIB_A) -lpthread
+$(FLEET_PY_TREE)/so.list: $(SRC)/bench/vm-python-tree.py $(SRC)/bench/prom_mp_metrics.py
+	@rm -rf $(FLEET_PY_TREE) && mkdir -p $(FLEET_PY_TREE)
+	/usr/bin/python3 $< $(SRC)/bench/prom_mp_metrics.py $(FLEET_PY_TREE)/root >$@.tmp
+	@mv $@.tmp $@
+bench-fleet-device: $(FLEET_BENCH_STATIC) $(BUILD)/static/blamer $(FLEET_PY_TREE)/so.list \
+		    $(addprefix bed-module-,$(BENCH_KERNELS))
+	@for k in $(BENCH_KERNELS); do \
+		echo "# host: $$(uptime)"; \
+		BLAMER_VM_MEM=2G $(SRC)/tools/vm/run --kernel $$k --timeout 3000 --quiet \
+			--add $(FLEET_BENCH_STATIC) --add $(BUILD)/static/blamer \
+			--add $(SRC)/bench/prom_mp_metrics.py --add $(SRC)/bench/vm-fleet-bench.sh \
+			--add-dynamic $(FLEET_PYTHON) \
+			$$(for d in $(FLEET_PY_TREE)/root/usr/lib/*; do \
+				echo "--add $$d:$${d#$(FLEET_PY_TREE)/root}"; done) \
+			$$(sed 's/.*/--add-dynamic &:&/' $(FLEET_PY_TREE)/so.list) \
+			-- "sh /bin/vm-fleet-bench.sh $(FLEET_BENCH_LIVE) $(FLEET_DEVICE_RUNS) $(FLEET_PYTHON)" || exit; \
+		echo "# host: $$(uptime)"; \
+	done

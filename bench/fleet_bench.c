@@ -19,13 +19,20 @@
  *	1.1 s apart: scrapers within a second share one answer; the fold's
  *	own ticks between them included).
  *
- *   fleet_bench live BLAMER PYTHON PROM_MP_METRICS_PY N
+ *   fleet_bench live BLAMER PYTHON PROM_MP_METRICS_PY N [dir|device]
  *	N live workers, each with the metrics of bench/prom_mp_metrics.py
  *	(a counter of 4 routes x 2 codes, a 12-bucket histogram of 4
  *	routes, a livesum gauge); the CPU time of one scrape of their
  *	merged series by a serving exporter, against prometheus_client's
  *	MultiProcessCollector over the same metrics of N processes (CPU
- *	time, the median of 3), and the ratio.
+ *	time, the median of 3), and the ratio. The workers' heaps and the
+ *	exporter on the dir backend (the default: files read at every
+ *	scrape) or on /dev/blamer (`device`: slabs the exporter maps once
+ *	and keeps; make bench-fleet-device runs it in the VM). The
+ *	exporter's CPU time is also split into user and system time, with
+ *	its minor faults (from /proc/PID/stat; clock ticks of 10 ms, so 1 ms
+ *	a scrape over the 10): where a scrape's time goes when perf is not
+ *	at hand.
  *
  * Every time is CPU time (the exporter's from /proc/PID/schedstat, in ns;
  * Python's its own process time): this
@@ -54,6 +61,7 @@
 static char dir[128], heaps[160], sdir[128], state[192];
 static pid_t exporter;
 static int port;
+static enum blamer_backend backend = BLAMER_BACKEND_DIR;
 
 static void cleanup(void)
 {
@@ -130,21 +138,52 @@ static long scrape(char **buf)
 	return (long)strlen(b);
 }
 
-/* The exporter's CPU time so far, in seconds. */
+/* @pid's user and system time in seconds and its minor faults, from
+ * /proc/PID/stat (fields 14, 15 and 10, after the name in parentheses,
+ * which may hold anything) */
+static void ticks_of(pid_t pid, double *user, double *sys, double *minflt)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st, mf;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		die("stat");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %llu %llu",
+			 &mf, &ut, &st) != 3)
+		die("stat");
+	*minflt = (double)mf;
+	*user = (double)ut / (double)sysconf(_SC_CLK_TCK);
+	*sys = (double)st / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* @pid's CPU time in seconds: the scheduler's, in ns (schedstat), where
- * /proc/PID/stat counts clock ticks of 10 ms */
+ * /proc/PID/stat counts clock ticks of 10 ms; the ticks on a kernel
+ * without schedstat */
 static double cpu_of(pid_t pid)
 {
 	char path[64];
 	unsigned long long ns;
+	double u, s, mf;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
 	f = fopen(path, "r");
-	if (!f || fscanf(f, "%llu", &ns) != 1)
-		die("schedstat");
-	fclose(f);
-	return (double)ns / 1e9;
+	if (f && fscanf(f, "%llu", &ns) == 1) {
+		fclose(f);
+		return (double)ns / 1e9;
+	}
+	if (f)
+		fclose(f);
+	ticks_of(pid, &u, &s, &mf);
+	return u + s;
 }
 
 static long rss_kib(pid_t pid)
@@ -191,6 +230,9 @@ static void start_exporter(const char *blamer, bool fold)
 		if (fold)
 			execl(blamer, blamer, "--dir", heaps, "export", "--listen", listen, "--state",
 			      state, "--keep-dead", "0", (char *)NULL);
+		else if (backend == BLAMER_BACKEND_DEVICE)
+			execl(blamer, blamer, "--backend", "device", "export", "--listen", listen,
+			      (char *)NULL);
 		else
 			execl(blamer, blamer, "--dir", heaps, "export", "--listen", listen,
 			      (char *)NULL);
@@ -391,16 +433,18 @@ static double python_time(const char *py, const char *script, long n, char *what
 
 static int live(const char *blamer, const char *py, const char *script, long n)
 {
-	struct blamer_config c = { .backend = BLAMER_BACKEND_DIR, .dir = heaps, .slab_size = 65536,
+	struct blamer_config c = { .backend = (int)backend, .slab_size = 65536,
 				   .flags = BLAMER_OPEN_NO_MODULES };
 	pid_t *kids = calloc((size_t)n, sizeof(*kids));
 	char what[256], *b = NULL;
-	double t0, t1, ours, theirs;
+	double t0, t1, ours, theirs, u0, s0, f0, u1, s1, f1;
 	long i, len = 0;
 	int fds[2];
 
 	if (!kids || pipe(fds))
 		die("setup");
+	if (backend == BLAMER_BACKEND_DIR)
+		c.dir = heaps;
 	for (i = 0; i < n; i++) {
 		char ok;
 
@@ -424,6 +468,7 @@ static int live(const char *blamer, const char *py, const char *script, long n)
 			die("scrape");
 	}
 	t0 = cpu_of(exporter);
+	ticks_of(exporter, &u0, &s0, &f0);
 	for (i = 0; i < 10; i++) {	/* each a fresh answer: a snapshot and a merge */
 		free(b);
 		b = NULL;
@@ -432,10 +477,14 @@ static int live(const char *blamer, const char *py, const char *script, long n)
 			die("scrape");
 	}
 	t1 = cpu_of(exporter);
+	ticks_of(exporter, &u1, &s1, &f1);
 	ours = (t1 - t0) / 10;
-	printf("# fleet_bench live: %ld live workers, load average %.2f\n", n, loadavg());
+	printf("# fleet_bench live: %ld live workers, %s backend, load average %.2f\n", n,
+	       backend == BLAMER_BACKEND_DEVICE ? "device" : "dir", loadavg());
 	printf("blamer export --listen (merged): %.2f ms CPU per scrape, %ld series, %ld bytes\n",
 	       ours * 1000, series_in(b), len);
+	printf("  of which user %.1f ms, system %.1f ms, %.0f minor faults per scrape (/proc/PID/stat)\n",
+	       (u1 - u0) * 100, (s1 - s0) * 100, (f1 - f0) / 10);
 	free(b);
 	kill(exporter, SIGTERM);
 	waitpid(exporter, NULL, 0);
@@ -458,7 +507,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N\n");
+		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N [dir|device]\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "/dev/shm/blamer-fleet-bench.XXXXXX");
@@ -474,10 +523,15 @@ int main(int argc, char **argv)
 	port = free_port();
 	if (!strcmp(argv[1], "churn") && argc == 4)
 		ret = churn(argv[2], atol(argv[3]));
-	else if (!strcmp(argv[1], "live") && argc == 6)
+	else if (!strcmp(argv[1], "live") && (argc == 6 || (argc == 7 && !strcmp(argv[6], "dir"))))
 		ret = live(argv[2], argv[3], argv[4], atol(argv[5]));
-	else
+	else if (!strcmp(argv[1], "live") && argc == 7 && !strcmp(argv[6], "device")) {
+		backend = BLAMER_BACKEND_DEVICE;
+		ret = live(argv[2], argv[3], argv[4], atol(argv[5]));
+	} else {
+		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N [dir|device]\n");
 		ret = 2;
+	}
 	cleanup();
 	return ret;
 }
