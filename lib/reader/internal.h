@@ -106,6 +106,7 @@ struct rd_seen {
 	uint32_t words[BLAMER_MAX_SLABS];	/* of bits[i] */
 	uint64_t cleared;	/* bit i: bits[i] is this heap's (zeroed for it) */
 };
+_Static_assert(BLAMER_MAX_SLABS <= 64, "rd_seen.cleared has a bit per slab");
 
 #define RD_SCRATCH_ARRAYS	10
 struct rd_scratch {
