@@ -867,6 +867,25 @@ static void race_start(atomic_uint *arrived, unsigned int round)
 			sched_yield();
 }
 
+/* RACE_THREADS threads of @fn on @b, each with its args[i], started and
+ * joined: 0, or -1 if one could not be started (the others then wait in
+ * race_start() for good: the test fails there and then). */
+static int race_run(struct blamer *b, void *(*fn)(void *), struct race_arg *args)
+{
+	pthread_t th[RACE_THREADS];
+	atomic_uint arrived = 0;
+	int i;
+
+	for (i = 0; i < RACE_THREADS; i++) {
+		args[i] = (struct race_arg){ .b = b, .arrived = &arrived, .id = i };
+		if (pthread_create(&th[i], NULL, fn, &args[i]))
+			return -1;
+	}
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
 /* Rounds 0..RACE_ROUNDS - 1 in the global record, as many in the process
  * record: about as many names as each holds. */
 static void *first_set_racer(void *p)
@@ -891,7 +910,6 @@ static void *first_set_racer(void *p)
 TEST_F(ctx, user_data_first_sets_race)
 {
 	struct race_arg args[RACE_THREADS];
-	pthread_t th[RACE_THREADS];
 	struct blamer_config c;
 	struct blamer_userdata *u[2];
 	struct blamer_process *p;
@@ -903,15 +921,8 @@ TEST_F(ctx, user_data_first_sets_race)
 
 	c = t_cfg(self->dir, 0, 0);
 	for (n = 0; n < RACE_CONTEXTS; n++) {
-		atomic_uint arrived = 0;
-
 		ASSERT_EQ(0, t_open(self, &c, &b));
-		for (i = 0; i < RACE_THREADS; i++) {
-			args[i] = (struct race_arg){ .b = b, .arrived = &arrived, .id = i };
-			ASSERT_EQ(0, pthread_create(&th[i], NULL, first_set_racer, &args[i]));
-		}
-		for (i = 0; i < RACE_THREADS; i++)
-			pthread_join(th[i], NULL);
+		ASSERT_EQ(0, race_run(b, first_set_racer, args));
 		for (i = 0; i < RACE_THREADS; i++)
 			ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
 		u[0] = bl_ptr(&b->heap, b->parts[BL_PART_GLOBAL_DATA]);
@@ -958,7 +969,6 @@ static void *first_log_racer(void *p)
 TEST_F(ctx, log_first_use_race)
 {
 	struct race_arg args[RACE_THREADS];
-	pthread_t th[RACE_THREADS];
 	struct blamer_config c;
 	struct blamer_process *p;
 	struct blamer_log *log;
@@ -969,15 +979,8 @@ TEST_F(ctx, log_first_use_race)
 
 	c = t_cfg(self->dir, 0, 0);
 	for (n = 0; n < RACE_CONTEXTS; n++) {
-		atomic_uint arrived = 0;
-
 		ASSERT_EQ(0, t_open(self, &c, &b));
-		for (i = 0; i < RACE_THREADS; i++) {
-			args[i] = (struct race_arg){ .b = b, .arrived = &arrived, .id = i };
-			ASSERT_EQ(0, pthread_create(&th[i], NULL, first_log_racer, &args[i]));
-		}
-		for (i = 0; i < RACE_THREADS; i++)
-			pthread_join(th[i], NULL);
+		ASSERT_EQ(0, race_run(b, first_log_racer, args));
 		for (i = 0; i < RACE_THREADS; i++)
 			ASSERT_EQ(0, args[i].bad) TH_LOG("thread %d: %s", i, blamer_errmsg());
 		t_view(b, &v);
