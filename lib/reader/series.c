@@ -120,6 +120,7 @@ struct def_class {
 	const struct blamer_snap_metric_def *def;	/* the last process's */
 	size_t procs;		/* processes that give it (each once) */
 	size_t last;		/* the last of them + 1 */
+	size_t was;		/* its index before the sort */
 	const struct blamer_snap_metric_def *win;	/* its name's winner */
 };
 
@@ -198,7 +199,7 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 	}
 	/* the classes in def_cmp() order (names first): each name's run */
 	for (k = 0; k < ds->n; k++)
-		ds->c[k].last = k;	/* where it was */
+		ds->c[k].was = k;
 	if (ds->n)
 		qsort(ds->c, ds->n, sizeof(*ds->c), class_cmp);
 	renum = malloc((ds->n + 1) * sizeof(*renum));
@@ -213,7 +214,7 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 			ds->c[i].win = ds->c[best].def;
 	}
 	for (k = 0; k < ds->n; k++)
-		renum[ds->c[k].last] = (uint32_t)k;
+		renum[ds->c[k].was] = (uint32_t)k;
 	for (i = 0; i < n; i++)
 		ds->of[i] = renum[ds->of[i]];
 	free(renum);
