@@ -21,7 +21,9 @@
  * them) makes the series corrupt, left out: once an exporter folded it
  * into its durable remainder, the service's series would be NaN or
  * infinite for good, or a counter would go down. So are bucket counts
- * whose sum does not fit 64 bits. A series' process-side definition is kept by index while the
+ * whose sum does not fit 64 bits.
+ *
+ * A series' process-side definition is kept by index while the
  * heap is parsed (its array may move) and made a pointer after
  * (rd_metrics_link()).
  */

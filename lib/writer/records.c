@@ -5,8 +5,9 @@
  * stamped with its owner (data_id last, with release, so a half-made
  * record never passes for a valid one) and retired; the records a heap
  * starts with (process, drops) are made here when the heap is, the
- * process's data and log when first used (bl_part()). Nothing here makes a context or a heap: callers hold a context
- * whose heap is ready (bl_ready(), bl_heap_for()).
+ * process's data and log when first used (bl_part()). Nothing here
+ * makes a context or a heap: callers hold a context whose heap is ready
+ * (bl_ready(), bl_heap_for()).
  */
 #include <errno.h>
 #include <fcntl.h>
