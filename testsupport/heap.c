@@ -13,6 +13,15 @@ void *fx_at(struct fx_heap *h, blamer_ref ref)
 	return h->slab[blamer_ref_slab(ref)] + blamer_ref_offset(ref);
 }
 
+blamer_ref fx_nth_record(struct fx_heap *h, int n)
+{
+	blamer_ref r = ((struct blamer_block *)fx_at(h, BLAMER_LIST_HEAD_REF))->next;
+
+	while (n-- > 0)
+		r = ((struct blamer_block *)fx_at(h, r))->next;
+	return r;
+}
+
 struct blamer_heap_header *fx_hh(struct fx_heap *h)
 {
 	return (struct blamer_heap_header *)(h->slab[0] + BLAMER_HEAP_HEADER_OFFSET);

@@ -45,6 +45,9 @@ struct fx_heap {
 };
 
 void *fx_at(struct fx_heap *h, blamer_ref ref);
+/* The record @n places after the first on the list (0: the first); the
+ * dummy head when @n is the number of records (the list is circular). */
+blamer_ref fx_nth_record(struct fx_heap *h, int n);
 struct blamer_heap_header *fx_hh(struct fx_heap *h);
 /* Activity stamps of this heap are in @kind (BLAMER_CLOCK_*), anchored at the pair. */
 void fx_clock(struct fx_heap *h, uint32_t kind, uint64_t anchor_tsc,

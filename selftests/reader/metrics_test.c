@@ -101,24 +101,13 @@ TEST(hostile_metric_records_are_corrupt_not_fatal)
 		struct fx_heap h;
 
 		fx_metrics(&h, 1, 1, 1);
-		rreqs = blamer_make_ref(0, 0);
-		/* the records, as fx_metrics() listed them */
-		{
-			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
-			blamer_ref found[16];
-			int n = 0;
-
-			while (r != BLAMER_LIST_HEAD_REF && n < 16) {
-				found[n++] = r;
-				r = ((struct blamer_block *)fx_at(&h, r))->next;
-			}
-			/* process, 4 defs, series /a, its shard, /b, lat, its shard, size, gauge */
-			rreqs = found[1];
-			rlat = found[2];
-			ra = found[5];
-			sa = found[6];
-			rl = found[8];
-		}
+		/* the records, as fx_metrics() listed them: process, 4 defs,
+		 * series /a, its shard, /b, lat, its shard, size, gauge */
+		rreqs = fx_nth_record(&h, 1);
+		rlat = fx_nth_record(&h, 2);
+		ra = fx_nth_record(&h, 5);
+		sa = fx_nth_record(&h, 6);
+		rl = fx_nth_record(&h, 8);
 		reqs = fx_at(&h, rreqs);
 		lat = fx_at(&h, rlat);
 		a = fx_at(&h, ra);
@@ -202,21 +191,17 @@ TEST(values_no_writer_leaves_are_corrupt)
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		blamer_ref found[16], r, ra, sa, rl, sl, rg;
 		const struct blamer_snap_process *p;
+		blamer_ref ra, sa, rl, sl, rg;
 		struct blamer_snapshot *s;
 		struct fx_heap h;
-		int n = 0;
 
 		fx_metrics(&h, 1, 1, 1);
-		r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
-		while (r != BLAMER_LIST_HEAD_REF && n < 16) {
-			found[n++] = r;
-			r = ((struct blamer_block *)fx_at(&h, r))->next;
-		}
-		/* process, 4 defs, /a, its shard, /b, lat, its shard, size, gauge */
-		ASSERT_EQ(12, n);
-		ra = found[5], sa = found[6], rl = found[8], sl = found[9], rg = found[11];
+		/* process, 4 defs, /a, its shard, /b, lat, its shard, size,
+		 * gauge: 12 records, then the list's head again */
+		ASSERT_EQ(BLAMER_LIST_HEAD_REF, fx_nth_record(&h, 12));
+		ra = fx_nth_record(&h, 5), sa = fx_nth_record(&h, 6), rl = fx_nth_record(&h, 8);
+		sl = fx_nth_record(&h, 9), rg = fx_nth_record(&h, 11);
 		switch (i) {
 		case 0: set_double(&h, ra + rec, NAN); break;
 		case 1: set_double(&h, sa + shard, -0.5); break;

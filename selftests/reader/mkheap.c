@@ -306,13 +306,10 @@ int main(int argc, char **argv)
 	if (argc >= 5 && (!strcmp(argv[2], "dead-metrics") || !strcmp(argv[2], "poisoned"))) {
 		fx_metrics(&h, atoll(argv[3]), atoll(argv[4]), 1);
 		if (!strcmp(argv[2], "poisoned")) {
-			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
-			double nan = __builtin_nan("");
-			int i;
-
 			/* process, 4 definitions, /a, its shard */
-			for (i = 0; i < 6; i++)
-				r = ((struct blamer_block *)fx_at(&h, r))->next;
+			blamer_ref r = fx_nth_record(&h, 6);
+			double nan = __builtin_nan("");
+
 			memcpy(fx_at(&h, r + sizeof(struct blamer_metric_shard)), &nan, sizeof(nan));
 		}
 		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
@@ -320,17 +317,7 @@ int main(int argc, char **argv)
 	if (argc >= 5 && !strcmp(argv[2], "corrupt")) {
 		fx_standard(&h, atoll(argv[3]), atoll(argv[4]), 1);
 		/* the 5th record points back at the 2nd */
-		{
-			blamer_ref r = ((struct blamer_block *)fx_at(&h, BLAMER_LIST_HEAD_REF))->next;
-			blamer_ref second;
-			int i;
-
-			r = ((struct blamer_block *)fx_at(&h, r))->next;
-			second = r;
-			for (i = 0; i < 3; i++)
-				r = ((struct blamer_block *)fx_at(&h, r))->next;
-			((struct blamer_block *)fx_at(&h, r))->next = second;
-		}
+		((struct blamer_block *)fx_at(&h, fx_nth_record(&h, 4)))->next = fx_nth_record(&h, 1);
 		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
 	}
 	if (argc >= 4 && !strcmp(argv[2], "live")) {

@@ -347,15 +347,6 @@ TEST(every_truncation_is_safe)
 	fx_free(&h);
 }
 
-static blamer_ref nth_record(struct fx_heap *h, int n)
-{
-	blamer_ref r = ((struct blamer_block *)fx_at(h, BLAMER_LIST_HEAD_REF))->next;
-
-	while (n-- > 0)
-		r = ((struct blamer_block *)fx_at(h, r))->next;
-	return r;
-}
-
 TEST(list_loops_terminate_as_corrupt)
 {
 	int from, to;
@@ -367,8 +358,8 @@ TEST(list_loops_terminate_as_corrupt)
 			struct blamer_snapshot *s;
 
 			fx_standard(&h, 1, 1, 1);
-			((struct blamer_block *)fx_at(&h, nth_record(&h, from)))->next =
-				nth_record(&h, to);
+			((struct blamer_block *)fx_at(&h, fx_nth_record(&h, from)))->next =
+				fx_nth_record(&h, to);
 			s = read_heap(&h);
 			ASSERT_NE(NULL, s);
 			EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
@@ -395,7 +386,7 @@ TEST(bad_references_are_corrupt_not_fatal)
 		struct blamer_snapshot *s;
 
 		fx_standard(&h, 1, 1, 1);
-		((struct blamer_block *)fx_at(&h, nth_record(&h, 3)))->next = bad[i];
+		((struct blamer_block *)fx_at(&h, fx_nth_record(&h, 3)))->next = bad[i];
 		s = read_heap(&h);
 		ASSERT_NE(NULL, s);
 		EXPECT_EQ(BLAMER_HEALTH_CORRUPT, s->procs[0].health);
@@ -529,7 +520,7 @@ TEST(a_version_copied_after_its_data_is_not_trusted)
 	early = malloc(FX_SLAB);
 	ASSERT_NE(NULL, early);
 	memcpy(early, h.slab[0], FX_SLAB);
-	m = (struct blamer_module *)(early + ((uint8_t *)fx_at(&h, nth_record(&h, 1)) -
+	m = (struct blamer_module *)(early + ((uint8_t *)fx_at(&h, fx_nth_record(&h, 1)) -
 					      h.slab[0]));
 	ASSERT_EQ(0, memcmp(m->path, "/lib/new.so", 11));
 	memcpy(m->path, "/lib/old.so", 11);	/* seq stays 2: even */
@@ -610,7 +601,7 @@ TEST(hostile_strings_stay_printable)
 	size_t i;
 
 	fx_standard(&h, 1, 1, 1);
-	for (i = 0; (n = fx_at(&h, nth_record(&h, (int)i)))->hdr.type != BLAMER_REC_DAG_NODE; i++)
+	for (i = 0; (n = fx_at(&h, fx_nth_record(&h, (int)i)))->hdr.type != BLAMER_REC_DAG_NODE; i++)
 		ASSERT_LT(i, 20);	/* the first DAG node */
 	memcpy(n->name, "a\"b\\c\nd\x01\xff", 10);
 	s = read_heap(&h);
