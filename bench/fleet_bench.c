@@ -502,14 +502,21 @@ static int live(const char *blamer, const char *py, const char *script, long n)
 	return 0;
 }
 
+#define USAGE "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N [dir|device]\n"
+
 int main(int argc, char **argv)
 {
+	bool is_live = argc >= 2 && !strcmp(argv[1], "live");
 	int ret;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N [dir|device]\n");
+		fputs(USAGE, stderr);
 		return 2;
 	}
+	if (is_live && argc == 7 && !strcmp(argv[6], "device"))
+		backend = BLAMER_BACKEND_DEVICE;
+	else if (is_live && !(argc == 6 || (argc == 7 && !strcmp(argv[6], "dir"))))
+		is_live = false;	/* a usage error, below */
 	snprintf(dir, sizeof(dir), "/dev/shm/blamer-fleet-bench.XXXXXX");
 	snprintf(sdir, sizeof(sdir), "/tmp/blamer-fleet-bench.XXXXXX");
 	if (!mkdtemp(dir) || !mkdtemp(sdir)) {
@@ -523,13 +530,10 @@ int main(int argc, char **argv)
 	port = free_port();
 	if (!strcmp(argv[1], "churn") && argc == 4)
 		ret = churn(argv[2], atol(argv[3]));
-	else if (!strcmp(argv[1], "live") && (argc == 6 || (argc == 7 && !strcmp(argv[6], "dir"))))
+	else if (is_live)
 		ret = live(argv[2], argv[3], argv[4], atol(argv[5]));
-	else if (!strcmp(argv[1], "live") && argc == 7 && !strcmp(argv[6], "device")) {
-		backend = BLAMER_BACKEND_DEVICE;
-		ret = live(argv[2], argv[3], argv[4], atol(argv[5]));
-	} else {
-		fprintf(stderr, "usage: fleet_bench churn BLAMER N | live BLAMER PYTHON SCRIPT N [dir|device]\n");
+	else {
+		fputs(USAGE, stderr);
 		ret = 2;
 	}
 	cleanup();
