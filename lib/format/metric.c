@@ -265,7 +265,7 @@ static uint32_t fixed_more(const uint64_t *key, uint32_t nb, uint32_t shift)
  * the cells and the compares past a cell's into *shift, *more. */
 static void fixed_plan(const struct bl_hist *h, uint64_t *key, uint32_t *shift, uint32_t *more)
 {
-	uint32_t nb = h->nbuckets - 1, i, s, m;
+	uint32_t nb = h->nbuckets - 1, i, s, m, top;
 	uint64_t span;
 
 	for (i = 0; i < nb; i++) {
@@ -282,7 +282,10 @@ static void fixed_plan(const struct bl_hist *h, uint64_t *key, uint32_t *shift, 
 	for (s = 0; (span >> s) + 2 > BL_HIST_CELLS; s++)
 		;
 	m = fixed_more(key, nb, s);
-	while (s < 63 && fixed_more(key, nb, s + 1) == m)
+	/* a layout POS can look up (bounds >= +0, none closer than a cell)
+	 * keeps it: its cells stop growing at 2^BL_HIST_POS_SHIFT keys */
+	top = key[0] >> 63 && !m && s <= BL_HIST_POS_SHIFT ? BL_HIST_POS_SHIFT : 63;
+	while (s < top && fixed_more(key, nb, s + 1) == m)
 		s++;
 	*shift = s;
 	*more = m;
@@ -305,10 +308,11 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 	uint32_t nb = h->nbuckets - 1, i, c, s, more;
 
 	fixed_plan(h, t->key, &s, &more);
-	f->mode = BL_HIST_FAST_FIXED;
+	f->mode = more ? BL_HIST_FAST_FIXED_MORE : BL_HIST_FAST_FIXED;
+	if (!more && s <= BL_HIST_POS_SHIFT && t->key[0] >> 63)
+		f->mode = BL_HIST_FAST_FIXED_POS;
 	f->kmin = t->key[0];
 	f->shift = s;
-	f->mask = (1ull << s) - 1;
 	f->more = more;
 	f->lastcell = ((t->key[nb - 1] - f->kmin) >> s) + 1;
 	f->key = t->key;
@@ -319,10 +323,12 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 		while (i < nb && ((t->key[i] - f->kmin) >> s) < c)
 			i++;
 		if (i < nb && ((t->key[i] - f->kmin) >> s) == c)
-			off = (t->key[i] - f->kmin) & f->mask;
+			off = t->key[i] - f->kmin;
 		t->cell[c].off = off;
 		t->cell[c].j = i;
 	}
+	if (f->mode == BL_HIST_FAST_FIXED_POS)
+		f->kmin ^= 1ull << 63;	/* the first bound's bits */
 }
 
 void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const struct bl_hist *h)

@@ -85,17 +85,29 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v);
  * doubles do (bl_hist_key(); -0.0 bounds are kept as +0.0, which
  * compares the same) in cells of 2^shift keys from the first bound's, as
  * many as it takes to hold the last bound (at most BL_HIST_CELLS, the
- * last cell holding none). Bounds closer together than a cell take
- * `more` further compares with the bounds' keys.
+ * last cell holding none). A value's key less the first bound's is
+ * compared whole with its cell's bound's (the two share the cell's high
+ * bits): no mask. Bounds closer together than a cell take `more` further
+ * compares with the bounds' keys (mode FIXED_MORE; FIXED and POS have
+ * none).
  */
 #define BL_HIST_CELLS		1024u	/* fixed: cells at most */
 #define BL_HIST_EXP_CELLS	512u
 #define BL_HIST_EXP_LOW		43	/* mantissa bits below a cell's 9 */
 
-enum { BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP, BL_HIST_FAST_EXP_WIDE };
+/* FIXED: at most one bound in a cell (more == 0); MORE: bounds closer
+ * than a cell, the further compares; POS: FIXED with every bound >= +0
+ * and cells of at most 2^BL_HIST_POS_SHIFT keys (the usual layout of
+ * latencies and sizes), whose lookup needs no key. */
+enum {
+	BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP, BL_HIST_FAST_EXP_WIDE,
+	BL_HIST_FAST_FIXED_MORE, BL_HIST_FAST_FIXED_POS
+};
+#define BL_HIST_POS_SHIFT	51
 
 struct bl_hist_cell {
-	uint64_t off;		/* where its bound lies in the cell; all ones: none */
+	uint64_t off;		/* its bound: exponential, where in the cell; fixed,
+				 * its key less the first bound's; all ones: none */
 	int64_t j;		/* the first candidate (exponential: less the exponent's part) */
 };
 
@@ -112,8 +124,7 @@ struct bl_hist_fast {
 	int64_t last;		/* nbuckets - 1 */
 	int64_t n;		/* exponential: 2^schema; wide: the boundary index of 2^min_exp */
 	const struct bl_hist_cell *cell;
-	uint64_t kmin;		/* fixed: the first bound's key */
-	uint64_t mask;		/* fixed: 2^shift - 1 */
+	uint64_t kmin;		/* fixed: the first bound's key; POS: its bits */
 	uint64_t lastcell;	/* fixed: cells - 1 */
 	uint64_t more;		/* fixed: the most bounds in a cell, less one */
 	const uint64_t *key;	/* fixed: the bounds' keys, then UINT64_MAX */
@@ -149,22 +160,54 @@ static inline uint32_t bl_hist_exp_index(const struct bl_hist_fast *f, uint64_t 
 	return (uint32_t)bl_hist_clamp(f, k);
 }
 
-static inline uint32_t bl_hist_fixed_index(const struct bl_hist_fast *f, uint64_t bits)
+/* FIXED: the bucket of the key's cell, and the carry of its one bound. */
+static inline uint32_t bl_hist_fixed_cell(const struct bl_hist_fast *f, uint64_t key)
 {
-	uint64_t key = bl_hist_key(bits), d = key - f->kmin, at = d >> f->shift, i;
+	uint64_t d = key - f->kmin, at = d >> f->shift;
 	const struct bl_hist_cell *c;
-	uint32_t j;
 
 	/* Outside the table (below the first bound, or past the last
 	 * cell): branches taken only by values outside the bounds, which a
 	 * histogram that fits its data sees seldom; a branchless clamp
 	 * would lengthen every lookup. */
-	if (__builtin_expect(key < f->kmin || at > f->lastcell, 0)) {
+	if (__builtin_expect((key < f->kmin) | (at > f->lastcell), 0)) {
 		d = key < f->kmin ? 0 : d;
 		at = key < f->kmin ? 0 : f->lastcell;
 	}
 	c = &f->cell[at];
-	j = (uint32_t)c->j + ((d & f->mask) > c->off);
+	return (uint32_t)c->j + (d > c->off);
+}
+
+static inline uint32_t bl_hist_fixed_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	return bl_hist_fixed_cell(f, bl_hist_key(bits));
+}
+
+/*
+ * POS: for a value not below the first bound, its bits less the first
+ * bound's are its key's less the first bound's key. A value below the
+ * first bound (positive: the difference wraps past 2^63; negative: its
+ * bits are at least 2^63, and the last bound's at most 2^63 - 2^52)
+ * lands 2 cells or more past the last bound's cell when cells hold at
+ * most 2^51 keys: one unsigned compare catches both ends.
+ */
+static inline uint32_t bl_hist_fixed_pos_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	uint64_t d = bits - f->kmin, at = d >> f->shift;
+	const struct bl_hist_cell *c;
+
+	if (__builtin_expect(at > f->lastcell, 0))
+		return bits < f->kmin || (int64_t)bits < 0 ? 0 : (uint32_t)f->last;
+	c = &f->cell[at];
+	return (uint32_t)c->j + (d > c->off);
+}
+
+/* FIXED_MORE: then the compares with the bounds past the cell's first. */
+static inline uint32_t bl_hist_fixed_more_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	uint64_t key = bl_hist_key(bits), i;
+	uint32_t j = bl_hist_fixed_cell(f, key);
+
 	for (i = f->more; i; i--)
 		j += key > f->key[j];
 	return j;
@@ -190,6 +233,10 @@ static inline uint32_t bl_hist_fast_index(const struct bl_hist_fast *f, double v
 		return bl_hist_exp_index(f, bits);
 	if (f->mode == BL_HIST_FAST_FIXED)
 		return bl_hist_fixed_index(f, bits);
+	if (f->mode == BL_HIST_FAST_FIXED_MORE)
+		return bl_hist_fixed_more_index(f, bits);
+	if (f->mode == BL_HIST_FAST_FIXED_POS)
+		return bl_hist_fixed_pos_index(f, bits);
 	return bl_hist_wide_index(f, bits);
 }
 

@@ -216,6 +216,7 @@ struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_ser
 				goto oom;
 			*mine = *key;
 			mine->id = bl_handle_id();
+			bl_series_homeless(mine);
 			/* stale: its first use finds or makes its record */
 			bl_handle_init(&mine->h, b, remake, NULL, 0);
 		}
@@ -253,8 +254,10 @@ void bl_handles_forked(struct blamer *b)
 	for (i = 0; st && i < SERIES_BUCKETS; i++) {
 		struct blamer_series *s = atomic_load_explicit(&st->chain[i], memory_order_relaxed);
 
-		for (; s; s = atomic_load_explicit(&s->next, memory_order_relaxed))
+		for (; s; s = atomic_load_explicit(&s->next, memory_order_relaxed)) {
 			bl_handle_stale(&s->h);
+			bl_series_homeless(s);
+		}
 	}
 }
 

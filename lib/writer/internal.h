@@ -343,6 +343,8 @@ struct bl_tls {
 	bool making_heap;	/* this thread is making a context's heap (bl_ready()) */
 	bool in_write;		/* a metric write to a shard is under way (metric_write.c):
 				 * a signal handler's write goes elsewhere */
+	uint64_t token;		/* this thread's, never reused in the process: its
+				 * series homes (metric_write.c); 0 until its first */
 };
 
 extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
@@ -392,7 +394,8 @@ static inline void bl_slot_fill(struct bl_tls *t, struct bl_shard_slot *s, uint6
 	++*seq;
 }
 
-/* Empties @t's shard cache (thread exit, fork child); claims stay. */
+/* Empties @t's shard cache (thread exit, fork child) and drops its token,
+ * so no series' home is its own any more; claims stay. */
 static inline void bl_shard_cache_clear(struct bl_tls *t)
 {
 	volatile uint32_t *seq = &t->shard_seq;
@@ -401,6 +404,7 @@ static inline void bl_shard_cache_clear(struct bl_tls *t)
 	atomic_signal_fence(memory_order_seq_cst);
 	memset(t->shard, 0, sizeof(t->shard));
 	t->shard_retry = 0;
+	t->token = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	++*seq;
 }
@@ -481,6 +485,11 @@ struct blamer_series {
 	uint64_t id;		/* process-unique, never reused: the shard cache key */
 	uint32_t kind;		/* BLAMER_METRIC_* */
 	uint32_t nvalues;	/* words of its values */
+	/* Its home thread's shard (metric_write.c): that thread's token
+	 * (bl_tls.token), BL_HOME_NONE or BL_HOME_CLAIMING; written by the
+	 * home thread alone once claimed, read by every writer. */
+	uint64_t home;
+	uint64_t *home_values;
 	struct bl_hist_fast fast;	/* histograms: the bucket lookup (its table: the metric's) */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
 	bool stamped;		/* a mostrecent gauge: sets store the time */
@@ -613,8 +622,20 @@ uint64_t bl_handle_id(void);
 struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
 				       bl_remake_fn remake);
 /* handle_store.c: a fork child's: every handle of @b is stale (its
- * record is the parent's). */
+ * record is the parent's), and no series has a home thread (its shard
+ * is the parent's). */
 void bl_handles_forked(struct blamer *b);
+
+/* A series' home (metric_write.c): none, or being claimed; no thread's
+ * token is either. */
+#define BL_HOME_NONE		UINT64_MAX
+#define BL_HOME_CLAIMING	(UINT64_MAX - 1)
+
+static inline void bl_series_homeless(struct blamer_series *s)
+{
+	s->home_values = NULL;
+	atomic_store_explicit(A64(&s->home), BL_HOME_NONE, memory_order_relaxed);
+}
 /* handle_store.c: frees the handles of blamer_path_get() and blamer_set_*()
  * (process memory of the context, which is closing). */
 void bl_handles_free(struct blamer *b);

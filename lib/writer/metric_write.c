@@ -10,8 +10,18 @@
  *  - Shards are pushed at the head of the series' chain and never
  *    unlinked, retired or zeroed: a counter's sum and a histogram's
  *    counts only grow.
- *  - The thread finds its shard through the same TLS cache as path adds,
- *    keyed by the handle's id (paths and series share the id space).
+ *  - The series' home thread, the first to find (or make) its shard in
+ *    the slow path, finds it in the handle: a compare of the thread's
+ *    token with the handle's home, nothing else. The home is claimed once
+ *    (NONE -> CLAIMING -> token: the shard pointer is stored before the
+ *    token, so a signal handler on that thread that sees its token sees
+ *    the pointer) and kept for the handle's life; tokens are never
+ *    reused, and a thread's exit or a fork drops its own (tls.c,
+ *    context.c), so a shard released at exit is no home any more. A fork
+ *    child's handles have no home (their shards are the parent's).
+ *  - Every other thread finds its shard through the same TLS cache as
+ *    path adds, keyed by the handle's id (paths and series share the id
+ *    space).
  *  - No shard to be had: the write goes to the series record's own words
  *    with atomic operations. Nothing is lost.
  *
@@ -191,7 +201,7 @@ mine:
 
 /* A write of @v to word 0 (a double) and, for a histogram, 1 to the
  * count of bucket @bucket (word bucket + 1), under the thread's mark. */
-static inline void own_write(struct bl_tls *t, uint64_t *values, uint32_t bucket, double v,
+static inline void own_write(struct bl_tls *t, uint64_t *values, uint64_t bucket, double v,
 			     bool hist)
 {
 	t->in_write = true;
@@ -203,9 +213,32 @@ static inline void own_write(struct bl_tls *t, uint64_t *values, uint32_t bucket
 	t->in_write = false;
 }
 
+/* Tokens handed out: one per thread that wrote a series (atomic). */
+static uint64_t thread_tokens;
+
+/* @s's home is this thread's shard @values, if @s has none yet. */
+static void home_claim(struct bl_tls *t, struct blamer_series *s, uint64_t *values)
+{
+	uint64_t none = BL_HOME_NONE;
+
+	if (ld_relaxed(A64(&s->home)) != BL_HOME_NONE)
+		return;
+	if (!t->token)
+		t->token = atomic_fetch_add_explicit(A64(&thread_tokens), 1,
+						     memory_order_relaxed) + 1;
+	/* Relaxed: only this thread ever reads home_values through its
+	 * token; the CAS makes it the one thread that stores them. */
+	if (!atomic_compare_exchange_strong_explicit(A64(&s->home), &none, BL_HOME_CLAIMING,
+						     memory_order_relaxed, memory_order_relaxed))
+		return;
+	s->home_values = values;
+	atomic_signal_fence(memory_order_seq_cst);
+	st_relaxed(A64(&s->home), t->token);
+}
+
 /* Out of line: the hit path then saves no registers. */
 __attribute__((noinline))
-static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool hist)
+static void write_slow(struct blamer_series *s, uint64_t bucket, double v, bool hist)
 {
 	struct bl_tls *t = &bl_tls;
 	struct bl_shard_slot *slot = &t->shard[s->id & (BL_SHARD_SLOTS - 1)];
@@ -230,6 +263,7 @@ static void write_slow(struct blamer_series *s, uint32_t bucket, double v, bool 
 		t->shard_retry = SHARD_RETRY;
 	bl_slot_fill(t, slot, s->id, values);
 	if (values) {
+		home_claim(t, s, values);
 		own_write(t, values, bucket, v, hist);
 		return;
 	}
@@ -246,8 +280,9 @@ static void refused(struct blamer_series *s, uint32_t kind)
 	bl_drop(s->h.b, s->kind != kind ? BLAMER_DROP_BAD_HANDLE : BLAMER_DROP_BAD_VALUE);
 }
 
-/* The hit: a slot lookup and the adds to the thread's own shard. */
-static inline void write(struct blamer_series *s, uint32_t bucket, double v, bool hist)
+/* A thread other than the home: a slot lookup, else the slow way. */
+__attribute__((noinline))
+static void write_away(struct blamer_series *s, uint64_t bucket, double v, bool hist)
 {
 	struct bl_tls *t = &bl_tls;
 	uint64_t id = s->id;
@@ -260,6 +295,19 @@ static inline void write(struct blamer_series *s, uint32_t bucket, double v, boo
 		own_write(t, values, bucket, v, hist);
 	else
 		write_slow(s, bucket, v, hist);
+}
+
+/* The hit: the home thread's adds to its own shard. */
+static inline void write(struct blamer_series *s, uint64_t bucket, double v, bool hist)
+{
+	struct bl_tls *t = &bl_tls;
+
+	/* Relaxed: only this thread stores its own token there, after the
+	 * pointer (home_claim()). */
+	if (__builtin_expect(ld_relaxed(A64(&s->home)) == t->token && !t->in_write, 1))
+		own_write(t, s->home_values, bucket, v, hist);
+	else
+		write_away(s, bucket, v, hist);
 }
 
 void blamer_counter_add(struct blamer_series *s, double v)
@@ -275,9 +323,27 @@ void blamer_counter_add(struct blamer_series *s, double v)
 	write(s, 0, v, false);
 }
 
+/* The layouts the hot path does not take (and the kinds that are not
+ * histograms: refused), out of line: a chain of two compares, which no
+ * compiler turns into a jump table. */
+__attribute__((noinline))
+static void observe_other(struct blamer_series *s, uint64_t bits, double v)
+{
+	uint32_t mode = s->fast.mode;
+
+	if (mode == BL_HIST_FAST_FIXED)
+		write(s, bl_hist_fixed_index(&s->fast, bits), v, true);
+	else if (mode == BL_HIST_FAST_FIXED_MORE)
+		write(s, bl_hist_fixed_more_index(&s->fast, bits), v, true);
+	else if (mode == BL_HIST_FAST_EXP_WIDE)
+		write(s, bl_hist_wide_index(&s->fast, bits), v, true);
+	else
+		refused(s, BLAMER_METRIC_HISTOGRAM);
+}
+
 void blamer_histogram_observe(struct blamer_series *s, double v)
 {
-	uint32_t mode, bucket;
+	uint32_t mode;
 	uint64_t bits;
 
 	if (!s)
@@ -288,19 +354,15 @@ void blamer_histogram_observe(struct blamer_series *s, double v)
 	/* NaN or an infinity (all exponent bits set): refused, as for a
 	 * counter's add (the sum) */
 	if (__builtin_expect((~bits & 0x7ff0000000000000ull) == 0, 0))
-		goto refuse;
-	if (mode == BL_HIST_FAST_EXP)
-		bucket = bl_hist_exp_index(&s->fast, bits);
-	else if (mode == BL_HIST_FAST_FIXED)
-		bucket = bl_hist_fixed_index(&s->fast, bits);
-	else if (mode == BL_HIST_FAST_EXP_WIDE)
-		bucket = bl_hist_wide_index(&s->fast, bits);
+		refused(s, BLAMER_METRIC_HISTOGRAM);
+	/* The two layouts of nearly every histogram (exponential, and
+	 * fixed bounds >= 0), each a straight line to its own write. */
+	else if (mode == BL_HIST_FAST_EXP)
+		write(s, bl_hist_exp_index(&s->fast, bits), v, true);
+	else if (mode == BL_HIST_FAST_FIXED_POS)
+		write(s, bl_hist_fixed_pos_index(&s->fast, bits), v, true);
 	else
-		goto refuse;
-	write(s, bucket, v, true);
-	return;
-refuse:
-	refused(s, BLAMER_METRIC_HISTOGRAM);
+		observe_other(s, bits, v);
 }
 
 void blamer_gauge_set(struct blamer_series *s, double v)

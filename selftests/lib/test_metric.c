@@ -4,7 +4,8 @@
  * series found again by key, counters and histograms exact through
  * per-thread shards (as the reader sums them), gauges by mode, buckets
  * where the reader says they end, exact sums, fork, drops, a signal
- * handler writing the series its thread writes, a full heap.
+ * handler writing the series its thread writes, a full heap, a series'
+ * home thread.
  * Each test runs in a fixture (common.h).
  */
 #include <errno.h>
@@ -754,6 +755,98 @@ TEST_F(ctx, exited_threads_leave_shards_for_the_next)
 	s = own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(50, series(s, "c", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* Two adds; non-NULL if the series' home became this thread's. */
+static void *write_twice(void *arg)
+{
+	struct blamer_series *sc = arg;
+	bool mine;
+
+	blamer_counter_add(sc, 1);
+	mine = __atomic_load_n(&sc->home, __ATOMIC_RELAXED) == bl_tls.token;
+	blamer_counter_add(sc, 1);
+	return mine ? arg : NULL;
+}
+
+static void *home_and_exit(void *arg)
+{
+	blamer_counter_add(arg, 4);
+	return NULL;
+}
+
+/*
+ * A series' first writer is its home (the handle keeps its shard); other
+ * threads write through their slots; a home that exited is nobody's (its
+ * token is never handed out again) and the shard it released is taken
+ * by the next thread; a fork child's handles have no home until the
+ * child writes. Exact sums throughout.
+ */
+TEST_F(ctx, the_first_writer_is_the_series_home)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def dd = { .name = "d", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_series *sc, *sd;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	uint64_t dead;
+	void *other;
+	pthread_t t;
+	int status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	sc = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	sd = blamer_metric_series(blamer_metric_define(b, &dd), NULL, NULL, 0);
+	ASSERT_NE(NULL, sc);
+	ASSERT_NE(NULL, sd);
+	ASSERT_EQ(BL_HOME_NONE, sc->home);
+	blamer_counter_add(sc, 1);
+	ASSERT_NE(0, bl_tls.token);
+	ASSERT_EQ(bl_tls.token, sc->home);
+	ASSERT_EQ(0, pthread_create(&t, NULL, write_twice, sc));
+	ASSERT_EQ(0, pthread_join(t, &other));
+	ASSERT_EQ(NULL, other);
+	ASSERT_EQ(bl_tls.token, sc->home);
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, home_and_exit, sd));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	dead = sd->home;
+	ASSERT_NE(BL_HOME_NONE, dead);
+	ASSERT_NE(bl_tls.token, dead);
+	blamer_counter_add(sd, 2);
+	ASSERT_EQ(dead, sd->home);	/* still the dead thread's: nobody's */
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	/* c: main's and the thread's; d: the dead home's, taken over */
+	ASSERT_EQ(3, st.by_type[BLAMER_REC_METRIC_SHARD]);
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int ok = sc->home == BL_HOME_NONE && sd->home == BL_HOME_NONE;
+
+		blamer_counter_add(sc, 5);
+		ok &= sc->home == bl_tls.token && bl_tls.token != 0;
+		s = own_snapshot(b);
+		ok &= s && series(s, "c", NULL) && series(s, "c", NULL)->value == 5;
+		blamer_snapshot_free(s);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	blamer_counter_add(sc, 1);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(4, series(s, "c", NULL)->value);
+	ASSERT_EQ(6, series(s, "d", NULL)->value);
 	blamer_snapshot_free(s);
 	t_close(self, b);
 }
