@@ -410,11 +410,12 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 
 /* The writer's O(1) lookup against the reader's search, for layouts
  * that test its corners: bounds closer than a cell (more compares), one
- * bound, 32, the whole range of doubles, -0.0, denormals; every
- * exponential schema; values at, next to and between every bound, the
- * special ones, and random bits. */
+ * bound, 32, the whole range of doubles, -0.0, denormals, a last bound
+ * next to +Inf; every exponential schema; values at, next to and between
+ * every bound, the special ones, and random bits. @mode (unless NONE):
+ * the lookup the layout must get. */
 static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist *h,
-			 unsigned *seed)
+			 unsigned *seed, uint32_t mode)
 {
 	struct bl_hist_table *t;
 	struct bl_hist_fast f;
@@ -426,6 +427,8 @@ static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist
 	t = malloc(sizeof(*t) + bl_hist_fast_cells(h) * sizeof(t->cell[0]));
 	ASSERT_NE(NULL, t);
 	bl_hist_fast_init(&f, t, h);
+	if (mode != BL_HIST_FAST_NONE)
+		ASSERT_EQ(mode, f.mode);
 	for (i = 0; i < h->nbuckets; i++) {
 		double u = bl_hist_upper(h, i), w[3] = { u, nextafter(u, -INFINITY),
 							 nextafter(u, INFINITY) };
@@ -474,9 +477,16 @@ TEST(fast_bucket_lookup_is_the_readers)
 			    b5[] = { -0x1p-1074, 0x1p-1074, 0x1p-1022 },
 			    b6[] = { 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1,
 				     2.5, 5, 7.5, 10 },
-			    b7[] = { -1, 0, 0.001, 1e6 };
-	static const struct { const double *b; uint32_t n; } fixed[] = {
-		{ b1, 1 }, { b2, 2 }, { b3, 2 }, { b4, 4 }, { b5, 3 }, { b6, 14 }, { b7, 4 },
+			    b7[] = { -1, 0, 0.001, 1e6 },
+			    /* POS with the last bound a binade from +Inf: a
+			     * negative value's cell is 2 past the last's */
+			    b8[] = { 1e300, DBL_MAX }, b9[] = { 0, 0x1p-1074, 1 };
+	static const struct { const double *b; uint32_t n, mode; } fixed[] = {
+		{ b1, 1, BL_HIST_FAST_FIXED_POS }, { b2, 2, BL_HIST_FAST_FIXED_POS },
+		{ b3, 2, BL_HIST_FAST_FIXED }, { b4, 4, BL_HIST_FAST_FIXED_MORE },
+		{ b5, 3, BL_HIST_FAST_NONE }, { b6, 14, BL_HIST_FAST_FIXED_POS },
+		{ b7, 4, BL_HIST_FAST_NONE }, { b8, 2, BL_HIST_FAST_FIXED_POS },
+		{ b9, 3, BL_HIST_FAST_NONE },
 	};
 	double b32[32];
 	struct bl_hist h;
@@ -488,13 +498,13 @@ TEST(fast_bucket_lookup_is_the_readers)
 		h = (struct bl_hist){ .layout = BLAMER_HIST_FIXED, .nbuckets = fixed[i].n + 1,
 				      .bounds = fixed[i].b };
 		ASSERT_TRUE(bl_hist_ok(&h));
-		fast_matches(_metadata, &h, &seed);
+		fast_matches(_metadata, &h, &seed, fixed[i].mode);
 	}
 	for (i = 0; i < 32; i++)
 		b32[i] = ldexp(1.0 + i % 3, (int)i * 7 - 100);
 	h = (struct bl_hist){ .layout = BLAMER_HIST_FIXED, .nbuckets = 33, .bounds = b32 };
 	ASSERT_TRUE(bl_hist_ok(&h));
-	fast_matches(_metadata, &h, &seed);
+	fast_matches(_metadata, &h, &seed, BL_HIST_FAST_NONE);
 	for (schema = -4; schema <= 8; schema++)
 		for (lo = -1021; lo < 1000; lo += 397) {
 			int32_t w = schema < 0 ? 1 << -schema : 1, a = lo - (lo % w + w) % w + w;
@@ -505,7 +515,7 @@ TEST(fast_bucket_lookup_is_the_readers)
 			h.nbuckets = bl_hist_exp_buckets(schema, h.min_exp, h.max_exp);
 			if (!h.nbuckets)
 				continue;
-			fast_matches(_metadata, &h, &seed);
+			fast_matches(_metadata, &h, &seed, BL_HIST_FAST_NONE);
 		}
 }
 
