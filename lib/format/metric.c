@@ -248,6 +248,10 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
 	return k < 1 ? 1 : (uint32_t)k > last - 1 ? last - 1 : (uint32_t)k;
 }
 
+/* POS layouts' last bound is below 2^1023 (as a key: 2^1023's bits,
+ * positive), so +Inf and NaN lie 2 cells past it (metric.h). */
+#define POS_LAST_MAX	((1ull << 63) | 0x7fe0000000000000ull)
+
 /* Fixed bounds, keys in cells of 2^@shift from the first: the most
  * bounds in one cell, less one. */
 static uint32_t fixed_more(const uint64_t *key, uint32_t nb, uint32_t shift)
@@ -284,7 +288,8 @@ static void fixed_plan(const struct bl_hist *h, uint64_t *key, uint32_t *shift, 
 	m = fixed_more(key, nb, s);
 	/* a layout POS can look up (bounds >= +0, none closer than a cell)
 	 * keeps it: its cells stop growing at 2^BL_HIST_POS_SHIFT keys */
-	top = key[0] >> 63 && !m && s <= BL_HIST_POS_SHIFT ? BL_HIST_POS_SHIFT : 63;
+	top = key[0] >> 63 && key[nb - 1] < POS_LAST_MAX && !m && s <= BL_HIST_POS_SHIFT ?
+	      BL_HIST_POS_SHIFT : 63;
 	while (s < top && fixed_more(key, nb, s + 1) == m)
 		s++;
 	*shift = s;
@@ -309,7 +314,7 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 
 	fixed_plan(h, t->key, &s, &more);
 	f->mode = more ? BL_HIST_FAST_FIXED_MORE : BL_HIST_FAST_FIXED;
-	if (!more && s <= BL_HIST_POS_SHIFT && t->key[0] >> 63)
+	if (!more && s <= BL_HIST_POS_SHIFT && t->key[0] >> 63 && t->key[nb - 1] < POS_LAST_MAX)
 		f->mode = BL_HIST_FAST_FIXED_POS;
 	f->kmin = t->key[0];
 	f->shift = s;

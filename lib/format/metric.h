@@ -97,8 +97,8 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v);
 
 /* FIXED: at most one bound in a cell (more == 0); MORE: bounds closer
  * than a cell, the further compares; POS: FIXED with every bound >= +0
- * and cells of at most 2^BL_HIST_POS_SHIFT keys (the usual layout of
- * latencies and sizes), whose lookup needs no key. */
+ * and below 2^1023, and cells of at most 2^BL_HIST_POS_SHIFT keys (the
+ * usual layout of latencies and sizes), whose lookup needs no key. */
 enum {
 	BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP, BL_HIST_FAST_EXP_WIDE,
 	BL_HIST_FAST_FIXED_MORE, BL_HIST_FAST_FIXED_POS
@@ -150,14 +150,23 @@ static inline int64_t bl_hist_clamp(const struct bl_hist_fast *f, int64_t k)
 	return k;
 }
 
-static inline uint32_t bl_hist_exp_index(const struct bl_hist_fast *f, uint64_t bits)
+/* The exponential bucket of @bits before the clamp: in [0, last] for
+ * values in the window, below 0 for those under it and every negative
+ * one (NaN and -Inf among them), past last for those above it and +Inf
+ * and every positive NaN (their exponent, 1024, is at least 2 past any
+ * window's top, which is below 2^1023). */
+static inline int64_t bl_hist_exp_k(const struct bl_hist_fast *f, uint64_t bits)
 {
 	const struct bl_hist_cell *c = &f->cell[(bits >> BL_HIST_EXP_LOW) & (BL_HIST_EXP_CELLS - 1)];
 	/* the biased exponent, the sign shifted in: negative below -1 */
 	int64_t k = ((int64_t)bits >> 52) * f->n + c->j;
 
-	k += (bits << (64 - BL_HIST_EXP_LOW)) > c->off;
-	return (uint32_t)bl_hist_clamp(f, k);
+	return k + ((bits << (64 - BL_HIST_EXP_LOW)) > c->off);
+}
+
+static inline uint32_t bl_hist_exp_index(const struct bl_hist_fast *f, uint64_t bits)
+{
+	return (uint32_t)bl_hist_clamp(f, bl_hist_exp_k(f, bits));
 }
 
 /* FIXED: the bucket of the key's cell, and the carry of its one bound. */
@@ -185,21 +194,29 @@ static inline uint32_t bl_hist_fixed_index(const struct bl_hist_fast *f, uint64_
 
 /*
  * POS: for a value not below the first bound, its bits less the first
- * bound's are its key's less the first bound's key. A value below the
- * first bound (positive: the difference wraps past 2^63; negative: its
- * bits are at least 2^63, and the last bound's at most 2^63 - 2^52)
- * lands 2 cells or more past the last bound's cell when cells hold at
- * most 2^51 keys: one unsigned compare catches both ends.
+ * bound's (@d) are its key's less the first bound's key, in cell @at =
+ * d >> shift. A value below the first bound (positive: the difference
+ * wraps past 2^63; negative: its bits are at least 2^63, the last
+ * bound's below 2^63 - 2^52), +Inf and every NaN (bits at least 2^52
+ * above the last bound's, which is below 2^1023) all land 2 cells or
+ * more past the last bound's when cells hold at most 2^51 keys: past
+ * lastcell, which one unsigned compare tells; the writer checks for NaN
+ * there alone.
  */
+static inline uint32_t bl_hist_pos_cell(const struct bl_hist_fast *f, uint64_t d, uint64_t at)
+{
+	const struct bl_hist_cell *c = &f->cell[at];
+
+	return (uint32_t)c->j + (d > c->off);
+}
+
 static inline uint32_t bl_hist_fixed_pos_index(const struct bl_hist_fast *f, uint64_t bits)
 {
 	uint64_t d = bits - f->kmin, at = d >> f->shift;
-	const struct bl_hist_cell *c;
 
 	if (__builtin_expect(at > f->lastcell, 0))
 		return bits < f->kmin || (int64_t)bits < 0 ? 0 : (uint32_t)f->last;
-	c = &f->cell[at];
-	return (uint32_t)c->j + (d > c->off);
+	return bl_hist_pos_cell(f, d, at);
 }
 
 /* FIXED_MORE: then the compares with the bounds past the cell's first. */

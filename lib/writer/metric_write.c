@@ -323,46 +323,69 @@ void blamer_counter_add(struct blamer_series *s, double v)
 	write(s, 0, v, false);
 }
 
-/* The layouts the hot path does not take (and the kinds that are not
- * histograms: refused), out of line: a chain of two compares, which no
+/* NaN or an infinity (all exponent bits set): refused, as for a
+ * counter's add (the sum would keep it for good). */
+static inline bool nan_or_inf(uint64_t bits)
+{
+	return (~bits & 0x7ff0000000000000ull) == 0;
+}
+
+/* What the hot path does not take, out of line: the other layouts, a
+ * POS value outside the cells, NaN and the infinities, and the kinds
+ * that are not histograms (refused). A chain of compares, which no
  * compiler turns into a jump table. */
 __attribute__((noinline))
 static void observe_other(struct blamer_series *s, uint64_t bits, double v)
 {
-	uint32_t mode = s->fast.mode;
+	const struct bl_hist_fast *f = &s->fast;
+	uint32_t mode = f->mode;
 
-	if (mode == BL_HIST_FAST_FIXED)
-		write(s, bl_hist_fixed_index(&s->fast, bits), v, true);
-	else if (mode == BL_HIST_FAST_FIXED_MORE)
-		write(s, bl_hist_fixed_more_index(&s->fast, bits), v, true);
-	else if (mode == BL_HIST_FAST_EXP_WIDE)
-		write(s, bl_hist_wide_index(&s->fast, bits), v, true);
-	else
+	if (nan_or_inf(bits) || mode == BL_HIST_FAST_NONE)
 		refused(s, BLAMER_METRIC_HISTOGRAM);
+	else if (mode == BL_HIST_FAST_FIXED_POS)
+		write(s, bl_hist_fixed_pos_index(f, bits), v, true);
+	else if (mode == BL_HIST_FAST_FIXED)
+		write(s, bl_hist_fixed_index(f, bits), v, true);
+	else if (mode == BL_HIST_FAST_FIXED_MORE)
+		write(s, bl_hist_fixed_more_index(f, bits), v, true);
+	else if (mode == BL_HIST_FAST_EXP_WIDE)
+		write(s, bl_hist_wide_index(f, bits), v, true);
+	else
+		write(s, bl_hist_exp_index(f, bits), v, true);
 }
 
+/*
+ * The two layouts of nearly every histogram, each a straight line to its
+ * own write: fixed bounds >= 0 (POS) and exponential. Each has one range
+ * compare, which sends the values outside its buckets' range (below the
+ * first bound or the window, above the last) the long way, and NaN and
+ * the infinities with them (metric.h): a value in range is no NaN.
+ */
 void blamer_histogram_observe(struct blamer_series *s, double v)
 {
-	uint32_t mode;
+	const struct bl_hist_fast *f;
 	uint64_t bits;
 
 	if (!s)
 		return;
-	/* the lookup's mode says histogram (NONE for other kinds) and which */
-	mode = s->fast.mode;
+	f = &s->fast;
 	memcpy(&bits, &v, sizeof(bits));
-	/* NaN or an infinity (all exponent bits set): refused, as for a
-	 * counter's add (the sum) */
-	if (__builtin_expect((~bits & 0x7ff0000000000000ull) == 0, 0))
-		refused(s, BLAMER_METRIC_HISTOGRAM);
-	/* The two layouts of nearly every histogram (exponential, and
-	 * fixed bounds >= 0), each a straight line to its own write. */
-	else if (mode == BL_HIST_FAST_EXP)
-		write(s, bl_hist_exp_index(&s->fast, bits), v, true);
-	else if (mode == BL_HIST_FAST_FIXED_POS)
-		write(s, bl_hist_fixed_pos_index(&s->fast, bits), v, true);
-	else
-		observe_other(s, bits, v);
+	if (f->mode == BL_HIST_FAST_FIXED_POS) {
+		uint64_t d = bits - f->kmin, at = d >> f->shift;
+
+		if (__builtin_expect(at <= f->lastcell, 1)) {
+			write(s, bl_hist_pos_cell(f, d, at), v, true);
+			return;
+		}
+	} else if (f->mode == BL_HIST_FAST_EXP) {
+		int64_t k = bl_hist_exp_k(f, bits);
+
+		if (__builtin_expect((uint64_t)k <= (uint64_t)f->last, 1)) {
+			write(s, (uint64_t)k, v, true);
+			return;
+		}
+	}
+	observe_other(s, bits, v);
 }
 
 void blamer_gauge_set(struct blamer_series *s, double v)

@@ -448,6 +448,17 @@ static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist
 		ASSERT_EQ(bl_hist_index(h, special[i]), bl_hist_fast_index(&f, special[i]))
 			TH_LOG("%a", special[i]);
 	}
+	/* the writer's in-range compare sends NaN and the infinities the
+	 * long way (where they are refused) */
+	for (i = 0; i < 4; i++) {
+		static const uint64_t odd[4] = { 0x7ff0000000000000ull, 0xfff0000000000000ull,
+						 0x7ff8000000000001ull, 0xffffffffffffffffull };
+
+		if (f.mode == BL_HIST_FAST_EXP)
+			ASSERT_GT((uint64_t)bl_hist_exp_k(&f, odd[i]), (uint64_t)f.last);
+		if (f.mode == BL_HIST_FAST_FIXED_POS)
+			ASSERT_GT((odd[i] - f.kmin) >> f.shift, f.lastcell);
+	}
 	for (k = 0; k < 200000; k++) {
 		uint64_t bits;
 		double v;
@@ -479,14 +490,16 @@ TEST(fast_bucket_lookup_is_the_readers)
 				     2.5, 5, 7.5, 10 },
 			    b7[] = { -1, 0, 0.001, 1e6 },
 			    /* POS with the last bound a binade from +Inf: a
-			     * negative value's cell is 2 past the last's */
-			    b8[] = { 1e300, DBL_MAX }, b9[] = { 0, 0x1p-1074, 1 };
+			     * negative value's cell, and +Inf's, are 2 past
+			     * the last's; past that binade: not POS */
+			    b8[] = { 1e300, 0x1.fffffffffffffp1022 }, b9[] = { 0, 0x1p-1074, 1 },
+			    b10[] = { 1e300, 0x1p1023 };
 	static const struct { const double *b; uint32_t n, mode; } fixed[] = {
 		{ b1, 1, BL_HIST_FAST_FIXED_POS }, { b2, 2, BL_HIST_FAST_FIXED_POS },
 		{ b3, 2, BL_HIST_FAST_FIXED }, { b4, 4, BL_HIST_FAST_FIXED_MORE },
 		{ b5, 3, BL_HIST_FAST_NONE }, { b6, 14, BL_HIST_FAST_FIXED_POS },
 		{ b7, 4, BL_HIST_FAST_NONE }, { b8, 2, BL_HIST_FAST_FIXED_POS },
-		{ b9, 3, BL_HIST_FAST_NONE },
+		{ b9, 3, BL_HIST_FAST_NONE }, { b10, 2, BL_HIST_FAST_FIXED },
 	};
 	double b32[32];
 	struct bl_hist h;
