@@ -227,7 +227,7 @@ static void path_add_slow(struct blamer_path *p, unsigned unit, uint64_t value)
 }
 
 /* The hit: a slot lookup and one add to the thread's own shard. */
-void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
+BL_HOT void blamer_path_add(struct blamer_path *p, unsigned unit_index, uint64_t value)
 {
 	struct bl_tls *t = &bl_tls;
 	struct bl_shard_slot *s;

@@ -322,7 +322,7 @@ static inline void write(struct blamer_series *s, uint64_t bucket, double v, boo
 		write_away(s, bucket, v, hist);
 }
 
-void blamer_counter_add(struct blamer_series *s, double v)
+BL_HOT void blamer_counter_add(struct blamer_series *s, double v)
 {
 	if (!s)
 		return;
@@ -373,7 +373,7 @@ static void observe_other(struct blamer_series *s, uint64_t bits, double v)
  * first bound or the window, above the last) the long way, and NaN and
  * the infinities with them (metric.h): a value in range is no NaN.
  */
-void blamer_histogram_observe(struct blamer_series *s, double v)
+BL_HOT void blamer_histogram_observe(struct blamer_series *s, double v)
 {
 	const struct bl_hist_fast *f;
 	uint64_t bits;
