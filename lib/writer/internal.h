@@ -483,9 +483,10 @@ struct blamer_metric {
  * What blamer_metric_series() returns: process memory naming one METRIC
  * record (handle.c), one per (metric, label values, path) and context,
  * kept in the context's series table (handle_store.c). The hot paths
- * read id, kind, a histogram's bucket lookup (first: an observation
- * reads the handle's first cache line) and the record; the bucket layout
- * is here too (hist.bounds points at the metric's def).
+ * read kind, the home and a histogram's bucket lookup (first: an
+ * observation reads the handle's first two cache lines), other threads
+ * id and the record; the bucket layout is here too (hist.bounds points
+ * at the metric's def).
  */
 struct blamer_series {
 	uint64_t id;		/* process-unique, never reused: the shard cache key */

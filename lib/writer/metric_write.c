@@ -33,7 +33,9 @@
  * the thread's own, no fence between CPUs is needed) and a write that
  * finds it marked is a handler's: it goes to the series record's own
  * words with atomic operations instead. A compare-and-swap in the shard
- * would do without the mark, at twice the cost of the add.
+ * would do without the mark, but costs more: even an unlocked cmpxchg
+ * loop made the counter add 5.9 ns where the mark's is 4.6
+ * (Documentation/performance.rst).
  */
 #include <float.h>
 #include <string.h>
