@@ -252,6 +252,13 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v)
  * positive), so +Inf and NaN lie 2 cells past it (metric.h). */
 #define POS_LAST_MAX	((1ull << 63) | 0x7fe0000000000000ull)
 
+/* Fixed bounds @key (@nb of them) in cells of 2^@shift keys with @more
+ * further compares can be looked up as POS (metric.h). */
+static bool pos_layout(const uint64_t *key, uint32_t nb, uint32_t shift, uint32_t more)
+{
+	return key[0] >> 63 && key[nb - 1] < POS_LAST_MAX && !more && shift <= BL_HIST_POS_SHIFT;
+}
+
 /* Fixed bounds, keys in cells of 2^@shift from the first: the most
  * bounds in one cell, less one. */
 static uint32_t fixed_more(const uint64_t *key, uint32_t nb, uint32_t shift)
@@ -288,8 +295,7 @@ static void fixed_plan(const struct bl_hist *h, uint64_t *key, uint32_t *shift, 
 	m = fixed_more(key, nb, s);
 	/* a layout POS can look up (bounds >= +0, none closer than a cell)
 	 * keeps it: its cells stop growing at 2^BL_HIST_POS_SHIFT keys */
-	top = key[0] >> 63 && key[nb - 1] < POS_LAST_MAX && !m && s <= BL_HIST_POS_SHIFT ?
-	      BL_HIST_POS_SHIFT : 63;
+	top = pos_layout(key, nb, s, m) ? BL_HIST_POS_SHIFT : 63;
 	while (s < top && fixed_more(key, nb, s + 1) == m)
 		s++;
 	*shift = s;
@@ -314,7 +320,7 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 
 	fixed_plan(h, t->key, &s, &more);
 	f->mode = more ? BL_HIST_FAST_FIXED_MORE : BL_HIST_FAST_FIXED;
-	if (!more && s <= BL_HIST_POS_SHIFT && t->key[0] >> 63 && t->key[nb - 1] < POS_LAST_MAX)
+	if (pos_layout(t->key, nb, s, more))
 		f->mode = BL_HIST_FAST_FIXED_POS;
 	f->kmin = t->key[0];
 	f->shift = s;

@@ -360,26 +360,15 @@ static inline bool nan_or_inf(uint64_t bits)
 
 /* What the hot path does not take, out of line: the other layouts, a
  * POS value outside the cells, NaN and the infinities, and the kinds
- * that are not histograms (refused). A chain of compares, which no
- * compiler turns into a jump table. */
+ * that are not histograms (refused). The bucket from the one lookup of
+ * every layout, bl_hist_fast_index(). */
 __attribute__((noinline))
 static void observe_other(struct blamer_series *s, uint64_t bits, double v)
 {
-	const struct bl_hist_fast *f = &s->fast;
-	uint32_t mode = f->mode;
-
-	if (nan_or_inf(bits) || mode == BL_HIST_FAST_NONE)
+	if (nan_or_inf(bits) || s->fast.mode == BL_HIST_FAST_NONE)
 		refused(s, BLAMER_METRIC_HISTOGRAM);
-	else if (mode == BL_HIST_FAST_FIXED_POS)
-		write(s, bl_hist_fixed_pos_index(f, bits), v, true);
-	else if (mode == BL_HIST_FAST_FIXED)
-		write(s, bl_hist_fixed_index(f, bits), v, true);
-	else if (mode == BL_HIST_FAST_FIXED_MORE)
-		write(s, bl_hist_fixed_more_index(f, bits), v, true);
-	else if (mode == BL_HIST_FAST_EXP_WIDE)
-		write(s, bl_hist_wide_index(f, bits), v, true);
 	else
-		write(s, bl_hist_exp_index(f, bits), v, true);
+		write(s, bl_hist_fast_index(&s->fast, v), v, true);
 }
 
 /*
