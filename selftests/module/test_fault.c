@@ -742,13 +742,59 @@ static int load_allocations(struct load_arg *a)
 	return left < 0 ? -1 : 1000000 - left;
 }
 
-/* The last allocations of a load: init's, and the loader's just before. */
+/*
+ * The last allocations of a load: init's, and the loader's just before.
+ * Where the kernel shows where init begins (below), the sweep ends with
+ * PRE_INIT_LOADS loads from the first that failed before init: the rest
+ * of the window would only fail the loader's own allocations, each load
+ * about a third of a second on a debug kernel, and test nothing of ours.
+ */
 #define LOAD_WINDOW 150
+#define PRE_INIT_LOADS 8
+
+/*
+ * The module_load tracepoint fires in load_module() right before
+ * do_init_module() (6.1 and 6.12): a load that failed without firing it
+ * failed in the loader, before the module's init could run. Its trace
+ * is read after each load; the ring buffer allocates nothing when an
+ * event is written, so the event costs the load no allocation.
+ */
+#define TRACEFS DEBUGFS "tracing/"
+#define LOAD_EVENT TRACEFS "events/module/module_load/enable"
 
 FIXTURE(load) {
 	struct load_arg a;
 	int unloaded;
+	char event_was[8];	/* the event's enable before the test; "" if none */
 };
+
+/* Empty the trace buffer: 0, or -errno. */
+static int trace_clear(void)
+{
+	int fd = open(TRACEFS "trace", O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* Whether the trace shows this module's load reaching its init. */
+static int trace_saw_load(void)
+{
+	static char buf[16384];
+	int fd = open(TRACEFS "trace", O_RDONLY | O_CLOEXEC);
+	ssize_t r, len = 0;
+
+	if (fd < 0)
+		return 0;
+	while (len < (ssize_t)sizeof(buf) - 1 &&
+	       (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += r;
+	close(fd);
+	buf[len] = 0;
+	return !!strstr(buf, "module_load: blamer");
+}
 
 /*
  * Needs the module file (BLAMER_KO) and nobody using the device. Only
@@ -779,6 +825,10 @@ FIXTURE_SETUP(load)
 	if (unload())
 		SKIP(return, "the module is in use");
 	self->unloaded = 1;
+	/* Without the event (no tracefs), the whole window is swept. */
+	if (knob_rw(LOAD_EVENT, self->event_was, sizeof(self->event_was), "1") ||
+	    trace_clear())
+		self->event_was[0] = 0;
 }
 
 /* The module back with the parameters it had, the device open to all. */
@@ -791,19 +841,27 @@ FIXTURE_TEARDOWN(load)
 	if (!loaded())
 		EXPECT_EQ(0, op_load(&self->a));
 	EXPECT_EQ(0, chmod(BL_DEVICE, 0666));
+	if (self->event_was[0])
+		knob_rw(LOAD_EVENT, NULL, 0, self->event_was);
 	inject_restore();
 }
 
 /*
- * Loading the module with each of the last LOAD_WINDOW allocations of a
- * load failing in turn: those of init (the filesystem's mount, the
- * tracepoint probe, the misc device) and of the loader just before and
- * after. Each load fails with ENOMEM and leaves no module and no device,
- * or succeeds (a failure the kernel absorbed) and unloads again.
+ * Loading the module with each of the last allocations of a load failing
+ * in turn, from the last one down: those of init (the filesystem's mount,
+ * the tracepoint probe, the misc device) and of the loader just after and
+ * before: PRE_INIT_LOADS loads from the first that failed before init
+ * (below it, every allocation is before init), or LOAD_WINDOW in all.
+ * Each load fails with ENOMEM and leaves no module and no device, or
+ * succeeds (a failure the kernel absorbed) and unloads again. Where the
+ * event shows it, some of the failures must have been init's own: the
+ * error paths the sweep is for.
  */
 TEST_F_TIMEOUT(load, module_init, 600)
 {
-	int n, k, left, failed = 0, absorbed = 0, nth;
+	int n, k, left, failed = 0, absorbed = 0, in_init = 0, below = 0, before = 0;
+	int loads = 0, nth;
+	int event = self->event_was[0] != 0;
 	struct stat sb;
 	char buf[32];
 	long ret;
@@ -817,6 +875,9 @@ TEST_F_TIMEOUT(load, module_init, 600)
 		nth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, nth);
 		snprintf(buf, sizeof(buf), "%d", n);
+		loads++;
+		if (event)
+			ASSERT_EQ(0, trace_clear());
 		ASSERT_EQ((ssize_t)strlen(buf), write(nth, buf, strlen(buf)));
 		ret = op_load(&self->a);
 		memset(buf, 0, sizeof(buf));
@@ -834,15 +895,29 @@ TEST_F_TIMEOUT(load, module_init, 600)
 			EXPECT_EQ(0, left)
 				TH_LOG("allocation %d: failed uninjected", n);
 			failed++;
-			continue;
+			if (event && trace_saw_load())
+				in_init++;
+			else if (event)
+				below = 1;	/* the loader's, before init */
+		} else {
+			if (!left)
+				absorbed++;
+			ASSERT_EQ(0, unload());
 		}
-		if (!left)
-			absorbed++;
-		ASSERT_EQ(0, unload());
+		/* from the first failure before init on, every load's is too */
+		if (below && ++before == PRE_INIT_LOADS)
+			break;
 	}
 	EXPECT_LT(0, failed);
 	printf("# finit_module: %d allocations; last %d: %d failed (ENOMEM), %d absorbed\n",
-	       k, k - n, failed, absorbed);
+	       k, loads, failed, absorbed);
+	if (event) {
+		EXPECT_LT(0, in_init) TH_LOG("no failure reached the module's init");
+		printf("# %d failures after the module_load event; %d loads failing before it\n",
+		       in_init, before);
+	} else {
+		printf("# no module_load event: the whole window swept\n");
+	}
 	fflush(stdout);
 }
 
