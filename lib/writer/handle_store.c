@@ -216,6 +216,7 @@ struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_ser
 				goto oom;
 			*mine = *key;
 			mine->id = bl_handle_id();
+			mine->home_values = NULL;
 			bl_series_homeless(mine);
 			/* stale: its first use finds or makes its record */
 			bl_handle_init(&mine->h, b, remake, NULL, 0);

@@ -638,9 +638,16 @@ void bl_handles_forked(struct blamer *b);
 #define BL_HOME_NONE		UINT64_MAX
 #define BL_HOME_CLAIMING	(UINT64_MAX - 1)
 
+/*
+ * No thread's token matches a homeless series. home_values is left as it
+ * was: a fork from a signal handler that interrupted the home thread's
+ * write after its token compare returns, in the child, to a load of
+ * home_values, which must then give memory the child may write (the
+ * child's private copy of the parent's shard, bl_backend_scratch()),
+ * never NULL.
+ */
 static inline void bl_series_homeless(struct blamer_series *s)
 {
-	s->home_values = NULL;
 	atomic_store_explicit(A64(&s->home), BL_HOME_NONE, memory_order_relaxed);
 }
 /* handle_store.c: frees the handles of blamer_path_get() and blamer_set_*()

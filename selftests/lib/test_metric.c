@@ -4,8 +4,8 @@
  * series found again by key, counters and histograms exact through
  * per-thread shards (as the reader sums them), gauges by mode, buckets
  * where the reader says they end, exact sums, fork, drops, a signal
- * handler writing the series its thread writes, a full heap, a series'
- * home thread.
+ * handler writing the series its thread writes, a fork from such a
+ * handler, a full heap, a series' home thread.
  * Each test runs in a fixture (common.h).
  */
 #include <errno.h>
@@ -705,6 +705,120 @@ TEST_F(ctx, signal_handler_adds_are_not_lost)
 	s = own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2.0 * (adds + 1) + (double)sigs, series(s, "c", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/*
+ * fork() from a signal handler that interrupted a write: the child
+ * returns into the write its parent's thread was making, with the
+ * parent's shard already chosen (a series' or a path's). It must land in
+ * the child's scratch copy of the mapping, never in the parent's heap;
+ * the child's own writes after it make its own series and path, from
+ * zero; the parent's sums stay exact.
+ */
+static struct blamer_series *fork_c, *fork_h;
+static struct blamer_path *fork_p;
+static volatile sig_atomic_t fork_child, fork_n;
+static pid_t fork_pids[40];
+
+static void fork_on_alarm(int sig)
+{
+	pid_t pid;
+
+	(void)sig;
+	if (fork_child || fork_n == (sig_atomic_t)(sizeof(fork_pids) / sizeof(fork_pids[0])))
+		return;
+	pid = fork();
+	if (pid == 0)
+		fork_child = 1;
+	else if (pid > 0)
+		fork_pids[fork_n++] = pid;
+}
+
+/* The child, back from the handler: its own adds and observations. */
+static int forked_child_checks(struct blamer *b)
+{
+	struct blamer_snapshot *s;
+	const struct blamer_snap_series *c, *h;
+	int i, ok;
+
+	for (i = 0; i < 10; i++) {
+		blamer_counter_add(fork_c, 1);
+		blamer_histogram_observe(fork_h, 0.5);
+		blamer_path_add(fork_p, 0, 1);
+	}
+	s = own_snapshot(b);
+	c = s ? series(s, "fc", NULL) : NULL;
+	h = s ? series(s, "fh", NULL) : NULL;
+	/* the interrupted write went to scratch memory, or (begun after
+	 * the fork's handlers) to the child's own heap: one more at most */
+	ok = c && (c->value == 10 || c->value == 12) && h && (h->count == 10 || h->count == 11);
+	ok &= s && s->procs[0].npaths == 1 && (s->procs[0].paths[0].values[0] == 10 ||
+						s->procs[0].paths[0].values[0] == 13);
+	blamer_snapshot_free(s);
+	blamer_abandon(b);
+	return ok;
+}
+
+TEST_F(ctx, fork_in_a_signal_handler_mid_write)
+{
+	struct blamer_metric_def cd = { .name = "fc", .kind = BLAMER_METRIC_COUNTER };
+	double bounds[2] = { 1, 10 };
+	struct blamer_metric_def hd = { .name = "fh", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct sigaction sa = { .sa_handler = fork_on_alarm };
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	const uint64_t node = blamer_dag_id("fork");
+	const uint32_t unit = BLAMER_UNIT_BYTES;
+	const struct blamer_snap_series *h;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	uint64_t adds = 0;
+	struct blamer *b;
+	int i, status;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	fork_c = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	fork_h = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
+	ASSERT_EQ(0, blamer_dag_node(b, node, 1, "fork"));
+	fork_p = blamer_path_get(b, &node, 1, &unit, 1);
+	ASSERT_NE(NULL, fork_c);
+	ASSERT_NE(NULL, fork_h);
+	ASSERT_NE(NULL, fork_p);
+	blamer_counter_add(fork_c, 2);	/* the shards are made before any fork */
+	blamer_histogram_observe(fork_h, 5);
+	blamer_path_add(fork_p, 0, 3);
+	adds = 1;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	while (fork_n < (sig_atomic_t)(sizeof(fork_pids) / sizeof(fork_pids[0]))) {
+		for (i = 0; i < 1000 && !fork_child; i++, adds++) {
+			blamer_counter_add(fork_c, 2);
+			blamer_histogram_observe(fork_h, 5);
+			blamer_path_add(fork_p, 0, 3);
+		}
+		if (fork_child)
+			_exit(forked_child_checks(b) ? 0 : 1);
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_DFL);
+	for (i = 0; i < fork_n; i++) {
+		ASSERT_EQ(fork_pids[i], waitpid(fork_pids[i], &status, 0));
+		EXPECT_EQ(0, status) TH_LOG("child %d of %d", i, (int)fork_n);
+	}
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(2.0 * adds, series(s, "fc", NULL)->value);
+	h = series(s, "fh", NULL);
+	ASSERT_EQ(adds, h->count);
+	ASSERT_EQ(5.0 * adds, h->value);
+	ASSERT_EQ(adds, h->buckets[1]);
+	ASSERT_EQ(1, s->procs[0].npaths);
+	ASSERT_EQ(3 * adds, s->procs[0].paths[0].values[0]);
 	blamer_snapshot_free(s);
 	t_close(self, b);
 }
