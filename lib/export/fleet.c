@@ -176,7 +176,7 @@ static void drop_temporaries(const struct blamer_fleet *f)
 struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
 {
 	struct blamer_fleet *f = calloc(1, sizeof(*f));
-	const char *hook = getenv("BLAMER_TEST_FOLD_ABORT");
+	const char *hook = secure_getenv("BLAMER_TEST_FOLD_ABORT");
 	int ret;
 
 	if (!f) {

@@ -21,9 +21,16 @@
 #include "heap_format.h"
 #include "where.h"
 
+/*
+ * Every variable of the environment the library reads, here and in the
+ * writer, reader and exporter, is read with secure_getenv(): in a setuid
+ * or setgid program (or one with file capabilities) it is unset, so the
+ * user who ran the program cannot point its heaps, or the heaps it reads,
+ * at a directory of their choosing, nor change its clock or retention.
+ */
 int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen)
 {
-	const char *env = getenv("BLAMER_BACKEND");
+	const char *env = secure_getenv("BLAMER_BACKEND");
 
 	if (!env || !*env || !strcmp(env, "auto"))
 		*out = BLAMER_BACKEND_AUTO;
@@ -42,7 +49,7 @@ int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen)
 const char *bl_slabdir_path(char *buf, size_t len, const char *dir)
 {
 	if (!dir || !*dir)
-		dir = getenv("BLAMER_DIR");
+		dir = secure_getenv("BLAMER_DIR");
 	if (dir && *dir)
 		snprintf(buf, len, "%s", dir);
 	else

@@ -56,7 +56,7 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 {
 	struct blamer_reader *r = calloc(1, sizeof(*r));
 	enum blamer_backend env;
-	const char *dev, *envdir = getenv("BLAMER_DIR");
+	const char *dev, *envdir = secure_getenv("BLAMER_DIR");
 	bool named;
 	char grp[64];
 	struct stat st;

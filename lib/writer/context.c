@@ -325,7 +325,7 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	b->stack_depth = cfg->stack_depth ? cfg->stack_depth : 16;
 	b->log_slots = cfg->log_slots ? cfg->log_slots : 64;
 	b->flags = cfg->flags;
-	ret = bl_clock_choose(getenv("BLAMER_CLOCK"), &b->clock);
+	ret = bl_clock_choose(secure_getenv("BLAMER_CLOCK"), &b->clock);
 	if (ret) {
 		free(b);
 		return ret;

@@ -488,7 +488,7 @@ int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
 static int env_u64(const char *name, uint64_t max, bool suffix, uint64_t *out,
 		   char *why, size_t whylen)
 {
-	const char *e = getenv(name), *p;
+	const char *e = secure_getenv(name), *p;
 	uint64_t v = 0, mul = 1;
 
 	if (!e || !*e)

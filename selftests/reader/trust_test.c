@@ -10,7 +10,9 @@
  *    target);
  *  - planted files: of another uid, hard-linked, writable by others, a
  *    FIFO, a symlink, named like a slab;
- *  - non-canonical names ("07-5.0.slab") that name a heap a second time.
+ *  - non-canonical names ("07-5.0.slab") that name a heap a second time;
+ *  - the environment of a setuid program: BLAMER_DIR pointing its heaps
+ *    at a directory of the program's owner that is not its heap directory.
  *
  * Each victim is a real second user: the test, run as root, prepares the
  * files as the attacker (chown), then drops to the victim's uid before it
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,11 +380,106 @@ TEST(root_reads_a_named_dir_by_its_owner_rules)
 	EXPECT_TRUE(exists(at("r/3999931-5.0.slab")));
 }
 
+/* Slab files in @dir whose names start with "@pid-". */
+static int slabs_of(const char *dir, pid_t pid)
+{
+	char prefix[32];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%d-", (int)pid);
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix)) && strstr(e->d_name, ".slab");
+	closedir(d);
+	return n;
+}
+
+/*
+ * This program, installed setuid to the victim and run by the attacker
+ * with BLAMER_DIR naming another directory of the victim's: the library
+ * reads its environment with secure_getenv(), so the heap goes to the
+ * victim's default directory, never where the attacker said. (Before, it
+ * went there: a directory the victim owns passes the writer's rules.)
+ */
+TEST(a_setuid_program_ignores_the_callers_environment)
+{
+	char exe[600], line[64] = "", def[64];
+	int p[2], st = -1;
+	ssize_t got;
+	pid_t pid;
+
+	need_root(_metadata);
+	snprintf(def, sizeof(def), "/dev/shm/blamer-%u", VICTIM);
+	if (exists(def))
+		SKIP(return, "%s exists already", def);
+	ASSERT_EQ(0, mkdir_as(at("suid"), VICTIM, 0755));
+	ASSERT_EQ(0, mkdir_as(at("victims-own"), VICTIM, 0700));
+	snprintf(exe, sizeof(exe), "cp /proc/%d/exe %s", (int)getpid(), at("suid/writer"));
+	ASSERT_EQ(0, system(exe));
+	snprintf(exe, sizeof(exe), "%s", at("suid/writer"));
+	ASSERT_EQ(0, chown(exe, VICTIM, VICTIM));
+	ASSERT_EQ(0, chmod(exe, 04755));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char *const argv[] = { exe, "--setuid-writer", NULL };
+		char env_dir[600];
+		char *const envp[] = { env_dir, "BLAMER_BACKEND=dir", "BLAMER_CLOCK=bogus", NULL };
+
+		snprintf(env_dir, sizeof(env_dir), "BLAMER_DIR=%s", at("victims-own"));
+		dup2(p[1], 1);
+		if (setresgid(ATTACKER, ATTACKER, ATTACKER) || setresuid(ATTACKER, ATTACKER, ATTACKER))
+			_exit(126);
+		execve(exe, argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	got = read(p[0], line, sizeof(line) - 1);
+	close(p[0]);
+	line[got > 0 ? got : 0] = '\0';
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	if (!strncmp(line, "not secure", 10)) {
+		system("rm -rf /dev/shm/blamer-4243");
+		SKIP(return, "setuid had no effect here (a nosuid mount?): %s", line);
+	}
+	EXPECT_EQ(0, st) TH_LOG("%s", line);
+	EXPECT_STREQ("wrote\n", line);
+	EXPECT_EQ(0, slabs_of(at("victims-own"), pid));
+	EXPECT_LT(0, slabs_of(def, pid));
+	system("rm -rf /dev/shm/blamer-4243");
+}
+
+/* The setuid side of the test above: a heap through the default context. */
+static int setuid_writer(void)
+{
+	struct blamer *b;
+
+	if (!getauxval(AT_SECURE) || geteuid() != VICTIM) {
+		printf("not secure: euid %u, AT_SECURE %lu\n", (unsigned)geteuid(),
+		       getauxval(AT_SECURE));
+		fflush(stdout);
+		_exit(0);
+	}
+	b = blamer_default();
+	printf(b ? "wrote\n" : "no context: %s\n", strerror(errno));
+	fflush(stdout);
+	if (b)
+		blamer_abandon(b);
+	/* _exit: no leak check, which cannot trace a setuid process */
+	_exit(b ? 0 : 1);
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[128];
 	int ret;
 
+	if (argc > 1 && !strcmp(argv[1], "--setuid-writer"))
+		return setuid_writer();
 	if (argc > 1)
 		blamer = argv[1];
 	snprintf(top, sizeof(top), "/tmp/blamer-trust.XXXXXX");
