@@ -207,10 +207,15 @@ if promtool check metrics <"$D/scrape.prom" >"$D/promtool.out" 2>&1; then
 else
 	echo "not ok 8 - promtool check metrics"; sed 's/^/#   /' "$D/promtool.out" | head
 fi
-if ! grep -q 'pid=' "$D/scrape.prom" && [ ! -s "$D/exporter.err" ]; then
-	echo "ok 9 - no per-process series, and no error from any exporter run"
+# A worker SIGKILLed between making its slab file and writing the heap's
+# header leaves a file that holds no heap: every exporter run says so
+# once (reader.rst, "Files that hold no heap"), which is no error of the
+# exporter's. Anything else it says is.
+grep -v 'that holds no heap (empty, or not a heap.s first bytes)$' "$D/exporter.err" >"$D/exporter.errors" || true
+if ! grep -q 'pid=' "$D/scrape.prom" && [ ! -s "$D/exporter.errors" ]; then
+	echo "ok 9 - no per-process series, and no error from any exporter run ($(grep -c 'holds no heap' "$D/exporter.err") reports of a file that holds no heap)"
 else
-	echo "not ok 9 - per-process series or errors"; sed 's/^/#   /' "$D/exporter.err" | head
+	echo "not ok 9 - per-process series or errors"; sed 's/^/#   /' "$D/exporter.errors" | head
 fi
 # the in-flight gauge, summed over live workers, is back to 0
 if is "http_requests_in_flight{job=\"blamer\",uid=\"$uid\"}" 0; then
