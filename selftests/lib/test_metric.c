@@ -719,15 +719,16 @@ TEST_F(ctx, signal_handler_adds_are_not_lost)
  */
 static struct blamer_series *fork_c, *fork_h;
 static struct blamer_path *fork_p;
+#define FORKS 40
 static volatile sig_atomic_t fork_child, fork_n;
-static pid_t fork_pids[40];
+static pid_t fork_pids[FORKS];
 
 static void fork_on_alarm(int sig)
 {
 	pid_t pid;
 
 	(void)sig;
-	if (fork_child || fork_n == (sig_atomic_t)(sizeof(fork_pids) / sizeof(fork_pids[0])))
+	if (fork_child || fork_n == FORKS)
 		return;
 	pid = fork();
 	if (pid == 0)
@@ -794,7 +795,7 @@ TEST_F(ctx, fork_in_a_signal_handler_mid_write)
 	sigemptyset(&sa.sa_mask);
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
-	while (fork_n < (sig_atomic_t)(sizeof(fork_pids) / sizeof(fork_pids[0]))) {
+	while (fork_n < FORKS) {
 		for (i = 0; i < 1000 && !fork_child; i++, adds++) {
 			blamer_counter_add(fork_c, 2);
 			blamer_histogram_observe(fork_h, 5);
