@@ -54,16 +54,10 @@ $(DEBUG_KERNEL_SUITES): kernel-%-debug:
 	@BLAMER_KERNEL_NICE=$${BLAMER_KERNEL_NICE:-0} \
 		$(SRC)/scripts/run-suite $@ -- $(SRC)/scripts/debug-kernel --tap $*
 
-# One kernel build at a time, in BED_DEBUG's order, when make runs several
-# (make check): each already uses every CPU, and two at once would hold both
-# of `make -j2 check`'s slots for half an hour while the other suites wait.
-# Serialized, one slot builds and the other runs the suites that need no
-# debug kernel, then those of the kernels already built. Only between
-# kernel suites both asked for: `make vm-module-6.1-debug` builds one.
-bed-serialize = $(if $(word 2,$1),$(if $(filter kernel-$(word 1,$1),$(MAKECMDGOALS)),\
-  $(if $(filter kernel-$(word 2,$1),$(MAKECMDGOALS)),\
-    $(eval kernel-$(word 2,$1): | kernel-$(word 1,$1))))$(call bed-serialize,$(wordlist 2,$(words $1),$1)))
-$(call bed-serialize,$(BED_DEBUG))
+# make check's first make builds the debug kernels at once, one per job
+# slot, each with -j$(nproc): no suite runs beside them (Makefile), and a
+# build alone leaves a CPU idle for a fifth of its time (its links, its
+# tarball's unpacking, the last objects), which the other build fills.
 
 # Pattern rules whose targets are never files always run (.PHONY cannot
 # name patterns). The more specific pattern wins for debug kernels.
