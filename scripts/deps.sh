@@ -73,7 +73,7 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # Debian's kernel packages write an initramfs for each kernel image (some
-# 20 s each, 4 images). The test bed boots its own (tools/vm/run), so on
+# 27 s each, 4 images). The test bed boots its own (tools/vm/run), so on
 # CI, whose machine never boots them, INITRD=No skips that (the
 # initramfs-tools hook honours it); anywhere else they get theirs, as
 # any kernel package would, since one of them may become the default boot.
