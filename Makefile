@@ -88,8 +88,7 @@ CHECK_RUN = $(if $(CHECK_ONLY),$(filter $(CHECK_ONLY),$(CHECK_SUITES)),$(CHECK_S
 CHECK_FIRST := vm-module-6.12-debug trinity-6.1-debug vm-module-6.1-debug \
 	trinity-6.12-debug deb-packages bed-bites-6.12-debug bed-bites-6.1-debug \
 	vm-module-6.1-rt vm-module-6.12-rt deb-install vm-install-6.12 \
-	vm-lib-6.12-debug vm-lib-6.1-debug fuzz vm-reader-6.12-debug \
-	vm-reader-6.1-debug prometheus-endpoint python-valgrind
+	vm-lib-6.12-debug vm-lib-6.1-debug fuzz
 CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),$(CHECK_RUN))
 # The debug kernels' suites (kernel-*-debug: built or found in the cache)
 # run first, in a make of their own, and the others then with

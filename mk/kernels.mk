@@ -69,8 +69,13 @@ $(DEBUG_KERNEL_SUITES): kernel-%-debug:
 $(foreach k,$(filter-out $(BED_KERNELS_READY),$(BED_DEBUG_ALL)),\
   $(eval bed-kernel-$(k): kernel-$(k)))
 bed-kernel-%: ;
+# Suites build their kernel's module in their recipes (vm-module, vm-lib,
+# kfuzz, bed-bites...) as well as through this target, and two suites of
+# one kernel may do so at once: one kernel's build at a time (kbuild in
+# one output directory, its Module.symvers written by each run).
 bed-module-%: bed-kernel-%
-	@$(MAKE) --no-print-directory KVER=$* modules
+	@mkdir -p $(BUILD)
+	@flock $(BUILD)/.bed-module-$*.lock $(MAKE) --no-print-directory KVER=$* modules
 
 # ---- coverage: the module's line coverage on the debug kernels
 # Suites on a debug kernel bring the module's gcov data back from the guest
