@@ -24,7 +24,9 @@
  *  - write access: a process that did not create a slab (in its current
  *    program) never maps it writable and never writes through a mapping
  *    it inherited; a read-only descriptor never maps writable, and
- *    mprotect() never makes such a mapping writable;
+ *    mprotect() never makes a mapping of a slab this process did not
+ *    create writable (/proc/self/smaps has the last word: other threads
+ *    map and unmap meanwhile);
  *  - only the process (and program) that opened /dev/blamer creates
  *    slabs through that descriptor;
  *  - BLAMER_IOC_LIST answers within its bounds: count <= capacity,
