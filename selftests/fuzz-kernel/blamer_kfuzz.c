@@ -723,42 +723,48 @@ static int created_here(uint64_t id)
 }
 
 /*
- * Does the kernel say @p lies in a mapping of slab @id that may be made
- * writable (/proc/self/smaps: the name "blamer:ID", VmFlags "mw")?
- * Cannot tell: no.
+ * What the kernel says of the mapping at @p (/proc/self/smaps names slab
+ * files "blamer:ID"): KM_OTHER, none or not of slab @id; KM_SLAB, of it;
+ * KM_SLAB_MW, of it and it may be made writable (VmFlags "mw");
+ * KM_UNKNOWN if it cannot tell. The tables are this program's belief,
+ * and other threads map and unmap meanwhile: a broken promise is only
+ * one the kernel confirms.
  */
-static int kernel_slab_vma_maywrite(const void *p, uint64_t id)
+enum { KM_UNKNOWN = -1, KM_OTHER, KM_SLAB, KM_SLAB_MW };
+
+static int kernel_mapping_at(const volatile void *p, uint64_t id)
 {
 	uintptr_t a = (uintptr_t)p;
 	char line[512], want[32];
 	FILE *f = fopen("/proc/self/smaps", "r");
-	int in = 0, found = 0;
+	int got = KM_OTHER;
 
 	if (!f)
-		return 0;
+		return KM_UNKNOWN;
 	snprintf(want, sizeof(want), "blamer:%llu", (unsigned long long)id);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
 		char *at;
 
-		if (in && !strncmp(line, "VmFlags:", 8)) {
-			found = strstr(line, " mw") != NULL;
+		if (got == KM_SLAB && !strncmp(line, "VmFlags:", 8)) {
+			if (strstr(line, " mw"))
+				got = KM_SLAB_MW;
 			break;
 		}
 		/* a mapping's first line: "lo-hi perms offset dev inode name" */
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) != 2)
 			continue;
-		if (in)
+		if (got == KM_SLAB)
 			break;	/* the next mapping: no VmFlags line */
 		if (a < lo || a >= hi)
 			continue;
 		at = strstr(line, want);
 		if (!at || (at[strlen(want)] >= '0' && at[strlen(want)] <= '9'))
 			break;
-		in = 1;
+		got = KM_SLAB;
 	}
 	fclose(f);
-	return found;
+	return got;
 }
 
 static void op_mprotect(void)
@@ -791,7 +797,7 @@ static void op_mprotect(void)
 	 */
 	if ((prot & PROT_WRITE) && !(m.prot & PROT_WRITE) && !m.may_write &&
 	    !m.inherited && map_still(&m) && !created_here(m.id) &&
-	    kernel_slab_vma_maywrite(m.addr, m.id))
+	    kernel_mapping_at(m.addr, m.id) == KM_SLAB_MW)
 		violation("pid %d made a read-only mapping of slab %llu writable",
 			  w.me.pid, (unsigned long long)m.id);
 	if (len == m.len) {
@@ -891,35 +897,6 @@ static void op_munmap(void)
 	count(OP_MUNMAP, ok);
 }
 
-/*
- * Does the kernel say @p lies in a mapping of slab @id (/proc/self/maps
- * names slab files "blamer:ID")? The tables are this program's belief;
- * a write is only a broken promise if it really went to that slab.
- */
-static int kernel_maps_slab_at(const volatile void *p, uint64_t id)
-{
-	uintptr_t a = (uintptr_t)p;
-	char line[512], want[32];
-	FILE *f = fopen("/proc/self/maps", "r");
-	int found = 0;
-
-	if (!f)
-		return 1;	/* cannot tell: believe the tables */
-	snprintf(want, sizeof(want), "blamer:%llu", (unsigned long long)id);
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char *at;
-
-		if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || a < lo || a >= hi)
-			continue;
-		at = strstr(line, want);
-		found = at && (at[strlen(want)] < '0' || at[strlen(want)] > '9');
-		break;
-	}
-	fclose(f);
-	return found;
-}
-
 /* Read or write one byte of a mapping; faults are caught. */
 static void op_touch(void)
 {
@@ -946,7 +923,8 @@ static void op_touch(void)
 		(void)*p;
 	fault_armed = 0;
 	count(OP_TOUCH, 1);
-	if (wr && m.inherited && map_still(&m) && kernel_maps_slab_at(p, m.id))
+	/* cannot tell: believe the tables */
+	if (wr && m.inherited && map_still(&m) && kernel_mapping_at(p, m.id) != KM_OTHER)
 		violation("pid %d wrote to slab %llu through a mapping it inherited",
 			  w.me.pid, (unsigned long long)m.id);
 }
