@@ -226,6 +226,7 @@ struct fdent {
 	int mine;		/* dev: opened by this program; slab: created by it */
 	uint64_t id, size;
 	struct ident creator;	/* dev: who opened it; slab: who created it */
+	uint32_t closes;	/* closes of its number when picked (fd_still()) */
 };
 
 struct mapent {
@@ -238,10 +239,13 @@ struct mapent {
 };
 
 #define CREATED_IDS (1u << 20)
+/* Close counts by descriptor number (numbers that collide count for each other). */
+#define FD_NUMBERS 1024u
 
 struct worker {
 	pthread_mutex_t lock;	/* the tables, not the calls */
 	struct fdent fds[NFD];
+	uint32_t closes[FD_NUMBERS];	/* bumped when a number leaves the table */
 	struct mapent maps[NMAP];
 	struct ident me;
 	int slot, nprocs, child;	/* child: a fork or exec child, short-lived */
@@ -290,6 +294,7 @@ static struct fdent pick_fd(enum kind want)
 
 		if (f->kind != K_FREE && (want == K_FREE || f->kind == want)) {
 			e = *f;
+			e.closes = w.closes[f->fd % FD_NUMBERS];
 			break;
 		}
 	}
@@ -324,28 +329,36 @@ static int drop_fd(int fd)
 			w.fds[i].kind = K_FREE;
 			found = 1;
 		}
+	if (found)
+		w.closes[fd % FD_NUMBERS]++;
 	unlock();
 	return found;
 }
 
 /*
- * Is fd still the descriptor e describes? Another thread may have closed
- * it and got the number back for something else: a check about e holds
- * only if the table still says the same after the call.
+ * With the lock held: is e->fd still the descriptor e describes?
+ * Another thread may have closed it and got the number back for
+ * something else (its own open of the device, say). A number leaves the
+ * table, counted, before it is closed (op_close()), and enters it only
+ * once open: so if its count is what it was when e was picked, the
+ * number was not closed since, and a call made on it before this check
+ * reached the file e describes. Comparing the table's entry would not
+ * do: a dup() of a number that had meanwhile become another file is
+ * entered with the old description (a descriptor this process opened,
+ * marked as not its own), and then matches it.
  */
+static int fd_same_locked(const struct fdent *e)
+{
+	return w.closes[e->fd % FD_NUMBERS] == e->closes;
+}
+
+/* A check about e holds only if e->fd was still e after the call. */
 static int fd_still(const struct fdent *e)
 {
-	unsigned int i;
-	int same = 0;
+	int same;
 
 	lock();
-	for (i = 0; i < NFD; i++) {
-		const struct fdent *f = &w.fds[i];
-
-		if (f->kind == e->kind && f->fd == e->fd && f->id == e->id &&
-		    f->writable == e->writable && f->mine == e->mine)
-			same = 1;
-	}
+	same = fd_same_locked(e);
 	unlock();
 	return same;
 }
@@ -498,7 +511,7 @@ static void op_create(void)
 	struct fdent d = pick_fd(K_DEV);
 	struct blamer_create c = { .length = pick_len(), .fd = -1 };
 	struct fdent e = { .kind = K_SLAB, .writable = 1, .mine = 1 };
-	int ok;
+	int ok, still;
 
 	if (d.kind == K_FREE)
 		return op_open_dev();
@@ -508,7 +521,8 @@ static void op_create(void)
 	count(OP_CREATE, ok);
 	if (!ok)
 		return;
-	if (!d.mine && fd_still(&d))
+	still = fd_still(&d);
+	if (!d.mine && still)
 		violation("pid %d created slab %llu through a /dev/blamer descriptor another process or program opened",
 			  w.me.pid, (unsigned long long)c.id);
 	if (c.length % PG || !c.length)
@@ -517,7 +531,9 @@ static void op_create(void)
 	e.id = c.id;
 	e.size = c.length;
 	e.creator = w.me;
-	e.mine = d.mine;
+	/* made by this process either way; through which descriptor is
+	 * known only if the number did not change */
+	e.mine = d.mine || !still;
 	if (c.id < CREATED_IDS)
 		__atomic_fetch_or(&w.created[c.id / 8], 1u << (c.id % 8),
 				  __ATOMIC_RELAXED);
@@ -694,8 +710,11 @@ static void op_mmap(void)
 	count(OP_MMAP, p != MAP_FAILED);
 	if (p == MAP_FAILED)
 		return;
-	if ((m.prot & PROT_WRITE) && flags == MAP_SHARED && e.kind == K_SLAB &&
-	    fd_still(&e)) {
+	if (!fd_still(&e)) {
+		munmap(p, m.len);	/* of whatever the number had become */
+		return;
+	}
+	if ((m.prot & PROT_WRITE) && flags == MAP_SHARED && e.kind == K_SLAB) {
 		if (!e.writable)
 			violation("pid %d mapped a read-only descriptor of slab %llu writable",
 				  w.me.pid, (unsigned long long)e.id);
@@ -940,6 +959,11 @@ static void op_dup(void)
 	count(OP_DUP, fd >= 0);
 	if (fd < 0)
 		return;
+	/* a copy of whatever the number had become: not entered as e */
+	if (!fd_still(&e)) {
+		close(fd);
+		return;
+	}
 	e.fd = fd;
 	add_fd(&e);
 }
@@ -982,7 +1006,12 @@ static void op_send(void)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &e.fd, sizeof(int));
-	ok = sendmsg(w.sock_out[to], &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0;
+	/* Sent with the lock held, so that no close comes between the check
+	 * and the send: the receiver enters it as e (a send is not undone). */
+	lock();
+	ok = fd_same_locked(&e) &&
+	     sendmsg(w.sock_out[to], &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0;
+	unlock();
 	count(OP_SEND, ok);
 }
 
