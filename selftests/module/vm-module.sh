@@ -51,6 +51,12 @@ wait_line() {
 	[ -s "$1" ]
 }
 eq() { [ "$1" = "$2" ] || { echo "# got '$1', want '$2'"; return 1; }; }
+# The guest's seconds since boot, for the time each part took (TAP
+# comments: what a change to the bed's cost is measured against).
+since_boot() { read -r up _ </proc/uptime && echo "$up"; }
+took() {	# took WHAT START
+	echo "# time: $1 $(awk -v a="$2" -v b="$(since_boot)" 'BEGIN { printf "%.1f", b - a }') s"
+}
 
 dmesg -c >/dev/null
 
@@ -63,6 +69,7 @@ open_device() { chmod 0666 /dev/blamer; }
 load() { insmod /blamer.ko $PARAMS && open_device; }
 
 # ---- 1. load --------------------------------------------------------------
+echo "# part 1 at $(since_boot) s since boot"
 check "insmod with parameters" insmod /blamer.ko $PARAMS
 check "/dev/blamer is created root-only (crw-------): udev decides, not the module" \
 	sh -c 'ls -l /dev/blamer | grep -q "^crw------- *[0-9]* root *root "'
@@ -76,15 +83,20 @@ check "parameters not writable by users" \
 check "no /proc/blamer" [ ! -e /proc/blamer ]
 
 # ---- 2. harness -----------------------------------------------------------
+echo "# part 2 at $(since_boot) s since boot"
 for t in ioctl map pages exit owner perm quota race fault; do
 	# The error paths make the kernel fail allocations, and the module's
 	# load, on purpose: what the kernel says then is kept apart (below).
 	[ $t = fault ] && dmesg -r -c >>/tmp/dmesg.kept
 	echo "# blamer_test_$t as root"
+	t0=$(since_boot)
 	BLAMER_KO=/blamer.ko blamer_test_$t 2>&1 | tag "$t/root" ||
 		fails=$((fails + 1))
+	took "blamer_test_$t as root" "$t0"
 	echo "# blamer_test_$t as uid 1000"
+	t0=$(since_boot)
 	as-user blamer_test_$t 2>&1 | tag "$t/user" || fails=$((fails + 1))
+	took "blamer_test_$t as uid 1000" "$t0"
 done
 echo "# the kernel during blamer_test_fault (failures it was made to have):"
 dmesg -r -c | grep -E '^<[0-4]>' | sed 's/^/#   /' | head -n 40
@@ -101,6 +113,7 @@ check "the tests put the parameters back" \
 	eq "$(cat /sys/module/blamer/parameters/max_user_bytes)" 16777216
 
 # ---- 3. cross-user, SIGKILL postmortem ------------------------------------
+echo "# part 3 at $(since_boot) s since boot"
 rm -f /tmp/h1
 as-user $C hold 8192 >/tmp/h1 &
 hp=$!
@@ -124,6 +137,7 @@ check "as-user releases the orphan" eq "$(as-user $C release "$id")" ok
 check "a released slab is gone (ENOENT)" eq "$(as-user $C release "$id")" ENOENT
 
 # ---- 3b. memory cgroup accounting ------------------------------------------
+echo "# part 3b at $(since_boot) s since boot"
 # Pages come at a writer's first touch, charged to its cgroup; readers
 # map holes as the shared zero-filled hole page and allocate nothing;
 # BLAMER_CREATE_POPULATE charges every page at creation.
@@ -250,6 +264,7 @@ else
 fi
 
 # ---- 4. unload --------------------------------------------------------------
+echo "# part 4 at $(since_boot) s since boot"
 exec 3</dev/blamer
 check "module refcount held by an open fd" \
 	sh -c '[ "$(cat /sys/module/blamer/refcnt)" -ge 1 ]'
@@ -291,6 +306,7 @@ reload_empty() { load && eq "$($C count)" 0; }
 check "reload starts empty (orphans were freed)" reload_empty
 
 # ---- 5. stress-ng -------------------------------------------------------------
+echo "# part 5 at $(since_boot) s since boot"
 # Root's run and a user's go at once: each has its seconds, and the two
 # users' calls meet on the device's shared lists and limits.
 if command -v stress-ng >/dev/null; then
@@ -307,6 +323,7 @@ else
 	echo "ok - stress-ng # SKIP stress-ng not in the guest"
 fi
 # ---- 5b. random exerciser ------------------------------------------------------
+echo "# part 5b at $(since_boot) s since boot"
 seed=$(date +%s)
 as-user blamer_fuzz 10 4 $((seed + 100)) >/tmp/fuzz-user.log 2>&1 &
 up=$!
@@ -321,6 +338,7 @@ check "the device still lists after fuzzing" sh -c "$C count >/dev/null"
 check "rmmod at the end" rmmod blamer
 
 # ---- 6. kernel log ------------------------------------------------------------
+echo "# part 6 at $(since_boot) s since boot"
 # Raw levels <0>..<4> are emerg..warning. Loading any out-of-tree,
 # unsigned module makes the module loader itself warn about the taint.
 # Under TCG on a busy host the emulated clock stalls now and then, and
