@@ -724,8 +724,10 @@ static int unload(void)
 	return syscall(SYS_delete_module, "blamer", O_NONBLOCK) ? -errno : 0;
 }
 
-/* Load with allocation @n failing: the load's result, and in *@left
- * what remained of fail-nth (0: the failure was injected). */
+/*
+ * Load with allocation @n failing: the load's result, and in *@left
+ * what remained of fail-nth (0: the failure was injected).
+ */
 static long load_failing(struct load_arg *a, int n, int *left)
 {
 	int nth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);

@@ -183,6 +183,14 @@ fi
 SERIES_END=$(qv "count($SEL)")
 EVER=$(nseries "$SEL" 600)
 NROUTES=$(qv "count(app_requests_total)")
+# the last worker to die may have died with the load's last request:
+# its fold, and the scrape that shows it, come up to a second or two later
+folded_all() {
+	local f
+	f=$(qv 'max(blamer_folded_heaps_total)')
+	[ "${f:-0}" -ge "$((restarts + crashes))" ]
+}
+wait_for 30 folded_all
 FOLDED=$(qv 'max(blamer_folded_heaps_total)')
 if [ -n "$SERIES_MID" ] && [ "$SERIES_END" = "$SERIES_MID" ] && [ "$EVER" = "$SERIES_END" ] &&
    [ "$NROUTES" = 2 ] && [ "${FOLDED:-0}" -ge "$((restarts + crashes))" ]; then
