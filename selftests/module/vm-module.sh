@@ -98,8 +98,11 @@ for t in ioctl map pages exit owner perm quota race fault; do
 	as-user blamer_test_$t 2>&1 | tag "$t/user" || fails=$((fails + 1))
 	took "blamer_test_$t as uid 1000" "$t0"
 done
-echo "# the kernel during blamer_test_fault (failures it was made to have):"
-dmesg -r -c | grep -E '^<[0-4]>' | sed 's/^/#   /' | head -n 40
+echo "# the kernel during blamer_test_fault (failures it was made to have;"
+echo "# the stacks of the loads its module_init sweep made again left out):"
+dmesg -r -c | grep -E '^<[0-4]>' |
+	awk '/\] CPU: [0-9]+ (UID: [0-9]+ )?PID: [0-9]+ Comm: /{ s = 1 } !s { print } /<\/TASK>/{ s = 0 }' |
+	sed 's/^/#   /' | head -n 40
 for t in ioctl map; do
 	if [ -x /bin/blamer_test_${t}32 ]; then
 		echo "# blamer_test_${t}32 (compat ioctls) as root"
