@@ -79,7 +79,8 @@ $(BUILD)/kmod-%/blamer.ko: $(KMOD_SRCS)
 
 # ---- static checks (host-side TAP suites) ---------------------------------
 # checkpatch.pl, its data files and kernel-doc come from Debian's kernel source tarball
-# into $(BUILD)/kernel-scripts at build time; they are never committed.
+# into $(BUILD)/kernel-scripts at build time (through the kernel cache:
+# scripts/linux-source-files); they are never committed.
 KSCRIPTS_DIR := $(BUILD)/kernel-scripts
 KSCRIPTS_TARBALL := /usr/src/linux-source-6.1.tar.xz
 KSCRIPTS := checkpatch.pl spelling.txt const_structs.checkpatch kernel-doc
@@ -88,11 +89,9 @@ KMOD_CHECKS := $(SRC)/selftests/module
 # The stamp names the version of the list, so adding a script re-extracts.
 KSCRIPTS_STAMP := $(KSCRIPTS_DIR)/.extracted-2
 $(KSCRIPTS_STAMP):
-	@test -f $(KSCRIPTS_TARBALL) || \
-		{ echo "module: $(KSCRIPTS_TARBALL) missing (run: make deps)" >&2; exit 1; }
 	@mkdir -p $(KSCRIPTS_DIR)
 	@t=$$(mktemp -d $(KSCRIPTS_DIR)/.x.XXXXXX) && \
-	tar -xJf $(KSCRIPTS_TARBALL) -C $$t --strip-components=2 --touch \
+	$(SRC)/scripts/linux-source-files $(KSCRIPTS_TARBALL) $$t \
 		$(addprefix linux-source-6.1/scripts/,$(KSCRIPTS)) && \
 	mv -f $(addprefix $$t/,$(KSCRIPTS)) $(KSCRIPTS_DIR)/ && rm -rf $$t && \
 	touch $@ || { rm -rf $$t; exit 1; }

@@ -18,16 +18,15 @@ KSELFTEST_MEMBERS := linux-source-6.1/tools/testing/selftests/kselftest_harness.
 .PHONY: kselftest-harness
 kselftest-harness: $(KSELFTEST_HARNESS)
 
-# Extract into a private directory and rename, so parallel builds never
-# see a half-written header; kselftest.h lands first, the harness (the
-# file everything depends on) last. The deps stamp installs the tarball.
+# Copied into a private directory (scripts/linux-source-files: through
+# the kernel cache, so a fresh clone does not decompress the tarball
+# again) and renamed, so parallel builds never see a half-written
+# header; kselftest.h lands first, the harness (the file everything
+# depends on) last. The deps stamp installs the tarball.
 $(KSELFTEST_HARNESS): | $(DEPS_STAMP)
-	@test -f $(KSELFTEST_TARBALL) || \
-		{ echo "kselftest: $(KSELFTEST_TARBALL) missing (run: make deps)" >&2; exit 1; }
 	@mkdir -p $(KSELFTEST_DIR)
 	@t=$$(mktemp -d $(KSELFTEST_DIR)/.x.XXXXXX) && \
-	tar -xJf $(KSELFTEST_TARBALL) -C $$t --strip-components=4 \
-		--occurrence=1 --touch $(KSELFTEST_MEMBERS) && \
+	$(SRC)/scripts/linux-source-files $(KSELFTEST_TARBALL) $$t $(KSELFTEST_MEMBERS) && \
 	mv -f $$t/kselftest.h $(KSELFTEST_DIR)/kselftest.h && \
 	mv -f $$t/kselftest_harness.h $@ && rm -rf $$t || { rm -rf $$t; exit 1; }
 	@echo "  KSELFTEST $(KSELFTEST_DIR)"
