@@ -734,6 +734,7 @@ static long load_failing(struct load_arg *a, int n, int *left)
 	char buf[32];
 	long ret;
 
+	*left = -1;
 	if (nth < 0)
 		return -errno;
 	snprintf(buf, sizeof(buf), "%d", n);
@@ -828,7 +829,7 @@ static int failure_in_gcov(struct load_arg *a, int n)
 			found = 1;
 	}
 	close(km);
-	return left ? 0 : found;
+	return found < 0 ? found : left ? 0 : found;
 }
 
 /*
@@ -997,7 +998,7 @@ TEST_F_TIMEOUT(load, module_init, 600)
 		EXPECT_LT(0, in_init) TH_LOG("no failure reached the module's init");
 		printf("# %d failures after module_load; %d loads from the first before it%s\n",
 		       in_init, before, in_gcov ? " (gcov's constructors)" : "");
-		printf("# %d loads again with the failure's stack, to tell gcov's\n", probes);
+		printf("# loads made again with the failure's stack, to tell gcov's: %d\n", probes);
 		printf("# from allocation %d down (f failed, a absorbed): %s\n", k, seen);
 	} else {
 		printf("# no module_load event: the whole window swept\n");
