@@ -90,6 +90,20 @@ CHECK_FIRST := vm-module-6.12-debug trinity-6.1-debug vm-module-6.1-debug \
 	vm-module-6.1-rt vm-module-6.12-rt deb-install vm-install-6.12 \
 	vm-lib-6.12-debug vm-lib-6.1-debug fuzz
 CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),$(CHECK_RUN))
+# Suites that mostly wait (on a real Prometheus's scrapes, a server's
+# workers, a terminal, the clock of timing tests): under a third of their
+# time on a CPU (Documentation/testing.rst, "Run time"). In the job slots
+# they held a slot while it idled; they run in a lane of their own
+# (CHECK_QUIET_JOBS at a time) beside the slots instead. Their
+# prerequisites are built first, through the slots (the suites' own
+# targets with BLAMER_SUITE_BUILD_ONLY=1, so the list is the suites'
+# rules, not a copy): the lanes are two makes, which must never build
+# one file at once.
+CHECK_QUIET := fleet-prometheus prometheus-server prometheus cli-top cli-completion \
+	reader-interop reader-amplify reader-unit reader-trust python-unit python-gunicorn \
+	systemd-unit prefork check-plumbing docs
+CHECK_QUIET_JOBS ?= 2
+CHECK_QUIET_RUN = $(filter $(CHECK_QUIET),$(CHECK_RUN))
 # The debug kernels' suites (kernel-*-debug: built or found in the cache)
 # run first, in a make of their own, and the others then with
 # BED_KERNELS_READY naming those kernels (mk/kernels.mk): were a kernel
@@ -104,9 +118,15 @@ check: deps
 	 *) j="-j$(CHECK_JOBS) -Otarget" ;; esac; \
 	$(if $(filter kernel-%,$(CHECK_RUN)),$(MAKE) --no-print-directory -k $$j \
 		$(filter kernel-%,$(CHECK_RUN)) || true;) \
+	$(if $(CHECK_QUIET_RUN),BLAMER_SUITE_BUILD_ONLY=1 $(MAKE) --no-print-directory -k $$j \
+		$(CHECK_QUIET_RUN) || true; \
+	 { MAKEFLAGS='$(filter-out -j% --jobserver-auth=% --jobserver-fds=%,$(MAKEFLAGS))' \
+		$(MAKE) --no-print-directory -k -j$(CHECK_QUIET_JOBS) -Otarget \
+		$(CHECK_QUIET_RUN) || true; } & ) \
 	$(MAKE) --no-print-directory -k $$j \
 		BED_KERNELS_READY='$(patsubst kernel-%,%,$(filter kernel-%,$(CHECK_RUN)))' \
-		$(filter-out kernel-%,$(CHECK_ORDER)) || true
+		$(filter-out kernel-% $(CHECK_QUIET),$(CHECK_ORDER)) || true; \
+	wait
 	@$(SRC)/scripts/tap-summary $(RESULTS) $(CHECK_RUN)
 
 clean:
