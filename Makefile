@@ -92,9 +92,9 @@ CHECK_FIRST := vm-module-6.12-debug trinity-6.1-debug vm-module-6.1-debug \
 CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),$(CHECK_RUN))
 # Suites that mostly wait (on a real Prometheus's scrapes, a server's
 # workers, a terminal, the clock of timing tests): under a third of their
-# time on a CPU (Documentation/testing.rst, "Run time"). In the job slots
-# they held a slot while it idled; they run in a lane of their own
-# (CHECK_QUIET_JOBS at a time) beside the slots instead. Their
+# time on a CPU (Documentation/testing.rst, "The suites that wait"). In
+# the job slots they held a slot while it idled; they run in a lane of
+# their own (CHECK_QUIET_JOBS at a time) beside the slots instead. Their
 # prerequisites are built first, through the slots (the suites' own
 # targets with BLAMER_SUITE_BUILD_ONLY=1, so the list is the suites'
 # rules, not a copy): the lanes are two makes, which must never build
