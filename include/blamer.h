@@ -160,7 +160,7 @@ struct blamer_config {
  * fork(): every handle (context, path, value, thread record) made before
  * a fork works in the child, writing to the child's own heap, made on the
  * child's first write (Documentation/library.rst, "fork()"). Nothing to
- * call; blamer_modules_refresh() runs in the child at its heap's making.
+ * call; the child's heap records the modules the parent had at the fork.
  */
 
 int blamer_open(const struct blamer_config *cfg, struct blamer **out);

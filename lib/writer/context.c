@@ -39,16 +39,20 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
  * data (inherit.c). */
 static void atfork_prepare(void)
 {
+	/* before our locks: the loader's lock is never waited for under them */
+	struct bl_mod_list *mods = bl_modules_fork_collect();
 	struct blamer *b;
 
 	pthread_mutex_lock(&default_lock);
 	bl_registry_lock();
+	bl_modules_fork_stage(mods);
 	for (b = bl_registry_first(); b; b = b->next)
 		bl_inherit_snapshot(b);
 }
 
 static void atfork_parent(void)
 {
+	bl_modules_fork_done(false);
 	bl_registry_unlock();
 	pthread_mutex_unlock(&default_lock);
 }
@@ -72,6 +76,7 @@ static void atfork_child(void)
 	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
+	bl_modules_fork_done(true);
 
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
@@ -204,11 +209,11 @@ static int make_heap(struct blamer *b)
 	}
 	if (b->forked) {
 		/* A fork child's heap: what it inherits, and its modules (the
-		 * same as the parent's, but a reader symbolizes each process
-		 * from its own heap). */
+		 * parent's as at the fork, not dl_iterate_phdr()'s: modules.c;
+		 * a reader symbolizes each process from its own heap). */
 		bl_inherit_replay(b);
 		if (!(b->flags & BLAMER_OPEN_NO_MODULES))
-			bl_modules_record(b);
+			bl_modules_record_forked(b);
 	}
 	return 0;
 }

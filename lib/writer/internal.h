@@ -656,6 +656,14 @@ void bl_handles_free(struct blamer *b);
 
 /* modules.c: MODULE records for the loaded shared objects; the count. */
 int bl_modules_record(struct blamer *b);
+/* The modules a fork child records (modules.c): taken by the parent's
+ * fork handler before its locks, staged under them, the child's (or
+ * freed in the parent) after the fork. */
+struct bl_mod_list;
+struct bl_mod_list *bl_modules_fork_collect(void);
+void bl_modules_fork_stage(struct bl_mod_list *ms);
+void bl_modules_fork_done(bool child);
+int bl_modules_record_forked(struct blamer *b);
 
 /* thread.c: this thread's entry for @b, registering it on first use. */
 struct bl_tls_ent *bl_thread_get(struct blamer *b);

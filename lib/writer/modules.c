@@ -24,7 +24,7 @@ struct mod {
 	char path[BLAMER_PATH_MAX];
 };
 
-struct mods {
+struct bl_mod_list {
 	struct mod *v;
 	size_t n, cap;
 };
@@ -54,7 +54,7 @@ static void build_id(struct dl_phdr_info *info, const ElfW(Phdr) *ph, struct mod
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct mods *ms = arg;
+	struct bl_mod_list *ms = arg;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	struct mod *m;
 	int i;
@@ -121,10 +121,11 @@ static void write_module(struct blamer_module *r, const struct mod *m, uint32_t 
 	st_release(A32(&r->seq), seq + 2);
 }
 
-int bl_modules_record(struct blamer *b)
+/* The heap's MODULE records made to say what @ms holds. */
+static int record(struct blamer *b, const struct bl_mod_list *m)
 {
 	struct bl_heap *h = &b->heap;
-	struct mods ms = { 0 };
+	const struct bl_mod_list ms = *m;
 	struct bl_iter it = { 0 };
 	blamer_ref ref;
 	uint32_t type;
@@ -132,12 +133,9 @@ int bl_modules_record(struct blamer *b)
 	size_t i;
 	int count = 0;
 
-	dl_iterate_phdr(collect, &ms);
 	seen = calloc(ms.n + 1, sizeof(*seen));
-	if (!seen) {
-		free(ms.v);
+	if (!seen)
 		return bl_error(ENOMEM, "blamer: no memory for the module list");
-	}
 	/* Update existing records: still loaded, or gone. */
 	while ((ref = bl_heap_next(h, &it, &type))) {
 		struct blamer_module *r;
@@ -174,6 +172,74 @@ int bl_modules_record(struct blamer *b)
 		count++;
 	}
 	free(seen);
-	free(ms.v);
 	return count;
+}
+
+int bl_modules_record(struct blamer *b)
+{
+	struct bl_mod_list ms = { 0 };
+	int ret;
+
+	dl_iterate_phdr(collect, &ms);
+	ret = record(b, &ms);
+	free(ms.v);
+	return ret;
+}
+
+/*
+ * A fork child records its modules from a list its parent took just
+ * before the fork, never through dl_iterate_phdr(): glibc (2.36 in
+ * Debian 12) does not hold the loader's lock that dl_iterate_phdr()
+ * takes across fork(), so a child forked while another thread of the
+ * parent was inside dl_iterate_phdr() (an unwinder's lookup, a
+ * blamer_modules_refresh()) inherits that lock taken, and its first call
+ * would hang for good: the child's first write, which makes its heap.
+ *
+ * The list is taken before the fork handlers take their locks (the
+ * loader's lock is never waited for under ours), handed over under them
+ * (bl_modules_fork_stage(): concurrent forks are serialized there), and
+ * becomes the child's in its fork handler, where the child has one
+ * thread and nothing can be reading the list it replaces; the parent
+ * frees its copy. fork_list so changes only in a child's fork handler.
+ */
+static struct bl_mod_list *fork_next;	/* prepare to parent/child, under the handlers' locks */
+static struct bl_mod_list *fork_list;	/* a fork child's: its parent's modules */
+
+static void mods_free(struct bl_mod_list *ms)
+{
+	if (ms)
+		free(ms->v);
+	free(ms);
+}
+
+struct bl_mod_list *bl_modules_fork_collect(void)
+{
+	struct bl_mod_list *ms = calloc(1, sizeof(*ms));
+
+	if (ms)
+		dl_iterate_phdr(collect, ms);
+	return ms;
+}
+
+void bl_modules_fork_stage(struct bl_mod_list *ms)
+{
+	fork_next = ms;
+}
+
+void bl_modules_fork_done(bool child)
+{
+	if (child) {
+		mods_free(fork_list);
+		fork_list = fork_next;
+	} else {
+		mods_free(fork_next);
+	}
+	fork_next = NULL;
+}
+
+int bl_modules_record_forked(struct blamer *b)
+{
+	/* no list (out of memory at the fork): none recorded, rather than
+	 * a call that may never return; blamer_modules_refresh() makes them */
+	return fork_list ? record(b, fork_list) : 0;
 }

@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -499,6 +501,68 @@ TEST_F(ctx, posix_spawn_and_vfork_leave_the_parent_alone)
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(0, v_path_values(&v, p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(3, sum[0]);
+	t_close(self, b);
+}
+
+/* A thread inside dl_iterate_phdr() most of the time: through
+ * blamer_modules_refresh() and directly with a slow callback. */
+static volatile int loader_stop;
+
+static int slow_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info, (void)size, (void)arg;
+	usleep(50);
+	return 0;
+}
+
+static void *loader_busy(void *arg)
+{
+	while (!loader_stop) {
+		blamer_modules_refresh(arg);
+		dl_iterate_phdr(slow_module, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * A fork child's first write makes its heap, with its modules. Were they
+ * read with dl_iterate_phdr() in the child, a fork while another thread
+ * was inside it (glibc does not hold the loader's lock across fork)
+ * would leave the child that lock taken, and the write would hang for
+ * good: the parent's list as at the fork is recorded instead
+ * (lib/writer/modules.c). Each child has 10 s.
+ */
+TEST_F(ctx, fork_child_first_write_while_parent_thread_walks_modules)
+{
+	struct blamer_config c;
+	struct blamer *b;
+	pthread_t th;
+	int i, hung = 0, failed = 0;
+
+	c = t_cfg(self->dir, 65536, 4);
+	c.flags &= ~BLAMER_OPEN_NO_MODULES;
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	loader_stop = 0;
+	ASSERT_EQ(0, pthread_create(&th, NULL, loader_busy, b));
+	for (i = 0; i < 20; i++) {
+		int status;
+		pid_t pid;
+
+		usleep(300);
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			alarm(10);
+			_exit(blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 0, 0) == 1 ? 0 : 1);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+		failed += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	loader_stop = 1;
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, hung);
+	EXPECT_EQ(0, failed);
 	t_close(self, b);
 }
 
