@@ -643,9 +643,11 @@ struct blamer_snap_process {
 	/* dir backend: what /proc shows contradicts the heap's claim to be
 	 * process pid (started at start_time_ns, files of uid): that pid
 	 * has run since before that start, or runs as a uid that cannot
-	 * have made the files. Then state is BLAMER_PROC_DEAD (the claimed
-	 * process does not run) and nothing of /proc's (comm) is taken as
-	 * the heap's. Why, in a line, in disproved_why. */
+	 * have made the files; or /proc shows no such pid, yet a writer
+	 * holds the heap's lock (one in another pid namespace). Then state
+	 * is BLAMER_PROC_DEAD (the claimed process does not run here) and
+	 * nothing of /proc's (comm) is taken as the heap's. Why, in a line,
+	 * in disproved_why. */
 	bool disproved;
 	char disproved_why[128];
 

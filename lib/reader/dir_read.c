@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
@@ -142,13 +143,24 @@ static bool read_slab(struct heap_read *hr, const struct rd_dfile *f, bool first
 		return false;
 	}
 	rd_dir_kept_slab(ks, f, &st);
-	/* Kept for later snapshots only if no writer holds its lock: one in
-	 * another pid namespace, that /proc does not show, still writes. */
-	if (first_file && hr->w->keep) {
-		if (!flock(fd, LOCK_EX | LOCK_NB))
+	/* A writer holds its first file's lock while it lives: one in
+	 * another pid namespace, that /proc does not show, still writes.
+	 * Such a heap is not kept for later snapshots, and if /proc called
+	 * it dead, /proc is disproved: an export counts it while it is
+	 * there, and never folds nor releases it (a fold once unlinked a
+	 * container's writer's heap mid-run and lost its later counts). */
+	if (first_file && (hr->w->keep || p->state == BLAMER_PROC_DEAD)) {
+		if (!flock(fd, LOCK_EX | LOCK_NB)) {
 			flock(fd, LOCK_UN);
-		else
+		} else {
 			d->held = true;
+			if (p->state == BLAMER_PROC_DEAD && !p->disproved) {
+				p->disproved = true;
+				snprintf(p->disproved_why, sizeof(p->disproved_why),
+					 "pid %d is not running here, yet a writer holds its heap's lock (another pid namespace?)",
+					 (int)p->pid);
+			}
+		}
 	}
 	/* a writer's pages are first written, or its exit recorded, by now */
 	if (bl_ts_ns(&st.st_mtim) > d->mtime_ns)

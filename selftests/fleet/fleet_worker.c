@@ -123,8 +123,16 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return check(argv[2], atol(argv[3]));
+	/* hold S: a writer that adds 1 to jobs_total and lives S seconds */
+	if (argc == 3 && !strcmp(argv[1], "hold")) {
+		if (!blamer_default())
+			return 1;
+		blamer_counter_add(series(&jd), 1);
+		sleep((unsigned int)atoi(argv[2]));
+		return 0;
+	}
 	if (argc != 3 || (n = atol(argv[1])) < 0 || (first = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: fleet-worker N FIRST | check FILE M\n");
+		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS | check FILE M\n");
 		return 2;
 	}
 	if (!blamer_default()) {
