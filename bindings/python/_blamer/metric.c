@@ -138,6 +138,7 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 			Py_ssize_t nargs, PyObject *kwnames)
 {
 	PyObject *v[10] = { NULL }, *keep = NULL, *r = NULL, *bseq = NULL;
+	uint64_t epoch = ctx->epoch;	/* the caller found it usable */
 	const char *labels[BLAMER_METRIC_LABELS_MAX];
 	double bounds[BLAMER_METRIC_BOUNDS_MAX];
 	struct blamer_metric_def def = { 0 };
@@ -219,7 +220,11 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 			def.max_exp = (int32_t)hi;
 		}
 	}
-	r = metric_new(ctx, &def, v[0], keep);
+	/* the arguments' conversions may have run Python code (a labels
+	 * generator, a bucket's __float__) that closed the context: a
+	 * closed context's ctx->b would be the default's */
+	if (pyb_handle_live(ctx, epoch))
+		r = metric_new(ctx, &def, v[0], keep);
 out:
 	Py_XDECREF(bseq);
 	Py_XDECREF(keep);

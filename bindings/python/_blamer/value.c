@@ -148,9 +148,16 @@ static int to_scalar(PyObject *v, uint32_t type, struct scalar *s)
 	return 0;
 }
 
-/* Makes or sets field @name; the C handle or NULL with an exception. */
-static struct blamer_value *set_field(pyb_Context *ctx, unsigned scope, const char *name,
-				      uint32_t type, PyObject *v, Py_ssize_t capacity)
+/*
+ * Makes or sets field @name; the C handle or NULL with an exception.
+ * @v is converted first: a conversion may run Python code (__bool__,
+ * __float__, __index__) that closes the context or resets the default,
+ * so the context is checked after it, against @epoch, the one the
+ * caller found usable (a closed context's ctx->b would be the default's).
+ */
+static struct blamer_value *set_field(pyb_Context *ctx, uint64_t epoch, unsigned scope,
+				      const char *name, uint32_t type, PyObject *v,
+				      Py_ssize_t capacity)
 {
 	struct blamer_value *h = NULL;
 	struct scalar s;
@@ -158,7 +165,7 @@ static struct blamer_value *set_field(pyb_Context *ctx, unsigned scope, const ch
 	if (type == BLAMER_FIELD_STRING) {
 		const char *str = pyb_utf8(v, "a string field's value", NULL);
 
-		if (!str)
+		if (!str || !pyb_handle_live(ctx, epoch))
 			return NULL;
 		if (capacity > 0 && !blamer_reserve_string(ctx->b, scope, name, (size_t)capacity))
 			goto fail;
@@ -168,10 +175,14 @@ static struct blamer_value *set_field(pyb_Context *ctx, unsigned scope, const ch
 
 		if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0)
 			return NULL;
+		if (!pyb_handle_live(ctx, epoch)) {
+			PyBuffer_Release(&view);
+			return NULL;
+		}
 		h = blamer_set_raw(ctx->b, scope, name, view.buf, (size_t)view.len);
 		PyBuffer_Release(&view);
 	} else {
-		if (to_scalar(v, type, &s) < 0)
+		if (to_scalar(v, type, &s) < 0 || !pyb_handle_live(ctx, epoch))
 			return NULL;
 		switch (type) {
 		case BLAMER_FIELD_BOOL:
@@ -204,6 +215,7 @@ static const char *const set_scoped_names[] = { "name", "value", "type", "capaci
 static PyObject *set_data(pyb_Context *ctx, unsigned scope, PyObject *name_obj, PyObject *v,
 			  PyObject *type_arg, PyObject *cap_arg)
 {
+	uint64_t epoch = ctx->epoch;	/* the caller found it usable */
 	Py_ssize_t capacity = 0;
 	struct blamer_value *h;
 	const char *name;
@@ -223,7 +235,7 @@ static PyObject *set_data(pyb_Context *ctx, unsigned scope, PyObject *name_obj, 
 			return NULL;
 		}
 	}
-	h = set_field(ctx, scope, name, type, v, capacity);
+	h = set_field(ctx, epoch, scope, name, type, v, capacity);
 	if (!h)
 		return NULL;
 	if (scope == BLAMER_DATA_ACTIVITY)
@@ -233,7 +245,7 @@ static PyObject *set_data(pyb_Context *ctx, unsigned scope, PyObject *name_obj, 
 		return NULL;
 	Py_INCREF(ctx);
 	val->ctx = ctx;
-	val->epoch = ctx->epoch;
+	val->epoch = epoch;
 	val->h = h;
 	val->type = type;
 	val->scope = scope;
@@ -270,47 +282,52 @@ PyObject *pyb_set_data_scoped(pyb_Context *ctx, unsigned scope, PyObject *const 
 
 /* ---- Value ---- */
 
+/* The value is converted before the handle is checked: a conversion
+ * may run Python code that closes the context (set_field()). */
 static PyObject *val_set(pyb_Value *self, PyObject *v)
 {
+	const char *str = NULL;
 	struct scalar s;
 
+	switch (self->type) {
+	case BLAMER_FIELD_BOOL:
+	case BLAMER_FIELD_SIGNED:
+	case BLAMER_FIELD_UNSIGNED:
+	case BLAMER_FIELD_DOUBLE:
+		if (to_scalar(v, self->type, &s) < 0)
+			return NULL;
+		break;
+	case BLAMER_FIELD_STRING:
+		str = pyb_utf8(v, "a string field's value", NULL);
+		if (!str)
+			return NULL;
+		break;
+	default: {	/* CHAR, RAW: no handle update in C; set by name */
+		const char *name = pyb_utf8(self->name, "a field name", NULL);
+
+		if (!name || !set_field(self->ctx, self->epoch, self->scope, name, self->type, v,
+					0))
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	}
 	if (!pyb_handle_live(self->ctx, self->epoch))
 		return NULL;
 	switch (self->type) {
 	case BLAMER_FIELD_BOOL:
-		if (to_scalar(v, self->type, &s) < 0)
-			return NULL;
 		blamer_value_bool(self->h, s.b);
 		break;
 	case BLAMER_FIELD_SIGNED:
-		if (to_scalar(v, self->type, &s) < 0)
-			return NULL;
 		blamer_value_int(self->h, s.i);
 		break;
 	case BLAMER_FIELD_UNSIGNED:
-		if (to_scalar(v, self->type, &s) < 0)
-			return NULL;
 		blamer_value_uint(self->h, s.u);
 		break;
 	case BLAMER_FIELD_DOUBLE:
-		if (to_scalar(v, self->type, &s) < 0)
-			return NULL;
 		blamer_value_double(self->h, s.d);
 		break;
-	case BLAMER_FIELD_STRING: {
-		const char *str = pyb_utf8(v, "a string field's value", NULL);
-
-		if (!str)
-			return NULL;
+	default:
 		blamer_value_string(self->h, str);
-		break;
-	}
-	default: {	/* CHAR, RAW: no handle update in C; set by name */
-		const char *name = pyb_utf8(self->name, "a field name", NULL);
-
-		if (!name || !set_field(self->ctx, self->scope, name, self->type, v, 0))
-			return NULL;
-	}
 	}
 	Py_RETURN_NONE;
 }
@@ -319,15 +336,14 @@ static PyObject *val_add(pyb_Value *self, PyObject *v)
 {
 	long long d;
 
-	if (!pyb_handle_live(self->ctx, self->epoch))
-		return NULL;
 	if (self->type != BLAMER_FIELD_SIGNED && self->type != BLAMER_FIELD_UNSIGNED) {
 		PyErr_Format(PyExc_TypeError, "blamer: add() is for int and uint fields, not %s",
 			     type_name(self->type));
 		return NULL;
 	}
+	/* converted first: __index__ may close the context (val_set()) */
 	d = PyLong_AsLongLong(v);
-	if (d == -1 && PyErr_Occurred())
+	if ((d == -1 && PyErr_Occurred()) || !pyb_handle_live(self->ctx, self->epoch))
 		return NULL;
 	blamer_value_add(self->h, d);
 	Py_RETURN_NONE;

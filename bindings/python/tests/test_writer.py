@@ -408,6 +408,59 @@ class Contexts(HeapTest):
             blamer.open(backend="dir", dir=bad)
         self.assertIn("writable by group or others", str(cm.exception))
 
+    def test_closed_while_arguments_convert(self):
+        # A conversion of an argument runs Python code (__float__,
+        # __index__, __bool__, a labels generator) that may close the
+        # context: the call then raises ValueError, and never writes
+        # through the freed context nor into the default one.
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        other = os.path.join(self.dir, "other")
+        opened = []
+
+        def fresh():
+            c = blamer.open(backend="dir", dir=other, modules=False)
+            opened.append(c)
+            return c
+
+        class Closes:
+            def __init__(self, c, v):
+                self.c, self.v = c, v
+
+            def __float__(self):
+                self.c.close()
+                return self.v
+
+            def __index__(self):
+                self.c.close()
+                return self.v
+
+            def __bool__(self):
+                self.c.close()
+                return True
+
+        c = fresh()
+        v = c.set_data("ratio", 1.5)
+        with self.assertRaises(ValueError):
+            v.set(Closes(c, 2.5))
+        c = fresh()
+        n = c.set_data("n", 0, type="int")
+        with self.assertRaises(ValueError):
+            n.add(Closes(c, 3))
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.set_data("flag", Closes(c, 1), type="bool")
+
+        def labels(c):
+            c.close()
+            yield "route"
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.counter("closed_mid_define", "h", labels(c))
+        # not defined in the default context's heap instead
+        self.assertNotIn("closed_mid_define", [m.name for m in self.snap().series])
+        self.assertTrue(all(c.closed for c in opened))
+
     def test_context_dealloc_closes(self):
         if BACKEND != "dir":
             self.skipTest("dir backend")
