@@ -346,8 +346,51 @@ static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t 
 	return x;
 }
 
-/* What merging a dead process's gauge into the remainder keeps (the
- * LIVE* and per-process ones are not folded: they end with it). */
+/* Whether a series of definition @d outlives its process in the
+ * remainder (the LIVE* gauges and per-process metrics end with it). */
+static bool folds(const struct blamer_snap_metric_def *d)
+{
+	if (!d || (d->flags & BLAMER_METRIC_PER_PROCESS))
+		return false;
+	return d->kind != BLAMER_METRIC_GAUGE ||
+	       !(d->gauge_mode == BLAMER_GAUGE_ALL || d->gauge_mode == BLAMER_GAUGE_LIVEALL ||
+		 d->gauge_mode == BLAMER_GAUGE_LIVEMIN || d->gauge_mode == BLAMER_GAUGE_LIVEMAX ||
+		 d->gauge_mode == BLAMER_GAUGE_LIVESUM ||
+		 d->gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT);
+}
+
+/*
+ * Whether the remainder can keep every series of dead heap @p: none
+ * whose definition lost to another of its name in this snapshot
+ * (m->conflict), nor whose name the remainder holds defined otherwise.
+ * A heap with one is not folded, so not released: its values stay
+ * counted while it is there (its conflicts shown in
+ * blamer_metric_conflicts, as the exposition finds them), where a fold
+ * would have recorded them as kept and thrown them away (a redeploy that
+ * changed a metric's labels lost every later worker's counts, silently).
+ */
+static bool keepable(const struct blamer_fleet *f, const struct blamer_snap_process *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nmetrics; i++) {
+		const struct blamer_snap_metric *m = &p->metrics[i];
+
+		if (!folds(m->def))
+			continue;
+		if (m->conflict)
+			return false;
+		for (j = 0; j < f->ndefs; j++)
+			if (!strcmp(f->defs[j].name, m->def->name)) {
+				if (fl_def_cmp(&f->defs[j], m->def))
+					return false;
+				break;
+			}
+	}
+	return true;
+}
+
+/* What merging a dead process's series into the remainder keeps. */
 static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process *p,
 			const struct blamer_snap_metric *m, bool *oom)
 {
@@ -356,13 +399,8 @@ static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process
 	size_t idx;
 	uint32_t i;
 
-	if (!d || m->conflict || (d->flags & BLAMER_METRIC_PER_PROCESS))
-		return true;
-	if (d->kind == BLAMER_METRIC_GAUGE &&
-	    (d->gauge_mode == BLAMER_GAUGE_ALL || d->gauge_mode == BLAMER_GAUGE_LIVEALL ||
-	     d->gauge_mode == BLAMER_GAUGE_LIVEMIN || d->gauge_mode == BLAMER_GAUGE_LIVEMAX ||
-	     d->gauge_mode == BLAMER_GAUGE_LIVESUM || d->gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT))
-		return true;
+	if (!folds(d) || m->conflict)
+		return true;	/* keepable() held back a heap with a conflict */
 	if (!def_of(f, d, &idx, oom)) {
 		if (!*oom)
 			f->conflicts++;
@@ -612,7 +650,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 		const struct blamer_snap_process *p = &s->procs[i];
 		struct fl_ident id = fl_ident_of(p);
 
-		if (!foldable(p) || ident_find(f, &id))
+		if (!foldable(p) || ident_find(f, &id) || !keepable(f, p))
 			continue;
 		if (!fold_one(f, s, p))
 			goto oom_reload;

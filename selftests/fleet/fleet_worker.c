@@ -123,16 +123,27 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return check(argv[2], atol(argv[3]));
-	/* hold S: a writer that adds 1 to jobs_total and lives S seconds */
-	if (argc == 3 && !strcmp(argv[1], "hold")) {
+	/* hold S [ROUTE]: a writer that adds 1 to jobs_total and lives S
+	 * seconds; with ROUTE, its jobs_total has a label (route=ROUTE): a
+	 * definition other than the workers' */
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold")) {
+		static const char *const route[] = { "route" };
+		struct blamer_metric_def rd = jd;
+		const char *v[1] = { argv[argc - 1] };
+
 		if (!blamer_default())
 			return 1;
-		blamer_counter_add(series(&jd), 1);
+		if (argc == 4) {
+			rd.labels = route;
+			rd.nlabels = 1;
+		}
+		blamer_counter_add(blamer_metric_series(blamer_metric_define(NULL, &rd),
+							argc == 4 ? v : NULL, NULL, 0), 1);
 		sleep((unsigned int)atoi(argv[2]));
 		return 0;
 	}
 	if (argc != 3 || (n = atol(argv[1])) < 0 || (first = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS | check FILE M\n");
+		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS [ROUTE] | check FILE M\n");
 		return 2;
 	}
 	if (!blamer_default()) {
