@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pyblamer.h"
 
@@ -143,6 +144,7 @@ PyObject *pyb_open(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 	c->epoch = 0;
 	c->is_default = false;
 	c->closed = false;
+	c->busy = 0;
 	c->weakrefs = NULL;
 	return (PyObject *)c;
 }
@@ -165,15 +167,34 @@ PyObject *pyb_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 	Py_RETURN_NONE;
 }
 
+/*
+ * Until no call that let the GIL go still uses @c's C context (each
+ * counts itself in busy while it runs: it read c->b with the GIL and
+ * uses it without). Waits with the GIL let go, so that they can finish.
+ */
+static void wait_idle(pyb_Context *c)
+{
+	while (c->busy) {
+		Py_BEGIN_ALLOW_THREADS
+		usleep(100);
+		Py_END_ALLOW_THREADS
+	}
+}
+
+/*
+ * With the GIL, after the calls on the default that let it go are done:
+ * every other writer of the default (the module's functions, handles)
+ * runs with the GIL, so none is inside the default while it is freed
+ * (with the GIL let go, a thread's blamer.log() used the freed default).
+ */
 PyObject *pyb_reset(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
-	/* First, with the GIL: no handle of the old default is used again. */
+	/* First: no handle of the old default is used again. */
 	pyb_default_epoch_bump();
-	Py_BEGIN_ALLOW_THREADS
+	wait_idle(pyb_default_ctx);
 	blamer_reset();
-	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
 }
 
@@ -191,6 +212,7 @@ static PyObject *ctx_close(pyb_Context *self, PyObject *unused)
 	self->closed = true;
 	self->epoch++;
 	self->b = NULL;
+	wait_idle(self);	/* no other thread's call uses b any more */
 	Py_BEGIN_ALLOW_THREADS
 	blamer_close(b);
 	Py_END_ALLOW_THREADS
@@ -215,6 +237,7 @@ static PyObject *ctx_abandon(pyb_Context *self, PyObject *unused)
 	}
 	self->closed = true;
 	self->b = NULL;
+	wait_idle(self);
 	Py_BEGIN_ALLOW_THREADS
 	blamer_abandon(b);
 	Py_END_ALLOW_THREADS
@@ -373,6 +396,7 @@ done:
 
 static PyObject *ctx_process_launched(pyb_Context *self, PyObject *arg)
 {
+	struct blamer *b;
 	long pid;
 	int ret;
 
@@ -384,9 +408,12 @@ static PyObject *ctx_process_launched(pyb_Context *self, PyObject *arg)
 	if (pid <= 0 || pid > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no pid %ld", pid);
 	/* reads /proc/<pid>/stat */
+	b = self->b;
+	self->busy++;
 	Py_BEGIN_ALLOW_THREADS
-	ret = blamer_process_launched(self->b, (pid_t)pid);
+	ret = blamer_process_launched(b, (pid_t)pid);
 	Py_END_ALLOW_THREADS
+	self->busy--;
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_process_launched");
 	Py_RETURN_NONE;
@@ -394,6 +421,7 @@ static PyObject *ctx_process_launched(pyb_Context *self, PyObject *arg)
 
 static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs)
 {
+	struct blamer *b;
 	long pid, status;
 	int ret;
 
@@ -413,9 +441,12 @@ static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py
 	if (status < INT32_MIN || status > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no wait status %ld", status);
 	/* may remove the child's heap files */
+	b = self->b;
+	self->busy++;
 	Py_BEGIN_ALLOW_THREADS
-	ret = blamer_process_exited(self->b, (pid_t)pid, (int)status);
+	ret = blamer_process_exited(b, (pid_t)pid, (int)status);
 	Py_END_ALLOW_THREADS
+	self->busy--;
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_process_exited");
 	return PyLong_FromLong(ret);
@@ -423,15 +454,19 @@ static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py
 
 static PyObject *ctx_modules_refresh(pyb_Context *self, PyObject *unused)
 {
+	struct blamer *b;
 	int ret;
 
 	(void)unused;
 	if (!pyb_context_usable(self))
 		return NULL;
 	/* takes the loader's lock */
+	b = self->b;
+	self->busy++;
 	Py_BEGIN_ALLOW_THREADS
-	ret = blamer_modules_refresh(self->b);
+	ret = blamer_modules_refresh(b);
 	Py_END_ALLOW_THREADS
+	self->busy--;
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_modules_refresh");
 	return PyLong_FromLong(ret);
@@ -459,6 +494,7 @@ static PyStructSequence_Desc heap_info_desc = {
 static PyObject *ctx_heap_info(pyb_Context *self, PyObject *unused)
 {
 	struct blamer_heap_info hi;
+	struct blamer *b;
 	PyObject *r;
 	int ret;
 
@@ -466,9 +502,12 @@ static PyObject *ctx_heap_info(pyb_Context *self, PyObject *unused)
 	if (!pyb_context_usable(self))
 		return NULL;
 	/* may make the heap (a fork child's first write) */
+	b = self->b;
+	self->busy++;
 	Py_BEGIN_ALLOW_THREADS
-	ret = blamer_heap_info(self->b, &hi);
+	ret = blamer_heap_info(b, &hi);
 	Py_END_ALLOW_THREADS
+	self->busy--;
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_heap_info");
 	r = PyStructSequence_New(&HeapInfoType);
@@ -719,6 +758,7 @@ int pyb_context_init(PyObject *m)
 	pyb_default_ctx->epoch = 0;
 	pyb_default_ctx->is_default = true;
 	pyb_default_ctx->closed = false;
+	pyb_default_ctx->busy = 0;
 	pyb_default_ctx->weakrefs = NULL;
 	/* Ours stays for the process's life (the pointer is used without a
 	 * lookup); the module holds a second one. */

@@ -66,6 +66,7 @@ typedef struct {
 	uint64_t epoch;		/* bumped when its handles die (close, reset) */
 	bool is_default;
 	bool closed;		/* an opened context after close()/abandon() */
+	uint32_t busy;		/* calls using b without the GIL (close waits) */
 	PyObject *weakrefs;
 } pyb_Context;
 

@@ -3,6 +3,7 @@
 import errno
 import os
 import threading
+import time
 
 import blamer
 from common import BACKEND, HeapTest
@@ -460,6 +461,59 @@ class Contexts(HeapTest):
         # not defined in the default context's heap instead
         self.assertNotIn("closed_mid_define", [m.name for m in self.snap().series])
         self.assertTrue(all(c.closed for c in opened))
+
+    def test_close_while_other_threads_call_without_the_gil(self):
+        # modules_refresh() lets the GIL go and uses the context's C
+        # context meanwhile: close() waits for it (it freed it under the
+        # call before); the other thread then gets ValueError.
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        other = os.path.join(self.dir, "other")
+        end, rounds = time.time() + 2, 0
+        while time.time() < end:
+            c = blamer.open(backend="dir", dir=other)
+            go, errors = threading.Event(), []
+
+            def use():
+                go.set()
+                try:
+                    while True:
+                        c.modules_refresh()
+                        c.heap_info()
+                except ValueError:
+                    pass
+                except Exception as e:  # noqa: BLE001 - any other is the bug
+                    errors.append(e)
+            t = threading.Thread(target=use)
+            t.start()
+            go.wait()
+            time.sleep(0.001)
+            c.close()
+            t.join()
+            self.assertEqual(errors, [])
+            rounds += 1
+        self.assertGreater(rounds, 10)
+
+    def test_reset_while_other_threads_write(self):
+        # blamer.reset() frees the default context: module-level writes of
+        # other threads (with the GIL) never run inside it meanwhile.
+        stop = []
+
+        def resets():
+            while not stop:
+                blamer.reset()
+        t = threading.Thread(target=resets)
+        t.start()
+        end, n = time.time() + 2, 0
+        try:
+            while time.time() < end:
+                blamer.log("x")
+                blamer.modules_refresh()
+                n += 1
+        finally:
+            stop.append(1)
+            t.join()
+        self.assertGreater(n, 100)
 
     def test_context_dealloc_closes(self):
         if BACKEND != "dir":
