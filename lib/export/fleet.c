@@ -143,15 +143,16 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 
 /*
  * The temporary files of commits that did not finish (an exporter killed
- * between writing and renaming one: "STATE.XXXXXX", mkostemp()'s): ours,
- * since we hold the lock, and never read. Removed, so that killed
- * exporters leave nothing behind.
+ * between writing and renaming one: "STATE.tmp-XXXXXX", mkostemp()'s):
+ * ours, since we hold the lock, and never read. Removed, so that killed
+ * exporters leave nothing behind; nothing else is (an operator's
+ * "STATE.backup" once was: any 6 characters after a dot matched).
  */
 static void drop_temporaries(const struct blamer_fleet *f)
 {
 	const char *slash = strrchr(f->path, '/'), *base = slash ? slash + 1 : f->path;
 	char dir[PATH_MAX];
-	size_t blen = strlen(base);
+	size_t blen = strlen(base), mlen = strlen(FL_TMP_MARK);
 	struct dirent *de;
 	DIR *d;
 
@@ -163,8 +164,9 @@ static void drop_temporaries(const struct blamer_fleet *f)
 	while ((de = readdir(d))) {
 		struct stat st;
 
-		if (strlen(de->d_name) != blen + 7 || strncmp(de->d_name, base, blen) ||
-		    de->d_name[blen] != '.' || strchr(de->d_name + blen + 1, '.'))
+		if (strlen(de->d_name) != blen + mlen + 6 || strncmp(de->d_name, base, blen) ||
+		    strncmp(de->d_name + blen, FL_TMP_MARK, mlen) ||
+		    strchr(de->d_name + blen + mlen, '.'))
 			continue;
 		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
 		    st.st_uid == geteuid() && st.st_nlink == 1)

@@ -58,6 +58,11 @@ struct fl_drop {
 	uint64_t value;
 };
 
+/* What a commit's temporary file adds to the state's name, before
+ * mkostemp()'s 6 characters: distinct enough that an operator's copies
+ * ("STATE.backup") are never taken for one and removed. */
+#define FL_TMP_MARK ".tmp-"
+
 struct blamer_fleet {
 	char *path;		/* the state file, NULL: none (nothing folded) */
 	struct blamer_snap_metric_def *defs;	/* malloc()ed strings and bounds */

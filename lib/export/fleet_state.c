@@ -265,7 +265,7 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 		snprintf(err, errlen, "writing the state %s: out of memory", f->path);
 		return -ENOMEM;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", f->path) >= (int)sizeof(tmp)) {
+	if (snprintf(tmp, sizeof(tmp), "%s" FL_TMP_MARK "XXXXXX", f->path) >= (int)sizeof(tmp)) {
 		free(o.p);
 		snprintf(err, errlen, "the state path %s is too long", f->path);
 		return -ENAMETOOLONG;

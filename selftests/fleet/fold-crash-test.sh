@@ -30,7 +30,7 @@ else
 	CHECK="$W check"
 fi
 echo "TAP version 13"
-echo "1..12"
+echo "1..13"
 n=0 t=0
 
 ok() { t=$((t + 1)); echo "ok $t - $*"; }
@@ -156,6 +156,16 @@ if check 0; then
 else
 	nok "after refusals: $(cat "$D/why" "$D/err")"
 fi
+# An operator's copies beside the state (6 characters after a dot, as a
+# commit's temporary file has) are not taken for temporaries and removed.
+cp "$S" "$D/state/fold.state.backup" && cp "$S" "$D/state/fold.state.broken"
+check 0 >/dev/null 2>&1
+if [ -f "$D/state/fold.state.backup" ] && [ -f "$D/state/fold.state.broken" ]; then
+	ok "an exporter's start leaves the operator's copies of the state alone"
+else
+	nok "an exporter's start removed: $(cd "$D/state" && ls -A)"
+fi
+rm -f "$D/state/fold.state.backup" "$D/state/fold.state.broken"
 # A writer in another pid namespace, under a pid /proc here does not show
 # (40000): its heap's lock says it runs, so it is counted and neither
 # folded nor released (a fold once unlinked such a heap mid-run).
