@@ -643,12 +643,35 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 	return false;
 }
 
+/* The state's directory: ours or root's, and no other user may change
+ * it (but for a sticky one); checked for a new state too, which would
+ * otherwise fold and release heaps into a file the next start refuses. */
+static int dir_trusted(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	struct stat ds;
+
+	dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &ds)) {
+		int e = errno;
+
+		snprintf(err, errlen, "the directory of the state %s: %s", path, strerror(e));
+		return -e;
+	}
+	if ((ds.st_uid != geteuid() && ds.st_uid != 0) ||
+	    ((ds.st_mode & 022) && !(ds.st_mode & S_ISVTX))) {
+		snprintf(err, errlen, "the directory of the state %s may be changed by others (uid %u, mode %o): refused",
+			 path, (unsigned)ds.st_uid, (unsigned)(ds.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* Whose the file (and its directory) are: refused unless the caller's
  * and nobody else may change them. */
 static int trusted(const char *path, int fd, char *err, size_t errlen)
 {
-	char dir[PATH_MAX];
-	struct stat st, ds;
+	struct stat st;
 
 	if (fstat(fd, &st))
 		return -errno;
@@ -659,16 +682,7 @@ static int trusted(const char *path, int fd, char *err, size_t errlen)
 			 (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
 		return -EPERM;
 	}
-	dir_of(path, dir, sizeof(dir));
-	if (stat(dir, &ds))
-		return -errno;
-	if ((ds.st_uid != geteuid() && ds.st_uid != 0) ||
-	    ((ds.st_mode & 022) && !(ds.st_mode & S_ISVTX))) {
-		snprintf(err, errlen, "the directory of the state %s may be changed by others (uid %u, mode %o): refused",
-			 path, (unsigned)ds.st_uid, (unsigned)(ds.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
+	return dir_trusted(path, err, errlen);
 }
 
 static int ident_order(const void *a, const void *b)
@@ -746,7 +760,7 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 	fl_state_free(f);
 	fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
-		return 0;	/* a new state: nothing folded yet */
+		return dir_trusted(f->path, err, errlen);	/* a new state: nothing folded yet */
 	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open the state %s: %s", f->path, strerror(errno));

@@ -30,7 +30,7 @@ else
 	CHECK="$W check"
 fi
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 n=0 t=0
 
 ok() { t=$((t + 1)); echo "ok $t - $*"; }
@@ -155,6 +155,16 @@ if check 0; then
 	ok "after the refusals the state reads as it was: the series exact"
 else
 	nok "after refusals: $(cat "$D/why" "$D/err")"
+fi
+# A new state in a directory others may change: refused before anything
+# is folded (the next start would refuse the file, its counts stranded).
+mkdir -m 0777 "$D/open"
+if "$B" export --state "$D/open/new.state" --keep-dead 0 >"$D/out" 2>"$D/err"; then
+	nok "a new state in a directory others may change was taken"
+elif grep -q "may be changed by others" "$D/err" && [ ! -e "$D/open/new.state" ]; then
+	ok "a new state in a directory others may change is refused: $(cat "$D/err")"
+else
+	nok "a new state in an open directory: $(cat "$D/err")"
 fi
 # An operator's copies beside the state (6 characters after a dot, as a
 # commit's temporary file has) are not taken for temporaries and removed.
