@@ -205,6 +205,14 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 
 			if (!ok)
 				continue;
+			/* one family name, two metrics (a counter foo's
+			 * foo_total and a gauge foo_total): the one claimed
+			 * keeps it; the other's series under its TYPE would
+			 * be duplicate samples of another kind */
+			if (x->def != v[i].def && fl_def_cmp(x->def, v[i].def)) {
+				(*conflicts)++;
+				continue;
+			}
 			if (x->proc)
 				snprintf(extra, sizeof(extra), "pid=\"%" PRId32 "\",uid=\"%" PRIu32 "\"",
 					 x->proc->pid, x->uid);

@@ -329,8 +329,12 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 					       .guard = guards ? &guards[v[j].pi] : NULL };
 
 			/* one definition a family: a process that differs (the
-			 * reader marked it a conflict) was left out above */
-			if (!ok || (j > i && item_cmp(&v[j - 1], &v[j]) == 0))
+			 * reader marked it a conflict) was left out above, and
+			 * another metric whose family name is the same (a
+			 * counter foo's foo_total, a gauge foo_total) is left
+			 * out here: its samples would be of the claimed TYPE */
+			if (!ok || (j > i && item_cmp(&v[j - 1], &v[j]) == 0) ||
+			    strcmp(m->def->name, v[i].m->def->name))
 				continue;
 			snprintf(key, sizeof(key),
 				 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64

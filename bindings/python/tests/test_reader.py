@@ -68,6 +68,24 @@ class Reading(HeapTest):
         self.assertIn('blamer_process_info{pid="%d"' % os.getpid(), text)
         self.assertIn('role="worker"', text)
 
+    def test_family_name_taken_twice(self):
+        # A counter famcoll exports famcoll_total; a gauge named
+        # famcoll_total would too: the family goes to one, the other is a
+        # conflict, never samples of a gauge under the counter's TYPE.
+        cli = os.environ.get("BLAMER_CLI")
+        if not cli or BACKEND != "dir":
+            self.skipTest("BLAMER_CLI and the dir backend")
+        blamer.counter("famcoll", "a counter").inc(5)
+        blamer.gauge("famcoll_total", "a gauge", mode="max").set(7)
+        for args in (["export"], ["export", "--per-process"]):
+            out = subprocess.run([cli, "--dir", self.dir] + args, capture_output=True,
+                                 text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("famcoll_total")]
+            self.assertEqual(len(lines), 1, (args, lines))
+            self.assertTrue(lines[0].endswith(" 5"), (args, lines))
+            self.assertIn("# TYPE famcoll_total counter", out.stdout)
+
     def test_reader_object(self):
         kw = {"backend": BACKEND}
         if BACKEND == "dir":
