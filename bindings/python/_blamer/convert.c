@@ -91,7 +91,8 @@ int pyb_node_id(PyObject *o, uint64_t *id)
 	return -1;
 }
 
-int pyb_u64(PyObject *o, const char *what, uint64_t *out)
+/* @o as an unsigned int of @bits bits; the error names that range. */
+static int unsigned_of(PyObject *o, const char *what, unsigned int bits, uint64_t *out)
 {
 	unsigned long long v;
 
@@ -101,25 +102,27 @@ int pyb_u64(PyObject *o, const char *what, uint64_t *out)
 		return -1;
 	}
 	v = PyLong_AsUnsignedLongLong(o);
-	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+	if ((v == (unsigned long long)-1 && PyErr_Occurred()) ||
+	    (bits < 64 && v >> bits)) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_OverflowError, "blamer: %s must be 0..2**64-1", what);
+		PyErr_Format(PyExc_OverflowError, "blamer: %s must be 0..2**%u-1", what, bits);
 		return -1;
 	}
 	*out = v;
 	return 0;
 }
 
+int pyb_u64(PyObject *o, const char *what, uint64_t *out)
+{
+	return unsigned_of(o, what, 64, out);
+}
+
 int pyb_u32(PyObject *o, const char *what, uint32_t *out)
 {
 	uint64_t v;
 
-	if (pyb_u64(o, what, &v) < 0)
+	if (unsigned_of(o, what, 32, &v) < 0)
 		return -1;
-	if (v > UINT32_MAX) {
-		PyErr_Format(PyExc_OverflowError, "blamer: %s must be 0..2**32-1", what);
-		return -1;
-	}
 	*out = (uint32_t)v;
 	return 0;
 }

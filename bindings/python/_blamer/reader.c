@@ -58,6 +58,9 @@ static int parse_opts(PyObject *args, PyObject *kw, struct blamer_reader_opts *o
 			return -1;
 		}
 	}
+	/* a Reader whose __init__ failed may be initialized again */
+	Py_CLEAR(o->dir);
+	Py_CLEAR(o->device);
 	if (dir && dir != Py_None) {
 		if (!PyUnicode_FSConverter(dir, &o->dir))
 			return -1;
@@ -171,7 +174,7 @@ static PyObject *reader_wait(pyb_Reader *o, PyObject *const *args, Py_ssize_t na
 		timeout = PyFloat_AsDouble(args[0]);
 		if (timeout == -1 && PyErr_Occurred())
 			return NULL;
-		if (timeout < 0 || timeout > 86400)
+		if (!(timeout >= 0 && timeout <= 86400))	/* NaN too */
 			return PyErr_Format(PyExc_ValueError, "blamer: timeout is 0..86400 s");
 	}
 	ms = timeout < 0 ? -1 : (int)(timeout * 1000);

@@ -211,6 +211,18 @@ class RefLeaks(HeapTest):
             del c2
         self.check(body)
 
+    def test_reader_init_again_after_a_failure(self):
+        # a Reader whose __init__ failed may be initialized again: the
+        # first attempt's path bytes are given back (they leaked one
+        # reference per call)
+        r = blamer.Reader.__new__(blamer.Reader)
+
+        def body():
+            _raises(lambda: r.__init__(backend="device", device="/nonexistent/blamer",
+                                       dir="/nonexistent/blamer"),
+                    blamer.Error, OSError)
+        self.check(body)
+
     def test_reader(self):
         blamer.set_role("w", "1")
         blamer.set_data("s", "text")

@@ -515,6 +515,21 @@ class Contexts(HeapTest):
             t.join()
         self.assertGreater(n, 100)
 
+    def test_argument_ranges_said(self):
+        # a 32-bit argument's error names its range (it said 2**64)
+        with self.assertRaises(OverflowError) as cm:
+            blamer.set_phase(-1)
+        self.assertIn("0..2**32-1", str(cm.exception))
+        with self.assertRaises(OverflowError):
+            blamer.set_phase(2 ** 40)
+        # a NaN timeout is refused (it reached an (int) conversion)
+        kw = {"backend": BACKEND}
+        if BACKEND == "dir":
+            kw["dir"] = self.dir
+        with blamer.Reader(**kw) as r:
+            with self.assertRaises(ValueError):
+                r.wait(float("nan"))
+
     def test_context_dealloc_closes(self):
         if BACKEND != "dir":
             self.skipTest("dir backend")
