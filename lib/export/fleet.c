@@ -629,6 +629,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 {
 	struct fl_ident *present = NULL;
 	size_t i, npresent = 0, folded = 0;
+	const char *src;
 	int ret;
 
 	if (!f->path)
@@ -638,6 +639,19 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 			 f->path);
 		return -EIO;
 	}
+	/* A state folds the heaps of one source: the heaps it has folded
+	 * and keeps (--keep-dead) are listed by identity, and an identity
+	 * not seen in a snapshot is dropped, so a fold of another
+	 * directory's heaps into it, and then of the first's again, counted
+	 * the kept heaps twice. The source is recorded at the first fold. */
+	src = r ? blamer_reader_source(r) : NULL;
+	if (f->source && src && strcmp(f->source, src)) {
+		snprintf(err, errlen, "the state %s holds the heaps of %s, not of %s: nothing folded (give this exporter a --state of its own)",
+			 f->path, f->source, src);
+		return -EINVAL;
+	}
+	if (!f->source && src && !(f->source = strdup(src)))
+		goto oom;
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
 	if (!present)
 		goto oom;

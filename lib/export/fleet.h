@@ -65,6 +65,8 @@ struct fl_drop {
 
 struct blamer_fleet {
 	char *path;		/* the state file, NULL: none (nothing folded) */
+	char *source;		/* what its heaps were read from (the reader's
+				 * source), NULL: not yet said */
 	struct blamer_snap_metric_def *defs;	/* malloc()ed strings and bounds */
 	size_t ndefs;
 	struct fl_series *series;

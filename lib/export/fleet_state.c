@@ -8,6 +8,7 @@
  *   blamer-fold 1
  *   generation G
  *   folded N
+ *   source SOURCE       (what the heaps were read from; older states lack it)
  *   node ID NAME
  *   unit UNIT BASE NAME
  *   def NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
@@ -72,6 +73,8 @@ void fl_state_free(struct blamer_fleet *f)
 	free(f->idents);
 	free(f->nodes);
 	free(f->units);
+	free(f->source);
+	f->source = NULL;
 	f->defs = NULL;
 	f->series = NULL;
 	f->paths = NULL;
@@ -177,6 +180,11 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 	end_line(o);
 	putf(o, "folded %" PRIu64, f->folded);
 	end_line(o);
+	if (f->source) {
+		put(o, "source", 6);
+		put_str(o, f->source);
+		end_line(o);
+	}
 	for (i = 0; i < f->nnodes; i++) {
 		putf(o, "node %" PRIx64, f->nodes[i].id);
 		put_str(o, f->nodes[i].name);
@@ -573,6 +581,14 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 		return u64_of(in, 10, &f->generation);
 	if (!strcmp(kind, "folded"))
 		return u64_of(in, 10, &f->folded);
+	if (!strcmp(kind, "source")) {
+		if (f->source) {
+			in->why = "a second source";
+			return false;
+		}
+		f->source = str_of(in, PATH_MAX);
+		return f->source != NULL;
+	}
 	if (!strcmp(kind, "node")) {
 		GROW(f->nodes, f->nnodes);
 		if (!u64_of(in, 16, &f->nodes[f->nnodes].id) || !(s = str_of(in, 32)))

@@ -51,6 +51,7 @@ static const char good[] =
 	"blamer-fold 1\n"
 	"generation 3\n"
 	"folded 7\n"
+	"source s:/dev/shm/blamer-1000\n"
 	"node 1f s:server\n"
 	"node 2a s:GET%20/hello\n"
 	"unit 1000 0 s:requests\n"
@@ -168,6 +169,9 @@ TEST_F(st, every_wrong_field_is_refused)
 		  "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n" },
 		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 2 1f 2a 42\npath 1000 1000 2 1f 2a 7\n" },
 		{ "drop 1000 9 3\n", "drop 1000 9 3\ndrop 1000 9 4\n" },
+		{ "source s:/dev/shm/blamer-1000\n",
+		  "source s:/dev/shm/blamer-1000\nsource s:/dev/shm/blamer-0\n" },
+		{ "source s:/dev/shm/blamer-1000\n", "source /dev/shm/blamer-1000\n" },
 		{ "blamer-fold 1\n", "blamer-fold 2\n" },
 		{ "blamer-fold 1\n", "" },
 		{ "generation 3\n", "generation -3\n" },
