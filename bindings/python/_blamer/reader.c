@@ -305,9 +305,13 @@ static PyObject *reader_close(pyb_Reader *o, PyObject *unused)
 		Py_RETURN_NONE;
 	if (pyb_lock_fresh(&o->lock, &o->lock_gen) < 0)
 		return NULL;
-	LOCKED_BEGIN(o)
+	/* Gone with the GIL held: fileno(), .backend and .source use o->r
+	 * with the GIL and without the lock (they read it freed while this
+	 * waited for the lock without the GIL). The calls that hold the lock
+	 * read o->r under it: this waits for them before the reader goes. */
 	r = o->r;
 	o->r = NULL;
+	LOCKED_BEGIN(o)
 	if (r)
 		blamer_reader_close(r);
 	LOCKED_END(o)

@@ -86,6 +86,35 @@ class Reading(HeapTest):
             self.assertTrue(lines[0].endswith(" 5"), (args, lines))
             self.assertIn("# TYPE famcoll_total counter", out.stdout)
 
+    def test_close_while_other_threads_ask(self):
+        # fileno(), .backend and .source run with the GIL and without the
+        # reader's lock; close() let the GIL go before it took the reader
+        # away, so they could read it freed (valgrind, python-valgrind,
+        # reports such a read). Now they get ValueError.
+        kw = {"backend": BACKEND}
+        if BACKEND == "dir":
+            kw["dir"] = self.dir
+        end, errors = time.time() + 1, []
+        while time.time() < end:
+            r = blamer.Reader(**kw)
+
+            def ask():
+                try:
+                    while True:
+                        r.fileno()
+                        r.backend
+                        r.source
+                except ValueError:
+                    pass
+                except Exception as e:  # noqa: BLE001 - any other is the bug
+                    errors.append(e)
+            t = threading.Thread(target=ask)
+            t.start()
+            time.sleep(0.0005)
+            r.close()
+            t.join()
+        self.assertEqual(errors, [])
+
     def test_reader_object(self):
         kw = {"backend": BACKEND}
         if BACKEND == "dir":
