@@ -1254,11 +1254,17 @@ PyObject *pyb_snapshot_from_memory(PyObject *self, PyObject *arg)
 	struct blamer_mem_slab slabs[64];
 	Py_buffer views[64];
 	struct blamer_snapshot *s = NULL;
-	PyObject *seq = PySequence_Fast(arg, "blamer: slabs must be a sequence of bytes");
+	PyObject *seq;
 	Py_ssize_t i, n;
 	int ret;
 
 	(void)self;
+	/* one bytes object is a sequence too, of ints: said as what it is */
+	if (PyObject_CheckBuffer(arg))
+		return PyErr_Format(PyExc_TypeError,
+				    "blamer: slabs is a sequence of bytes-like objects (one a slab), not one %.80s",
+				    Py_TYPE(arg)->tp_name);
+	seq = PySequence_Fast(arg, "blamer: slabs must be a sequence of bytes");
 	if (!seq)
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);

@@ -274,6 +274,10 @@ class Hostile(HeapTest):
                 pass
         with self.assertRaises(TypeError):
             blamer.snapshot_from_memory([1])
+        # one bytes object is no list of slabs: said so (it named 'int')
+        with self.assertRaises(TypeError) as cm:
+            blamer.snapshot_from_memory(b"abc")
+        self.assertIn("sequence of bytes-like objects", str(cm.exception))
 
 
 class Crash(HeapTest):
