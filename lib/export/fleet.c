@@ -42,22 +42,9 @@ struct fl_ident fl_ident_of(const struct blamer_snap_process *p)
 				  .heap_id = p->heap_id, .heap_key = p->heap_key };
 }
 
-static int ident_cmp(const void *a, const void *b)
-{
-	const struct fl_ident *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->heap_id != y->heap_id)
-		return x->heap_id < y->heap_id ? -1 : 1;
-	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
-}
-
 static struct fl_ident *ident_find(const struct blamer_fleet *f, const struct fl_ident *k)
 {
-	return f->nidents ? bsearch(k, f->idents, f->nidents, sizeof(*k), ident_cmp) : NULL;
+	return f->nidents ? bsearch(k, f->idents, f->nidents, sizeof(*k), fl_ident_cmp) : NULL;
 }
 
 bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p)
@@ -676,7 +663,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	}
 	if (!folded && npresent == f->nidents)
 		goto done;	/* nothing to commit */
-	qsort(present, npresent, sizeof(*present), ident_cmp);
+	qsort(present, npresent, sizeof(*present), fl_ident_cmp);
 	free(f->idents);
 	f->idents = present;
 	f->nidents = npresent;

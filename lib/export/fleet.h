@@ -105,6 +105,9 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen);
 /* Frees what @f holds, the remainder and the identities (not @f, its
  * path, hook and error count). */
 void fl_state_free(struct blamer_fleet *f);
+/* The order of folded heaps' identities (qsort()/bsearch(): the state
+ * lists them in it, each once). */
+int fl_ident_cmp(const void *a, const void *b);
 /* The step of a fold the test hook stops at (abort()s) if it is @step. */
 void fl_test_abort(const struct blamer_fleet *f, uint32_t step);
 

@@ -701,7 +701,7 @@ static int trusted(const char *path, int fd, char *err, size_t errlen)
 	return dir_trusted(path, err, errlen);
 }
 
-static int ident_order(const void *a, const void *b)
+int fl_ident_cmp(const void *a, const void *b)
 {
 	const struct fl_ident *x = a, *y = b;
 
@@ -814,7 +814,7 @@ static const char *duplicates(const struct blamer_fleet *f)
 	size_t i;
 
 	for (i = 0; i < f->nidents; i++)
-		if (i && !ident_order(&f->idents[i - 1], &f->idents[i]))
+		if (i && !fl_ident_cmp(&f->idents[i - 1], &f->idents[i]))
 			return "a heap listed twice";
 	for (i = 0; i < f->nnodes; i++)
 		if (i && f->nodes[i - 1].id == f->nodes[i].id)
@@ -918,7 +918,7 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		in.why = "the count of lines does not match";
 	if (!in.why) {
 		if (f->nidents)
-			qsort(f->idents, f->nidents, sizeof(*f->idents), ident_order);
+			qsort(f->idents, f->nidents, sizeof(*f->idents), fl_ident_cmp);
 		if (f->nnodes)
 			qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_order);
 		in.why = duplicates(f);
