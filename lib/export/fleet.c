@@ -219,6 +219,16 @@ static char *dup_str(const char *s)
 	return strdup(s ? s : "");
 }
 
+/* The index of the remainder's definition named @name; f->ndefs if none. */
+static size_t def_named(const struct blamer_fleet *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->ndefs && strcmp(f->defs[i].name, name); i++)
+		;
+	return i;
+}
+
 /* The remainder's definition of @d's name, added if new; NULL if it holds
  * another (a conflict) or out of memory (*oom). */
 static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
@@ -226,11 +236,9 @@ static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
 					     bool *oom)
 {
 	struct blamer_snap_metric_def *n, *v;
-	size_t i;
+	size_t i = def_named(f, d->name);
 
-	for (i = 0; i < f->ndefs; i++) {
-		if (strcmp(f->defs[i].name, d->name))
-			continue;
+	if (i < f->ndefs) {
 		*idx = i;
 		return fl_def_cmp(&f->defs[i], d) ? NULL : &f->defs[i];
 	}
@@ -369,12 +377,9 @@ static bool keepable(const struct blamer_fleet *f, const struct blamer_snap_proc
 			continue;
 		if (m->conflict)
 			return false;
-		for (j = 0; j < f->ndefs; j++)
-			if (!strcmp(f->defs[j].name, m->def->name)) {
-				if (fl_def_cmp(&f->defs[j], m->def))
-					return false;
-				break;
-			}
+		j = def_named(f, m->def->name);
+		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
+			return false;
 	}
 	return true;
 }
