@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 import blamer
@@ -13,6 +15,35 @@ import blamer
 # The backend under test: dir on the host (a private directory per test);
 # BLAMER_TEST_BACKEND=device in the VM, with the module loaded.
 BACKEND = os.environ.get("BLAMER_TEST_BACKEND", "dir")
+
+
+def close_races(seconds, make, use, pause):
+    """Rounds for @seconds of a close racing another thread's calls: an
+    object from make(), a thread calling use(obj) until it raises
+    ValueError (closed, the promised outcome), and this thread closing it
+    @pause s after that thread started. Returns the rounds and what else
+    the other thread raised (the bug, if anything)."""
+    end, rounds, errors = time.time() + seconds, 0, []
+    while time.time() < end:
+        obj, go = make(), threading.Event()
+
+        def other():
+            go.set()
+            try:
+                while True:
+                    use(obj)
+            except ValueError:
+                pass
+            except Exception as e:  # noqa: BLE001 - any other is the bug
+                errors.append(e)
+        t = threading.Thread(target=other)
+        t.start()
+        go.wait()
+        time.sleep(pause)
+        obj.close()
+        t.join()
+        rounds += 1
+    return rounds, errors
 
 
 class HeapTest(unittest.TestCase):

@@ -11,7 +11,7 @@ import threading
 import time
 
 import blamer
-from common import BACKEND, HeapTest
+from common import BACKEND, HeapTest, close_races
 
 
 class Reading(HeapTest):
@@ -94,25 +94,12 @@ class Reading(HeapTest):
         kw = {"backend": BACKEND}
         if BACKEND == "dir":
             kw["dir"] = self.dir
-        end, errors = time.time() + 1, []
-        while time.time() < end:
-            r = blamer.Reader(**kw)
 
-            def ask():
-                try:
-                    while True:
-                        r.fileno()
-                        r.backend
-                        r.source
-                except ValueError:
-                    pass
-                except Exception as e:  # noqa: BLE001 - any other is the bug
-                    errors.append(e)
-            t = threading.Thread(target=ask)
-            t.start()
-            time.sleep(0.0005)
-            r.close()
-            t.join()
+        def ask(r):
+            r.fileno()
+            r.backend
+            r.source
+        rounds, errors = close_races(1, lambda: blamer.Reader(**kw), ask, 0.0005)
         self.assertEqual(errors, [])
 
     def test_reader_object(self):

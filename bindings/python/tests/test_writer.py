@@ -6,7 +6,7 @@ import threading
 import time
 
 import blamer
-from common import BACKEND, HeapTest
+from common import BACKEND, HeapTest, close_races
 
 
 def stack(p, tid=None):
@@ -469,29 +469,13 @@ class Contexts(HeapTest):
         if BACKEND != "dir":
             self.skipTest("dir backend")
         other = os.path.join(self.dir, "other")
-        end, rounds = time.time() + 2, 0
-        while time.time() < end:
-            c = blamer.open(backend="dir", dir=other)
-            go, errors = threading.Event(), []
 
-            def use():
-                go.set()
-                try:
-                    while True:
-                        c.modules_refresh()
-                        c.heap_info()
-                except ValueError:
-                    pass
-                except Exception as e:  # noqa: BLE001 - any other is the bug
-                    errors.append(e)
-            t = threading.Thread(target=use)
-            t.start()
-            go.wait()
-            time.sleep(0.001)
-            c.close()
-            t.join()
-            self.assertEqual(errors, [])
-            rounds += 1
+        def use(c):
+            c.modules_refresh()
+            c.heap_info()
+        rounds, errors = close_races(2, lambda: blamer.open(backend="dir", dir=other),
+                                     use, 0.001)
+        self.assertEqual(errors, [])
         self.assertGreater(rounds, 10)
 
     def test_reset_while_other_threads_write(self):
