@@ -168,10 +168,23 @@ PyObject *pyb_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 }
 
 /*
- * Until no call that let the GIL go still uses @c's C context (each
- * counts itself in busy while it runs: it read c->b with the GIL and
- * uses it without). Waits with the GIL let go, so that they can finish.
+ * A call that lets the GIL go takes @c's C context with ctx_lend() (with
+ * the GIL) and gives it back with ctx_done() (with the GIL again): close,
+ * abandon and reset wait in wait_idle() until none is out.
  */
+static struct blamer *ctx_lend(pyb_Context *c)
+{
+	c->busy++;
+	return c->b;
+}
+
+static void ctx_done(pyb_Context *c)
+{
+	c->busy--;
+}
+
+/* Until no call that let the GIL go still uses @c's C context. Waits
+ * with the GIL let go, so that they can finish. */
 static void wait_idle(pyb_Context *c)
 {
 	while (c->busy) {
@@ -408,12 +421,11 @@ static PyObject *ctx_process_launched(pyb_Context *self, PyObject *arg)
 	if (pid <= 0 || pid > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no pid %ld", pid);
 	/* reads /proc/<pid>/stat */
-	b = self->b;
-	self->busy++;
+	b = ctx_lend(self);
 	Py_BEGIN_ALLOW_THREADS
 	ret = blamer_process_launched(b, (pid_t)pid);
 	Py_END_ALLOW_THREADS
-	self->busy--;
+	ctx_done(self);
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_process_launched");
 	Py_RETURN_NONE;
@@ -441,12 +453,11 @@ static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py
 	if (status < INT32_MIN || status > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no wait status %ld", status);
 	/* may remove the child's heap files */
-	b = self->b;
-	self->busy++;
+	b = ctx_lend(self);
 	Py_BEGIN_ALLOW_THREADS
 	ret = blamer_process_exited(b, (pid_t)pid, (int)status);
 	Py_END_ALLOW_THREADS
-	self->busy--;
+	ctx_done(self);
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_process_exited");
 	return PyLong_FromLong(ret);
@@ -461,12 +472,11 @@ static PyObject *ctx_modules_refresh(pyb_Context *self, PyObject *unused)
 	if (!pyb_context_usable(self))
 		return NULL;
 	/* takes the loader's lock */
-	b = self->b;
-	self->busy++;
+	b = ctx_lend(self);
 	Py_BEGIN_ALLOW_THREADS
 	ret = blamer_modules_refresh(b);
 	Py_END_ALLOW_THREADS
-	self->busy--;
+	ctx_done(self);
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_modules_refresh");
 	return PyLong_FromLong(ret);
@@ -502,12 +512,11 @@ static PyObject *ctx_heap_info(pyb_Context *self, PyObject *unused)
 	if (!pyb_context_usable(self))
 		return NULL;
 	/* may make the heap (a fork child's first write) */
-	b = self->b;
-	self->busy++;
+	b = ctx_lend(self);
 	Py_BEGIN_ALLOW_THREADS
 	ret = blamer_heap_info(b, &hi);
 	Py_END_ALLOW_THREADS
-	self->busy--;
+	ctx_done(self);
 	if (ret < 0)
 		return pyb_raise(ret, "blamer_heap_info");
 	r = PyStructSequence_New(&HeapInfoType);
