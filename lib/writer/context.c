@@ -39,8 +39,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
  * data (inherit.c). */
 static void atfork_prepare(void)
 {
-	/* before our locks: the loader's lock is never waited for under them */
-	struct bl_mod_list *mods = bl_modules_fork_collect();
+	/* before our locks: the loader's lock is never waited for under
+	 * them; and only if a context records modules (a fork of a process
+	 * whose contexts do not, or that has none open, walks no list) */
+	struct bl_mod_list *mods = bl_registry_wants_modules() ? bl_modules_fork_collect() : NULL;
 	struct blamer *b;
 
 	pthread_mutex_lock(&default_lock);

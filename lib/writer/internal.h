@@ -570,6 +570,8 @@ void bl_registry_lock(void);
 void bl_registry_unlock(void);
 struct blamer *bl_registry_first(void);	/* then ->next */
 bool bl_registry_alive(struct blamer *b, uint64_t serial);
+/* Whether an open context records modules (a fork then takes their list). */
+bool bl_registry_wants_modules(void);
 
 /*
  * records.c: records in @b's heap, which the caller got ready (bl_ready(),

@@ -239,7 +239,9 @@ void bl_modules_fork_done(bool child)
 
 int bl_modules_record_forked(struct blamer *b)
 {
-	/* no list (out of memory at the fork): none recorded, rather than
-	 * a call that may never return; blamer_modules_refresh() makes them */
+	/* no list (out of memory at the fork, or no context recorded
+	 * modules then: this one was opened as the process forked): none
+	 * recorded, rather than a call that may never return;
+	 * blamer_modules_refresh() makes them */
 	return fork_list ? record(b, fork_list) : 0;
 }

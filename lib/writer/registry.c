@@ -14,6 +14,8 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct blamer *reg_head;		/* under reg_lock */
 static uint64_t reg_serial;		/* atomic: the last serial handed out */
+static uint32_t reg_modules;		/* written under reg_lock, read atomic:
+					 * the open contexts that record modules */
 
 uint64_t bl_registry_serial(void)
 {
@@ -51,6 +53,8 @@ void bl_registry_add(struct blamer *b)
 	pthread_mutex_lock(&reg_lock);
 	b->next = reg_head;
 	reg_head = b;
+	if (!(b->flags & BLAMER_OPEN_NO_MODULES))
+		st_relaxed(A32(&reg_modules), reg_modules + 1);
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -62,7 +66,17 @@ void bl_registry_remove(struct blamer *b)
 	for (pp = &reg_head; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
+			if (!(b->flags & BLAMER_OPEN_NO_MODULES))
+				st_relaxed(A32(&reg_modules), reg_modules - 1);
 			break;
 		}
 	pthread_mutex_unlock(&reg_lock);
+}
+
+bool bl_registry_wants_modules(void)
+{
+	/* Relaxed: a hint read before the fork handler's locks (below
+	 * them a context's open is ordered anyway; one that races the
+	 * fork records no modules in its child: modules.c) */
+	return ld_relaxed(A32(&reg_modules)) != 0;
 }
