@@ -806,8 +806,9 @@ struct blamer_snapshot {
 	size_t empty_files;
 	/* metrics merged over processes (blamer_snap_series), ordered by
 	 * name, uid, label values, path, process; how many processes' series
-	 * were left out because their heap defines the name otherwise (the
-	 * definition most processes give wins, then the least) */
+	 * were left out because their heap defines the name otherwise than
+	 * their uid's others (per name and uid, the definition most of the
+	 * uid's processes give wins, then the least) */
 	struct blamer_snap_series *series;	size_t nseries;
 	size_t metric_conflicts;
 	/* the processes by role, ordered by role */

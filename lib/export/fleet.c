@@ -219,54 +219,35 @@ static char *dup_str(const char *s)
 	return strdup(s ? s : "");
 }
 
-/* The index of the remainder's definition named @name; f->ndefs if none. */
-static size_t def_named(const struct blamer_fleet *f, const char *name)
+/* The index of the remainder's definition of @name for @uid; f->ndefs if
+ * none. */
+static size_t def_named(const struct blamer_fleet *f, const char *name, uint32_t uid)
 {
 	size_t i;
 
-	for (i = 0; i < f->ndefs && strcmp(f->defs[i].name, name); i++)
+	for (i = 0; i < f->ndefs && (f->def_uids[i] != uid || strcmp(f->defs[i].name, name)); i++)
 		;
 	return i;
 }
 
-/* The remainder's definition of @d's name, added if new; NULL if it holds
- * another (a conflict) or out of memory (*oom). */
+/* The remainder's definition of @d's name for @uid, added if new; NULL if
+ * it holds another (a conflict) or out of memory (*oom). */
 static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
-					     const struct blamer_snap_metric_def *d, size_t *idx,
-					     bool *oom)
+					     const struct blamer_snap_metric_def *d, uint32_t uid,
+					     size_t *idx, bool *oom)
 {
-	struct blamer_snap_metric_def *n, *v;
-	size_t i = def_named(f, d->name);
+	size_t i = def_named(f, d->name, uid);
 
 	if (i < f->ndefs) {
 		*idx = i;
 		return fl_def_cmp(&f->defs[i], d) ? NULL : &f->defs[i];
 	}
-	v = realloc(f->defs, (f->ndefs + 1) * sizeof(*v));
-	if (!v)
-		goto oom;
-	f->defs = v;
-	n = &f->defs[f->ndefs];
-	*n = *d;
-	n->help = dup_str(d->help);
-	for (i = 0; i < d->nlabels; i++)
-		n->labels[i] = dup_str(d->labels[i]);
-	n->upper = NULL;
-	if (d->nbuckets) {
-		n->upper = malloc(d->nbuckets * sizeof(double));
-		if (n->upper)
-			memcpy(n->upper, d->upper, d->nbuckets * sizeof(double));
+	if (!fl_def_add(f, d, uid)) {
+		*oom = true;
+		return NULL;
 	}
-	if (!n->help || (d->nbuckets && !n->upper))
-		goto oom;
-	for (i = 0; i < d->nlabels; i++)
-		if (!n->labels[i])
-			goto oom;
-	*idx = f->ndefs++;
-	return n;
-oom:
-	*oom = true;
-	return NULL;
+	*idx = i;
+	return &f->defs[i];
 }
 
 static bool series_is(const struct fl_series *x, size_t def, uint32_t uid,
@@ -359,8 +340,8 @@ static bool folds(const struct blamer_snap_metric_def *d)
 /*
  * Whether the remainder can keep every series of dead heap @p: none
  * whose definition lost to another of its name in this snapshot
- * (m->conflict), nor whose name the remainder holds defined otherwise.
- * A heap with one is not folded, so not released: its values stay
+ * (m->conflict), nor whose name the remainder holds defined otherwise
+ * for @p's uid. A heap with one is not folded, so not released: its values stay
  * counted while it is there (its conflicts shown in
  * blamer_metric_conflicts, as the exposition finds them), where a fold
  * would have recorded them as kept and thrown them away (a redeploy that
@@ -377,7 +358,7 @@ static bool keepable(const struct blamer_fleet *f, const struct blamer_snap_proc
 			continue;
 		if (m->conflict)
 			return false;
-		j = def_named(f, m->def->name);
+		j = def_named(f, m->def->name, p->uid);
 		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
 			return false;
 	}
@@ -395,7 +376,7 @@ static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process
 
 	if (!folds(d) || m->conflict)
 		return true;	/* keepable() held back a heap with a conflict */
-	if (!def_of(f, d, &idx, oom)) {
+	if (!def_of(f, d, p->uid, &idx, oom)) {
 		if (!*oom)
 			f->conflicts++;
 		return !*oom;

@@ -9,7 +9,7 @@
  * label values, path) a counter's exact sum, a histogram's buckets and
  * exact sum, a gauge's value by its mode; per (path, unit, uid) an
  * attribution total; per (reason, uid) a drop count. With it are the
- * definitions of its metrics, the names of the DAG nodes and units its
+ * definitions of its metrics (per name and uid, as the reader merges), the names of the DAG nodes and units its
  * paths use (so its series keep their labels when the last process that
  * named them is gone), and the identities of the folded heaps still
  * present (skipped, not counted twice).
@@ -68,6 +68,7 @@ struct blamer_fleet {
 	char *source;		/* what its heaps were read from (the reader's
 				 * source), NULL: not yet said */
 	struct blamer_snap_metric_def *defs;	/* malloc()ed strings and bounds */
+	uint32_t *def_uids;	/* whose each one is: a name has one per uid */
 	size_t ndefs;
 	struct fl_series *series;
 	size_t nseries;
@@ -105,6 +106,9 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen);
 /* Frees what @f holds, the remainder and the identities (not @f, its
  * path, hook and error count). */
 void fl_state_free(struct blamer_fleet *f);
+/* Appends a copy of @d (its strings and bounds its own) as @uid's
+ * definition; false out of memory (nothing added). */
+bool fl_def_add(struct blamer_fleet *f, const struct blamer_snap_metric_def *d, uint32_t uid);
 /* The order of folded heaps' identities (qsort()/bsearch(): the state
  * lists them in it, each once). */
 int fl_ident_cmp(const void *a, const void *b);

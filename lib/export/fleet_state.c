@@ -5,13 +5,13 @@
  * to the same bits), closed by a line with the count of lines and a hash
  * of every byte before it.
  *
- *   blamer-fold 1
+ *   blamer-fold 2       (or 1: its definitions have no UID)
  *   generation G
  *   folded N
  *   source SOURCE       (what the heaps were read from; older states lack it)
  *   node ID NAME
  *   unit UNIT BASE NAME
- *   def NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
+ *   def UID NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
  *   series DEF UID DEPTH NODE... VALUE... NEXACT PARTIAL... VALUE STAMP NBUCKETS COUNT...
  *   path UID UNIT DEPTH NODE... VALUE
  *   drop UID REASON VALUE
@@ -27,6 +27,11 @@
  * excepted), every count and value is checked, and the hash must match;
  * anything else is refused with the line it is about, never guessed at
  * (a state half believed would count heaps twice, or lose them).
+ *
+ * A definition is a uid's (the reader chooses one per name and uid, so
+ * that no user's processes outvote another's); a series is of its uid's
+ * definition. Version 1 had one definition per name for every uid: read,
+ * each becomes one per uid whose series use it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +46,9 @@
 
 #include "fleet.h"
 
-#define STATE_MAGIC	"blamer-fold 1"
+#define STATE_MAGIC	"blamer-fold 2"
+#define STATE_MAGIC_1	"blamer-fold 1"	/* definitions without their uid */
+#define NO_UID		UINT32_MAX	/* a version 1 definition's, until a series says */
 #define STATE_MAX	(256u << 20)	/* bytes of a state file read at most */
 
 void fl_test_abort(const struct blamer_fleet *f, uint32_t step)
@@ -50,16 +57,22 @@ void fl_test_abort(const struct blamer_fleet *f, uint32_t step)
 		abort();	/* the test's kill -9 at a known point */
 }
 
+static void def_free(struct blamer_snap_metric_def *d)
+{
+	uint32_t k;
+
+	free(d->help);
+	for (k = 0; k < d->nlabels && k < BLAMER_METRIC_LABELS_MAX; k++)
+		free(d->labels[k]);
+	free(d->upper);
+}
+
 void fl_state_free(struct blamer_fleet *f)
 {
 	size_t i, k;
 
-	for (i = 0; i < f->ndefs; i++) {
-		free(f->defs[i].help);
-		for (k = 0; k < f->defs[i].nlabels && k < BLAMER_METRIC_LABELS_MAX; k++)
-			free(f->defs[i].labels[k]);
-		free(f->defs[i].upper);
-	}
+	for (i = 0; i < f->ndefs; i++)
+		def_free(&f->defs[i]);
 	for (i = 0; i < f->nseries; i++) {
 		for (k = 0; k < BLAMER_METRIC_LABELS_MAX; k++)
 			free(f->series[i].values[k]);
@@ -67,6 +80,7 @@ void fl_state_free(struct blamer_fleet *f)
 		free(f->series[i].buckets);
 	}
 	free(f->defs);
+	free(f->def_uids);
 	free(f->series);
 	free(f->paths);
 	free(f->drops);
@@ -76,6 +90,7 @@ void fl_state_free(struct blamer_fleet *f)
 	free(f->source);
 	f->source = NULL;
 	f->defs = NULL;
+	f->def_uids = NULL;
 	f->series = NULL;
 	f->paths = NULL;
 	f->drops = NULL;
@@ -85,6 +100,35 @@ void fl_state_free(struct blamer_fleet *f)
 	f->ndefs = f->nseries = f->npaths = f->ndrops = f->nidents = f->nnodes = f->nunits = 0;
 	f->generation = f->folded = 0;
 	f->conflicts = 0;
+}
+
+bool fl_def_add(struct blamer_fleet *f, const struct blamer_snap_metric_def *d, uint32_t uid)
+{
+	struct blamer_snap_metric_def c = *d, *v;
+	uint32_t *u, i;
+	bool ok;
+
+	c.help = strdup(d->help ? d->help : "");
+	for (i = 0; i < d->nlabels; i++)
+		c.labels[i] = strdup(d->labels[i] ? d->labels[i] : "");
+	c.upper = d->nbuckets ? malloc(d->nbuckets * sizeof(double)) : NULL;
+	if (c.upper)
+		memcpy(c.upper, d->upper, d->nbuckets * sizeof(double));
+	ok = c.help && (!d->nbuckets || c.upper);
+	for (i = 0; i < d->nlabels; i++)
+		ok = ok && c.labels[i];
+	v = ok ? realloc(f->defs, (f->ndefs + 1) * sizeof(*v)) : NULL;
+	if (v)
+		f->defs = v;
+	u = v ? realloc(f->def_uids, (f->ndefs + 1) * sizeof(*u)) : NULL;
+	if (!u) {
+		def_free(&c);
+		return false;
+	}
+	f->def_uids = u;
+	f->defs[f->ndefs] = c;
+	f->def_uids[f->ndefs++] = uid;
+	return true;
 }
 
 static uint64_t fnv(const char *p, size_t n)
@@ -198,7 +242,7 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 	for (i = 0; i < f->ndefs; i++) {
 		const struct blamer_snap_metric_def *d = &f->defs[i];
 
-		put(o, "def", 3);
+		putf(o, "def %" PRIu32, f->def_uids[i]);
 		put_str(o, d->name);
 		putf(o, " %u %u %u %u %u", d->kind, d->base, d->gauge_mode, d->flags, d->nlabels);
 		for (k = 0; k < d->nlabels; k++)
@@ -335,6 +379,7 @@ fail:
 struct in {
 	char *line;		/* the current line, cut into words as read */
 	unsigned no;		/* its number */
+	unsigned version;	/* of the state: 1 or 2 */
 	const char *why;	/* the first thing wrong */
 };
 
@@ -478,7 +523,13 @@ static bool read_def(struct blamer_fleet *f, struct in *in)
 	uint32_t i;
 
 	GROW(f->defs, f->ndefs);
+	GROW(f->def_uids, f->ndefs);
 	d = &f->defs[f->ndefs++];
+	f->def_uids[f->ndefs - 1] = NO_UID;
+	if (in->version > 1 && (!u32_of(in, NO_UID - 1, &f->def_uids[f->ndefs - 1]))) {
+		in->why = in->why ? in->why : "a bad uid";
+		return false;
+	}
 	name = str_of(in, BLAMER_METRIC_NAME_MAX);
 	if (!name)
 		return false;
@@ -538,6 +589,10 @@ static bool read_series(struct blamer_fleet *f, struct in *in)
 	d = &f->defs[x->def];
 	if (!u32_of(in, UINT32_MAX, &x->uid) || !nodes_of(in, &x->depth, x->nodes))
 		return false;
+	if (in->version > 1 && f->def_uids[x->def] != x->uid) {
+		in->why = "a series of another uid's definition";
+		return false;
+	}
 	for (i = 0; i < d->nlabels; i++)
 		if (!(x->values[i] = str_of(in, BLAMER_METRIC_VALUES_MAX * 3)))
 			return false;
@@ -761,8 +816,12 @@ static int path_key_cmp(const void *a, const void *b, void *arg)
 static int def_key_cmp(const void *a, const void *b, void *arg)
 {
 	const struct blamer_fleet *f = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(f->defs[x].name, f->defs[y].name);
 
-	return strcmp(f->defs[*(const size_t *)a].name, f->defs[*(const size_t *)b].name);
+	if (c)
+		return c;
+	return (f->def_uids[x] > f->def_uids[y]) - (f->def_uids[x] < f->def_uids[y]);
 }
 
 static int drop_key_cmp(const void *a, const void *b, void *arg)
@@ -807,7 +866,7 @@ static const char *duplicates(const struct blamer_fleet *f)
 	};
 	const size_t n[] = { f->ndefs, f->nseries, f->npaths, f->ndrops };
 	static const char *const what[] = {
-		"a metric defined twice", "a series listed twice", "a path listed twice",
+		"a metric defined twice for a uid", "a series listed twice", "a path listed twice",
 		"a drop reason listed twice",
 	};
 	size_t i;
@@ -826,6 +885,50 @@ static const char *duplicates(const struct blamer_fleet *f)
 		if (r)
 			return what[i];
 	}
+	return NULL;
+}
+
+/*
+ * A version 1 state's definitions made per uid: each series' definition
+ * becomes its uid's (a copy if another uid's series took it first), and
+ * one no series uses is dropped (it would say no uid). NULL, or why not.
+ */
+static const char *defs_per_uid(struct blamer_fleet *f)
+{
+	size_t i, j, n = f->ndefs, k;
+	uint32_t *to;
+
+	for (i = 0; i < f->nseries; i++) {
+		struct fl_series *x = &f->series[i];
+
+		if (f->def_uids[x->def] == NO_UID)
+			f->def_uids[x->def] = x->uid;
+		if (f->def_uids[x->def] == x->uid)
+			continue;
+		/* another uid's: its copy for this one, made once */
+		for (j = n; j < f->ndefs && !(f->def_uids[j] == x->uid &&
+					      !strcmp(f->defs[j].name, f->defs[x->def].name)); j++)
+			;
+		if (j == f->ndefs && !fl_def_add(f, &f->defs[x->def], x->uid))
+			return "out of memory";
+		x->def = (uint32_t)j;
+	}
+	to = malloc((f->ndefs + 1) * sizeof(*to));
+	if (!to)
+		return "out of memory";
+	for (i = 0, k = 0; i < f->ndefs; i++) {
+		if (f->def_uids[i] == NO_UID) {
+			def_free(&f->defs[i]);
+			continue;
+		}
+		to[i] = (uint32_t)k;
+		f->def_uids[k] = f->def_uids[i];
+		f->defs[k++] = f->defs[i];
+	}
+	f->ndefs = k;
+	for (i = 0; i < f->nseries; i++)
+		f->series[i].def = to[f->series[i].def];
+	free(to);
 	return NULL;
 }
 
@@ -898,8 +1001,9 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		in.no++;
 		in.why = NULL;
 		if (in.no == 1) {
-			if (strcmp(p, STATE_MAGIC)) {
-				in.why = "not a blamer fold state (version 1)";
+			in.version = !strcmp(p, STATE_MAGIC) ? 2 : !strcmp(p, STATE_MAGIC_1) ? 1 : 0;
+			if (!in.version) {
+				in.why = "not a blamer fold state (version 1 or 2)";
 				break;
 			}
 			continue;
@@ -912,7 +1016,9 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		}
 	}
 	if (!in.why && !in.no)
-		in.why = "not a blamer fold state (version 1)";
+		in.why = "not a blamer fold state (version 1 or 2)";
+	if (!in.why && in.version == 1)
+		in.why = defs_per_uid(f);
 	if (!in.why && in.no != nlines)
 		in.why = "the count of lines does not match";
 	if (!in.why) {

@@ -227,6 +227,18 @@ struct pm_names {
  * family is not written: it would make the scrape invalid). */
 bool pm_claim(struct pm_names *n, const struct blamer_snap_metric_def *d);
 void pm_names_free(struct pm_names *n);
+/* A family to write: its definition (its least uid's) and that uid. */
+struct pm_run {
+	const struct blamer_snap_metric_def *def;
+	uint32_t uid;
+	bool ok;		/* claimed: written */
+};
+/* Claims the families of @runs by their least uid first (then in their
+ * order), so that where two families' sample names meet (a counter foo's
+ * foo_total and a gauge foo_total, or foo itself) the lesser uid's is the
+ * one written, whatever the names' order; sets each run's ok. False out
+ * of memory (none written). */
+bool pm_claim_runs(struct pm_names *n, struct pm_run *runs, size_t nruns);
 /* The family name of @d: a counter's ends in _total. */
 void pm_family_name(const struct blamer_snap_metric_def *d, char *buf, size_t len);
 /* A double exactly: the shortest decimal that reads back as it. */

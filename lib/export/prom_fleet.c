@@ -77,19 +77,23 @@ static int agg_cmp(const void *a, const void *b)
 	       (x->proc->start_time_ns < y->proc->start_time_ns);
 }
 
-/* The snapshot's definition of @name (the reader's choice), or NULL. */
+/* The snapshot's definition of @name for @uid (the reader's choice), or
+ * NULL. */
 static const struct blamer_snap_metric_def *live_def(const struct blamer_snapshot *s,
-						     const char *name)
+						     const char *name, uint32_t uid)
 {
 	size_t lo = 0, hi = s->nseries;
 
-	/* series are ordered by name first */
+	/* series are ordered by name, then uid */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->series[mid].def->name, name);
+		const struct blamer_snap_series *x = &s->series[mid];
+		int c = strcmp(x->def->name, name);
 
 		if (!c)
-			return s->series[mid].def;
+			c = (x->uid > uid) - (x->uid < uid);
+		if (!c)
+			return x->def;
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -146,8 +150,9 @@ static double agg_value(const struct agg *x)
 static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *s,
 			  struct exp *e, struct prom_out *o, size_t *conflicts)
 {
-	size_t nrem = f ? f->nseries : 0, i, j, n = 0, nlive;
+	size_t nrem = f ? f->nseries : 0, i, j, n = 0, nlive, nruns, r;
 	struct pm_names names = { 0 };
+	struct pm_run *runs;
 	struct agg *v = malloc((s->nseries + nrem + 1) * sizeof(*v));
 	uint64_t *sum = NULL;
 	char extra[64];
@@ -170,7 +175,8 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 	 * nlive), or after them */
 	for (i = 0, nlive = n; i < nrem; i++) {
 		const struct fl_series *r = &f->series[i];
-		const struct blamer_snap_metric_def *d = &f->defs[r->def], *ld = live_def(s, d->name);
+		const struct blamer_snap_metric_def *d = &f->defs[r->def];
+		const struct blamer_snap_metric_def *ld = live_def(s, d->name, r->uid);
 		struct agg key = { .def = d, .uid = r->uid, .values = r->values, .depth = r->depth,
 				   .nodes = r->nodes, .rem = r }, *hit;
 
@@ -189,8 +195,19 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		v[n++] = key;
 	}
 	qsort(v, n, sizeof(*v), agg_cmp);
-	for (i = 0; i < n; i = j) {
-		bool ok = pm_claim(&names, v[i].def);
+	/* each family's first series is its least uid's */
+	runs = malloc((n + 1) * sizeof(*runs));
+	for (i = 0, nruns = 0; runs && i < n; i = j, nruns++) {
+		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++)
+			;
+		runs[nruns] = (struct pm_run){ .def = v[i].def, .uid = v[i].uid };
+	}
+	if (!runs || !pm_claim_runs(&names, runs, nruns)) {
+		o->oom = true;
+		n = 0;
+	}
+	for (i = 0, r = 0; i < n; i = j, r++) {
+		bool ok = runs[r].ok;
 
 		if (ok)
 			pm_family(o, v[i].def);
@@ -205,11 +222,15 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 
 			if (!ok)
 				continue;
-			/* one family name, two metrics (a counter foo's
-			 * foo_total and a gauge foo_total): the one claimed
-			 * keeps it; the other's series under its TYPE would
-			 * be duplicate samples of another kind */
-			if (x->def != v[i].def && fl_def_cmp(x->def, v[i].def)) {
+			/* A family is claimed by its least uid's metric (a
+			 * system service's before a login user's, and one
+			 * user's processes cannot take it from another by
+			 * number). Other uids' series of that metric join it
+			 * whatever their labels or buckets (each uid's own
+			 * definition); a series of another kind, or of another
+			 * name (a counter foo's foo_total, a gauge foo_total),
+			 * would be samples of the wrong TYPE: left out. */
+			if (x->def->kind != v[i].def->kind || strcmp(x->def->name, v[i].def->name)) {
 				(*conflicts)++;
 				continue;
 			}
@@ -236,6 +257,7 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 	}
 	free(sum);
 	pm_names_free(&names);
+	free(runs);
 	free(v);
 }
 

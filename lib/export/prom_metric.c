@@ -129,6 +129,35 @@ bool pm_claim(struct pm_names *n, const struct blamer_snap_metric_def *d)
 	return true;
 }
 
+static int run_order(const void *a, const void *b)
+{
+	const struct pm_run *x = *(const struct pm_run *const *)a;
+	const struct pm_run *y = *(const struct pm_run *const *)b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+bool pm_claim_runs(struct pm_names *n, struct pm_run *runs, size_t nruns)
+{
+	struct pm_run **by = malloc((nruns + 1) * sizeof(*by));
+	size_t i;
+
+	for (i = 0; i < nruns; i++)
+		runs[i].ok = false;
+	if (!by)
+		return false;
+	for (i = 0; i < nruns; i++)
+		by[i] = &runs[i];
+	if (nruns)
+		qsort(by, nruns, sizeof(*by), run_order);
+	for (i = 0; i < nruns; i++)
+		by[i]->ok = pm_claim(n, by[i]->def);
+	free(by);
+	return true;
+}
+
 /* ---- families and series ---- */
 
 void pm_family(struct prom_out *o, const struct blamer_snap_metric_def *d)
@@ -291,7 +320,8 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 {
 	struct pm_item *v;
 	struct pm_names taken_names = { 0 };
-	size_t i, j, n = 0;
+	struct pm_run *runs;
+	size_t i, j, n = 0, nruns, r;
 	char key[128];
 
 	for (i = 0; i < e->nprocs; i++)
@@ -315,11 +345,27 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 		}
 	}
 	qsort(v, n, sizeof(*v), item_cmp);
-	for (i = 0; i < n; i = j) {
-		bool ok = pm_claim(&taken_names, v[i].m->def);
+	/* each family's definition: its least uid's, as the service view's
+	 * (prom_fleet.c) */
+	runs = malloc((n + 1) * sizeof(*runs));
+	for (i = 0, nruns = 0; runs && i < n; i = j, nruns++) {
+		size_t c = i;
+
+		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++)
+			if (v[j].p->uid < v[c].p->uid)
+				c = j;
+		runs[nruns] = (struct pm_run){ .def = v[c].m->def, .uid = v[c].p->uid };
+	}
+	if (!runs || !pm_claim_runs(&taken_names, runs, nruns)) {
+		o->oom = true;
+		n = 0;
+	}
+	for (i = 0, r = 0; i < n; i = j, r++) {
+		const struct blamer_snap_metric_def *own = runs[r].def;
+		bool ok = runs[r].ok;
 
 		if (ok)
-			pm_family(o, v[i].m->def);
+			pm_family(o, own);
 		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
 			const struct blamer_snap_metric *m = v[j].m;
 			const struct blamer_snap_process *p = v[j].p;
@@ -328,13 +374,15 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 					       .buckets = m->buckets, .extra = key,
 					       .guard = guards ? &guards[v[j].pi] : NULL };
 
-			/* one definition a family: a process that differs (the
-			 * reader marked it a conflict) was left out above, and
-			 * another metric whose family name is the same (a
-			 * counter foo's foo_total, a gauge foo_total) is left
-			 * out here: its samples would be of the claimed TYPE */
+			/* one metric a family: a process that defines it
+			 * otherwise than its uid's others (the reader marked it
+			 * a conflict) was left out above; another uid's of
+			 * another kind, or another metric whose family name is
+			 * the same (a counter foo's foo_total, a gauge
+			 * foo_total), is left out here: its samples would be of
+			 * the claimed TYPE */
 			if (!ok || (j > i && item_cmp(&v[j - 1], &v[j]) == 0) ||
-			    strcmp(m->def->name, v[i].m->def->name))
+			    strcmp(m->def->name, own->name) || m->def->kind != own->kind)
 				continue;
 			snprintf(key, sizeof(key),
 				 "pid=\"%" PRId32 "\",start_time_ns=\"%" PRIu64 "\",heap=\"%" PRIx64
@@ -344,5 +392,6 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 		}
 	}
 	pm_names_free(&taken_names);
+	free(runs);
 	free(v);
 }

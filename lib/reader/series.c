@@ -3,12 +3,15 @@
  * The service view of a snapshot: each metric's series merged over the
  * processes (live and dead), per uid, and the processes by role.
  *
- * One definition per name: the one most processes give (then the least,
- * so every reader picks the same whatever order heaps come in); a
- * process whose heap defines the name otherwise is left out of the merge
- * and counted (a counter summed with a gauge, or histograms with other
- * buckets, would be wrong numbers). Help text does not count: it is
- * shown, not merged.
+ * One definition per name and uid: the one most of that uid's processes
+ * give (then the least, so every reader picks the same whatever order
+ * heaps come in); a process whose heap defines the name otherwise is left
+ * out of the merge and counted (a counter summed with a gauge, or
+ * histograms with other buckets, would be wrong numbers). Per uid, so
+ * that another user's processes, however many, never outvote a user's
+ * own definition and make its series a conflict (two services of two
+ * users that name a metric alike, by accident or not). Help text does
+ * not count: it is shown, not merged.
  *
  * Series are merged by (name, uid, label values, path): counters and
  * histogram sums exactly (lib/format/metric.h), bucket counts as
@@ -110,8 +113,8 @@ static uint64_t def_hash(uint64_t seed, const struct blamer_snap_metric_def *d)
 }
 
 /*
- * The distinct definitions of a snapshot (equal by def_cmp()), each with
- * the processes that give it, and for each process's definitions which
+ * The distinct definitions of a snapshot (equal by def_cmp(), per uid),
+ * each with the processes that give it, and for each process's definitions which
  * one it is: a definition is compared with the others once per process,
  * not once per series (1,000 workers of 13 series were 13,000 searches
  * and compares of names, labels and bounds per scrape).
@@ -121,7 +124,8 @@ struct def_class {
 	size_t procs;		/* processes that give it (each once) */
 	size_t last;		/* the last of them + 1 */
 	size_t was;		/* its index before the sort */
-	const struct blamer_snap_metric_def *win;	/* its name's winner */
+	uint32_t uid;		/* of its processes */
+	const struct blamer_snap_metric_def *win;	/* its name and uid's winner */
 };
 
 struct defs {
@@ -142,15 +146,25 @@ static void defs_free(struct defs *ds)
 	free(ds->at);
 }
 
+/* By name, uid, then the rest of the definition: each (name, uid)'s
+ * definitions in a run. */
 static int class_cmp(const void *a, const void *b)
 {
-	return def_cmp(((const struct def_class *)a)->def, ((const struct def_class *)b)->def);
+	const struct def_class *x = a, *y = b;
+	int c = strcmp(x->def->name, y->def->name);
+
+	if (c)
+		return c;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return def_cmp(x->def, y->def);
 }
 
 /*
- * Each name's definition: the one most processes give, the least of
- * those (def_cmp()) if several are; its last process's copy (help is
- * shown from it, as before this table). False out of memory.
+ * Each (name, uid)'s definition: the one most of the uid's processes
+ * give, the least of those (def_cmp()) if several are; its last
+ * process's copy (help is shown from it, as before this table). False
+ * out of memory.
  */
 static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64_t seed)
 {
@@ -171,20 +185,23 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 		return false;
 	ds->mask = cap - 1;
 	for (i = 0, n = 0; i < s->nprocs; i++) {
+		uint32_t uid = s->procs[i].uid;
+
 		ds->at[i] = n;
 		for (j = 0; j < s->procs[i].nmetric_defs; j++, n++) {
 			const struct blamer_snap_metric_def *d = &s->procs[i].metric_defs[j];
 			struct def_class *x = NULL;
 
-			for (at = def_hash(seed, d) & ds->mask; ds->slot[at]; at = (at + 1) & ds->mask) {
+			for (at = mix(def_hash(seed, d), uid) & ds->mask; ds->slot[at];
+			     at = (at + 1) & ds->mask) {
 				x = &ds->c[ds->slot[at] - 1];
-				if (!def_cmp(x->def, d))
+				if (x->uid == uid && !def_cmp(x->def, d))
 					break;
 				x = NULL;
 			}
 			if (!x) {
 				x = &ds->c[ds->n];
-				*x = (struct def_class){ .def = d };
+				*x = (struct def_class){ .def = d, .uid = uid };
 				ds->slot[at] = (uint32_t)++ds->n;
 			}
 			/* a process counts once per definition (a hostile heap
@@ -197,7 +214,7 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 			ds->of[n] = (uint32_t)(x - ds->c);
 		}
 	}
-	/* the classes in def_cmp() order (names first): each name's run */
+	/* the classes in class_cmp() order: each (name, uid)'s run */
 	for (k = 0; k < ds->n; k++)
 		ds->c[k].was = k;
 	if (ds->n)
@@ -207,7 +224,8 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 		return false;
 	for (k = 0; k < ds->n; k = j) {
 		best = k;
-		for (j = k + 1; j < ds->n && !strcmp(ds->c[j].def->name, ds->c[k].def->name); j++)
+		for (j = k + 1; j < ds->n && ds->c[j].uid == ds->c[k].uid &&
+		     !strcmp(ds->c[j].def->name, ds->c[k].def->name); j++)
 			if (ds->c[j].procs > ds->c[best].procs)
 				best = j;	/* the first (least) of the most used */
 		for (i = k; i < j; i++)
@@ -224,8 +242,8 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 	return true;
 }
 
-/* The winner of @m's name if @m's definition is it, else NULL (a
- * conflict: another definition of the name won). */
+/* The winner of @m's name (for @p's uid) if @m's definition is it, else
+ * NULL (a conflict: another definition of the name won). */
 static const struct blamer_snap_metric_def *winner_for(const struct defs *ds, size_t proc,
 						       const struct blamer_snap_process *p,
 						       const struct blamer_snap_metric *m)

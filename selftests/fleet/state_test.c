@@ -48,16 +48,16 @@ static void write_state(const char *path, const char *body, size_t len)
 }
 
 static const char good[] =
-	"blamer-fold 1\n"
+	"blamer-fold 2\n"
 	"generation 3\n"
 	"folded 7\n"
 	"source s:/dev/shm/blamer-1000\n"
 	"node 1f s:server\n"
 	"node 2a s:GET%20/hello\n"
 	"unit 1000 0 s:requests\n"
-	"def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n"
-	"def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n"
-	"def s:depth 2 0 5 0 0 0 s:\n"
+	"def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n"
+	"def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n"
+	"def 1000 s:depth 2 0 5 0 0 0 s:\n"
 	"series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n"
 	"series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n"
 	"series 2 1000 0 0 0x1.8p+1 0 0\n"
@@ -156,6 +156,132 @@ TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
 	blamer_fleet_close(f);
 }
 
+/* @path's bytes (a state is small), NULL-terminated; NULL if unread. */
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *fp = fopen(path, "r");
+	size_t n;
+
+	if (!fp)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * Version 1 had one definition per name for every uid: read, each
+ * becomes its series' uids' own (a copy each), one no series uses goes,
+ * and the exposition is the same before and after the state is written
+ * again as version 2.
+ */
+TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
+{
+	static const char v1[] =
+		"blamer-fold 1\n"
+		"generation 1\n"
+		"folded 2\n"
+		"def s:reqs 1 0 0 0 1 s:route 0 s:Requests.\n"
+		"def s:unused 1 0 0 0 0 0 s:\n"
+		"def s:depth 2 0 5 0 0 0 s:\n"
+		"series 0 1000 0 s:/a 1 0x1p+1 0x0p+0 0 0\n"
+		"series 0 1001 0 s:/b 1 0x1p+2 0x0p+0 0 0\n"
+		"series 2 1001 0 0 0x1.8p+1 0 0\n"
+		"series 0 1001 0 s:/c 1 0x1p+3 0x0p+0 0 0\n"
+		"heap 123 456 abc def 789\n";	/* gone: the fold writes the state */
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], *before, *after, *file;
+
+	write_state(self->path, v1, strlen(v1));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	before = text_of(f);
+	ASSERT_NE(NULL, before);
+	EXPECT_NE(NULL, strstr(before, "reqs_total{route=\"/a\",uid=\"1000\"} 2\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "reqs_total{route=\"/b\",uid=\"1001\"} 4\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "reqs_total{route=\"/c\",uid=\"1001\"} 8\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "depth{uid=\"1001\"} 3\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "blamer_metric_conflicts 0\n")) TH_LOG("%s", before);
+	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));
+	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	file = slurp(self->path);
+	ASSERT_NE(NULL, file);
+	EXPECT_EQ(0, strncmp(file, "blamer-fold 2\n", 14)) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\ndef 1000 s:reqs ")) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\ndef 1001 s:reqs ")) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\ndef 1001 s:depth ")) TH_LOG("%s", file);
+	EXPECT_EQ(NULL, strstr(file, "s:unused")) TH_LOG("%s", file);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	after = text_of(f);
+	ASSERT_NE(NULL, after);
+	EXPECT_STREQ(before, after);
+	free(before);
+	free(after);
+	blamer_fleet_close(f);
+}
+
+/*
+ * A name is defined per uid: two users' services may give one name other
+ * labels (both written, in one family), and where two uids' metrics of
+ * one name are of other kinds, the least uid's family is written and the
+ * other counted as a conflict, whichever family name sorts first and
+ * however many series the other has.
+ */
+TEST_F(st, a_name_is_defined_per_uid_and_the_least_uid_keeps_its_family)
+{
+	static const char fmt[] =
+		"blamer-fold 2\n"
+		"generation 1\n"
+		"folded 3\n"
+		"def 1000 s:reqs 1 0 0 0 1 s:route 0 s:Requests.\n"
+		"def %u s:reqs 2 0 5 0 0 0 s:Depth.\n"
+		"def 1002 s:reqs 1 0 0 0 1 s:code 0 s:Requests%%20by%%20code.\n"
+		"series 0 1000 0 s:/a 1 0x1p+1 0x0p+0 0 0\n"
+		"series 1 %u 0 0 0x1p+2 0 0\n"
+		"series 2 1002 0 s:200 1 0x1p+3 0x0p+0 0 0\n"
+		"series 2 1002 0 s:500 1 0x1p+0 0x0p+0 0 0\n";
+	struct blamer_fleet *f;
+	char body[1024], err[256], *text;
+	int n;
+
+	/* the gauge's uid after the counters': theirs is the family */
+	n = snprintf(body, sizeof(body), fmt, 1001u, 1001u);
+	write_state(self->path, body, (size_t)n);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	text = text_of(f);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "# TYPE reqs_total counter\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs_total{route=\"/a\",uid=\"1000\"} 2\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs_total{code=\"200\",uid=\"1002\"} 8\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs_total{code=\"500\",uid=\"1002\"} 1\n")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "reqs{")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "# TYPE reqs gauge")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 1\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+	/* the gauge's uid least: its family, though "reqs" sorts before
+	 * "reqs_total" either way */
+	n = snprintf(body, sizeof(body), fmt, 999u, 999u);
+	write_state(self->path, body, (size_t)n);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	text = text_of(f);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "# TYPE reqs gauge\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs{uid=\"999\"} 4\n")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "reqs_total")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "blamer_metric_conflicts 0\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+}
+
 TEST_F(st, every_wrong_field_is_refused)
 {
 	/* each replaces one line of the good state */
@@ -172,8 +298,18 @@ TEST_F(st, every_wrong_field_is_refused)
 		{ "source s:/dev/shm/blamer-1000\n",
 		  "source s:/dev/shm/blamer-1000\nsource s:/dev/shm/blamer-0\n" },
 		{ "source s:/dev/shm/blamer-1000\n", "source /dev/shm/blamer-1000\n" },
-		{ "blamer-fold 1\n", "blamer-fold 2\n" },
-		{ "blamer-fold 1\n", "" },
+		{ "blamer-fold 2\n", "blamer-fold 3\n" },
+		{ "blamer-fold 2\n", "" },
+		/* version 1's definitions in a version 2 state */
+		{ "blamer-fold 2\n", "blamer-fold 1\n" },
+		/* a definition's uid: missing, not a uid, twice for one uid;
+		 * a series of another uid's definition */
+		{ "def 1000 s:depth 2 0 5 0 0 0 s:\n", "def s:depth 2 0 5 0 0 0 s:\n" },
+		{ "def 1000 s:depth 2 0 5 0 0 0 s:\n", "def 4294967295 s:depth 2 0 5 0 0 0 s:\n" },
+		{ "def 1000 s:depth 2 0 5 0 0 0 s:\n", "def -1 s:depth 2 0 5 0 0 0 s:\n" },
+		{ "def 1000 s:depth 2 0 5 0 0 0 s:\n",
+		  "def 1000 s:depth 2 0 5 0 0 0 s:\ndef 1000 s:depth 2 0 4 0 0 0 s:\n" },
+		{ "series 2 1000 0 0 0x1.8p+1 0 0\n", "series 2 1001 0 0 0x1.8p+1 0 0\n" },
 		{ "generation 3\n", "generation -3\n" },
 		{ "generation 3\n", "generation 3 4\n" },
 		{ "generation 3\n", "generation\n" },
@@ -189,30 +325,30 @@ TEST_F(st, every_wrong_field_is_refused)
 		{ "unit 1000 0 s:requests\n", "unit 999 0 s:requests\n" },
 		{ "unit 1000 0 s:requests\n", "unit 1000 3 s:requests\n" },
 		{ "unit 1000 0 s:requests\n", "unit 1000 0 s:Req-uests\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 4 0 0 0 2 s:route s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 1 0 1 0 2 s:route s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 1 0 0 0 9 s:route s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 1 0 0 0 2 s:route s:code\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:re-qs 1 0 0 0 2 s:route s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 1 0 0 0 2 s:rou:te s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:lat 1 0 0 0 2 s:route s:code 0 s:x\n" },
-		{ "def s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
-		  "def s:reqs 1 0 0 0 2 s:route s:code 2 0x1p+0 inf s:x\n" },
-		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
-		  "def s:lat 3 1 0 0 1 s:route 3 0x1p+0 0x1p-2 inf s:\n" },
-		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
-		  "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 0x1p+2 s:\n" },
-		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
-		  "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 nan inf s:\n" },
-		{ "def s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
-		  "def s:lat 3 1 0 0 1 s:route 999 0x1p-2 0x1p+0 inf s:\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 4 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 1 0 1 0 2 s:route s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 1 0 0 0 9 s:route s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 1 0 0 0 2 s:route s:code\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:re-qs 1 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 1 0 0 0 2 s:rou:te s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:lat 1 0 0 0 2 s:route s:code 0 s:x\n" },
+		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
+		  "def 1000 s:reqs 1 0 0 0 2 s:route s:code 2 0x1p+0 inf s:x\n" },
+		{ "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p+0 0x1p-2 inf s:\n" },
+		{ "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 0x1p+2 s:\n" },
+		{ "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 nan inf s:\n" },
+		{ "def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n",
+		  "def 1000 s:lat 3 1 0 0 1 s:route 999 0x1p-2 0x1p+0 inf s:\n" },
 		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
 		  "series 3 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n" },
 		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
@@ -256,6 +392,7 @@ TEST_F(st, every_wrong_field_is_refused)
 	/* an empty file, and one of only an end line */
 	ASSERT_EQ(0, try_open(self->path, "", 0, err, sizeof(err)));
 	unlink(self->path);
+	ASSERT_EQ(1, try_open(self->path, "blamer-fold 2\n", 14, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(1, try_open(self->path, "blamer-fold 1\n", 14, err, sizeof(err))) TH_LOG("%s", err);
 }
 

@@ -360,4 +360,87 @@ TEST(definitions_told_apart_counted_once_ties_to_the_least)
 	ASSERT_EQ(0, system(cmd));
 }
 
+static bool keep_all(const struct blamer_snap_process *p, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return true;
+}
+
+/*
+ * A name has a definition per uid: three processes of uid 1002 that
+ * define "reqs" as a gauge do not outvote the two of uid 1001 that define
+ * it as a counter (their series were all conflicts before); each uid's
+ * series merge under its own. The per-process exposition then writes the
+ * least uid's family (the counters) and leaves the gauges out, whatever
+ * the number of processes or their pids. (The dir backend reads one
+ * owner's files: the uids are set in the snapshot and its views made
+ * again, as blamer_snapshot_filter() does.)
+ */
+TEST(definitions_are_chosen_per_uid)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[5];
+	char dir[] = "/tmp/blamer-uids-XXXXXX", e[256], cmd[128], *text = NULL;
+	size_t len = 0, cap = 0, i, counters = 0, gauges = 0;
+	blamer_ref d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < 5; i++) {
+		fx_init(&h[i], 1, 16384, 3999301 + i, 1 + i);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		if (i < 2)
+			d = fx_metric_def(&h[i], "reqs", BLAMER_METRIC_COUNTER, 0, "route", 1, NULL, 0);
+		else
+			d = fx_metric_def(&h[i], "reqs", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_SUM,
+					  "route", 1, NULL, 0);
+		fx_metric(&h[i], d, "/a", 3, 1 + (double)i, NULL);
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999301 + i, 1 + i));
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(5, s->nprocs);
+	/* one owner here: the gauges (three processes) win, as before */
+	EXPECT_EQ(2, s->metric_conflicts);
+	for (i = 0; i < 5; i++)
+		s->procs[i].uid = s->procs[i].pid < 3999303 ? 1001 : 1002;
+	ASSERT_EQ(5, blamer_snapshot_filter(s, keep_all, NULL));
+	EXPECT_EQ(0, s->metric_conflicts);
+	ASSERT_EQ(2, s->nseries);
+	for (i = 0; i < s->nseries; i++) {
+		x = &s->series[i];
+		if (x->uid == 1001) {
+			EXPECT_EQ(BLAMER_METRIC_COUNTER, x->def->kind);
+			EXPECT_EQ(1 + 2, x->value);
+			EXPECT_EQ(2, x->nprocs);
+			counters++;
+		} else {
+			EXPECT_EQ(1002, x->uid);
+			EXPECT_EQ(BLAMER_METRIC_GAUGE, x->def->kind);
+			EXPECT_EQ(3 + 4 + 5, x->value);
+			EXPECT_EQ(3, x->nprocs);
+			gauges++;
+		}
+	}
+	EXPECT_EQ(1, counters);
+	EXPECT_EQ(1, gauges);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "# TYPE reqs_total counter\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs_total{route=\"/a\",pid=\"3999301\"")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "reqs_total{route=\"/a\",pid=\"3999302\"")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "reqs{")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < 5; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
