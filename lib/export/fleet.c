@@ -15,7 +15,8 @@
  * commit, never before. On a restart the state says which heaps it
  * holds: those still present are skipped (their values are in the
  * remainder), and a heap whose fold was not committed is folded again.
- * Identities of heaps gone are dropped at the next commit.
+ * Identities of heaps gone are dropped at the next commit, but for the
+ * kept ones (still_listed()).
  *
  * Values are added exactly (blamer_exact_sum_*()): a counter's remainder
  * plus the live processes' parts is the same number however the parts
@@ -597,6 +598,55 @@ static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 	free(v);
 }
 
+static int ident_dead_desc(const void *a, const void *b)
+{
+	const struct fl_ident *x = *(const struct fl_ident *const *)a;
+	const struct fl_ident *y = *(const struct fl_ident *const *)b;
+
+	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
+}
+
+/*
+ * The listed heaps that stay listed, into @out (*n of them): those still
+ * present in @s, and of those not seen, the @keep seen dead last. The
+ * others are gone: released by a fold (all but the kept ones are), or
+ * by retention or eviction. A kept heap the reader missed once (a read
+ * that failed, a file moved away and back) is not released by the fold,
+ * so it comes back: had its identity been dropped, the next fold would
+ * have counted it twice. False out of memory.
+ */
+static bool still_listed(const struct blamer_fleet *f, const struct blamer_snapshot *s,
+			 unsigned keep, struct fl_ident *out, size_t *n)
+{
+	const struct fl_ident **by = malloc((f->nidents + 1) * sizeof(*by));
+	bool *seen = calloc(f->nidents + 1, sizeof(*seen));
+	size_t i;
+
+	if (!by || !seen) {
+		free(by);
+		free(seen);
+		return false;
+	}
+	for (i = 0; i < s->nprocs; i++) {
+		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
+
+		if (x)
+			seen[x - f->idents] = true;
+	}
+	for (i = 0; i < f->nidents; i++)
+		by[i] = &f->idents[i];
+	if (f->nidents)
+		qsort(by, f->nidents, sizeof(*by), ident_dead_desc);
+	for (i = 0; i < keep && i < f->nidents; i++)
+		seen[by[i] - f->idents] = true;
+	for (i = 0, *n = 0; i < f->nidents; i++)
+		if (seen[i])
+			out[(*n)++] = f->idents[i];
+	free(by);
+	free(seen);
+	return true;
+}
+
 int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct blamer_snapshot *s,
 		      unsigned keep, char *err, size_t errlen)
 {
@@ -614,7 +664,8 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	}
 	/* A state folds the heaps of one source: the heaps it has folded
 	 * and keeps (--keep-dead) are listed by identity, and an identity
-	 * not seen in a snapshot is dropped, so a fold of another
+	 * not seen in a snapshot is dropped (but the kept ones), so a fold
+	 * of another
 	 * directory's heaps into it, and then of the first's again, counted
 	 * the kept heaps twice. The source is recorded at the first fold. */
 	src = r ? blamer_reader_source(r) : NULL;
@@ -626,15 +677,8 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	if (!f->source && src && !(f->source = strdup(src)))
 		goto oom;
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
-	if (!present)
+	if (!present || !still_listed(f, s, keep, present, &npresent))
 		goto oom;
-	/* the listed heaps still present stay listed; the others are gone */
-	for (i = 0; i < s->nprocs; i++) {
-		struct fl_ident id = fl_ident_of(&s->procs[i]), *x = ident_find(f, &id);
-
-		if (x)
-			present[npresent++] = *x;
-	}
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 		struct fl_ident id = fl_ident_of(p);
