@@ -7,6 +7,7 @@ in gunicorn.conf.py, the server's configuration.
 Routes: / and /users answer; /crash kills its worker (SIGKILL) inside
 its activity, as a crash would; /pid says which worker answered.
 """
+import logging
 import os
 import signal
 import time
@@ -66,5 +67,9 @@ def pid():
 @app.route("/crash")
 def crash():
     blamer.log("about to crash on %s" % request.path)
+    # in gunicorn's log, under this worker's pid: the test counts the
+    # workers that died (a worker may log "Autorestarting" for its last
+    # request, then die of that request: one death, not two)
+    logging.getLogger("gunicorn.error").warning("Crashing on purpose on %s", request.path)
     os.kill(os.getpid(), signal.SIGKILL)
     return "unreachable\n"
