@@ -98,13 +98,10 @@ CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),
 # prerequisites are built first, through the slots (the suites' own
 # targets with BLAMER_SUITE_BUILD_ONLY=1, so the list is the suites'
 # rules, not a copy): the lanes are two makes, which must never build
-# one file at once. Not python-gunicorn: in the lane it runs at the start,
-# beside both debug kernels' guests, and one run of five there saw a dead
-# worker's heap unfolded after its 30 s wait (13 of 14; every run in the
-# slots, at the end, and alone has passed).
+# one file at once.
 CHECK_QUIET := fleet-prometheus prometheus-server prometheus cli-top cli-completion \
 	reader-interop reader-amplify reader-unit reader-trust python-unit \
-	systemd-unit prefork check-plumbing docs
+	python-gunicorn systemd-unit prefork check-plumbing docs
 CHECK_QUIET_JOBS ?= 2
 CHECK_QUIET_RUN = $(filter $(CHECK_QUIET),$(CHECK_RUN))
 # The debug kernels' suites (kernel-*-debug: built or found in the cache)
