@@ -888,31 +888,57 @@ static const char *duplicates(const struct blamer_fleet *f)
 	return NULL;
 }
 
+static int def_uid_order(const void *a, const void *b, void *arg)
+{
+	const struct blamer_fleet *f = arg;
+	const struct fl_series *x = &f->series[*(const size_t *)a];
+	const struct fl_series *y = &f->series[*(const size_t *)b];
+
+	if (x->def != y->def)
+		return x->def < y->def ? -1 : 1;
+	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
 /*
- * A version 1 state's definitions made per uid: each series' definition
- * becomes its uid's (a copy if another uid's series took it first), and
- * one no series uses is dropped (it would say no uid). NULL, or why not.
+ * A version 1 state's definitions made per uid: a definition's series of
+ * its first uid keep it, each other uid's get a copy of it (of the very
+ * definition they name: a state may name one twice), and one no series
+ * uses is dropped (it would say no uid). Sorted, not searched: a state
+ * is read as untrusted input, and a search per series was quadratic.
+ * NULL, or why not.
  */
 static const char *defs_per_uid(struct blamer_fleet *f)
 {
-	size_t i, j, n = f->ndefs, k;
-	uint32_t *to;
+	size_t *ix = malloc((f->nseries + 1) * sizeof(*ix)), i, k;
+	uint32_t *to, at = 0, last = NO_UID, last_uid = 0;
 
+	if (!ix)
+		return "out of memory";
+	for (i = 0; i < f->nseries; i++)
+		ix[i] = i;
+	qsort_r(ix, f->nseries, sizeof(*ix), def_uid_order, f);
+	/* (x->def is rewritten as it goes: the walk keeps what it was) */
 	for (i = 0; i < f->nseries; i++) {
-		struct fl_series *x = &f->series[i];
+		struct fl_series *x = &f->series[ix[i]];
+		uint32_t d = x->def;
 
-		if (f->def_uids[x->def] == NO_UID)
-			f->def_uids[x->def] = x->uid;
-		if (f->def_uids[x->def] == x->uid)
+		if (d == last) {
+			if (x->uid != last_uid) {	/* the next uid of d: a copy */
+				if (!fl_def_add(f, &f->defs[d], x->uid)) {
+					free(ix);
+					return "out of memory";
+				}
+				at = (uint32_t)(f->ndefs - 1);
+				last_uid = x->uid;
+			}
+			x->def = at;
 			continue;
-		/* another uid's: its copy for this one, made once */
-		for (j = n; j < f->ndefs && !(f->def_uids[j] == x->uid &&
-					      !strcmp(f->defs[j].name, f->defs[x->def].name)); j++)
-			;
-		if (j == f->ndefs && !fl_def_add(f, &f->defs[x->def], x->uid))
-			return "out of memory";
-		x->def = (uint32_t)j;
+		}
+		f->def_uids[d] = x->uid;	/* d's first uid */
+		at = last = d;
+		last_uid = x->uid;
 	}
+	free(ix);
 	to = malloc((f->ndefs + 1) * sizeof(*to));
 	if (!to)
 		return "out of memory";

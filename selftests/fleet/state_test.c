@@ -65,6 +65,21 @@ static const char good[] =
 	"drop 1000 9 3\n"
 	"heap 123 456 abc def 789\n";
 
+/* Version 1: definitions without their uid (the heap gone: a fold
+ * writes the state again). */
+static const char good_v1[] =
+	"blamer-fold 1\n"
+	"generation 1\n"
+	"folded 2\n"
+	"def s:reqs 1 0 0 0 1 s:route 0 s:Requests.\n"
+	"def s:unused 1 0 0 0 0 0 s:\n"
+	"def s:depth 2 0 5 0 0 0 s:\n"
+	"series 0 1000 0 s:/a 1 0x1p+1 0x0p+0 0 0\n"
+	"series 0 1001 0 s:/b 1 0x1p+2 0x0p+0 0 0\n"
+	"series 2 1001 0 0 0x1.8p+1 0 0\n"
+	"series 0 1001 0 s:/c 1 0x1p+3 0x0p+0 0 0\n"
+	"heap 123 456 abc def 789\n";
+
 FIXTURE(st) {
 	char dir[64], path[96];
 };
@@ -179,23 +194,11 @@ static char *slurp(const char *path)
  */
 TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
 {
-	static const char v1[] =
-		"blamer-fold 1\n"
-		"generation 1\n"
-		"folded 2\n"
-		"def s:reqs 1 0 0 0 1 s:route 0 s:Requests.\n"
-		"def s:unused 1 0 0 0 0 0 s:\n"
-		"def s:depth 2 0 5 0 0 0 s:\n"
-		"series 0 1000 0 s:/a 1 0x1p+1 0x0p+0 0 0\n"
-		"series 0 1001 0 s:/b 1 0x1p+2 0x0p+0 0 0\n"
-		"series 2 1001 0 0 0x1.8p+1 0 0\n"
-		"series 0 1001 0 s:/c 1 0x1p+3 0x0p+0 0 0\n"
-		"heap 123 456 abc def 789\n";	/* gone: the fold writes the state */
 	struct blamer_snapshot *s;
 	struct blamer_fleet *f;
 	char err[256], *before, *after, *file;
 
-	write_state(self->path, v1, strlen(v1));
+	write_state(self->path, good_v1, strlen(good_v1));
 	f = blamer_fleet_open(self->path, err, sizeof(err));
 	ASSERT_NE(NULL, f) TH_LOG("%s", err);
 	before = text_of(f);
@@ -224,6 +227,22 @@ TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
 	free(before);
 	free(after);
 	blamer_fleet_close(f);
+	/* a name defined twice (other buckets), each used by uid 2: two
+	 * definitions of "lat" for uid 2, refused, and never one's series
+	 * given the other's buckets (ASan would see them read past) */
+	{
+		static const char twice[] =
+			"blamer-fold 1\n"
+			"def s:lat 3 1 0 0 0 3 0x1p-2 0x1p+0 inf s:\n"
+			"def s:lat 3 1 0 0 0 2 0x1p+0 inf s:\n"
+			"series 0 1 0 0 0x0p+0 0 3 1 1 1\n"
+			"series 0 2 0 0 0x0p+0 0 3 1 1 1\n"
+			"series 1 3 0 0 0x0p+0 0 2 1 1\n"
+			"series 1 2 0 0 0x0p+0 0 2 1 1\n";
+
+		ASSERT_EQ(0, try_open(self->path, twice, strlen(twice), err, sizeof(err)));
+		EXPECT_NE(NULL, strstr(err, "defined twice for a uid")) TH_LOG("%s", err);
+	}
 }
 
 /*
@@ -399,14 +418,16 @@ TEST_F(st, every_wrong_field_is_refused)
 TEST_F(st, random_changes_are_read_or_refused)
 {
 	char body[4096], err[256];
-	size_t len = strlen(good), i;
+	size_t i;
 	unsigned seed = 11;
 	int read = 0, refused = 0, r;
 
+	/* both versions: half the changes each */
 	for (i = 0; i < 4000; i++) {
-		size_t n = len, k, changes;
+		const char *base = i % 2 ? good_v1 : good;
+		size_t len = strlen(base), n = len, k, changes;
 
-		memcpy(body, good, len);
+		memcpy(body, base, len);
 		seed = seed * 1103515245 + 12345;
 		for (changes = 1 + (seed >> 16) % 4; changes; changes--) {
 			seed = seed * 1103515245 + 12345;
@@ -430,6 +451,15 @@ TEST_F(st, random_changes_are_read_or_refused)
 			body[n++] = '\n';
 		r = try_open(self->path, body, n, err, sizeof(err));
 		ASSERT_GE(r, 0) TH_LOG("refused without a message");
+		if (r == 1) {
+			/* what was read is whole: its exposition reads only
+			 * what it holds (ASan) */
+			struct blamer_fleet *f = blamer_fleet_open(self->path, err, sizeof(err));
+
+			ASSERT_NE(NULL, f);
+			free(text_of(f));
+			blamer_fleet_close(f);
+		}
 		read += r == 1;
 		refused += r == 0;
 	}
