@@ -67,7 +67,6 @@ import math
 import os
 import re
 import threading
-import weakref
 
 import blamer
 from . import _blamer
@@ -86,22 +85,34 @@ _SUMMARY_BOUNDS = (0.0,)
 
 # Identities made dead by mark_process_dead() in this process.
 _dead_identities = set()
-_lock = threading.RLock()
-_families = weakref.WeakSet()
 
 
-def _after_fork_in_child():
-    """A lock held by another thread of the parent at the fork is held for
-    ever in the child, which has only the forking thread: the child gets
-    new ones (prometheus_client's multiprocess lock deadlocks threaded
-    programs' children so). The writes take no lock at all."""
-    global _lock
-    _lock = threading.RLock()
-    for f in list(_families):
-        f.lock = threading.RLock()
+class _ForkLock:
+    """A reentrant lock made again in a fork child. A lock held by another
+    thread of the parent at the fork is held for ever in the child, which
+    has only the forking thread (prometheus_client's multiprocess lock
+    deadlocks threaded programs' children so). The child is told by the C
+    library's count of forks (a pthread_atfork() handler), not by
+    os.register_at_fork(): a server that forks in C (uWSGI) runs no
+    Python fork hook in its workers. The child's first use, made before
+    it starts threads of its own (as a server's post-fork hook is), makes
+    the new lock. The writes take no lock at all."""
+
+    def __init__(self):
+        self.gen = _blamer._fork_generation()
+        self.lock = threading.RLock()
+
+    def __enter__(self):
+        gen = _blamer._fork_generation()
+        if gen != self.gen:
+            self.gen, self.lock = gen, threading.RLock()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+_lock = _ForkLock()
 
 
 def _identity_dir_name(ident):
@@ -171,10 +182,9 @@ class _Family:
         default = process_identifier is None or process_identifier is os.getpid
         self.identify = None if default else process_identifier
         self.c = _blamer.MPFamily(self.identify, self._resolve, self._switch_to)
-        self.lock = threading.RLock()
+        self.lock = _ForkLock()
         self.hist_bounds = {}     # (metric_name, labelvalues): bounds of a histogram being made
         self.hist_sums = {}       # (metric_name, labelvalues): its _sum, until its +Inf bucket
-        _families.add(self)
 
     # ---- identities ----
 

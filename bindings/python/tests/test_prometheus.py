@@ -349,8 +349,8 @@ class ForkWithThreads(PromTest):
     (prometheus_client's multiprocess lock so deadlocks threaded
     programs' children). The child makes metrics, writes and collects."""
 
-    def child_ok(self, child, timeout=20):
-        pid = os.fork()
+    def child_ok(self, child, timeout=20, fork=os.fork):
+        pid = fork()
         if pid == 0:
             code = 1
             try:
@@ -370,6 +370,16 @@ class ForkWithThreads(PromTest):
         self.fail("the fork child hung (a lock held by the parent's other thread?)")
 
     def test_locks_held_by_other_threads(self):
+        self.locks_held_by_other_threads(os.fork)
+
+    def test_locks_held_by_other_threads_fork_in_c(self):
+        """The same through fork() called in C, as uWSGI forks its
+        workers: no os.register_at_fork() hook runs in the child (the
+        GIL held across the call, as a C server holds it)."""
+        import ctypes
+        self.locks_held_by_other_threads(ctypes.PyDLL(None).fork)
+
+    def locks_held_by_other_threads(self, fork):
         import threading
         V = bp.MultiProcessValue()
         values.ValueClass = V
@@ -397,7 +407,7 @@ class ForkWithThreads(PromTest):
             reader.snapshot()
             col.collect()
         try:
-            self.assertTrue(self.child_ok(child))
+            self.assertTrue(self.child_ok(child, fork=fork))
         finally:
             release.set()
             t.join()
