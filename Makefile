@@ -101,7 +101,8 @@ CHECK_ORDER = $(filter $(CHECK_RUN),$(CHECK_FIRST)) $(filter-out $(CHECK_FIRST),
 # one file at once.
 CHECK_QUIET := fleet-prometheus prometheus-server prometheus cli-top cli-completion \
 	reader-interop reader-amplify reader-unit reader-trust python-unit \
-	python-gunicorn systemd-unit prefork check-plumbing docs
+	python-gunicorn python-uwsgi systemd-unit prefork \
+	check-plumbing docs
 CHECK_QUIET_JOBS ?= 2
 CHECK_QUIET_RUN = $(filter $(CHECK_QUIET),$(CHECK_RUN))
 # The debug kernels' suites (kernel-*-debug: built or found in the cache)

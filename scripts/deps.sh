@@ -44,8 +44,9 @@ pkgs=(
 	# the Python binding (bindings/python): Debian's python3 headers and
 	# its debug build (reference counts in the tests), the Debian
 	# packaging of python3-blamer, strace (no system call on the hot
-	# path), and gunicorn with Flask for the real-server test
+	# path), and gunicorn and uWSGI with Flask for the real-server tests
 	python3-dev python3-dbg dh-python strace gunicorn python3-flask
+	uwsgi-core uwsgi-plugin-python3
 	# installing (selftests/install): DKMS, building and checking the
 	# Debian packages, what their maintainer scripts and the tests use
 	dkms dh-dkms debhelper dpkg-dev lintian adduser udev bash-completion

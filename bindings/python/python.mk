@@ -150,9 +150,13 @@ python-valgrind: python $(TOOLS_DIR)/blamer
 #                    workers restarted every ~20 requests, one route that
 #                    kills its worker), its prometheus_client metrics
 #                    switched to blamer, scraped by Debian's Prometheus
-#                    through `blamer export --listen` (tests/gunicorn/)
-CHECK_SUITES += python-gunicorn
-.PHONY: python-gunicorn
-python-gunicorn: python $(TOOLS_DIR)/blamer
+#                    through `blamer export --listen` (tests/servers/)
+#   python-uwsgi     the same under Debian's uWSGI (its master, 4 processes
+#                    recycled every 20 requests; forks in C: no Python fork
+#                    hook runs in its workers)
+PY_SERVERS := python-gunicorn python-uwsgi
+CHECK_SUITES += $(PY_SERVERS)
+.PHONY: $(PY_SERVERS)
+$(PY_SERVERS): python-%: python $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- env -u BLAMER_BACKEND -u BLAMER_DIR \
-		$(PY_TESTS)/gunicorn/server-test.sh $(TOOLS_DIR)/blamer $(PY_BUILD)
+		$(PY_TESTS)/servers/server-test.sh $(TOOLS_DIR)/blamer $(PY_BUILD) $*

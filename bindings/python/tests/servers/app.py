@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""The application of the gunicorn test (server-test.sh): a Flask app
+"""The application of the server tests (server-test.sh): a Flask app
 instrumented as prometheus_client's documentation shows, nothing of
-blamer in it but one activity per request. The switch to blamer heaps is
-in gunicorn.conf.py, the server's configuration.
+blamer in it but one activity per request and its workers' role. The
+switch to blamer heaps is in the server's configuration
+(gunicorn.conf.py; uwsgi_app.py for uWSGI).
 
 Routes: / and /users answer; /crash kills its worker (SIGKILL) inside
 its activity, as a crash would; /pid says which worker answered.
 """
-import logging
 import os
 import signal
 import time
@@ -67,9 +67,19 @@ def pid():
 @app.route("/crash")
 def crash():
     blamer.log("about to crash on %s" % request.path)
-    # in gunicorn's log, under this worker's pid: the test counts the
-    # workers that died (a worker may log "Autorestarting" for its last
-    # request, then die of that request: one death, not two)
-    logging.getLogger("gunicorn.error").warning("Crashing on purpose on %s", request.path)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def worker_started(ident):
+    """The servers' post-fork hook: first thing in a worker, its heap made
+    with its role; its start time; and its pid listed in
+    $SERVER_TEST_WORKERS for the test, which counts the workers that died
+    by the pids listed that are gone (a server's log may say a worker
+    restarts, then the worker die of its last request: one death)."""
+    blamer.set_role("worker", ident)
+    STARTED.set_to_current_time()
+    path = os.environ.get("SERVER_TEST_WORKERS")
+    if path:
+        with open(path, "a") as f:
+            f.write("%d\n" % os.getpid())
     return "unreachable\n"

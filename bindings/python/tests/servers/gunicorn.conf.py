@@ -26,7 +26,5 @@ def when_ready(server):
 
 
 def post_fork(server, worker):
-    # first thing in the worker: its heap is made with its role
-    blamer.set_role("worker", worker.age)
-    from app import STARTED
-    STARTED.set_to_current_time()
+    from app import worker_started
+    worker_started(worker.age)
