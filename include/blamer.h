@@ -118,7 +118,9 @@ int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen);
 #define BLAMER_DROP_BAD_HANDLE		8u	/* a handle naming no field of its type */
 #define BLAMER_DROP_LABEL_VALUES_CUT	9u	/* a metric's label values cut to their room */
 #define BLAMER_DROP_BAD_VALUE		10u	/* a metric write of NaN, an infinite add or
-						 * observation, a counter add < 0 */
+						 * observation, a counter add < 0, an add
+						 * that would make a sum infinite (or a
+						 * gauge's NaN) */
 #define BLAMER_DROP_REASONS		11u
 #define BLAMER_DROP_MAX			16u	/* room in the snapshot for later reasons */
 
@@ -405,8 +407,11 @@ struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *
  * The writes: lock-free, no system call (a mostrecent gauge's set reads
  * the clock through the vDSO), async-signal-safe. A write to a series of
  * another kind is dropped and counted (bad_handle), as is NaN, a counter
- * add below 0 or infinite, and an infinite observation (bad_value): a
- * sum that merges over processes into a durable total stays finite.
+ * add below 0 or infinite, an infinite observation, and an add or
+ * observation that would take the sum past the largest double, or a
+ * gauge's add that would make it NaN (+Inf less +Inf) (bad_value; the
+ * series keeps its value): a sum that merges over processes into a
+ * durable total stays finite.
  */
 void blamer_counter_add(struct blamer_series *s, double v);
 void blamer_gauge_set(struct blamer_series *s, double v);

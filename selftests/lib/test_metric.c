@@ -665,6 +665,97 @@ TEST_F(ctx, bad_writes_are_counted)
 	t_close(self, b);
 }
 
+/*
+ * A sum that an add would take past the largest double: the add is
+ * refused and counted (bad_value), the series keeps its last sum, and
+ * the heap stays one a reader reads whole. Each add alone was finite,
+ * so only the sum can tell; before, it stored +Inf (or -Inf) and the
+ * reader took the heap for corrupt. In the thread's shard first, then,
+ * the heap full, in the series record's own words (the shared path).
+ */
+static void overflow_writes(struct blamer_series *sc, struct blamer_series *sh,
+			    struct blamer_series *sn, struct blamer_series *sg)
+{
+	blamer_counter_add(sc, 1e308);
+	blamer_counter_add(sc, 1e308);		/* refused */
+	blamer_counter_add(sc, 1);		/* taken: 1e308 + 1 is 1e308 */
+	blamer_histogram_observe(sh, 1e308);	/* the +Inf bucket */
+	blamer_histogram_observe(sh, 1e308);	/* refused: no bucket counts it */
+	blamer_histogram_observe(sn, -1e308);	/* below the first bound */
+	blamer_histogram_observe(sn, -1e308);	/* refused: -Inf */
+	blamer_gauge_add(sg, INFINITY);		/* a gauge may be infinite */
+	blamer_gauge_add(sg, -INFINITY);	/* refused: NaN */
+}
+
+static void overflow_check(struct __test_metadata *_metadata, struct blamer *b, const char *k,
+			   uint64_t drops_then)
+{
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s = own_snapshot(b);
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	ASSERT_EQ(drops_then + 4, drops(b, BLAMER_DROP_BAD_VALUE));
+	ASSERT_EQ(drops_then + 4, s->procs[0].drops[BLAMER_DROP_BAD_VALUE]);
+	ASSERT_EQ(1e308, series(s, "c", k)->value);
+	x = series(s, "h", k);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(1, x->count);
+	ASSERT_EQ(1, x->buckets[2]);
+	ASSERT_EQ(1e308, x->value);
+	x = series(s, "n", k);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(1, x->count);
+	ASSERT_EQ(1, x->buckets[0]);
+	ASSERT_EQ(-1e308, x->value);
+	ASSERT_EQ(INFINITY, series(s, "g", k)->value);
+	blamer_snapshot_free(s);
+}
+
+TEST_F(ctx, sums_past_the_largest_double_are_refused_and_counted)
+{
+	static const double bounds[] = { 1, 2 };
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct blamer_metric_def nd = { .name = "n", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct blamer_metric_def gd = { .name = "g", .kind = BLAMER_METRIC_GAUGE,
+					.gauge_mode = BLAMER_GAUGE_SUM };
+	struct blamer_series *sc[2], *sh[2], *sn[2], *sg[2];
+	struct blamer_config c;
+	struct blamer *b;
+	char name[2][2] = { "a", "b" };
+	const char *const label = "k";
+	int i, err = 0;
+
+	c = t_cfg(self->dir, 65536, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < 2; i++) {
+		const char *v = name[i];
+
+		cd.labels = hd.labels = nd.labels = gd.labels = &label;
+		cd.nlabels = hd.nlabels = nd.nlabels = gd.nlabels = 1;
+		sc[i] = blamer_metric_series(blamer_metric_define(b, &cd), &v, NULL, 0);
+		sh[i] = blamer_metric_series(blamer_metric_define(b, &hd), &v, NULL, 0);
+		sn[i] = blamer_metric_series(blamer_metric_define(b, &nd), &v, NULL, 0);
+		sg[i] = blamer_metric_series(blamer_metric_define(b, &gd), &v, NULL, 0);
+		ASSERT_NE(NULL, sc[i]);
+		ASSERT_NE(NULL, sh[i]);
+		ASSERT_NE(NULL, sn[i]);
+		ASSERT_NE(NULL, sg[i]);
+	}
+	/* series "a": through the thread's shards */
+	overflow_writes(sc[0], sh[0], sn[0], sg[0]);
+	overflow_check(_metadata, b, "a", 0);
+	/* series "b": no room for a shard, the record's own words */
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	overflow_writes(sc[1], sh[1], sn[1], sg[1]);
+	overflow_check(_metadata, b, "b", 4);
+	t_close(self, b);
+}
+
 static struct blamer_series *sig_series;
 
 static void on_usr1(int sig)

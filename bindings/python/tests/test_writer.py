@@ -357,6 +357,31 @@ class Dag(HeapTest):
         self.assertEqual(self.snap().total(["t"], blamer.UNIT_COUNT), n * per)
 
 
+class Metrics(HeapTest):
+    def test_a_sum_past_the_largest_double_is_refused_and_counted(self):
+        # Each add is finite; the second would make the sum infinite. It
+        # is refused and counted (bad_value), the series keeps its sum,
+        # and the heap stays whole (an infinite sum made it "corrupt").
+        c = blamer.counter("big_total", "h")
+        h = blamer.histogram("big_seconds", "h", buckets=[1.0])
+        g = blamer.gauge("big_level", "h", mode="sum")
+        blamer.counter("ok_total", "h").inc(5)
+        c.inc(1e308)
+        c.inc(1e308)
+        h.observe(-1e308)
+        h.observe(-1e308)
+        g.inc(float("inf"))
+        g.dec(float("inf"))   # inf - inf: NaN, refused
+        p = self.proc()
+        self.assertEqual(p.health, "ok", p.problem)
+        self.assertEqual(p.drops.get("bad_value"), 3)
+        m = {x.name: x for x in p.metrics}
+        self.assertEqual(m["big_total"].value, 1e308)
+        self.assertEqual((m["big_seconds"].value, m["big_seconds"].count), (-1e308, 1))
+        self.assertEqual(m["big_level"].value, float("inf"))
+        self.assertEqual(m["ok_total"].value, 5)
+
+
 class Contexts(HeapTest):
     def test_open_close(self):
         if BACKEND != "dir":
