@@ -597,7 +597,8 @@ struct blamer_snap_process {
 	 * life its heap and files show (when it called exit(), if exited),
 	 * so it ended then or later; 0 if unknown */
 	uint64_t last_seen_ns;
-	uint64_t heap_key;	/* file_serial (device) or a hash (dir) */
+	uint64_t heap_key;	/* file_serial (device) or a hash (dir: of pid,
+				 * start time and the heap's seq) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
 	uint64_t size;		/* bytes of all slabs (trusted) */
@@ -882,7 +883,9 @@ int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
  */
 int blamer_reader_fd(const struct blamer_reader *r);
 
-/* Free a dead heap (device: BLAMER_IOC_RELEASE; dir: unlink). 0 or -errno. */
+/* Free a dead heap (device: BLAMER_IOC_RELEASE of @p's slab_ids; dir:
+ * unlink of its files, named by pid, start_time_ns, slab_ids and heap_key,
+ * which says which of the process's heaps: 0, the first). 0 or -errno. */
 int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 			  char *err, size_t errlen);
 

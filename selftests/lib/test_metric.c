@@ -1162,7 +1162,7 @@ TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
 	if (t_backend() != BLAMER_BACKEND_DIR)
 		SKIP(return, "the device keeps a closed heap's slabs until the process exits");
 	c = t_cfg(self->dir, 0, 0);
-	/* in children: a process has one heap per directory */
+	/* in children: heaps of processes that ended, to read in full */
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
@@ -1202,6 +1202,85 @@ TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
 	ASSERT_EQ(3, s->series[0].value);
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
+}
+
+/*
+ * One process's heaps one after another in a directory (closed and kept
+ * for the fold, abandoned, alive at its death): three heaps, each read
+ * and folded once, so the service's counter is their sum, and each
+ * released. The same name made again had replaced each with the next:
+ * the service counted the last alone.
+ */
+TEST_F(ctx, a_process_heaps_one_after_another_fold_as_one_service)
+{
+	struct blamer_metric_def cd = { .name = "jobs_total", .kind = BLAMER_METRIC_COUNTER };
+	char state[] = "/tmp/blamer-fold-XXXXXX", path[64], want[64], name[128];
+	struct blamer_snapshot *s;
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .dir = self->dir,
+					.flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_fleet *f;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	size_t i, len = 0, cap = 0;
+	char e[256], *text = NULL;
+	int status, n;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the device makes a heap per open file");
+	c = t_cfg(self->dir, 0, 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		static const double adds[] = { 1, 2, 4 };
+		struct blamer *b;
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			if (blamer_open(&c, &b))
+				_exit(1);
+			blamer_counter_add(blamer_metric_series(blamer_metric_define(b, &cd),
+								NULL, NULL, 0), adds[k]);
+			if (k == 0)
+				blamer_close(b);	/* kept: it holds a folded series */
+			else if (k == 1)
+				blamer_abandon(b);
+		}
+		_exit(0);	/* the last one alive at the end */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(3, s->nprocs);
+	for (i = 0; i < s->nprocs; i++) {
+		ASSERT_EQ(pid, s->procs[i].pid);
+		ASSERT_EQ(BLAMER_PROC_DEAD, s->procs[i].state);
+		if (i)
+			ASSERT_NE(s->procs[i - 1].heap_key, s->procs[i].heap_key);
+	}
+	ASSERT_EQ(1, s->nseries);
+	ASSERT_EQ(7, s->series[0].value);
+	ASSERT_NE(NULL, mkdtemp(state));
+	snprintf(path, sizeof(path), "%s/state", state);
+	f = blamer_fleet_open(path, e, sizeof(e));
+	ASSERT_NE(NULL, f) TH_LOG("%s", e);
+	n = blamer_fleet_fold(f, r, s, 0, e, sizeof(e));
+	ASSERT_EQ(3, n) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(f, s, &text, &len, &cap));
+	snprintf(want, sizeof(want), "\njobs_total{uid=\"%u\"} 7\n", (unsigned)getuid());
+	ASSERT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+	blamer_snapshot_free(s);
+	/* all three released: no slab file of the child's left */
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(0, s->nprocs);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	snprintf(name, sizeof(name), "rm -rf '%s'", state);
+	ASSERT_EQ(0, system(name));
 }
 
 TEST_HARNESS_MAIN
