@@ -118,7 +118,9 @@ int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen);
 #define BLAMER_DROP_BAD_HANDLE		8u	/* a handle naming no field of its type */
 #define BLAMER_DROP_LABEL_VALUES_CUT	9u	/* a metric's label values cut to their room */
 #define BLAMER_DROP_BAD_VALUE		10u	/* a metric write of NaN, an infinite add or
-						 * observation, a counter add < 0 */
+						 * observation, a counter add < 0, an add
+						 * that would make a sum infinite (or a
+						 * gauge's NaN) */
 #define BLAMER_DROP_REASONS		11u
 #define BLAMER_DROP_MAX			16u	/* room in the snapshot for later reasons */
 
@@ -405,8 +407,11 @@ struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *
  * The writes: lock-free, no system call (a mostrecent gauge's set reads
  * the clock through the vDSO), async-signal-safe. A write to a series of
  * another kind is dropped and counted (bad_handle), as is NaN, a counter
- * add below 0 or infinite, and an infinite observation (bad_value): a
- * sum that merges over processes into a durable total stays finite.
+ * add below 0 or infinite, an infinite observation, and an add or
+ * observation that would take the sum past the largest double, or a
+ * gauge's add that would make it NaN (+Inf less +Inf) (bad_value; the
+ * series keeps its value): a sum that merges over processes into a
+ * durable total stays finite.
  */
 void blamer_counter_add(struct blamer_series *s, double v);
 void blamer_gauge_set(struct blamer_series *s, double v);
@@ -592,7 +597,8 @@ struct blamer_snap_process {
 	 * life its heap and files show (when it called exit(), if exited),
 	 * so it ended then or later; 0 if unknown */
 	uint64_t last_seen_ns;
-	uint64_t heap_key;	/* file_serial (device) or a hash (dir) */
+	uint64_t heap_key;	/* file_serial (device) or a hash (dir: of pid,
+				 * start time and the heap's seq) */
 	uint32_t nslabs;
 	uint64_t slab_ids[64];	/* kernel slab IDs or dir file indexes */
 	uint64_t size;		/* bytes of all slabs (trusted) */
@@ -877,7 +883,9 @@ int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
  */
 int blamer_reader_fd(const struct blamer_reader *r);
 
-/* Free a dead heap (device: BLAMER_IOC_RELEASE; dir: unlink). 0 or -errno. */
+/* Free a dead heap (device: BLAMER_IOC_RELEASE of @p's slab_ids; dir:
+ * unlink of its files, named by pid, start_time_ns, slab_ids and heap_key,
+ * which says which of the process's heaps: 0, the first). 0 or -errno. */
 int blamer_reader_release(struct blamer_reader *r, const struct blamer_snap_process *p,
 			  char *err, size_t errlen);
 

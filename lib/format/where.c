@@ -142,9 +142,12 @@ int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whyle
 	return fd;
 }
 
-int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index)
+int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t seq,
+		 uint32_t index)
 {
-	return snprintf(buf, len, "%" PRId64 "-%" PRIu64 ".%u.slab", pid, start_ns, index);
+	if (!seq)
+		return snprintf(buf, len, "%" PRId64 "-%" PRIu64 ".%u.slab", pid, start_ns, index);
+	return snprintf(buf, len, "%" PRId64 "-%" PRIu64 "-%u.%u.slab", pid, start_ns, seq, index);
 }
 
 static bool parse_u64(const char **s, uint64_t *v)
@@ -164,25 +167,28 @@ static bool parse_u64(const char **s, uint64_t *v)
 	return true;
 }
 
-bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
+bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns, uint32_t *seq,
 			uint32_t *index)
 {
 	char canon[BL_SLAB_NAME_MAX];
 	const char *s = name;
-	uint64_t p, start, idx;
+	uint64_t p, start, q = 0, idx;
 
 	if (!parse_u64(&s, &p) || *s++ != '-' || !parse_u64(&s, &start) ||
+	    (*s == '-' && (s++, !parse_u64(&s, &q))) ||
 	    *s++ != '.' || !parse_u64(&s, &idx) || strcmp(s, ".slab"))
 		return false;
-	if (p == 0 || p > INT32_MAX || idx >= BLAMER_MAX_SLABS)
+	if (p == 0 || p > INT32_MAX || q > UINT32_MAX || idx >= BLAMER_MAX_SLABS)
 		return false;
 	/* Canonical only: "007-1.0.slab" names the heap of "7-1.0.slab" a
-	 * second time (and would be read, counted and released as a twin). */
-	bl_slab_name(canon, sizeof(canon), (int64_t)p, start, (uint32_t)idx);
+	 * second time (and would be read, counted and released as a twin),
+	 * and so would "7-1-0.0.slab". */
+	bl_slab_name(canon, sizeof(canon), (int64_t)p, start, (uint32_t)q, (uint32_t)idx);
 	if (strcmp(canon, name))
 		return false;
 	*pid = (int32_t)p;
 	*start_ns = start;
+	*seq = (uint32_t)q;
 	*index = (uint32_t)idx;
 	return true;
 }

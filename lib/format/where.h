@@ -18,7 +18,11 @@
  *    and takes only the owner's files);
  *  - names: slab <index> of the heap of process <pid> started at
  *    <start_ns> is the file "<pid>-<start_ns>.<index>.slab", decimal,
- *    nothing else;
+ *    nothing else; each later dir heap of one process image (a second
+ *    context's, or one made after it abandoned, or closed and kept, an
+ *    earlier one), counted over all its directories, is
+ *    "<pid>-<start_ns>-<seq>.<index>.slab", seq 1, 2, ...: a heap is
+ *    never named as one its own image made before (writer/context.c);
  *  - files: a slab file is regular, owned by us, has one link and is
  *    writable by nobody else (anything else was planted);
  *  - start time: field 22 of /proc/<pid>/stat, clock ticks since boot,
@@ -67,14 +71,37 @@ int bl_slabdir_open(const char *path, char *why, size_t whylen);
  */
 int bl_slabdir_open_read(const char *path, uid_t *owner, char *why, size_t whylen);
 
-/* The name of slab @index of heap <pid>-<start_ns>; snprintf's return. */
-int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t index);
+/* The name of slab @index of heap @seq of <pid>-<start_ns> (seq 0: the
+ * image's first there, no seq in the name); snprintf's return. */
+int bl_slab_name(char *buf, size_t len, int64_t pid, uint64_t start_ns, uint32_t seq,
+		 uint32_t index);
 
 /* Parses a slab file name: false for anything but the exact, canonical
- * form bl_slab_name() writes (no leading zeros, no sign), a pid of 0 or
- * above INT32_MAX, or an index of BLAMER_MAX_SLABS or more. */
-bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns,
+ * form bl_slab_name() writes (no leading zeros, no sign, no seq 0 written
+ * out), a pid of 0 or above INT32_MAX, a seq above UINT32_MAX, or an
+ * index of BLAMER_MAX_SLABS or more. */
+bool bl_slab_name_parse(const char *name, int32_t *pid, uint64_t *start_ns, uint32_t *seq,
 			uint32_t *index);
+
+/*
+ * A dir heap's key (blamer_snap_process.heap_key): its pid, start time
+ * and seq mixed, the same as before seqs for seq 0. Two heaps of one
+ * process have two keys, and the seq comes back from the key, given the
+ * pid and start time (bl_dir_heap_seq(): false if @key is no such
+ * key): what blamer_reader_release() names the files by.
+ */
+static inline uint64_t bl_dir_heap_key(int32_t pid, uint64_t start_ns, uint32_t seq)
+{
+	return ((uint64_t)(uint32_t)pid << 32 ^ start_ns) ^ (uint64_t)seq << 32;
+}
+
+static inline bool bl_dir_heap_seq(uint64_t key, int32_t pid, uint64_t start_ns, uint32_t *seq)
+{
+	uint64_t x = key ^ bl_dir_heap_key(pid, start_ns, 0);
+
+	*seq = (uint32_t)(x >> 32);
+	return !(uint32_t)x;
+}
 
 /* Why a file (lstat/fstat of it, not following) is not one the library
  * could have made for @owner: a symlink, not regular, another owner,

@@ -279,9 +279,18 @@ enum rd_verdict rd_alive(struct rd_alive *a, int32_t pid, uint64_t start, uid_t 
 {
 	struct rd_writer_key key = { .pid = pid, .start = start };
 	struct rd_writer *w = rd_carry_find(&a->c, &key, writer_cmp), nw;
+	const struct rd_writer *just = a->c.ncur ? (const struct rd_writer *)a->c.cur + a->c.ncur - 1
+						 : NULL;
 	enum rd_verdict v;
 	int pidfd = -1;
 
+	/* another heap of the writer asked for last (a process's heaps come
+	 * one after another: where.h, seq), found live and watched: the
+	 * same answer, without a second pidfd */
+	if (just && just->pid == pid && just->start == start) {
+		snprintf(comm, commlen, "%s", just->comm);
+		return RD_WRITER_LIVE;
+	}
 	if (w && !w->taken) {
 		w->taken = true;
 		if (w->exited)

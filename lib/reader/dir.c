@@ -123,7 +123,8 @@ static uint32_t dir_next(struct blamer_reader *r)
 
 	d->heap = d->at;
 	for (j = d->at; j < d->nfiles && d->files[j].pid == d->files[d->heap].pid &&
-	     d->files[j].start == d->files[d->heap].start; j++)
+	     d->files[j].start == d->files[d->heap].start &&
+	     d->files[j].seq == d->files[d->heap].seq; j++)
 		;
 	d->at = j;
 	return (uint32_t)(j - d->heap);	/* <= BLAMER_MAX_SLABS: indexes are unique */
@@ -142,7 +143,8 @@ static void dir_facts(struct blamer_reader *r, struct rd_walk *w)
 	p->pid = f->pid;
 	p->start_time_ns = f->start;
 	p->uid = d->owner;
-	p->heap_key = ((uint64_t)(uint32_t)f->pid << 32) ^ f->start;
+	/* two heaps of one process (where.h: seqs) are two keys */
+	p->heap_key = bl_dir_heap_key(f->pid, f->start, f->seq);
 	v = rd_alive(&r->alive, f->pid, f->start, d->owner, comm, sizeof(comm),
 		     p->disproved_why, sizeof(p->disproved_why));
 	if (v == RD_WRITER_DISPROVED_START && rd_dir_before_boot(d, f))
@@ -180,14 +182,23 @@ static int dir_release(struct blamer_reader *r, const struct blamer_snap_process
 	char name[BL_SLAB_NAME_MAX];
 	const char *why;
 	struct stat st;
-	uint32_t i;
+	uint32_t i, seq;
 	int ret;
 
+	/* which of the process's heaps: its key says (dir_facts()); none
+	 * (a process made by hand, as before seqs): the first */
+	seq = 0;
+	if (p->heap_key && !bl_dir_heap_seq(p->heap_key, p->pid, p->start_time_ns, &seq)) {
+		rd_err(err, errlen, "heap key %#llx is no dir heap's of pid %d",
+		       (unsigned long long)p->heap_key, (int)p->pid);
+		return -EINVAL;
+	}
 	ret = rd_dir_open(&d, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	for (i = 0; i < p->nslabs && i < BLAMER_MAX_SLABS; i++) {
-		bl_slab_name(name, sizeof(name), p->pid, p->start_time_ns, (uint32_t)p->slab_ids[i]);
+		bl_slab_name(name, sizeof(name), p->pid, p->start_time_ns, seq,
+			     (uint32_t)p->slab_ids[i]);
 		if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 			if (errno == ENOENT)
 				continue;	/* released meanwhile */

@@ -71,7 +71,7 @@ size_t rd_dir_read_at(int fd, uint8_t *dst, size_t len, uint64_t off)
 static int hint_cmp(const void *key, const void *entry)
 {
 	const struct rd_hint *h = entry;
-	struct rd_dfile k = { .pid = h->pid, .start = h->start, .idx = h->idx };
+	struct rd_dfile k = { .pid = h->pid, .start = h->start, .seq = h->seq, .idx = h->idx };
 
 	return rd_dfile_cmp(key, &k);
 }
@@ -103,7 +103,7 @@ void rd_dir_hint_note(struct blamer_reader *r, const struct rd_dfile *f, uint64_
 	h = rd_carry_add(&r->hints);
 	if (h)	/* else no hint next time: RD_FIRST_READ */
 		*h = (struct rd_hint){ .pid = f->pid, .idx = f->idx, .start = f->start,
-				       .bytes = bytes };
+				       .seq = f->seq, .bytes = bytes };
 }
 
 /* The end of a snapshot: its reads are the hints of the next (files are

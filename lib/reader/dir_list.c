@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Dir backend, listing: the slab files of the directory, named
- * `<pid>-<start_ns>.<index>.slab` (the writer's names, format/where.h),
- * in the order of heaps throughout the reader (by pid, start time and
- * index). Whatever is not a slab file's name, a symlink or no regular
- * file is skipped and noted in the snapshot with the reason.
+ * `<pid>-<start_ns>[-<seq>].<index>.slab` (the writer's names,
+ * format/where.h), in the order of heaps throughout the reader (by pid
+ * and start time; then a process's heaps by seq, and index). Whatever
+ * is not a slab file's name, a symlink or no regular file is skipped and
+ * noted in the snapshot with the reason.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,12 +22,16 @@ int rd_dfile_cmp(const void *a, const void *b)
 	const struct rd_dfile *x = a, *y = b;
 	int c = rd_pid_start_cmp(x->pid, x->start, y->pid, y->start);
 
-	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
+	if (c)
+		return c;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 void rd_dfile_name(char *buf, const struct rd_dfile *f)
 {
-	bl_slab_name(buf, BL_SLAB_NAME_MAX, f->pid, f->start, f->idx);
+	bl_slab_name(buf, BL_SLAB_NAME_MAX, f->pid, f->start, f->seq, f->idx);
 }
 
 /* The slab files of the directory, sorted by heap and index; the rest skipped. */
@@ -52,8 +57,9 @@ int rd_dir_list_files(struct rd_dirwalk *d, struct rd_dfile **out, size_t *nout,
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, BL_TRIM_STATE))
 			continue;
-		if (!bl_slab_name_parse(de->d_name, &f.pid, &f.start, &f.idx)) {
-			rd_skip(d->s, de->d_name, "not a slab file name (<pid>-<start_ns>.<index>.slab)");
+		if (!bl_slab_name_parse(de->d_name, &f.pid, &f.start, &f.seq, &f.idx)) {
+			rd_skip(d->s, de->d_name,
+				"not a slab file name (<pid>-<start_ns>[-<seq>].<index>.slab)");
 			continue;
 		}
 		f.type = de->d_type;

@@ -112,7 +112,7 @@ static bool read_slab(struct heap_read *hr, const struct rd_dfile *f, bool first
 	rd_dfile_name(name, f);
 	/* the file this name still is, if the last snapshot kept it open
 	 * (fd_keep.c); checked below as if it had just been opened */
-	fd = d->dev ? rd_fdkeep_take(&r->fdkeep, f->pid, f->start, f->idx, d->dev, f->ino) : -1;
+	fd = d->dev ? rd_fdkeep_take(&r->fdkeep, f, d->dev) : -1;
 	if (fd < 0)
 		fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
@@ -221,8 +221,7 @@ static bool read_slab(struct heap_read *hr, const struct rd_dfile *f, bool first
 	/* and, the same file (st_ino, which readdir() named), for the next
 	 * snapshot's read */
 	s->fd_kept = d->dev && (uint64_t)st.st_dev == d->dev && (uint64_t)st.st_ino == f->ino &&
-		     rd_fdkeep_put(&r->fdkeep, f->pid, f->start, f->idx, d->dev, f->ino, fd,
-				   rd_alive_pidfds_to_come(&r->alive));
+		     rd_fdkeep_put(&r->fdkeep, f, d->dev, fd, rd_alive_pidfds_to_come(&r->alive));
 	return true;
 }
 

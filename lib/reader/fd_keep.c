@@ -37,12 +37,14 @@
 
 #include "internal.h"
 
-/* One kept file: by heap (pid, start) and slab index, as dir.c lists them. */
+/* One kept file: by heap (pid, start, seq) and slab index, as dir.c
+ * lists them. */
 struct rd_kept_fd {
 	int32_t pid;
 	uint32_t idx;
 	uint64_t start;
 	uint64_t dev, ino;
+	uint32_t seq;
 	int fd;			/* -1: taken by the current snapshot */
 };
 
@@ -53,7 +55,11 @@ static int kept_cmp(const void *key, const void *entry)
 	const struct rd_kept_fd *k = key, *e = entry;
 	int c = rd_pid_start_cmp(k->pid, k->start, e->pid, e->start);
 
-	return c ? c : k->idx < e->idx ? -1 : k->idx > e->idx;
+	if (c)
+		return c;
+	if (k->seq != e->seq)
+		return k->seq < e->seq ? -1 : 1;
+	return k->idx < e->idx ? -1 : k->idx > e->idx;
 }
 
 void rd_fdkeep_begin(struct rd_fdkeep *k)
@@ -70,10 +76,11 @@ void rd_fdkeep_begin(struct rd_fdkeep *k)
 	}
 }
 
-int rd_fdkeep_take(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
-		   uint64_t ino)
+int rd_fdkeep_take(struct rd_fdkeep *k, const struct rd_dfile *f, uint64_t dev)
 {
-	struct rd_kept_fd key = { .pid = pid, .idx = idx, .start = start }, *e;
+	struct rd_kept_fd key = { .pid = f->pid, .idx = f->idx, .start = f->start, .seq = f->seq };
+	struct rd_kept_fd *e;
+	uint64_t ino = f->ino;
 	int fd;
 
 	e = rd_carry_find(&k->c, &key, kept_cmp);
@@ -90,9 +97,10 @@ int rd_fdkeep_take(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t id
 	return fd;
 }
 
-bool rd_fdkeep_put(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
-		   uint64_t ino, int fd, uint64_t reserve)
+bool rd_fdkeep_put(struct rd_fdkeep *k, const struct rd_dfile *f, uint64_t dev, int fd,
+		   uint64_t reserve)
 {
+	uint64_t ino = f->ino;
 	struct rd_kept_fd *e;
 
 	/* the lowest free descriptor this high: the table is half full, or
@@ -102,8 +110,8 @@ bool rd_fdkeep_put(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t id
 	e = rd_carry_add(&k->c);
 	if (!e)
 		return false;
-	*e = (struct rd_kept_fd){ .pid = pid, .idx = idx, .start = start, .dev = dev, .ino = ino,
-				  .fd = fd };
+	*e = (struct rd_kept_fd){ .pid = f->pid, .idx = f->idx, .start = f->start, .seq = f->seq,
+				  .dev = dev, .ino = ino, .fd = fd };
 	k->n++;
 	return true;
 }

@@ -362,6 +362,7 @@ struct rd_hint {
 	int32_t pid;
 	uint32_t idx;
 	uint64_t start, bytes;
+	uint32_t seq;
 };
 
 /*
@@ -496,8 +497,9 @@ void rd_alive_free(struct rd_alive *a);
 /*
  * fd_keep.c: a long-lived reader's descriptors of live dir heaps' slab
  * files, kept open across snapshots (the trust rules they keep: there).
- * Files are taken and put in dir.c's order: by (pid, start), then index.
+ * Files are taken and put in dir.c's order (rd_dfile_cmp()).
  */
+struct rd_dfile;
 struct rd_fdkeep {
 	struct rd_carry c;	/* struct rd_kept_fd */
 	size_t n, budget;	/* kept by the current snapshot; at most */
@@ -505,16 +507,15 @@ struct rd_fdkeep {
 	uint64_t snapshots;
 };
 void rd_fdkeep_begin(struct rd_fdkeep *k);
-/* The descriptor kept of that file if its name is still inode @ino of
+/* The descriptor kept of file @f if its name is still inode f->ino of
  * device @dev (as readdir() and the directory say; ino 0: unknown), now
  * the caller's; else -1. */
-int rd_fdkeep_take(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
-		   uint64_t ino);
-/* Keeps @fd, opened on inode @ino of device @dev, for the next snapshot:
+int rd_fdkeep_take(struct rd_fdkeep *k, const struct rd_dfile *f, uint64_t dev);
+/* Keeps @fd, opened on file @f (inode f->ino of device @dev), for the next snapshot:
  * true if kept (then the keep closes it), false if the caller still must.
  * @reserve: descriptors others of the reader may still open (pidfds). */
-bool rd_fdkeep_put(struct rd_fdkeep *k, int32_t pid, uint64_t start, uint32_t idx, uint64_t dev,
-		   uint64_t ino, int fd, uint64_t reserve);
+bool rd_fdkeep_put(struct rd_fdkeep *k, const struct rd_dfile *f, uint64_t dev, int fd,
+		   uint64_t reserve);
 /* The end of a snapshot: the descriptors it did not take are closed. */
 void rd_fdkeep_end(struct rd_fdkeep *k);
 void rd_fdkeep_free(struct rd_fdkeep *k);
@@ -594,10 +595,12 @@ extern const struct rd_backend_ops rd_dir_ops, rd_dev_ops;
 int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			 char *err, size_t errlen);
 
-/* Dir backend: one snapshot's walk of the directory. */
+/* Dir backend: one snapshot's walk of the directory. A heap is a pid,
+ * start time and seq (where.h: a process image's later heaps there). */
 struct rd_dfile {
 	int32_t pid;
 	uint64_t start;
+	uint32_t seq;
 	uint32_t idx;
 	unsigned char type;	/* readdir's d_type, DT_UNKNOWN if it does not say */
 	uint64_t ino;		/* readdir's d_ino: which file the name is */

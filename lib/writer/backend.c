@@ -104,12 +104,13 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 	void *p;
 	int fd, err;
 
-	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, index);
+	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, be->seq, index);
 	/* O_EXCL|O_NOFOLLOW: never reuse or follow something already there. */
 	fd = openat(be->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EEXIST && index == 0)
-		return bl_error(EEXIST, "blamer: %s/%s exists: this process already has a heap "
-				"there, or something was planted", be->dir, name);
+		return bl_error(EEXIST, "blamer: %s/%s exists: a live heap of this process (made "
+				"by another copy of libblamer?), or something was planted",
+				be->dir, name);
 	if (fd < 0)
 		return bl_error(errno, "blamer: cannot create %s/%s", be->dir, name);
 	if (fstat(fd, &st) || !bl_slab_file_ok(&st)) {
@@ -220,7 +221,7 @@ void bl_backend_exiting(struct bl_backend *be)
 	if (be->kind != BLAMER_BACKEND_DIR || be->dirfd < 0)
 		return;
 	/* slab 0's modification time: when the process ended */
-	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, 0);
+	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, be->seq, 0);
 	utimensat(be->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
 }
 
@@ -228,7 +229,7 @@ void bl_backend_close(struct bl_backend *be, bool remove)
 {
 	if (be->dirfd >= 0) {
 		if (remove)
-			bl_slabdir_remove_heap(be->dirfd, be->pid, be->start_ns);
+			bl_slabdir_remove_heap(be->dirfd, be->pid, be->start_ns, be->seq);
 		close(be->dirfd);
 	}
 	if (be->devfd >= 0) {

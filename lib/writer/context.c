@@ -19,10 +19,12 @@
  * open records the loaded modules through modules.c, below the features.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,27 +141,72 @@ static void init_once(void)
 }
 
 /*
- * True if no live context of this process writes a dir heap in b's
- * directory (same device and inode). Only on the rare EEXIST path: takes
- * the registry lock, which the lazy (fork child) path never needs since
- * a child has a new pid.
+ * The seqs of this process image's dir heaps (where.h: a heap after the
+ * first is "<pid>-<start_ns>-<seq>.<index>.slab"): the pid in the high
+ * half, the next seq in the low. Each dir heap the image makes takes the
+ * next, in whatever directory, so no heap is ever named as one the image
+ * made before: a heap it abandoned (blamer_abandon()) or closed and kept
+ * for an exporter to fold stays, where the same name made again had
+ * replaced it. A fork child (another pid) starts at 0, as does a new
+ * image after execve() (this is memory, which execve() does not keep):
+ * so a name taken already is never this image's, but the former image's
+ * or a live writer's (below). Atomic, no lock: the lazy heap of a fork
+ * child is made from any write, a signal handler's too.
  */
-static bool stale_own_heap(struct blamer *b)
-{
-	struct stat mine, other;
-	struct blamer *c;
-	bool stale = true;
+static uint64_t image_seqs;
 
-	if (fstat(b->be.dirfd, &mine))
+static uint64_t seq_key(int32_t pid, uint32_t seq)
+{
+	return (uint64_t)(uint32_t)pid << 32 | seq;
+}
+
+/* The next seq of image @pid into *@seq; false if all 2^32 were taken. */
+static bool seq_take(int32_t pid, uint32_t *seq)
+{
+	/* Relaxed: a seq only needs to be unique. */
+	uint64_t old = ld_relaxed(A64(&image_seqs)), next;
+
+	do {
+		*seq = (int32_t)(old >> 32) == pid ? (uint32_t)old : 0;
+		if (*seq == UINT32_MAX)
+			return false;
+		next = seq_key(pid, *seq + 1);
+	} while (!atomic_compare_exchange_weak_explicit(A64(&image_seqs), &old, next,
+							memory_order_relaxed, memory_order_relaxed));
+	return true;
+}
+
+/* @seq made no heap: taken back, unless a later one was taken meanwhile
+ * (a gap in the seqs is no matter). So a failed open (a file planted
+ * under the name) fails again the same way, not under the next name. */
+static void seq_untake(int32_t pid, uint32_t seq)
+{
+	uint64_t taken = seq_key(pid, seq + 1);
+
+	atomic_compare_exchange_strong_explicit(A64(&image_seqs), &taken, seq_key(pid, seq),
+						memory_order_relaxed, memory_order_relaxed);
+}
+
+/*
+ * Slab 0 of b's name is there, which this image never made (its seq is
+ * new to it): the heap of the image this process was before execve(),
+ * ours to replace, unless a writer has it mapped still (the lock every
+ * writer holds on its slab files): a live heap of this process, made by
+ * another copy of the library in it, which is refused.
+ */
+static bool former_image_heap(struct blamer *b)
+{
+	char name[BL_SLAB_NAME_MAX];
+	bool unlocked;
+	int fd;
+
+	bl_slab_name(name, sizeof(name), b->pid, (uint64_t)b->start_ns, b->be.seq, 0);
+	fd = openat(b->be.dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	bl_registry_lock();
-	for (c = bl_registry_first(); c; c = c->next)
-		if (c != b && c->be.kind == BLAMER_BACKEND_DIR && c->be.dirfd >= 0 &&
-		    !fstat(c->be.dirfd, &other) && other.st_dev == mine.st_dev &&
-		    other.st_ino == mine.st_ino)
-			stale = false;
-	bl_registry_unlock();
-	return stale;
+	unlocked = !flock(fd, LOCK_EX | LOCK_NB);
+	close(fd);
+	return unlocked;
 }
 
 static int make_heap(struct blamer *b)
@@ -177,23 +224,29 @@ static int make_heap(struct blamer *b)
 			      b->pid, b->start_ns);
 	if (ret)
 		return ret;
+	if (b->be.kind == BLAMER_BACKEND_DIR && !seq_take((int32_t)b->pid, &b->be.seq)) {
+		bl_backend_close(&b->be, false);
+		return bl_error(EMFILE, "blamer: this process made 2^32 heaps");
+	}
 	/* A fresh anchor per heap: a fork child's heap is new. */
 	bl_clock_start(&clock, b->clock);
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64(),
 			     &clock);
-	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && stale_own_heap(b)) {
-		/* Files named after this very process (pid and start time)
-		 * that no live context of ours owns: left by the program this
+	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && former_image_heap(b)) {
+		/* Files named after this very process (pid, start time and
+		 * a seq this image never took): left by the program this
 		 * process was before execve(). Ours to replace; only plain
 		 * singly-linked files of ours are removed, so a planted link
 		 * still makes us fail. */
-		bl_slabdir_remove_heap(b->be.dirfd, b->pid, b->start_ns);
+		bl_slabdir_remove_heap(b->be.dirfd, b->pid, b->start_ns, b->be.seq);
 		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 				     bl_random64(), &clock);
 	}
 	if (ret) {
 		/* Nothing of ours to remove: a file already there (EEXIST) is
 		 * somebody else's, and a failed create removed its own file. */
+		if (b->be.kind == BLAMER_BACKEND_DIR)
+			seq_untake((int32_t)b->pid, b->be.seq);
 		bl_backend_close(&b->be, false);
 		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
 				      : ret;

@@ -78,10 +78,10 @@ int bl_clock_choose(const char *env, uint32_t *kind);
 
 /* retention.c: the dead heaps a directory keeps, and removing a heap's
  * files (heap-format.rst, "Retention"). */
-/* Deletes the slab files of heap <pid>-<start_ns> in @dirfd that
+/* Deletes the slab files of heap @seq of <pid>-<start_ns> in @dirfd that
  * bl_slab_file_ok() accepts (a look at each of the BLAMER_MAX_SLABS names
  * it may have: no readdir). The number removed, or -errno. */
-int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns);
+int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns, uint32_t seq);
 
 /* How many dead heaps a directory keeps. */
 struct bl_retention {
@@ -130,8 +130,9 @@ struct bl_backend {
 	uint32_t dev_nids;	/* device: slabs created, released by a clean close */
 	uint64_t dev_ids[BLAMER_MAX_SLABS];
 	int dirfd;		/* dir: the checked directory, else -1 */
-	int64_t pid;		/* dir file names: <pid>-<start_ns>.<index>.slab */
+	int64_t pid;		/* dir file names: <pid>-<start_ns>[-<seq>].<index>.slab */
 	int64_t start_ns;
+	uint32_t seq;		/* dir: which of this image's heaps (context.c); 0: its first */
 	char dir[256];
 };
 

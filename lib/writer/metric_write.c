@@ -37,7 +37,6 @@
  * loop made the counter add 5.9 ns where the mark's is 4.6
  * (Documentation/performance.rst).
  */
-#include <float.h>
 #include <string.h>
 
 #include "atomic.h"
@@ -81,17 +80,34 @@ static inline void own_add_u64(uint64_t *v, uint64_t x)
 }
 
 /*
- * An add to a double of this thread's own shard, under the mark (see
- * the top): one writer, so a plain load and store of the word, each
- * whole (aligned 8 bytes). On x86-64 through a general register and
- * movq, not movsd: the adds to one series form a chain through memory
- * (each load waits for the last store), and an integer load gets a
- * stored value sooner than a floating-point one (about 8 ticks of the
- * TSC per add of a tight loop in place of 10, measured on the bench
- * machine; Documentation/performance.rst). Under TSan, relaxed atomics
- * (which it sees).
+ * A sum a write may leave: finite, of either sign. Every infinity and NaN
+ * has all exponent bits set: with the sign shifted out, its bits are at
+ * least 0x7ff << 53. A sum that is not refuses its write (counted as
+ * bad_value, the series keeps its last sum): the reader takes an
+ * infinite sum for a heap's corruption (decode_metric.c), and an exporter
+ * would keep it in the service's durable sum for good. Tested on the
+ * result, not the argument: an add of +Inf makes one too, so the counter
+ * needs no compare of its argument with DBL_MAX, and the test (a shift
+ * and a compare fused with its branch, off the chain through memory)
+ * costs the hot path next to nothing (Documentation/performance.rst).
  */
-static inline void own_add_double(uint64_t *w, double d)
+static inline bool sum_ok(uint64_t bits)
+{
+	return bits << 1 < 0xffe0000000000000ull;
+}
+
+/*
+ * Word @w of this thread's own shard plus @d, as bits, not stored (see
+ * own_store()): one writer, under the mark (see the top), so a plain
+ * load of the word, whole (aligned 8 bytes). On x86-64 through a general
+ * register and movq, not movsd: the adds to one series form a chain
+ * through memory (each load waits for the last store), and an integer
+ * load gets a stored value sooner than a floating-point one (about 8
+ * ticks of the TSC per add of a tight loop in place of 10, measured on
+ * the bench machine; Documentation/performance.rst). Under TSan, relaxed
+ * atomics (which it sees).
+ */
+static inline uint64_t own_sum(const uint64_t *w, double d)
 {
 #if defined(__x86_64__) && !defined(BL_TSAN)
 	uint64_t bits;
@@ -100,24 +116,41 @@ static inline void own_add_double(uint64_t *w, double d)
 	__asm__ volatile("mov %[w], %[bits]\n\t"
 			 "movq %[bits], %[sum]\n\t"
 			 "addsd %[d], %[sum]\n\t"
-			 "movq %[sum], %[bits]\n\t"
-			 "mov %[bits], %[w]"
-			 : [w] "+m"(*w), [bits] "=&r"(bits), [sum] "=&x"(sum)
-			 : [d] "x"(d));
+			 "movq %[sum], %[bits]"
+			 : [bits] "=&r"(bits), [sum] "=&x"(sum)
+			 : [w] "m"(*w), [d] "x"(d));
+	return bits;
 #else
-	st_relaxed(A64(w), dbits(bitsd(ld_relaxed(A64(w))) + d));
+	return dbits(bitsd(ld_relaxed(A64(w))) + d);
 #endif
 }
 
-/* No shard: the series record's own words, shared by every thread.
- * Relaxed: counters; no other data hangs on them. */
-static void shared_add_double(uint64_t *w, double d)
+/* The sum own_sum() made, stored: from the same general register. */
+static inline void own_store(uint64_t *w, uint64_t bits)
 {
-	uint64_t old = ld_relaxed(A64(w));
+#if defined(__x86_64__) && !defined(BL_TSAN)
+	__asm__ volatile("mov %[bits], %[w]" : [w] "=m"(*w) : [bits] "r"(bits));
+#else
+	st_relaxed(A64(w), bits);
+#endif
+}
 
-	while (!atomic_compare_exchange_weak_explicit(A64(w), &old, dbits(bitsd(old) + d),
-						      memory_order_relaxed, memory_order_relaxed))
-		;
+/* No shard: the series record's own words, shared by every thread;
+ * false, nothing stored, if the sum would be one no write may leave:
+ * not finite (sum_ok()), or for a gauge (@gauge), whose value may be an
+ * infinity (blamer_gauge_set() takes one), NaN (+Inf less +Inf).
+ * Relaxed: counters; no other data hangs on them. */
+static bool shared_add_double(uint64_t *w, double d, bool gauge)
+{
+	uint64_t old = ld_relaxed(A64(w)), sum;
+
+	do {
+		sum = dbits(bitsd(old) + d);
+		if (gauge ? bitsd(sum) != bitsd(sum) : !sum_ok(sum))
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(A64(w), &old, sum, memory_order_relaxed,
+							memory_order_relaxed));
+	return true;
 }
 
 static void shared_add_u64(uint64_t *w, uint64_t x)
@@ -214,17 +247,26 @@ mine:
 }
 
 /* A write of @v to word 0 (a double) and, for a histogram, 1 to the
- * count of bucket @bucket (word bucket + 1), under the thread's mark. */
-static inline void own_write(struct bl_tls *t, uint64_t *values, uint64_t bucket, double v,
+ * count of bucket @bucket (word bucket + 1), under the thread's mark;
+ * false, nothing written, if the sum would not be finite (sum_ok()). */
+static inline bool own_write(struct bl_tls *t, uint64_t *values, uint64_t bucket, double v,
 			     bool hist)
 {
+	uint64_t sum;
+	bool ok;
+
 	t->in_write = true;
 	atomic_signal_fence(memory_order_seq_cst);
-	if (hist)
-		own_add_u64(&values[bucket + 1], 1);
-	own_add_double(&values[0], v);
+	sum = own_sum(&values[0], v);
+	ok = sum_ok(sum);
+	if (__builtin_expect(ok, 1)) {
+		if (hist)
+			own_add_u64(&values[bucket + 1], 1);
+		own_store(&values[0], sum);
+	}
 	atomic_signal_fence(memory_order_seq_cst);
 	t->in_write = false;
+	return ok;
 }
 
 /* Tokens handed out: one per thread that wrote a series (atomic). */
@@ -248,6 +290,20 @@ static void home_claim(struct bl_tls *t, struct blamer_series *s, uint64_t *valu
 	s->home_values = values;
 	atomic_signal_fence(memory_order_seq_cst);
 	st_relaxed(A64(&s->home), t->token);
+}
+
+/* A write the series cannot take: counted in its context's heap. */
+__attribute__((noinline))
+static void refused(struct blamer_series *s, uint32_t kind)
+{
+	bl_drop(s->h.b, s->kind != kind ? BLAMER_DROP_BAD_HANDLE : BLAMER_DROP_BAD_VALUE);
+}
+
+/* A write whose sum would not be finite (sum_ok()): counted, out of line. */
+__attribute__((noinline))
+static void sum_refused(struct blamer_series *s)
+{
+	bl_drop(s->h.b, BLAMER_DROP_BAD_VALUE);
 }
 
 /* Out of line: the hit path then saves no registers. */
@@ -278,20 +334,16 @@ static void write_slow(struct blamer_series *s, uint64_t bucket, double v, bool 
 	bl_slot_fill(t, slot, s->id, values);
 	if (values) {
 		home_claim(t, s, values);
-		own_write(t, values, bucket, v, hist);
+		if (!own_write(t, values, bucket, v, hist))
+			sum_refused(s);
 		return;
 	}
 shared:
-	if (hist)
+	/* the sum first: a refused observation counts in no bucket */
+	if (!shared_add_double(&rec->value[0], v, false))
+		sum_refused(s);
+	else if (hist)
 		shared_add_u64(&rec->value[bucket + 1], 1);
-	shared_add_double(&rec->value[0], v);
-}
-
-/* A write the series cannot take: counted in its context's heap. */
-__attribute__((noinline))
-static void refused(struct blamer_series *s, uint32_t kind)
-{
-	bl_drop(s->h.b, s->kind != kind ? BLAMER_DROP_BAD_HANDLE : BLAMER_DROP_BAD_VALUE);
 }
 
 /* Another thread than the home: its shard found in its slot, else the
@@ -304,10 +356,12 @@ static inline void write_away(struct blamer_series *s, uint64_t bucket, double v
 	uint64_t *values = slot->values;
 
 	if (__builtin_expect(slot->path_id == s->id && values && !t->in_write &&
-			     !bl_slot_read_retry(t, seq), 1))
-		own_write(t, values, bucket, v, hist);
-	else
+			     !bl_slot_read_retry(t, seq), 1)) {
+		if (__builtin_expect(!own_write(t, values, bucket, v, hist), 0))
+			sum_refused(s);
+	} else {
 		write_slow(s, bucket, v, hist);
+	}
 }
 
 __attribute__((noinline))
@@ -330,9 +384,10 @@ static inline __attribute__((always_inline)) void write(struct blamer_series *s,
 
 	/* Relaxed: only this thread stores its own token there, after the
 	 * pointer (home_claim()). */
-	if (__builtin_expect(ld_relaxed(A64(&s->home)) == t->token && !t->in_write, 1))
-		own_write(t, s->home_values, bucket, v, hist);
-	else if (hist)
+	if (__builtin_expect(ld_relaxed(A64(&s->home)) == t->token && !t->in_write, 1)) {
+		if (__builtin_expect(!own_write(t, s->home_values, bucket, v, hist), 0))
+			sum_refused(s);
+	} else if (hist)
 		observe_away(s, bucket, v);
 	else
 		write_away(s, bucket, v, false);
@@ -342,9 +397,9 @@ BL_HOT void blamer_counter_add(struct blamer_series *s, double v)
 {
 	if (!s)
 		return;
-	/* false for NaN too; an infinity would stay in the service's
-	 * durable sum for good (the reader takes it as corrupt) */
-	if (__builtin_expect(s->kind != BLAMER_METRIC_COUNTER || !(v >= 0 && v <= DBL_MAX), 0)) {
+	/* false for NaN too; +Inf, and an add that would make the sum
+	 * infinite, own_write() refuses (sum_ok()) */
+	if (__builtin_expect(s->kind != BLAMER_METRIC_COUNTER || !(v >= 0), 0)) {
 		refused(s, BLAMER_METRIC_COUNTER);
 		return;
 	}
@@ -439,7 +494,11 @@ void blamer_gauge_add(struct blamer_series *s, double v)
 	rec = bl_handle_rec(&s->h);
 	if (!rec)
 		return;
-	shared_add_double(&rec->value[0], v);
+	/* +Inf less +Inf: refused, as a set of NaN */
+	if (!shared_add_double(&rec->value[0], v, true)) {
+		refused(s, BLAMER_METRIC_GAUGE);
+		return;
+	}
 	if (s->stamped)
 		st_release(A64(&rec->stamp), bl_realtime_ns());
 }

@@ -92,7 +92,7 @@ static bool child_folds(int dirfd, pid_t pid, int64_t start)
 	bool folds = false;
 	int fd;
 
-	bl_slab_name(name, sizeof(name), pid, (uint64_t)start, 0);
+	bl_slab_name(name, sizeof(name), pid, (uint64_t)start, 0, 0);
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -135,11 +135,13 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	 * the files of that very process (pid AND start time): a reused pid
 	 * with another start time is another process. And only after a
 	 * clean exit: the heap of a child that crashed or failed is what a
-	 * postmortem wants to read (`blamer release` frees it later). */
+	 * postmortem wants to read (`blamer release` frees it later). Its
+	 * first heap only (seq 0): a later one (made after it abandoned or
+	 * closed one) is left to the retention limits. */
 	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
 	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0 &&
 	    !child_folds(b->be.dirfd, pid, found->child_start_stamp))
-		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp);
+		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp, 0);
 	return removed < 0 ? 0 : removed;
 }
 

@@ -65,7 +65,9 @@
 #define TRIM_COMPACT	4096u	/* entries popped before the queue moves down */
 #define TRIM_MAX_QUEUE	(1ull << 22)
 
-#define TRIM_MAGIC	0x314d495254524c42ull	/* "BLRTRIM1" */
+/* "BLRTRIM2": entries with a seq; a state of "BLRTRIM1" (an older
+ * writer's, or one of an older writer beside us) is started afresh */
+#define TRIM_MAGIC	0x324d495254524c42ull
 
 struct trim_hdr {
 	uint64_t magic;
@@ -83,6 +85,8 @@ struct trim_entry {
 	uint64_t start;
 	uint64_t bytes;
 	uint64_t slabs;		/* bit i: slab file i was there */
+	uint32_t seq;		/* which of the process's heaps (where.h) */
+	uint32_t pad;
 };
 
 /* A dead heap found by this step. */
@@ -152,13 +156,12 @@ static void store(int fd, struct trim_hdr *h)
 }
 
 /*
- * The slab files of heap <pid>-<start> there are from @first on (a bit
- * each), and their bytes: up to the first index missing (a writer makes
- * them in order; a file past a gap is found by a later sweep as a heap
- * of its own and goes the same way).
+ * The slab files of heap @e there are from its first on (a bit each),
+ * and their bytes: up to the first index missing (a writer makes them in
+ * order; a file past a gap is found by a later sweep as a heap of its
+ * own and goes the same way).
  */
-static uint64_t heap_slabs(int dirfd, int32_t pid, uint64_t start, uint32_t first,
-			   uint64_t *bytes)
+static uint64_t heap_slabs(int dirfd, const struct trim_entry *e, uint64_t *bytes)
 {
 	char name[BL_SLAB_NAME_MAX];
 	uint64_t mask = 0;
@@ -166,8 +169,8 @@ static uint64_t heap_slabs(int dirfd, int32_t pid, uint64_t start, uint32_t firs
 	uint32_t i;
 
 	*bytes = 0;
-	for (i = first; i < BLAMER_MAX_SLABS; i++) {
-		bl_slab_name(name, sizeof(name), pid, start, i);
+	for (i = e->first; i < BLAMER_MAX_SLABS; i++) {
+		bl_slab_name(name, sizeof(name), e->pid, e->start, e->seq, i);
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
 			break;
 		if (!bl_slab_file_ok(&st))
@@ -188,7 +191,7 @@ static void remove_entry(int dirfd, const struct trim_entry *e)
 	for (i = BLAMER_MAX_SLABS; i-- > 0;) {
 		if (!(e->slabs & (1ull << i)))
 			continue;
-		bl_slab_name(name, sizeof(name), e->pid, e->start, i);
+		bl_slab_name(name, sizeof(name), e->pid, e->start, e->seq, i);
 		if (!fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && bl_slab_file_ok(&st))
 			unlinkat(dirfd, name, 0);
 	}
@@ -200,7 +203,7 @@ static bool entry_there(int dirfd, const struct trim_entry *e)
 	char name[BL_SLAB_NAME_MAX];
 	struct stat st;
 
-	bl_slab_name(name, sizeof(name), e->pid, e->start, e->first);
+	bl_slab_name(name, sizeof(name), e->pid, e->start, e->seq, e->first);
 	return !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && bl_slab_file_ok(&st);
 }
 
@@ -223,15 +226,15 @@ static bool dead_one(int dirfd, const char *name, const struct trim_hdr *h, uint
 	struct stat st;
 	int32_t pid;
 	uint64_t start;
-	uint32_t idx, i;
+	uint32_t seq, idx, i;
 	int fd;
 
-	if (!bl_slab_name_parse(name, &pid, &start, &idx))
+	if (!bl_slab_name_parse(name, &pid, &start, &seq, &idx))
 		return false;
 	/* a lower slab file is its heap's first (one look: slab 0 is there
 	 * but for a heap cut short) */
 	for (i = 0; i < idx; i++) {
-		bl_slab_name(first, sizeof(first), pid, start, i);
+		bl_slab_name(first, sizeof(first), pid, start, seq, i);
 		if (!fstatat(dirfd, first, &st, AT_SYMLINK_NOFOLLOW))
 			return false;
 	}
@@ -255,7 +258,7 @@ static bool dead_one(int dirfd, const char *name, const struct trim_hdr *h, uint
 		close(fd);	/* locked: a writer still has it (another pid namespace) */
 		return false;
 	}
-	f->e = (struct trim_entry){ .pid = pid, .first = idx, .start = start };
+	f->e = (struct trim_entry){ .pid = pid, .first = idx, .start = start, .seq = seq };
 	f->noticed_ns = st.st_mode & 0222 ? now : bl_ts_ns(&st.st_ctim);
 	f->fd = fd;
 	f->mode = st.st_mode;
@@ -268,7 +271,9 @@ static int found_cmp(const void *a, const void *b)
 
 	if (x->noticed_ns != y->noticed_ns)
 		return x->noticed_ns < y->noticed_ns ? -1 : 1;
-	return x->e.start < y->e.start ? -1 : x->e.start > y->e.start;
+	if (x->e.start != y->e.start)
+		return x->e.start < y->e.start ? -1 : 1;
+	return x->e.seq < y->e.seq ? -1 : x->e.seq > y->e.seq;
 }
 
 /* The sweep's step: dead heaps of the next TRIM_SWEEP entries queued.
@@ -318,8 +323,7 @@ static void sweep(int dirfd, int sfd, struct trim_hdr *h, uint64_t now)
 	/* noticed in this order (a heap marked before the queue: its mark) */
 	qsort(f, n, sizeof(*f), found_cmp);
 	for (i = 0; i < n; i++) {
-		f[i].e.slabs = heap_slabs(dirfd, f[i].e.pid, f[i].e.start, f[i].e.first,
-					  &f[i].e.bytes);
+		f[i].e.slabs = heap_slabs(dirfd, &f[i].e, &f[i].e.bytes);
 		if (h->tail - h->head < TRIM_MAX_QUEUE && write_entry(sfd, h->tail, &f[i].e)) {
 			h->tail++;
 			h->count++;
@@ -366,7 +370,7 @@ static bool still_dead(int dirfd, const struct trim_entry *e, int *fd)
 	if (!bl_proc_stat(e->pid, &ps) && (uint64_t)ps.start_ns == e->start && ps.state != 'Z' &&
 	    ps.state != 'X')
 		return false;
-	bl_slab_name(name, sizeof(name), e->pid, e->start, e->first);
+	bl_slab_name(name, sizeof(name), e->pid, e->start, e->seq, e->first);
 	*fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (*fd < 0)
 		return true;	/* gone already: nothing of it is locked */
@@ -464,7 +468,7 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep)
 	return removed;
 }
 
-int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
+int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns, uint32_t seq)
 {
 	char name[BL_SLAB_NAME_MAX];
 	struct stat st;
@@ -475,7 +479,7 @@ int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns)
 	 * short leaves no slab without its first): a cost that does not
 	 * grow with the directory, where a readdir of it did */
 	for (i = BLAMER_MAX_SLABS; i-- > 0;) {
-		bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, i);
+		bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, seq, i);
 		/* only what the library could have made */
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !bl_slab_file_ok(&st))
 			continue;

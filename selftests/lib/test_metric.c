@@ -665,6 +665,97 @@ TEST_F(ctx, bad_writes_are_counted)
 	t_close(self, b);
 }
 
+/*
+ * A sum that an add would take past the largest double: the add is
+ * refused and counted (bad_value), the series keeps its last sum, and
+ * the heap stays one a reader reads whole. Each add alone was finite,
+ * so only the sum can tell; before, it stored +Inf (or -Inf) and the
+ * reader took the heap for corrupt. In the thread's shard first, then,
+ * the heap full, in the series record's own words (the shared path).
+ */
+static void overflow_writes(struct blamer_series *sc, struct blamer_series *sh,
+			    struct blamer_series *sn, struct blamer_series *sg)
+{
+	blamer_counter_add(sc, 1e308);
+	blamer_counter_add(sc, 1e308);		/* refused */
+	blamer_counter_add(sc, 1);		/* taken: 1e308 + 1 is 1e308 */
+	blamer_histogram_observe(sh, 1e308);	/* the +Inf bucket */
+	blamer_histogram_observe(sh, 1e308);	/* refused: no bucket counts it */
+	blamer_histogram_observe(sn, -1e308);	/* below the first bound */
+	blamer_histogram_observe(sn, -1e308);	/* refused: -Inf */
+	blamer_gauge_add(sg, INFINITY);		/* a gauge may be infinite */
+	blamer_gauge_add(sg, -INFINITY);	/* refused: NaN */
+}
+
+static void overflow_check(struct __test_metadata *_metadata, struct blamer *b, const char *k,
+			   uint64_t drops_then)
+{
+	const struct blamer_snap_series *x;
+	struct blamer_snapshot *s = own_snapshot(b);
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
+	ASSERT_EQ(drops_then + 4, drops(b, BLAMER_DROP_BAD_VALUE));
+	ASSERT_EQ(drops_then + 4, s->procs[0].drops[BLAMER_DROP_BAD_VALUE]);
+	ASSERT_EQ(1e308, series(s, "c", k)->value);
+	x = series(s, "h", k);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(1, x->count);
+	ASSERT_EQ(1, x->buckets[2]);
+	ASSERT_EQ(1e308, x->value);
+	x = series(s, "n", k);
+	ASSERT_NE(NULL, x);
+	ASSERT_EQ(1, x->count);
+	ASSERT_EQ(1, x->buckets[0]);
+	ASSERT_EQ(-1e308, x->value);
+	ASSERT_EQ(INFINITY, series(s, "g", k)->value);
+	blamer_snapshot_free(s);
+}
+
+TEST_F(ctx, sums_past_the_largest_double_are_refused_and_counted)
+{
+	static const double bounds[] = { 1, 2 };
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct blamer_metric_def nd = { .name = "n", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct blamer_metric_def gd = { .name = "g", .kind = BLAMER_METRIC_GAUGE,
+					.gauge_mode = BLAMER_GAUGE_SUM };
+	struct blamer_series *sc[2], *sh[2], *sn[2], *sg[2];
+	struct blamer_config c;
+	struct blamer *b;
+	char name[2][2] = { "a", "b" };
+	const char *const label = "k";
+	int i, err = 0;
+
+	c = t_cfg(self->dir, 65536, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < 2; i++) {
+		const char *v = name[i];
+
+		cd.labels = hd.labels = nd.labels = gd.labels = &label;
+		cd.nlabels = hd.nlabels = nd.nlabels = gd.nlabels = 1;
+		sc[i] = blamer_metric_series(blamer_metric_define(b, &cd), &v, NULL, 0);
+		sh[i] = blamer_metric_series(blamer_metric_define(b, &hd), &v, NULL, 0);
+		sn[i] = blamer_metric_series(blamer_metric_define(b, &nd), &v, NULL, 0);
+		sg[i] = blamer_metric_series(blamer_metric_define(b, &gd), &v, NULL, 0);
+		ASSERT_NE(NULL, sc[i]);
+		ASSERT_NE(NULL, sh[i]);
+		ASSERT_NE(NULL, sn[i]);
+		ASSERT_NE(NULL, sg[i]);
+	}
+	/* series "a": through the thread's shards */
+	overflow_writes(sc[0], sh[0], sn[0], sg[0]);
+	overflow_check(_metadata, b, "a", 0);
+	/* series "b": no room for a shard, the record's own words */
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	overflow_writes(sc[1], sh[1], sn[1], sg[1]);
+	overflow_check(_metadata, b, "b", 4);
+	t_close(self, b);
+}
+
 static struct blamer_series *sig_series;
 
 static void on_usr1(int sig)
@@ -1071,7 +1162,7 @@ TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
 	if (t_backend() != BLAMER_BACKEND_DIR)
 		SKIP(return, "the device keeps a closed heap's slabs until the process exits");
 	c = t_cfg(self->dir, 0, 0);
-	/* in children: a process has one heap per directory */
+	/* in children: heaps of processes that ended, to read in full */
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
@@ -1111,6 +1202,85 @@ TEST_F(ctx, clean_close_keeps_a_heap_to_fold)
 	ASSERT_EQ(3, s->series[0].value);
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
+}
+
+/*
+ * One process's heaps one after another in a directory (closed and kept
+ * for the fold, abandoned, alive at its death): three heaps, each read
+ * and folded once, so the service's counter is their sum, and each
+ * released. The same name made again had replaced each with the next:
+ * the service counted the last alone.
+ */
+TEST_F(ctx, a_process_heaps_one_after_another_fold_as_one_service)
+{
+	struct blamer_metric_def cd = { .name = "jobs_total", .kind = BLAMER_METRIC_COUNTER };
+	char state[] = "/tmp/blamer-fold-XXXXXX", path[64], want[64], name[128];
+	struct blamer_snapshot *s;
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .dir = self->dir,
+					.flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_fleet *f;
+	struct blamer_reader *r;
+	struct blamer_config c;
+	size_t i, len = 0, cap = 0;
+	char e[256], *text = NULL;
+	int status, n;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the device makes a heap per open file");
+	c = t_cfg(self->dir, 0, 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		static const double adds[] = { 1, 2, 4 };
+		struct blamer *b;
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			if (blamer_open(&c, &b))
+				_exit(1);
+			blamer_counter_add(blamer_metric_series(blamer_metric_define(b, &cd),
+								NULL, NULL, 0), adds[k]);
+			if (k == 0)
+				blamer_close(b);	/* kept: it holds a folded series */
+			else if (k == 1)
+				blamer_abandon(b);
+		}
+		_exit(0);	/* the last one alive at the end */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(3, s->nprocs);
+	for (i = 0; i < s->nprocs; i++) {
+		ASSERT_EQ(pid, s->procs[i].pid);
+		ASSERT_EQ(BLAMER_PROC_DEAD, s->procs[i].state);
+		if (i)
+			ASSERT_NE(s->procs[i - 1].heap_key, s->procs[i].heap_key);
+	}
+	ASSERT_EQ(1, s->nseries);
+	ASSERT_EQ(7, s->series[0].value);
+	ASSERT_NE(NULL, mkdtemp(state));
+	snprintf(path, sizeof(path), "%s/state", state);
+	f = blamer_fleet_open(path, e, sizeof(e));
+	ASSERT_NE(NULL, f) TH_LOG("%s", e);
+	n = blamer_fleet_fold(f, r, s, 0, e, sizeof(e));
+	ASSERT_EQ(3, n) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(f, s, &text, &len, &cap));
+	snprintf(want, sizeof(want), "\njobs_total{uid=\"%u\"} 7\n", (unsigned)getuid());
+	ASSERT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+	blamer_snapshot_free(s);
+	/* all three released: no slab file of the child's left */
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(0, s->nprocs);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	snprintf(name, sizeof(name), "rm -rf '%s'", state);
+	ASSERT_EQ(0, system(name));
 }
 
 TEST_HARNESS_MAIN

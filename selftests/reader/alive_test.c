@@ -189,6 +189,59 @@ TEST(long_lived_reader_watches_its_writers)
 	fx_free(&a);
 }
 
+/*
+ * Two heaps of one live writer (where.h: a process's later heap has a
+ * seq in its name): both live, both read, and one pidfd watches the
+ * writer for both.
+ */
+TEST(two_heaps_of_one_writer_share_its_pidfd)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	char from[300], to[300];
+	struct fx_heap a;
+	size_t i, n;
+	pid_t child;
+	int base, k;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	child = spawn_waiter("two");
+	ASSERT_LT(0, child);
+	ASSERT_EQ(0, heap_of(child, &a));
+	snprintf(from, sizeof(from), "%s/%d-%llu.0.slab", tmpdir, child,
+		 (unsigned long long)fx_start_ns(child));
+	snprintf(to, sizeof(to), "%s/%d-%llu-1.0.slab", tmpdir, child,
+		 (unsigned long long)fx_start_ns(child));
+	ASSERT_EQ(0, rename(from, to));
+	fx_free(&a);
+	ASSERT_EQ(0, heap_of(child, &a));
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	base = count_pidfds();
+	for (k = 0; k < 3; k++) {
+		ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+		for (i = n = 0; i < s->nprocs; i++) {
+			EXPECT_EQ(child, s->procs[i].pid);
+			EXPECT_EQ(BLAMER_PROC_LIVE, s->procs[i].state);
+			EXPECT_STREQ("two", s->procs[i].comm);
+			n++;
+		}
+		EXPECT_EQ(2, n);
+		if (n == 2)
+			EXPECT_NE(s->procs[0].heap_key, s->procs[1].heap_key);
+		blamer_snapshot_free(s);
+		EXPECT_EQ(base + (k ? 1 : 0), count_pidfds()) TH_LOG("snapshot %d", k);
+	}
+	ASSERT_EQ(0, kill(child, SIGKILL));
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	blamer_reader_close(r);
+	rm_tmpdir();
+	fx_free(&a);
+}
+
 static void *wait_forever(void *arg)
 {
 	(void)arg;

@@ -308,7 +308,7 @@ TEST(planted_files_are_skipped_and_never_released)
 
 /*
  * Names that are not exactly what the writer writes: leading zeros, a
- * sign, a pid out of range. "007-5.0.slab" would name heap 7-5's slab 0
+ * sign, a pid out of range, a seq written out as 0. "007-5.0.slab" would name heap 7-5's slab 0
  * a second time: it must be neither read nor counted nor said to be
  * released, and it stays where it is (the user is told it was skipped).
  */
@@ -318,6 +318,10 @@ TEST(only_canonical_names_are_heaps)
 		"03999920-5.0.slab", "3999920-05.0.slab", "3999920-5.00.slab",
 		"+3999920-5.0.slab", "02147483000-5.0.slab", "2147483648-5.0.slab",
 		"0-5.0.slab", "3999920-5.0.slab.", "3999920-5.64.slab",
+		/* a seq (a process's later heap) written out as 0, with a
+		 * leading zero, past 32 bits, empty or signed */
+		"3999920-5-0.0.slab", "3999920-5-01.0.slab", "3999920-5-4294967296.0.slab",
+		"3999920-5-.0.slab", "3999920-5--1.0.slab",
 	};
 	char src[600], dst[600], err[4096];
 	struct blamer_snapshot *s;

@@ -696,7 +696,8 @@ static PyMethodDef ctx_methods[] = {
 	  "A clean end: the heap is marked deleted and removed. Its handles stop\n"
 	  "working (ValueError). On the default context: blamer.reset()." },
 	{ "abandon", (PyCFunction)ctx_abandon, METH_NOARGS,
-	  "abandon()\n\nUnmaps without marking anything: the heap stays as after a crash." },
+	  "abandon()\n\nUnmaps without marking anything: the heap stays as after a crash,\n"
+	  "beside any heap made after it (on the default context: at its next use)." },
 	{ "__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))ctx_exit, METH_FASTCALL, NULL },
 	{ NULL, NULL, 0, NULL },

@@ -225,6 +225,10 @@ static PyObject *reader_release(pyb_Reader *o, PyObject *proc)
 	f = PyObject_GetAttrString(proc, "live");
 	p->state = f && PyObject_IsTrue(f) == 0 ? BLAMER_PROC_DEAD : BLAMER_PROC_LIVE;
 	Py_XDECREF(f);
+	/* which heap of the process (dir: one of several, by its key) */
+	f = PyObject_GetAttrString(proc, "heap_key");
+	p->heap_key = f ? PyLong_AsUnsignedLongLong(f) : 0;
+	Py_XDECREF(f);
 	slabs = PyObject_GetAttrString(proc, "slab_ids");
 	if (PyErr_Occurred() || !slabs || !PyTuple_Check(slabs)) {
 		Py_XDECREF(slabs);

@@ -2,6 +2,7 @@
 """The writer API from Python, checked through the reader (dir backend)."""
 import errno
 import os
+import signal
 import threading
 import time
 
@@ -357,6 +358,31 @@ class Dag(HeapTest):
         self.assertEqual(self.snap().total(["t"], blamer.UNIT_COUNT), n * per)
 
 
+class Metrics(HeapTest):
+    def test_a_sum_past_the_largest_double_is_refused_and_counted(self):
+        # Each add is finite; the second would make the sum infinite. It
+        # is refused and counted (bad_value), the series keeps its sum,
+        # and the heap stays whole (an infinite sum made it "corrupt").
+        c = blamer.counter("big_total", "h")
+        h = blamer.histogram("big_seconds", "h", buckets=[1.0])
+        g = blamer.gauge("big_level", "h", mode="sum")
+        blamer.counter("ok_total", "h").inc(5)
+        c.inc(1e308)
+        c.inc(1e308)
+        h.observe(-1e308)
+        h.observe(-1e308)
+        g.inc(float("inf"))
+        g.dec(float("inf"))   # inf - inf: NaN, refused
+        p = self.proc()
+        self.assertEqual(p.health, "ok", p.problem)
+        self.assertEqual(p.drops.get("bad_value"), 3)
+        m = {x.name: x for x in p.metrics}
+        self.assertEqual(m["big_total"].value, 1e308)
+        self.assertEqual((m["big_seconds"].value, m["big_seconds"].count), (-1e308, 1))
+        self.assertEqual(m["big_level"].value, float("inf"))
+        self.assertEqual(m["ok_total"].value, 5)
+
+
 class Contexts(HeapTest):
     def test_open_close(self):
         if BACKEND != "dir":
@@ -379,6 +405,51 @@ class Contexts(HeapTest):
         c.close()        # again: nothing
         # closed cleanly: the heap is gone
         self.assertEqual(blamer.snapshot(backend="dir", dir=other).processes, [])
+
+    def test_a_heap_after_abandon_or_a_kept_close_is_a_new_one(self):
+        # abandon() leaves the heap as a crash would, and a reset()
+        # keeps one whose counters an exporter folds; the next write
+        # opens a new default context, whose heap (dir backend: named by
+        # pid and start time) is another, never the one before made
+        # again (that replaced it: its data were gone)
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        blamer.set_data("first", 1)
+        blamer.counter("jobs_total", "h").inc(1)
+        blamer.default_context().abandon()
+        blamer.set_data("second", 2)
+        blamer.counter("jobs_total", "h").inc(2)
+        blamer.reset()                      # kept: it holds a counter
+        blamer.set_data("third", 3)
+        s = self.snap()
+        heaps = [p for p in s.processes if p.pid == os.getpid()]
+        self.assertEqual(sorted(tuple(p.user_data) for p in heaps),
+                         [("first",), ("second",), ("third",)])
+        self.assertEqual(len({p.heap_key for p in heaps}), 3)
+        self.assertEqual(len({p.heap_id for p in heaps}), 3)
+        self.assertEqual([x.value for x in s.series if x.name == "jobs_total"], [3])
+
+    def test_each_heap_of_a_dead_process_is_released_alone(self):
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                blamer.log("first")
+                blamer.default_context().abandon()
+                blamer.log("second")
+            finally:
+                os.kill(os.getpid(), signal.SIGKILL)
+        os.waitpid(pid, 0)
+        with blamer.Reader(backend="dir", dir=self.dir) as r:
+            heaps = [p for p in r.snapshot().processes if p.pid == pid]
+            self.assertEqual(sorted(e.text for p in heaps for e in p.logs),
+                             ["first", "second"])
+            r.release([p for p in heaps if p.logs[0].text == "second"][0])
+            left = [p for p in r.snapshot().processes if p.pid == pid]
+            self.assertEqual([[e.text for e in p.logs] for p in left], [["first"]])
+            r.release(left[0])
+            self.assertEqual([p for p in r.snapshot().processes if p.pid == pid], [])
 
     def test_bad_config(self):
         for kw in ({"backend": "tape"}, {"backend": 9}, {"slab_size": 1000},
