@@ -13,7 +13,11 @@
  * well-behaved client is not hurt), else the oldest still sending its
  * request, else the oldest that has stopped taking its answer; a new
  * connection is refused (503) only when every other one of its peer (or,
- * at the total cap, every other one) is taking its answer. On TCP a
+ * at the total cap, every other one) is taking its answer. Within a
+ * peer, where the kernel names the process that connected (a Unix
+ * socket), the process holding the most of the peer's connections loses
+ * one of its own first: a scraper holds one, and a process of its uid
+ * that opens many does not push it out before it has asked. On TCP a
  * connection reaches accept() only once it has sent something
  * (TCP_DEFER_ACCEPT: one that says nothing takes no room here), and a
  * request sent at once, as a scraper sends it, is read the moment it is
@@ -294,7 +298,9 @@ struct conn {
 	enum stage st;
 	long long since;	/* when its stage began */
 	long long deadline;	/* and when it must be done */
+	unsigned long long seq;	/* its place in the order of accept() */
 	struct peer peer;
+	pid_t pid;		/* the process that connected; 0: not known (TCP) */
 	char *req;		/* C_READ: the head so far */
 	size_t nreq;
 	struct answer *ans;	/* C_WRITE: the shared answer, or NULL */
@@ -318,6 +324,7 @@ struct http_server {
 	struct conn **c;	/* slots, NULL when free */
 	size_t max;
 	size_t n;
+	unsigned long long accepted;	/* connections accepted so far */
 	struct answer *ans[HTTP_ANSWERS];	/* [0] the newest */
 	long long resume_ms;	/* the listener rests until then (0: it does not) */
 };
@@ -426,7 +433,9 @@ static bool local_tcp_uid(int nl, int fd, uint32_t *uid)
 	return true;
 }
 
-static void peer_of(struct http_server *s, int fd, struct peer *p)
+/* Who connected on @fd: its peer, and on a Unix socket the process that
+ * connected (*@pid; 0 where the kernel does not say: TCP). */
+static void peer_of(struct http_server *s, int fd, struct peer *p, pid_t *pid)
 {
 	struct sockaddr_storage them;
 	socklen_t tl = sizeof(them);
@@ -434,10 +443,13 @@ static void peer_of(struct http_server *s, int fd, struct peer *p)
 	socklen_t cl = sizeof(cr);
 
 	memset(p, 0, sizeof(*p));
+	*pid = 0;
 	if (s->is_unix) {
+		bool known = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl);
+
 		p->kind = 1;
-		p->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ? UINT32_MAX :
-									     (uint32_t)cr.uid;
+		p->uid = known ? (uint32_t)cr.uid : UINT32_MAX;
+		*pid = known ? cr.pid : 0;
 		return;
 	}
 	if (local_tcp_uid(s->nl, fd, &p->uid)) {
@@ -716,29 +728,74 @@ static void do_linger(struct http_server *s, size_t i)
 
 /* ---- room for one more ---- */
 
+/* What letting @c go costs its client: 0 nothing (its answer is all in
+ * the kernel's hands), 1 the request it is still sending, 2 an answer it
+ * has stopped taking, 3 one it is taking (never let go for another). */
+static int cost(const struct conn *c)
+{
+	return c->st == C_LINGER ? 0 : c->st == C_READ ? 1 : c->stalled ? 2 : 3;
+}
+
 /*
- * The connection to let go for a new one, among those of @peer (NULL: of
- * every peer): the one that has done least. An answer handed to the
- * kernel whole (lingering) loses nothing; then the oldest still sending
- * its request; then the oldest not taking its answer. -1 if all of them
- * are taking theirs.
+ * Is @a to be let go before @b? The one that has done least: an answer
+ * handed to the kernel whole (lingering) loses nothing; then the oldest
+ * still sending its request; then the oldest not taking its answer. One
+ * round of the loop reads the clock once, so a tie in age is broken by
+ * the order of accept(), not by the place in the table.
  */
-static long victim(struct http_server *s, const struct peer *peer)
+static bool goes_first(const struct conn *a, const struct conn *b)
+{
+	if (cost(a) != cost(b))
+		return cost(a) < cost(b);
+	return a->since != b->since ? a->since < b->since : a->seq < b->seq;
+}
+
+/* The connection to let go for a new one when the server is full: of all
+ * (a peer is not others' to choose: one of many addresses may be the
+ * scraper), the first to go. -1 if every one is taking its answer. */
+static long victim(struct http_server *s)
 {
 	long best = -1;
-	int rank, best_rank = 3;
 	size_t i;
 
-	for (i = 0; i < s->max; i++) {
-		struct conn *c = s->c[i];
-
-		if (!c || (peer && !peer_eq(&c->peer, peer)))
-			continue;
-		rank = c->st == C_LINGER ? 0 : c->st == C_READ ? 1 : c->stalled ? 2 : 3;
-		if (rank < best_rank || (rank == best_rank && rank < 3 &&
-					 c->since < s->c[best]->since)) {
+	for (i = 0; i < s->max; i++)
+		if (s->c[i] && cost(s->c[i]) < 3 && (best < 0 || goes_first(s->c[i], s->c[best])))
 			best = (long)i;
-			best_rank = rank;
+	return best;
+}
+
+/*
+ * The same when @peer is full, among its own connections; where the
+ * kernel names the process that made each (a Unix socket), after the
+ * lingering ones (they lose nothing) those of the process holding the
+ * most of the peer's connections go first. A scraper holds one, which it
+ * may not have used yet (a loaded machine runs it a while later) when a
+ * process of its uid opens its 33rd connection: that process pays with
+ * one of its own. A uid that spreads its connections over as many
+ * processes still competes with its scraper. Where no process is named
+ * (TCP: pid 0 for all) this is the order of goes_first().
+ */
+static long peer_victim(struct http_server *s, const struct peer *peer)
+{
+	size_t of[HTTP_MAX_PER_PEER], held[HTTP_MAX_PER_PEER], k = 0, i, j, bh = 0;
+	long best = -1;
+
+	for (i = 0; i < s->max && k < HTTP_MAX_PER_PEER; i++)
+		if (s->c[i] && peer_eq(&s->c[i]->peer, peer))
+			of[k++] = i;
+	for (i = 0; i < k; i++) {
+		held[i] = 0;
+		for (j = 0; j < k; j++)
+			held[i] += s->c[of[j]]->pid == s->c[of[i]]->pid;
+	}
+	for (i = 0; i < k; i++) {
+		const struct conn *c = s->c[of[i]];
+		size_t h = cost(c) ? held[i] : k + 1;	/* lingering: first */
+
+		if (cost(c) < 3 && (best < 0 || h > bh ||
+				    (h == bh && goes_first(c, s->c[best])))) {
+			best = (long)of[i];
+			bh = h;
 		}
 	}
 	return best;
@@ -790,6 +847,7 @@ static void accept_some(struct http_server *s, long long now)
 		struct epoll_event ev = { .events = EPOLLIN };
 		struct conn *c;
 		struct peer p;
+		pid_t pid;
 		long v = -1;
 		size_t i;
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -810,14 +868,13 @@ static void accept_some(struct http_server *s, long long now)
 				pause_accept(s, now);	/* EMFILE & co.: not a spin */
 			return;	/* none waiting, or the next round */
 		}
-		peer_of(s, fd, &p);
+		peer_of(s, fd, &p, &pid);
 		/* a full peer makes room among its own; a full server, among
-		 * all (a peer is not others' to choose: one of many addresses
-		 * may be the scraper) */
+		 * all */
 		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER)
-			v = victim(s, &p);
+			v = peer_victim(s, &p);
 		else if (s->n >= s->max)
-			v = victim(s, NULL);
+			v = victim(s);
 		if (v >= 0)
 			drop(s, (size_t)v);
 		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER || s->n >= s->max) {
@@ -838,8 +895,10 @@ static void accept_some(struct http_server *s, long long now)
 		c->fd = fd;
 		c->st = C_READ;
 		c->since = now;
+		c->seq = s->accepted++;
 		c->deadline = now + HTTP_REQUEST_MS;
 		c->peer = p;
+		c->pid = pid;
 		ev.data.u64 = i + 1;
 		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
 			free(c->req);
