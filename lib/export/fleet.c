@@ -342,8 +342,8 @@ static bool folds(const struct blamer_snap_metric_def *d)
  * Whether the remainder can keep every series of dead heap @p: none
  * whose definition lost to another of its name in this snapshot
  * (m->conflict), nor whose name the remainder holds defined otherwise
- * for @p's uid. A heap with one is not folded, so not released: its values stay
- * counted while it is there (its conflicts shown in
+ * for @p's uid. A heap with one is not folded, so not released: its
+ * values stay counted while it is there (its conflicts shown in
  * blamer_metric_conflicts, as the exposition finds them), where a fold
  * would have recorded them as kept and thrown them away (a redeploy that
  * changed a metric's labels lost every later worker's counts, silently).
