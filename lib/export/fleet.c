@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 
 #include "fleet.h"
+#include "hash.h"
 
 struct fl_ident fl_ident_of(const struct blamer_snap_process *p)
 {
@@ -213,6 +214,95 @@ void blamer_fleet_close(struct blamer_fleet *f)
 	free(f);
 }
 
+/* ---- the fold's lookups ---- */
+
+/*
+ * What a dead heap adds is found in the remainder by a keyed hash, not by
+ * a walk of it: a heap chooses its series, paths and node names, and a
+ * walk per series made a fold quadratic (one dead heap of 32,700 label
+ * values took 3.8 s to fold, and each such heap more than the last: an
+ * exporter any local user could stall). Each index covers its array
+ * exactly (ix->n entries) and is made again from it when it does not.
+ */
+typedef uint64_t (*ix_hash_fn)(const struct blamer_fleet *f, size_t i);
+
+/* @ix holding the first @n entries of its array, with room for one more;
+ * false out of memory. */
+static bool ix_fit(const struct blamer_fleet *f, struct fl_index *ix, size_t n, ix_hash_fn hash)
+{
+	size_t cap = 64, i, at;
+	uint32_t *slot;
+
+	if (ix->slot && ix->n == n && 2 * (n + 1) <= ix->mask + 1)
+		return true;
+	while (cap < 2 * (n + 1))
+		cap *= 2;
+	slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return false;
+	for (i = 0; i < n; i++) {
+		for (at = hash(f, i) & (cap - 1); slot[at]; at = (at + 1) & (cap - 1))
+			;
+		slot[at] = (uint32_t)i + 1;
+	}
+	free(ix->slot);
+	ix->slot = slot;
+	ix->mask = cap - 1;
+	ix->n = n;
+	return true;
+}
+
+/* Entry @i, just appended, into @ix at the free slot @at its probe ended on. */
+static void ix_add(struct fl_index *ix, size_t at, size_t i)
+{
+	ix->slot[at] = (uint32_t)i + 1;
+	ix->n = i + 1;
+}
+
+static uint64_t series_key(const struct blamer_fleet *f, size_t def, uint32_t uid, uint32_t depth,
+			   const uint64_t *nodes, char *const *values, uint32_t nlabels)
+{
+	uint64_t h = ex_mix(ex_mix(f->seed, def), uid);
+	uint32_t i;
+
+	h = ex_mix_bytes(h, nodes, depth * sizeof(*nodes));
+	for (i = 0; i < nlabels; i++)
+		h = ex_mix_str(h, values[i]);
+	return h;
+}
+
+static uint64_t series_hash(const struct blamer_fleet *f, size_t i)
+{
+	const struct fl_series *x = &f->series[i];
+
+	return series_key(f, x->def, x->uid, x->depth, x->nodes, x->values,
+			  f->defs[x->def].nlabels);
+}
+
+static uint64_t path_key(const struct blamer_fleet *f, uint32_t uid, uint32_t unit,
+			 uint32_t depth, const uint64_t *nodes)
+{
+	return ex_mix_bytes(ex_mix(ex_mix(f->seed ^ 1, uid), unit), nodes,
+			    depth * sizeof(*nodes));
+}
+
+static uint64_t path_hash(const struct blamer_fleet *f, size_t i)
+{
+	const struct fl_path *x = &f->paths[i];
+
+	return path_key(f, x->uid, x->unit, x->depth, x->nodes);
+}
+
+static uint64_t node_hash(const struct blamer_fleet *f, size_t i)
+{
+	return ex_mix(f->seed ^ 2, f->nodes[i].id);
+}
+
+static uint64_t unit_hash(const struct blamer_fleet *f, size_t i)
+{
+	return ex_mix(f->seed ^ 3, f->units[i].unit);
+}
+
 /* ---- what a dead heap adds ---- */
 
 static char *dup_str(const char *s)
@@ -292,17 +382,22 @@ static bool exact_add(struct fl_series *x, const double *add, uint32_t n)
 }
 
 /* The remainder's series of (@def, @uid, @m's values and path), added if
- * new; NULL out of memory. Linear: folds are rare, series few. */
+ * new; NULL out of memory. */
 static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t uid,
 				   const struct blamer_snap_metric *m)
 {
 	const struct blamer_snap_metric_def *d = &f->defs[def];
+	struct fl_index *ix = &f->series_ix;
 	struct fl_series *x, *v;
+	size_t at;
 	uint32_t i;
 
-	for (i = 0; i < f->nseries; i++)
-		if (series_is(&f->series[i], def, uid, m, d->nlabels))
-			return &f->series[i];
+	if (!ix_fit(f, ix, f->nseries, series_hash))
+		return NULL;
+	for (at = series_key(f, def, uid, m->depth, m->nodes, m->values, d->nlabels) & ix->mask;
+	     ix->slot[at]; at = (at + 1) & ix->mask)
+		if (series_is(&f->series[ix->slot[at] - 1], def, uid, m, d->nlabels))
+			return &f->series[ix->slot[at] - 1];
 	v = realloc(f->series, (f->nseries + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -313,7 +408,7 @@ static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t 
 	x->uid = uid;
 	x->depth = m->depth;
 	memcpy(x->nodes, m->nodes, m->depth * sizeof(m->nodes[0]));
-	f->nseries++;
+	ix_add(ix, at, f->nseries++);
 	for (i = 0; i < d->nlabels; i++)
 		if (!(x->values[i] = dup_str(m->values[i])))
 			return NULL;
@@ -416,11 +511,15 @@ static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process
 static bool fold_path(struct blamer_fleet *f, uint32_t uid, const struct blamer_snap_path *sp,
 		      uint32_t k)
 {
+	struct fl_index *ix = &f->paths_ix;
 	struct fl_path *x, *v;
-	size_t i;
+	size_t at;
 
-	for (i = 0; i < f->npaths; i++) {
-		x = &f->paths[i];
+	if (!ix_fit(f, ix, f->npaths, path_hash))
+		return false;
+	for (at = path_key(f, uid, sp->units[k], sp->depth, sp->nodes) & ix->mask; ix->slot[at];
+	     at = (at + 1) & ix->mask) {
+		x = &f->paths[ix->slot[at] - 1];
 		if (x->uid == uid && x->unit == sp->units[k] && x->depth == sp->depth &&
 		    !memcmp(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0]))) {
 			x->value += sp->values[k];	/* modulo 2^64, as the writer adds */
@@ -431,6 +530,7 @@ static bool fold_path(struct blamer_fleet *f, uint32_t uid, const struct blamer_
 	if (!v)
 		return false;
 	f->paths = v;
+	ix_add(ix, at, f->npaths);
 	x = &f->paths[f->npaths++];
 	memset(x, 0, sizeof(*x));
 	x->uid = uid;
@@ -467,14 +567,22 @@ static int node_cmp(const void *a, const void *b)
 }
 
 /* The name @s gives node @id, kept for the remainder's labels (the first
- * kept wins: a series' labels do not change). */
+ * kept wins: a series' labels do not change). Appended: the fold sorts
+ * the nodes once it is done (sort_nodes()), not at each one. */
 static bool remember_node(struct blamer_fleet *f, const struct blamer_snapshot *s, uint64_t id)
 {
-	struct blamer_snap_node key = { .id = id }, *v;
 	const char *name = blamer_snap_node_name(s, id);
+	struct fl_index *ix = &f->nodes_ix;
+	struct blamer_snap_node *v;
+	size_t at;
 
-	if (!name || (f->nnodes && bsearch(&key, f->nodes, f->nnodes, sizeof(key), node_cmp)))
+	if (!name)
 		return true;
+	if (!ix_fit(f, ix, f->nnodes, node_hash))
+		return false;
+	for (at = ex_mix(f->seed ^ 2, id) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
+		if (f->nodes[ix->slot[at] - 1].id == id)
+			return true;
 	v = realloc(f->nodes, (f->nnodes + 1) * sizeof(*v));
 	if (!v)
 		return false;
@@ -482,28 +590,42 @@ static bool remember_node(struct blamer_fleet *f, const struct blamer_snapshot *
 	memset(&v[f->nnodes], 0, sizeof(*v));
 	v[f->nnodes].id = id;
 	snprintf(v[f->nnodes].name, sizeof(v->name), "%s", name);
-	f->nnodes++;
-	qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_cmp);
+	ix_add(ix, at, f->nnodes++);
 	return true;
+}
+
+/* The nodes in id order (the state's, and the exposition's lookups),
+ * once a fold added some; their index is then made again. */
+static void sort_nodes(struct blamer_fleet *f, size_t before)
+{
+	if (f->nnodes == before)
+		return;
+	qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_cmp);
+	free(f->nodes_ix.slot);
+	memset(&f->nodes_ix, 0, sizeof(f->nodes_ix));
 }
 
 static bool remember_unit(struct blamer_fleet *f, const struct blamer_snapshot *s, uint32_t unit)
 {
 	const struct blamer_snap_unit_def *d = unit >= BLAMER_UNIT_APP_BASE ?
 					       blamer_snap_unit_def(s, unit) : NULL;
+	struct fl_index *ix = &f->units_ix;
 	struct blamer_snap_unit_def *v;
-	size_t i;
+	size_t at;
 
-	for (i = 0; i < f->nunits; i++)
-		if (f->units[i].unit == unit)
-			return true;
 	if (!d)
 		return true;
+	if (!ix_fit(f, ix, f->nunits, unit_hash))
+		return false;
+	for (at = ex_mix(f->seed ^ 3, unit) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
+		if (f->units[ix->slot[at] - 1].unit == unit)
+			return true;
 	v = realloc(f->units, (f->nunits + 1) * sizeof(*v));
 	if (!v)
 		return false;
 	f->units = v;
-	f->units[f->nunits++] = *d;
+	f->units[f->nunits] = *d;
+	ix_add(ix, at, f->nunits++);
 	return true;
 }
 
@@ -651,7 +773,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 		      unsigned keep, char *err, size_t errlen)
 {
 	struct fl_ident *present = NULL;
-	size_t i, npresent = 0, folded = 0;
+	size_t i, npresent = 0, folded = 0, nodes;
 	const char *src;
 	int ret;
 
@@ -679,6 +801,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
 	if (!present || !still_listed(f, s, keep, present, &npresent))
 		goto oom;
+	nodes = f->nnodes;
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 		struct fl_ident id = fl_ident_of(p);
@@ -691,6 +814,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 		present[npresent++] = id;
 		folded++;
 	}
+	sort_nodes(f, nodes);
 	if (!folded && npresent == f->nidents)
 		goto done;	/* nothing to commit */
 	qsort(present, npresent, sizeof(*present), fl_ident_cmp);

@@ -63,6 +63,15 @@ struct fl_drop {
  * ("STATE.backup") are never taken for one and removed. */
 #define FL_TMP_MARK ".tmp-"
 
+/* Indexes into one of the remainder's arrays by a keyed hash (fleet.c):
+ * what a fold looks up per series, path, node and unit. In memory only,
+ * made again from the array whenever it does not cover it exactly. */
+struct fl_index {
+	uint32_t *slot;		/* entry + 1; 0 free */
+	size_t mask;
+	size_t n;		/* the array's entries it holds */
+};
+
 struct blamer_fleet {
 	char *path;		/* the state file, NULL: none (nothing folded) */
 	char *source;		/* what its heaps were read from (the reader's
@@ -94,6 +103,8 @@ struct blamer_fleet {
 	 * unfolded), keyed with a secret seed; in memory only */
 	struct prom_guard_proc guard;
 	uint64_t seed;
+	/* the fold's lookups (fleet.c); fl_state_free() drops them */
+	struct fl_index series_ix, paths_ix, nodes_ix, units_ix;
 };
 
 /* fleet_state.c: the state file. */

@@ -98,6 +98,14 @@ void fl_state_free(struct blamer_fleet *f)
 	f->nodes = NULL;
 	f->units = NULL;
 	f->ndefs = f->nseries = f->npaths = f->ndrops = f->nidents = f->nnodes = f->nunits = 0;
+	free(f->series_ix.slot);
+	free(f->paths_ix.slot);
+	free(f->nodes_ix.slot);
+	free(f->units_ix.slot);
+	memset(&f->series_ix, 0, sizeof(f->series_ix));
+	memset(&f->paths_ix, 0, sizeof(f->paths_ix));
+	memset(&f->nodes_ix, 0, sizeof(f->nodes_ix));
+	memset(&f->units_ix, 0, sizeof(f->units_ix));
 	f->generation = f->folded = 0;
 	f->conflicts = 0;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <sys/random.h>
 
+#include "hash.h"
 #include "prom.h"
 
 /*
@@ -48,26 +49,6 @@ struct blamer_prom_cache {
 	struct prom_guard mguard;	/* and every metric's (not cached) */
 };
 
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 29);
-}
-
-static uint64_t mix_str(uint64_t h, const char *str)
-{
-	uint64_t w;
-	size_t n = strlen(str), i;
-
-	h = mix(h, n);
-	for (i = 0; i < n; i += 8) {
-		w = 0;
-		memcpy(&w, str + i, n - i < 8 ? n - i : 8);
-		h = mix(h, w);
-	}
-	return h;
-}
 
 /* Everything of @p a scrape writes (keyed by the cache's secret seed:
  * no heap can aim for another process's fingerprint). */
@@ -76,36 +57,36 @@ static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
 	uint64_t h = seed;
 	size_t j, k;
 
-	h = mix(h, (uint64_t)(uint32_t)p->pid);
-	h = mix(h, p->start_time_ns);
-	h = mix(h, p->heap_key);
-	h = mix(h, p->kernel_facts);
-	h = mix_str(h, p->comm);
-	h = mix_str(h, p->role);
-	h = mix_str(h, p->instance);
+	h = ex_mix(h, (uint64_t)(uint32_t)p->pid);
+	h = ex_mix(h, p->start_time_ns);
+	h = ex_mix(h, p->heap_key);
+	h = ex_mix(h, p->kernel_facts);
+	h = ex_mix_str(h, p->comm);
+	h = ex_mix_str(h, p->role);
+	h = ex_mix_str(h, p->instance);
 	for (j = 0; j < BLAMER_DROP_MAX; j++)
-		h = mix(h, p->drops[j]);
-	h = mix(h, p->state);
-	h = mix(h, p->size);
-	h = mix(h, p->used);
-	h = mix(h, p->health);
-	h = mix(h, p->have_record);
-	h = mix(h, p->phase);
-	h = mix(h, p->nthreads);
-	h = mix(h, p->exited);
-	h = mix(h, p->exit_signal);
-	h = mix(h, p->disproved);
-	h = mix(h, p->npaths);
+		h = ex_mix(h, p->drops[j]);
+	h = ex_mix(h, p->state);
+	h = ex_mix(h, p->size);
+	h = ex_mix(h, p->used);
+	h = ex_mix(h, p->health);
+	h = ex_mix(h, p->have_record);
+	h = ex_mix(h, p->phase);
+	h = ex_mix(h, p->nthreads);
+	h = ex_mix(h, p->exited);
+	h = ex_mix(h, p->exit_signal);
+	h = ex_mix(h, p->disproved);
+	h = ex_mix(h, p->npaths);
 	for (j = 0; j < p->npaths; j++) {
 		const struct blamer_snap_path *q = &p->paths[j];
 
-		h = mix(h, q->depth);
+		h = ex_mix(h, q->depth);
 		for (k = 0; k < q->depth && k < BLAMER_SNAP_MAX_DEPTH; k++)
-			h = mix(h, q->nodes[k]);
-		h = mix(h, q->nvalues);
+			h = ex_mix(h, q->nodes[k]);
+		h = ex_mix(h, q->nvalues);
 		for (k = 0; k < q->nvalues && k < BLAMER_SNAP_MAX_UNITS; k++) {
-			h = mix(h, q->units[k]);
-			h = mix(h, q->values[k]);
+			h = ex_mix(h, q->units[k]);
+			h = ex_mix(h, q->values[k]);
 		}
 	}
 	return h;
@@ -115,20 +96,20 @@ static uint64_t fingerprint(uint64_t seed, const struct blamer_snap_process *p)
  * and the path elements of the snapshot's named nodes. */
 static uint64_t context(uint64_t seed, const struct exp *e)
 {
-	uint64_t h = mix(seed, e->nfam);
+	uint64_t h = ex_mix(seed, e->nfam);
 	size_t i;
 
 	for (i = 0; i < e->nn; i++) {
-		h = mix(h, e->nv[i].def->unit);
-		h = mix(h, e->nv[i].def->base);
-		h = mix(h, e->nv[i].fam_index);
-		h = mix_str(h, e->nv[i].fam);
+		h = ex_mix(h, e->nv[i].def->unit);
+		h = ex_mix(h, e->nv[i].def->base);
+		h = ex_mix(h, e->nv[i].fam_index);
+		h = ex_mix_str(h, e->nv[i].fam);
 	}
-	h = mix(h, e->s->nnodes);
+	h = ex_mix(h, e->s->nnodes);
 	for (i = 0; i < e->s->nnodes; i++) {
-		h = mix(h, e->s->nodes[i].id);
-		h = mix(h, e->nm.shared[i]);
-		h = mix_str(h, e->s->nodes[i].name);
+		h = ex_mix(h, e->s->nodes[i].id);
+		h = ex_mix(h, e->nm.shared[i]);
+		h = ex_mix_str(h, e->s->nodes[i].name);
 	}
 	return h;
 }
@@ -150,7 +131,7 @@ struct blamer_prom_cache *blamer_prom_cache_new(void)
 		return NULL;
 	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed)) {
 		clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
-		c->seed = mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
+		c->seed = ex_mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
 	}
 	return c;
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "prom.h"
 
 #define GUARD_KEEP_NS		(600ull * 1000000000ull)
@@ -31,24 +32,9 @@ struct guard_series {
 	uint64_t emitted, shown;
 };
 
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 29);
-}
-
 static uint64_t series_id(uint64_t seed, const char *text, size_t len)
 {
-	uint64_t h = mix(seed, len), w;
-	size_t i;
-
-	for (i = 0; i < len; i += 8) {
-		w = 0;
-		memcpy(&w, text + i, len - i < 8 ? len - i : 8);
-		h = mix(h, w);
-	}
-	return h;
+	return ex_mix_bytes(seed, text, len);
 }
 
 /* prom_key_cmp()'s order, its own: prom.c calls this file, never back */

@@ -142,8 +142,27 @@ int main(int argc, char **argv)
 		sleep((unsigned int)atoi(argv[2]));
 		return 0;
 	}
+	/* many N FIRST: a writer whose label_total{k} has N series, k=vFIRST
+	 * .. v(FIRST+N-1), each adding 1 + (its number mod 7) (the fold's
+	 * lookups, with heaps that choose many label values) */
+	if (argc == 4 && !strcmp(argv[1], "many")) {
+		static const char *const key[] = { "k" };
+		const struct blamer_metric_def md = { .name = "label_total", .kind = BLAMER_METRIC_COUNTER,
+						      .labels = key, .nlabels = 1 };
+		struct blamer_metric *m;
+		char v[32];
+		const char *vals[1] = { v };
+
+		if (!blamer_default() || !(m = blamer_metric_define(NULL, &md)))
+			return 1;
+		for (k = atol(argv[3]); k < atol(argv[3]) + atol(argv[2]); k++) {
+			snprintf(v, sizeof(v), "v%ld", k);
+			blamer_counter_add(blamer_metric_series(m, vals, NULL, 0), 1 + (double)(k % 7));
+		}
+		return 0;
+	}
 	if (argc != 3 || (n = atol(argv[1])) < 0 || (first = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS [ROUTE] | check FILE M\n");
+		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS [ROUTE] | many N FIRST | check FILE M\n");
 		return 2;
 	}
 	if (!blamer_default()) {
