@@ -310,15 +310,37 @@ static char *dup_str(const char *s)
 	return strdup(s ? s : "");
 }
 
-/* The index of the remainder's definition of @name for @uid; f->ndefs if
- * none. */
-static size_t def_named(const struct blamer_fleet *f, const char *name, uint32_t uid)
+static uint64_t def_key(const struct blamer_fleet *f, const char *name, uint32_t uid)
 {
+	return ex_mix_str(ex_mix(f->seed ^ 4, uid), name);
+}
+
+static uint64_t def_hash(const struct blamer_fleet *f, size_t i)
+{
+	return def_key(f, f->defs[i].name, f->def_uids[i]);
+}
+
+/* The index of the remainder's definition of @name for @uid; f->ndefs if
+ * none, and *@at the free slot its index probe ended on (SIZE_MAX: no
+ * index, out of memory: then found by a walk). */
+static size_t def_named(struct blamer_fleet *f, const char *name, uint32_t uid, size_t *at)
+{
+	struct fl_index *ix = &f->defs_ix;
 	size_t i;
 
-	for (i = 0; i < f->ndefs && (f->def_uids[i] != uid || strcmp(f->defs[i].name, name)); i++)
-		;
-	return i;
+	if (!ix_fit(f, ix, f->ndefs, def_hash)) {
+		*at = SIZE_MAX;
+		for (i = 0; i < f->ndefs && (f->def_uids[i] != uid || strcmp(f->defs[i].name, name));
+		     i++)
+			;
+		return i;
+	}
+	for (*at = def_key(f, name, uid) & ix->mask; ix->slot[*at]; *at = (*at + 1) & ix->mask) {
+		i = ix->slot[*at] - 1;
+		if (f->def_uids[i] == uid && !strcmp(f->defs[i].name, name))
+			return i;
+	}
+	return f->ndefs;
 }
 
 /* The remainder's definition of @d's name for @uid, added if new; NULL if
@@ -327,7 +349,7 @@ static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
 					     const struct blamer_snap_metric_def *d, uint32_t uid,
 					     size_t *idx, bool *oom)
 {
-	size_t i = def_named(f, d->name, uid);
+	size_t at, i = def_named(f, d->name, uid, &at);
 
 	if (i < f->ndefs) {
 		*idx = i;
@@ -337,6 +359,8 @@ static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
 		*oom = true;
 		return NULL;
 	}
+	if (at != SIZE_MAX)
+		ix_add(&f->defs_ix, at, i);
 	*idx = i;
 	return &f->defs[i];
 }
@@ -443,9 +467,9 @@ static bool folds(const struct blamer_snap_metric_def *d)
  * would have recorded them as kept and thrown them away (a redeploy that
  * changed a metric's labels lost every later worker's counts, silently).
  */
-static bool keepable(const struct blamer_fleet *f, const struct blamer_snap_process *p)
+static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p)
 {
-	size_t i, j;
+	size_t i, j, at;
 
 	for (i = 0; i < p->nmetrics; i++) {
 		const struct blamer_snap_metric *m = &p->metrics[i];
@@ -454,7 +478,7 @@ static bool keepable(const struct blamer_fleet *f, const struct blamer_snap_proc
 			continue;
 		if (m->conflict)
 			return false;
-		j = def_named(f, m->def->name, p->uid);
+		j = def_named(f, m->def->name, p->uid, &at);
 		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
 			return false;
 	}

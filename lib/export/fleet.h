@@ -64,8 +64,9 @@ struct fl_drop {
 #define FL_TMP_MARK ".tmp-"
 
 /* Indexes into one of the remainder's arrays by a keyed hash (fleet.c):
- * what a fold looks up per series, path, node and unit. In memory only,
- * made again from the array whenever it does not cover it exactly. */
+ * what a fold looks up per definition, series, path, node and unit. In
+ * memory only, made again from the array whenever it does not cover it
+ * exactly. */
 struct fl_index {
 	uint32_t *slot;		/* entry + 1; 0 free */
 	size_t mask;
@@ -104,7 +105,7 @@ struct blamer_fleet {
 	struct prom_guard_proc guard;
 	uint64_t seed;
 	/* the fold's lookups (fleet.c); fl_state_free() drops them */
-	struct fl_index series_ix, paths_ix, nodes_ix, units_ix;
+	struct fl_index series_ix, paths_ix, nodes_ix, units_ix, defs_ix;
 };
 
 /* fleet_state.c: the state file. */

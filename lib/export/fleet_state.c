@@ -102,10 +102,12 @@ void fl_state_free(struct blamer_fleet *f)
 	free(f->paths_ix.slot);
 	free(f->nodes_ix.slot);
 	free(f->units_ix.slot);
+	free(f->defs_ix.slot);
 	memset(&f->series_ix, 0, sizeof(f->series_ix));
 	memset(&f->paths_ix, 0, sizeof(f->paths_ix));
 	memset(&f->nodes_ix, 0, sizeof(f->nodes_ix));
 	memset(&f->units_ix, 0, sizeof(f->units_ix));
+	memset(&f->defs_ix, 0, sizeof(f->defs_ix));
 	f->generation = f->folded = 0;
 	f->conflicts = 0;
 }
