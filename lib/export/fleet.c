@@ -164,6 +164,28 @@ static void drop_temporaries(const struct blamer_fleet *f)
 	closedir(d);
 }
 
+/* $BLAMER_FOLD_MAX_SERIES into @f (FL_MAX_SERIES_DEFAULT if unset);
+ * false, and why, if it is not a count from 1 to FL_MAX_SERIES_LIMIT. */
+static bool max_series_from_env(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	const char *e = secure_getenv("BLAMER_FOLD_MAX_SERIES");
+	char *end;
+	unsigned long long n;
+
+	f->max_series = FL_MAX_SERIES_DEFAULT;
+	if (!e)
+		return true;
+	errno = 0;
+	n = strtoull(e, &end, 10);
+	if (*e < '0' || *e > '9' || *end || errno || n < 1 || n > FL_MAX_SERIES_LIMIT) {
+		snprintf(err, errlen, "BLAMER_FOLD_MAX_SERIES: want a count from 1 to %u, got '%.32s'",
+			 FL_MAX_SERIES_LIMIT, e);
+		return false;
+	}
+	f->max_series = (size_t)n;
+	return true;
+}
+
 struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
 {
 	struct blamer_fleet *f = calloc(1, sizeof(*f));
@@ -176,6 +198,11 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	f->lockfd = -1;
+	if (!max_series_from_env(f, err, errlen)) {
+		free(f);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (getrandom(&f->seed, sizeof(f->seed), GRND_NONBLOCK) != sizeof(f->seed))
 		f->seed = (uint64_t)(uintptr_t)f ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	if (hook)
@@ -303,6 +330,49 @@ static uint64_t unit_hash(const struct blamer_fleet *f, size_t i)
 	return ex_mix(f->seed ^ 3, f->units[i].unit);
 }
 
+static uint64_t uidn_hash(const struct blamer_fleet *f, size_t i)
+{
+	return ex_mix(f->seed ^ 5, f->uidn[i].uid);
+}
+
+/* The count of @uid's series in the remainder (made 0 if new); NULL out
+ * of memory. */
+static size_t *uid_series(struct blamer_fleet *f, uint32_t uid)
+{
+	struct fl_index *ix = &f->uidn_ix;
+	struct fl_uid_series *v;
+	size_t at;
+
+	if (!ix_fit(f, ix, f->nuidn, uidn_hash))
+		return NULL;
+	for (at = ex_mix(f->seed ^ 5, uid) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
+		if (f->uidn[ix->slot[at] - 1].uid == uid)
+			return &f->uidn[ix->slot[at] - 1].n;
+	v = realloc(f->uidn, (f->nuidn + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	f->uidn = v;
+	v[f->nuidn] = (struct fl_uid_series){ .uid = uid };
+	ix_add(ix, at, f->nuidn);
+	return &v[f->nuidn++].n;
+}
+
+/* Each uid's series in the remainder, counted again (at each fold). */
+static bool count_uid_series(struct blamer_fleet *f)
+{
+	size_t i, *n;
+
+	f->nuidn = 0;
+	f->uidn_ix.n = SIZE_MAX;	/* covers nothing: made again */
+	for (i = 0; i < f->nseries; i++) {
+		n = uid_series(f, f->series[i].uid);
+		if (!n)
+			return false;
+		(*n)++;
+	}
+	return true;
+}
+
 /* ---- what a dead heap adds ---- */
 
 static char *dup_str(const char *s)
@@ -405,23 +475,39 @@ static bool exact_add(struct fl_series *x, const double *add, uint32_t n)
 	return true;
 }
 
+/* The index of the remainder's series of (@def, @uid, @m's values and
+ * path): f->nseries if none, and *@at the free slot its probe ended on;
+ * SIZE_MAX out of memory. */
+static size_t series_find(struct blamer_fleet *f, size_t def, uint32_t uid,
+			  const struct blamer_snap_metric *m, size_t *at)
+{
+	const struct blamer_snap_metric_def *d = &f->defs[def];
+	struct fl_index *ix = &f->series_ix;
+
+	if (!ix_fit(f, ix, f->nseries, series_hash))
+		return SIZE_MAX;
+	for (*at = series_key(f, def, uid, m->depth, m->nodes, m->values, d->nlabels) & ix->mask;
+	     ix->slot[*at]; *at = (*at + 1) & ix->mask)
+		if (series_is(&f->series[ix->slot[*at] - 1], def, uid, m, d->nlabels))
+			return ix->slot[*at] - 1;
+	return f->nseries;
+}
+
 /* The remainder's series of (@def, @uid, @m's values and path), added if
- * new; NULL out of memory. */
+ * new (counted for @uid); NULL out of memory. */
 static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t uid,
 				   const struct blamer_snap_metric *m)
 {
 	const struct blamer_snap_metric_def *d = &f->defs[def];
-	struct fl_index *ix = &f->series_ix;
 	struct fl_series *x, *v;
-	size_t at;
+	size_t at, *count = uid_series(f, uid), k = series_find(f, def, uid, m, &at);
 	uint32_t i;
 
-	if (!ix_fit(f, ix, f->nseries, series_hash))
+	if (k == SIZE_MAX || !count)
 		return NULL;
-	for (at = series_key(f, def, uid, m->depth, m->nodes, m->values, d->nlabels) & ix->mask;
-	     ix->slot[at]; at = (at + 1) & ix->mask)
-		if (series_is(&f->series[ix->slot[at] - 1], def, uid, m, d->nlabels))
-			return &f->series[ix->slot[at] - 1];
+	if (k < f->nseries)
+		return &f->series[k];
+	(*count)++;
 	v = realloc(f->series, (f->nseries + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -432,7 +518,7 @@ static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t 
 	x->uid = uid;
 	x->depth = m->depth;
 	memcpy(x->nodes, m->nodes, m->depth * sizeof(m->nodes[0]));
-	ix_add(ix, at, f->nseries++);
+	ix_add(&f->series_ix, at, f->nseries++);
 	for (i = 0; i < d->nlabels; i++)
 		if (!(x->values[i] = dup_str(m->values[i])))
 			return NULL;
@@ -466,11 +552,16 @@ static bool folds(const struct blamer_snap_metric_def *d)
  * blamer_metric_conflicts, as the exposition finds them), where a fold
  * would have recorded them as kept and thrown them away (a redeploy that
  * changed a metric's labels lost every later worker's counts, silently).
+ * Nor one whose new series would take its uid past f->max_series in the
+ * remainder: a user whose heaps choose ever new label values would grow
+ * the state every start reads until it could not start.
  */
 static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p)
 {
-	size_t i, j, at;
+	size_t i, j, at, fresh = 0, *have = uid_series(f, p->uid);
 
+	if (!have)
+		return false;	/* out of memory: not now */
 	for (i = 0; i < p->nmetrics; i++) {
 		const struct blamer_snap_metric *m = &p->metrics[i];
 
@@ -481,8 +572,11 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p
 		j = def_named(f, m->def->name, p->uid, &at);
 		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
 			return false;
+		if (j == f->ndefs || series_find(f, j, p->uid, m, &at) == f->nseries)
+			fresh++;	/* (a series a heap lists twice counts twice) */
 	}
-	return true;
+	have = uid_series(f, p->uid);
+	return have && *have + fresh <= f->max_series;
 }
 
 /* What merging a dead process's series into the remainder keeps. */
@@ -823,7 +917,7 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	if (!f->source && src && !(f->source = strdup(src)))
 		goto oom;
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
-	if (!present || !still_listed(f, s, keep, present, &npresent))
+	if (!present || !still_listed(f, s, keep, present, &npresent) || !count_uid_series(f))
 		goto oom;
 	nodes = f->nnodes;
 	for (i = 0; i < s->nprocs; i++) {

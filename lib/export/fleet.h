@@ -106,7 +106,23 @@ struct blamer_fleet {
 	uint64_t seed;
 	/* the fold's lookups (fleet.c); fl_state_free() drops them */
 	struct fl_index series_ix, paths_ix, nodes_ix, units_ix, defs_ix;
+	/* the remainder's series per uid, counted at each fold, and the most
+	 * a uid may have there ($BLAMER_FOLD_MAX_SERIES) */
+	struct fl_uid_series {
+		uint32_t uid;
+		size_t n;
+	} *uidn;
+	size_t nuidn;
+	struct fl_index uidn_ix;
+	size_t max_series;
 };
+
+/* The series a uid may have in the remainder unless
+ * $BLAMER_FOLD_MAX_SERIES says otherwise: a dead heap that would take its
+ * uid past it is not folded (counted while it is there), so that no user
+ * grows the state, which every start reads, without bound. */
+#define FL_MAX_SERIES_DEFAULT	100000
+#define FL_MAX_SERIES_LIMIT	10000000
 
 /* fleet_state.c: the state file. */
 /* Reads @f->path into @f (missing: an empty state); -errno and a

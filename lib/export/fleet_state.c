@@ -103,6 +103,11 @@ void fl_state_free(struct blamer_fleet *f)
 	free(f->nodes_ix.slot);
 	free(f->units_ix.slot);
 	free(f->defs_ix.slot);
+	free(f->uidn_ix.slot);
+	free(f->uidn);
+	f->uidn = NULL;
+	f->nuidn = 0;
+	memset(&f->uidn_ix, 0, sizeof(f->uidn_ix));
 	memset(&f->series_ix, 0, sizeof(f->series_ix));
 	memset(&f->paths_ix, 0, sizeof(f->paths_ix));
 	memset(&f->nodes_ix, 0, sizeof(f->nodes_ix));
