@@ -30,7 +30,7 @@ else
 	CHECK="$W check"
 fi
 echo "TAP version 13"
-echo "1..18"
+echo "1..19"
 n=0 t=0
 
 ok() { t=$((t + 1)); echo "ok $t - $*"; }
@@ -300,5 +300,27 @@ if [ "${BLAMER_BACKEND:-}" = dir ]; then
 	fi
 else
 	ok "# SKIP a uid's series bounded: the test counts the dir backend's files"
+fi
+# Two users name a metric alike on the device (uid 1000: jobs_total with a
+# label, two heaps; uid 1001: jobs_total without, three heaps): each
+# user's series merge under the user's own definition, none a conflict,
+# as the reader merges them (an export without a state) and through a
+# fold (the definition most processes gave once won over all users:
+# uid 1000's series were left out).
+if [ "${BLAMER_BACKEND:-}" = device ] && command -v as-user >/dev/null; then
+	chmod 0666 /dev/blamer
+	for i in 1 2; do as-user "$W" hold 0 a; done
+	for i in 1 2 3; do as-user2 "$W" hold 0; done
+	"$B" export >"$D/uids.out" 2>&1
+	"$B" export --state "$D/state/uids.state" --keep-dead 0 >>"$D/uids.out" 2>&1
+	if [ "$(grep -c '^jobs_total{route="a",uid="1000"} 2$' "$D/uids.out")" = 2 ] &&
+		[ "$(grep -c '^jobs_total{uid="1001"} 3$' "$D/uids.out")" = 2 ] &&
+		[ "$(grep -c '^blamer_metric_conflicts 0$' "$D/uids.out")" = 2 ]; then
+		ok "two users' definitions of one name: each user's series under its own, read and folded"
+	else
+		nok "two users' definitions: $(grep -E '^(jobs_total|blamer_metric_conflicts)' "$D/uids.out" | tr '\n' ' ')"
+	fi
+else
+	ok "# SKIP two users' definitions of one name: the device's, in the VM (as-user)"
 fi
 exit 0
