@@ -357,7 +357,8 @@ static size_t *uid_series(struct blamer_fleet *f, uint32_t uid)
 	return &v[f->nuidn++].n;
 }
 
-/* Each uid's series in the remainder, counted again (at each fold). */
+/* Each uid's series in the remainder, counted after the state was read
+ * (fl_state_free() drops the counts; series_of() keeps them since). */
 static bool count_uid_series(struct blamer_fleet *f)
 {
 	size_t i, *n;
@@ -500,13 +501,13 @@ static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t 
 {
 	const struct blamer_snap_metric_def *d = &f->defs[def];
 	struct fl_series *x, *v;
-	size_t at, *count = uid_series(f, uid), k = series_find(f, def, uid, m, &at);
+	size_t at, *count, k = series_find(f, def, uid, m, &at);
 	uint32_t i;
 
-	if (k == SIZE_MAX || !count)
-		return NULL;
 	if (k < f->nseries)
 		return &f->series[k];
+	if (k == SIZE_MAX || !(count = uid_series(f, uid)))
+		return NULL;
 	(*count)++;
 	v = realloc(f->series, (f->nseries + 1) * sizeof(*v));
 	if (!v)
@@ -575,8 +576,7 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p
 		if (j == f->ndefs || series_find(f, j, p->uid, m, &at) == f->nseries)
 			fresh++;	/* (a series a heap lists twice counts twice) */
 	}
-	have = uid_series(f, p->uid);
-	return have && *have + fresh <= f->max_series;
+	return *have + fresh <= f->max_series;
 }
 
 /* What merging a dead process's series into the remainder keeps. */
@@ -804,10 +804,12 @@ struct folded_proc {
 	const struct blamer_snap_process *p;
 };
 
-static int dead_desc(const void *a, const void *b)
+/* qsort() of identities by pointer (a struct folded_proc starts with
+ * one), the ones seen dead last first. */
+static int newest_first(const void *a, const void *b)
 {
-	const struct fl_ident *x = ((const struct folded_proc *)a)->id;
-	const struct fl_ident *y = ((const struct folded_proc *)b)->id;
+	const struct fl_ident *x = *(const struct fl_ident *const *)a;
+	const struct fl_ident *y = *(const struct fl_ident *const *)b;
 
 	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
 }
@@ -829,21 +831,13 @@ static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 		if (x)
 			v[n++] = (struct folded_proc){ x, &s->procs[i] };
 	}
-	qsort(v, n, sizeof(*v), dead_desc);
+	qsort(v, n, sizeof(*v), newest_first);
 	for (k = keep; k < n; k++) {
 		/* gone already, or refused: the next fold tries again */
 		blamer_reader_release(r, v[k].p, e, sizeof(e));
 		fl_test_abort(f, 6);
 	}
 	free(v);
-}
-
-static int ident_dead_desc(const void *a, const void *b)
-{
-	const struct fl_ident *x = *(const struct fl_ident *const *)a;
-	const struct fl_ident *y = *(const struct fl_ident *const *)b;
-
-	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
 }
 
 /*
@@ -876,7 +870,7 @@ static bool still_listed(const struct blamer_fleet *f, const struct blamer_snaps
 	for (i = 0; i < f->nidents; i++)
 		by[i] = &f->idents[i];
 	if (f->nidents)
-		qsort(by, f->nidents, sizeof(*by), ident_dead_desc);
+		qsort(by, f->nidents, sizeof(*by), newest_first);
 	for (i = 0; i < keep && i < f->nidents; i++)
 		seen[by[i] - f->idents] = true;
 	for (i = 0, *n = 0; i < f->nidents; i++)
@@ -917,7 +911,8 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	if (!f->source && src && !(f->source = strdup(src)))
 		goto oom;
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
-	if (!present || !still_listed(f, s, keep, present, &npresent) || !count_uid_series(f))
+	if (!present || !still_listed(f, s, keep, present, &npresent) ||
+	    (!f->nuidn && !count_uid_series(f)))
 		goto oom;
 	nodes = f->nnodes;
 	for (i = 0; i < s->nprocs; i++) {

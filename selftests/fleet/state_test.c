@@ -125,6 +125,23 @@ static char *text_of(struct blamer_fleet *f)
 	return blamer_fleet_prometheus_text(f, &s, &text, &len, &cap) ? NULL : text;
 }
 
+/* @body written at @path as a state, then its exposition with no process;
+ * NULL (ASSERT in the caller) if it is refused (*err says why). */
+static char *text_of_state(const char *path, const char *body, size_t len, char *err,
+			   size_t errlen)
+{
+	struct blamer_fleet *f;
+	char *text;
+
+	write_state(path, body, len);
+	f = blamer_fleet_open(path, err, errlen);
+	if (!f)
+		return NULL;
+	text = text_of(f);
+	blamer_fleet_close(f);
+	return text;
+}
+
 TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
 {
 	struct blamer_snapshot *s;
@@ -265,17 +282,13 @@ TEST_F(st, a_name_is_defined_per_uid_and_the_least_uid_keeps_its_family)
 		"series 1 %u 0 0 0x1p+2 0 0\n"
 		"series 2 1002 0 s:200 1 0x1p+3 0x0p+0 0 0\n"
 		"series 2 1002 0 s:500 1 0x1p+0 0x0p+0 0 0\n";
-	struct blamer_fleet *f;
 	char body[1024], err[256], *text;
 	int n;
 
 	/* the gauge's uid after the counters': theirs is the family */
 	n = snprintf(body, sizeof(body), fmt, 1001u, 1001u);
-	write_state(self->path, body, (size_t)n);
-	f = blamer_fleet_open(self->path, err, sizeof(err));
-	ASSERT_NE(NULL, f) TH_LOG("%s", err);
-	text = text_of(f);
-	ASSERT_NE(NULL, text);
+	text = text_of_state(self->path, body, (size_t)n, err, sizeof(err));
+	ASSERT_NE(NULL, text) TH_LOG("%s", err);
 	EXPECT_NE(NULL, strstr(text, "# TYPE reqs_total counter\n")) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "reqs_total{route=\"/a\",uid=\"1000\"} 2\n")) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "reqs_total{code=\"200\",uid=\"1002\"} 8\n")) TH_LOG("%s", text);
@@ -284,21 +297,16 @@ TEST_F(st, a_name_is_defined_per_uid_and_the_least_uid_keeps_its_family)
 	EXPECT_EQ(NULL, strstr(text, "# TYPE reqs gauge")) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 1\n")) TH_LOG("%s", text);
 	free(text);
-	blamer_fleet_close(f);
 	/* the gauge's uid least: its family, though "reqs" sorts before
 	 * "reqs_total" either way */
 	n = snprintf(body, sizeof(body), fmt, 999u, 999u);
-	write_state(self->path, body, (size_t)n);
-	f = blamer_fleet_open(self->path, err, sizeof(err));
-	ASSERT_NE(NULL, f) TH_LOG("%s", err);
-	text = text_of(f);
-	ASSERT_NE(NULL, text);
+	text = text_of_state(self->path, body, (size_t)n, err, sizeof(err));
+	ASSERT_NE(NULL, text) TH_LOG("%s", err);
 	EXPECT_NE(NULL, strstr(text, "# TYPE reqs gauge\n")) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "reqs{uid=\"999\"} 4\n")) TH_LOG("%s", text);
 	EXPECT_EQ(NULL, strstr(text, "reqs_total")) TH_LOG("%s", text);
 	EXPECT_EQ(NULL, strstr(text, "blamer_metric_conflicts 0\n")) TH_LOG("%s", text);
 	free(text);
-	blamer_fleet_close(f);
 }
 
 TEST_F(st, every_wrong_field_is_refused)
