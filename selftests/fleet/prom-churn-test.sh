@@ -43,24 +43,7 @@ mkdir -m 0700 "$D/heaps" "$D/state" && mkdir "$D/tsdb" || exit 1
 export BLAMER_BACKEND=dir BLAMER_DIR=$D/heaps
 uid=$(id -u)
 
-free_port() {
-	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.3
-	done
-	return 1
-}
-q() {
-	curl -sf -m 5 --get --data-urlencode "query=$1" "http://127.0.0.1:$PP/api/v1/query"
-}
-qv() {
-	q "$1" | $PY -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
+. "$(dirname "$0")/../prometheus/promapi.sh"
 is() { [ "$(qv "$1")" = "$2" ]; }
 
 START=$(date +%s)

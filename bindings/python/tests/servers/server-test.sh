@@ -63,26 +63,7 @@ export BLAMER_BACKEND=dir BLAMER_DIR=$D/heaps PYTHONPATH=$PYPATH PYTHONDONTWRITE
 # each worker's pid, listed by app.worker_started()
 export SERVER_TEST_WORKERS=$D/workers
 
-free_port() {
-	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# wait_for SECONDS CMD...: true once CMD succeeds
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.3
-	done
-	return 1
-}
-q() {
-	curl -sf -m 5 --get --data-urlencode "query=$1" "http://127.0.0.1:$PP/api/v1/query"
-}
-# qv PROMQL: the one value of a scalar-like answer ("" if none)
-qv() {
-	q "$1" | $PY -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
+. "$HERE/../../../../selftests/prometheus/promapi.sh"
 # qlabels PROMQL LABEL: "label value" lines of a vector answer
 qlabels() {
 	q "$1" | $PY -c 'import json,sys
