@@ -17,14 +17,16 @@ import blamer
 BACKEND = os.environ.get("BLAMER_TEST_BACKEND", "dir")
 
 
-def close_races(seconds, make, use, pause):
-    """Rounds for @seconds of a close racing another thread's calls: an
-    object from make(), a thread calling use(obj) until it raises
-    ValueError (closed, the promised outcome), and this thread closing it
-    @pause s after that thread started. Returns the rounds and what else
-    the other thread raised (the bug, if anything)."""
+def close_races(seconds, make, use, pause, least=11):
+    """Rounds for @seconds, and at least @least of them (under valgrind
+    on a loaded machine one round took the whole time), of a close racing
+    another thread's calls: an object from make(), a thread calling
+    use(obj) until it raises ValueError (closed, the promised outcome),
+    and this thread closing it @pause s after that thread started.
+    Returns the rounds and what else the other thread raised (the bug, if
+    anything)."""
     end, rounds, errors = time.time() + seconds, 0, []
-    while time.time() < end:
+    while time.time() < end or rounds < least:
         obj, go = make(), threading.Event()
 
         def other():
