@@ -155,6 +155,9 @@ static void init_once(void)
  */
 static uint64_t image_seqs;
 
+/* The former images' heaps an image keeps for the fold (make_heap()). */
+#define BL_FORMER_FOLD_HEAPS	16u
+
 static uint64_t seq_key(int32_t pid, uint32_t seq)
 {
 	return (uint64_t)(uint32_t)pid << 32 | seq;
@@ -232,15 +235,28 @@ static int make_heap(struct blamer *b)
 	bl_clock_start(&clock, b->clock);
 	ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs, bl_random64(),
 			     &clock);
-	if (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && former_image_heap(b)) {
+	while (ret == -EEXIST && b->be.kind == BLAMER_BACKEND_DIR && former_image_heap(b)) {
 		/* Files named after this very process (pid, start time and
 		 * a seq this image never took): left by the program this
-		 * process was before execve(). Ours to replace; only plain
-		 * singly-linked files of ours are removed, so a planted link
-		 * still makes us fail. */
+		 * process was before execve(). One holding series an
+		 * exporter folds is kept for the fold (the process's heap
+		 * like any other, folded once it ends; replaced, its counts
+		 * would leave the service's totals), this image taking the
+		 * next seq, up to BL_FORMER_FOLD_HEAPS of them: a program
+		 * that execs itself without end reuses the last. Any other
+		 * is ours to replace; only plain singly-linked files of ours
+		 * are removed, so a planted link still makes us fail. */
+		if (b->be.seq < BL_FORMER_FOLD_HEAPS &&
+		    bl_slabdir_heap_folds(b->be.dirfd, b->pid, b->start_ns, b->be.seq) &&
+		    seq_take((int32_t)b->pid, &b->be.seq)) {
+			ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
+					     bl_random64(), &clock);
+			continue;
+		}
 		bl_slabdir_remove_heap(b->be.dirfd, b->pid, b->start_ns, b->be.seq);
 		ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 				     bl_random64(), &clock);
+		break;
 	}
 	if (ret) {
 		/* Nothing of ours to remove: a file already there (EEXIST) is

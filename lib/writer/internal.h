@@ -82,6 +82,11 @@ int bl_clock_choose(const char *env, uint32_t *kind);
  * bl_slab_file_ok() accepts (a look at each of the BLAMER_MAX_SLABS names
  * it may have: no readdir). The number removed, or -errno. */
 int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns, uint32_t seq);
+/* Whether heap @seq of <pid>-<start_ns> in @dirfd, a file the library
+ * could have made, holds series an exporter folds (BLAMER_HEAP_F_FOLD):
+ * removed, its counts would leave a service's totals. false if it cannot
+ * be read. */
+bool bl_slabdir_heap_folds(int dirfd, int64_t pid, int64_t start_ns, uint32_t seq);
 
 /* How many dead heaps a directory keeps. */
 struct bl_retention {

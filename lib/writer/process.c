@@ -79,29 +79,6 @@ int blamer_process_launched(struct blamer *b, pid_t pid)
 	return 0;
 }
 
-/*
- * The child's heap holds series an exporter folds (BLAMER_HEAP_F_FOLD in
- * its header): removed, its counts would leave the service's totals. It
- * is left, closed, for the exporter. A file that cannot be read says
- * nothing: the heap is removed as before.
- */
-static bool child_folds(int dirfd, pid_t pid, int64_t start)
-{
-	struct blamer_heap_header hh;
-	char name[64];
-	bool folds = false;
-	int fd;
-
-	bl_slab_name(name, sizeof(name), pid, (uint64_t)start, 0, 0);
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (pread(fd, &hh, sizeof(hh), BLAMER_HEAP_HEADER_OFFSET) == (ssize_t)sizeof(hh))
-		folds = hh.flags & BLAMER_HEAP_F_FOLD;
-	close(fd);
-	return folds;
-}
-
 int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 {
 	struct blamer_child *c, *found = NULL;
@@ -135,12 +112,14 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	 * the files of that very process (pid AND start time): a reused pid
 	 * with another start time is another process. And only after a
 	 * clean exit: the heap of a child that crashed or failed is what a
-	 * postmortem wants to read (`blamer release` frees it later). Its
-	 * first heap only (seq 0): a later one (made after it abandoned or
-	 * closed one) is left to the retention limits. */
+	 * postmortem wants to read (`blamer release` frees it later). Nor
+	 * a heap holding series an exporter folds: it is left, closed, for
+	 * the exporter (removed, its counts would leave the service's
+	 * totals). Its first heap only (seq 0): a later one (made after it
+	 * abandoned or closed one) is left to the retention limits. */
 	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
 	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0 &&
-	    !child_folds(b->be.dirfd, pid, found->child_start_stamp))
+	    !bl_slabdir_heap_folds(b->be.dirfd, pid, found->child_start_stamp, 0))
 		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp, 0);
 	return removed < 0 ? 0 : removed;
 }

@@ -489,6 +489,26 @@ int bl_slabdir_remove_heap(int dirfd, int64_t pid, int64_t start_ns, uint32_t se
 	return removed;
 }
 
+bool bl_slabdir_heap_folds(int dirfd, int64_t pid, int64_t start_ns, uint32_t seq)
+{
+	struct blamer_heap_header hh;
+	char name[BL_SLAB_NAME_MAX];
+	struct stat st;
+	bool folds = false;
+	int fd;
+
+	bl_slab_name(name, sizeof(name), pid, (uint64_t)start_ns, seq, 0);
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* only a file the library could have made says anything */
+	if (!fstat(fd, &st) && bl_slab_file_ok(&st) &&
+	    pread(fd, &hh, sizeof(hh), BLAMER_HEAP_HEADER_OFFSET) == (ssize_t)sizeof(hh))
+		folds = hh.flags & BLAMER_HEAP_F_FOLD;
+	close(fd);
+	return folds;
+}
+
 static int env_u64(const char *name, uint64_t max, bool suffix, uint64_t *out,
 		   char *why, size_t whylen)
 {

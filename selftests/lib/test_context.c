@@ -117,6 +117,43 @@ __attribute__((constructor)) static void after_exec(void)
 	_exit(blamer_push(b, BLAMER_ACTIVITY_TASK, "after-exec", 0, 0) == 1 ? 0 : 2);
 }
 
+/*
+ * One image of a chain of execve()s: run with T_EXEC_CHAIN set to
+ * "<dir>:<images left>", it adds 1 to the service counter "execs_total"
+ * (an exporter folds it: the heap is marked so) in a heap of its own in
+ * <dir>, then, if images are left, becomes the next image of the chain.
+ */
+__attribute__((constructor)) static void exec_chain(void)
+{
+	const struct blamer_metric_def d = { .name = "execs_total",
+					     .kind = BLAMER_METRIC_COUNTER };
+	const char *e = getenv("T_EXEC_CHAIN"), *colon;
+	char dir[200], next[240];
+	struct blamer_config c;
+	struct blamer *b;
+	long left;
+
+	if (!e)
+		return;
+	colon = strrchr(e, ':');
+	if (!colon || colon - e >= (long)sizeof(dir))
+		_exit(5);
+	memcpy(dir, e, (size_t)(colon - e));
+	dir[colon - e] = '\0';
+	left = strtol(colon + 1, NULL, 10);
+	c = t_cfg(dir, 65536, 2);
+	c.backend = BLAMER_BACKEND_DIR;
+	if (blamer_open(&c, &b))
+		_exit(1);
+	blamer_counter_add(blamer_metric_series(blamer_metric_define(b, &d), NULL, NULL, 0), 1);
+	if (left <= 1)
+		_exit(0);	/* the last image: its heap stays, as at a crash */
+	snprintf(next, sizeof(next), "%s:%ld", dir, left - 1);
+	setenv("T_EXEC_CHAIN", next, 1);
+	execl("/proc/self/exe", "test_context", "exec-chain", (char *)NULL);
+	_exit(4);
+}
+
 /* The label at the bottom of the first stack of @p that has one, or "". */
 static const char *bottom_label(const struct blamer_snap_process *p)
 {
@@ -182,6 +219,47 @@ TEST_F(ctx, heap_left_before_exec_is_replaced)
 	snprintf(name, sizeof(name), "%s/%d-%llu.0.slab", self->dir, pid,
 		 (unsigned long long)s->procs[0].start_time_ns);
 	ASSERT_EQ(0, stat(name, &st));
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+}
+
+/*
+ * A heap the former image left that holds series an exporter folds is
+ * not replaced: replaced, its counts would leave the service's totals (a
+ * program that re-executes itself, a server's master reloading by
+ * execve()). Each image takes the next seq, up to 16 kept; past them the
+ * next image replaces the last (bounded: a program that execs itself
+ * without end). 18 images of one counter each: 17 heaps, 17 counted.
+ * Before, each image replaced the last: one heap, 1 counted.
+ */
+TEST_F(ctx, a_heap_to_fold_left_before_exec_is_kept)
+{
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	char v[240];
+	int status;
+	size_t i;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend");
+	snprintf(v, sizeof(v), "%s:18", self->dir);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		setenv("T_EXEC_CHAIN", v, 1);
+		execl("/proc/self/exe", "test_context", "exec-chain", (char *)NULL);
+		_exit(4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	s = t_snap(&r, self->dir);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(17, s->nprocs);
+	for (i = 0; i < s->nprocs; i++)
+		ASSERT_EQ(pid, s->procs[i].pid);
+	ASSERT_EQ(1, s->nseries);
+	ASSERT_EQ(17, s->series[0].value);
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
 }
