@@ -164,26 +164,36 @@ static void drop_temporaries(const struct blamer_fleet *f)
 	closedir(d);
 }
 
-/* $BLAMER_FOLD_MAX_SERIES into @f (FL_MAX_SERIES_DEFAULT if unset);
- * false, and why, if it is not a count from 1 to FL_MAX_SERIES_LIMIT. */
-static bool max_series_from_env(struct blamer_fleet *f, char *err, size_t errlen)
+/* $@name into *@out (@def if unset); false, and why, if it is not a
+ * count from @min to @max. */
+static bool count_from_env(const char *name, size_t def, size_t min, size_t max, size_t *out,
+			   char *err, size_t errlen)
 {
-	const char *e = secure_getenv("BLAMER_FOLD_MAX_SERIES");
+	const char *e = secure_getenv(name);
 	char *end;
 	unsigned long long n;
 
-	f->max_series = FL_MAX_SERIES_DEFAULT;
+	*out = def;
 	if (!e)
 		return true;
 	errno = 0;
 	n = strtoull(e, &end, 10);
-	if (*e < '0' || *e > '9' || *end || errno || n < 1 || n > FL_MAX_SERIES_LIMIT) {
-		snprintf(err, errlen, "BLAMER_FOLD_MAX_SERIES: want a count from 1 to %u, got '%.32s'",
-			 FL_MAX_SERIES_LIMIT, e);
+	if (*e < '0' || *e > '9' || *end || errno || n < min || n > max) {
+		snprintf(err, errlen, "%s: want a count from %zu to %zu, got '%.32s'", name, min, max,
+			 e);
 		return false;
 	}
-	f->max_series = (size_t)n;
+	*out = (size_t)n;
 	return true;
+}
+
+/* The bounds of a uid's part of the remainder, from the environment. */
+static bool bounds_from_env(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	return count_from_env("BLAMER_FOLD_MAX_SERIES", FL_MAX_SERIES_DEFAULT, 1,
+			      FL_MAX_SERIES_LIMIT, &f->max_series, err, errlen) &&
+	       count_from_env("BLAMER_FOLD_MAX_BYTES", FL_MAX_BYTES_DEFAULT, FL_MAX_BYTES_MIN,
+			      FL_MAX_BYTES_LIMIT, &f->max_bytes, err, errlen);
 }
 
 struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errlen)
@@ -198,7 +208,7 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	f->lockfd = -1;
-	if (!max_series_from_env(f, err, errlen)) {
+	if (!bounds_from_env(f, err, errlen)) {
 		free(f);
 		errno = EINVAL;
 		return NULL;
@@ -335,9 +345,8 @@ static uint64_t uidn_hash(const struct blamer_fleet *f, size_t i)
 	return ex_mix(f->seed ^ 5, f->uidn[i].uid);
 }
 
-/* The count of @uid's series in the remainder (made 0 if new); NULL out
- * of memory. */
-static size_t *uid_series(struct blamer_fleet *f, uint32_t uid)
+/* @uid's counts in the remainder (made 0 if new); NULL out of memory. */
+static struct fl_uid_series *uid_series(struct blamer_fleet *f, uint32_t uid)
 {
 	struct fl_index *ix = &f->uidn_ix;
 	struct fl_uid_series *v;
@@ -347,31 +356,158 @@ static size_t *uid_series(struct blamer_fleet *f, uint32_t uid)
 		return NULL;
 	for (at = ex_mix(f->seed ^ 5, uid) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
 		if (f->uidn[ix->slot[at] - 1].uid == uid)
-			return &f->uidn[ix->slot[at] - 1].n;
+			return &f->uidn[ix->slot[at] - 1];
 	v = realloc(f->uidn, (f->nuidn + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
 	f->uidn = v;
 	v[f->nuidn] = (struct fl_uid_series){ .uid = uid };
 	ix_add(ix, at, f->nuidn);
-	return &v[f->nuidn++].n;
+	return &v[f->nuidn++];
 }
 
-/* Each uid's series in the remainder, counted after the state was read
- * (fl_state_free() drops the counts; series_of() keeps them since). */
+/*
+ * What a record may take in the state, at most (fleet_state.c writes it:
+ * a number is at most FL_NUM_BYTES with its space, a string's bytes
+ * escaped %XX at most 3 each): a uid's bytes so counted bound its part of
+ * the file, however its values grow (a series' partials are at most
+ * BLAMER_EXACT_PARTIALS, each counted).
+ */
+#define FL_NUM_BYTES	25	/* " -0x1.fffffffffffffp+1023", a u64 */
+
+static size_t str_bytes(const char *s)
+{
+	return 4 + 3 * strlen(s ? s : "");	/* " s:" and the bytes */
+}
+
+static size_t def_bytes(const struct blamer_snap_metric_def *d)
+{
+	size_t n = 4 + 8 * FL_NUM_BYTES + str_bytes(d->name) + str_bytes(d->help);
+	uint32_t i;
+
+	for (i = 0; i < d->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
+		n += str_bytes(d->labels[i]);
+	return n + (size_t)d->nbuckets * FL_NUM_BYTES;
+}
+
+/* A series of @d, path @depth, labels @values and @nexact partials. */
+static size_t series_bytes(const struct blamer_snap_metric_def *d, uint32_t depth,
+			   char *const *values, uint32_t nexact)
+{
+	size_t n = 7 + (7 + (size_t)depth + nexact) * FL_NUM_BYTES;
+	uint32_t i;
+
+	for (i = 0; i < d->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
+		n += str_bytes(values[i]);
+	return n + (d->kind == BLAMER_METRIC_HISTOGRAM ? (size_t)d->nbuckets * FL_NUM_BYTES : 0);
+}
+
+static size_t path_bytes(uint32_t depth)
+{
+	return 5 + (4 + (size_t)depth) * FL_NUM_BYTES;
+}
+
+/* A node's or a unit's line (names of at most 32 bytes). */
+#define FL_NAME_BYTES	(6 + 2 * FL_NUM_BYTES + 4 + 3 * 32)
+
+/* The index of node @id in the remainder, f->nnodes if none (*@at the
+ * free slot its probe ended on); SIZE_MAX out of memory. */
+static size_t node_at(struct blamer_fleet *f, uint64_t id, size_t *at)
+{
+	struct fl_index *ix = &f->nodes_ix;
+
+	if (!ix_fit(f, ix, f->nnodes, node_hash))
+		return SIZE_MAX;
+	for (*at = ex_mix(f->seed ^ 2, id) & ix->mask; ix->slot[*at]; *at = (*at + 1) & ix->mask)
+		if (f->nodes[ix->slot[*at] - 1].id == id)
+			return ix->slot[*at] - 1;
+	return f->nnodes;
+}
+
+/* The index of named unit @unit in the remainder, as node_at(). */
+static size_t unit_at(struct blamer_fleet *f, uint32_t unit, size_t *at)
+{
+	struct fl_index *ix = &f->units_ix;
+
+	if (!ix_fit(f, ix, f->nunits, unit_hash))
+		return SIZE_MAX;
+	for (*at = ex_mix(f->seed ^ 3, unit) & ix->mask; ix->slot[*at]; *at = (*at + 1) & ix->mask)
+		if (f->units[ix->slot[*at] - 1].unit == unit)
+			return ix->slot[*at] - 1;
+	return f->nunits;
+}
+
+/* The names @nodes use charged to @u, each once (@charged: by index);
+ * false out of memory. */
+static bool charge_nodes(struct blamer_fleet *f, struct fl_uid_series *u, bool *charged,
+			 const uint64_t *nodes, uint32_t depth)
+{
+	size_t at, k;
+	uint32_t i;
+
+	for (i = 0; i < depth; i++) {
+		k = node_at(f, nodes[i], &at);
+		if (k == SIZE_MAX)
+			return false;
+		if (k < f->nnodes && !charged[k]) {
+			charged[k] = true;
+			u->bytes += FL_NAME_BYTES;
+		}
+	}
+	return true;
+}
+
+/* What each uid's series, paths and definitions take, and the nodes and
+ * units their records name first; false out of memory. */
+static bool count_records(struct blamer_fleet *f, bool *node_charged, bool *unit_charged)
+{
+	struct fl_uid_series *u;
+	size_t i, k, at;
+
+	for (i = 0; i < f->ndefs; i++) {
+		if (!(u = uid_series(f, f->def_uids[i])))
+			return false;
+		u->bytes += def_bytes(&f->defs[i]);
+	}
+	for (i = 0; i < f->nseries; i++) {
+		const struct fl_series *x = &f->series[i];
+
+		if (!(u = uid_series(f, x->uid)) ||
+		    !charge_nodes(f, u, node_charged, x->nodes, x->depth))
+			return false;
+		u->n++;
+		u->bytes += series_bytes(&f->defs[x->def], x->depth, x->values, x->nexact);
+	}
+	for (i = 0; i < f->npaths; i++) {
+		const struct fl_path *x = &f->paths[i];
+
+		if (!(u = uid_series(f, x->uid)) ||
+		    !charge_nodes(f, u, node_charged, x->nodes, x->depth) ||
+		    (k = unit_at(f, x->unit, &at)) == SIZE_MAX)
+			return false;
+		u->bytes += path_bytes(x->depth);
+		if (k < f->nunits && !unit_charged[k]) {
+			unit_charged[k] = true;
+			u->bytes += FL_NAME_BYTES;
+		}
+	}
+	return true;
+}
+
+/* Each uid's series and bytes in the remainder, counted after the state
+ * was read (fl_state_free() drops the counts; the fold keeps them
+ * since). */
 static bool count_uid_series(struct blamer_fleet *f)
 {
-	size_t i, *n;
+	bool *nc = calloc(f->nnodes + 1, sizeof(*nc)), *uc = calloc(f->nunits + 1, sizeof(*uc));
+	bool ok;
 
 	f->nuidn = 0;
 	f->uidn_ix.n = SIZE_MAX;	/* covers nothing: made again */
-	for (i = 0; i < f->nseries; i++) {
-		n = uid_series(f, f->series[i].uid);
-		if (!n)
-			return false;
-		(*n)++;
-	}
-	return true;
+	ok = nc && uc && count_records(f, nc, uc);
+	free(nc);
+	free(uc);
+	return ok;
 }
 
 /* ---- what a dead heap adds ---- */
@@ -417,9 +553,10 @@ static size_t def_named(struct blamer_fleet *f, const char *name, uint32_t uid, 
 /* The remainder's definition of @d's name for @uid, added if new; NULL if
  * it holds another (a conflict) or out of memory (*oom). */
 static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
-					     const struct blamer_snap_metric_def *d, uint32_t uid,
-					     size_t *idx, bool *oom)
+					     const struct blamer_snap_metric_def *d,
+					     struct fl_uid_series *u, size_t *idx, bool *oom)
 {
+	uint32_t uid = u->uid;
 	size_t at, i = def_named(f, d->name, uid, &at);
 
 	if (i < f->ndefs) {
@@ -433,6 +570,7 @@ static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
 	if (at != SIZE_MAX)
 		ix_add(&f->defs_ix, at, i);
 	*idx = i;
+	u->bytes += def_bytes(d);
 	return &f->defs[i];
 }
 
@@ -496,19 +634,20 @@ static size_t series_find(struct blamer_fleet *f, size_t def, uint32_t uid,
 
 /* The remainder's series of (@def, @uid, @m's values and path), added if
  * new (counted for @uid); NULL out of memory. */
-static struct fl_series *series_of(struct blamer_fleet *f, size_t def, uint32_t uid,
-				   const struct blamer_snap_metric *m)
+static struct fl_series *series_of(struct blamer_fleet *f, size_t def,
+				   struct fl_uid_series *u, const struct blamer_snap_metric *m)
 {
 	const struct blamer_snap_metric_def *d = &f->defs[def];
+	uint32_t i, uid = u->uid;
 	struct fl_series *x, *v;
-	size_t at, *count, k = series_find(f, def, uid, m, &at);
-	uint32_t i;
+	size_t at, k = series_find(f, def, uid, m, &at);
 
 	if (k < f->nseries)
 		return &f->series[k];
-	if (k == SIZE_MAX || !(count = uid_series(f, uid)))
+	if (k == SIZE_MAX)
 		return NULL;
-	(*count)++;
+	u->n++;
+	u->bytes += series_bytes(d, m->depth, m->values, 0);	/* its partials as they come */
 	v = realloc(f->series, (f->nseries + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -544,6 +683,68 @@ static bool folds(const struct blamer_snap_metric_def *d)
 		 d->gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT);
 }
 
+/* The bytes @nodes' names may add that the remainder has not named
+ * (counted again if a heap names one twice: a bound, never less). */
+static size_t new_names_bytes(struct blamer_fleet *f, const struct blamer_snapshot *s,
+			      const uint64_t *nodes, uint32_t depth)
+{
+	size_t n = 0, at;
+	uint32_t i;
+
+	for (i = 0; i < depth; i++)
+		if (blamer_snap_node_name(s, nodes[i]) && node_at(f, nodes[i], &at) == f->nnodes)
+			n += FL_NAME_BYTES;
+	return n;
+}
+
+/* The index of the remainder's (@uid, @sp's unit @k, path) value,
+ * f->npaths if none (*@at the free slot its probe ended on); SIZE_MAX
+ * out of memory. */
+static size_t path_find(struct blamer_fleet *f, uint32_t uid, const struct blamer_snap_path *sp,
+			uint32_t k, size_t *at)
+{
+	struct fl_index *ix = &f->paths_ix;
+	const struct fl_path *x;
+
+	if (!ix_fit(f, ix, f->npaths, path_hash))
+		return SIZE_MAX;
+	for (*at = path_key(f, uid, sp->units[k], sp->depth, sp->nodes) & ix->mask; ix->slot[*at];
+	     *at = (*at + 1) & ix->mask) {
+		x = &f->paths[ix->slot[*at] - 1];
+		if (x->uid == uid && x->unit == sp->units[k] && x->depth == sp->depth &&
+		    !memcmp(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0])))
+			return ix->slot[*at] - 1;
+	}
+	return f->npaths;
+}
+
+/* The bytes @p's paths may add to the state (their values, and the
+ * names of the nodes and units they bring); SIZE_MAX out of memory. */
+static size_t paths_cost(struct blamer_fleet *f, const struct blamer_snapshot *s,
+			 const struct blamer_snap_process *p)
+{
+	size_t i, at, k, n = 0;
+	uint32_t j;
+
+	for (i = 0; i < p->npaths; i++) {
+		const struct blamer_snap_path *sp = &p->paths[i];
+
+		for (j = 0; j < sp->nvalues; j++) {
+			if ((k = path_find(f, p->uid, sp, j, &at)) == SIZE_MAX ||
+			    unit_at(f, sp->units[j], &at) == SIZE_MAX)
+				return SIZE_MAX;
+			if (k == f->npaths)
+				n += path_bytes(sp->depth);
+			if (sp->units[j] >= BLAMER_UNIT_APP_BASE &&
+			    blamer_snap_unit_def(s, sp->units[j]) &&
+			    unit_at(f, sp->units[j], &at) == f->nunits)
+				n += FL_NAME_BYTES;
+		}
+		n += new_names_bytes(f, s, sp->nodes, sp->depth);
+	}
+	return n;
+}
+
 /*
  * Whether the remainder can keep every series of dead heap @p: none
  * whose definition lost to another of its name in this snapshot
@@ -554,14 +755,20 @@ static bool folds(const struct blamer_snap_metric_def *d)
  * would have recorded them as kept and thrown them away (a redeploy that
  * changed a metric's labels lost every later worker's counts, silently).
  * Nor one whose new series would take its uid past f->max_series in the
- * remainder: a user whose heaps choose ever new label values would grow
- * the state every start reads until it could not start.
+ * remainder, or whose records (series, paths, definitions, node and unit
+ * names, each at most what it may take: *_bytes()) past f->max_bytes of
+ * the state: a user whose heaps choose ever new label values or paths
+ * would grow the state every start reads until it could not start, and
+ * every commit writes it whole. *@held: held back by those bounds.
  */
-static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p)
+static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
+		     const struct blamer_snap_process *p, bool *held)
 {
-	size_t i, j, at, fresh = 0, *have = uid_series(f, p->uid);
+	struct fl_uid_series *have = uid_series(f, p->uid);
+	size_t i, j, at, fresh = 0, bytes;
 
-	if (!have)
+	*held = false;
+	if (!have || (bytes = paths_cost(f, s, p)) == SIZE_MAX)
 		return false;	/* out of memory: not now */
 	for (i = 0; i < p->nmetrics; i++) {
 		const struct blamer_snap_metric *m = &p->metrics[i];
@@ -573,29 +780,37 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snap_process *p
 		j = def_named(f, m->def->name, p->uid, &at);
 		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
 			return false;
-		if (j == f->ndefs || series_find(f, j, p->uid, m, &at) == f->nseries)
+		bytes += new_names_bytes(f, s, m->nodes, m->depth);
+		if (j == f->ndefs)
+			bytes += def_bytes(m->def);	/* (once per series: a bound) */
+		if (j == f->ndefs || series_find(f, j, p->uid, m, &at) == f->nseries) {
 			fresh++;	/* (a series a heap lists twice counts twice) */
+			bytes += series_bytes(m->def, m->depth, m->values, 0);
+		}
+		bytes += (size_t)m->nexact * FL_NUM_BYTES;	/* partials it may add */
 	}
-	return *have + fresh <= f->max_series;
+	*held = have->n + fresh > f->max_series || bytes > f->max_bytes ||
+		have->bytes > f->max_bytes - bytes;
+	return !*held;
 }
 
 /* What merging a dead process's series into the remainder keeps. */
-static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process *p,
+static bool fold_metric(struct blamer_fleet *f, struct fl_uid_series *u,
 			const struct blamer_snap_metric *m, bool *oom)
 {
 	const struct blamer_snap_metric_def *d = m->def;
 	struct fl_series *x;
 	size_t idx;
-	uint32_t i;
+	uint32_t i, before;
 
 	if (!folds(d) || m->conflict)
 		return true;	/* keepable() held back a heap with a conflict */
-	if (!def_of(f, d, p->uid, &idx, oom)) {
+	if (!def_of(f, d, u, &idx, oom)) {
 		if (!*oom)
 			f->conflicts++;
 		return !*oom;
 	}
-	x = series_of(f, idx, p->uid, m);
+	x = series_of(f, idx, u, m);
 	if (!x) {
 		*oom = true;
 		return false;
@@ -603,8 +818,13 @@ static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process
 	if (d->kind == BLAMER_METRIC_HISTOGRAM)
 		for (i = 0; i < d->nbuckets; i++)
 			x->buckets[i] += m->buckets[i];
-	if (d->kind != BLAMER_METRIC_GAUGE)
-		return exact_add(x, m->exact, m->nexact) || (*oom = true, false);
+	before = x->nexact;
+	if (d->kind != BLAMER_METRIC_GAUGE) {
+		if (!exact_add(x, m->exact, m->nexact))
+			return (*oom = true, false);
+		u->bytes += ((size_t)x->nexact - before) * FL_NUM_BYTES;	/* modulo: fewer too */
+		return true;
+	}
 	switch (d->gauge_mode) {
 	case BLAMER_GAUGE_MIN:
 		if (x->value != x->value || m->value < x->value)
@@ -621,41 +841,38 @@ static bool fold_metric(struct blamer_fleet *f, const struct blamer_snap_process
 		}
 		break;
 	default:	/* SUM */
-		return exact_add(x, &m->value, 1) || (*oom = true, false);
+		if (!exact_add(x, &m->value, 1))
+			return (*oom = true, false);
+		u->bytes += ((size_t)x->nexact - before) * FL_NUM_BYTES;
 	}
 	return true;
 }
 
-static bool fold_path(struct blamer_fleet *f, uint32_t uid, const struct blamer_snap_path *sp,
-		      uint32_t k)
+static bool fold_path(struct blamer_fleet *f, struct fl_uid_series *u,
+		      const struct blamer_snap_path *sp, uint32_t k)
 {
-	struct fl_index *ix = &f->paths_ix;
 	struct fl_path *x, *v;
-	size_t at;
+	size_t at, i = path_find(f, u->uid, sp, k, &at);
 
-	if (!ix_fit(f, ix, f->npaths, path_hash))
+	if (i == SIZE_MAX)
 		return false;
-	for (at = path_key(f, uid, sp->units[k], sp->depth, sp->nodes) & ix->mask; ix->slot[at];
-	     at = (at + 1) & ix->mask) {
-		x = &f->paths[ix->slot[at] - 1];
-		if (x->uid == uid && x->unit == sp->units[k] && x->depth == sp->depth &&
-		    !memcmp(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0]))) {
-			x->value += sp->values[k];	/* modulo 2^64, as the writer adds */
-			return true;
-		}
+	if (i < f->npaths) {
+		f->paths[i].value += sp->values[k];	/* modulo 2^64, as the writer adds */
+		return true;
 	}
 	v = realloc(f->paths, (f->npaths + 1) * sizeof(*v));
 	if (!v)
 		return false;
 	f->paths = v;
-	ix_add(ix, at, f->npaths);
+	ix_add(&f->paths_ix, at, f->npaths);
 	x = &f->paths[f->npaths++];
 	memset(x, 0, sizeof(*x));
-	x->uid = uid;
+	x->uid = u->uid;
 	x->unit = sp->units[k];
 	x->depth = sp->depth;
 	memcpy(x->nodes, sp->nodes, sp->depth * sizeof(sp->nodes[0]));
 	x->value = sp->values[k];
+	u->bytes += path_bytes(sp->depth);
 	return true;
 }
 
@@ -685,22 +902,21 @@ static int node_cmp(const void *a, const void *b)
 }
 
 /* The name @s gives node @id, kept for the remainder's labels (the first
- * kept wins: a series' labels do not change). Appended: the fold sorts
- * the nodes once it is done (sort_nodes()), not at each one. */
-static bool remember_node(struct blamer_fleet *f, const struct blamer_snapshot *s, uint64_t id)
+ * kept wins: a series' labels do not change), charged to @u. Appended:
+ * the fold sorts the nodes once it is done (sort_nodes()), not at each
+ * one. */
+static bool remember_node(struct blamer_fleet *f, struct fl_uid_series *u,
+			  const struct blamer_snapshot *s, uint64_t id)
 {
 	const char *name = blamer_snap_node_name(s, id);
-	struct fl_index *ix = &f->nodes_ix;
 	struct blamer_snap_node *v;
-	size_t at;
+	size_t at, k;
 
 	if (!name)
 		return true;
-	if (!ix_fit(f, ix, f->nnodes, node_hash))
-		return false;
-	for (at = ex_mix(f->seed ^ 2, id) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
-		if (f->nodes[ix->slot[at] - 1].id == id)
-			return true;
+	k = node_at(f, id, &at);
+	if (k != f->nnodes)
+		return k != SIZE_MAX;
 	v = realloc(f->nodes, (f->nnodes + 1) * sizeof(*v));
 	if (!v)
 		return false;
@@ -708,7 +924,8 @@ static bool remember_node(struct blamer_fleet *f, const struct blamer_snapshot *
 	memset(&v[f->nnodes], 0, sizeof(*v));
 	v[f->nnodes].id = id;
 	snprintf(v[f->nnodes].name, sizeof(v->name), "%s", name);
-	ix_add(ix, at, f->nnodes++);
+	ix_add(&f->nodes_ix, at, f->nnodes++);
+	u->bytes += FL_NAME_BYTES;
 	return true;
 }
 
@@ -723,55 +940,59 @@ static void sort_nodes(struct blamer_fleet *f, size_t before)
 	memset(&f->nodes_ix, 0, sizeof(f->nodes_ix));
 }
 
-static bool remember_unit(struct blamer_fleet *f, const struct blamer_snapshot *s, uint32_t unit)
+static bool remember_unit(struct blamer_fleet *f, struct fl_uid_series *u,
+			  const struct blamer_snapshot *s, uint32_t unit)
 {
 	const struct blamer_snap_unit_def *d = unit >= BLAMER_UNIT_APP_BASE ?
 					       blamer_snap_unit_def(s, unit) : NULL;
-	struct fl_index *ix = &f->units_ix;
 	struct blamer_snap_unit_def *v;
-	size_t at;
+	size_t at, k;
 
 	if (!d)
 		return true;
-	if (!ix_fit(f, ix, f->nunits, unit_hash))
-		return false;
-	for (at = ex_mix(f->seed ^ 3, unit) & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask)
-		if (f->units[ix->slot[at] - 1].unit == unit)
-			return true;
+	k = unit_at(f, unit, &at);
+	if (k != f->nunits)
+		return k != SIZE_MAX;
 	v = realloc(f->units, (f->nunits + 1) * sizeof(*v));
 	if (!v)
 		return false;
 	f->units = v;
 	f->units[f->nunits] = *d;
-	ix_add(ix, at, f->nunits++);
+	ix_add(&f->units_ix, at, f->nunits++);
+	u->bytes += FL_NAME_BYTES;
 	return true;
 }
 
-/* Everything dead @p adds to the remainder; false out of memory. */
+/* Everything dead @p adds to the remainder, charged to its uid; false
+ * out of memory. */
 static bool fold_one(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		     const struct blamer_snap_process *p)
 {
+	/* (keepable() made it: no uid is added meanwhile, so it stays put) */
+	struct fl_uid_series *u = uid_series(f, p->uid);
 	bool oom = false;
 	size_t i;
 	uint32_t k;
 
+	if (!u)
+		return false;
 	for (i = 0; i < p->nmetrics; i++) {
 		const struct blamer_snap_metric *m = &p->metrics[i];
 
-		if (!fold_metric(f, p, m, &oom))
+		if (!fold_metric(f, u, m, &oom))
 			return false;
 		for (k = 0; k < m->depth; k++)
-			if (!remember_node(f, s, m->nodes[k]))
+			if (!remember_node(f, u, s, m->nodes[k]))
 				return false;
 	}
 	for (i = 0; i < p->npaths; i++) {
 		const struct blamer_snap_path *sp = &p->paths[i];
 
 		for (k = 0; k < sp->nvalues; k++)
-			if (!fold_path(f, p->uid, sp, k) || !remember_unit(f, s, sp->units[k]))
+			if (!fold_path(f, u, sp, k) || !remember_unit(f, u, s, sp->units[k]))
 				return false;
 		for (k = 0; k < sp->depth; k++)
-			if (!remember_node(f, s, sp->nodes[k]))
+			if (!remember_node(f, u, s, sp->nodes[k]))
 				return false;
 	}
 	for (k = 0; k < BLAMER_DROP_MAX; k++)
@@ -915,12 +1136,18 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	    (!f->nuidn && !count_uid_series(f)))
 		goto oom;
 	nodes = f->nnodes;
+	f->held = 0;
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 		struct fl_ident id = fl_ident_of(p);
+		bool held;
 
-		if (!foldable(p) || ident_find(f, &id) || !keepable(f, p))
+		if (!foldable(p) || ident_find(f, &id))
 			continue;
+		if (!keepable(f, s, p, &held)) {
+			f->held += held;
+			continue;
+		}
 		if (!fold_one(f, s, p))
 			goto oom_reload;
 		id.dead_ns = s->realtime_ns;

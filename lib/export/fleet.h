@@ -106,15 +106,19 @@ struct blamer_fleet {
 	uint64_t seed;
 	/* the fold's lookups (fleet.c); fl_state_free() drops them */
 	struct fl_index series_ix, paths_ix, nodes_ix, units_ix, defs_ix;
-	/* the remainder's series per uid, counted at each fold, and the most
-	 * a uid may have there ($BLAMER_FOLD_MAX_SERIES) */
+	/* the remainder's series per uid and the bytes its records may take
+	 * in the state (fleet.c, the *_bytes() bounds), counted when the
+	 * state is read and kept at each fold, and the most a uid may have
+	 * there ($BLAMER_FOLD_MAX_SERIES, $BLAMER_FOLD_MAX_BYTES) */
 	struct fl_uid_series {
 		uint32_t uid;
 		size_t n;
+		size_t bytes;
 	} *uidn;
 	size_t nuidn;
 	struct fl_index uidn_ix;
-	size_t max_series;
+	size_t max_series, max_bytes;
+	size_t held;		/* dead heaps the last fold held back by those bounds */
 };
 
 /* The series a uid may have in the remainder unless
@@ -123,6 +127,21 @@ struct blamer_fleet {
  * grows the state, which every start reads, without bound. */
 #define FL_MAX_SERIES_DEFAULT	100000
 #define FL_MAX_SERIES_LIMIT	10000000
+
+/* Bytes of the state a uid's records (series, paths, definitions, and the
+ * nodes and units it named first) may take, unless $BLAMER_FOLD_MAX_BYTES
+ * says otherwise: a series bound alone let one user's series of long
+ * label values and histograms, or its paths (not bounded at all), grow
+ * the state past what a start reads (FL_STATE_MAX), and made every
+ * commit (the state written whole) as large. */
+#define FL_MAX_BYTES_DEFAULT	(16u << 20)
+#define FL_MAX_BYTES_MIN	(64u << 10)
+#define FL_MAX_BYTES_LIMIT	FL_STATE_MAX
+
+/* Bytes of a state file read at most: a commit that would write more is
+ * refused (a fold error, the heaps kept), never written to be refused at
+ * the next start. */
+#define FL_STATE_MAX		(256u << 20)
 
 /* fleet_state.c: the state file. */
 /* Reads @f->path into @f (missing: an empty state); -errno and a

@@ -49,7 +49,6 @@
 #define STATE_MAGIC	"blamer-fold 2"
 #define STATE_MAGIC_1	"blamer-fold 1"	/* definitions without their uid */
 #define NO_UID		UINT32_MAX	/* a version 1 definition's, until a series says */
-#define STATE_MAX	(256u << 20)	/* bytes of a state file read at most */
 
 void fl_test_abort(const struct blamer_fleet *f, uint32_t step)
 {
@@ -331,6 +330,13 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 		free(o.p);
 		snprintf(err, errlen, "writing the state %s: out of memory", f->path);
 		return -ENOMEM;
+	}
+	/* one the next start would refuse: the exporter could not start */
+	if (o.len > FL_STATE_MAX) {
+		free(o.p);
+		snprintf(err, errlen, "the state %s would be larger than %u MiB: not written (lower $BLAMER_FOLD_MAX_BYTES)",
+			 f->path, FL_STATE_MAX >> 20);
+		return -EFBIG;
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s" FL_TMP_MARK "XXXXXX", f->path) >= (int)sizeof(tmp)) {
 		free(o.p);
@@ -995,9 +1001,9 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 	ret = trusted(f->path, fd, err, errlen);
 	if (ret)
 		goto out;
-	if (fstat(fd, &st) || st.st_size > STATE_MAX) {
+	if (fstat(fd, &st) || st.st_size > FL_STATE_MAX) {
 		snprintf(err, errlen, "the state %s is larger than %u MiB: refused", f->path,
-			 STATE_MAX >> 20);
+			 FL_STATE_MAX >> 20);
 		ret = -EFBIG;
 		goto out;
 	}

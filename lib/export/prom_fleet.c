@@ -15,6 +15,7 @@
  *                                           inside an activity (saturation)
  *   blamer_folded_heaps_total               heaps folded into the remainder, ever
  *   blamer_fold_errors_total                folds that could not be made durable
+ *   blamer_fold_held_heaps                  dead heaps the last fold held back (bounds)
  *   blamer_metric_conflicts                 series left out: defined otherwise
  *   blamer_dropped_total{reason,uid}        writes not recorded in full
  *   blamer_attribution_*{path,[unit],uid}   the DAG paths' measurements
@@ -520,6 +521,9 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 	prom_family(o, "blamer_fold_errors_total", "counter",
 		    "Folds that could not be made durable (the heaps stay, counted, until the next).");
 	prom_sample_u64(o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
+	prom_family(o, "blamer_fold_held_heaps", "gauge",
+		    "Dead heaps the last fold held back: their uid's part of the remainder would pass $BLAMER_FOLD_MAX_SERIES or $BLAMER_FOLD_MAX_BYTES (counted while they are there).");
+	prom_sample_u64(o, "blamer_fold_held_heaps", NULL, 0, f ? f->held : 0);
 	write_drops(f, &e, o);
 	write_attribution(f, &e, o);
 	write_metrics(f, s, &e, o, &conflicts);

@@ -13,6 +13,9 @@
  * _exit(3). The master records each with blamer_process_exited(), which
  * must not remove a heap an exporter has yet to fold.
  *
+ * fleet-worker paths N FIRST: N attribution paths (the bound on a uid's
+ * bytes in the remainder).
+ *
  * fleet-worker check FILE M: whether the exposition in FILE shows
  * exactly what workers 0 .. M-1 added (a line on what differs, status 1):
  * selftests/fleet/check.py's test where there is no Python (the VM). A
@@ -161,8 +164,25 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	/* paths N FIRST: a writer with N attribution paths of depth 2, path
+	 * k = (1, k) for k = FIRST .. FIRST+N-1, each adding 1 + (k mod 7)
+	 * cpu_ns (the fold's bound on a uid's bytes in the state) */
+	if (argc == 4 && !strcmp(argv[1], "paths")) {
+		const uint32_t unit = BLAMER_UNIT_CPU_NS;
+		struct blamer *b = blamer_default();
+		uint64_t ids[2] = { 1, 0 };
+		struct blamer_path *p;
+
+		for (k = atol(argv[3]); b && k < atol(argv[3]) + atol(argv[2]); k++) {
+			ids[1] = 2 + (uint64_t)k;
+			if (!(p = blamer_path_get(b, ids, 2, &unit, 1)))
+				return 1;
+			blamer_path_add(p, 0, 1 + (uint64_t)(k % 7));
+		}
+		return b ? 0 : 1;
+	}
 	if (argc != 3 || (n = atol(argv[1])) < 0 || (first = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS [ROUTE] | many N FIRST | check FILE M\n");
+		fprintf(stderr, "usage: fleet-worker N FIRST | hold SECONDS [ROUTE] | many N FIRST | paths N FIRST | check FILE M\n");
 		return 2;
 	}
 	if (!blamer_default()) {
