@@ -30,9 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "fleet.h"
@@ -213,8 +211,7 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		errno = EINVAL;
 		return NULL;
 	}
-	if (getrandom(&f->seed, sizeof(f->seed), GRND_NONBLOCK) != sizeof(f->seed))
-		f->seed = (uint64_t)(uintptr_t)f ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+	f->seed = ex_seed(f);
 	if (hook)
 		f->test_abort = (uint32_t)strtoul(hook, NULL, 10);
 	if (!state)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The exporters' keyed hash (prom_cache.c, prom_guard.c, fleet.c): what
+ * The exporters' keyed hash (prom_cache.c, prom_guard.c, prom_metric.c,
+ * fleet.c): what
  * they hash comes from heaps, which choose their label values and names,
  * so every table is keyed with a secret seed of its own. Private to
  * lib/export.
@@ -11,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 
 /*
  * @x into @h: the word xored in, then MurmurHash3's 64-bit finalizer, in
@@ -51,6 +54,22 @@ static inline uint64_t ex_mix_bytes(uint64_t h, const void *p, size_t n)
 static inline uint64_t ex_mix_str(uint64_t h, const char *s)
 {
 	return ex_mix_bytes(h, s, strlen(s));
+}
+
+/*
+ * A table's secret seed: the kernel's random bytes; without entropy yet
+ * (early boot), the clock and @salt's address, still not one a heap can
+ * know in advance.
+ */
+static inline uint64_t ex_seed(const void *salt)
+{
+	struct timespec t;
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return ex_mix((uint64_t)t.tv_nsec ^ (uint64_t)t.tv_sec << 32, (uint64_t)(uintptr_t)salt);
 }
 
 #endif /* BLAMER_EXPORT_HASH_H */

@@ -222,6 +222,7 @@ bool prom_fam_has_unit(size_t f);
 struct pm_names {
 	char **v;
 	size_t n, cap;
+	uint64_t seed;		/* the table's secret (hash.h) */
 };
 /* Takes the sample names of @d's family; false if one is taken (the
  * family is not written: it would make the scrape invalid). */

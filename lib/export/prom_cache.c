@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/random.h>
 
 #include "hash.h"
 #include "prom.h"
@@ -125,14 +124,10 @@ static void written_free(struct written *x)
 struct blamer_prom_cache *blamer_prom_cache_new(void)
 {
 	struct blamer_prom_cache *c = calloc(1, sizeof(*c));
-	struct timespec t;
 
 	if (!c)
 		return NULL;
-	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed)) {
-		clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
-		c->seed = ex_mix((uint64_t)t.tv_nsec, (uint64_t)(uintptr_t)c);
-	}
+	c->seed = ex_seed(c);
 	return c;
 }
 

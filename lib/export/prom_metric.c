@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "prom.h"
 
 void pm_double(struct prom_out *o, double v)
@@ -52,13 +53,11 @@ void pm_family_name(const struct blamer_snap_metric_def *d, char *buf, size_t le
 
 /* ---- one sample name, once ---- */
 
-static uint64_t hash_name(const char *s)
+/* Keyed: the names are the heaps' (an unkeyed FNV-1a let a heap choose
+ * names that share a slot, and each claim walk past all of them). */
+static uint64_t hash_name(const struct pm_names *n, const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
+	return ex_mix_str(n->seed, s);
 }
 
 /* Whether @name is taken, and (if not, @take) takes it. */
@@ -72,10 +71,12 @@ static bool taken(struct pm_names *n, const char *name, bool take)
 
 		if (!v)
 			return true;	/* out of memory: write nothing more */
+		if (!n->cap)
+			n->seed = ex_seed(n);
 		for (i = 0; i < n->cap; i++) {
 			if (!n->v[i])
 				continue;
-			for (at = hash_name(n->v[i]) & (cap - 1); v[at]; at = (at + 1) & (cap - 1))
+			for (at = hash_name(n, n->v[i]) & (cap - 1); v[at]; at = (at + 1) & (cap - 1))
 				;
 			v[at] = n->v[i];
 		}
@@ -83,7 +84,7 @@ static bool taken(struct pm_names *n, const char *name, bool take)
 		n->v = v;
 		n->cap = cap;
 	}
-	for (at = hash_name(name) & (n->cap - 1); n->v[at]; at = (at + 1) & (n->cap - 1))
+	for (at = hash_name(n, name) & (n->cap - 1); n->v[at]; at = (at + 1) & (n->cap - 1))
 		if (!strcmp(n->v[at], name))
 			return true;
 	if (take) {

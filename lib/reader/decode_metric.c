@@ -30,27 +30,16 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "internal.h"
 #include "metric.h"
 
 #define DEF_BAD	UINT32_MAX	/* a definition found bad: not decoded again */
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 /* The slot of @ref in the table (where it is, or where it would go). */
 static size_t def_slot(const struct rd_defmap *m, blamer_ref ref)
 {
-	size_t at = mix(ref ^ m->seed) & (m->cap - 1);
+	size_t at = rd_ref_mix(ref ^ m->seed) & (m->cap - 1);
 
 	while (m->ref[at] && m->ref[at] != ref)
 		at = (at + 1) & (m->cap - 1);
@@ -64,16 +53,8 @@ static bool def_note(struct rd_ctx *c, blamer_ref ref, uint32_t idx)
 	size_t i, at;
 
 	if (2 * (m->n + 1) > m->cap) {	/* at most half full */
-		struct rd_defmap g = { .seed = m->seed, .cap = m->cap ? m->cap * 2 : 64 };
+		struct rd_defmap g = { .seed = rd_ref_seed(c), .cap = m->cap ? m->cap * 2 : 64 };
 
-		if (!m->seed) {
-			struct timespec t;
-
-			if (getrandom(&g.seed, sizeof(g.seed), GRND_NONBLOCK) != sizeof(g.seed)) {
-				clock_gettime(CLOCK_MONOTONIC, &t);
-				g.seed = mix((uint64_t)t.tv_nsec ^ (uint64_t)(uintptr_t)&t);
-			}
-		}
 		g.ref = calloc(g.cap, sizeof(*g.ref));
 		g.idx = calloc(g.cap, sizeof(*g.idx));
 		if (!g.ref || !g.idx) {

@@ -235,18 +235,11 @@ out:
 	free(r.second);
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* The cache entry of @ref: found, or new with ref set; NULL out of memory. */
 static struct rd_ud *cache_slot(struct rd_ctx *c, blamer_ref ref, bool *found)
 {
 	struct rd_udcache *uc = &c->ud;
+	uint64_t seed = rd_ref_seed(c);
 	size_t i;
 
 	if ((uc->n + 1) * 2 > uc->cap) {
@@ -260,7 +253,7 @@ static struct rd_ud *cache_slot(struct rd_ctx *c, blamer_ref ref, bool *found)
 		for (j = 0; j < uc->cap; j++) {
 			if (!uc->v[j].ref)
 				continue;
-			for (i = mix(uc->v[j].ref) & (ncap - 1); nv[i].ref; i = (i + 1) & (ncap - 1))
+			for (i = rd_ref_mix(uc->v[j].ref ^ seed) & (ncap - 1); nv[i].ref; i = (i + 1) & (ncap - 1))
 				;
 			nv[i] = uc->v[j];
 		}
@@ -268,7 +261,7 @@ static struct rd_ud *cache_slot(struct rd_ctx *c, blamer_ref ref, bool *found)
 		uc->v = nv;
 		uc->cap = ncap;
 	}
-	for (i = mix(ref) & (uc->cap - 1); uc->v[i].ref; i = (i + 1) & (uc->cap - 1)) {
+	for (i = rd_ref_mix(ref ^ seed) & (uc->cap - 1); uc->v[i].ref; i = (i + 1) & (uc->cap - 1)) {
 		if (uc->v[i].ref == ref) {
 			*found = true;
 			return &uc->v[i];

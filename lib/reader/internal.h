@@ -98,6 +98,23 @@ struct rd_defmap {
 /* Gives @m back for the next heap (emptied), or frees a large one. */
 void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep);
 
+/*
+ * The reader's tables keyed by a heap's references (decode_metric.c,
+ * decode_userdata.c): slot = rd_ref_mix(ref ^ seed) & mask, the seed the
+ * reader's secret (rd_ref_seed()). A heap chooses its references (any
+ * 64 bits in a field it wrote): with no secret it could choose ones that
+ * share a slot, and linear probing would cost the square of their number.
+ * Every input bit moves every output bit (MurmurHash3's finalizer).
+ */
+static inline uint64_t rd_ref_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
 
 
 /* Records met, a bit per 8 bytes of each slab (record.c). */
@@ -304,6 +321,10 @@ void rd_join_parent_claims(struct blamer_snapshot *s);
 void rd_decode_drops(struct rd_ctx *c, blamer_ref ref);
 
 /* record.c */
+/* The secret seed of the tables keyed by a heap's references
+ * (rd_ref_mix()): the reader's, chosen once and kept from heap to heap
+ * with the definitions' table (c->defs.seed). */
+uint64_t rd_ref_seed(struct rd_ctx *c);
 /* The block header at @ref for a record of at least @min bytes, of @type
  * (0: any). False if the block is bad (reported) or of another type. */
 bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,

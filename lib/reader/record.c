@@ -8,6 +8,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -255,4 +257,18 @@ void rd_seen_done(struct rd_seen *s, struct rd_seen *keep)
 	s->cleared = 0;	/* the next heap's walk clears what it uses */
 	*keep = *s;
 	memset(s, 0, sizeof(*s));
+}
+
+uint64_t rd_ref_seed(struct rd_ctx *c)
+{
+	struct timespec t;
+
+	if (c->defs.seed)
+		return c->defs.seed;
+	if (getrandom(&c->defs.seed, sizeof(c->defs.seed), GRND_NONBLOCK) !=
+	    sizeof(c->defs.seed)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		c->defs.seed = rd_ref_mix((uint64_t)t.tv_nsec ^ (uint64_t)(uintptr_t)&t);
+	}
+	return c->defs.seed;
 }

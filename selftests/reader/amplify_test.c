@@ -292,6 +292,58 @@ AMP_TEST(shared_reference_fanout)
 }
 
 /*
+ * The inverse of x ^= x >> 33; x *= C; x ^= x >> 33 (C odd, so it has an
+ * inverse modulo 2^64: Newton's iteration, each step doubling the bits).
+ */
+static uint64_t unmix(uint64_t y)
+{
+	const uint64_t c = 0xff51afd7ed558ccdull;
+	uint64_t inv = c;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		inv *= 2 - c * inv;
+	y ^= y >> 33;
+	y *= inv;
+	return y ^ (y >> 33);
+}
+
+/*
+ * Five heaps of 166,000 activities each, whose user-data references (any
+ * 64 bits a heap writes) were chosen to share one slot of the reader's
+ * table of user-data records: those the reader's unkeyed mix sent to
+ * slot 0 of any table up to 2^32 slots. Its linear probing made each one
+ * walk past all before it in its heap: `blamer dump --json` took 27 s a
+ * heap here (some 1.4 * 10^10 probes), and the harness's 60 s fails the
+ * five; with the table's secret seed they spread, 0.3 s a heap.
+ */
+TEST_F_TIMEOUT(amp, colliding_user_data_references, 60)
+{
+	const char *const *cmds[] = { dump_json, top, NULL };
+	const uint32_t nthreads = 128,
+		per = (uint32_t)((28u << 20) / nthreads / sizeof(struct blamer_activity)) - 1;
+	struct fx_heap h;
+	blamer_ref t;
+	char dir[64];
+	uint32_t i, k, n;
+
+	new_dir(dir, sizeof(dir));
+	for (n = 0; n < 5; n++) {
+		dead_heap(&h, 32u << 20, 3999351 + n);
+		for (k = 0; k < nthreads; k++) {
+			t = fx_thread(&h, 100 + k, "collide", per);
+			for (i = 0; i < per; i++)
+				fx_push(&h, t, BLAMER_ACTIVITY_TASK, "c", 1,
+					unmix((uint64_t)(k * per + i + 1) << 32));
+		}
+		ASSERT_EQ(0, fx_write_dir(&h, dir, 3999351 + n, 5));
+		fx_free(&h);
+	}
+	measure(_metadata, "collide", dir, cmds);
+	rm_dir(dir);
+}
+
+/*
  * Sixteen 256 MiB slab files that hold (almost) nothing: eight all holes,
  * eight with a valid first page whose freeptr claims the whole file.
  */
