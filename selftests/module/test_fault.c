@@ -837,10 +837,19 @@ static int failure_in_gcov(struct load_arg *a, int n)
 #define TRACEFS DEBUGFS "tracing/"
 #define LOAD_EVENT TRACEFS "events/module/module_load/enable"
 
+/*
+ * A load that fails and an unload each wait for RCU grace periods (the
+ * loader's synchronize_rcu()), some 0.2 s of a debug kernel under TCG:
+ * most of the sweep. Expedited, they are half that; the allocations
+ * and paths of a load are the same.
+ */
+#define RCU_EXPEDITED "/sys/kernel/rcu_expedited"
+
 FIXTURE(load) {
 	struct load_arg a;
 	int unloaded;
 	char event_was[8];	/* the event's enable before the test; "" if none */
+	char rcu_was[8];	/* rcu_expedited before the test; "" if not set */
 };
 
 /* Empty the trace buffer: 0, or -errno. */
@@ -900,6 +909,8 @@ FIXTURE_SETUP(load)
 	if (unload())
 		SKIP(return, "the module is in use");
 	self->unloaded = 1;
+	if (knob_rw(RCU_EXPEDITED, self->rcu_was, sizeof(self->rcu_was), "1"))
+		self->rcu_was[0] = 0;
 	/* Without the event (no tracefs), the whole window is swept. */
 	if (knob_rw(LOAD_EVENT, self->event_was, sizeof(self->event_was), "1")) {
 		self->event_was[0] = 0;
@@ -921,6 +932,8 @@ FIXTURE_TEARDOWN(load)
 	EXPECT_EQ(0, chmod(BL_DEVICE, 0666));
 	if (self->event_was[0])
 		knob_rw(LOAD_EVENT, NULL, 0, self->event_was);
+	if (self->rcu_was[0])
+		knob_rw(RCU_EXPEDITED, NULL, 0, self->rcu_was);
 	inject_restore();
 }
 
