@@ -296,8 +296,6 @@ static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 	Py_ssize_t i, n = PyTuple_GET_SIZE(values), depth = 0;
 	pyb_Series *s;
 
-	if (!pyb_handle_live(m->ctx, m->epoch))
-		return NULL;
 	if ((uint32_t)n != m->nlabels)
 		return PyErr_Format(PyExc_ValueError, "blamer: %U has %u labels, %zd values given",
 				    m->name, (unsigned)m->nlabels, n);
@@ -323,6 +321,11 @@ static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 			}
 		Py_DECREF(seq);
 	}
+	/* Checked after the path is converted: a path given as a generator
+	 * runs Python code, which may close the context (m->m freed) or
+	 * reset the default. */
+	if (!pyb_handle_live(m->ctx, m->epoch))
+		return NULL;
 	cs = blamer_metric_series(m->m, n ? vals : NULL, depth ? ids : NULL, (unsigned)depth);
 	if (!cs)
 		return pyb_raise(0, "blamer_metric_series");

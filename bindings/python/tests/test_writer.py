@@ -531,6 +531,37 @@ class Contexts(HeapTest):
             c.counter("closed_mid_define", "h", labels(c))
         # not defined in the default context's heap instead
         self.assertNotIn("closed_mid_define", [m.name for m in self.snap().series])
+
+        def nodes(c):
+            c.close()
+            yield "a"
+            yield "b"
+        # a series' path as a generator: labels() used the freed metric
+        # (valgrind: an invalid read in blamer_metric_series)
+        c = fresh()
+        m = c.counter("closed_mid_labels", "h", ["route"])
+        with self.assertRaises(ValueError):
+            m.labels("/", path=nodes(c))
+        # Context.path() over a generator: the path was made in the
+        # process default (the closed context's b is NULL) and, bound to
+        # the closed context's epoch, written after the default was
+        # freed by reset(): a segfault
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.path(nodes(c), [blamer.UNIT_CPU_NS])
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.path(["a", "b"], (u for u in [c.close(), blamer.UNIT_CPU_NS][1:]))
+        # a pid's __index__: process_launched()/exited() went to the default
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.process_launched(Closes(c, os.getpid()))
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.process_exited(os.getpid(), Closes(c, 0))
+        # nothing of them reached the default context's heap
+        blamer.reset()
+        self.assertEqual([p for p in self.snap().processes if p.pid == os.getpid()], [])
         self.assertTrue(all(c.closed for c in opened))
 
     def test_close_while_other_threads_call_without_the_gil(self):
