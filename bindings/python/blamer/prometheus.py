@@ -161,6 +161,10 @@ class _Identities:
         ctx.set_data(IDENTITY_FIELD, str(ident))
         return ctx
 
+    def faked(self):
+        """Whether this process took identities beyond its first (tests)."""
+        return self.fork_gen == _blamer._fork_generation() and bool(self.contexts)
+
     def known(self, ident):
         return self.fork_gen == _blamer._fork_generation() and (
             str(ident) == self.first or any(k[1] == str(ident) for k in self.contexts))
@@ -378,9 +382,17 @@ class MultiProcessCollector:
                 self._reader = blamer.Reader(**kw)
                 self._fleet = blamer.Fleet(self._state)
             reader, fleet = self._reader, self._fleet
+        # Identity directories are read only where this process faked
+        # identities: anywhere else one (a test's left behind, or made by
+        # whoever may write the directory) turned every collect into the
+        # per-process merge, which neither folds nor counts the state's
+        # remainder: the counters fell back by what was folded.
+        with _lock:
+            faked = _identities.faked() or bool(_dead_identities)
         root = _heap_root(self._path)
         try:
-            names = sorted(n for n in os.listdir(root) if n.startswith("identity-"))
+            names = sorted(n for n in os.listdir(root) if n.startswith("identity-")) \
+                if faked else []
         except OSError:
             names = []
         idents = []

@@ -612,6 +612,34 @@ class Merges(PromTest):
         again = bp.MultiProcessCollector(None, path=self.dir, state=state)
         self.assertEqual(self.samples(again.collect())[('jobs_total', ())], 40)
 
+    def test_stray_identity_directory_changes_nothing(self):
+        # An identity-* directory this process did not make (a test's left
+        # behind, or made by whoever may write the heaps' directory) made
+        # every collect merge the processes itself, neither folding nor
+        # counting the state's remainder: 6, then 8 (not 13), then 1
+        # once the dead heaps were gone.
+        values.ValueClass = bp.MultiProcessValue()
+        c = Counter('jobs', 'help', registry=None)
+        state = os.path.join(self.dir, "state")
+        col = bp.MultiProcessCollector(None, path=self.dir, state=state, keep_dead=0)
+
+        def child(n):
+            pid = os.fork()
+            if pid == 0:
+                c.inc(n)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        c.inc(1)
+        child(5)
+        self.assertEqual(self.samples(col.collect())[('jobs_total', ())], 6)
+        os.mkdir(os.path.join(self.dir, "identity-stale"), 0o700)
+        child(7)
+        self.assertEqual(self.samples(col.collect())[('jobs_total', ())], 13)
+        # folded: no dead heap left, the remainder holds them
+        self.assertEqual([p.live for p in self.snap().processes], [True])
+        self.assertEqual(self.samples(col.collect())[('jobs_total', ())], 13)
+        col.close()
+
 
 if __name__ == '__main__':
     unittest.main()
