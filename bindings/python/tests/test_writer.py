@@ -206,8 +206,17 @@ class UserData(HeapTest):
 
     def test_errors(self):
         blamer.set_data("x", 1)
-        with self.assertRaises(blamer.Error):
+        with self.assertRaises(blamer.Error) as cm:
             blamer.set_data("x", "now a string")     # another type
+        # the errno of a call whose C returns a handle (it was None)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+        blamer.counter("requests", "h")
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.gauge("requests", "h")
+        self.assertEqual(cm.exception.errno, errno.EEXIST)
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.counter("c_uid", "h", ["uid"]).labels("1")
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
         with self.assertRaises(TypeError):
             blamer.set_data("y", object())
         with self.assertRaises(ValueError):
