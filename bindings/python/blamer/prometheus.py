@@ -63,6 +63,7 @@ are cut at 255 bytes in all (cut values are marked and counted). The
 mostrecent and livemostrecent gauge modes of later prometheus_client
 versions work. Documentation/python.rst says what later versions break.
 """
+import errno
 import math
 import os
 import re
@@ -272,7 +273,19 @@ class _Family:
         (called from C at its first use and after a new identity)."""
         if v.role == _blamer.MPV_LOCAL:
             return None
-        return self._define(v.params)
+        try:
+            return self._define(v.params)
+        except blamer.Error as e:
+            # A full heap (a label's values without bound, a user id per
+            # request): prometheus_client's inc() and labels() never
+            # raise for it, and an instrumented request must not fail.
+            # The value writes nothing (its running get() still counts);
+            # the heap counted the series it could not make (drops
+            # heap_full, blamer_dropped_total). Not tried again: a live
+            # heap never gets room back.
+            if e.errno != errno.ENOSPC:
+                raise
+            return None
 
 
 def MultiProcessValue(process_identifier=os.getpid):

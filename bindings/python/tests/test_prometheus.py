@@ -312,6 +312,30 @@ class Values(PromTest):
         Counter('c2', 'help', ['l'], registry=None).labels('x' * 1000).inc()
         self.assertEqual(self.proc().drops.get('label_values_cut'), 1)
 
+    def test_full_heap_drops_not_raises(self):
+        # Label values without bound fill the heap: prometheus_client's
+        # labels() and inc() raised blamer.Error (ENOSPC) in the
+        # application's request then; now the series is not recorded,
+        # the heap counts it (heap_full), and the program runs on.
+        blamer.reset()
+        blamer.init(backend="dir", dir=self.dir, max_slabs=1, slab_size=65536)
+        values.ValueClass = bp.MultiProcessValue()
+        # what is not a full heap still fails where made
+        with self.assertRaises(blamer.Error):
+            Counter('c', 'help', ['uid'], registry=None).labels('1')
+        c = Counter('per_user', 'help', ['user'], registry=None)
+        made = 0
+        for i in range(2000):
+            c.labels(str(i)).inc(2)
+            made += 1
+        self.assertEqual(made, 2000)
+        self.assertEqual(c.labels('1999')._value.get(), 2)    # its running count
+        p = self.proc()
+        self.assertGreater(p.drops.get('heap_full', 0), 0)
+        kept = self.value('per_user_total', {'user': '0'})
+        self.assertEqual(kept, 2)
+        self.assertIsNone(self.value('per_user_total', {'user': '1999'}))
+
     def test_info_and_enum_stay_in_the_process(self):
         values.ValueClass = bp.MultiProcessValue()
         reg = CollectorRegistry()
