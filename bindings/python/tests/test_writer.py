@@ -368,6 +368,24 @@ class Dag(HeapTest):
 
 
 class Metrics(HeapTest):
+    def test_label_values_that_read_alike_are_one_series(self):
+        # Readers show a label value's control characters as U+FFFD:
+        # "x\ny" and "x\ty" were two series of this process that read as
+        # one label set; readers summed them (3), and the per-process
+        # views (Process.metrics, Snapshot.prometheus(): one of them,
+        # 1) did not. Now they are one series, the sum everywhere.
+        c = blamer.counter("odd_total", "h", ["l"])
+        for i, v in enumerate(["x\ny", "x\ty", "x\x01y", "x\x7fy", "x\x85y"]):
+            c.labels(v).inc(2 ** i)
+        c.labels("x\\ny").inc(100)           # a backslash and an n: its own
+        c.labels("x\u00e9y").inc(200)         # not a control character
+        s = self.snap()
+        mine = sorted((m.labels["l"], m.value) for m in s.process(os.getpid()).metrics)
+        self.assertEqual(mine, [("x\\ny", 100), ("x\u00e9y", 200), ("x\ufffdy", 31)])
+        self.assertEqual(sorted((x.labels["l"], x.value) for x in s.series), mine)
+        self.assertIn('odd_total{l="x\ufffdy",', s.prometheus())
+        self.assertIn("} 31\n", s.prometheus())
+
     def test_a_sum_past_the_largest_double_is_refused_and_counted(self):
         # Each add is finite; the second would make the sum infinite. It
         # is refused and counted (bad_value), the series keeps its sum,
