@@ -125,8 +125,8 @@ static const char *parse_help(PyObject *o, char *buf, size_t len)
 	return buf;
 }
 
-static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyObject *name,
-			    PyObject *labels);
+static PyObject *metric_new(pyb_Context *ctx, uint64_t epoch, struct blamer_metric_def *def,
+			    PyObject *name, PyObject *labels);
 
 static const char *const def_names[] = {
 	"name", "help", "labels", "base", "per_process", "mode", "buckets", "schema", "min_exp",
@@ -224,7 +224,7 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 	 * generator, a bucket's __float__) that closed the context: a
 	 * closed context's ctx->b would be the default's */
 	if (pyb_handle_live(ctx, epoch))
-		r = metric_new(ctx, &def, v[0], keep);
+		r = metric_new(ctx, epoch, &def, v[0], keep);
 out:
 	Py_XDECREF(bseq);
 	Py_XDECREF(keep);
@@ -252,8 +252,8 @@ PyObject *pyb_histogram(pyb_Context *ctx, PyObject *const *args, Py_ssize_t narg
 
 PyObject *pyb_series_new(pyb_Metric *m, PyObject *values);
 
-static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyObject *name,
-			    PyObject *labels)
+static PyObject *metric_new(pyb_Context *ctx, uint64_t epoch, struct blamer_metric_def *def,
+			    PyObject *name, PyObject *labels)
 {
 	struct blamer_metric *cm = blamer_metric_define(ctx->b, def);
 	pyb_Metric *m;
@@ -265,7 +265,10 @@ static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyO
 		return NULL;
 	Py_INCREF(ctx);
 	m->ctx = ctx;
-	m->epoch = ctx->epoch;
+	/* the epoch cm was made in, not ctx's now: the allocation above may
+	 * have run a collection, and a __del__ closed the context (cm freed
+	 * with it) */
+	m->epoch = epoch;
 	m->m = cm;
 	m->kind = def->kind;
 	m->nlabels = def->nlabels;
@@ -286,7 +289,6 @@ static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyO
 	return (PyObject *)m;
 }
 
-/* The series of @values (a tuple of str, one per label) and @path. */
 /*
  * A label value (UTF-8 of a str: no surrogates, no NUL) as every reader
  * shows it: its control characters (C0, DEL, C1) made U+FFFD, as the
@@ -331,6 +333,7 @@ static const char *label_as_read(const char *s, Py_ssize_t n, PyObject **keep)
 	return PyBytes_AS_STRING(*keep);
 }
 
+/* The series of @values (a tuple of str, one per label) and @path. */
 static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 {
 	PyObject *keep[BLAMER_METRIC_LABELS_MAX] = { NULL };

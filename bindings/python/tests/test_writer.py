@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The writer API from Python, checked through the reader (dir backend)."""
 import errno
+import gc
 import os
 import signal
 import threading
@@ -590,6 +591,47 @@ class Contexts(HeapTest):
         blamer.reset()
         self.assertEqual([p for p in self.snap().processes if p.pid == os.getpid()], [])
         self.assertTrue(all(c.closed for c in opened))
+
+    def test_a_del_that_closes_the_context_mid_call(self):
+        # A collection may run at any allocation and call __del__ of
+        # garbage, which may close the context. One inside counter(),
+        # after its C metric was made, gave a Metric with the context's
+        # new epoch: live, its C metric freed (a segfault at labels()).
+        # Every call that makes a handle, each with a collection at its
+        # every allocation: the handle works or raises ValueError.
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        makes = [
+            (lambda c: c.counter("a_total", "h", ["l"]), lambda h: h.labels("v").inc()),
+            (lambda c: c.counter("b_total", "h"), lambda h: h.inc()),
+            (lambda c: c.histogram("h_seconds", "h", buckets=[1.0]), lambda h: h.observe(1)),
+            (lambda c: c.counter("l_total", "h", ["l"]).labels("x\ny"), lambda h: h.inc()),
+            (lambda c: c.set_data("x", 1), lambda h: h.add(1)),
+            (lambda c: c.set_data("s", "abc"), lambda h: h.set("d")),
+            (lambda c: c.path(["a", "b"], [blamer.UNIT_CPU_NS]), lambda h: h.add(1)),
+            (lambda c: c.activity("a"), lambda h: h.__enter__()),
+        ]
+        threshold = gc.get_threshold()
+        for i, (make, use) in enumerate(makes):
+            c = blamer.open(backend="dir", dir=os.path.join(self.dir, "c%d" % i),
+                            modules=False)
+
+            class Closer:
+                def __del__(self, c=c):
+                    c.close()
+            garbage = Closer()
+            garbage.cycle = garbage
+            del garbage
+            gc.set_threshold(1)
+            try:
+                h = make(c)
+                use(h)
+            except ValueError:
+                pass
+            finally:
+                gc.set_threshold(*threshold)
+                gc.collect()
+            self.assertTrue(c.closed)
 
     def test_close_while_other_threads_call_without_the_gil(self):
         # modules_refresh() lets the GIL go and uses the context's C
