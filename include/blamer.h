@@ -179,6 +179,9 @@ struct blamer *blamer_default(void);	/* creates it on first use; NULL on failure
 void blamer_reset(void);		/* closes the default (tests); next use re-creates */
 
 const char *blamer_errmsg(void);	/* last error of the calling thread */
+/* That error's errno (EINVAL, ENOSPC...), 0 if none: what a call that
+ * returns NULL failed with (an int-returning one returns it negated). */
+int blamer_errno(void);
 
 /* What the context is writing to. */
 struct blamer_heap_info {

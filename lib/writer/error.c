@@ -41,3 +41,8 @@ const char *blamer_errmsg(void)
 {
 	return errbuf[0] ? errbuf : "no error";
 }
+
+int blamer_errno(void)
+{
+	return lasterr;
+}

@@ -80,6 +80,7 @@ TEST_F(ctx, definitions_are_checked_and_made_once)
 	/* the same name otherwise: refused */
 	d.kind = BLAMER_METRIC_GAUGE;
 	ASSERT_EQ(NULL, blamer_metric_define(b, &d));
+	ASSERT_EQ(EEXIST, blamer_errno());	/* a NULL return says why */
 	d.kind = BLAMER_METRIC_COUNTER;
 	d.help = "Other help.";
 	ASSERT_EQ(NULL, blamer_metric_define(b, &d));

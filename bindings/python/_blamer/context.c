@@ -413,10 +413,12 @@ static PyObject *ctx_process_launched(pyb_Context *self, PyObject *arg)
 	long pid;
 	int ret;
 
-	if (!pyb_context_usable(self))
-		return NULL;
 	pid = PyLong_AsLong(arg);
 	if (pid == -1 && PyErr_Occurred())
+		return NULL;
+	/* after the conversion: __index__ may have closed it (its b NULL,
+	 * which C takes for the default) */
+	if (!pyb_context_usable(self))
 		return NULL;
 	if (pid <= 0 || pid > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no pid %ld", pid);
@@ -437,8 +439,6 @@ static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py
 	long pid, status;
 	int ret;
 
-	if (!pyb_context_usable(self))
-		return NULL;
 	if (nargs != 2)
 		return PyErr_Format(PyExc_TypeError,
 				    "process_exited() takes 2 arguments: pid, wait status");
@@ -447,6 +447,9 @@ static PyObject *ctx_process_exited(pyb_Context *self, PyObject *const *args, Py
 		return NULL;
 	status = PyLong_AsLong(args[1]);
 	if (status == -1 && PyErr_Occurred())
+		return NULL;
+	/* after the conversions, as in process_launched() */
+	if (!pyb_context_usable(self))
 		return NULL;
 	if (pid <= 0 || pid > INT32_MAX)
 		return PyErr_Format(PyExc_ValueError, "blamer: no pid %ld", pid);

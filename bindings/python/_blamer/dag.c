@@ -156,6 +156,13 @@ PyObject *pyb_path(pyb_Context *ctx, PyObject *const *args, Py_ssize_t nargs, Py
 		Py_DECREF(p);
 		return NULL;
 	}
+	/* The sequences may be generators, whose code may have closed the
+	 * context: its b is NULL then, which C takes for the process
+	 * default, and the Path would write (and outlive) another heap. */
+	if (!pyb_context_usable(ctx)) {
+		Py_DECREF(p);
+		return NULL;
+	}
 	p->epoch = ctx->epoch;
 	p->p = blamer_path_get(ctx->b, p->ids, p->depth, p->units, p->nunits);
 	if (!p->p) {

@@ -125,8 +125,8 @@ static const char *parse_help(PyObject *o, char *buf, size_t len)
 	return buf;
 }
 
-static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyObject *name,
-			    PyObject *labels);
+static PyObject *metric_new(pyb_Context *ctx, uint64_t epoch, struct blamer_metric_def *def,
+			    PyObject *name, PyObject *labels);
 
 static const char *const def_names[] = {
 	"name", "help", "labels", "base", "per_process", "mode", "buckets", "schema", "min_exp",
@@ -224,7 +224,7 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 	 * generator, a bucket's __float__) that closed the context: a
 	 * closed context's ctx->b would be the default's */
 	if (pyb_handle_live(ctx, epoch))
-		r = metric_new(ctx, &def, v[0], keep);
+		r = metric_new(ctx, epoch, &def, v[0], keep);
 out:
 	Py_XDECREF(bseq);
 	Py_XDECREF(keep);
@@ -252,8 +252,8 @@ PyObject *pyb_histogram(pyb_Context *ctx, PyObject *const *args, Py_ssize_t narg
 
 PyObject *pyb_series_new(pyb_Metric *m, PyObject *values);
 
-static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyObject *name,
-			    PyObject *labels)
+static PyObject *metric_new(pyb_Context *ctx, uint64_t epoch, struct blamer_metric_def *def,
+			    PyObject *name, PyObject *labels)
 {
 	struct blamer_metric *cm = blamer_metric_define(ctx->b, def);
 	pyb_Metric *m;
@@ -265,7 +265,10 @@ static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyO
 		return NULL;
 	Py_INCREF(ctx);
 	m->ctx = ctx;
-	m->epoch = ctx->epoch;
+	/* the epoch cm was made in, not ctx's now: the allocation above may
+	 * have run a collection, and a __del__ closed the context (cm freed
+	 * with it) */
+	m->epoch = epoch;
 	m->m = cm;
 	m->kind = def->kind;
 	m->nlabels = def->nlabels;
@@ -286,9 +289,54 @@ static PyObject *metric_new(pyb_Context *ctx, struct blamer_metric_def *def, PyO
 	return (PyObject *)m;
 }
 
+/*
+ * A label value (UTF-8 of a str: no surrogates, no NUL) as every reader
+ * shows it: its control characters (C0, DEL, C1) made U+FFFD, as the
+ * reader's utf8_clean() makes them. Written as given, "a\nb" and "a\tb"
+ * were two series of one process that read as one label set: readers
+ * summed them over processes, and an exporter's per-process view showed
+ * one of them only. Cleaned, they are one series. @s itself if it has
+ * none, else a copy kept in *@keep (a bytes object the caller releases).
+ */
+static const char *label_as_read(const char *s, Py_ssize_t n, PyObject **keep)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	Py_ssize_t i;
+	char *o;
+
+	*keep = NULL;
+	for (i = 0; i < n; i++)
+		if (u[i] < 0x20 || u[i] == 0x7f || (u[i] == 0xc2 && i + 1 < n && u[i + 1] < 0xa0))
+			break;
+	if (i == n)
+		return s;
+	/* at most 3 bytes for each: U+FFFD for one byte (C0, DEL) or two (C1) */
+	*keep = PyBytes_FromStringAndSize(NULL, 3 * n);
+	if (!*keep)
+		return NULL;
+	o = PyBytes_AS_STRING(*keep);
+	memcpy(o, s, (size_t)i);
+	o += i;
+	for (; i < n; i++) {
+		if (u[i] < 0x20 || u[i] == 0x7f) {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		} else if (u[i] == 0xc2 && i + 1 < n && u[i + 1] < 0xa0) {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		} else {
+			*o++ = (char)u[i];
+		}
+	}
+	*o = '\0';
+	return PyBytes_AS_STRING(*keep);
+}
+
 /* The series of @values (a tuple of str, one per label) and @path. */
 static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 {
+	PyObject *keep[BLAMER_METRIC_LABELS_MAX] = { NULL };
 	const char *vals[BLAMER_METRIC_LABELS_MAX];
 	uint64_t ids[BLAMER_SNAP_MAX_DEPTH];
 	struct blamer_series *cs;
@@ -296,34 +344,44 @@ static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 	Py_ssize_t i, n = PyTuple_GET_SIZE(values), depth = 0;
 	pyb_Series *s;
 
-	if (!pyb_handle_live(m->ctx, m->epoch))
-		return NULL;
 	if ((uint32_t)n != m->nlabels)
 		return PyErr_Format(PyExc_ValueError, "blamer: %U has %u labels, %zd values given",
 				    m->name, (unsigned)m->nlabels, n);
 	for (i = 0; i < n; i++) {
-		vals[i] = pyb_utf8(PyTuple_GET_ITEM(values, i), "a label value", NULL);
+		Py_ssize_t len;
+
+		vals[i] = pyb_utf8(PyTuple_GET_ITEM(values, i), "a label value", &len);
+		if (vals[i])
+			vals[i] = label_as_read(vals[i], len, &keep[i]);
 		if (!vals[i])
-			return NULL;
+			goto fail;
 	}
 	if (path && path != Py_None) {
 		seq = PySequence_Fast(path, "blamer: a path is a sequence of nodes");
 		if (!seq)
-			return NULL;
+			goto fail;
 		depth = PySequence_Fast_GET_SIZE(seq);
 		if (depth < 1 || depth > BLAMER_SNAP_MAX_DEPTH) {
 			Py_DECREF(seq);
-			return PyErr_Format(PyExc_ValueError, "blamer: a path has 1 to %d nodes",
-					    BLAMER_SNAP_MAX_DEPTH);
+			PyErr_Format(PyExc_ValueError, "blamer: a path has 1 to %d nodes",
+				     BLAMER_SNAP_MAX_DEPTH);
+			goto fail;
 		}
 		for (i = 0; i < depth; i++)
 			if (pyb_node_id(PySequence_Fast_GET_ITEM(seq, i), &ids[i]) < 0) {
 				Py_DECREF(seq);
-				return NULL;
+				goto fail;
 			}
 		Py_DECREF(seq);
 	}
+	/* Checked after the path is converted: a path given as a generator
+	 * runs Python code, which may close the context (m->m freed) or
+	 * reset the default. */
+	if (!pyb_handle_live(m->ctx, m->epoch))
+		goto fail;
 	cs = blamer_metric_series(m->m, n ? vals : NULL, depth ? ids : NULL, (unsigned)depth);
+	for (i = 0; i < n; i++)
+		Py_CLEAR(keep[i]);
 	if (!cs)
 		return pyb_raise(0, "blamer_metric_series");
 	s = PyObject_GC_New(pyb_Series, &pyb_SeriesType);
@@ -338,6 +396,10 @@ static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 	s->kind = m->kind;
 	PyObject_GC_Track(s);
 	return (PyObject *)s;
+fail:
+	for (i = 0; i < n; i++)
+		Py_XDECREF(keep[i]);
+	return NULL;
 }
 
 PyObject *pyb_series_new(pyb_Metric *m, PyObject *values)

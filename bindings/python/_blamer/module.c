@@ -50,6 +50,10 @@ PyObject *pyb_raise(int ret, const char *what)
 
 	if (!msg || !msg[0] || strcmp(msg, "no error") == 0)
 		msg = what;
+	/* ret 0: a call that returned NULL; the library keeps why (the
+	 * Error's errno was None: ENOSPC could not be told from EINVAL) */
+	if (ret == 0)
+		ret = -blamer_errno();
 	return pyb_raise_msg(ret < 0 ? -ret : 0, msg);
 }
 

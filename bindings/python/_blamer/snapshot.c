@@ -998,9 +998,6 @@ static PyObject *snap_to_json(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t
 	int32_t *pids = NULL;
 	size_t npids = 0, len = 0;
 	char *buf = NULL;
-
-	if (!snap_ok(o))
-		return NULL;
 	FILE *f;
 	int ret, t;
 
@@ -1023,6 +1020,12 @@ static PyObject *snap_to_json(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t
 	}
 	if (v[3] && v[3] != Py_None && int32_list(v[3], &pids, &npids) < 0)
 		return NULL;
+	/* after the conversions (__bool__, __index__, a generator of pids),
+	 * as in path_string() */
+	if (!snap_ok(o)) {
+		PyMem_Free(pids);
+		return NULL;
+	}
 	f = open_memstream(&buf, &len);
 	if (!f) {
 		PyMem_Free(pids);
@@ -1059,12 +1062,13 @@ static PyObject *snap_prometheus(pyb_Snapshot *o, PyObject *unused)
 static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *arg)
 {
 	uint64_t ids[BLAMER_SNAP_MAX_DEPTH];
-	PyObject *seq = PySequence_Fast(arg, "blamer: a path is a sequence of node ids");
 	char buf[BLAMER_SNAP_MAX_DEPTH * 40];
 	Py_ssize_t i, n;
+	PyObject *seq;
 
-	if (!snap_ok(o))
-		return NULL;
+	/* converted first, checked after: a generator's code may let the GIL
+	 * go, and another thread's fold change the snapshot meanwhile */
+	seq = PySequence_Fast(arg, "blamer: a path is a sequence of node ids");
 	if (!seq)
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);
@@ -1079,6 +1083,8 @@ static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *arg)
 			return NULL;
 		}
 	Py_DECREF(seq);
+	if (!snap_ok(o))
+		return NULL;
 	blamer_snap_path_string(o->s, ids, (uint32_t)n, buf, sizeof(buf));
 	return pyb_str(buf);
 }
@@ -1117,26 +1123,45 @@ static PyObject *snap_unit_name(pyb_Snapshot *o, PyObject *arg)
 	return PyUnicode_FromFormat("unit%u", (unsigned)unit);
 }
 
+/* @a is a later heap of a pid than @b: a running process's before a
+ * dead one's (a pid reused), then the later process, then the heap it
+ * made last (after an exec, or a context abandoned and opened again). */
+static bool heap_later(const struct blamer_snap_process *a, const struct blamer_snap_process *b)
+{
+	bool la = a->state == BLAMER_PROC_LIVE, lb = b->state == BLAMER_PROC_LIVE;
+
+	if (la != lb)
+		return la;
+	if (a->start_time_ns != b->start_time_ns)
+		return a->start_time_ns > b->start_time_ns;
+	return a->heap_create_time_ns > b->heap_create_time_ns;
+}
+
 static PyObject *snap_process(pyb_Snapshot *o, PyObject *arg)
 {
 	long pid = PyLong_AsLong(arg);
-	size_t i;
+	size_t i, pick = SIZE_MAX;
+	PyObject *procs, *r;
 
 	if (!snap_ok(o))
 		return NULL;
 	if (pid == -1 && PyErr_Occurred())
 		return NULL;
+	/* A pid may have several heaps: the first found was any of them
+	 * (they come by pid, start time and heap key, a hash), so an old
+	 * one, its data stale. */
 	for (i = 0; i < o->s->nprocs; i++)
-		if (o->s->procs[i].pid == pid && pid != 0) {
-			PyObject *procs = snap_processes(o, NULL), *r;
-
-			if (!procs)
-				return NULL;
-			r = Py_NewRef(PyList_GET_ITEM(procs, (Py_ssize_t)i));
-			Py_DECREF(procs);
-			return r;
-		}
-	Py_RETURN_NONE;
+		if (o->s->procs[i].pid == pid && pid != 0 &&
+		    (pick == SIZE_MAX || heap_later(&o->s->procs[i], &o->s->procs[pick])))
+			pick = i;
+	if (pick == SIZE_MAX)
+		Py_RETURN_NONE;
+	procs = snap_processes(o, NULL);
+	if (!procs)
+		return NULL;
+	r = Py_NewRef(PyList_GET_ITEM(procs, (Py_ssize_t)pick));
+	Py_DECREF(procs);
+	return r;
 }
 
 static PyObject *snap_total(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t nargs)
@@ -1147,8 +1172,6 @@ static PyObject *snap_total(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t n
 	Py_ssize_t i, n;
 	uint32_t unit;
 
-	if (!snap_ok(o))
-		return NULL;
 	if (nargs != 2)
 		return PyErr_Format(PyExc_TypeError, "total() takes 2 arguments: nodes, unit");
 	if (pyb_u32(args[1], "a unit", &unit) < 0)
@@ -1168,6 +1191,9 @@ static PyObject *snap_total(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t n
 			return NULL;
 		}
 	Py_DECREF(seq);
+	/* after the conversion, as in path_string() */
+	if (!snap_ok(o))
+		return NULL;
 	t = blamer_snap_total_find(o->s, ids, (uint32_t)n, unit);
 	if (!t)
 		Py_RETURN_NONE;
@@ -1188,7 +1214,9 @@ static PyMethodDef snap_methods[] = {
 	{ "unit_name", (PyCFunction)snap_unit_name, METH_O,
 	  "unit_name(unit) -> str\n\nThe name of @unit: a heap's dag_unit() name, a built-in one, or 'unitN'." },
 	{ "process", (PyCFunction)snap_process, METH_O,
-	  "process(pid) -> Process or None\n\nThe process of @pid in the snapshot." },
+	  "process(pid) -> Process or None\n\nThe heap of @pid in the snapshot: its newest if it has several\n"
+	  "(after an exec, or a context abandoned and made again), a running\n"
+	  "process's before a dead one's. Every heap: [p for p in processes if p.pid == pid]." },
 	{ "total", (PyCFunction)(void (*)(void))snap_total, METH_FASTCALL,
 	  "total(nodes, unit) -> int or None\n\nThe total of a path (names or ids) in @unit." },
 	{ NULL, NULL, 0, NULL },

@@ -63,6 +63,7 @@ are cut at 255 bytes in all (cut values are marked and counted). The
 mostrecent and livemostrecent gauge modes of later prometheus_client
 versions work. Documentation/python.rst says what later versions break.
 """
+import errno
 import math
 import os
 import re
@@ -160,6 +161,10 @@ class _Identities:
         # context made again since has it too)
         ctx.set_data(IDENTITY_FIELD, str(ident))
         return ctx
+
+    def faked(self):
+        """Whether this process took identities beyond its first (tests)."""
+        return self.fork_gen == _blamer._fork_generation() and bool(self.contexts)
 
     def known(self, ident):
         return self.fork_gen == _blamer._fork_generation() and (
@@ -268,7 +273,19 @@ class _Family:
         (called from C at its first use and after a new identity)."""
         if v.role == _blamer.MPV_LOCAL:
             return None
-        return self._define(v.params)
+        try:
+            return self._define(v.params)
+        except blamer.Error as e:
+            # A full heap (a label's values without bound, a user id per
+            # request): prometheus_client's inc() and labels() never
+            # raise for it, and an instrumented request must not fail.
+            # The value writes nothing (its running get() still counts);
+            # the heap counted the series it could not make (drops
+            # heap_full, blamer_dropped_total). Not tried again: a live
+            # heap never gets room back.
+            if e.errno != errno.ENOSPC:
+                raise
+            return None
 
 
 def MultiProcessValue(process_identifier=os.getpid):
@@ -378,9 +395,17 @@ class MultiProcessCollector:
                 self._reader = blamer.Reader(**kw)
                 self._fleet = blamer.Fleet(self._state)
             reader, fleet = self._reader, self._fleet
+        # Identity directories are read only where this process faked
+        # identities: anywhere else one (a test's left behind, or made by
+        # whoever may write the directory) turned every collect into the
+        # per-process merge, which neither folds nor counts the state's
+        # remainder: the counters fell back by what was folded.
+        with _lock:
+            faked = _identities.faked() or bool(_dead_identities)
         root = _heap_root(self._path)
         try:
-            names = sorted(n for n in os.listdir(root) if n.startswith("identity-"))
+            names = sorted(n for n in os.listdir(root) if n.startswith("identity-")) \
+                if faked else []
         except OSError:
             names = []
         idents = []

@@ -187,6 +187,39 @@ class Reading(HeapTest):
         self.assertGreater(len(ran), 20)
 
 
+    def test_process_is_the_newest_heap_of_its_pid(self):
+        # A process may own several heaps (a context abandoned and made
+        # again, an exec): process(pid) gave the first in the snapshot's
+        # order (pid, start time, then a hash of the heap), any of them,
+        # its data stale. Eight heaps in each of three children and this
+        # process: the old code picked the last one by chance 1 time in
+        # 8**4.
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+
+        def heaps(n):
+            for i in range(n):
+                blamer.set_data("n", i)
+                blamer.default_context().abandon()
+            blamer.set_data("n", n)
+        pids = []
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    heaps(7)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+            pids.append(pid)
+        heaps(7)
+        s = self.snap()
+        for pid in pids + [os.getpid()]:
+            self.assertEqual(len([p for p in s.processes if p.pid == pid]), 8)
+            self.assertEqual(s.process(pid).user_data["n"].value, 7)
+        self.assertTrue(s.process(os.getpid()).live)
+
+
 class Hostile(HeapTest):
     def heap_bytes(self):
         """The slabs of this process's heap, as bytes (dir backend)."""

@@ -115,6 +115,13 @@ class RefLeaks(HeapTest):
             _raises(lambda: ctx.counter("x", labels="ab"), TypeError)
             _raises(lambda: ctx.histogram("h2", buckets=list(range(40))), ValueError)
             _raises(lambda: ctx.counter("c3", mode="all"), TypeError)
+            # a label value with control characters (a copy made), on the
+            # good path and each way labels() fails after it was made
+            c.labels("x\ny\x85").inc()
+            _raises(lambda: c.labels("x\ny", path=[]), ValueError)
+            _raises(lambda: c.labels("x\ny", path=[object()]), TypeError)
+            u = ctx.counter("u", "help", ["path"])
+            _raises(lambda: u.labels("x\ny", path=["n"]), blamer.Error)
         self.check(body)
 
     def test_prometheus_values(self):

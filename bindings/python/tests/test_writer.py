@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The writer API from Python, checked through the reader (dir backend)."""
 import errno
+import gc
 import os
 import signal
 import threading
@@ -206,8 +207,17 @@ class UserData(HeapTest):
 
     def test_errors(self):
         blamer.set_data("x", 1)
-        with self.assertRaises(blamer.Error):
+        with self.assertRaises(blamer.Error) as cm:
             blamer.set_data("x", "now a string")     # another type
+        # the errno of a call whose C returns a handle (it was None)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+        blamer.counter("requests", "h")
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.gauge("requests", "h")
+        self.assertEqual(cm.exception.errno, errno.EEXIST)
+        with self.assertRaises(blamer.Error) as cm:
+            blamer.counter("c_uid", "h", ["uid"]).labels("1")
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
         with self.assertRaises(TypeError):
             blamer.set_data("y", object())
         with self.assertRaises(ValueError):
@@ -359,6 +369,24 @@ class Dag(HeapTest):
 
 
 class Metrics(HeapTest):
+    def test_label_values_that_read_alike_are_one_series(self):
+        # Readers show a label value's control characters as U+FFFD:
+        # "x\ny" and "x\ty" were two series of this process that read as
+        # one label set; readers summed them (3), and the per-process
+        # views (Process.metrics, Snapshot.prometheus(): one of them,
+        # 1) did not. Now they are one series, the sum everywhere.
+        c = blamer.counter("odd_total", "h", ["l"])
+        for i, v in enumerate(["x\ny", "x\ty", "x\x01y", "x\x7fy", "x\x85y"]):
+            c.labels(v).inc(2 ** i)
+        c.labels("x\\ny").inc(100)           # a backslash and an n: its own
+        c.labels("x\u00e9y").inc(200)         # not a control character
+        s = self.snap()
+        mine = sorted((m.labels["l"], m.value) for m in s.process(os.getpid()).metrics)
+        self.assertEqual(mine, [("x\\ny", 100), ("x\u00e9y", 200), ("x\ufffdy", 31)])
+        self.assertEqual(sorted((x.labels["l"], x.value) for x in s.series), mine)
+        self.assertIn('odd_total{l="x\ufffdy",', s.prometheus())
+        self.assertIn("} 31\n", s.prometheus())
+
     def test_a_sum_past_the_largest_double_is_refused_and_counted(self):
         # Each add is finite; the second would make the sum infinite. It
         # is refused and counted (bad_value), the series keeps its sum,
@@ -531,7 +559,79 @@ class Contexts(HeapTest):
             c.counter("closed_mid_define", "h", labels(c))
         # not defined in the default context's heap instead
         self.assertNotIn("closed_mid_define", [m.name for m in self.snap().series])
+
+        def nodes(c):
+            c.close()
+            yield "a"
+            yield "b"
+        # a series' path as a generator: labels() used the freed metric
+        # (valgrind: an invalid read in blamer_metric_series)
+        c = fresh()
+        m = c.counter("closed_mid_labels", "h", ["route"])
+        with self.assertRaises(ValueError):
+            m.labels("/", path=nodes(c))
+        # Context.path() over a generator: the path was made in the
+        # process default (the closed context's b is NULL) and, bound to
+        # the closed context's epoch, written after the default was
+        # freed by reset(): a segfault
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.path(nodes(c), [blamer.UNIT_CPU_NS])
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.path(["a", "b"], (u for u in [c.close(), blamer.UNIT_CPU_NS][1:]))
+        # a pid's __index__: process_launched()/exited() went to the default
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.process_launched(Closes(c, os.getpid()))
+        c = fresh()
+        with self.assertRaises(ValueError):
+            c.process_exited(os.getpid(), Closes(c, 0))
+        # nothing of them reached the default context's heap
+        blamer.reset()
+        self.assertEqual([p for p in self.snap().processes if p.pid == os.getpid()], [])
         self.assertTrue(all(c.closed for c in opened))
+
+    def test_a_del_that_closes_the_context_mid_call(self):
+        # A collection may run at any allocation and call __del__ of
+        # garbage, which may close the context. One inside counter(),
+        # after its C metric was made, gave a Metric with the context's
+        # new epoch: live, its C metric freed (a segfault at labels()).
+        # Every call that makes a handle, each with a collection at its
+        # every allocation: the handle works or raises ValueError.
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+        makes = [
+            (lambda c: c.counter("a_total", "h", ["l"]), lambda h: h.labels("v").inc()),
+            (lambda c: c.counter("b_total", "h"), lambda h: h.inc()),
+            (lambda c: c.histogram("h_seconds", "h", buckets=[1.0]), lambda h: h.observe(1)),
+            (lambda c: c.counter("l_total", "h", ["l"]).labels("x\ny"), lambda h: h.inc()),
+            (lambda c: c.set_data("x", 1), lambda h: h.add(1)),
+            (lambda c: c.set_data("s", "abc"), lambda h: h.set("d")),
+            (lambda c: c.path(["a", "b"], [blamer.UNIT_CPU_NS]), lambda h: h.add(1)),
+            (lambda c: c.activity("a"), lambda h: h.__enter__()),
+        ]
+        threshold = gc.get_threshold()
+        for i, (make, use) in enumerate(makes):
+            c = blamer.open(backend="dir", dir=os.path.join(self.dir, "c%d" % i),
+                            modules=False)
+
+            class Closer:
+                def __del__(self, c=c):
+                    c.close()
+            garbage = Closer()
+            garbage.cycle = garbage
+            del garbage
+            gc.set_threshold(1)
+            try:
+                h = make(c)
+                use(h)
+            except ValueError:
+                pass
+            finally:
+                gc.set_threshold(*threshold)
+                gc.collect()
+            self.assertTrue(c.closed)
 
     def test_close_while_other_threads_call_without_the_gil(self):
         # modules_refresh() lets the GIL go and uses the context's C
