@@ -43,7 +43,11 @@ blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size)
 		/* Whatever the caller wanted to record is lost: counted. */
 		if (err == ENOSPC || err == EAGAIN)
 			bl_drop(b, err == ENOSPC ? BLAMER_DROP_HEAP_FULL : BLAMER_DROP_BUSY);
-		bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
+		if (err == ENOSPC)
+			bl_error(err, "blamer: the heap is full (%u slabs of %llu bytes): no room for a record of %u bytes (slab_size and max_slabs give more)",
+				 h->max_slabs, (unsigned long long)h->slab_size, size);
+		else
+			bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
 	}
 	return ref;
 }

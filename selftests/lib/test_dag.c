@@ -325,6 +325,12 @@ TEST_F(ctx, full_heap_adds_to_the_path_record)
 	ASSERT_EQ(100 + 1000 * 3, ((struct blamer_dag_path *)(uintptr_t)p->h.rec)->values[0]);
 	ASSERT_EQ(0, reader_total(b, ids, 1, unit, &total));
 	ASSERT_EQ(100 + 1000 * 3, total);
+	/* a new path has no room: the error says the heap is full, and how full */
+	ids[0] = blamer_dag_id("another");
+	ASSERT_EQ(NULL, blamer_path_get(b, ids, 1, &unit, 1));
+	ASSERT_EQ(ENOSPC, blamer_errno());
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "the heap is full (2 slabs of 16384 bytes)"))
+		TH_LOG("%s", blamer_errmsg());
 	t_close(self, b);
 }
 
