@@ -2,11 +2,13 @@
 /*
  * /dev/blamer selftests: mapping slabs. Who maps writable, that a read-only
  * mapping stays read-only and never executable, offsets and lengths,
- * mremap/munmap/madvise, fork, no io_uring fixed buffer, and that
- * mappings outlive the slab.
+ * mremap/munmap/madvise, fork, no io_uring fixed buffer, no userfaultfd
+ * write protection, no reopening through /proc, and that mappings outlive
+ * the slab.
  */
 #include <setjmp.h>
 #include <linux/io_uring.h>
+#include <linux/userfaultfd.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -340,6 +342,110 @@ TEST_F(mapped, dofork_child_reads_but_cannot_write)
 	EXPECT_EQ('B', self->rw[1]);
 	self->rw[1] = 'p';	/* the creator still writes */
 	EXPECT_EQ('p', self->rw[1]);
+}
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC 0x8000	/* 6.7 on */
+#endif
+
+/*
+ * A userfaultfd of this process with write-protect mode on @p, asking
+ * for WP_ASYNC where the kernel has it (6.7 on): 0 if the range
+ * registered, -errno if refused, 1 if the kernel has no userfaultfd or
+ * no write-protect mode for it (nothing to check).
+ */
+static int uffd_wp_register(void *p, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register r = {
+		.range = { .start = (unsigned long)p, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	int u, err = 0;
+
+	u = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (u < 0)
+		return 1;
+	if (ioctl(u, UFFDIO_API, &api) ||
+	    !(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+		close(u);
+		return 1;
+	}
+	close(u);
+	u = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (u < 0)
+		return 1;
+	api.api = UFFD_API;
+	api.features = api.features & UFFD_FEATURE_WP_ASYNC;
+	if (ioctl(u, UFFDIO_API, &api))
+		err = 1;
+	else if (ioctl(u, UFFDIO_REGISTER, &r))
+		err = -errno;
+	close(u);
+	return err;
+}
+
+/*
+ * No userfaultfd on a slab mapping. Since 6.7 write-protect mode with
+ * WP_ASYNC registers any memory but VM_SPECIAL, and fork() copies the
+ * page tables of a write-protect-registered mapping (vma_needs_copy())
+ * without write-protecting those of a shared one, so a MADV_DOFORK child
+ * would inherit the creator's writable entries and write without
+ * ->page_mkwrite asking. VM_DONTEXPAND makes slab mappings VM_SPECIAL:
+ * the registration is refused, for the writer's mapping and a reader's.
+ * (Inheriting registrations also needs UFFD_FEATURE_EVENT_FORK, which
+ * 6.12 gives only with CAP_SYS_PTRACE.) Anonymous memory, the control,
+ * registers.
+ */
+TEST_F(mapped, no_userfaultfd_write_protect)
+{
+	unsigned char *ro = bl_map(self->ro, 2 * PG, PROT_READ);
+	void *anon = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ctl;
+
+	ASSERT_NE(NULL, ro);
+	ASSERT_NE(MAP_FAILED, anon);
+	ctl = uffd_wp_register(anon, PG);
+	if (ctl == 1) {
+		munmap(ro, 2 * PG);
+		munmap(anon, PG);
+		SKIP(return, "no userfaultfd write-protect mode here");
+	}
+	EXPECT_EQ(0, ctl);
+	EXPECT_EQ(-EINVAL, uffd_wp_register(self->rw, 2 * PG));
+	EXPECT_NE(0, uffd_wp_register(ro, 2 * PG));
+	munmap(ro, 2 * PG);
+	munmap(anon, PG);
+}
+
+/*
+ * A slab file cannot be opened again by path (/proc/self/fd/N): its
+ * inode has no open, so a read-only descriptor never becomes a
+ * writable one, nor a passed one a new one with its holder's rights.
+ */
+TEST_F(mapped, no_reopen_through_proc)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->ro);
+	fd = open(path, O_RDWR);
+	EXPECT_EQ(-1, fd);
+	if (fd >= 0)
+		close(fd);
+	fd = open(path, O_RDONLY);
+	EXPECT_EQ(-1, fd);
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->c.fd);
+	fd = open(path, O_RDONLY);
+	EXPECT_EQ(-1, fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* A mapping keeps its pages after the slab is released. */
