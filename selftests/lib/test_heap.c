@@ -121,7 +121,7 @@ TEST_F(ctx, full_heap)
 	}
 	ASSERT_EQ(NULL, blamer_path_get(b, (uint64_t[]){ 1 }, 1, NULL, 0));
 	ASSERT_EQ(-ENOSPC, blamer_dag_node(b, 1, 1, "n"));
-	ASSERT_NE(NULL, strstr(blamer_errmsg(), "allocate"));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "the heap is full"));
 	t_close(self, b);
 }
 
