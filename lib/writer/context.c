@@ -36,6 +36,7 @@ static struct blamer *_Atomic default_ctx;
 static bool default_failed;		/* under default_lock */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static uint32_t image_seqs;	/* the seqs of dir heaps: seq_take() */
 
 /* The parent, before fork: what the child's heap will inherit of the
  * data (inherit.c). */
@@ -100,6 +101,9 @@ static void atfork_child(void)
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}
+	/* the child's own heaps: a fork child starts its seqs at 0 (its
+	 * memory is its own now, no process shares it yet) */
+	st_relaxed(A32(&image_seqs), 0);
 	bl_registry_unlock();
 	pthread_mutex_unlock(&default_lock);
 }
@@ -142,39 +146,41 @@ static void init_once(void)
 
 /*
  * The seqs of this process image's dir heaps (where.h: a heap after the
- * first is "<pid>-<start_ns>-<seq>.<index>.slab"): the pid in the high
- * half, the next seq in the low. Each dir heap the image makes takes the
- * next, in whatever directory, so no heap is ever named as one the image
- * made before: a heap it abandoned (blamer_abandon()) or closed and kept
- * for an exporter to fold stays, where the same name made again had
- * replaced it. A fork child (another pid) starts at 0, as does a new
- * image after execve() (this is memory, which execve() does not keep):
- * so a name taken already is never this image's, but the former image's
- * or a live writer's (below). Atomic, no lock: the lazy heap of a fork
- * child is made from any write, a signal handler's too.
+ * first is "<pid>-<start_ns>-<seq>.<index>.slab"): the next one. Each
+ * dir heap the image makes takes the next, in whatever directory, so no
+ * heap is ever named as one the image made before: a heap it abandoned
+ * (blamer_abandon()) or closed and kept for an exporter to fold stays,
+ * where the same name made again had replaced it. A fork child starts at
+ * 0 (atfork_child()), as does a new image after execve() (this is memory,
+ * which execve() does not keep): so a name taken already is never this
+ * image's, but the former image's or a live writer's (below).
+ *
+ * One counter for the memory, not per pid: a process that shares it
+ * without being a thread of ours (clone(CLONE_VM), a vfork child that
+ * calls the library before exec) takes its seqs from it too, so its
+ * heaps (named after its own pid) may start past 0, and ours never
+ * restart. A counter keyed by the pid that took last was restarted by
+ * such a process, and then by ours: our next heap was named as our first
+ * again, EEXIST beside a live one, and an abandoned one (its lock free)
+ * was taken for a former image's and replaced, its data lost. Atomic, no
+ * lock: the lazy heap of a fork child is made from any write, a signal
+ * handler's too. (image_seqs, above: atfork_child() resets it.)
  */
-static uint64_t image_seqs;
 
 /* The former images' heaps an image keeps for the fold (make_heap()). */
 #define BL_FORMER_FOLD_HEAPS	16u
 
-static uint64_t seq_key(int32_t pid, uint32_t seq)
-{
-	return (uint64_t)(uint32_t)pid << 32 | seq;
-}
-
-/* The next seq of image @pid into *@seq; false if all 2^32 were taken. */
-static bool seq_take(int32_t pid, uint32_t *seq)
+/* The next seq of this image into *@seq; false if all 2^32 were taken. */
+static bool seq_take(uint32_t *seq)
 {
 	/* Relaxed: a seq only needs to be unique. */
-	uint64_t old = ld_relaxed(A64(&image_seqs)), next;
+	uint32_t old = ld_relaxed(A32(&image_seqs));
 
 	do {
-		*seq = (int32_t)(old >> 32) == pid ? (uint32_t)old : 0;
-		if (*seq == UINT32_MAX)
+		if (old == UINT32_MAX)
 			return false;
-		next = seq_key(pid, *seq + 1);
-	} while (!atomic_compare_exchange_weak_explicit(A64(&image_seqs), &old, next,
+		*seq = old;
+	} while (!atomic_compare_exchange_weak_explicit(A32(&image_seqs), &old, old + 1,
 							memory_order_relaxed, memory_order_relaxed));
 	return true;
 }
@@ -182,11 +188,11 @@ static bool seq_take(int32_t pid, uint32_t *seq)
 /* @seq made no heap: taken back, unless a later one was taken meanwhile
  * (a gap in the seqs is no matter). So a failed open (a file planted
  * under the name) fails again the same way, not under the next name. */
-static void seq_untake(int32_t pid, uint32_t seq)
+static void seq_untake(uint32_t seq)
 {
-	uint64_t taken = seq_key(pid, seq + 1);
+	uint32_t taken = seq + 1;
 
-	atomic_compare_exchange_strong_explicit(A64(&image_seqs), &taken, seq_key(pid, seq),
+	atomic_compare_exchange_strong_explicit(A32(&image_seqs), &taken, seq,
 						memory_order_relaxed, memory_order_relaxed);
 }
 
@@ -227,7 +233,7 @@ static int make_heap(struct blamer *b)
 			      b->pid, b->start_ns);
 	if (ret)
 		return ret;
-	if (b->be.kind == BLAMER_BACKEND_DIR && !seq_take((int32_t)b->pid, &b->be.seq)) {
+	if (b->be.kind == BLAMER_BACKEND_DIR && !seq_take(&b->be.seq)) {
 		bl_backend_close(&b->be, false);
 		return bl_error(EMFILE, "blamer: this process made 2^32 heaps");
 	}
@@ -248,7 +254,7 @@ static int make_heap(struct blamer *b)
 		 * are removed, so a planted link still makes us fail. */
 		if (b->be.seq < BL_FORMER_FOLD_HEAPS &&
 		    bl_slabdir_heap_folds(b->be.dirfd, b->pid, b->start_ns, b->be.seq) &&
-		    seq_take((int32_t)b->pid, &b->be.seq)) {
+		    seq_take(&b->be.seq)) {
 			ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 					     bl_random64(), &clock);
 			continue;
@@ -262,7 +268,7 @@ static int make_heap(struct blamer *b)
 		/* Nothing of ours to remove: a file already there (EEXIST) is
 		 * somebody else's, and a failed create removed its own file. */
 		if (b->be.kind == BLAMER_BACKEND_DIR)
-			seq_untake((int32_t)b->pid, b->be.seq);
+			seq_untake(b->be.seq);
 		bl_backend_close(&b->be, false);
 		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
 				      : ret;
