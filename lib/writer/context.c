@@ -86,9 +86,16 @@ static void atfork_child(void)
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
 	for (b = bl_registry_first(); b; b = b->next) {
+		/* The heap is kept as it was, its slabs scratch now, until
+		 * the child's heap is made over it (bl_heap_create() clears
+		 * it): a fork from a signal handler returns, in the child,
+		 * into the call the handler interrupted, which may be about
+		 * to turn a ref into a pointer (a record just allocated).
+		 * Cleared, that pointer was NULL plus an offset (a fault);
+		 * kept, it is in scratch memory like any stale pointer. A
+		 * slab it would add fails: the backend is closed below. */
 		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
 			bl_heap_drop_after_fork(&b->heap);
-		memset(&b->heap, 0, sizeof(b->heap));
 		bl_backend_close(&b->be, false);
 		b->process = 0;
 		for (i = 0; i < BL_PARTS; i++)
@@ -307,9 +314,10 @@ static inline void cpu_relax(void)
 /*
  * Another thread is making the heap (a fork child's first writes, from
  * several threads at once): wait for it, a bounded time, rather than
- * drop the write. Not if this very thread is the maker (a signal handler
- * that interrupted it would wait for itself): that write is dropped, and
- * counted by the caller. The state after the wait.
+ * drop the write. Not if this very thread is the maker (its signals are
+ * held while it makes, bl_signals_hold(); a handler that ran anyway would
+ * wait for itself): that write is dropped, and counted by the caller. The
+ * state after the wait.
  */
 static uint32_t wait_made(struct blamer *b, uint32_t st)
 {
@@ -334,17 +342,29 @@ struct bl_heap *bl_ready(struct blamer *b)
 	uint32_t st = ld_acquire(A32(&b->state));
 
 	if (__builtin_expect(st != BL_ST_READY, 0)) {
-		if (st == BL_ST_NONE &&
-		    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
-			int ret;
+		if (st == BL_ST_NONE) {
+			sigset_t held;
 
-			bl_tls.making_heap = true;
-			ret = make_heap(b);
-			bl_tls.making_heap = false;
-			st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
-			return ret ? NULL : &b->heap;
+			/* Signals held from before the claim to after the
+			 * state is final (bl_signals_hold()): a handler's
+			 * fork then finds NONE or READY, never a making half
+			 * done in its thread. Only for a heap to make: a
+			 * failed context's writes make no system call. */
+			bl_signals_hold(&held);
+			if (atomic_compare_exchange_strong_explicit(A32(&b->state), &st,
+								    BL_ST_CREATING,
+								    memory_order_acquire,
+								    memory_order_relaxed)) {
+				int ret;
+
+				bl_tls.making_heap = true;
+				ret = make_heap(b);
+				bl_tls.making_heap = false;
+				st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
+				bl_signals_restore(&held);
+				return ret ? NULL : &b->heap;
+			}
+			bl_signals_restore(&held);
 		}
 		st = wait_made(b, st);
 	}
@@ -383,6 +403,7 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 {
 	struct blamer_config def = { 0 };
 	struct blamer *b;
+	sigset_t held;
 	int ret;
 
 	pthread_once(&once, init_once);
@@ -425,14 +446,20 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	b->be.devfd = b->be.dirfd = -1;
 	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
+	/* Held until b is in the registry, where the fork handler finds
+	 * it: a handler's fork before that left the child a context on the
+	 * parent's heap (bl_signals_hold()). */
+	bl_signals_hold(&held);
 	ret = make_heap(b);
 	if (ret) {
+		bl_signals_restore(&held);
 		bl_inherit_free(b);
 		free(b);
 		return ret;
 	}
 	st_release(A32(&b->state), BL_ST_READY);
 	bl_registry_add(b);
+	bl_signals_restore(&held);
 	if (!(b->flags & BLAMER_OPEN_NO_MODULES))
 		bl_modules_record(b);
 	*out = b;
