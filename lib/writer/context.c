@@ -36,6 +36,7 @@ static struct blamer *_Atomic default_ctx;
 static bool default_failed;		/* under default_lock */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static uint32_t image_seqs;	/* the seqs of dir heaps: seq_take() */
 
 /* The parent, before fork: what the child's heap will inherit of the
  * data (inherit.c). */
@@ -85,9 +86,16 @@ static void atfork_child(void)
 	/* Relaxed throughout: the child has one thread, and the registry
 	 * lock (taken in prepare) orders us after every other user. */
 	for (b = bl_registry_first(); b; b = b->next) {
+		/* The heap is kept as it was, its slabs scratch now, until
+		 * the child's heap is made over it (bl_heap_create() clears
+		 * it): a fork from a signal handler returns, in the child,
+		 * into the call the handler interrupted, which may be about
+		 * to turn a ref into a pointer (a record just allocated).
+		 * Cleared, that pointer was NULL plus an offset (a fault);
+		 * kept, it is in scratch memory like any stale pointer. A
+		 * slab it would add fails: the backend is closed below. */
 		if (ld_relaxed(A32(&b->state)) != BL_ST_NONE)
 			bl_heap_drop_after_fork(&b->heap);
-		memset(&b->heap, 0, sizeof(b->heap));
 		bl_backend_close(&b->be, false);
 		b->process = 0;
 		for (i = 0; i < BL_PARTS; i++)
@@ -100,6 +108,9 @@ static void atfork_child(void)
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
 		st_relaxed(A32(&b->state), BL_ST_NONE);
 	}
+	/* the child's own heaps: a fork child starts its seqs at 0 (its
+	 * memory is its own now, no process shares it yet) */
+	st_relaxed(A32(&image_seqs), 0);
 	bl_registry_unlock();
 	pthread_mutex_unlock(&default_lock);
 }
@@ -142,39 +153,41 @@ static void init_once(void)
 
 /*
  * The seqs of this process image's dir heaps (where.h: a heap after the
- * first is "<pid>-<start_ns>-<seq>.<index>.slab"): the pid in the high
- * half, the next seq in the low. Each dir heap the image makes takes the
- * next, in whatever directory, so no heap is ever named as one the image
- * made before: a heap it abandoned (blamer_abandon()) or closed and kept
- * for an exporter to fold stays, where the same name made again had
- * replaced it. A fork child (another pid) starts at 0, as does a new
- * image after execve() (this is memory, which execve() does not keep):
- * so a name taken already is never this image's, but the former image's
- * or a live writer's (below). Atomic, no lock: the lazy heap of a fork
- * child is made from any write, a signal handler's too.
+ * first is "<pid>-<start_ns>-<seq>.<index>.slab"): the next one. Each
+ * dir heap the image makes takes the next, in whatever directory, so no
+ * heap is ever named as one the image made before: a heap it abandoned
+ * (blamer_abandon()) or closed and kept for an exporter to fold stays,
+ * where the same name made again had replaced it. A fork child starts at
+ * 0 (atfork_child()), as does a new image after execve() (this is memory,
+ * which execve() does not keep): so a name taken already is never this
+ * image's, but the former image's or a live writer's (below).
+ *
+ * One counter for the memory, not per pid: a process that shares it
+ * without being a thread of ours (clone(CLONE_VM), a vfork child that
+ * calls the library before exec) takes its seqs from it too, so its
+ * heaps (named after its own pid) may start past 0, and ours never
+ * restart. A counter keyed by the pid that took last was restarted by
+ * such a process, and then by ours: our next heap was named as our first
+ * again, EEXIST beside a live one, and an abandoned one (its lock free)
+ * was taken for a former image's and replaced, its data lost. Atomic, no
+ * lock: the lazy heap of a fork child is made from any write, a signal
+ * handler's too. (image_seqs, above: atfork_child() resets it.)
  */
-static uint64_t image_seqs;
 
 /* The former images' heaps an image keeps for the fold (make_heap()). */
 #define BL_FORMER_FOLD_HEAPS	16u
 
-static uint64_t seq_key(int32_t pid, uint32_t seq)
-{
-	return (uint64_t)(uint32_t)pid << 32 | seq;
-}
-
-/* The next seq of image @pid into *@seq; false if all 2^32 were taken. */
-static bool seq_take(int32_t pid, uint32_t *seq)
+/* The next seq of this image into *@seq; false if all 2^32 were taken. */
+static bool seq_take(uint32_t *seq)
 {
 	/* Relaxed: a seq only needs to be unique. */
-	uint64_t old = ld_relaxed(A64(&image_seqs)), next;
+	uint32_t old = ld_relaxed(A32(&image_seqs));
 
 	do {
-		*seq = (int32_t)(old >> 32) == pid ? (uint32_t)old : 0;
-		if (*seq == UINT32_MAX)
+		if (old == UINT32_MAX)
 			return false;
-		next = seq_key(pid, *seq + 1);
-	} while (!atomic_compare_exchange_weak_explicit(A64(&image_seqs), &old, next,
+		*seq = old;
+	} while (!atomic_compare_exchange_weak_explicit(A32(&image_seqs), &old, old + 1,
 							memory_order_relaxed, memory_order_relaxed));
 	return true;
 }
@@ -182,11 +195,11 @@ static bool seq_take(int32_t pid, uint32_t *seq)
 /* @seq made no heap: taken back, unless a later one was taken meanwhile
  * (a gap in the seqs is no matter). So a failed open (a file planted
  * under the name) fails again the same way, not under the next name. */
-static void seq_untake(int32_t pid, uint32_t seq)
+static void seq_untake(uint32_t seq)
 {
-	uint64_t taken = seq_key(pid, seq + 1);
+	uint32_t taken = seq + 1;
 
-	atomic_compare_exchange_strong_explicit(A64(&image_seqs), &taken, seq_key(pid, seq),
+	atomic_compare_exchange_strong_explicit(A32(&image_seqs), &taken, seq,
 						memory_order_relaxed, memory_order_relaxed);
 }
 
@@ -227,7 +240,7 @@ static int make_heap(struct blamer *b)
 			      b->pid, b->start_ns);
 	if (ret)
 		return ret;
-	if (b->be.kind == BLAMER_BACKEND_DIR && !seq_take((int32_t)b->pid, &b->be.seq)) {
+	if (b->be.kind == BLAMER_BACKEND_DIR && !seq_take(&b->be.seq)) {
 		bl_backend_close(&b->be, false);
 		return bl_error(EMFILE, "blamer: this process made 2^32 heaps");
 	}
@@ -248,7 +261,7 @@ static int make_heap(struct blamer *b)
 		 * are removed, so a planted link still makes us fail. */
 		if (b->be.seq < BL_FORMER_FOLD_HEAPS &&
 		    bl_slabdir_heap_folds(b->be.dirfd, b->pid, b->start_ns, b->be.seq) &&
-		    seq_take((int32_t)b->pid, &b->be.seq)) {
+		    seq_take(&b->be.seq)) {
 			ret = bl_heap_create(&b->heap, &b->be, b->slab_size, b->max_slabs,
 					     bl_random64(), &clock);
 			continue;
@@ -262,7 +275,7 @@ static int make_heap(struct blamer *b)
 		/* Nothing of ours to remove: a file already there (EEXIST) is
 		 * somebody else's, and a failed create removed its own file. */
 		if (b->be.kind == BLAMER_BACKEND_DIR)
-			seq_untake((int32_t)b->pid, b->be.seq);
+			seq_untake(b->be.seq);
 		bl_backend_close(&b->be, false);
 		return ret == -EINVAL ? bl_error(EINVAL, "blamer: backend gave a slab of bad size")
 				      : ret;
@@ -301,9 +314,10 @@ static inline void cpu_relax(void)
 /*
  * Another thread is making the heap (a fork child's first writes, from
  * several threads at once): wait for it, a bounded time, rather than
- * drop the write. Not if this very thread is the maker (a signal handler
- * that interrupted it would wait for itself): that write is dropped, and
- * counted by the caller. The state after the wait.
+ * drop the write. Not if this very thread is the maker (its signals are
+ * held while it makes, bl_signals_hold(); a handler that ran anyway would
+ * wait for itself): that write is dropped, and counted by the caller. The
+ * state after the wait.
  */
 static uint32_t wait_made(struct blamer *b, uint32_t st)
 {
@@ -328,17 +342,29 @@ struct bl_heap *bl_ready(struct blamer *b)
 	uint32_t st = ld_acquire(A32(&b->state));
 
 	if (__builtin_expect(st != BL_ST_READY, 0)) {
-		if (st == BL_ST_NONE &&
-		    atomic_compare_exchange_strong_explicit(A32(&b->state), &st, BL_ST_CREATING,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
-			int ret;
+		if (st == BL_ST_NONE) {
+			sigset_t held;
 
-			bl_tls.making_heap = true;
-			ret = make_heap(b);
-			bl_tls.making_heap = false;
-			st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
-			return ret ? NULL : &b->heap;
+			/* Signals held from before the claim to after the
+			 * state is final (bl_signals_hold()): a handler's
+			 * fork then finds NONE or READY, never a making half
+			 * done in its thread. Only for a heap to make: a
+			 * failed context's writes make no system call. */
+			bl_signals_hold(&held);
+			if (atomic_compare_exchange_strong_explicit(A32(&b->state), &st,
+								    BL_ST_CREATING,
+								    memory_order_acquire,
+								    memory_order_relaxed)) {
+				int ret;
+
+				bl_tls.making_heap = true;
+				ret = make_heap(b);
+				bl_tls.making_heap = false;
+				st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
+				bl_signals_restore(&held);
+				return ret ? NULL : &b->heap;
+			}
+			bl_signals_restore(&held);
 		}
 		st = wait_made(b, st);
 	}
@@ -377,6 +403,7 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 {
 	struct blamer_config def = { 0 };
 	struct blamer *b;
+	sigset_t held;
 	int ret;
 
 	pthread_once(&once, init_once);
@@ -419,14 +446,20 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out)
 	b->be.devfd = b->be.dirfd = -1;
 	/* Relaxed: nobody else knows b yet. */
 	st_relaxed(A32(&b->state), BL_ST_CREATING);
+	/* Held until b is in the registry, where the fork handler finds
+	 * it: a handler's fork before that left the child a context on the
+	 * parent's heap (bl_signals_hold()). */
+	bl_signals_hold(&held);
 	ret = make_heap(b);
 	if (ret) {
+		bl_signals_restore(&held);
 		bl_inherit_free(b);
 		free(b);
 		return ret;
 	}
 	st_release(A32(&b->state), BL_ST_READY);
 	bl_registry_add(b);
+	bl_signals_restore(&held);
 	if (!(b->flags & BLAMER_OPEN_NO_MODULES))
 		bl_modules_record(b);
 	*out = b;

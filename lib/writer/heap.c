@@ -212,13 +212,23 @@ static int grow(struct bl_heap *h, uint32_t n)
 		st_release(A32(&h->hh->grow_claim), 0);
 		return 0;
 	}
-	if (bl_backend_slab(h->be, n, h->slab_size, &m, &id) ||
-	    m.size < BLAMER_MIN_SLAB_SIZE || m.size > BLAMER_MAX_SLAB_SIZE) {
+	/* Signals held while the slab is made (bl_signals_hold()): a
+	 * handler's fork in the middle left the child growing a heap its
+	 * fork handler had reset (h->hh NULL), the slab mapped shared with
+	 * the parent. Held here, after the claim: a claim that fails makes
+	 * no system call. The hold is the slab's system calls' company. */
+	sigset_t held;
+	int ret;
+
+	bl_signals_hold(&held);
+	ret = bl_backend_slab(h->be, n, h->slab_size, &m, &id);
+	if (ret || m.size < BLAMER_MIN_SLAB_SIZE || m.size > BLAMER_MAX_SLAB_SIZE) {
 		if (m.base && m.size)
 			bl_backend_unmap(&m);
 		atomic_fetch_or_explicit(A32(&h->hh->flags), BLAMER_HEAP_F_FULL,
 					 memory_order_relaxed);
 		st_release(A32(&h->hh->grow_claim), 0);
+		bl_signals_restore(&held);
 		return -ENOSPC;
 	}
 	init_slab_header(h, &m, n, sizeof(struct blamer_slab_header));
@@ -229,6 +239,7 @@ static int grow(struct bl_heap *h, uint32_t n)
 	st_release(A32(&h->hh->slab_count), n + 1);
 	st_release(A32(&h->nslabs), n + 1);
 	st_release(A32(&h->hh->grow_claim), 0);
+	bl_signals_restore(&held);
 	return 0;
 }
 

@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/select.h>	/* sigset_t (POSIX puts it there too; signal.h pulls in unistd.h) */
 #include <sys/types.h>
 #include <time.h>
 
@@ -117,6 +118,17 @@ int bl_slabdir_trim(int dirfd, const struct bl_retention *keep);
 /* sys.c */
 uint64_t bl_random64(void);
 pid_t bl_gettid(void);
+/*
+ * Holds off this thread's signals while the writer makes a heap or a
+ * slab (the system calls of a heap's making or growth, never the hot
+ * path): a handler that forked in the middle returned, in the child,
+ * into a making the fork handler had just reset (the parent's pid and
+ * slab files, a NULL heap header), and one that interrupted a system
+ * call there failed the heap for good (EINTR). Held, the handler runs
+ * once the heap or slab is whole. Restore with bl_signals_restore().
+ */
+void bl_signals_hold(sigset_t *old);
+void bl_signals_restore(const sigset_t *old);
 
 /*
  * Where slabs come from (backend.c): the /dev/blamer device or files

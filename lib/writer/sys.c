@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Random ids and thread ids for the writer. */
+/* Random ids, thread ids and signals held for the writer. */
+#include <pthread.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,4 +20,19 @@ uint64_t bl_random64(void)
 pid_t bl_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
+}
+
+void bl_signals_hold(sigset_t *old)
+{
+	sigset_t all;
+
+	/* SIGKILL and SIGSTOP cannot be held, nor glibc's own (it leaves
+	 * them out); a fault raised while held kills, as unhandled. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+void bl_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }

@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -317,6 +319,81 @@ TEST_F(ctx, later_heaps_of_one_process_are_their_own)
 	ASSERT_STREQ("first", bottom_label(&s->procs[0]));
 	blamer_snapshot_free(s);
 	blamer_reader_close(r);
+}
+
+/*
+ * A process that shares this one's memory without being its thread
+ * (clone(CLONE_VM) without CLONE_THREAD; a vfork child before exec) and
+ * makes a dir heap takes its seq from the same memory. The seqs were one
+ * word keyed by pid: the other pid restarted them at 0, and so did this
+ * process's next heap, named as its first again: beside a live heap that
+ * was EEXIST (the open failed), over an abandoned one (its lock free, so
+ * taken for a former image's) the heap was replaced and its data lost.
+ */
+static int clone_vm_open(void *arg)
+{
+	struct blamer_config *c = arg;
+	struct blamer *b;
+
+	if (blamer_open(c, &b) || blamer_push(b, BLAMER_ACTIVITY_TASK, "sharer", 0, 0) != 1)
+		return 3;
+	blamer_close(b);
+	return 0;
+}
+
+TEST_F(ctx, a_process_sharing_memory_leaves_the_seqs_alone)
+{
+	static const char *const want[] = { "first", "second", "third", "fourth" };
+	struct blamer_config c = t_cfg(NULL, 65536, 2);
+	bool seen[4] = { false };
+	struct blamer *a, *d, *b, *e;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	size_t stack_size = 256 << 10, i, j;
+	char *stack;
+	int status;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the device names no heap");
+	c.backend = BLAMER_BACKEND_DIR;
+	c.dir = self->dir;
+	/* seq 0 abandoned (its lock gone), seq 1 live */
+	ASSERT_EQ(0, blamer_open(&c, &a)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(a, BLAMER_ACTIVITY_TASK, "first", 0, 0));
+	blamer_abandon(a);
+	ASSERT_EQ(0, blamer_open(&c, &d)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(d, BLAMER_ACTIVITY_TASK, "second", 0, 0));
+	stack = malloc(stack_size);
+	ASSERT_NE(NULL, stack);
+	pid = clone(clone_vm_open, stack + stack_size, CLONE_VM | SIGCHLD, &c);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	free(stack);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* this process's next heaps: neither replaces the abandoned one nor
+	 * runs into the live one */
+	ASSERT_EQ(0, blamer_open(&c, &b)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "third", 0, 0));
+	ASSERT_EQ(0, blamer_open(&c, &e)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(e, BLAMER_ACTIVITY_TASK, "fourth", 0, 0));
+	s = t_snap(&r, self->dir);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(4, s->nprocs);
+	for (i = 0; i < s->nprocs; i++) {
+		ASSERT_EQ(getpid(), s->procs[i].pid);
+		for (j = 0; j < 4; j++)
+			if (!strcmp(bottom_label(&s->procs[i]), want[j]))
+				seen[j] = true;
+	}
+	for (j = 0; j < 4; j++)
+		EXPECT_TRUE(seen[j]) TH_LOG("%s", want[j]);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	blamer_close(e);
+	blamer_close(b);
+	blamer_close(d);
 }
 
 TEST_F(ctx, backend_choice_is_explicit)

@@ -14,6 +14,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -502,6 +503,136 @@ TEST_F(ctx, posix_spawn_and_vfork_leave_the_parent_alone)
 	ASSERT_EQ(0, v_path_values(&v, p->h.ref, sum, &nshards, why)) TH_LOG("%s", why);
 	ASSERT_EQ(3, sum[0]);
 	t_close(self, b);
+}
+
+/*
+ * fork() from a signal handler that interrupted a write which was making
+ * the heap: a fork child's first write (its lazy heap) or a write that
+ * grows the heap by a slab. The grandchild returned into that making
+ * with its context reset by the fork handler: it finished the heap of
+ * its parent (the parent's pid, slab files it had mapped shared), a
+ * grown slab with a NULL heap header, or a heap that failed for good.
+ * Every grandchild must have a heap of its own that its writes reach,
+ * and the child's heap must be untouched by it.
+ */
+static struct blamer *mk_b;
+static volatile sig_atomic_t mk_g, mk_n, mk_alarms;
+static pid_t mk_pids[3];
+
+/* Forks at the 1st alarm (most likely in the making of the heap), at
+ * one found growing the heap by a slab, and at the 120th. */
+static void mk_fork_on_alarm(int sig)
+{
+	struct blamer_heap_header *hh = mk_b->heap.hh;
+	int n = mk_alarms++;
+	pid_t pid;
+
+	(void)sig;
+	if (mk_g || mk_n == 3 ||
+	    (n != 0 && n != 120 && !(hh && __atomic_load_n(&hh->grow_claim, __ATOMIC_RELAXED))))
+		return;
+	pid = fork();
+	if (pid == 0)
+		mk_g = 1;
+	else if (pid > 0)
+		mk_pids[mk_n++] = pid;
+}
+
+/* The grandchild, back from the handler: its own heap, its own adds. */
+static int mk_grandchild(void)
+{
+	uint64_t id = 7777, sum[BLAMER_DAG_MAX_UNITS], nshards;
+	struct blamer_heap_info info;
+	struct blamer_path *p;
+	struct v_stats st;
+	struct v_heap v;
+	char why[64];
+
+	if (blamer_heap_info(mk_b, &info) || info.pid != getpid())
+		return 2;
+	p = blamer_path_get(mk_b, &id, 1, NULL, 0);
+	if (!p)
+		return 3;
+	blamer_path_add(p, 0, 5);
+	t_view(mk_b, &v);
+	if (v_check(&v, &st) || st.pid != getpid())
+		return 4;
+	if (v_path_values(&v, p->h.ref, sum, &nshards, why) || sum[0] != 5)
+		return 5;
+	return 0;
+}
+
+/* The child: its first write makes its heap, then it writes until the
+ * heap is full, a slab at a time, under a fast timer that forks. 0, or
+ * 11 if its own heap is not whole and its own, or 20 + a grandchild's
+ * mk_grandchild() code (40 + its signal). Before the fix: 11 (the
+ * grandchild took the child's heap name first: EEXIST, no heap at all,
+ * or EINTR read /proc/<pid>/stat: the heap failed), 22 (the grandchild
+ * had finished its parent's heap as its own) or 21 (UBSan: the
+ * grandchild's interrupted path_get() turned a ref into NULL + offset). */
+static int mk_child(void)
+{
+	struct itimerval it = { { 0, 40 }, { 0, 40 } };
+	struct blamer_path *p;
+	struct v_stats st;
+	struct v_heap v;
+	uint64_t id;
+	int i, status, ret = 0;
+
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (id = 1; id < 100000 && !mk_g; id++) {
+		p = blamer_path_get(mk_b, &id, 1, NULL, 0);
+		if (!p && mk_b->heap.hh && (bl_heap_flags(&mk_b->heap) & BLAMER_HEAP_F_FULL))
+			break;
+		if (p)
+			blamer_path_add(p, 0, 1);
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (mk_g)
+		return mk_grandchild();
+	for (i = 0; i < mk_n; i++) {
+		if (waitpid(mk_pids[i], &status, 0) != mk_pids[i])
+			return 10;
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			ret = WIFEXITED(status) ? 20 + WEXITSTATUS(status) : 40 + WTERMSIG(status);
+	}
+	t_view(mk_b, &v);
+	if (v_check(&v, &st) || st.pid != getpid())
+		return 11;
+	return ret;
+}
+
+TEST_F(ctx, fork_in_a_signal_handler_while_a_write_makes_the_heap)
+{
+	struct sigaction sa = { .sa_handler = mk_fork_on_alarm };
+	struct blamer_config c;
+	int round, status, forks = 0;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 16384, BLAMER_MAX_SLABS);
+	ASSERT_EQ(0, t_open(self, &c, &mk_b));
+	ASSERT_EQ(1, blamer_push(mk_b, BLAMER_ACTIVITY_TASK, "parent", 0, 0));
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	for (round = 0; round < 12; round++) {
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			int ret = mk_child();
+
+			/* a child's forks, for the parent to count */
+			_exit(mk_g || ret ? ret : 100 + mk_n);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status)) TH_LOG("round %d: signal %d", round,
+						     WTERMSIG(status));
+		ASSERT_LE(100, WEXITSTATUS(status)) TH_LOG("round %d: %d", round,
+							   WEXITSTATUS(status));
+		forks += WEXITSTATUS(status) - 100;
+	}
+	signal(SIGALRM, SIG_DFL);
+	ASSERT_LT(0, forks);
 }
 
 /* A thread inside dl_iterate_phdr() most of the time: through
