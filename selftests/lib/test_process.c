@@ -610,6 +610,14 @@ TEST_F(ctx, fork_in_a_signal_handler_while_a_write_makes_the_heap)
 	int round, status, forks = 0;
 	pid_t pid;
 
+	/*
+	 * The dir backend only: the making this tests is the library's,
+	 * whatever gives it slabs, and on the device in a guest under TCG
+	 * (the vm-lib suites) a 40 us timer's signals left the child no
+	 * time to fill its 64 slabs within the harness's 30 s.
+	 */
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: a 40 us timer starves a guest under TCG");
 	c = t_cfg(self->dir, 16384, BLAMER_MAX_SLABS);
 	ASSERT_EQ(0, t_open(self, &c, &mk_b));
 	ASSERT_EQ(1, blamer_push(mk_b, BLAMER_ACTIVITY_TASK, "parent", 0, 0));
