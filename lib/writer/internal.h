@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/select.h>	/* sigset_t (POSIX puts it there too; signal.h pulls in unistd.h) */
+#include <sys/select.h>	/* sigset_t, without the signal header's many other names */
 #include <sys/types.h>
 #include <time.h>
 
