@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/random.h>
 
 #include "internal.h"
 
@@ -70,37 +68,17 @@ static int total_sort_cmp(const void *a, const void *b)
  * The hash tables below are keyed by node IDs, which a heap chooses: an
  * unkeyed hash lets a hostile heap put every key in one slot and make
  * the merge quadratic. So each table mixes its keys with a secret seed
- * of its own (a nonlinear mix: no key choice without the seed).
+ * of its own (rd_mix(), rd_seed_new(): no key choice without the seed).
  */
-static uint64_t hash_seed(void)
-{
-	uint64_t seed;
-	struct timespec t;
-
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
-		return seed;
-	clock_gettime(CLOCK_MONOTONIC, &t);	/* no entropy yet: still not fixed */
-	return (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t;
-}
-
-static uint64_t hash_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 /* A (path, unit)'s place in the table of make_totals(). */
 static uint64_t total_hash(uint64_t seed, const uint64_t *nodes, uint32_t depth, uint32_t unit)
 {
-	uint64_t h = hash_mix(seed ^ depth ^ ((uint64_t)unit << 32));
+	uint64_t h = rd_mix(seed ^ depth ^ ((uint64_t)unit << 32));
 	uint32_t i;
 
 	for (i = 0; i < depth; i++)
-		h = hash_mix(h ^ nodes[i]);
+		h = rd_mix(h ^ nodes[i]);
 	return h;
 }
 
@@ -170,7 +148,7 @@ static bool totals_grow(struct totals *tt)
 
 static bool make_totals(struct blamer_snapshot *s)
 {
-	struct totals tt = { .seed = hash_seed() };
+	struct totals tt = { .seed = rd_seed_new() };
 	struct blamer_snap_total *x;
 	size_t i, j, k, at;
 	bool ok = totals_grow(&tt);
@@ -407,7 +385,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 	const struct blamer_snap_node **slot = NULL, **ns, *x;
 	struct blamer_snap_node *nodes;
 	size_t i, j, k, n = 0, mask = 0, at;
-	uint64_t seed = hash_seed();
+	uint64_t seed = rd_seed_new();
 
 	for (i = 0; i < s->nprocs; i++) {
 		for (j = 0; j < s->procs[i].nnodes; j++) {
@@ -423,7 +401,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 				for (k = 0; mask && k <= mask; k++) {
 					if (!slot[k])
 						continue;
-					for (at = hash_mix(slot[k]->id ^ seed) & nmask;
+					for (at = rd_mix(slot[k]->id ^ seed) & nmask;
 					     ns[at]; at = (at + 1) & nmask)
 						;
 					ns[at] = slot[k];
@@ -432,7 +410,7 @@ static bool merge_nodes(struct blamer_snapshot *s)
 				slot = ns;
 				mask = nmask;
 			}
-			for (at = hash_mix(x->id ^ seed) & mask;
+			for (at = rd_mix(x->id ^ seed) & mask;
 			     slot[at] && slot[at]->id != x->id; at = (at + 1) & mask)
 				;
 			if (!slot[at])

@@ -39,7 +39,7 @@
 /* The slot of @ref in the table (where it is, or where it would go). */
 static size_t def_slot(const struct rd_defmap *m, blamer_ref ref)
 {
-	size_t at = rd_ref_mix(ref ^ m->seed) & (m->cap - 1);
+	size_t at = rd_mix(ref ^ m->seed) & (m->cap - 1);
 
 	while (m->ref[at] && m->ref[at] != ref)
 		at = (at + 1) & (m->cap - 1);

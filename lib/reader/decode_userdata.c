@@ -253,7 +253,7 @@ static struct rd_ud *cache_slot(struct rd_ctx *c, blamer_ref ref, bool *found)
 		for (j = 0; j < uc->cap; j++) {
 			if (!uc->v[j].ref)
 				continue;
-			for (i = rd_ref_mix(uc->v[j].ref ^ seed) & (ncap - 1); nv[i].ref; i = (i + 1) & (ncap - 1))
+			for (i = rd_mix(uc->v[j].ref ^ seed) & (ncap - 1); nv[i].ref; i = (i + 1) & (ncap - 1))
 				;
 			nv[i] = uc->v[j];
 		}
@@ -261,7 +261,7 @@ static struct rd_ud *cache_slot(struct rd_ctx *c, blamer_ref ref, bool *found)
 		uc->v = nv;
 		uc->cap = ncap;
 	}
-	for (i = rd_ref_mix(ref ^ seed) & (uc->cap - 1); uc->v[i].ref; i = (i + 1) & (uc->cap - 1)) {
+	for (i = rd_mix(ref ^ seed) & (uc->cap - 1); uc->v[i].ref; i = (i + 1) & (uc->cap - 1)) {
 		if (uc->v[i].ref == ref) {
 			*found = true;
 			return &uc->v[i];

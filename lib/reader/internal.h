@@ -99,14 +99,15 @@ struct rd_defmap {
 void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep);
 
 /*
- * The reader's tables keyed by a heap's references (decode_metric.c,
- * decode_userdata.c): slot = rd_ref_mix(ref ^ seed) & mask, the seed the
- * reader's secret (rd_ref_seed()). A heap chooses its references (any
- * 64 bits in a field it wrote): with no secret it could choose ones that
- * share a slot, and linear probing would cost the square of their number.
- * Every input bit moves every output bit (MurmurHash3's finalizer).
+ * The reader's one mix for its hash tables (decode_metric.c,
+ * decode_userdata.c, attrib.c, series.c): slot = rd_mix(key ^ seed) &
+ * mask, the seed a secret (rd_seed_new(), rd_ref_seed()). A heap chooses
+ * what the keys are made of (references, node ids, label values): with
+ * no secret it could choose keys that share a slot, and linear probing
+ * would cost the square of their number. Every input bit moves every
+ * output bit (MurmurHash3's finalizer).
  */
-static inline uint64_t rd_ref_mix(uint64_t x)
+static inline uint64_t rd_mix(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdull;
@@ -321,9 +322,12 @@ void rd_join_parent_claims(struct blamer_snapshot *s);
 void rd_decode_drops(struct rd_ctx *c, blamer_ref ref);
 
 /* record.c */
-/* The secret seed of the tables keyed by a heap's references
- * (rd_ref_mix()): the reader's, chosen once and kept from heap to heap
- * with the definitions' table (c->defs.seed). */
+/* A new secret seed for a hash table (rd_mix()): the kernel's random
+ * bytes, else (no entropy yet) the clock, still not fixed. */
+uint64_t rd_seed_new(void);
+/* The secret seed of the tables keyed by a heap's references: the
+ * reader's, chosen once and kept from heap to heap with the definitions'
+ * table (c->defs.seed). */
 uint64_t rd_ref_seed(struct rd_ctx *c);
 /* The block header at @ref for a record of at least @min bytes, of @type
  * (0: any). False if the block is bad (reported) or of another type. */

@@ -259,16 +259,20 @@ void rd_seen_done(struct rd_seen *s, struct rd_seen *keep)
 	memset(s, 0, sizeof(*s));
 }
 
-uint64_t rd_ref_seed(struct rd_ctx *c)
+uint64_t rd_seed_new(void)
 {
 	struct timespec t;
+	uint64_t seed;
 
-	if (c->defs.seed)
-		return c->defs.seed;
-	if (getrandom(&c->defs.seed, sizeof(c->defs.seed), GRND_NONBLOCK) !=
-	    sizeof(c->defs.seed)) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		c->defs.seed = rd_ref_mix((uint64_t)t.tv_nsec ^ (uint64_t)(uintptr_t)&t);
-	}
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return rd_mix((uint64_t)t.tv_nsec ^ (uint64_t)(uintptr_t)&t);
+}
+
+uint64_t rd_ref_seed(struct rd_ctx *c)
+{
+	if (!c->defs.seed)
+		c->defs.seed = rd_seed_new();
 	return c->defs.seed;
 }

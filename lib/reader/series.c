@@ -23,30 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "internal.h"
 #include "metric.h"
 
-static uint64_t seed_new(void)
-{
-	uint64_t seed;
-	struct timespec t;
-
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
-		return seed;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t;
-}
-
+/* @x into @h (rd_mix()). */
 static uint64_t mix(uint64_t h, uint64_t x)
 {
-	h ^= x;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 29);
+	return rd_mix(h ^ x);
 }
 
 static uint64_t mix_str(uint64_t h, const char *s)
@@ -499,7 +483,7 @@ static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, stru
  * none). */
 static bool merge_series(struct blamer_snapshot *s)
 {
-	struct merge mg = { .seed = seed_new() };
+	struct merge mg = { .seed = rd_seed_new() };
 	struct defs ds;
 	size_t i, j;
 	bool ok = true;
