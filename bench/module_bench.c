@@ -21,6 +21,13 @@
  *    same pages once written; and the writer's first write of every
  *    page after a reader mapped them as holes (each takes the hole out
  *    of the reader's mapping) against a first write nobody read before.
+ * 4. Orphaning beside the account's orphans in other pid namespaces: a
+ *    process with 1,500 slabs killed, its namespace at max_user_orphans
+ *    (64 here) so that each orphaning evicts, timed from the kill to a
+ *    LIST that shows the result (LIST waits for the reaper); with no
+ *    other orphans, then beside 6,000 kept in namespaces of their own
+ *    (64 each, as many namespaces as that takes). The ratio is 1 when an
+ *    orphaning looks at its own namespace's orphans only.
  *
  * Wall time (CLOCK_MONOTONIC) in a guest with nothing else running;
  * under TCG the absolute figures are emulated time, the ratios of one
@@ -29,9 +36,12 @@
  *   module_bench [MAX_SLABS]     in the guest
  *   module_bench --list N        only part 2 (also with a module that
  *                                knows no BLAMER_CREATE_POPULATE)
+ *   module_bench --orphans [BURST [BESIDE]]  only part 4
  *   module_bench --machine       the host's syscall and memcpy, to compare
  */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +49,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -331,6 +342,155 @@ static void list_scaling(uint32_t max)
 	free(buf);
 }
 
+#define ORPHANS_KEEP	64
+#define ORPHANS_PARAM	"/sys/module/blamer/parameters/max_user_orphans"
+
+static void param_read(const char *path, char *val, int len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(val, len, f) || fclose(f))
+		die(path);
+}
+
+static void param_write(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(val, f) < 0 || fclose(f))
+		die(path);
+}
+
+/* In a child: @n slabs of one page, owned by it, then @ready told.
+ * Its own open of the device: the parent's creates for the parent. */
+static void make_slabs(int n, int ready)
+{
+	int i, fd = open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		_exit(1);
+	for (i = 0; i < n; i++) {
+		struct blamer_create c = { .length = 4096 };
+
+		if (ioctl(fd, BLAMER_IOC_CREATE, &c))
+			_exit(1);
+		close(c.fd);
+	}
+	if (write(ready, "", 1) != 1)
+		_exit(1);
+}
+
+/* A child with @n slabs, killed; seconds until a LIST shows it reaped. */
+static double orphan_burst(int n, struct blamer_slab_info *buf, uint32_t cap)
+{
+	struct blamer_list l = { .info_size = sizeof(*buf), .capacity = cap,
+				 .slabs = (uint64_t)(uintptr_t)buf };
+	int p[2], status;
+	double t0;
+	pid_t pid;
+	char c;
+
+	if (pipe(p))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		make_slabs(n, p[1]);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1)
+		die("the burst's child");
+	t0 = now();
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (ioctl(dev, BLAMER_IOC_LIST, &l))
+		die("BLAMER_IOC_LIST");
+	t0 = now() - t0;
+	close(p[0]);
+	return t0;
+}
+
+/* @n orphans made in a pid namespace of their own. */
+static void orphans_in_a_namespace(int n)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		int p[2];
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID) || pipe(p))
+			_exit(1);
+		inner = fork();
+		if (inner < 0)
+			_exit(1);
+		if (!inner) {
+			make_slabs(n, p[1]);
+			_exit(0);
+		}
+		_exit(waitpid(inner, &status, 0) == inner && WIFEXITED(status) &&
+		      !WEXITSTATUS(status) ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		die("orphans in a pid namespace (unshare, create)");
+}
+
+static void release_all(struct blamer_slab_info *buf, uint32_t cap)
+{
+	struct blamer_list l = { .info_size = sizeof(*buf), .capacity = cap,
+				 .slabs = (uint64_t)(uintptr_t)buf };
+	uint32_t i;
+
+	if (ioctl(dev, BLAMER_IOC_LIST, &l))
+		die("BLAMER_IOC_LIST");
+	for (i = 0; i < l.count; i++) {
+		struct blamer_release r = { .id = buf[i].id };
+
+		if (ioctl(dev, BLAMER_IOC_RELEASE, &r) && errno != ENOENT)
+			die("BLAMER_IOC_RELEASE");
+	}
+}
+
+static void orphan_bursts(int burst, int beside)
+{
+	uint32_t cap = beside + burst + 1024;
+	struct blamer_slab_info *buf = calloc(cap, sizeof(*buf));
+	int k, spaces = beside / ORPHANS_KEEP;
+	char keep[16], was[32];
+	double alone[5], near[5];
+
+	if (!buf)
+		die("calloc");
+	memset(buf, 1, (size_t)cap * sizeof(*buf));
+	release_all(buf, cap);
+	param_read(ORPHANS_PARAM, was, sizeof(was));
+	snprintf(keep, sizeof(keep), "%d", ORPHANS_KEEP);
+	param_write(ORPHANS_PARAM, keep);
+	orphan_burst(ORPHANS_KEEP, buf, cap);	/* this namespace at its limit */
+	for (k = 0; k < 5; k++)
+		alone[k] = orphan_burst(burst, buf, cap);
+	for (k = 0; k < spaces; k++)
+		orphans_in_a_namespace(ORPHANS_KEEP);
+	for (k = 0; k < 5; k++)
+		near[k] = orphan_burst(burst, buf, cap);
+	printf("# %d slabs orphaned (and as many evicted) in one namespace at %d orphans\n",
+	       burst, ORPHANS_KEEP);
+	printf("  alone %8.1f ms, beside %d orphans in %d other namespaces %8.1f ms, "
+	       "ratio %5.2fx\n", bench_median(alone, 5) * 1e3, spaces * ORPHANS_KEEP, spaces,
+	       bench_median(near, 5) * 1e3, bench_median(near, 5) / bench_median(alone, 5));
+	fflush(stdout);
+	release_all(buf, cap);
+	param_write(ORPHANS_PARAM, was);	/* for what runs next */
+	free(buf);
+}
+
 /*
  * The machine's own speed, to set the figures above against: one
  * getppid() system call and a 64 KiB memcpy, which the same static
@@ -377,10 +537,16 @@ int main(int argc, char **argv)
 		close(dev);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--orphans")) {
+		orphan_bursts(argc > 2 ? atoi(argv[2]) : 1500, argc > 3 ? atoi(argv[3]) : 6000);
+		close(dev);
+		return 0;
+	}
 	machine("guest");
 	create_vs_memfd();
 	holes();
 	list_scaling(max);
+	orphan_bursts(1500, 6000);
 	close(dev);
 	return 0;
 }

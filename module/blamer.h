@@ -48,6 +48,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/rbtree.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
 #include <linux/sched.h>
@@ -79,6 +80,8 @@ static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
  * @slabs: slabs in the table charged here, under blamer_lock
  * @orphans: orphans among them, under blamer_lock
  * @orphan_list: those orphans, oldest first, under blamer_lock
+ * @orphanages: the same orphans by the pid namespace they were made in,
+ *	struct blamer_orphanage keyed by namespace, under blamer_lock
  */
 struct blamer_user {
 	struct hlist_node node;
@@ -88,6 +91,27 @@ struct blamer_user {
 	unsigned long slabs;
 	unsigned long orphans;
 	struct list_head orphan_list;
+	struct rb_root orphanages;
+};
+
+/**
+ * struct blamer_orphanage - an account's orphans made in one pid namespace
+ * @node: entry in @user->orphanages, keyed by @ns
+ * @ns: the namespace: the owner's innermost; each orphan's owner holds
+ *	its struct pid, which holds @ns, so @ns outlives the orphanage
+ * @count: how many orphans
+ * @list: those orphans, oldest first (struct blamer_slab.ns_node)
+ *
+ * max_user_orphans applies to each orphanage, so an orphaning looks at
+ * its own namespace's orphans only, however many the account keeps in
+ * others. Made by the first orphan, freed with the last, from the spare
+ * every slab carries from its creation: orphaning cannot fail.
+ */
+struct blamer_orphanage {
+	struct rb_node node;
+	struct pid_namespace *ns;
+	unsigned long count;
+	struct list_head list;
 };
 
 /* States of struct blamer_owner */
@@ -161,6 +185,10 @@ struct blamer_buf {
  * @create_time_ns: creation time, boot-based
  * @comm: the creator's command name at creation
  * @node: entry in @user->orphan_list once orphaned, under blamer_lock
+ * @ns_node: entry in @orphanage->list once orphaned, under blamer_lock
+ * @orphanage: the orphans of @user made in the same pid namespace, while
+ *	this slab is one of them, under blamer_lock
+ * @spare: an orphanage for its first orphan to use, until one is used
  * @owner_node: entry in @owner->slabs until freed, under blamer_lock
  * @orphaned: on @user->orphan_list, under blamer_lock (once set, never
  *	cleared: an evicted orphan stays one)
@@ -182,6 +210,9 @@ struct blamer_slab {
 	u64 create_time_ns;
 	char comm[TASK_COMM_LEN];
 	struct list_head node;
+	struct list_head ns_node;
+	struct blamer_orphanage *orphanage;
+	struct blamer_orphanage *spare;
 	struct list_head owner_node;
 	bool orphaned;
 	bool removed;
@@ -255,7 +286,8 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l);
 void blamer_slab_undo(struct blamer_slab *slab);
 int blamer_slab_release(u64 id);
 void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out);
-void blamer_slab_orphan_mark_locked(struct blamer_slab *slab);
+struct blamer_orphanage *
+blamer_slab_orphan_mark_locked(struct blamer_slab *slab);
 void blamer_slab_put_list(struct list_head *list, bool notify);
 void blamer_slab_get(struct blamer_slab *slab);
 void blamer_slab_put(struct blamer_slab *slab);
@@ -285,6 +317,8 @@ int blamer_user_charge_locked(struct blamer_user *user, u64 size, bool *asked,
 void blamer_user_uncharge(struct blamer_user *user, u64 size);
 void blamer_user_uncharge_bytes(struct blamer_user *user, u64 size);
 struct blamer_user *blamer_user_find_locked(kuid_t uid);
+struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab);
+void blamer_user_unorphan_locked(struct blamer_slab *slab);
 kuid_t blamer_user_key(const struct cred *cred);
 void blamer_user_get(struct blamer_user *user);
 void blamer_user_put(struct blamer_user *user);

@@ -26,15 +26,6 @@
 
 #include "blamer.h"
 
-/*
- * The pid namespace @slab was created in: its owner's innermost one.
- * Orphans are kept, counted and evicted per namespace (see above).
- */
-static struct pid_namespace *blamer_slab_ns(const struct blamer_slab *slab)
-{
-	return ns_of_pid(slab->owner->pid);
-}
-
 /**
  * blamer_evict_locked - evict @user's oldest orphans that @ns sees
  * @user: the account; blamer_lock is held
@@ -72,33 +63,22 @@ static u64 blamer_evict_locked(struct blamer_user *user,
  * Each pid namespace keeps up to max_user_orphans of the account's
  * orphans made in it, evicting its own oldest: the orphans of a
  * container (another pid namespace, the same uid) never push out the
- * host's, nor the host's a container's. The walk only happens above the
- * limit, and the account's bytes bound its length.
+ * host's, nor the host's a container's. Only that namespace's orphans
+ * are looked at (its orphanage), however many the account has in
+ * others.
  */
 void blamer_slab_orphan_locked(struct blamer_slab *slab,
 			       struct list_head *evicted)
 {
-	struct pid_namespace *ns = blamer_slab_ns(slab);
+	struct blamer_orphanage *o = blamer_slab_orphan_mark_locked(slab);
 	u64 keep = READ_ONCE(blamer_max_user_orphans);
-	struct blamer_user *user = slab->user;
-	struct blamer_slab *s, *tmp;
-	u64 n = 0;
+	unsigned long n;
 
 	lockdep_assert_held(&blamer_lock);
-	blamer_slab_orphan_mark_locked(slab);
-	if (user->orphans <= keep)
-		return;
-	list_for_each_entry(s, &user->orphan_list, node)
-		if (blamer_slab_ns(s) == ns)
-			n++;
-	list_for_each_entry_safe(s, tmp, &user->orphan_list, node) {
-		if (n <= keep)
-			break;
-		if (blamer_slab_ns(s) != ns)
-			continue;
-		blamer_slab_unlink(s, evicted);
-		n--;
-	}
+	/* Counted first: the last orphan to go frees @o. */
+	for (n = o->count > keep ? o->count - keep : 0; n; n--)
+		blamer_slab_unlink(list_first_entry(&o->list, struct blamer_slab,
+						    ns_node), evicted);
 }
 
 /**

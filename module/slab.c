@@ -57,6 +57,7 @@ static void blamer_slab_free(struct kref *ref)
 	if (slab->mm)
 		mmdrop(slab->mm);
 	iput(slab->inode);
+	kfree(slab->spare);
 	kfree_rcu(slab, rcu);
 }
 
@@ -101,8 +102,7 @@ void blamer_slab_unlink(struct blamer_slab *slab, struct list_head *out)
 	slab->user->slabs--;
 	blamer_nr_slabs--;
 	if (slab->orphaned) {
-		list_del_init(&slab->node);
-		slab->user->orphans--;
+		blamer_user_unorphan_locked(slab);
 		blamer_nr_orphans--;
 	}
 	list_add_tail(&slab->rm_node, out);
@@ -126,14 +126,16 @@ void blamer_slab_put_list(struct list_head *list, bool notify)
  * @slab: a slab in the table whose owner died; blamer_lock is held
  *
  * The table's side of orphaning; which orphans then go is lifecycle.c's.
+ *
+ * Return: the orphanage it joined (blamer_user_orphan_locked()).
  */
-void blamer_slab_orphan_mark_locked(struct blamer_slab *slab)
+struct blamer_orphanage *
+blamer_slab_orphan_mark_locked(struct blamer_slab *slab)
 {
 	lockdep_assert_held(&blamer_lock);
-	list_add_tail(&slab->node, &slab->user->orphan_list);
 	slab->orphaned = true;
-	slab->user->orphans++;
 	blamer_nr_orphans++;
+	return blamer_user_orphan_locked(slab);
 }
 
 /**
@@ -148,7 +150,8 @@ void blamer_slab_orphan_mark_locked(struct blamer_slab *slab)
 int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 		       struct file **filep)
 {
-	struct blamer_owner *spare = NULL;
+	struct blamer_orphanage *orphanage;
+	struct blamer_owner *spare;
 	struct blamer_user *user;
 	struct blamer_slab *slab;
 	struct inode *inode;
@@ -185,9 +188,12 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 		return PTR_ERR(inode);
 
 	slab = kzalloc(sizeof(*slab), BLAMER_GFP);
+	orphanage = kzalloc(sizeof(*orphanage), BLAMER_GFP);
 	spare = kzalloc(sizeof(*spare), BLAMER_GFP);
-	if (!slab) {
+	if (!slab || !orphanage) {
 		kfree(spare);
+		kfree(orphanage);
+		kfree(slab);
 		iput(inode);
 		return -ENOMEM;
 	}
@@ -198,6 +204,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	 * table's reference at any moment after blamer_lock is released.
 	 */
 	kref_init(&slab->ref);
+	slab->spare = orphanage;
 	slab->inode = inode;
 	slab->size = size;
 	slab->file_serial = ctx->serial;
@@ -209,6 +216,7 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	slab->create_time_ns = ktime_get_boottime_ns();
 	get_task_comm(slab->comm, current->group_leader);
 	INIT_LIST_HEAD(&slab->node);
+	INIT_LIST_HEAD(&slab->ns_node);
 	INIT_LIST_HEAD(&slab->owner_node);
 
 	mutex_lock(&blamer_lock);

@@ -21,6 +21,7 @@
  */
 #include <linux/capability.h>
 #include <linux/hashtable.h>
+#include <linux/pid_namespace.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
@@ -81,8 +82,71 @@ struct blamer_user *blamer_user_get_locked(kuid_t uid)
 	user->uid = uid;
 	atomic64_set(&user->bytes, 0);
 	INIT_LIST_HEAD(&user->orphan_list);
+	user->orphanages = RB_ROOT;
 	hash_add(blamer_users, &user->node, __kuid_val(uid));
 	return user;
+}
+
+/* Orphanages by namespace: the order only has to be a total one. */
+static int blamer_orphanage_cmp(struct rb_node *a, const struct rb_node *b)
+{
+	uintptr_t x = (uintptr_t)rb_entry(a, struct blamer_orphanage, node)->ns;
+	uintptr_t y = (uintptr_t)rb_entry(b, struct blamer_orphanage, node)->ns;
+
+	return x < y ? -1 : x > y;
+}
+
+/**
+ * blamer_user_orphan_locked - count @slab among its account's orphans
+ * @slab: a slab in the table whose owner died; blamer_lock is held
+ *
+ * Return: the orphanage it joined: the account's orphans made in the
+ * same pid namespace, itself the newest.
+ */
+struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
+{
+	struct blamer_orphanage *o = slab->spare;
+	struct blamer_user *user = slab->user;
+	struct rb_node *old;
+
+	lockdep_assert_held(&blamer_lock);
+	o->ns = ns_of_pid(slab->owner->pid);
+	old = rb_find_add(&o->node, &user->orphanages, blamer_orphanage_cmp);
+	if (old) {
+		o = rb_entry(old, struct blamer_orphanage, node);
+	} else {
+		INIT_LIST_HEAD(&o->list);
+		o->count = 0;
+		slab->spare = NULL;
+	}
+	list_add_tail(&slab->ns_node, &o->list);
+	o->count++;
+	slab->orphanage = o;
+	list_add_tail(&slab->node, &user->orphan_list);
+	user->orphans++;
+	return o;
+}
+
+/**
+ * blamer_user_unorphan_locked - @slab leaves its account's orphans
+ * @slab: an orphan leaving the table; blamer_lock is held
+ *
+ * Its orphanage goes with its last orphan.
+ */
+void blamer_user_unorphan_locked(struct blamer_slab *slab)
+{
+	struct blamer_orphanage *o = slab->orphanage;
+	struct blamer_user *user = slab->user;
+
+	lockdep_assert_held(&blamer_lock);
+	list_del_init(&slab->node);
+	user->orphans--;
+	list_del_init(&slab->ns_node);
+	slab->orphanage = NULL;
+	if (!--o->count) {
+		rb_erase(&o->node, &user->orphanages);
+		kfree(o);
+	}
 }
 
 void blamer_user_get(struct blamer_user *user)

@@ -367,6 +367,70 @@ TEST_F(quota, container_orphans_never_evict_the_host)
 }
 
 /*
+ * A namespace's orphans are its own list, made by its first orphan and
+ * gone with its last: at a limit of 0 each orphan goes at its owner's
+ * death (its list made and freed at once), and a limit lowered at run
+ * time evicts the whole excess at the next death.
+ */
+TEST_F(quota, orphan_limit_zero_and_lowered)
+{
+	__u64 ids[5];
+	int i;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 0));
+	ids[0] = bt_orphan(PG, U1, U1);
+	ASSERT_NE(0, ids[0]);
+	EXPECT_EQ(0, exists(ids[0]));
+	EXPECT_EQ(0, status_of(U1).user_orphans);
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 4));
+	for (i = 0; i < 4; i++) {
+		ids[i] = bt_orphan(PG, U1, U1);
+		ASSERT_NE(0, ids[i]);
+	}
+	EXPECT_EQ(4, status_of(U1).user_orphans);
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 1));
+	ids[4] = bt_orphan(PG, U1, U1);
+	ASSERT_NE(0, ids[4]);
+	for (i = 0; i < 5; i++)
+		EXPECT_EQ(i == 4, exists(ids[i])) TH_LOG("orphan %d", i);
+	EXPECT_EQ(1, status_of(U1).user_orphans);
+}
+
+/*
+ * Containers come and go: each new pid namespace's orphans are counted
+ * from zero (none left over from a namespace that died before, which
+ * may have had the same address), and the host's orphan stays.
+ */
+TEST_F(quota, each_new_container_counts_its_orphans_afresh)
+{
+	__u64 host, ids[CONTAINER_ORPHANS];
+	int p[2], round, i;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 2));
+	host = bt_orphan(PG, -1, -1);
+	ASSERT_NE(0, host);
+	ASSERT_EQ(0, pipe(p));
+	for (round = 0; round < 4; round++) {
+		ASSERT_EQ(0, in_container(make_orphans, &p[1]));
+		ASSERT_EQ(sizeof(ids), read(p[0], ids, sizeof(ids)));
+		for (i = 0; i < CONTAINER_ORPHANS; i++) {
+			EXPECT_EQ(i >= CONTAINER_ORPHANS - 2, exists(ids[i]))
+				TH_LOG("round %d, orphan %d", round, i);
+			/* the first round's are left to the container's end */
+			if (round && i >= CONTAINER_ORPHANS - 2)
+				EXPECT_EQ(0, bl_release(self->dev, ids[i]));
+		}
+	}
+	EXPECT_EQ(1, exists(host));
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
  * The byte limit of uid 1000, whose slabs in a container of its own
  * (user and pid namespaces) are charged to it too: over the limit, a
  * create in the container evicts the container's orphans, not the
