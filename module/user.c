@@ -160,6 +160,8 @@ void blamer_user_put(struct blamer_user *user)
 	lockdep_assert_not_held(&blamer_lock);
 	if (refcount_dec_and_mutex_lock(&user->ref, &blamer_lock)) {
 		hash_del(&user->node);
+		/* Its slabs held it: each orphanage went with its last. */
+		WARN_ON_ONCE(user->orphans || !RB_EMPTY_ROOT(&user->orphanages));
 		mutex_unlock(&blamer_lock);
 		kfree(user);
 	}
