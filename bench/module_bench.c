@@ -40,17 +40,18 @@
  *   module_bench --machine       the host's syscall and memcpy, to compare
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -442,6 +443,8 @@ static void orphans_in_a_namespace(int n)
 		die("orphans in a pid namespace (unshare, create)");
 }
 
+/* Release every slab listed: the bench's own orphans, before and after
+ * (the guest runs nothing else that makes slabs). */
 static void release_all(struct blamer_slab_info *buf, uint32_t cap)
 {
 	struct blamer_list l = { .info_size = sizeof(*buf), .capacity = cap,
@@ -524,10 +527,17 @@ static void machine(const char *where)
 int main(int argc, char **argv)
 {
 	uint32_t max = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 100000;
+	bool orphans = argc > 1 && !strcmp(argv[1], "--orphans");
+	int burst = orphans && argc > 2 ? atoi(argv[2]) : 1500;
+	int beside = orphans && argc > 3 ? atoi(argv[3]) : 6000;
 
 	if (argc > 1 && !strcmp(argv[1], "--machine")) {
 		machine("host");
 		return 0;
+	}
+	if (burst < 1 || burst > 100000 || beside < 0 || beside > 100000) {
+		fprintf(stderr, "module_bench: --orphans BURST BESIDE: 1..100000, 0..100000\n");
+		return 2;
 	}
 	dev = open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC);
 	if (dev < 0)
@@ -537,8 +547,8 @@ int main(int argc, char **argv)
 		close(dev);
 		return 0;
 	}
-	if (argc > 1 && !strcmp(argv[1], "--orphans")) {
-		orphan_bursts(argc > 2 ? atoi(argv[2]) : 1500, argc > 3 ? atoi(argv[3]) : 6000);
+	if (orphans) {
+		orphan_bursts(burst, beside);
 		close(dev);
 		return 0;
 	}
@@ -546,7 +556,7 @@ int main(int argc, char **argv)
 	create_vs_memfd();
 	holes();
 	list_scaling(max);
-	orphan_bursts(1500, 6000);
+	orphan_bursts(burst, beside);
 	close(dev);
 	return 0;
 }
