@@ -400,6 +400,70 @@ TEST(processes_of_two_users_race_and_die)
 }
 
 /*
+ * The same race across pid namespaces: each container keeps its own
+ * orphans (a list per account and namespace, at a limit of 2 here, so
+ * deaths evict), made and freed while racers in the host and in the
+ * other containers create, release and open guessed IDs. Two containers
+ * are killed mid-race, their slabs orphaned under the others' feet.
+ */
+static int container_chaos(long long ms, long long kill_after_ms)
+{
+	int status;
+	pid_t inner;
+
+	if (unshare(CLONE_NEWPID))
+		return 80;
+	inner = chaos_process(ms);
+	if (inner < 0)
+		return 81;
+	if (kill_after_ms) {
+		usleep(kill_after_ms * 1000);
+		kill(inner, SIGKILL);
+	}
+	if (waitpid(inner, &status, 0) != inner)
+		return 82;
+	if (kill_after_ms)
+		return WIFSIGNALED(status) || WIFEXITED(status) ? 0 : 83;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 84;
+}
+
+TEST(containers_race_and_die)
+{
+	long long ms = RACE_MS;
+	struct bt_params saved;
+	int status, i;
+	pid_t p[6];
+
+	if (geteuid())
+		SKIP(return, "needs root (pid namespaces, the orphan limit)");
+	bt_params_save(&saved);
+	ASSERT_TRUE(saved.ok);
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 2));
+	newest = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, newest);
+	for (i = 0; i < 4; i++) {
+		p[i] = fork();
+		ASSERT_LE(0, p[i]);
+		if (!p[i])
+			_exit(container_chaos(ms, i < 2 ? ms / 3 : 0));
+	}
+	for (i = 4; i < 6; i++) {
+		p[i] = chaos_process(ms);
+		ASSERT_LE(0, p[i]);
+	}
+	for (i = 0; i < 6; i++) {
+		ASSERT_EQ(p[i], waitpid(p[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("racer %d", i);
+	}
+	munmap(newest, PG);
+	newest = NULL;
+	EXPECT_EQ(0, bt_params_restore(&saved));
+	bt_clean_orphans();
+}
+
+/*
  * A thread creates while another one execs: the new program is not the
  * creator of what the old one made, whatever the interleaving. The
  * exec'd blamer_slabctl lists its user's slabs; none of the old
