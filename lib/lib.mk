@@ -26,7 +26,7 @@ LIB_WRITER_SRCS := $(addprefix $(SRC)/lib/writer/,error.c sys.c clock_choose.c r
 LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c record.c \
 		     decode_process.c decode_thread.c decode_userdata.c decode_module.c \
 		     decode_drops.c parent_claim.c \
-		     decode_log.c decode_dag.c decode_metric.c module_index.c parse.c carry.c keep.c alive.c fd_keep.c dir_list.c dir_trust.c dir_buf.c dir_read.c dir_dead.c dir_comm.c dir.c dev.c pipeline.c series.c attrib.c names.c metric_names.c \
+		     decode_log.c decode_dag.c decode_metric.c def_share.c module_index.c parse.c carry.c keep.c alive.c fd_keep.c dir_list.c dir_trust.c dir_buf.c dir_read.c dir_dead.c dir_comm.c dir.c dev.c pipeline.c series.c attrib.c names.c metric_names.c \
 		     reader.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json_metric.c json.c prom.c prom_text.c \
 						  prom_metric.c prom_fleet.c fleet.c fleet_state.c \

@@ -126,6 +126,27 @@ struct rd_seen {
 };
 _Static_assert(BLAMER_MAX_SLABS <= 64, "rd_seen.cleared has a bit per slab");
 
+/* Metric definitions decoded in this snapshot, by their bytes
+ * (def_share.c): a heap whose definition another heap has decoded
+ * takes that decoding. */
+#define RD_DEFSHARE_MAX		64u
+struct rd_defshare {
+	struct rd_defshare_slot *slot;
+	unsigned char *keys;	/* the bytes of each definition noted */
+	uint32_t n;
+	uint64_t seed;		/* secret, chosen once per reader */
+};
+/* @r's decoding into @d if a heap of this snapshot decoded the same bytes. */
+bool rd_defshare_get(struct rd_defshare *t, const struct blamer_metric_def_rec *r,
+		     struct blamer_snap_metric_def *d);
+/* Notes @d as the decoding of @r's bytes (if there is room). */
+void rd_defshare_put(struct rd_defshare *t, const struct blamer_metric_def_rec *r,
+		     const struct blamer_snap_metric_def *d);
+/* Forgets every note: at the start and end of each snapshot, whose
+ * strings the notes point to. */
+void rd_defshare_reset(struct rd_defshare *t);
+void rd_defshare_free(struct rd_defshare *t);
+
 #define RD_SCRATCH_ARRAYS	10
 struct rd_scratch {
 	struct rd_grow {
@@ -141,9 +162,10 @@ struct rd_scratch {
 	 * for the next heap (a calloc() and a free() each per heap were
 	 * 4 % of a scrape) */
 	struct rd_seen listed, shards;
+	struct rd_defshare share;	/* this snapshot's definitions */
 };
-/* Frees the arrays and bitmaps (the caller frees defs first:
- * rd_defmap_free()). */
+/* Frees the arrays and bitmaps (the caller frees defs and share first:
+ * rd_defmap_free(), rd_defshare_free()). */
 void rd_scratch_free(struct rd_scratch *sc);
 
 /* What a snapshot holds is what the format can hold, plus a NUL. */
@@ -188,6 +210,7 @@ static inline bool rd_version_ok(uint32_t v)
  *   parse.c                   one heap: checks, then the record list
  *   decode_thread.c           a thread's stack (its activities' user data)
  *   decode_*.c                one decoder per record type
+ *   def_share.c               metric definitions decoded once per snapshot
  *   module_index.c            the modules as a table of address ranges
  *   record.c  slabs.c         block and owner checks, arrays, strings; slab and
  *                             heap headers

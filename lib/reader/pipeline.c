@@ -93,6 +93,7 @@ int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 	ret = ops->list(r, s, err, errlen);
 	if (ret)
 		return ret;	/* nothing listed: what was kept stays */
+	rd_defshare_reset(&r->scratch.share);
 	while ((w.n = ops->next(r))) {
 		bool live, full;
 		size_t defs;
@@ -126,6 +127,7 @@ int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			rd_keep_add(&r->keep, s, w.p, defs, w.ks, w.n);
 	}
 	ops->end(r);
+	rd_defshare_reset(&r->scratch.share);	/* its notes point into @s */
 	if (flags & BLAMER_READ_KEEP_DEAD)
 		rd_keep_swap(&r->keep);
 	return ret;

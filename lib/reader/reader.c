@@ -140,6 +140,7 @@ void blamer_reader_close(struct blamer_reader *r)
 		close(r->devfd);
 	free(r->buf);
 	rd_defmap_free(&r->scratch.defs);	/* decode_metric.c's, kept in the scratch */
+	rd_defshare_free(&r->scratch.share);	/* and def_share.c's */
 	rd_scratch_free(&r->scratch);
 	rd_pool_put(r->pool);
 	free(r);

@@ -113,7 +113,7 @@ void rd_scratch_free(struct rd_scratch *sc)
 		free(sc->a[i].buf);
 	rd_seen_free(&sc->listed);
 	rd_seen_free(&sc->shards);
-	memset(sc, 0, sizeof(*sc));	/* sc->defs: freed by its owner first */
+	memset(sc, 0, sizeof(*sc));	/* defs, share: freed by their owners first */
 }
 
 void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)

@@ -25,6 +25,7 @@
 
 #include "testsupport.h"
 #include "rtest.h"
+#include "where.h"
 
 /* Why the snapshot skipped the directory entry @name, or "". */
 static const char *skipped_why(const struct blamer_snapshot *s, const char *name)
@@ -41,6 +42,47 @@ static const char *skipped_why(const struct blamer_snapshot *s, const char *name
  * Status sums the writes every heap dropped, dead heaps included, by
  * reason, and says how many heaps dropped any, in its JSON too.
  */
+/*
+ * A slab file's name is written without snprintf() (where.c): every
+ * writer and reader must still agree with it byte for byte, at the
+ * extremes and cut short as snprintf() cuts.
+ */
+TEST(slab_names_are_what_snprintf_writes)
+{
+	static const int64_t pids[] = { 1, 7, 4194304, INT32_MAX, INT64_MAX, -1, INT64_MIN };
+	static const uint64_t starts[] = { 0, 5, 1234567890123ull, UINT64_MAX };
+	static const uint32_t seqs[] = { 0, 1, UINT32_MAX }, idxs[] = { 0, 9, 63 };
+	char want[128], got[128];
+	size_t a, b, c, d, len;
+
+	for (a = 0; a < sizeof(pids) / sizeof(pids[0]); a++)
+		for (b = 0; b < sizeof(starts) / sizeof(starts[0]); b++)
+			for (c = 0; c < 3; c++)
+				for (d = 0; d < 3; d++) {
+					int n = seqs[c] ?
+						snprintf(want, sizeof(want), "%" PRId64 "-%" PRIu64 "-%u.%u.slab",
+							 pids[a], starts[b], seqs[c], idxs[d]) :
+						snprintf(want, sizeof(want), "%" PRId64 "-%" PRIu64 ".%u.slab",
+							 pids[a], starts[b], idxs[d]);
+
+					memset(got, 'x', sizeof(got));
+					ASSERT_EQ(n, bl_slab_name(got, sizeof(got), pids[a], starts[b],
+								  seqs[c], idxs[d]));
+					ASSERT_STREQ(want, got);
+					/* cut short: what fits, and a NUL */
+					for (len = 0; len <= (size_t)n + 1; len += 7) {
+						memset(got, 'x', sizeof(got));
+						ASSERT_EQ(n, bl_slab_name(got, len, pids[a], starts[b],
+									  seqs[c], idxs[d]));
+						if (len)
+							ASSERT_EQ(0, strncmp(want, got, len - 1));
+						if (len)
+							ASSERT_EQ('\0', got[len - 1 < (size_t)n ? len - 1 : (size_t)n]);
+						ASSERT_EQ('x', got[len]);
+					}
+				}
+}
+
 TEST(status_sums_the_drops_of_every_heap)
 {
 	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };

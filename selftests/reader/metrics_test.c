@@ -443,4 +443,83 @@ TEST(definitions_are_chosen_per_uid)
 	ASSERT_EQ(0, system(cmd));
 }
 
+/*
+ * A definition decoded once per snapshot (def_share.c) is still each
+ * heap's own: 80 heaps give "reqs" byte for byte alike (shared: one
+ * decoding) and "lat" alike in kind and name but each with bounds of its
+ * own (the bytes the table does not hash: every one in one chain, most
+ * past the slots a lookup looks at). Each heap must show its own bounds;
+ * and a long-lived reader's second snapshot, taken after the first is
+ * freed, must not see the first's strings (ASan would catch a note left).
+ */
+TEST(definitions_shared_in_a_snapshot_are_each_heaps_own)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_KEEP_DEAD };
+	enum { N = 80 };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h;
+	char dir[] = "/tmp/blamer-share-XXXXXX", e[256], cmd[128];
+	size_t i, k, round;
+	blamer_ref d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < N; i++) {
+		const double b[2] = { 0.5 + (double)i, 1000 + (double)i };
+		const uint64_t c[3] = { 1, 0, 0 };
+
+		fx_init(&h, 1, 16384, 3999401 + (int64_t)i, 1 + (int64_t)i);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		d = fx_metric_def(&h, "reqs", BLAMER_METRIC_COUNTER, 0, "route", 1, NULL, 0);
+		fx_metric(&h, d, "/a", 3, 1, NULL);
+		d = fx_metric_def(&h, "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, b, 2);
+		fx_metric(&h, d, "", 0, 0.25, c);
+		ASSERT_EQ(0, fx_write_dir(&h, dir, 3999401 + (int64_t)i, 1 + (int64_t)i));
+		fx_free(&h);
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	for (round = 0; round < 2; round++) {
+		const char *help0 = NULL;
+
+		ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+		ASSERT_EQ(N, s->nprocs);
+		for (i = 0; i < N; i++) {
+			const struct blamer_snap_process *p = &s->procs[i];
+			double lo = 0.5 + (double)(p->pid - 3999401);
+
+			ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("pid %d", (int)p->pid);
+			ASSERT_EQ(2, p->nmetric_defs);
+			for (k = 0; k < 2; k++) {
+				const struct blamer_snap_metric_def *md = &p->metric_defs[k];
+
+				if (!strcmp(md->name, "reqs")) {
+					EXPECT_STREQ("help of reqs", md->help);
+					EXPECT_STREQ("route", md->labels[0]);
+					/* in the first round every heap is read:
+					 * one decoding, its strings shared */
+					if (!help0)
+						help0 = md->help;
+					else if (!round)
+						EXPECT_EQ(help0, md->help);
+				} else {
+					EXPECT_STREQ("lat", md->name);
+					ASSERT_EQ(3, md->nbuckets);
+					EXPECT_EQ(lo, md->upper[0]) TH_LOG("pid %d", (int)p->pid);
+					EXPECT_EQ(lo + 999.5, md->upper[1]);
+				}
+			}
+			ASSERT_EQ(2, p->nmetrics);
+		}
+		/* "lat": one series per set of bounds, never merged */
+		EXPECT_EQ(N - 1, s->metric_conflicts);
+		blamer_snapshot_free(s);
+	}
+	blamer_reader_close(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN

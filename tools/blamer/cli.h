@@ -84,6 +84,9 @@ int check_source(const struct cli *c, struct blamer_reader *r);
 /* The one line saying a snapshot of @r found no heaps (stderr; not with
  * --json), with the module hint when the dir backend was a fallback. */
 void note_empty(const struct cli *c, const struct blamer_reader *r);
+/* The soft limit of descriptors raised to the hard one, for a reader
+ * that serves or refreshes (export --listen/--interval, top). */
+void raise_nofile(void);
 /* Open the reader and take a snapshot (flags: BLAMER_READ_*); with no
  * heaps, note_empty(). */
 int take(struct cli *c, uint32_t flags, struct blamer_reader **r,

@@ -370,6 +370,8 @@ int cmd_export(struct cli *c)
 		return usage_err("--listen with --output: give --interval S, how often to rewrite it");
 	if (c->per_process && (c->seen & (OPT_STATE | OPT_KEEP)))
 		return usage_err("--per-process folds nothing: --state and --keep-dead are for the service's series");
+	if (serving)
+		raise_nofile();
 	if (c->listen) {
 		lfd = http_listen(c->listen, msg, sizeof(msg), &made);
 		if (lfd == -1)

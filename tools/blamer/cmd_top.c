@@ -537,6 +537,7 @@ int cmd_top(struct cli *c)
 
 	if (c->nargs)
 		return usage_err("top takes no arguments (filter with / on a terminal)");
+	raise_nofile();
 	t.r = blamer_reader_open(&o, e, sizeof(e));
 	if (!t.r)
 		return err("%s", e);
