@@ -13,6 +13,7 @@
  * always exits 0 unless it cannot run.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -639,6 +640,81 @@ static void *monotonic_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * What a new series or path costs as a heap fills: a fresh context makes
+ * BENCH_GROWTH of them (a series of one counter: ask for the handle, add
+ * 1, the add makes the record; a path of depth 2: blamer_path_get(), add
+ * 1), timed over the first 1,024 and over the last half. Flat means the
+ * ratio stays near 1; a walk of the heap (and, for paths, of every
+ * handle) per new one made it grow with their number: 30x for series,
+ * 11x for paths at 16,384. NAN if it cannot run.
+ */
+#define BENCH_GROWTH	16384
+
+static bool grow_one(struct blamer *b, struct blamer_metric *m, int i)
+{
+	uint32_t unit = BLAMER_UNIT_COUNT;
+
+	if (m) {
+		struct blamer_series *s;
+		const char *vv[1];
+		char v[24];
+
+		snprintf(v, sizeof(v), "/route/%d", i);
+		vv[0] = v;
+		s = blamer_metric_series(m, vv, NULL, 0);
+		if (s)
+			blamer_counter_add(s, 1);
+		return s != NULL;
+	} else {
+		uint64_t ids[2] = { blamer_dag_id("bench-growth"), (uint64_t)i + 1 };
+		struct blamer_path *p = blamer_path_get(b, ids, 2, &unit, 1);
+
+		if (p)
+			blamer_path_add(p, 0, 1);
+		return p != NULL;
+	}
+}
+
+static double growth_cost(bool series, double *first, double *late)
+{
+	static const char *const l[] = { "route" };
+	const struct blamer_metric_def d = { .name = "bench_routes", .kind = BLAMER_METRIC_COUNTER,
+					     .labels = l, .nlabels = 1 };
+	char dir[] = "/tmp/blamer-bench-growth-XXXXXX";
+	struct blamer_config c = { .flags = BLAMER_OPEN_NO_MODULES, .slab_size = 1u << 20,
+				   .dir = dir };
+	struct blamer_metric *m = NULL;
+	struct blamer *b;
+	double t0, t1 = 0, t2;
+	int i;
+	bool ok = true;
+
+	if (!mkdtemp(dir))
+		return NAN;
+	if (blamer_open(&c, &b)) {
+		rmdir(dir);
+		return NAN;
+	}
+	if (series)
+		ok = (m = blamer_metric_define(b, &d)) != NULL;
+	t0 = now_ns();
+	for (i = 0; ok && i < BENCH_GROWTH; i++) {
+		if (i == BENCH_GROWTH / 2)
+			t1 = now_ns();
+		if (i == 1024)
+			*first = (now_ns() - t0) / 1024;
+		ok = grow_one(b, m, i);
+	}
+	t2 = now_ns();
+	blamer_close(b);	/* removes its files */
+	rmdir(dir);
+	if (!ok)
+		return NAN;
+	*late = (t2 - t1) / (BENCH_GROWTH / 2);
+	return *late / *first;
+}
+
 /* One line: name, median ns, and (if @vs) the median ratio against @vs. */
 static void row(const char *name, double ns, const char *vs, double ratio, const char *target,
 		int pass)
@@ -676,6 +752,16 @@ static int path_rows(struct blamer *b, struct blamer_path *p, uint64_t *word)
 	row("gauge set (blamer_gauge_set)", y, "path_add", r, "<= 1.5x", r <= 1.5);
 	r = compare_rounds(op_path_add, p, op_gauge_set, m.recent, 100000, &x, &y);
 	row("  gauge set, mostrecent (a clock read)", y, "path_add", r, "(the clock)", -1);
+	r = growth_cost(true, &x, &y);
+	if (r == r) {
+		row("new series, the first 1,024", x, NULL, 0, NULL, -1);
+		row("new series, 8,193rd to 16,384th", y, "first 1,024", r, "flat", -1);
+	}
+	r = growth_cost(false, &x, &y);
+	if (r == r) {
+		row("new path, the first 1,024", x, NULL, 0, NULL, -1);
+		row("new path, 8,193rd to 16,384th", y, "first 1,024", r, "flat", -1);
+	}
 	return 0;
 }
 

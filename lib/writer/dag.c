@@ -6,12 +6,16 @@
  * dag_shard.c), and the names of application units. Ids are the
  * application's, the same in every process (blamer_dag_id() hashes a
  * stable name), so a reader can merge heaps.
- * Finding an existing record walks the list (setup cost, not hot path).
- * A record is made once per heap, without locks: it is written whole,
- * then listed by bl_heap_append_unique(), whose walk from the head looks
- * at every record appended before ours can go in; the loser of a race
- * leaves its copy off the list and uses the winner. Readers still merge
- * by id across processes (each heap has its own records).
+ * Finding an existing node, link or unit walks the list (setup cost, not
+ * hot path: a program has few). Such a record is made once per heap,
+ * without locks: it is written whole, then listed by
+ * bl_heap_append_unique(), whose walk from the head looks at every
+ * record appended before ours can go in; the loser of a race leaves its
+ * copy off the list and uses the winner. A path (a program may have
+ * thousands, and ask for them again) is found by its handle's key in the
+ * context's table and made through it, without a walk (path_make()).
+ * Readers still merge by id across processes (each heap has its own
+ * records).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -220,115 +224,71 @@ int blamer_dag_unit(struct blamer *b, uint32_t unit, const char *name, uint32_t 
 	return got == ref ? 0 : unit_same_name(h, got, unit, name, base);
 }
 
-struct path_key {
-	const uint64_t *ids;
-	const uint32_t *units;
-	unsigned depth, nunits;
-};
-
-static bool path_match(const void *rec, const void *key)
+/* FNV-1a over a path's key (handle_store.c's table). */
+static uint32_t path_hash(const struct blamer_path *k)
 {
-	const struct blamer_dag_path *p = rec;
-	const struct path_key *k = key;
-	unsigned i;
+	const uint8_t *p = (const uint8_t *)k->ids;
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
 
-	if (p->depth != k->depth || memcmp(p->nodes, k->ids, k->depth * sizeof(uint64_t)))
-		return false;
-	for (i = 0; i < BLAMER_DAG_MAX_UNITS; i++)
-		if (p->units[i] != (i < k->nunits ? k->units[i] : BLAMER_UNIT_NONE))
-			return false;
-	return true;
-}
-
-static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
-				    const uint32_t *units, unsigned nunits);
-
-/* handle.c: a path handle in a fork child, its record made again there. */
-static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
-{
-	struct blamer_path *p = (struct blamer_path *)((char *)h - offsetof(struct blamer_path, h));
-
-	/* A failure was counted where the record could not be had. */
-	*ref = path_find_or_make(b, p->ids, p->depth, p->units, p->nunits);
-	return *ref ? bl_ptr(&b->heap, *ref) : NULL;
+	for (i = 0; i < k->depth * sizeof(k->ids[0]); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	p = (const uint8_t *)k->units;
+	for (i = 0; i < sizeof(k->units); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ (h >> 32) ^ k->depth);
 }
 
 /*
- * The handle of path record @ref in @b's current heap, made on first use.
- * Lock-free: a new handle is pushed with a CAS on b->paths, after looking
- * again at whatever other threads pushed meanwhile, so each record has
- * one handle per heap. A handle made before a fork names its record by
- * its key (handle.c) and is found here once it was made again.
+ * The path record of @p in @b's ready heap, made once per handle and
+ * heap, as metric.c's series_make() makes a series': the handle is the
+ * one of its key in the context, so no record of the key can be in the
+ * heap but one made through it, and the heap is not walked. 0 with a
+ * message if it cannot be had.
  */
-static struct blamer_path *path_handle(struct blamer *b, blamer_ref ref, const uint64_t *ids,
-				       unsigned depth, const uint32_t *units, unsigned nunits)
+static blamer_ref path_make(struct blamer *b, struct blamer_path *q)
 {
-	uint64_t rec = (uint64_t)(uintptr_t)bl_ptr(&b->heap, ref);
-	struct blamer_path *head, *seen = NULL, *q, *mine = NULL;
+	struct bl_heap *h = &b->heap;
+	/* Acquire: pairs with the release of the store below: the record is whole. */
+	blamer_ref won = ld_acquire(A64(&q->made)), ref;
+	struct blamer_dag_path *p;
 
-	/* Acquire: pairs with the release CAS below, so the handles found
-	 * are complete. */
-	head = atomic_load_explicit(&b->paths, memory_order_acquire);
-	for (;;) {
-		for (q = head; q != seen; q = q->next) {
-			if (bl_handle_current(&q->h) && ld_relaxed(A64(&q->h.rec)) == rec) {
-				free(mine);
-				return q;
-			}
-		}
-		if (!mine) {
-			mine = calloc(1, sizeof(*mine));
-			if (!mine) {
-				bl_error(ENOMEM, "blamer: no memory for a path handle");
-				return NULL;
-			}
-			mine->id = bl_handle_id();
-			mine->depth = depth;
-			mine->nunits = nunits;
-			memcpy(mine->ids, ids, depth * sizeof(uint64_t));
-			if (nunits)
-				memcpy(mine->units, units, nunits * sizeof(uint32_t));
-			bl_handle_init(&mine->h, b, path_remake, (void *)(uintptr_t)rec, ref);
-		}
-		mine->next = head;
-		seen = head;
-		if (atomic_compare_exchange_weak_explicit(&b->paths, &head, mine,
-							  memory_order_release,
-							  memory_order_acquire))
-			return mine;
+	if (!won) {
+		ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
+		if (!ref)
+			return 0;
+		p = bl_ptr(h, ref);
+		p->depth = q->depth;
+		memcpy(p->nodes, q->ids, q->depth * sizeof(uint64_t));
+		memcpy(p->units, q->units, sizeof(p->units));
+		bl_owner_set(b, &p->owner);
+		if (atomic_compare_exchange_strong_explicit(A64(&q->made), &won, ref,
+							    memory_order_acq_rel,
+							    memory_order_acquire))
+			won = ref;
 	}
+	if (!bl_heap_make_iterable(h, won)) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	return won;
 }
 
-/* The path record of (ids, units) in @b's ready heap, found or made; 0
- * with a message if it cannot be had. */
-static blamer_ref path_find_or_make(struct blamer *b, const uint64_t *ids, unsigned depth,
-				    const uint32_t *units, unsigned nunits)
+/* handle.c: a path handle made current: its record, made at its first
+ * use and again in a fork child. */
+static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
 {
-	struct path_key key = { ids, units, depth, nunits };
-	struct dag_key k = { BLAMER_REC_DAG_PATH, sizeof(struct blamer_dag_path), path_match, &key };
-	struct bl_heap *h = &b->heap;
-	struct blamer_dag_path *p;
-	blamer_ref ref;
+	struct blamer_path *q = (struct blamer_path *)((char *)h - offsetof(struct blamer_path, h));
 
-	ref = find(h, &k);
-	if (ref)
-		return ref;
-	ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
-	if (!ref)
-		return 0;
-	p = bl_ptr(h, ref);
-	p->depth = depth;
-	memcpy(p->nodes, ids, depth * sizeof(uint64_t));
-	if (nunits)
-		memcpy(p->units, units, nunits * sizeof(uint32_t));
-	bl_owner_set(b, &p->owner);
-	return list_once(h, ref, &k);
+	/* A failure was counted where the record could not be had. */
+	*ref = path_make(b, q);
+	return *ref ? bl_ptr(&b->heap, *ref) : NULL;
 }
 
 struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits)
 {
-	blamer_ref ref;
+	struct blamer_path key, *q;
 
 	b = bl_ctx(b);
 	if (!b)
@@ -341,8 +301,16 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	}
 	if (!bl_ready(b))
 		return NULL;
-	ref = path_find_or_make(b, ids, depth, units, nunits);
-	if (!ref)
+	memset(&key, 0, sizeof(key));	/* units past nunits: BLAMER_UNIT_NONE */
+	key.depth = depth;
+	key.nunits = nunits;
+	memcpy(key.ids, ids, depth * sizeof(uint64_t));
+	if (nunits)
+		memcpy(key.units, units, nunits * sizeof(uint32_t));
+	key.hash = path_hash(&key);
+	q = bl_path_handle(b, &key, path_remake);
+	/* its record, made now if this is its first use */
+	if (!q || !bl_handle_rec(&q->h))
 		return NULL;
-	return path_handle(b, ref, ids, depth, units, nunits);
+	return q;
 }

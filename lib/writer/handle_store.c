@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where handles live: the path handles (a list, dag.c), the value
- * handles of blamer_set_*(), the metric handles (a list, metric.c) and
- * the series handles (a table, below): where the fork handler finds
+ * Where handles live: the path and the series handles (tables, below),
+ * the value handles of blamer_set_*() and the metric handles (a list,
+ * metric.c): where the fork handler finds
  * every one to make it stale (handle.c), and frees them with their
  * context. Paths and series share one id space (bl_handle_id()): the key
  * of a thread's shard cache.
@@ -193,6 +193,80 @@ static struct bl_series_table *series_table(struct blamer *b)
 	return t;
 }
 
+/*
+ * Path handles, by key, the same way: a program may get thousands of
+ * paths, and asks for them again (the Python binding's ctx.path() does
+ * at every call): a walk of every handle, after one of the heap, made
+ * the 16,000th path cost 0.7 ms, to make or to find again.
+ */
+#define PATH_BUCKETS	4096u		/* a power of two */
+
+struct bl_path_table {
+	struct blamer_path *_Atomic chain[PATH_BUCKETS];
+};
+
+static bool path_is(const struct blamer_path *a, const struct blamer_path *k)
+{
+	return a->hash == k->hash && a->depth == k->depth &&
+	       !memcmp(a->ids, k->ids, a->depth * sizeof(a->ids[0])) &&
+	       !memcmp(a->units, k->units, sizeof(a->units));
+}
+
+static struct bl_path_table *path_table(struct blamer *b)
+{
+	struct bl_path_table *t = atomic_load_explicit(&b->paths, memory_order_acquire), *mine;
+
+	if (t)
+		return t;
+	mine = calloc(1, sizeof(*mine));
+	if (!mine)
+		return NULL;
+	/* Acq_rel: the table is seen zeroed; on failure, the winner's. */
+	if (atomic_compare_exchange_strong_explicit(&b->paths, &t, mine, memory_order_acq_rel,
+						    memory_order_acquire))
+		return mine;
+	free(mine);
+	return t;
+}
+
+struct blamer_path *bl_path_handle(struct blamer *b, const struct blamer_path *key,
+				   bl_remake_fn remake)
+{
+	struct bl_path_table *t = path_table(b);
+	struct blamer_path *_Atomic *chain, *head, *seen = NULL, *q, *mine = NULL;
+
+	if (!t)
+		goto oom;
+	chain = &t->chain[key->hash & (PATH_BUCKETS - 1)];
+	/* Acquire: pairs with the release CAS below: handles found are whole. */
+	head = atomic_load_explicit(chain, memory_order_acquire);
+	for (;;) {
+		for (q = head; q != seen; q = atomic_load_explicit(&q->next, memory_order_relaxed))
+			if (path_is(q, key)) {
+				free(mine);
+				return q;
+			}
+		if (!mine) {
+			mine = malloc(sizeof(*mine));
+			if (!mine)
+				goto oom;
+			*mine = *key;
+			mine->id = bl_handle_id();
+			mine->made = 0;
+			/* stale: its first use finds or makes its record */
+			bl_handle_init(&mine->h, b, remake, NULL, 0);
+		}
+		atomic_store_explicit(&mine->next, head, memory_order_relaxed);
+		seen = head;
+		if (atomic_compare_exchange_weak_explicit(chain, &head, mine, memory_order_release,
+							  memory_order_acquire))
+			return mine;
+	}
+oom:
+	bl_error(ENOMEM, "blamer: no memory for a path handle");
+	return NULL;
+}
+
 struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
 				       bl_remake_fn remake)
 {
@@ -217,6 +291,7 @@ struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_ser
 			*mine = *key;
 			mine->id = bl_handle_id();
 			mine->home_values = NULL;
+			mine->made = 0;
 			bl_series_homeless(mine);
 			/* stale: its first use finds or makes its record */
 			bl_handle_init(&mine->h, b, remake, NULL, 0);
@@ -236,14 +311,20 @@ oom:
 void bl_handles_forked(struct blamer *b)
 {
 	/* Relaxed: the fork child has one thread, in its fork handler. */
-	struct blamer_path *q = atomic_load_explicit(&b->paths, memory_order_relaxed);
+	struct bl_path_table *pt = atomic_load_explicit(&b->paths, memory_order_relaxed);
 	struct bl_value_table *t = atomic_load_explicit(&b->values, memory_order_relaxed);
 	struct blamer_metric *m = atomic_load_explicit(&b->metrics, memory_order_relaxed);
 	struct bl_series_table *st = atomic_load_explicit(&b->series, memory_order_relaxed);
 	uint32_t i;
 
-	for (; q; q = q->next)
-		bl_handle_stale(&q->h);
+	for (i = 0; pt && i < PATH_BUCKETS; i++) {
+		struct blamer_path *q = atomic_load_explicit(&pt->chain[i], memory_order_relaxed);
+
+		for (; q; q = atomic_load_explicit(&q->next, memory_order_relaxed)) {
+			bl_handle_stale(&q->h);
+			st_relaxed(A64(&q->made), 0);	/* the parent's heap's */
+		}
+	}
 	for (i = 0; t && i < VALUE_SLOTS; i++) {
 		struct blamer_value *v = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
 
@@ -257,6 +338,7 @@ void bl_handles_forked(struct blamer *b)
 
 		for (; s; s = atomic_load_explicit(&s->next, memory_order_relaxed)) {
 			bl_handle_stale(&s->h);
+			st_relaxed(A64(&s->made), 0);	/* the parent's heap's */
 			bl_series_homeless(s);
 		}
 	}
@@ -264,17 +346,22 @@ void bl_handles_forked(struct blamer *b)
 
 void bl_handles_free(struct blamer *b)
 {
-	struct blamer_path *q = atomic_exchange(&b->paths, NULL), *next;
+	struct bl_path_table *pt = atomic_exchange(&b->paths, NULL);
 	struct bl_value_table *t = atomic_exchange(&b->values, NULL);
 	struct blamer_metric *m = atomic_exchange(&b->metrics, NULL), *mn;
 	struct bl_series_table *st = atomic_exchange(&b->series, NULL);
 	struct chunk *c, *cn;
 	uint32_t i;
 
-	for (; q; q = next) {
-		next = q->next;
-		free(q);
+	for (i = 0; pt && i < PATH_BUCKETS; i++) {
+		struct blamer_path *q = atomic_load(&pt->chain[i]), *qn;
+
+		for (; q; q = qn) {
+			qn = atomic_load(&q->next);
+			free(q);
+		}
 	}
+	free(pt);
 	for (; m; m = mn) {
 		mn = m->next;
 		free(m->table);

@@ -453,17 +453,23 @@ static inline void bl_shard_cache_clear(struct bl_tls *t)
  * What blamer_path_get() returns: process memory, not the heap record,
  * because blamer_path_add() takes no context and its slow path needs
  * one, and because a fork child re-makes the record in its own heap
- * (handle.c) from the key kept here. Made once per path record; freed
- * when the context closes.
+ * (handle.c) from the key kept here. One per key (ids and units) and
+ * context, found by it in the context's path table (handle_store.c);
+ * freed when the context closes.
  */
 struct blamer_path {
 	uint64_t id;		/* process-unique, never reused: the shard cache key
 				 * (first: the add's hit loads only it) */
 	struct bl_handle h;	/* the DAG_PATH record */
+	/* atomic: the DAG_PATH record made through this handle in this
+	 * process's heap, 0: none yet (zeroed in a fork child) */
+	uint64_t made;
+	/* the key: units past nunits are BLAMER_UNIT_NONE */
+	uint32_t hash;
 	uint32_t depth, nunits;
 	uint64_t ids[BLAMER_DAG_MAX_DEPTH];
 	uint32_t units[BLAMER_DAG_MAX_UNITS];
-	struct blamer_path *next;	/* b->paths */
+	struct blamer_path *_Atomic next;	/* its chain in the path table */
 };
 
 /*
@@ -517,6 +523,9 @@ struct blamer_series {
 	uint64_t *home_values;
 	struct bl_hist_fast fast;	/* histograms: the bucket lookup (its table: the metric's) */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
+	/* atomic: the METRIC record made through this handle in this
+	 * process's heap, 0: none yet (zeroed in a fork child) */
+	uint64_t made;
 	bool stamped;		/* a mostrecent gauge: sets store the time */
 	struct bl_hist hist;	/* histograms: the buckets */
 	struct blamer_metric *m;
@@ -557,7 +566,7 @@ struct blamer {
 	uint32_t data_id;
 	blamer_ref process;
 	blamer_ref parts[BL_PARTS];	/* atomic: made on first use (bl_part()), 0: not yet */
-	struct blamer_path *_Atomic paths;	/* handles made by blamer_path_get() */
+	struct bl_path_table *_Atomic paths;	/* handles made by blamer_path_get() */
 	struct bl_value_table *_Atomic values;	/* handles made by blamer_set_*() */
 	struct blamer_metric *_Atomic metrics;	/* handles made by blamer_metric_define() */
 	struct bl_series_table *_Atomic series;	/* handles made by blamer_metric_series() */
@@ -648,6 +657,11 @@ uint64_t bl_handle_id(void);
  * use) if there is none yet; NULL (counted) out of memory. */
 struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
 				       bl_remake_fn remake);
+/* handle_store.c: the path handle of @key's ids and units in @b, found,
+ * or made from @key (stale: made current by its first use) if there is
+ * none yet; NULL out of memory. */
+struct blamer_path *bl_path_handle(struct blamer *b, const struct blamer_path *key,
+				   bl_remake_fn remake);
 /* handle_store.c: a fork child's: every handle of @b is stale (its
  * record is the parent's), and no series has a home thread (its shard
  * is the parent's). */

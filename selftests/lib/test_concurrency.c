@@ -3,7 +3,8 @@
  * Concurrency tests of the writer (run under TSan as suite lib-tsan and
  * under ASan/UBSan with the others): allocation to full from 16 threads,
  * walking the list while others append, re-typing races, growth races,
- * thread churn, measurements (exact, read while added, from signal
+ * thread churn, first uses of series (and again in a fork child),
+ * measurements (exact, read while added, from signal
  * handlers, over thread churn), pushes from signal handlers, and the
  * reader's "now" against activities pushed while it reads.
  */
@@ -1101,6 +1102,139 @@ TEST_F(ctx, dag_first_creations_race)
 		ASSERT_EQ(1, seen) TH_LOG("%s", name);
 	}
 	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/*
+ * The first uses of a series race (metric.c's series_make()): threads
+ * that find a handle stale at once each make a record, one is listed,
+ * and every add is in it; in a fork child, where every handle is stale
+ * again, the same in the child's own heap. Odd rounds race on a handle
+ * made before; even ones ask for it at once (the series table's CAS)
+ * and then race on it.
+ */
+enum { SERIES_ROUNDS = 150 };
+
+struct series_arg {
+	struct blamer_metric *m;
+	struct blamer_series **pre;
+	atomic_uint *arrived;
+	int bad;
+};
+
+static void *series_racer(void *p)
+{
+	struct series_arg *a = p;
+	const char *vv[1];
+	char v[16];
+	int i;
+
+	vv[0] = v;
+	for (i = 0; i < SERIES_ROUNDS; i++) {
+		struct blamer_series *s = a->pre[i];
+
+		race_start(a->arrived, i);
+		if (!s) {
+			snprintf(v, sizeof(v), "/r/%d", i);
+			s = blamer_metric_series(a->m, vv, NULL, 0);
+		}
+		a->bad += !s;
+		if (s)
+			blamer_counter_add(s, 1);
+	}
+	return NULL;
+}
+
+/* RACE_THREADS racers over @pre: false if one could not be started. */
+static bool series_race(struct blamer_metric *m, struct blamer_series **pre, int *bad)
+{
+	struct series_arg args[RACE_THREADS];
+	pthread_t th[RACE_THREADS];
+	atomic_uint arrived = 0;
+	int i;
+
+	for (i = 0; i < RACE_THREADS; i++) {
+		args[i] = (struct series_arg){ .m = m, .pre = pre, .arrived = &arrived };
+		if (pthread_create(&th[i], NULL, series_racer, &args[i]))
+			return false;
+	}
+	*bad = 0;
+	for (i = 0; i < RACE_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		*bad += args[i].bad;
+	}
+	return true;
+}
+
+/* What @b's heap shows of the race: "" if one record per series, each
+ * with every add, else what is wrong (in @why). */
+static const char *series_raced(struct blamer *b, char *why, size_t len)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	uint32_t k;
+
+	for (k = 0; k < b->heap.nslabs; k++) {
+		m[k].data = b->heap.slabs[k].base;
+		m[k].size = b->heap.slabs[k].size;
+	}
+	if (blamer_snapshot_from_memory(m, b->heap.nslabs, &s))
+		return "no snapshot";
+	p = &s->procs[0];
+	why[0] = '\0';
+	if (p->health != BLAMER_HEALTH_OK)
+		snprintf(why, len, "health %d: %s", (int)p->health, p->problem);
+	else if (p->nmetrics != SERIES_ROUNDS)
+		snprintf(why, len, "%zu series records, not %d", p->nmetrics, SERIES_ROUNDS);
+	for (k = 0; !why[0] && k < p->nmetrics; k++)
+		if (p->metrics[k].value != RACE_THREADS)
+			snprintf(why, len, "series %s: %g adds, not %d", p->metrics[k].values[0],
+				 p->metrics[k].value, RACE_THREADS);
+	blamer_snapshot_free(s);
+	return why;
+}
+
+TEST_F(ctx, series_first_uses_race)
+{
+	static const char *const l[] = { "route" };
+	const struct blamer_metric_def d = { .name = "raced", .kind = BLAMER_METRIC_COUNTER,
+					     .labels = l, .nlabels = 1 };
+	struct blamer_series *pre[SERIES_ROUNDS] = { 0 };
+	struct blamer_metric *m;
+	struct blamer_config c;
+	struct blamer *b;
+	const char *vv[1];
+	char v[16], why[160];
+	int i, bad, status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	m = blamer_metric_define(b, &d);
+	ASSERT_NE(NULL, m) TH_LOG("%s", blamer_errmsg());
+	vv[0] = v;
+	for (i = 1; i < SERIES_ROUNDS; i += 2) {
+		snprintf(v, sizeof(v), "/r/%d", i);
+		pre[i] = blamer_metric_series(m, vv, NULL, 0);
+		ASSERT_NE(NULL, pre[i]);
+	}
+	ASSERT_TRUE(series_race(m, pre, &bad));
+	ASSERT_EQ(0, bad) TH_LOG("%s", blamer_errmsg());
+	EXPECT_STREQ("", series_raced(b, why, sizeof(why)));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		bool ok = series_race(m, pre, &bad) && !bad &&
+			  !strcmp("", series_raced(b, why, sizeof(why)));
+
+		if (!ok)
+			fprintf(stderr, "# child: %d bad, %s\n", bad, why);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
 	t_close(self, b);
 }
 
