@@ -430,7 +430,9 @@ void blamer_histogram_observe(struct blamer_series *s, double v);
  * The reader turns every heap the caller may see into one snapshot: plain
  * data, copied out of the heaps and validated, that stays valid until
  * blamer_snapshot_free(). Nothing in a snapshot points into shared memory.
- * See Documentation/reader.rst.
+ * Its strings are the snapshot's, read-only: processes whose heaps hold
+ * the same metric definition may share one copy of its help, labels and
+ * bounds. See Documentation/reader.rst.
  */
 /* blamer_reader_opts.flags */
 #define BLAMER_READ_HEADERS_ONLY (1u << 0) /* slab/heap headers + process record */
