@@ -610,7 +610,8 @@ void bl_owner_set(struct blamer *b, struct blamer_owner *o);
  * same type and size if @reuse. 0 and a message on failure. */
 blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool reuse);
 /* Allocates a zeroed, typed record not yet on the list (the caller fills
- * it, then lists it: bl_heap_append_unique()). 0 and a message on failure. */
+ * it, then lists it: bl_heap_append_unique(), or bl_heap_make_iterable()
+ * once its handle made it the one). 0 and a message on failure. */
 blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size);
 /* Retires a record: data_id 0 first, then the type. */
 void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type);
