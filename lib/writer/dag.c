@@ -239,35 +239,58 @@ static uint32_t path_hash(const struct blamer_path *k)
 	return (uint32_t)(h ^ (h >> 32) ^ k->depth);
 }
 
+void bl_path_key(struct blamer_path *key, const uint64_t *ids, unsigned depth,
+		 const uint32_t *units, unsigned nunits)
+{
+	memset(key, 0, sizeof(*key));	/* units past nunits: BLAMER_UNIT_NONE */
+	key->depth = depth;
+	key->nunits = nunits;
+	memcpy(key->ids, ids, depth * sizeof(uint64_t));
+	if (nunits)
+		memcpy(key->units, units, nunits * sizeof(uint32_t));
+	key->hash = path_hash(key);
+}
+
+/* A DAG_PATH record of @q's key in @b's heap, filled, not listed; 0 with
+ * a message if the heap has no room. */
+static blamer_ref path_record(struct blamer *b, const struct blamer_path *q)
+{
+	struct blamer_dag_path *p;
+	blamer_ref ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
+
+	if (!ref)
+		return 0;
+	p = bl_ptr(&b->heap, ref);
+	p->depth = q->depth;
+	memcpy(p->nodes, q->ids, q->depth * sizeof(uint64_t));
+	memcpy(p->units, q->units, sizeof(p->units));
+	bl_owner_set(b, &p->owner);
+	return ref;
+}
+
 /*
- * The path record of @p in @b's ready heap, made once per handle and
+ * The path record of @q in @b's ready heap, made once per handle and
  * heap, as metric.c's series_make() makes a series': the handle is the
  * one of its key in the context, so no record of the key can be in the
- * heap but one made through it, and the heap is not walked. 0 with a
- * message if it cannot be had.
+ * heap but one made through it, and the heap is not walked. Used in a
+ * fork child, where every handle is stale at once. 0 with a message if
+ * it cannot be had.
  */
 static blamer_ref path_make(struct blamer *b, struct blamer_path *q)
 {
-	struct bl_heap *h = &b->heap;
 	/* Acquire: pairs with the release of the store below: the record is whole. */
 	blamer_ref won = ld_acquire(A64(&q->made)), ref;
-	struct blamer_dag_path *p;
 
 	if (!won) {
-		ref = bl_record_alloc(b, BLAMER_REC_DAG_PATH, sizeof(*p));
+		ref = path_record(b, q);
 		if (!ref)
 			return 0;
-		p = bl_ptr(h, ref);
-		p->depth = q->depth;
-		memcpy(p->nodes, q->ids, q->depth * sizeof(uint64_t));
-		memcpy(p->units, q->units, sizeof(p->units));
-		bl_owner_set(b, &p->owner);
 		if (atomic_compare_exchange_strong_explicit(A64(&q->made), &won, ref,
 							    memory_order_acq_rel,
 							    memory_order_acquire))
 			won = ref;
 	}
-	if (!bl_heap_make_iterable(h, won)) {
+	if (!bl_heap_make_iterable(&b->heap, won)) {
 		bl_error(EIO, "blamer: the heap is corrupt");
 		return 0;
 	}
@@ -285,10 +308,30 @@ static void *path_remake(struct bl_handle *h, struct blamer *b, blamer_ref *ref)
 	return *ref ? bl_ptr(&b->heap, *ref) : NULL;
 }
 
+/*
+ * @q, its record current (made again first in a fork child) and listed:
+ * by the thread that made it, right after it put the handle in the
+ * table, or, if that thread has not yet (or never will), by us (a plain
+ * load when it is listed). NULL with a message if it cannot be.
+ */
+static struct blamer_path *path_listed(struct blamer *b, struct blamer_path *q)
+{
+	const struct blamer_block *rec = bl_handle_rec(&q->h);
+
+	if (!rec)
+		return NULL;
+	if (!ld_acquire(A64(&rec->next)) &&
+	    !bl_heap_make_iterable(&b->heap, bl_handle_ref(&q->h))) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return NULL;
+	}
+	return q;
+}
+
 struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsigned depth,
 				    const uint32_t *units, unsigned nunits)
 {
-	struct blamer_path key, *q;
+	struct blamer_path key, *q, *mine;
 
 	b = bl_ctx(b);
 	if (!b)
@@ -301,16 +344,28 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	}
 	if (!bl_ready(b))
 		return NULL;
-	memset(&key, 0, sizeof(key));	/* units past nunits: BLAMER_UNIT_NONE */
-	key.depth = depth;
-	key.nunits = nunits;
-	memcpy(key.ids, ids, depth * sizeof(uint64_t));
-	if (nunits)
-		memcpy(key.units, units, nunits * sizeof(uint32_t));
-	key.hash = path_hash(&key);
-	q = bl_path_handle(b, &key, path_remake);
-	/* its record, made now if this is its first use */
-	if (!q || !bl_handle_rec(&q->h))
+	bl_path_key(&key, ids, depth, units, nunits);
+	q = bl_path_find(b, &key);
+	if (q)
+		return path_listed(b, q);
+	/* A new path: its record first, then its handle, so that a path the
+	 * heap has no room for leaves no handle (a key per request would
+	 * keep one each, for nothing). */
+	mine = malloc(sizeof(*mine));
+	if (!mine) {
+		bl_error(ENOMEM, "blamer: no memory for a path handle");
 		return NULL;
-	return q;
+	}
+	*mine = key;
+	mine->id = bl_handle_id();
+	mine->made = path_record(b, mine);
+	if (!mine->made) {
+		free(mine);
+		return NULL;
+	}
+	bl_handle_init(&mine->h, b, path_remake, bl_ptr(&b->heap, mine->made), mine->made);
+	q = bl_path_publish(b, mine);
+	if (q != mine)
+		free(mine);	/* another thread's went in first: ours stays off the list */
+	return q ? path_listed(b, q) : NULL;
 }

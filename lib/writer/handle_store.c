@@ -197,7 +197,9 @@ static struct bl_series_table *series_table(struct blamer *b)
  * Path handles, by key, the same way: a program may get thousands of
  * paths, and asks for them again (the Python binding's ctx.path() does
  * at every call): a walk of every handle, after one of the heap, made
- * the 16,000th path cost 0.7 ms, to make or to find again.
+ * the 16,000th path cost 0.7 ms, to make or to find again. A path's
+ * handle goes in once its record is made (dag.c): a key the heap has no
+ * room for leaves no handle behind.
  */
 #define PATH_BUCKETS	4096u		/* a power of two */
 
@@ -229,42 +231,42 @@ static struct bl_path_table *path_table(struct blamer *b)
 	return t;
 }
 
-struct blamer_path *bl_path_handle(struct blamer *b, const struct blamer_path *key,
-				   bl_remake_fn remake)
+struct blamer_path *bl_path_find(struct blamer *b, const struct blamer_path *key)
 {
-	struct bl_path_table *t = path_table(b);
-	struct blamer_path *_Atomic *chain, *head, *seen = NULL, *q, *mine = NULL;
+	/* Acquire: pairs with the release CAS below: handles found are whole. */
+	struct bl_path_table *t = atomic_load_explicit(&b->paths, memory_order_acquire);
+	struct blamer_path *q;
 
 	if (!t)
-		goto oom;
-	chain = &t->chain[key->hash & (PATH_BUCKETS - 1)];
-	/* Acquire: pairs with the release CAS below: handles found are whole. */
+		return NULL;
+	q = atomic_load_explicit(&t->chain[key->hash & (PATH_BUCKETS - 1)], memory_order_acquire);
+	for (; q; q = atomic_load_explicit(&q->next, memory_order_relaxed))
+		if (path_is(q, key))
+			return q;
+	return NULL;
+}
+
+struct blamer_path *bl_path_publish(struct blamer *b, struct blamer_path *mine)
+{
+	struct bl_path_table *t = path_table(b);
+	struct blamer_path *_Atomic *chain, *head, *seen = NULL, *q;
+
+	if (!t) {
+		bl_error(ENOMEM, "blamer: no memory for the path table");
+		return NULL;
+	}
+	chain = &t->chain[mine->hash & (PATH_BUCKETS - 1)];
 	head = atomic_load_explicit(chain, memory_order_acquire);
 	for (;;) {
 		for (q = head; q != seen; q = atomic_load_explicit(&q->next, memory_order_relaxed))
-			if (path_is(q, key)) {
-				free(mine);
+			if (path_is(q, mine))
 				return q;
-			}
-		if (!mine) {
-			mine = malloc(sizeof(*mine));
-			if (!mine)
-				goto oom;
-			*mine = *key;
-			mine->id = bl_handle_id();
-			mine->made = 0;
-			/* stale: its first use finds or makes its record */
-			bl_handle_init(&mine->h, b, remake, NULL, 0);
-		}
 		atomic_store_explicit(&mine->next, head, memory_order_relaxed);
 		seen = head;
 		if (atomic_compare_exchange_weak_explicit(chain, &head, mine, memory_order_release,
 							  memory_order_acquire))
 			return mine;
 	}
-oom:
-	bl_error(ENOMEM, "blamer: no memory for a path handle");
-	return NULL;
 }
 
 struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,

@@ -658,11 +658,17 @@ uint64_t bl_handle_id(void);
  * use) if there is none yet; NULL (counted) out of memory. */
 struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
 				       bl_remake_fn remake);
-/* handle_store.c: the path handle of @key's ids and units in @b, found,
- * or made from @key (stale: made current by its first use) if there is
- * none yet; NULL out of memory. */
-struct blamer_path *bl_path_handle(struct blamer *b, const struct blamer_path *key,
-				   bl_remake_fn remake);
+/* dag.c: @key made the key of a path (@depth ids, @nunits units: checked
+ * by the caller), with its hash. */
+void bl_path_key(struct blamer_path *key, const uint64_t *ids, unsigned depth,
+		 const uint32_t *units, unsigned nunits);
+/* handle_store.c: the path handle of @key's ids and units in @b, or
+ * NULL if there is none yet. */
+struct blamer_path *bl_path_find(struct blamer *b, const struct blamer_path *key);
+/* handle_store.c: @mine (a new path handle) put in @b's table, unless a
+ * handle of its key is there first: the one in the table (@mine is then
+ * the caller's to free); NULL (a message) if the table cannot be had. */
+struct blamer_path *bl_path_publish(struct blamer *b, struct blamer_path *mine);
 /* handle_store.c: a fork child's: every handle of @b is stale (its
  * record is the parent's), and no series has a home thread (its shard
  * is the parent's). */

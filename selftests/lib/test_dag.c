@@ -334,4 +334,43 @@ TEST_F(ctx, full_heap_adds_to_the_path_record)
 	t_close(self, b);
 }
 
+/*
+ * A path is asked for with a new key per request (a user id in a node
+ * id) on a heap with no room left: each get fails, and leaves no handle
+ * behind in the process (a path's handle goes in its table only once its
+ * record is made: 20,000 of them would be some 4 MB for nothing).
+ */
+TEST_F(ctx, paths_the_heap_has_no_room_for_leave_no_handles)
+{
+	uint64_t ids[2] = { blamer_dag_id("users") };
+	uint32_t unit = BLAMER_UNIT_COUNT;
+	struct blamer_path key;
+	struct blamer_config c;
+	struct blamer *b;
+	int i, err = 0;
+
+	c = t_cfg(self->dir, 16384, 2);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	ids[1] = 1;
+	ASSERT_NE(NULL, blamer_path_get(b, ids, 2, &unit, 1));
+	while (bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err))
+		;
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	ASSERT_EQ(ENOSPC, err);
+	for (i = 0; i < 20000; i++) {
+		ids[1] = 1000 + (uint64_t)i;
+		ASSERT_EQ(NULL, blamer_path_get(b, ids, 2, &unit, 1));
+		ASSERT_EQ(ENOSPC, blamer_errno());
+		bl_path_key(&key, ids, 2, &unit, 1);
+		ASSERT_EQ(NULL, bl_path_find(b, &key)) TH_LOG("a handle left for key %d", i);
+	}
+	/* the one made before is found, the same */
+	ids[1] = 1;
+	bl_path_key(&key, ids, 2, &unit, 1);
+	ASSERT_NE(NULL, bl_path_find(b, &key));
+	EXPECT_EQ(bl_path_find(b, &key), blamer_path_get(b, ids, 2, &unit, 1));
+	t_close(self, b);
+}
+
 TEST_HARNESS_MAIN
