@@ -268,33 +268,17 @@ static blamer_ref path_record(struct blamer *b, const struct blamer_path *q)
 	return ref;
 }
 
-/*
- * The path record of @q in @b's ready heap, made once per handle and
- * heap, as metric.c's series_make() makes a series': the handle is the
- * one of its key in the context, so no record of the key can be in the
- * heap but one made through it, and the heap is not walked. Used in a
- * fork child, where every handle is stale at once. 0 with a message if
- * it cannot be had.
- */
+/* The path record of @q in @b's ready heap, made once per handle and
+ * heap (bl_handle_made()): in a fork child, where every handle is stale
+ * at once. 0 with a message if it cannot be had. */
 static blamer_ref path_make(struct blamer *b, struct blamer_path *q)
 {
-	/* Acquire: pairs with the release of the store below: the record is whole. */
-	blamer_ref won = ld_acquire(A64(&q->made)), ref;
+	/* Acquire: the record another thread made is whole. */
+	blamer_ref ref = ld_acquire(A64(&q->made));
 
-	if (!won) {
+	if (!ref)
 		ref = path_record(b, q);
-		if (!ref)
-			return 0;
-		if (atomic_compare_exchange_strong_explicit(A64(&q->made), &won, ref,
-							    memory_order_acq_rel,
-							    memory_order_acquire))
-			won = ref;
-	}
-	if (!bl_heap_make_iterable(&b->heap, won)) {
-		bl_error(EIO, "blamer: the heap is corrupt");
-		return 0;
-	}
-	return won;
+	return ref ? bl_handle_made(&b->heap, &q->made, ref) : 0;
 }
 
 /* handle.c: a path handle made current: its record, made at its first

@@ -50,3 +50,29 @@ void *bl_handle_resolve(struct bl_handle *h)
 	bl_handle_set(h, rec, ref);
 	return rec;
 }
+
+/*
+ * A record made once per handle and heap (a series', a path's): the
+ * handle is the one of its key in the context, so the heap holds no
+ * record of the key but one made through it, and no walk of the heap
+ * looks for one. Threads that find the handle stale at once each make a
+ * record; the first to store its own in @made wins, the others' stay off
+ * the list (their bytes, once). Each lists the winner: the first to
+ * claim it appends it and a later call returns at once, so a winner
+ * stopped between its store and its append does not keep it unlisted.
+ */
+blamer_ref bl_handle_made(struct bl_heap *h, uint64_t *made, blamer_ref ref)
+{
+	blamer_ref won = 0;
+
+	/* Acq_rel: ours is published whole; on failure, the winner is seen
+	 * whole (@ref may be it already: a caller that loaded it) */
+	if (atomic_compare_exchange_strong_explicit(A64(made), &won, ref, memory_order_acq_rel,
+						    memory_order_acquire))
+		won = ref;
+	if (!bl_heap_make_iterable(h, won)) {
+		bl_error(EIO, "blamer: the heap is corrupt");
+		return 0;
+	}
+	return won;
+}

@@ -265,6 +265,11 @@ struct bl_handle {
 
 /* The record of a stale handle, remade; NULL (counted) if it cannot be. */
 void *bl_handle_resolve(struct bl_handle *h);
+/* handle.c: the record a handle made in @h (its @made word): @ref (one
+ * this thread made, filled, not listed; or the one @made names) stored
+ * there if none is yet, and the one there then, listed. 0 with a message
+ * if the heap is corrupt. */
+blamer_ref bl_handle_made(struct bl_heap *h, uint64_t *made, blamer_ref ref);
 
 /* Publishes @rec and @ref as @h's record: ref first, then the record
  * with release, so whoever loads the record (acquire) sees ref, and the

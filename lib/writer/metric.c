@@ -287,29 +287,21 @@ fail:
 
 /*
  * The series record of @s in @b's heap (its metric's definition @def),
- * made once per handle and heap. The handle is the one of its key in the
- * context (handle_store.c: a table with a compare-and-swap per chain), so
- * the heap can hold no record of the key but one made through it: no
- * walk of the heap to look for one (the walk made the n-th new series
- * cost n records: 0.78 ms each at 16,000). Threads that find the handle
- * stale at once each make a record; the first to store its own in
- * s->made wins and the others' stay off the list (their bytes, once).
- * Each lists the winner: the first to claim it appends it, a later call
- * returns at once, so a winner stopped between its store and its append
- * does not keep it unlisted. 0 with a message if it cannot be had.
+ * made once per handle and heap (bl_handle_made()): no walk of the heap
+ * (the walk made the n-th new series cost n records: 0.78 ms each at
+ * 16,000). 0 with a message if it cannot be had.
  */
 static blamer_ref series_make(struct blamer *b, struct blamer_series *s, blamer_ref def)
 {
-	struct bl_heap *h = &b->heap;
-	/* Acquire: pairs with the release of the store below: the record is whole. */
-	blamer_ref won = ld_acquire(A64(&s->made)), ref;
+	/* Acquire: the record another thread made is whole. */
+	blamer_ref ref = ld_acquire(A64(&s->made));
 	struct blamer_metric_rec *r;
 
-	if (!won) {
+	if (!ref) {
 		ref = bl_record_alloc(b, BLAMER_REC_METRIC, sizeof(*r) + s->nvalues * sizeof(uint64_t));
 		if (!ref)
 			return 0;
-		r = bl_ptr(h, ref);
+		r = bl_ptr(&b->heap, ref);
 		r->def = def;
 		r->flags = s->cut;
 		r->depth = s->depth;
@@ -317,16 +309,8 @@ static blamer_ref series_make(struct blamer *b, struct blamer_series *s, blamer_
 		memcpy(r->values, s->values, sizeof(r->values));
 		r->nvalues = s->nvalues;
 		bl_owner_set(b, &r->owner);
-		if (atomic_compare_exchange_strong_explicit(A64(&s->made), &won, ref,
-							    memory_order_acq_rel,
-							    memory_order_acquire))
-			won = ref;
 	}
-	if (!bl_heap_make_iterable(h, won)) {
-		bl_error(EIO, "blamer: the heap is corrupt");
-		return 0;
-	}
-	return won;
+	return bl_handle_made(&b->heap, &s->made, ref);
 }
 
 /* An exporter folds this metric's series when their process dies (the
