@@ -17,8 +17,7 @@ void rd_decode_node(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	struct blamer_snap_node *sn;
 
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_NODE, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (!rd_record(c, ref, BLAMER_REC_DAG_NODE, &b, &r, sizeof(r)) || !rd_owner_ok(c, &r.owner))
 		return;
 	sn = rd_push(c, (void **)&c->p->nodes, &c->p->nnodes, sizeof(*sn));
 	if (!sn)
@@ -34,8 +33,7 @@ void rd_decode_edge(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	struct blamer_snap_edge *se;
 
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_EDGE, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (!rd_record(c, ref, BLAMER_REC_DAG_EDGE, &b, &r, sizeof(r)) || !rd_owner_ok(c, &r.owner))
 		return;
 	se = rd_push(c, (void **)&c->p->edges, &c->p->nedges, sizeof(*se));
 	if (!se)
@@ -60,9 +58,9 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 		uint32_t i;
 		int fresh;
 
-		if (!rd_block(c, ref, sizeof(b), 0, &b))
+		if (!rd_chained(c, ref, &b, &s, sizeof(s)))
 			return;
-		fresh = rd_seen_add(c, &c->shards, ref);
+		fresh = rd_seen_add(c, c->shards, ref);
 		if (fresh <= 0) {
 			if (fresh == 0)
 				rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
@@ -70,8 +68,7 @@ static void add_shards(struct rd_ctx *c, blamer_ref path, blamer_ref ref, uint64
 					   (unsigned long long)path, (unsigned long long)ref);
 			return;
 		}
-		if (b.type != BLAMER_REC_DAG_SHARD || b.size < sizeof(s) ||
-		    !rd_copy(c->h, ref, sizeof(s), &s) || !rd_owner_ok(c, &s.owner) ||
+		if (b.type != BLAMER_REC_DAG_SHARD || b.size < sizeof(s) || !rd_owner_ok(c, &s.owner) ||
 		    s.path != path) {
 			rd_problem(c->p, BLAMER_HEALTH_CORRUPT,
 				   "path at %#llx: %#llx is not one of its shards",
@@ -117,8 +114,7 @@ void rd_decode_path(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_snap_path *sp;
 	uint32_t i;
 
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_PATH, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (!rd_record(c, ref, BLAMER_REC_DAG_PATH, &b, &r, sizeof(r)) || !rd_owner_ok(c, &r.owner))
 		return;
 	if (r.depth == 0 || r.depth > BLAMER_DAG_MAX_DEPTH) {
 		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "path at %#llx: depth %u",
@@ -172,8 +168,7 @@ void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	uint32_t i;
 
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_DAG_UNIT, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (!rd_record(c, ref, BLAMER_REC_DAG_UNIT, &b, &r, sizeof(r)) || !rd_owner_ok(c, &r.owner))
 		return;
 	if (r.unit < BLAMER_UNIT_APP_BASE || r.base > BLAMER_BASE_BYTES ||
 	    !unit_name_ok(r.name)) {

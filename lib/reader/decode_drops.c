@@ -35,8 +35,8 @@ void rd_decode_drops(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	uint32_t i;
 
-	if (c->p->dropped || !rd_block(c, ref, sizeof(r), BLAMER_REC_DROPS, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (c->p->dropped || !rd_record(c, ref, BLAMER_REC_DROPS, &b, &r, sizeof(r)) ||
+	    !rd_owner_ok(c, &r.owner))
 		return;
 	for (i = 0; i < BLAMER_DROP_SLOTS; i++) {
 		c->p->drops[i] = r.count[i];

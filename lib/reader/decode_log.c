@@ -13,8 +13,7 @@ void rd_decode_log(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	uint32_t i, nslots;
 
-	if (!rd_block(c, ref, sizeof(l), BLAMER_REC_LOG, &b) ||
-	    !rd_copy(c->h, ref, sizeof(l), &l) || !rd_owner_ok(c, &l.owner))
+	if (!rd_record(c, ref, BLAMER_REC_LOG, &b, &l, sizeof(l)) || !rd_owner_ok(c, &l.owner))
 		return;
 	nslots = (b.size - sizeof(l)) / sizeof(struct blamer_log_slot);
 	if (l.slot_count > nslots) {

@@ -27,8 +27,7 @@ void rd_decode_process(struct rd_ctx *c, blamer_ref ref)
 	if (c->p->have_record)
 		return;		/* the first one found is the heap's */
 	memset(&r, 0, sizeof(r));
-	if (!rd_block(c, ref, size, BLAMER_REC_PROCESS, &b) || !rd_copy(c->h, ref, size, &r) ||
-	    !r.owner.data_id)
+	if (!rd_record(c, ref, BLAMER_REC_PROCESS, &b, &r, size) || !r.owner.data_id)
 		return;
 	c->p->have_record = true;
 	c->pid = r.owner.pid;
@@ -58,8 +57,7 @@ void rd_decode_child(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	struct blamer_snap_child *sc;
 
-	if (!rd_block(c, ref, sizeof(r), BLAMER_REC_CHILD, &b) ||
-	    !rd_copy(c->h, ref, sizeof(r), &r) || !rd_owner_ok(c, &r.owner))
+	if (!rd_record(c, ref, BLAMER_REC_CHILD, &b, &r, sizeof(r)) || !rd_owner_ok(c, &r.owner))
 		return;
 	sc = rd_push(c, (void **)&c->p->children, &c->p->nchildren, sizeof(*sc));
 	if (!sc)

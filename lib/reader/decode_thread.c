@@ -104,8 +104,7 @@ void rd_decode_thread(struct rd_ctx *c, blamer_ref ref)
 	struct blamer_block b;
 	uint32_t n, i;
 
-	if (!rd_block(c, ref, sizeof(t), BLAMER_REC_THREAD, &b) ||
-	    !rd_copy(c->h, ref, sizeof(t), &t) || !rd_owner_ok(c, &t.owner))
+	if (!rd_record(c, ref, BLAMER_REC_THREAD, &b, &t, sizeof(t)) || !rd_owner_ok(c, &t.owner))
 		return;
 	tr.slot = slot_size(c->h->version);
 	tr.max_slots = (b.size - sizeof(t)) / tr.slot;

@@ -200,8 +200,7 @@ static void decode(struct rd_ctx *c, blamer_ref ref, struct rd_ud *ud)
 	enum rd_read got;
 	uint32_t used;
 
-	if (!rd_block(c, ref, sizeof(u), BLAMER_REC_USERDATA, &b) ||
-	    !rd_copy(c->h, ref, sizeof(u), &u) || !rd_owner_ok(c, &u.owner))
+	if (!rd_record(c, ref, BLAMER_REC_USERDATA, &b, &u, sizeof(u)) || !rd_owner_ok(c, &u.owner))
 		return;
 	if (u.capacity > b.size - sizeof(u)) {
 		rd_problem(c->p, BLAMER_HEALTH_CORRUPT, "user data at %#llx: capacity %u too big",

@@ -326,8 +326,8 @@ struct rd_ctx {
 	struct bl_clock clock;	/* the heap's activity clock */
 	struct bl_clock now;	/* ours, taken after the first stamps were read */
 	bool have_now;
-	struct rd_seen listed;	/* records met on the list */
-	struct rd_seen shards;	/* DAG shards summed so far: each counts once */
+	struct rd_seen *listed;	/* records met on the list */
+	struct rd_seen *shards;	/* DAG and metric shards summed so far: each counts once */
 	struct rd_udcache ud;
 	uint64_t shown_fields, shown_bytes;	/* user data shown so far */
 	uint32_t units[RD_MAX_HEAP_UNITS];	/* distinct units of the paths */
@@ -356,6 +356,15 @@ uint64_t rd_ref_seed(struct rd_ctx *c);
  * (0: any). False if the block is bad (reported) or of another type. */
 bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
 	      struct blamer_block *b);
+/* rd_block() for a record of @len bytes and @type, and the record's @len
+ * bytes copied into @rec (its header is *@b: checked, where @rec's may be
+ * a later copy). False as rd_block(). */
+bool rd_record(struct rd_ctx *c, blamer_ref ref, uint32_t type, struct blamer_block *b,
+	       void *rec, size_t len);
+/* A record a chain leads to (a shard): rd_block() of any type and size,
+ * and its first @len bytes in @rec if b->size >= @len (the caller checks
+ * the type and size, and says what the chain is). */
+bool rd_chained(struct rd_ctx *c, blamer_ref ref, struct blamer_block *b, void *rec, size_t len);
 /* A per-process record's owner: valid (data_id set) and the heap's. */
 bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o);
 /* Grows an array of the process by one zeroed element (in the snapshot's
@@ -365,6 +374,8 @@ void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz);
 void rd_scratch_commit(struct rd_heap *h);
 /* A fixed char array made printable and NUL-terminated (dst has n+1). */
 void rd_sanitize(char *dst, const char *src, size_t n);
+/* How many of the first @n bytes of @s are printable ASCII (0x20-0x7e). */
+size_t rd_printable_span(const char *s, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
  * the stamp was copied, so the reader's clock pair comes after it. */
 uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
@@ -372,9 +383,10 @@ uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
  * (reported). @ref must be one rd_copy() accepts. */
 int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref);
 void rd_seen_free(struct rd_seen *s);
-/* Gives @s's small bitmaps to @keep for the next heap (each cleared when
- * that heap first meets its slab), frees the others. */
-void rd_seen_done(struct rd_seen *s, struct rd_seen *keep);
+/* The end of a heap's walk: with @keep, @s's small bitmaps stay for the
+ * next heap (each cleared when that heap first meets its slab) and the
+ * others are freed; without, all are. */
+void rd_seen_done(struct rd_seen *s, bool keep);
 /* A reference past the bytes read but inside the slab, in a heap whose
  * writer runs: a record appended after the read began. */
 bool rd_ref_pending(const struct rd_heap *h, blamer_ref ref, size_t len);

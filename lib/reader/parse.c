@@ -78,7 +78,7 @@ static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)
 			   (unsigned long long)ref);
 		return;
 	}
-	if (rd_seen_add(c, &c->listed, ref) < 0)
+	if (rd_seen_add(c, c->listed, ref) < 0)
 		return;
 	/* circular through the dummy head; next == 0: the end (mid-append).
 	 * Every record is met once: a loop, or two links to one record, is
@@ -88,7 +88,7 @@ static void walk_list(struct rd_ctx *c, const struct blamer_heap_header *hh)
 
 		if (!rd_block(c, ref, sizeof(b), 0, &b))
 			break;
-		r = rd_seen_add(c, &c->listed, ref);
+		r = rd_seen_add(c, c->listed, ref);
 		if (r < 0)
 			break;
 		if (r == 0) {
@@ -124,16 +124,16 @@ static void parse(struct rd_heap *h)
 {
 	struct blamer_heap_header hh;
 	struct blamer_snap_process *p = h->p;
-	struct rd_ctx c = { .h = h, .p = p };
+	struct rd_seen own[2] = { 0 };
+	struct rd_ctx c = { .h = h, .p = p, .listed = &own[0], .shards = &own[1] };
 	uint32_t i;
 
 	if (h->scratch) {	/* the last heap's table and bitmaps, empty */
 		c.defs = h->scratch->defs;
-		c.listed = h->scratch->listed;
-		c.shards = h->scratch->shards;
 		memset(&h->scratch->defs, 0, sizeof(h->scratch->defs));
-		memset(&h->scratch->listed, 0, sizeof(h->scratch->listed));
-		memset(&h->scratch->shards, 0, sizeof(h->scratch->shards));
+		/* used where they are: each heap clears the words it uses */
+		c.listed = &h->scratch->listed;
+		c.shards = &h->scratch->shards;
 	}
 	if (!rd_heap_check(h, &hh))
 		goto out;
@@ -171,7 +171,7 @@ static void parse(struct rd_heap *h)
 		rd_problem(p, BLAMER_HEALTH_TORN, "%u records kept changing while read",
 			   p->torn_records);
 out:
-	rd_seen_done(&c.listed, h->scratch ? &h->scratch->listed : NULL);
-	rd_seen_done(&c.shards, h->scratch ? &h->scratch->shards : NULL);
+	rd_seen_done(c.listed, !!h->scratch);
+	rd_seen_done(c.shards, !!h->scratch);
 	rd_defmap_done(&c.defs, h->scratch ? &h->scratch->defs : NULL);
 }

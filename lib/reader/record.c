@@ -49,6 +49,36 @@ bool rd_block(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
 	return true;
 }
 
+/* rd_block(), with the record's first @len bytes in @rec whenever the
+ * block holds them. */
+static bool record(struct rd_ctx *c, blamer_ref ref, size_t min, uint32_t type,
+		   struct blamer_block *b, void *rec, size_t len)
+{
+	/* One copy where the header in it is good: the record and its
+	 * header copied apart were two for every record decoded. */
+	if (rd_copy(c->h, ref, len, rec)) {
+		memcpy(b, rec, sizeof(*b));
+		if (block_ok(c, ref, min, b))
+			return !type || b->type == type;
+	}
+	if (!rd_block(c, ref, min, type, b))
+		return false;
+	/* a block of @len bytes or more is in the slab: so is the copy */
+	rd_copy(c->h, ref, len, rec);
+	return true;
+}
+
+bool rd_record(struct rd_ctx *c, blamer_ref ref, uint32_t type, struct blamer_block *b,
+	       void *rec, size_t len)
+{
+	return record(c, ref, len, type, b, rec, len);
+}
+
+bool rd_chained(struct rd_ctx *c, blamer_ref ref, struct blamer_block *b, void *rec, size_t len)
+{
+	return record(c, ref, sizeof(*b), 0, b, rec, len);
+}
+
 bool rd_owner_ok(struct rd_ctx *c, const struct blamer_owner *o)
 {
 	if (!o->data_id)
@@ -158,7 +188,7 @@ void *rd_push(struct rd_ctx *c, void **arr, size_t *n, size_t elsz)
 	return (char *)*arr + (*n)++ * elsz;
 }
 
-void rd_sanitize(char *dst, const char *src, size_t n)
+size_t rd_printable_span(const char *s, size_t n)
 {
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
 	size_t i = 0;
@@ -170,11 +200,20 @@ void rd_sanitize(char *dst, const char *src, size_t n)
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 
-		memcpy(&w, src + i, sizeof(w));
+		memcpy(&w, s + i, sizeof(w));
 		if (((w - ones * 0x20) & ~w & highs) | (((w + ones * (0x7f - 0x7e)) | w) & highs))
 			break;
-		memcpy(dst + i, &w, sizeof(w));
 	}
+	while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f)
+		i++;
+	return i;
+}
+
+void rd_sanitize(char *dst, const char *src, size_t n)
+{
+	size_t i = rd_printable_span(src, n);
+
+	memcpy(dst, src, i);
 	for (; i < n && src[i]; i++) {
 		unsigned char c = (unsigned char)src[i];
 
@@ -239,24 +278,27 @@ void rd_seen_free(struct rd_seen *s)
 	memset(s, 0, sizeof(*s));
 }
 
-void rd_seen_done(struct rd_seen *s, struct rd_seen *keep)
+void rd_seen_done(struct rd_seen *s, bool keep)
 {
-	size_t i;
+	uint64_t used = s->cleared;
 
 	if (!keep) {
 		rd_seen_free(s);
 		return;
 	}
-	for (i = 0; i < BLAMER_MAX_SLABS; i++) {
-		if (s->bits[i] && s->words[i] > RD_SEEN_KEEP_WORDS) {
+	/* a bitmap too large to keep was made for this heap: one of its
+	 * slabs, whose bit is in cleared */
+	while (used) {
+		unsigned i = (unsigned)__builtin_ctzll(used);
+
+		used &= used - 1;
+		if (s->words[i] > RD_SEEN_KEEP_WORDS) {
 			free(s->bits[i]);
 			s->bits[i] = NULL;
 			s->words[i] = 0;
 		}
 	}
 	s->cleared = 0;	/* the next heap's walk clears what it uses */
-	*keep = *s;
-	memset(s, 0, sizeof(*s));
 }
 
 uint64_t rd_seed_new(void)

@@ -37,10 +37,16 @@ static uint64_t mix_str(uint64_t h, const char *s)
 	size_t n = strlen(s), i;
 	uint64_t w;
 
+	/* whole words, then the tail's bytes (a copy of a size chosen per
+	 * word was a call to memcpy() for each) */
 	h = mix(h, n);
-	for (i = 0; i < n; i += 8) {
-		w = 0;
-		memcpy(&w, s + i, n - i < 8 ? n - i : 8);
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, sizeof(w));
+		h = mix(h, w);
+	}
+	if (i < n) {
+		for (w = 0; i < n; i++)
+			w = w << 8 | (unsigned char)s[i];
 		h = mix(h, w);
 	}
 	return h;
