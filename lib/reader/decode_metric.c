@@ -423,6 +423,7 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	/* not zeroed here: counts[0 .. n - 2] are zeroed before the record's
 	 * words are added (zeroing all 258 was 2 KB a series) */
 	uint64_t words[1 + BLAMER_METRIC_BUCKETS_MAX], counts[BLAMER_METRIC_BUCKETS_MAX];
+	const struct blamer_snap_metric *like;
 	const struct blamer_snap_metric_def *d;
 	struct blamer_snap_metric *m;
 	struct blamer_metric_rec r;
@@ -457,9 +458,19 @@ void rd_decode_metric(struct rd_ctx *c, blamer_ref ref)
 	m->cut = r.flags & BLAMER_METRIC_F_CUT;
 	m->depth = r.depth;
 	memcpy(m->nodes, r.nodes, r.depth * sizeof(r.nodes[0]));
-	for (i = 0; i < d->nlabels; i++)
-		if (!(m->values[i] = utf8_clean(c, r.values + at[i], sl[i])))
+	like = c->h->like && c->p->nmetrics <= c->h->like->nmetrics
+		       ? &c->h->like->metrics[c->p->nmetrics - 1] : NULL;
+	for (i = 0; i < d->nlabels; i++) {
+		const char *raw = r.values + at[i];	/* NUL-terminated (split()) */
+
+		/* the same bytes as the value of the process before's series
+		 * in this place: that string (cleaned, so these bytes clean
+		 * to themselves), shared; else a copy cleaned */
+		if (like && like->values[i] && !strcmp(like->values[i], raw))
+			m->values[i] = like->values[i];
+		else if (!(m->values[i] = utf8_clean(c, raw, sl[i])))
 			goto drop;
+	}
 	/* what blamer_exact_sum_add() reads before it writes: the partials
 	 * past n are not (zeroing all of them was 2 % of a scrape) */
 	sum.n = 0;

@@ -79,6 +79,10 @@ struct rd_heap {
 	struct blamer_snapshot *s;	/* whose memory the decoded data takes */
 	struct blamer_snap_process *p;	/* where results and problems go */
 	struct rd_scratch *scratch;	/* the reader's, or NULL */
+	/* the process parsed before in this snapshot, or NULL: a worker's
+	 * series are most often its siblings' in the same order, and label
+	 * values equal to theirs are shared, not copied (decode_metric.c) */
+	const struct blamer_snap_process *like;
 };
 
 /*
@@ -379,9 +383,27 @@ size_t rd_printable_span(const char *s, size_t n);
 /* An activity timestamp as CLOCK_MONOTONIC ns (0: unknown); call after
  * the stamp was copied, so the reader's clock pair comes after it. */
 uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp);
+/* Readies @s's bitmap of @slab for this heap (rd_seen_add()); false
+ * out of memory (reported). */
+bool rd_seen_clear(struct rd_ctx *c, struct rd_seen *s, uint32_t slab);
 /* Marks @ref met: 1 if it was not, 0 if it was, -1 out of memory
- * (reported). @ref must be one rd_copy() accepts. */
-int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref);
+ * (reported). @ref must be one rd_copy() accepts. Inline: every record
+ * listed and every shard is marked. */
+static inline int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref)
+{
+	uint32_t slab = blamer_ref_slab(ref);
+	uint64_t bit = blamer_ref_offset(ref) / BLAMER_ALIGN, mask;
+
+	if (slab >= c->h->nslabs || bit >= c->h->slabs[slab].size / BLAMER_ALIGN)
+		return 0;	/* not a record: callers check first */
+	if (!(s->cleared & (1ull << slab)) && !rd_seen_clear(c, s, slab))
+		return -1;
+	mask = 1ull << (bit % 64);
+	if (s->bits[slab][bit / 64] & mask)
+		return 0;
+	s->bits[slab][bit / 64] |= mask;
+	return 1;
+}
 void rd_seen_free(struct rd_seen *s);
 /* The end of a heap's walk: with @keep, @s's small bitmaps stay for the
  * next heap (each cleared when that heap first meets its slab) and the

@@ -71,6 +71,7 @@ static bool read_and_parse(struct blamer_reader *r, struct rd_walk *w)
 	h.s = w->s;
 	h.p = w->p;
 	h.scratch = &r->scratch;
+	h.like = w->s->nprocs >= 2 ? &w->s->procs[w->s->nprocs - 2] : NULL;
 	if (got == RD_GOT_SLABS && nraw && rd_heap_order(&h, raw, nraw))
 		rd_heap_parse(&h);
 	for (i = 0; i < nraw; i++)

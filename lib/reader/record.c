@@ -236,37 +236,24 @@ uint64_t rd_stamp_ns(struct rd_ctx *c, uint64_t stamp)
  * cost nothing until a record is met, and freed. */
 #define RD_SEEN_KEEP_WORDS	1024u
 
-int rd_seen_add(struct rd_ctx *c, struct rd_seen *s, blamer_ref ref)
+bool rd_seen_clear(struct rd_ctx *c, struct rd_seen *s, uint32_t slab)
 {
-	uint32_t slab = blamer_ref_slab(ref);
-	uint64_t bit = blamer_ref_offset(ref) / BLAMER_ALIGN, mask;
-	uint64_t *w;
+	size_t need = c->h->slabs[slab].size / BLAMER_ALIGN / 64 + 1;
 
-	if (slab >= c->h->nslabs || bit >= c->h->slabs[slab].size / BLAMER_ALIGN)
-		return 0;	/* not a record: callers check first */
-	if (!(s->cleared & (1ull << slab))) {
-		size_t need = c->h->slabs[slab].size / BLAMER_ALIGN / 64 + 1;
-
-		if (s->bits[slab] && need <= s->words[slab] && need <= RD_SEEN_KEEP_WORDS) {
-			memset(s->bits[slab], 0, need * sizeof(uint64_t));
-		} else {
-			free(s->bits[slab]);
-			s->words[slab] = 0;
-			s->bits[slab] = calloc(need, sizeof(uint64_t));
-			if (!s->bits[slab]) {
-				rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
-				return -1;
-			}
-			s->words[slab] = (uint32_t)need;
+	if (s->bits[slab] && need <= s->words[slab] && need <= RD_SEEN_KEEP_WORDS) {
+		memset(s->bits[slab], 0, need * sizeof(uint64_t));
+	} else {
+		free(s->bits[slab]);
+		s->words[slab] = 0;
+		s->bits[slab] = calloc(need, sizeof(uint64_t));
+		if (!s->bits[slab]) {
+			rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
+			return false;
 		}
-		s->cleared |= 1ull << slab;
+		s->words[slab] = (uint32_t)need;
 	}
-	w = s->bits[slab];
-	mask = 1ull << (bit % 64);
-	if (w[bit / 64] & mask)
-		return 0;
-	w[bit / 64] |= mask;
-	return 1;
+	s->cleared |= 1ull << slab;
+	return true;
 }
 
 void rd_seen_free(struct rd_seen *s)

@@ -314,7 +314,7 @@ static bool same_key(const struct blamer_snap_series *x, const struct blamer_sna
 	    memcmp(x->first->nodes, m->nodes, m->depth * sizeof(m->nodes[0])))
 		return false;
 	for (i = 0; i < d->nlabels; i++)
-		if (strcmp(x->first->values[i], m->values[i]))
+		if (x->first->values[i] != m->values[i] && strcmp(x->first->values[i], m->values[i]))
 			return false;
 	return true;
 }
@@ -489,6 +489,11 @@ static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, stru
 static bool merge_series(struct blamer_snapshot *s)
 {
 	struct merge mg = { .seed = rd_seed_new() };
+	/* hint[j]: the series (index + 1) the process before's j-th metric
+	 * went to; its siblings' metrics most often go to the same, found
+	 * with one compare instead of a hash of every label */
+	uint32_t *hint = NULL;
+	size_t nhint = 0;
 	struct defs ds;
 	size_t i, j;
 	bool ok = true;
@@ -502,6 +507,17 @@ static bool merge_series(struct blamer_snapshot *s)
 		struct blamer_snap_process *p = &s->procs[i];
 		bool live = p->state == BLAMER_PROC_LIVE;
 
+		if (p->nmetrics > nhint) {
+			uint32_t *nh = realloc(hint, p->nmetrics * sizeof(*nh));
+
+			if (!nh) {
+				ok = false;
+				break;
+			}
+			memset(nh + nhint, 0, (p->nmetrics - nhint) * sizeof(*nh));
+			hint = nh;
+			nhint = p->nmetrics;
+		}
 		for (j = 0; ok && j < p->nmetrics; j++) {
 			struct blamer_snap_metric *m = &p->metrics[j];
 			const struct blamer_snap_metric_def *d;
@@ -517,17 +533,21 @@ static bool merge_series(struct blamer_snapshot *s)
 			}
 			if (!live && live_only(d))
 				continue;	/* a LIVE* gauge leaves with its process */
-			x = series_of(&mg, s, d, p->uid, m, per_process(d) ? p : NULL);
+			x = hint[j] ? &mg.v[hint[j] - 1] : NULL;
+			if (!x || !same_key(x, d, p->uid, m, per_process(d) ? p : NULL))
+				x = series_of(&mg, s, d, p->uid, m, per_process(d) ? p : NULL);
 			if (!x) {
 				ok = false;
 				break;
 			}
+			hint[j] = (uint32_t)(x - mg.v) + 1;
 			merge_one(x, &mg.acc[x - mg.v], m, live);
 		}
 	}
 	for (i = 0; ok && i < mg.n; i++)
 		ok = finish(s, &mg.v[i], &mg.acc[i]);
 	defs_free(&ds);
+	free(hint);
 	free(mg.slot);
 	free(mg.acc);
 	if (!ok) {

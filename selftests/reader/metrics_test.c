@@ -522,4 +522,96 @@ TEST(definitions_shared_in_a_snapshot_are_each_heaps_own)
 	ASSERT_EQ(0, system(cmd));
 }
 
+/*
+ * A worker's series are most often its sibling's, in the same order: the
+ * reader shares a label value with the series in the same place of the
+ * heap read before when the bytes are the same, and the merge tries the
+ * series that one went to first. Neither may change what is shown: heaps
+ * in another order, a value that is the other's prefix or longer, a value
+ * that is another's cleaned form. Each must show its own values, and the
+ * merged series the sums of the equal ones.
+ */
+TEST(label_values_shared_with_the_heap_before_only_when_equal)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL };
+	static const struct {
+		const char *v;	/* route NUL code NUL */
+		size_t n;
+		double value;
+	} heaps[][2] = {
+		{ { "/a\0" "200", 7, 1 }, { "/b\0" "500", 7, 2 } },
+		{ { "/b\0" "500", 7, 10 }, { "/a\0" "200", 7, 20 } },	/* swapped */
+		{ { "/b\0" "500", 7, 100 }, { "/a\0" "2000", 8, 200 } },	/* longer */
+		{ { "/b\0" "50", 6, 1000 }, { NULL, 0, 0 } },	/* shorter */
+		{ { "/\x01\0" "200", 7, 5 }, { NULL, 0, 0 } },	/* cleaned */
+		{ { "/\xef\xbf\xbd\0" "200", 9, 6 }, { NULL, 0, 0 } },	/* the clean form */
+		{ { "/\x01\0" "200", 7, 7 }, { NULL, 0, 0 } },
+	};
+	static const struct {
+		const char *route, *code;
+		double value;
+	} want[] = {
+		{ "/a", "200", 21 }, { "/a", "2000", 200 }, { "/b", "50", 1000 },
+		{ "/b", "500", 112 }, { "/\xef\xbf\xbd", "200", 18 },
+	};
+	enum { N = sizeof(heaps) / sizeof(heaps[0]) };
+	const struct blamer_snap_process *p;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h;
+	char dir[] = "/tmp/blamer-like-XXXXXX", e[256], cmd[128];
+	size_t i, j, k;
+	blamer_ref d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < N; i++) {
+		fx_init(&h, 1, 16384, 3999501 + (int64_t)i, 1 + (int64_t)i);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		d = fx_metric_def(&h, "reqs", BLAMER_METRIC_COUNTER, 0, "route\0code", 2, NULL, 0);
+		for (j = 0; j < 2 && heaps[i][j].v; j++)
+			fx_metric(&h, d, heaps[i][j].v, heaps[i][j].n, heaps[i][j].value, NULL);
+		ASSERT_EQ(0, fx_write_dir(&h, dir, 3999501 + (int64_t)i, 1 + (int64_t)i));
+		fx_free(&h);
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(N, s->nprocs);
+	for (i = 0; i < N; i++) {
+		p = &s->procs[i];
+		ASSERT_EQ(3999501 + (int64_t)i, p->pid);
+		ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("pid %d: %s", (int)p->pid, p->problem);
+		for (j = 0; j < p->nmetrics; j++) {
+			const struct blamer_snap_metric *m = &p->metrics[j];
+			const char *route = heaps[i][j].v, *code = route + strlen(route) + 1;
+
+			if (route[1] == '\x01')
+				route = "/\xef\xbf\xbd";
+			EXPECT_STREQ(route, m->values[0]) TH_LOG("heap %zu series %zu", i, j);
+			EXPECT_STREQ(code, m->values[1]) TH_LOG("heap %zu series %zu", i, j);
+			EXPECT_EQ(heaps[i][j].value, m->value);
+		}
+	}
+	/* what was shared: equal values in the same place, and only those */
+	EXPECT_EQ(s->procs[1].metrics[0].values[0], s->procs[2].metrics[0].values[0]);
+	EXPECT_EQ(s->procs[1].metrics[1].values[0], s->procs[2].metrics[1].values[0]);
+	EXPECT_NE(s->procs[1].metrics[1].values[1], s->procs[2].metrics[1].values[1]);
+	EXPECT_NE(s->procs[0].metrics[0].values[0], s->procs[1].metrics[0].values[0]);
+	EXPECT_EQ(s->procs[4].metrics[0].values[0], s->procs[5].metrics[0].values[0]);
+	ASSERT_EQ(sizeof(want) / sizeof(want[0]), s->nseries);
+	for (k = 0; k < s->nseries; k++) {
+		const struct blamer_snap_series *x = &s->series[k];
+
+		EXPECT_STREQ(want[k].route, x->first->values[0]) TH_LOG("series %zu", k);
+		EXPECT_STREQ(want[k].code, x->first->values[1]) TH_LOG("series %zu", k);
+		EXPECT_EQ(want[k].value, x->value) TH_LOG("series %zu", k);
+	}
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
