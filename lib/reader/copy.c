@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Every byte the reader takes from a heap comes through here: copies
- * bounds-checked against the trusted slab size, 8-byte counters loaded
- * whole, and the one way to copy a record its writer may be changing,
- * rd_read_stable().
+ * bounds-checked against the trusted slab size and 8-byte counters loaded
+ * whole (rd_copy(), rd_load_u64s(): inline, in internal.h), and the one
+ * way to copy a record its writer may be changing, rd_read_stable().
  *
  * Why rd_read_stable() copies a record twice instead of reading its
  * version word, copying, and reading the version again: a version read
@@ -59,50 +59,6 @@ static bool copy_from(const struct rd_heap *h, uint32_t slab, uint64_t off, size
 	if (!s->buf || off > s->size || len > s->size - off)
 		return false;
 	memcpy(dst, (second && s->again ? s->again : s->buf) + off, len);
-	return true;
-}
-
-bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len, void *dst)
-{
-	return copy_from(h, slab, off, len, dst, false);
-}
-
-bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst)
-{
-	uint32_t off = blamer_ref_offset(ref);
-
-	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN)
-		return false;
-	return rd_copy_raw(h, blamer_ref_slab(ref), off, len, dst);
-}
-
-/*
- * Counters a live writer keeps adding to: @n u64 at @ref, each read with
- * one 8-byte load where the copy is aligned (a byte-wise copy could tear
- * a value, and a counter that looks smaller than before is a reset to
- * Prometheus). Bounds as rd_copy().
- */
-bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst)
-{
-	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
-	const struct rd_slab *s;
-	const uint8_t *src;
-	size_t i;
-
-	/* the bounds of rd_copy(), then one load per counter, not a copy
-	 * and the loads */
-	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN || slab >= h->nslabs)
-		return false;
-	s = &h->slabs[slab];
-	if (!s->buf || off > s->size || n > (s->size - off) / sizeof(*dst))
-		return false;
-	src = s->buf + off;
-	if ((uintptr_t)src % sizeof(*dst)) {
-		memcpy(dst, src, n * sizeof(*dst));
-		return true;	/* caller's unaligned buffer: no writer there */
-	}
-	for (i = 0; i < n; i++)
-		dst[i] = __atomic_load_n((const uint64_t *)src + i, __ATOMIC_RELAXED);
 	return true;
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -159,6 +160,7 @@ struct rd_scratch {
 		void *buf;
 		size_t cap;	/* bytes */
 	} a[RD_SCRATCH_ARRAYS];
+	uint32_t last;		/* a[last] grew last: most pushes are to it again */
 	/* the definitions' table and its seed, from heap to heap: a
 	 * getrandom() and two callocs per heap were 6 % of a scrape */
 	struct rd_defmap defs;
@@ -235,13 +237,64 @@ bool rd_heap_order(struct rd_heap *h, struct rd_slab *raw, uint32_t n);
 bool rd_heap_check(struct rd_heap *h, struct blamer_heap_header *hh);
 void rd_slab_drop(struct rd_slab *s);
 
-/* copy.c: every read of heap bytes; false if out of bounds. */
+/* copy.c: every read of heap bytes; false if out of bounds. The copies
+ * of records and counters are inline: every record decoded and every
+ * counter read goes through them (a call and a call within were a tenth
+ * of a series' decoding). */
 /* @len bytes at @off of slab @slab (no record rules). */
-bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len, void *dst);
+static inline bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
+			       void *dst)
+{
+	const struct rd_slab *s;
+
+	if (slab >= h->nslabs)
+		return false;
+	s = &h->slabs[slab];
+	if (!s->buf || off > s->size || len > s->size - off)
+		return false;
+	memcpy(dst, s->buf + off, len);
+	return true;
+}
+
 /* @len bytes of the record at @ref: 8-aligned, past the slab header. */
-bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst);
-/* @n counters at @ref, each loaded whole. */
-bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst);
+static inline bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, void *dst)
+{
+	uint32_t off = blamer_ref_offset(ref);
+
+	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN)
+		return false;
+	return rd_copy_raw(h, blamer_ref_slab(ref), off, len, dst);
+}
+
+/*
+ * Counters a live writer keeps adding to: @n u64 at @ref, each read with
+ * one 8-byte load where the copy is aligned (a byte-wise copy could tear
+ * a value, and a counter that looks smaller than before is a reset to
+ * Prometheus). Bounds as rd_copy().
+ */
+static inline bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst)
+{
+	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
+	const struct rd_slab *s;
+	const uint8_t *src;
+	size_t i;
+
+	/* the bounds of rd_copy(), then one load per counter, not a copy
+	 * and the loads */
+	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN || slab >= h->nslabs)
+		return false;
+	s = &h->slabs[slab];
+	if (!s->buf || off > s->size || n > (s->size - off) / sizeof(*dst))
+		return false;
+	src = s->buf + off;
+	if ((uintptr_t)src % sizeof(*dst)) {
+		memcpy(dst, src, n * sizeof(*dst));
+		return true;	/* caller's unaligned buffer: no writer there */
+	}
+	for (i = 0; i < n; i++)
+		dst[i] = __atomic_load_n((const uint64_t *)src + i, __ATOMIC_RELAXED);
+	return true;
+}
 /* Live dir heap: reads @len bytes at @ref from the file again into the
  * first read (a record it caught mid-write); false if there is no file
  * or it is out of range. */

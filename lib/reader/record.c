@@ -97,10 +97,14 @@ static struct rd_grow *grow_of(struct rd_ctx *c, void **arr, size_t *n, size_t e
 
 	if (!sc)
 		return NULL;
+	if (sc->a[sc->last].owner == arr)
+		return &sc->a[sc->last];
 	for (i = 0; i < RD_SCRATCH_ARRAYS; i++) {
 		g = &sc->a[i];
-		if (g->owner == arr)
+		if (g->owner == arr) {
+			sc->last = (uint32_t)i;
 			return g;
+		}
 		if (!g->owner && !free_one)
 			free_one = g;
 	}

@@ -590,6 +590,35 @@ TEST(stale_owner_records_are_skipped)
 	fx_free(&h);
 }
 
+/*
+ * A command line shows its arguments joined by spaces, every byte that
+ * is not printable ASCII a '?' (escape sequences, DEL, UTF-8 and bytes
+ * that are not), the trailing NULs gone; runs of printable bytes are
+ * copied eight at a time, so the bad bytes sit at several places of a
+ * word.
+ */
+TEST(cmdline_is_printable_whatever_its_bytes)
+{
+	static const char raw[] = "/usr/bin/app\0--name=\x1b[31mred\x7f\0\xc3\xa9t\xe9\0"
+				  "ABCDEFGHIJKLMNOP\x01Q\0";
+	struct blamer_snapshot *s;
+	struct blamer_process *pr;
+	struct fx_heap h;
+	size_t i;
+
+	fx_standard(&h, 1, 1, 1);
+	for (i = 0; (pr = fx_at(&h, fx_nth_record(&h, (int)i)))->hdr.type != BLAMER_REC_PROCESS; i++)
+		ASSERT_LT(i, 20);
+	memset(pr->cmdline, 0, sizeof(pr->cmdline));
+	memcpy(pr->cmdline, raw, sizeof(raw));
+	pr->cmdline_len = sizeof(raw);	/* two NULs at the end */
+	s = read_heap(&h);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("/usr/bin/app --name=?[31mred? ??t? ABCDEFGHIJKLMNOP?Q", s->procs[0].cmdline);
+	blamer_snapshot_free(s);
+	fx_free(&h);
+}
+
 TEST(hostile_strings_stay_printable)
 {
 	struct fx_heap h;
