@@ -432,7 +432,8 @@ void blamer_histogram_observe(struct blamer_series *s, double v);
  * blamer_snapshot_free(). Nothing in a snapshot points into shared memory.
  * Its strings are the snapshot's, read-only: processes whose heaps hold
  * the same metric definition may share one copy of its help, labels and
- * bounds. See Documentation/reader.rst.
+ * bounds, and series whose label values are the same bytes one copy of
+ * them. See Documentation/reader.rst.
  */
 /* blamer_reader_opts.flags */
 #define BLAMER_READ_HEADERS_ONLY (1u << 0) /* slab/heap headers + process record */
