@@ -3,8 +3,10 @@
  * Seeds for fuzz/corpus: valid heaps from the fixture builder and
  * truncated / looping variants (of the record list and of a path's shard
  * chain), in the fuzz input format (byte 0 = slab count - 1, then the
- * slabs back to back). `make fuzz-corpus` rewrites them; v2-* files are
- * heaps of older format versions, kept as they were written.
+ * slabs back to back; heaps-* files: byte 0 = 4 | heap count - 1, then
+ * heaps of one slab of the same size, read as processes of one snapshot).
+ * `make fuzz-corpus` rewrites them; v2-* files are heaps of older format
+ * versions, kept as they were written.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +39,56 @@ static int put(const char *dir, const char *name, struct fx_heap *h, size_t cut)
 		total += len;
 	}
 	return fclose(f);
+}
+
+/* @n heaps of one slab each, all of one size, as processes of one
+ * snapshot (testsupport's fuzz_one(): byte 0 bit 2). */
+static int put_heaps(const char *dir, const char *name, struct fx_heap *hs, unsigned n)
+{
+	unsigned char b = (unsigned char)(4 | (n - 1));
+	char path[4096];
+	unsigned i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	fwrite(&b, 1, 1, f);
+	for (i = 0; i < n; i++)
+		fwrite(hs[i].slab[0], 1, hs[i].size[0], f);
+	return fclose(f);
+}
+
+/*
+ * A service's workers: three heaps of the same definitions and series in
+ * the same order (a definition decoded once, label values shared with the
+ * heap before, a series merged through its sibling's); and two whose
+ * series are in another order, one value the other's prefix. Pids and
+ * starts are those fuzz_one() names the files with.
+ */
+static int heaps(const char *dir)
+{
+	struct fx_heap hs[3];
+	blamer_ref d;
+	int ret, i;
+
+	for (i = 0; i < 3; i++)
+		fx_metrics(&hs[i], 3999701 + i, 1 + i, 1 + (uint64_t)i);
+	ret = put_heaps(dir, "heaps-siblings", hs, 3);
+	for (i = 0; i < 3; i++)
+		fx_free(&hs[i]);
+	for (i = 0; i < 2; i++) {
+		fx_init(&hs[i], 1, 4096, 3999701 + i, 1 + i);
+		fx_process(&hs[i], 2, "svc");
+		d = fx_metric_def(&hs[i], "reqs", BLAMER_METRIC_COUNTER, 0, "route\0code", 2, NULL, 0);
+		fx_metric(&hs[i], d, i ? "/b\0" "500" : "/a\0" "200", 7, 1, NULL);
+		fx_metric(&hs[i], d, i ? "/a\0" "2000" : "/b\0" "500", i ? 8 : 7, 2, NULL);
+	}
+	ret |= put_heaps(dir, "heaps-swapped", hs, 2);
+	for (i = 0; i < 2; i++)
+		fx_free(&hs[i]);
+	return ret;
 }
 
 /*
@@ -275,6 +327,7 @@ int main(int argc, char **argv)
 	}
 	fx_free(&h);
 	ret |= amplifiers(dir);
+	ret |= heaps(dir);
 	if (ret)
 		perror("mkcorpus");
 	return ret ? 1 : 0;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The fuzz judge (testsupport.h says what it promises). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testsupport.h"
 
@@ -150,6 +152,67 @@ int fuzz_exports_are_clean(const struct blamer_snapshot *s)
 	return ret;
 }
 
+/* The slab file of made-up dead process @i in @dir (pid and start as
+ * the corpus's heaps of several processes claim them: mkcorpus.c). */
+static void heap_path(char *path, size_t len, const char *dir, size_t i)
+{
+	snprintf(path, len, "%s/%d-%d.0.slab", dir, 3999701 + (int)i, 1 + (int)i);
+}
+
+/*
+ * The input as @n heaps of one slab each, of made-up dead processes, read
+ * by the dir backend in one snapshot: what the reader shares from heap to
+ * heap (a definition decoded once, a label value equal to the one in the
+ * same place of the heap before, the series that heap's metric went to)
+ * is only reached with more than one heap.
+ */
+static int fuzz_heaps(const uint8_t *data, size_t size, size_t n)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL };
+	char dir[] = "/tmp/blamer-fuzz-XXXXXX", path[sizeof(dir) + 64], e[256];
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	size_t chunk = size / n, i, off;
+	int ret = 0;
+
+	/* a directory of the input's own (the fuzzer may end at any
+	 * input: nothing is left for it to remove) */
+	if (!mkdtemp(dir))
+		return 0;	/* nowhere to write: nothing to judge */
+	for (i = 0, off = 0; i < n; i++) {
+		size_t len = i == n - 1 ? size - off : chunk;
+		int fd;
+
+		heap_path(path, sizeof(path), dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			goto out;
+		if (write(fd, data + off, len) != (ssize_t)len) {
+			close(fd);
+			goto out;
+		}
+		close(fd);
+		off += len;
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	if (!r)
+		goto out;
+	if (blamer_reader_snapshot(r, &s, e, sizeof(e)) == 0) {
+		ret = fuzz_exports_are_clean(s);
+		blamer_snapshot_free(s);
+	}
+	blamer_reader_close(r);
+out:
+	for (i = 0; i < n; i++) {
+		heap_path(path, sizeof(path), dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+	return ret;
+}
+
 int fuzz_one(const uint8_t *data, size_t size)
 {
 	struct blamer_mem_slab slabs[4];
@@ -161,6 +224,8 @@ int fuzz_one(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	n = (size_t)(data[0] % 4) + 1;
+	if (data[0] & 4)	/* n heaps, not n slabs of one */
+		return fuzz_heaps(data + 1, size - 1, n);
 	data++;
 	size--;
 	chunk = size / n;

@@ -153,7 +153,12 @@ bool fuzz_cached_differs(const struct blamer_snapshot *s, const char *want,
 			 size_t wlen);
 /* 0 if the output of each exporter is clean, -1 if one is not. */
 int fuzz_exports_are_clean(const struct blamer_snapshot *s);
-/* 0, or -1 if an exporter's output broke its format's promise. */
+/*
+ * 0, or -1 if an exporter's output broke its format's promise. Byte 0:
+ * bits 0-1 a count n - 1; bit 2 clear, the rest is n slabs of one heap
+ * read from memory; set, n heaps of one slab, of made-up dead processes,
+ * read by the dir backend from a directory of its own.
+ */
 int fuzz_one(const uint8_t *data, size_t size);
 
 #endif /* BLAMER_TESTSUPPORT_H */
