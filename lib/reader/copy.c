@@ -47,18 +47,16 @@
 
 #include "internal.h"
 
-/* @len bytes at @off of slab @slab, from its first read or its second. */
-static bool copy_from(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
-		      void *dst, bool second)
+/* @len bytes at @off of slab @slab, from its second read if it has one
+ * (rd_copy_raw(): the first). */
+static bool copy_second(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
+			void *dst)
 {
-	const struct rd_slab *s;
+	const struct rd_slab *s = rd_slab_holds(h, slab, off, len);
 
-	if (slab >= h->nslabs)
+	if (!s)
 		return false;
-	s = &h->slabs[slab];
-	if (!s->buf || off > s->size || len > s->size - off)
-		return false;
-	memcpy(dst, (second && s->again ? s->again : s->buf) + off, len);
+	memcpy(dst, (s->again ? s->again : s->buf) + off, len);
 	return true;
 }
 
@@ -106,13 +104,10 @@ bool rd_refresh(const struct rd_heap *h, blamer_ref ref, size_t len)
  */
 static const uint8_t *private_copy(const struct rd_heap *h, blamer_ref ref, size_t len)
 {
-	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
-	const struct rd_slab *s;
+	uint32_t off = blamer_ref_offset(ref);
+	const struct rd_slab *s = rd_slab_holds(h, blamer_ref_slab(ref), off, len);
 
-	if (slab >= h->nslabs)
-		return NULL;
-	s = &h->slabs[slab];
-	if (!s->copied || !s->buf || off > s->size || len > s->size - off)
+	if (!s || !s->copied)
 		return NULL;
 	return (s->again ? s->again : s->buf) + off;
 }
@@ -164,7 +159,7 @@ enum rd_read rd_read_stable(const struct rd_heap *h, struct rd_stable *r)
 			if (!r->other)
 				return RD_READ_BAD;
 		} else {
-			if (!copy_from(h, slab, blamer_ref_offset(r->ref), r->len, r->second, true))
+			if (!copy_second(h, slab, blamer_ref_offset(r->ref), r->len, r->second))
 				return RD_READ_BAD;
 			r->other = r->second;
 		}

@@ -241,16 +241,25 @@ void rd_slab_drop(struct rd_slab *s);
  * of records and counters are inline: every record decoded and every
  * counter read goes through them (a call and a call within were a tenth
  * of a series' decoding). */
-/* @len bytes at @off of slab @slab (no record rules). */
-static inline bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
-			       void *dst)
+/* Slab @slab if @len bytes at @off of it may be read, else NULL. */
+static inline const struct rd_slab *rd_slab_holds(const struct rd_heap *h, uint32_t slab,
+						  uint64_t off, size_t len)
 {
 	const struct rd_slab *s;
 
 	if (slab >= h->nslabs)
-		return false;
+		return NULL;
 	s = &h->slabs[slab];
-	if (!s->buf || off > s->size || len > s->size - off)
+	return s->buf && off <= s->size && len <= s->size - off ? s : NULL;
+}
+
+/* @len bytes at @off of slab @slab (no record rules). */
+static inline bool rd_copy_raw(const struct rd_heap *h, uint32_t slab, uint64_t off, size_t len,
+			       void *dst)
+{
+	const struct rd_slab *s = rd_slab_holds(h, slab, off, len);
+
+	if (!s)
 		return false;
 	memcpy(dst, s->buf + off, len);
 	return true;
