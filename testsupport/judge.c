@@ -170,16 +170,21 @@ static int fuzz_heaps(const uint8_t *data, size_t size, size_t n)
 {
 	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
 					.flags = BLAMER_READ_DEAD_FULL };
-	char dir[] = "/tmp/blamer-fuzz-XXXXXX", path[sizeof(dir) + 64], e[256];
+	char dir[] = "/dev/shm/blamer-fuzz-XXXXXX", path[sizeof(dir) + 64], e[256];
 	struct blamer_snapshot *s;
 	struct blamer_reader *r;
 	size_t chunk = size / n, i, off;
 	int ret = 0;
 
 	/* a directory of the input's own (the fuzzer may end at any
-	 * input: nothing is left for it to remove) */
-	if (!mkdtemp(dir))
-		return 0;	/* nowhere to write: nothing to judge */
+	 * input: nothing is left for it to remove), on tmpfs as the dir
+	 * backend's heaps are (a disk's writeback stalled inputs for
+	 * seconds), else in /tmp */
+	if (!mkdtemp(dir)) {
+		memcpy(dir, "/tmp/blamer-fuzz-XXXXXX", sizeof("/tmp/blamer-fuzz-XXXXXX"));
+		if (!mkdtemp(dir))
+			return 0;	/* nowhere to write: nothing to judge */
+	}
 	for (i = 0, off = 0; i < n; i++) {
 		size_t len = i == n - 1 ? size - off : chunk;
 		int fd;
