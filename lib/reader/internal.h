@@ -283,17 +283,18 @@ static inline bool rd_copy(const struct rd_heap *h, blamer_ref ref, size_t len, 
  */
 static inline bool rd_load_u64s(const struct rd_heap *h, blamer_ref ref, size_t n, uint64_t *dst)
 {
-	uint32_t off = blamer_ref_offset(ref), slab = blamer_ref_slab(ref);
+	uint32_t off = blamer_ref_offset(ref);
 	const struct rd_slab *s;
 	const uint8_t *src;
 	size_t i;
 
 	/* the bounds of rd_copy(), then one load per counter, not a copy
 	 * and the loads */
-	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN || slab >= h->nslabs)
+	if (off < sizeof(struct blamer_slab_header) || off % BLAMER_ALIGN ||
+	    n > SIZE_MAX / sizeof(*dst))
 		return false;
-	s = &h->slabs[slab];
-	if (!s->buf || off > s->size || n > (s->size - off) / sizeof(*dst))
+	s = rd_slab_holds(h, blamer_ref_slab(ref), off, n * sizeof(*dst));
+	if (!s)
 		return false;
 	src = s->buf + off;
 	if ((uintptr_t)src % sizeof(*dst)) {

@@ -520,6 +520,7 @@ static bool merge_series(struct blamer_snapshot *s)
 		}
 		for (j = 0; ok && j < p->nmetrics; j++) {
 			struct blamer_snap_metric *m = &p->metrics[j];
+			const struct blamer_snap_process *proc;
 			const struct blamer_snap_metric_def *d;
 			struct blamer_snap_series *x;
 
@@ -533,9 +534,10 @@ static bool merge_series(struct blamer_snapshot *s)
 			}
 			if (!live && live_only(d))
 				continue;	/* a LIVE* gauge leaves with its process */
+			proc = per_process(d) ? p : NULL;
 			x = hint[j] ? &mg.v[hint[j] - 1] : NULL;
-			if (!x || !same_key(x, d, p->uid, m, per_process(d) ? p : NULL))
-				x = series_of(&mg, s, d, p->uid, m, per_process(d) ? p : NULL);
+			if (!x || !same_key(x, d, p->uid, m, proc))
+				x = series_of(&mg, s, d, p->uid, m, proc);
 			if (!x) {
 				ok = false;
 				break;
