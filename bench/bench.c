@@ -4,7 +4,11 @@
  * ratio to baselines measured in the same run (clock_gettime, a Unix
  * datagram socket, an LTTng-UST tracepoint pair, glibc malloc).
  *
- *   bench [--quick] [--lttng-only | --metrics]
+ *   bench [--quick] [--lttng-only | --metrics | --hot]
+ *
+ * --hot runs each metric write and its baseline HOT_CALLS times in a row,
+ * untimed and silent, for bench/hot-model (which traces one call of each
+ * under gdb and feeds the instructions to llvm-mca).
  *
  * Every figure is the median of REPS runs of ITERS operations each (the
  * loop overhead is included and is the same for every operation). The
@@ -729,6 +733,24 @@ static void row(const char *name, double ns, const char *vs, double ratio, const
 	printf("\n");
 }
 
+/* For bench/hot-model: each op's calls in a row (the model traces the
+ * last of each, when the state is warm), in the model's order. */
+#define HOT_CALLS 4096
+static int hot_calls(struct blamer *b, struct blamer_path *p)
+{
+	struct metric_bench m;
+
+	if (metric_setup(b, &m)) {
+		fprintf(stderr, "bench: %s\n", blamer_errmsg());
+		return 1;
+	}
+	op_path_add(HOT_CALLS, p);
+	op_counter_add(HOT_CALLS, m.counter);
+	op_observe(HOT_CALLS, m.fixed);
+	op_observe(HOT_CALLS, m.expo);
+	return 0;
+}
+
 /* blamer_path_add() against the hardware's floor, then the metric
  * writes against blamer_path_add() (bench --metrics runs these alone). */
 static int path_rows(struct blamer *b, struct blamer_path *p, uint64_t *word)
@@ -777,7 +799,7 @@ int main(int argc, char **argv)
 	struct blamer_path *p;
 	double clk, pp, x, y, r;
 	struct blamer *b;
-	int lttng_only = 0, metrics_only = 0, i, sv[2];
+	int lttng_only = 0, metrics_only = 0, hot = 0, i, sv[2];
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -786,8 +808,10 @@ int main(int argc, char **argv)
 			lttng_only = 1;
 		else if (!strcmp(argv[i], "--metrics"))
 			metrics_only = 1;	/* the metric rows and their baseline */
+		else if (!strcmp(argv[i], "--hot"))
+			hot = 1;
 		else {
-			fprintf(stderr, "usage: bench [--quick] [--lttng-only | --metrics]\n");
+			fprintf(stderr, "usage: bench [--quick] [--lttng-only | --metrics | --hot]\n");
 			return 2;
 		}
 	}
@@ -801,6 +825,11 @@ int main(int argc, char **argv)
 	if (!v || !p) {
 		fprintf(stderr, "bench: %s\n", blamer_errmsg());
 		return 1;
+	}
+	if (hot) {
+		i = hot_calls(b, p);
+		blamer_close(b);
+		return i;
 	}
 	printf("# blamer bench: backend %s, activity clock %s, %ld CPUs, medians of %d interleaved rounds (metric rows: %d bracketed)%s\n",
 	       info.backend == 1 ? "device" : "dir",

@@ -34,8 +34,15 @@ $(BENCH_BIN): $(BENCH_SRCS) $(SRC)/bench/bench_tp.h $(LIB_A)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: $(BENCH_BIN) bench-reader bench-max-heap bench-open bench-python
+bench-run: $(BENCH_BIN) bench-reader bench-max-heap bench-open bench-python bench-model
 	@$(SRC)/bench/run-bench $(BENCH_BIN)
+
+# The metric writes against blamer_path_add() on CPU models (llvm-mca's
+# AMD Zen 2 and 3, Intel Skylake and Ice Lake server): the instructions a
+# call runs, traced under gdb (bench/hot-model; performance.rst).
+.PHONY: bench-model
+bench-model: $(BENCH_BIN)
+	@$(SRC)/bench/hot-model $(BENCH_BIN)
 
 # The Python binding against prometheus_client's multiprocess mode
 # (bench/python_bench.py): writes, and collecting 1,000 and 10,000 dead

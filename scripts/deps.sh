@@ -30,6 +30,9 @@ pkgs=(
 	# library and tools; lttng-tools lets `make bench` time an enabled
 	# LTTng-UST tracepoint
 	libkmod-dev liblttng-ust-dev lttng-tools
+	# bench/hot-model: llvm-mca models the writes on CPUs not here, from
+	# the instructions gdb traces
+	llvm-14 gdb
 	# tests: sanitizers and fuzzing, memory checks, stress, the syscall
 	# fuzzer trinity
 	clang libclang-rt-14-dev valgrind stress-ng trinity

@@ -321,7 +321,8 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 	fixed_plan(h, t->key, &s, &more);
 	f->mode = more ? BL_HIST_FAST_FIXED_MORE : BL_HIST_FAST_FIXED;
 	if (pos_layout(t->key, nb, s, more))
-		f->mode = BL_HIST_FAST_FIXED_POS;
+		f->mode = BL_HIST_FAST_POS + s;
+	f->cell = t->cell;
 	f->kmin = t->key[0];
 	f->shift = s;
 	f->more = more;
@@ -338,8 +339,21 @@ static void fast_init_fixed(struct bl_hist_fast *f, struct bl_hist_table *t,
 		t->cell[c].off = off;
 		t->cell[c].j = i;
 	}
-	if (f->mode == BL_HIST_FAST_FIXED_POS)
+	if (bl_hist_fast_pos(f))
 		f->kmin ^= 1ull << 63;	/* the first bound's bits */
+}
+
+/* Candidates 2^62 below bucket 0: with the exponent's part (at most
+ * 2^14 either way for a mode below BL_HIST_FAST_EXP) still below it. */
+const struct bl_hist_cell bl_hist_no_cells[BL_HIST_EXP_CELLS] = {
+	[0 ... BL_HIST_EXP_CELLS - 1] = { .off = UINT64_MAX, .j = -(INT64_C(1) << 62) }
+};
+
+void bl_hist_fast_none(struct bl_hist_fast *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->mode = BL_HIST_FAST_NONE;
+	f->ecell = bl_hist_no_cells;
 }
 
 void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const struct bl_hist *h)
@@ -347,9 +361,8 @@ void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const st
 	uint32_t c, j, n;
 	int64_t k_lo;
 
-	memset(f, 0, sizeof(*f));
+	bl_hist_fast_none(f);
 	f->last = h->nbuckets - 1;
-	f->cell = t->cell;
 	if (h->layout != BLAMER_HIST_EXPONENTIAL) {
 		fast_init_fixed(f, t, h);
 		return;
@@ -361,9 +374,9 @@ void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const st
 		f->n = k_lo;
 		return;
 	}
-	f->mode = BL_HIST_FAST_EXP;
+	f->mode = BL_HIST_FAST_EXP + (uint32_t)h->schema;
+	f->ecell = t->cell;
 	n = 1u << h->schema;
-	f->n = n;
 	for (c = 0, j = 0; c < BL_HIST_EXP_CELLS; c++) {
 		uint64_t off = UINT64_MAX, bits;
 		double thr;

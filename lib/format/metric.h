@@ -95,13 +95,27 @@ uint32_t bl_hist_index(const struct bl_hist *h, double v);
 #define BL_HIST_EXP_CELLS	512u
 #define BL_HIST_EXP_LOW		43	/* mantissa bits below a cell's 9 */
 
-/* FIXED: at most one bound in a cell (more == 0); MORE: bounds closer
- * than a cell, the further compares; POS: FIXED with every bound >= +0
- * and below 2^1023, and cells of at most 2^BL_HIST_POS_SHIFT keys (the
- * usual layout of latencies and sizes), whose lookup needs no key. */
+/*
+ * The layout, in f->mode. FIXED: at most one bound in a cell (more ==
+ * 0); MORE: bounds closer than a cell, the further compares; POS: FIXED
+ * with every bound >= +0 and below 2^1023, and cells of at most
+ * 2^BL_HIST_POS_SHIFT keys (the usual layout of latencies and sizes),
+ * whose lookup needs no key; EXP: schema >= 0; WIDE: schema < 0.
+ *
+ * An observation's first load, the mode, is also the shift its lookup
+ * takes (a shift by a register uses the count's low 6 bits): POS is
+ * BL_HIST_FAST_POS + the cells' shift, EXP is BL_HIST_FAST_EXP + the
+ * schema (a bucket per 2^-schema of a binade: the exponent shifted by
+ * it), and the writer's one compare of the mode, with BL_HIST_FAST_POS,
+ * picks its lookup (bl_hist_hot()). Every other layout takes the
+ * exponential one too, through ecell = bl_hist_no_cells, whose buckets
+ * lie far below 0: the range compare that follows sends every value of
+ * theirs the long way, and no compare of the mode with EXP is needed.
+ */
 enum {
-	BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP, BL_HIST_FAST_EXP_WIDE,
-	BL_HIST_FAST_FIXED_MORE, BL_HIST_FAST_FIXED_POS
+	BL_HIST_FAST_NONE, BL_HIST_FAST_FIXED, BL_HIST_FAST_EXP_WIDE, BL_HIST_FAST_FIXED_MORE,
+	BL_HIST_FAST_EXP = 64,		/* + schema (0..8) */
+	BL_HIST_FAST_POS = 192,		/* + shift (0..BL_HIST_POS_SHIFT) */
 };
 #define BL_HIST_POS_SHIFT	51
 
@@ -117,23 +131,41 @@ struct bl_hist_table {
 	struct bl_hist_cell cell[];
 };
 
-/* In the order an exponential lookup reads it, then the fixed's. */
+/* The fields bl_hist_hot() reads first, then the other lookups'. */
 struct bl_hist_fast {
-	uint32_t mode;		/* BL_HIST_FAST_*: NONE, not a histogram */
+	uint32_t mode;		/* the layout (above): NONE, not a histogram */
 	uint32_t shift;		/* fixed: log2 of keys per cell; wide: -schema */
 	int64_t last;		/* nbuckets - 1 */
-	int64_t n;		/* exponential: 2^schema; wide: the boundary index of 2^min_exp */
-	const struct bl_hist_cell *cell;
+	const struct bl_hist_cell *ecell;	/* EXP's cells, else bl_hist_no_cells */
 	uint64_t kmin;		/* fixed: the first bound's key; POS: its bits */
 	uint64_t lastcell;	/* fixed: cells - 1 */
+	const struct bl_hist_cell *cell;	/* fixed: the cells */
 	uint64_t more;		/* fixed: the most bounds in a cell, less one */
 	const uint64_t *key;	/* fixed: the bounds' keys, then UINT64_MAX */
+	int64_t n;		/* wide: the boundary index of 2^min_exp */
 };
+
+/* BL_HIST_EXP_CELLS cells whose candidates are far below any bucket, for
+ * the layouts that are not EXP (the writer takes their lookup too). */
+extern const struct bl_hist_cell bl_hist_no_cells[BL_HIST_EXP_CELLS];
 
 /* The cells of @h's table (bl_hist_table's cell[]). */
 uint32_t bl_hist_fast_cells(const struct bl_hist *h);
-/* @f and @t (with bl_hist_fast_cells() cells) for @h; f->cell points into @t. */
+/* @f and @t (with bl_hist_fast_cells() cells) for @h; f's cells point
+ * into @t. */
 void bl_hist_fast_init(struct bl_hist_fast *f, struct bl_hist_table *t, const struct bl_hist *h);
+/* @f for a series that is no histogram (mode NONE). */
+void bl_hist_fast_none(struct bl_hist_fast *f);
+
+static inline bool bl_hist_fast_pos(const struct bl_hist_fast *f)
+{
+	return f->mode >= BL_HIST_FAST_POS;
+}
+
+static inline bool bl_hist_fast_exp(const struct bl_hist_fast *f)
+{
+	return f->mode - BL_HIST_FAST_EXP < BL_HIST_FAST_POS - BL_HIST_FAST_EXP;
+}
 
 /* A double's bits as a key in the doubles' order (for non-NaN). */
 static inline uint64_t bl_hist_key(uint64_t bits)
@@ -150,6 +182,29 @@ static inline int64_t bl_hist_clamp(const struct bl_hist_fast *f, int64_t k)
 	return k;
 }
 
+/* @x shifted by the mode's low 6 bits (which the layout's shift is,
+ * above): the CPU takes a shift count's low 6 bits, C does not, and
+ * GCC keeps the mask for a count that two lookups share. */
+static inline uint64_t bl_hist_shr_mode(uint64_t x, uint32_t mode)
+{
+#if defined(__x86_64__)
+	__asm__("shr %%cl, %0" : "+r"(x) : "c"(mode) : "cc");
+	return x;
+#else
+	return x >> (mode & 63);
+#endif
+}
+
+static inline uint64_t bl_hist_shl_mode(uint64_t x, uint32_t mode)
+{
+#if defined(__x86_64__)
+	__asm__("shl %%cl, %0" : "+r"(x) : "c"(mode) : "cc");
+	return x;
+#else
+	return x << (mode & 63);
+#endif
+}
+
 /* The exponential bucket of @bits before the clamp: in [0, last] for
  * values in the window, below 0 for those under it and every negative
  * one (NaN and -Inf among them), past last for those above it and +Inf
@@ -157,11 +212,12 @@ static inline int64_t bl_hist_clamp(const struct bl_hist_fast *f, int64_t k)
  * window's top, which is below 2^1023). */
 static inline int64_t bl_hist_exp_k(const struct bl_hist_fast *f, uint64_t bits)
 {
-	const struct bl_hist_cell *c = &f->cell[(bits >> BL_HIST_EXP_LOW) & (BL_HIST_EXP_CELLS - 1)];
-	/* the biased exponent, the sign shifted in: negative below -1 */
-	int64_t k = ((int64_t)bits >> 52) * f->n + c->j;
+	const struct bl_hist_cell *c = &f->ecell[(bits >> BL_HIST_EXP_LOW) & (BL_HIST_EXP_CELLS - 1)];
+	/* the biased exponent, the sign shifted in: negative below -1;
+	 * times 2^schema (unsigned: a negative one's shift is defined) */
+	uint64_t k = bl_hist_shl_mode((uint64_t)((int64_t)bits >> 52), f->mode);
 
-	return k + ((bits << (64 - BL_HIST_EXP_LOW)) > c->off);
+	return (int64_t)(k + (uint64_t)c->j) + ((bits << (64 - BL_HIST_EXP_LOW)) > c->off);
 }
 
 static inline uint32_t bl_hist_exp_index(const struct bl_hist_fast *f, uint64_t bits)
@@ -219,6 +275,32 @@ static inline uint32_t bl_hist_fixed_pos_index(const struct bl_hist_fast *f, uin
 	return bl_hist_pos_cell(f, d, at);
 }
 
+/*
+ * The writer's hot lookup: the bucket of a value inside a POS or EXP
+ * layout's range into *@bucket, one compare of the mode and one range
+ * compare; false for every other value and layout (the long way:
+ * bl_hist_fast_index(), or a refusal). A value in range is no NaN and
+ * no infinity, and not negative (its sign bit would make it a POS key
+ * past the last cell, an exponent below every window).
+ */
+static inline bool bl_hist_hot(const struct bl_hist_fast *f, uint64_t bits, uint64_t *bucket)
+{
+	uint32_t mode = f->mode;
+	int64_t k;
+
+	if (mode >= BL_HIST_FAST_POS) {
+		uint64_t d = bits - f->kmin, at = bl_hist_shr_mode(d, mode);
+
+		if (__builtin_expect(at > f->lastcell, 0))
+			return false;
+		*bucket = bl_hist_pos_cell(f, d, at);
+		return true;
+	}
+	k = bl_hist_exp_k(f, bits);
+	*bucket = (uint64_t)k;
+	return (uint64_t)k <= (uint64_t)f->last;
+}
+
 /* FIXED_MORE: then the compares with the bounds past the cell's first. */
 static inline uint32_t bl_hist_fixed_more_index(const struct bl_hist_fast *f, uint64_t bits)
 {
@@ -246,13 +328,13 @@ static inline uint32_t bl_hist_fast_index(const struct bl_hist_fast *f, double v
 	uint64_t bits;
 
 	__builtin_memcpy(&bits, &v, sizeof(bits));
-	if (f->mode == BL_HIST_FAST_EXP)
+	if (bl_hist_fast_exp(f))
 		return bl_hist_exp_index(f, bits);
 	if (f->mode == BL_HIST_FAST_FIXED)
 		return bl_hist_fixed_index(f, bits);
 	if (f->mode == BL_HIST_FAST_FIXED_MORE)
 		return bl_hist_fixed_more_index(f, bits);
-	if (f->mode == BL_HIST_FAST_FIXED_POS)
+	if (bl_hist_fast_pos(f))
 		return bl_hist_fixed_pos_index(f, bits);
 	return bl_hist_wide_index(f, bits);
 }

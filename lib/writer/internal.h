@@ -364,10 +364,11 @@ struct bl_tls {
 	uint32_t next_victim;
 	bool key_set;		/* the exit destructor will run for this thread */
 	bool making_heap;	/* this thread is making a context's heap (bl_ready()) */
-	bool in_write;		/* a metric write to a shard is under way (metric_write.c):
-				 * a signal handler's write goes elsewhere */
-	uint64_t token;		/* this thread's, never reused in the process: its
-				 * series homes (metric_write.c); 0 until its first */
+	/* This thread's, never reused in the process: its series homes
+	 * (metric_write.c); 0 until its first. BL_TOKEN_BUSY while a metric
+	 * write to one of its shards is under way: a signal handler's write
+	 * then goes elsewhere, and matches no home. */
+	uint64_t token;
 };
 
 extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
@@ -680,9 +681,10 @@ struct blamer_path *bl_path_publish(struct blamer *b, struct blamer_path *mine);
 void bl_handles_forked(struct blamer *b);
 
 /* A series' home (metric_write.c): none, or being claimed; no thread's
- * token is either. */
+ * token is either, nor a busy thread's (BL_TOKEN_BUSY, bl_tls.token). */
 #define BL_HOME_NONE		UINT64_MAX
 #define BL_HOME_CLAIMING	(UINT64_MAX - 1)
+#define BL_TOKEN_BUSY		(UINT64_MAX - 2)
 
 /*
  * No thread's token matches a homeless series. home_values is left as it

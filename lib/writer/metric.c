@@ -443,6 +443,8 @@ struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *
 		key.hist.max_exp = m->def.max_exp;
 		key.hist.bounds = m->def.bounds;
 		key.fast = m->fast;
+	} else {
+		bl_hist_fast_none(&key.fast);	/* an observation takes its lookup too */
 	}
 	key.hash = key_hash(&key);
 	s = bl_series_handle(b, &key, series_remake);

@@ -29,13 +29,15 @@
  * store: the thread is its only writer. A signal handler could run on the
  * same thread between the load and the store and write the same series;
  * its add would then be lost. So the thread marks the store under way
- * (bl_tls.in_write, with compiler barriers around the add: the mark is
- * the thread's own, no fence between CPUs is needed) and a write that
- * finds it marked is a handler's: it goes to the series record's own
- * words with atomic operations instead. A compare-and-swap in the shard
- * would do without the mark, but costs more: even an unlocked cmpxchg
- * loop made the counter add 5.9 ns where the mark's is 4.6
- * (Documentation/performance.rst).
+ * (its token is BL_TOKEN_BUSY meanwhile, with compiler barriers around
+ * the add: the mark is the thread's own, no fence between CPUs is
+ * needed) and a write that finds it marked is a handler's: it goes to
+ * the series record's own words with atomic operations instead. The
+ * mark in the token costs the home's write no load: the token compare
+ * it makes anyway fails in a handler (no home is BL_TOKEN_BUSY). A
+ * compare-and-swap in the shard would do without the mark, but costs
+ * more: even an unlocked cmpxchg loop made the counter add 5.9 ns where
+ * the mark's is 4.6 (Documentation/performance.rst).
  */
 #include <string.h>
 
@@ -94,6 +96,16 @@ static inline void own_add_u64(uint64_t *v, uint64_t x)
 static inline bool sum_ok(uint64_t bits)
 {
 	return bits << 1 < 0xffe0000000000000ull;
+}
+
+/* sum_ok() for a sum that an add of a number >= +0 or -0 made: a finite
+ * sum of either sign plus such a number is finite or +Inf, whose bits
+ * are the largest of them all as a signed integer. One instruction fewer
+ * (the shift), for the writes whose argument is known not negative: a
+ * counter's add and an observation that took bl_hist_hot(). */
+static inline bool sum_ok_up(uint64_t bits)
+{
+	return (int64_t)bits < 0x7ff0000000000000ll;
 }
 
 /*
@@ -247,26 +259,34 @@ mine:
 }
 
 /* A write of @v to word 0 (a double) and, for a histogram, 1 to the
- * count of bucket @bucket (word bucket + 1), under the thread's mark;
- * false, nothing written, if the sum would not be finite (sum_ok()). */
-static inline bool own_write(struct bl_tls *t, uint64_t *values, uint64_t bucket, double v,
-			     bool hist)
+ * count of bucket @bucket (word bucket + 1), under the thread's mark
+ * (its token BL_TOKEN_BUSY, then @token, the token it had); false,
+ * nothing written, if the sum would not be finite (sum_ok(), or
+ * sum_ok_up() if @up: @v is not negative). */
+static inline bool own_write(struct bl_tls *t, uint64_t token, uint64_t *values, uint64_t bucket,
+			     double v, bool hist, bool up)
 {
 	uint64_t sum;
 	bool ok;
 
-	t->in_write = true;
+	t->token = BL_TOKEN_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
 	sum = own_sum(&values[0], v);
-	ok = sum_ok(sum);
+	ok = up ? sum_ok_up(sum) : sum_ok(sum);
 	if (__builtin_expect(ok, 1)) {
 		if (hist)
 			own_add_u64(&values[bucket + 1], 1);
 		own_store(&values[0], sum);
 	}
 	atomic_signal_fence(memory_order_seq_cst);
-	t->in_write = false;
+	t->token = token;
 	return ok;
+}
+
+/* A signal handler's, on a thread interrupted in own_write(). */
+static inline bool in_write(const struct bl_tls *t)
+{
+	return t->token == BL_TOKEN_BUSY;
 }
 
 /* Tokens handed out: one per thread that wrote a series (atomic). */
@@ -322,7 +342,7 @@ static void write_slow(struct blamer_series *s, uint64_t bucket, double v, bool 
 	if (!rec)
 		return;
 	/* a handler that interrupted this thread's own write: not the shard */
-	if (t->in_write)
+	if (in_write(t))
 		goto shared;
 	if (!bl_slot_read_retry(t, seq) && none && t->shard_retry) {
 		t->shard_retry--;
@@ -334,7 +354,7 @@ static void write_slow(struct blamer_series *s, uint64_t bucket, double v, bool 
 	bl_slot_fill(t, slot, s->id, values);
 	if (values) {
 		home_claim(t, s, values);
-		if (!own_write(t, values, bucket, v, hist))
+		if (!own_write(t, t->token, values, bucket, v, hist, false))
 			sum_refused(s);
 		return;
 	}
@@ -353,11 +373,11 @@ static inline void write_away(struct blamer_series *s, uint64_t bucket, double v
 	struct bl_tls *t = &bl_tls;
 	struct bl_shard_slot *slot = &t->shard[s->id & (BL_SHARD_SLOTS - 1)];
 	uint32_t seq = bl_slot_read_begin(t);
-	uint64_t *values = slot->values;
+	uint64_t *values = slot->values, token = t->token;
 
-	if (__builtin_expect(slot->path_id == s->id && values && !t->in_write &&
+	if (__builtin_expect(slot->path_id == s->id && values && token != BL_TOKEN_BUSY &&
 			     !bl_slot_read_retry(t, seq), 1)) {
-		if (__builtin_expect(!own_write(t, values, bucket, v, hist), 0))
+		if (__builtin_expect(!own_write(t, token, values, bucket, v, hist, false), 0))
 			sum_refused(s);
 	} else {
 		write_slow(s, bucket, v, hist);
@@ -375,17 +395,20 @@ static void observe_away(struct blamer_series *s, uint64_t bucket, double v)
  * A counter add takes write_away() inline (as a call it made the other
  * threads' adds half again as long); an observation calls it, which
  * keeps the home's path shorter (measured: performance.rst). Always
- * inline: GCC once made one observation's write() a call.
+ * inline: GCC once made one observation's write() a call. @up: @v is
+ * not negative (own_write()).
  */
 static inline __attribute__((always_inline)) void write(struct blamer_series *s, uint64_t bucket,
-							 double v, bool hist)
+							 double v, bool hist, bool up)
 {
 	struct bl_tls *t = &bl_tls;
-
 	/* Relaxed: only this thread stores its own token there, after the
 	 * pointer (home_claim()). */
-	if (__builtin_expect(ld_relaxed(A64(&s->home)) == t->token && !t->in_write, 1)) {
-		if (__builtin_expect(!own_write(t, s->home_values, bucket, v, hist), 0))
+	uint64_t home = ld_relaxed(A64(&s->home));
+
+	/* a busy thread's token (a handler's write) is no home */
+	if (__builtin_expect(home == t->token, 1)) {
+		if (__builtin_expect(!own_write(t, home, s->home_values, bucket, v, hist, up), 0))
 			sum_refused(s);
 	} else if (hist)
 		observe_away(s, bucket, v);
@@ -403,7 +426,7 @@ BL_HOT void blamer_counter_add(struct blamer_series *s, double v)
 		refused(s, BLAMER_METRIC_COUNTER);
 		return;
 	}
-	write(s, 0, v, false);
+	write(s, 0, v, false, true);
 }
 
 /* NaN or an infinity (all exponent bits set): refused, as for a
@@ -423,41 +446,27 @@ static void observe_other(struct blamer_series *s, uint64_t bits, double v)
 	if (nan_or_inf(bits) || s->fast.mode == BL_HIST_FAST_NONE)
 		refused(s, BLAMER_METRIC_HISTOGRAM);
 	else
-		write(s, bl_hist_fast_index(&s->fast, v), v, true);
+		write(s, bl_hist_fast_index(&s->fast, v), v, true, false);
 }
 
 /*
- * The two layouts of nearly every histogram, each a straight line to its
- * own write: fixed bounds >= 0 (POS) and exponential. Each has one range
- * compare, which sends the values outside its buckets' range (below the
- * first bound or the window, above the last) the long way, and NaN and
- * the infinities with them (metric.h): a value in range is no NaN.
+ * The two layouts of nearly every histogram, POS and exponential, in
+ * bl_hist_hot(): one compare of the mode, one range compare, which sends
+ * the values outside the buckets' range (below the first bound or the
+ * window, above the last), NaN, the infinities and every other layout
+ * the long way (metric.h). A value in range is >= +0.
  */
 BL_HOT void blamer_histogram_observe(struct blamer_series *s, double v)
 {
-	const struct bl_hist_fast *f;
-	uint64_t bits;
+	uint64_t bits, bucket;
 
 	if (!s)
 		return;
-	f = &s->fast;
 	memcpy(&bits, &v, sizeof(bits));
-	if (f->mode == BL_HIST_FAST_FIXED_POS) {
-		uint64_t d = bits - f->kmin, at = d >> f->shift;
-
-		if (__builtin_expect(at <= f->lastcell, 1)) {
-			write(s, bl_hist_pos_cell(f, d, at), v, true);
-			return;
-		}
-	} else if (f->mode == BL_HIST_FAST_EXP) {
-		int64_t k = bl_hist_exp_k(f, bits);
-
-		if (__builtin_expect((uint64_t)k <= (uint64_t)f->last, 1)) {
-			write(s, (uint64_t)k, v, true);
-			return;
-		}
-	}
-	observe_other(s, bits, v);
+	if (__builtin_expect(bl_hist_hot(&s->fast, bits, &bucket), 1))
+		write(s, bucket, v, true, true);
+	else
+		observe_other(s, bits, v);
 }
 
 void blamer_gauge_set(struct blamer_series *s, double v)

@@ -409,12 +409,49 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 	t_close(self, b);
 }
 
-/* The writer's O(1) lookup against the reader's search, for layouts
- * that test its corners: bounds closer than a cell (more compares), one
+/* The layout of @f, with POS and EXP as one value each. */
+static uint32_t fast_layout(const struct bl_hist_fast *f)
+{
+	if (bl_hist_fast_pos(f))
+		return BL_HIST_FAST_POS;
+	return bl_hist_fast_exp(f) ? BL_HIST_FAST_EXP : f->mode;
+}
+
+/* @v's bucket by the writer's hot lookup: the reader's when it takes the
+ * value, and it takes every value in range of a POS or EXP layout, never
+ * another layout's. */
+static void hot_matches(struct __test_metadata *_metadata, const struct bl_hist *h,
+			const struct bl_hist_fast *f, double v)
+{
+	uint64_t bits, bucket = UINT64_MAX;
+	uint32_t at = bl_hist_index(h, v);
+	bool hot;
+
+	memcpy(&bits, &v, sizeof(bits));
+	hot = bl_hist_hot(f, bits, &bucket);
+	if (hot) {
+		ASSERT_EQ(at, bucket) TH_LOG("layout %u: %a", f->mode, v);
+	}
+	if (!bl_hist_fast_pos(f) && !bl_hist_fast_exp(f)) {
+		ASSERT_FALSE(hot) TH_LOG("layout %u: %a", f->mode, v);
+	}
+	/* in range: not below the first bound or window, not in +Inf's,
+	 * no sign bit (-0.0 goes the long way) */
+	if (fast_layout(f) == BL_HIST_FAST_POS && !signbit(v) && v >= bl_hist_upper(h, 0) &&
+	    at < h->nbuckets - 1) {
+		ASSERT_TRUE(hot) TH_LOG("%a", v);
+	}
+	if (fast_layout(f) == BL_HIST_FAST_EXP && at && at < h->nbuckets - 1) {
+		ASSERT_TRUE(hot) TH_LOG("%a", v);
+	}
+}
+
+/* The writer's O(1) lookups against the reader's search, for layouts
+ * that test their corners: bounds closer than a cell (more compares), one
  * bound, 32, the whole range of doubles, -0.0, denormals, a last bound
  * next to +Inf; every exponential schema; values at, next to and between
  * every bound, the special ones, and random bits. @mode (unless NONE):
- * the lookup the layout must get. */
+ * the layout (fast_layout()) the bounds must get. */
 static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist *h,
 			 unsigned *seed, uint32_t mode)
 {
@@ -429,7 +466,7 @@ static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist
 	ASSERT_NE(NULL, t);
 	bl_hist_fast_init(&f, t, h);
 	if (mode != BL_HIST_FAST_NONE)
-		ASSERT_EQ(mode, f.mode);
+		ASSERT_EQ(mode, fast_layout(&f));
 	for (i = 0; i < h->nbuckets; i++) {
 		double u = bl_hist_upper(h, i), w[3] = { u, nextafter(u, -INFINITY),
 							 nextafter(u, INFINITY) };
@@ -438,27 +475,28 @@ static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist
 		for (k = 0; k < 3; k++) {
 			ASSERT_EQ(bl_hist_index(h, w[k]), bl_hist_fast_index(&f, w[k]))
 				TH_LOG("layout %u schema %d: %a", h->layout, h->schema, w[k]);
+			hot_matches(_metadata, h, &f, w[k]);
 		}
 		if (i + 2 < h->nbuckets) {
 			double mid = u / 2 + bl_hist_upper(h, i + 1) / 2;
 
 			ASSERT_EQ(bl_hist_index(h, mid), bl_hist_fast_index(&f, mid));
+			hot_matches(_metadata, h, &f, mid);
 		}
 	}
 	for (i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
 		ASSERT_EQ(bl_hist_index(h, special[i]), bl_hist_fast_index(&f, special[i]))
 			TH_LOG("%a", special[i]);
+		hot_matches(_metadata, h, &f, special[i]);
 	}
 	/* the writer's in-range compare sends NaN and the infinities the
-	 * long way (where they are refused) */
+	 * long way (where they are refused), whatever the layout */
 	for (i = 0; i < 4; i++) {
 		static const uint64_t odd[4] = { 0x7ff0000000000000ull, 0xfff0000000000000ull,
 						 0x7ff8000000000001ull, 0xffffffffffffffffull };
+		uint64_t bucket;
 
-		if (f.mode == BL_HIST_FAST_EXP)
-			ASSERT_GT((uint64_t)bl_hist_exp_k(&f, odd[i]), (uint64_t)f.last);
-		if (f.mode == BL_HIST_FAST_FIXED_POS)
-			ASSERT_GT((odd[i] - f.kmin) >> f.shift, f.lastcell);
+		ASSERT_FALSE(bl_hist_hot(&f, odd[i], &bucket)) TH_LOG("%#llx", (unsigned long long)odd[i]);
 	}
 	for (k = 0; k < 200000; k++) {
 		uint64_t bits;
@@ -478,6 +516,7 @@ static void fast_matches(struct __test_metadata *_metadata, const struct bl_hist
 		if (isnan(v))
 			continue;
 		ASSERT_EQ(bl_hist_index(h, v), bl_hist_fast_index(&f, v)) TH_LOG("%a", v);
+		hot_matches(_metadata, h, &f, v);
 	}
 	free(t);
 }
@@ -496,10 +535,10 @@ TEST(fast_bucket_lookup_is_the_readers)
 			    b8[] = { 1e300, 0x1.fffffffffffffp1022 }, b9[] = { 0, 0x1p-1074, 1 },
 			    b10[] = { 1e300, 0x1p1023 };
 	static const struct { const double *b; uint32_t n, mode; } fixed[] = {
-		{ b1, 1, BL_HIST_FAST_FIXED_POS }, { b2, 2, BL_HIST_FAST_FIXED_POS },
+		{ b1, 1, BL_HIST_FAST_POS }, { b2, 2, BL_HIST_FAST_POS },
 		{ b3, 2, BL_HIST_FAST_FIXED }, { b4, 4, BL_HIST_FAST_FIXED_MORE },
-		{ b5, 3, BL_HIST_FAST_NONE }, { b6, 14, BL_HIST_FAST_FIXED_POS },
-		{ b7, 4, BL_HIST_FAST_NONE }, { b8, 2, BL_HIST_FAST_FIXED_POS },
+		{ b5, 3, BL_HIST_FAST_NONE }, { b6, 14, BL_HIST_FAST_POS },
+		{ b7, 4, BL_HIST_FAST_NONE }, { b8, 2, BL_HIST_FAST_POS },
 		{ b9, 3, BL_HIST_FAST_NONE }, { b10, 2, BL_HIST_FAST_FIXED },
 	};
 	double b32[32];
@@ -529,8 +568,21 @@ TEST(fast_bucket_lookup_is_the_readers)
 			h.nbuckets = bl_hist_exp_buckets(schema, h.min_exp, h.max_exp);
 			if (!h.nbuckets)
 				continue;
-			fast_matches(_metadata, &h, &seed, BL_HIST_FAST_NONE);
+			fast_matches(_metadata, &h, &seed,
+				     schema < 0 ? BL_HIST_FAST_EXP_WIDE : BL_HIST_FAST_EXP);
 		}
+	/* a series that is no histogram: every value the long way (refused) */
+	{
+		struct bl_hist_fast none;
+		uint64_t bits, bucket;
+
+		bl_hist_fast_none(&none);
+		for (i = 0; i < 200000; i++) {
+			seed = seed * 1103515245 + 12345;
+			bits = (uint64_t)seed << 32 | (seed >> 7);
+			ASSERT_FALSE(bl_hist_hot(&none, i < 4096 ? (uint64_t)i << 52 : bits, &bucket));
+		}
+	}
 }
 
 /* Exact sums: the same numbers in any order give the same bits. */
@@ -797,6 +849,80 @@ TEST_F(ctx, signal_handler_adds_are_not_lost)
 	s = own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2.0 * (adds + 1) + (double)sigs, series(s, "c", NULL)->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/* The same away from home: the series' home thread has exited, so the
+ * loop's writes and the handler's go through the thread's shard cache
+ * (write_away()); the handler observes into the histogram the loop is
+ * observing into too. */
+static struct blamer_series *away_c, *away_h;
+static volatile sig_atomic_t away_sigs;
+
+static void on_alarm_away(int sig)
+{
+	(void)sig;
+	blamer_counter_add(away_c, 1);
+	blamer_histogram_observe(away_h, 0.25);
+	away_sigs++;
+}
+
+static void *claim_homes(void *arg)
+{
+	(void)arg;
+	blamer_counter_add(away_c, 2);
+	blamer_histogram_observe(away_h, 0.5);
+	return NULL;
+}
+
+TEST_F(ctx, signal_handler_writes_away_from_home_are_not_lost)
+{
+	struct blamer_metric_def cd = { .name = "c", .kind = BLAMER_METRIC_COUNTER };
+	static const double bounds[] = { 0.3, 1 };
+	struct blamer_metric_def hd = { .name = "h", .kind = BLAMER_METRIC_HISTOGRAM,
+					.bounds = bounds, .nbounds = 2 };
+	struct sigaction sa = { .sa_handler = on_alarm_away };
+	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	const struct blamer_snap_series *h;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	uint64_t adds = 2;	/* the home thread's and this one's first */
+	struct blamer *b;
+	pthread_t t;
+	int i;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	away_c = blamer_metric_series(blamer_metric_define(b, &cd), NULL, NULL, 0);
+	away_h = blamer_metric_series(blamer_metric_define(b, &hd), NULL, NULL, 0);
+	ASSERT_NE(NULL, away_c);
+	ASSERT_NE(NULL, away_h);
+	ASSERT_EQ(0, pthread_create(&t, NULL, claim_homes, NULL));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	blamer_counter_add(away_c, 2);	/* this thread's shards, outside the handler */
+	blamer_histogram_observe(away_h, 0.5);
+	away_sigs = 0;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	for (i = 0; i < 2000000; i++, adds++) {
+		blamer_counter_add(away_c, 2);
+		blamer_histogram_observe(away_h, 0.5);
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_DFL);
+	ASSERT_GT(away_sigs, 0);
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(2.0 * adds + away_sigs, series(s, "c", NULL)->value);
+	h = series(s, "h", NULL);
+	ASSERT_NE(NULL, h);
+	ASSERT_EQ(adds + away_sigs, h->count);
+	ASSERT_EQ(0.5 * adds + 0.25 * away_sigs, h->value);	/* the sum */
+	ASSERT_EQ(away_sigs, h->buckets[0]);
+	ASSERT_EQ(adds, h->buckets[1]);
 	blamer_snapshot_free(s);
 	t_close(self, b);
 }
