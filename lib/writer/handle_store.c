@@ -161,7 +161,8 @@ uint64_t bl_handle_id(void)
  * Series handles, by key: a chain per bucket, each pushed with a CAS.
  * A program may have many series (one per label set), so the table does
  * not fill up; a chain is walked only to find a series again
- * (blamer_metric_series(), not the writes).
+ * (blamer_metric_series(), not the writes). A series' handle goes in
+ * once its record is made (metric.c), as a path's.
  */
 #define SERIES_BUCKETS	4096u		/* a power of two */
 
@@ -269,45 +270,42 @@ struct blamer_path *bl_path_publish(struct blamer *b, struct blamer_path *mine)
 	}
 }
 
-struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
-				       bl_remake_fn remake)
+struct blamer_series *bl_series_find(struct blamer *b, const struct blamer_series *key)
 {
-	struct bl_series_table *t = series_table(b);
-	struct blamer_series *_Atomic *chain, *head, *seen = NULL, *s, *mine = NULL;
+	/* Acquire: pairs with the release CAS below: handles found are whole. */
+	struct bl_series_table *t = atomic_load_explicit(&b->series, memory_order_acquire);
+	struct blamer_series *s;
 
 	if (!t)
-		goto oom;
-	chain = &t->chain[key->hash & (SERIES_BUCKETS - 1)];
-	/* Acquire: pairs with the release CAS below: handles found are whole. */
+		return NULL;
+	s = atomic_load_explicit(&t->chain[key->hash & (SERIES_BUCKETS - 1)], memory_order_acquire);
+	for (; s; s = atomic_load_explicit(&s->next, memory_order_relaxed))
+		if (series_is(s, key))
+			return s;
+	return NULL;
+}
+
+struct blamer_series *bl_series_publish(struct blamer *b, struct blamer_series *mine)
+{
+	struct bl_series_table *t = series_table(b);
+	struct blamer_series *_Atomic *chain, *head, *seen = NULL, *s;
+
+	if (!t) {
+		bl_error(ENOMEM, "blamer: no memory for the series table");
+		return NULL;
+	}
+	chain = &t->chain[mine->hash & (SERIES_BUCKETS - 1)];
 	head = atomic_load_explicit(chain, memory_order_acquire);
 	for (;;) {
 		for (s = head; s != seen; s = atomic_load_explicit(&s->next, memory_order_relaxed))
-			if (series_is(s, key)) {
-				free(mine);
+			if (series_is(s, mine))
 				return s;
-			}
-		if (!mine) {
-			mine = malloc(sizeof(*mine));
-			if (!mine)
-				goto oom;
-			*mine = *key;
-			mine->id = bl_handle_id();
-			mine->home_values = NULL;
-			mine->made = 0;
-			bl_series_homeless(mine);
-			/* stale: its first use finds or makes its record */
-			bl_handle_init(&mine->h, b, remake, NULL, 0);
-		}
 		atomic_store_explicit(&mine->next, head, memory_order_relaxed);
 		seen = head;
 		if (atomic_compare_exchange_weak_explicit(chain, &head, mine, memory_order_release,
 							  memory_order_acquire))
 			return mine;
 	}
-oom:
-	bl_drop(b, BLAMER_DROP_HEAP_FULL);
-	bl_error(ENOMEM, "blamer: no memory for a series handle");
-	return NULL;
 }
 
 void bl_handles_forked(struct blamer *b)

@@ -659,11 +659,18 @@ struct blamer_value *bl_value_handle(struct blamer *b, uint32_t scope, const cha
 /* handle_store.c: a new handle's process-unique id (paths, series: the
  * key of a thread's shard cache), never 0, never reused. */
 uint64_t bl_handle_id(void);
+/* metric.c: @key made the key of @m's series of @values (cut to the
+ * room, key->cut then set) and @depth path nodes (checked by the
+ * caller), with its hash. */
+void bl_series_key(struct blamer_series *key, struct blamer_metric *m, const char *const *values,
+		   const uint64_t *path, unsigned depth);
 /* handle_store.c: the series handle of @key's metric, values and path in
- * @b, found, or made from @key (copied, stale: made current by its first
- * use) if there is none yet; NULL (counted) out of memory. */
-struct blamer_series *bl_series_handle(struct blamer *b, const struct blamer_series *key,
-				       bl_remake_fn remake);
+ * @b, or NULL if there is none yet. */
+struct blamer_series *bl_series_find(struct blamer *b, const struct blamer_series *key);
+/* handle_store.c: @mine (a new series handle) put in @b's table, unless
+ * a handle of its key is there first: the one in the table (@mine is then
+ * the caller's to free); NULL (a message) if the table cannot be had. */
+struct blamer_series *bl_series_publish(struct blamer *b, struct blamer_series *mine);
 /* dag.c: @key made the key of a path (@depth ids, @nunits units: checked
  * by the caller), with its hash. */
 void bl_path_key(struct blamer_path *key, const uint64_t *ids, unsigned depth,

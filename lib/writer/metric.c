@@ -291,26 +291,35 @@ fail:
  * (the walk made the n-th new series cost n records: 0.78 ms each at
  * 16,000). 0 with a message if it cannot be had.
  */
+/* A METRIC record of @s's key (its metric's definition @def) in @b's
+ * heap, filled, not listed; 0 with a message if the heap has no room. */
+static blamer_ref series_record(struct blamer *b, const struct blamer_series *s, blamer_ref def)
+{
+	struct blamer_metric_rec *r;
+	blamer_ref ref = bl_record_alloc(b, BLAMER_REC_METRIC,
+					 sizeof(*r) + s->nvalues * sizeof(uint64_t));
+
+	if (!ref)
+		return 0;
+	r = bl_ptr(&b->heap, ref);
+	r->def = def;
+	r->flags = s->cut;
+	r->depth = s->depth;
+	memcpy(r->nodes, s->nodes, sizeof(r->nodes));
+	memcpy(r->values, s->values, sizeof(r->values));
+	r->nvalues = s->nvalues;
+	bl_owner_set(b, &r->owner);
+	return ref;
+}
+
 static blamer_ref series_make(struct blamer *b, struct blamer_series *s, blamer_ref def)
 {
 	/* Acquire: the record another thread made is whole. */
 	blamer_ref ref = ld_acquire(A64(&s->made));
-	struct blamer_metric_rec *r;
 
-	if (!ref) {
-		ref = bl_record_alloc(b, BLAMER_REC_METRIC, sizeof(*r) + s->nvalues * sizeof(uint64_t));
-		if (!ref)
-			return 0;
-		r = bl_ptr(&b->heap, ref);
-		r->def = def;
-		r->flags = s->cut;
-		r->depth = s->depth;
-		memcpy(r->nodes, s->nodes, sizeof(r->nodes));
-		memcpy(r->values, s->values, sizeof(r->values));
-		r->nvalues = s->nvalues;
-		bl_owner_set(b, &r->owner);
-	}
-	return bl_handle_made(&b->heap, &s->made, ref);
+	if (!ref)
+		ref = series_record(b, s, def);
+	return ref ? bl_handle_made(&b->heap, &s->made, ref) : 0;
 }
 
 /* An exporter folds this metric's series when their process dies (the
@@ -338,10 +347,8 @@ static void *series_remake(struct bl_handle *hd, struct blamer *b, blamer_ref *r
 	if (!bl_handle_rec(&s->m->h))
 		return NULL;	/* counted there */
 	*ref = series_make(b, s, bl_handle_ref(&s->m->h));
-	if (!*ref) {
-		bl_drop(b, BLAMER_DROP_HEAP_FULL);
-		return NULL;
-	}
+	if (!*ref)
+		return NULL;	/* counted where the record could not be had */
 	/* Relaxed: the flag is a hint for whoever ends the heap, which a
 	 * thread of this process does after this store (or a parent, after
 	 * our exit). */
@@ -391,6 +398,69 @@ static void key_values(struct blamer_series *s, const struct blamer_metric *m,
 	s->vlen = at;
 }
 
+void bl_series_key(struct blamer_series *key, struct blamer_metric *m, const char *const *values,
+		   const uint64_t *path, unsigned depth)
+{
+	memset(key, 0, sizeof(*key));
+	key->m = m;
+	key->kind = m->def.kind;
+	key->nvalues = m->nvalues;
+	key->stamped = m->def.gauge_mode == BLAMER_GAUGE_MOSTRECENT ||
+		       m->def.gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT;
+	key->depth = depth;
+	if (depth)
+		memcpy(key->nodes, path, depth * sizeof(path[0]));
+	key_values(key, m, values);
+	if (key->kind == BLAMER_METRIC_HISTOGRAM) {
+		key->hist.layout = m->def.layout;
+		key->hist.nbuckets = m->def.nbuckets;
+		key->hist.schema = m->def.schema;
+		key->hist.min_exp = m->def.min_exp;
+		key->hist.max_exp = m->def.max_exp;
+		key->hist.bounds = m->def.bounds;
+		key->fast = m->fast;
+	} else {
+		bl_hist_fast_none(&key->fast);	/* an observation takes its lookup too */
+	}
+	key->hash = key_hash(key);
+}
+
+/*
+ * A new series: its record first, then its handle, as a path's
+ * (blamer_path_get()), so that a series the heap has no room for leaves
+ * no handle (a label value per request would keep one each, some 600
+ * bytes, for nothing). The handle is stale until its first use lists
+ * the record (series_remake()); a handle another thread put in first is
+ * the one, and our record stays off the list.
+ */
+static struct blamer_series *series_new(struct blamer *b, const struct blamer_series *key)
+{
+	struct blamer_series *mine, *s;
+
+	if (!bl_handle_rec(&key->m->h))
+		return NULL;	/* counted there */
+	mine = malloc(sizeof(*mine));
+	if (!mine) {
+		bl_drop(b, BLAMER_DROP_HEAP_FULL);
+		bl_error(ENOMEM, "blamer: no memory for a series handle");
+		return NULL;
+	}
+	*mine = *key;
+	mine->id = bl_handle_id();
+	mine->home_values = NULL;
+	bl_series_homeless(mine);
+	mine->made = series_record(b, mine, bl_handle_ref(&key->m->h));
+	if (!mine->made) {
+		free(mine);	/* counted where the record could not be had */
+		return NULL;
+	}
+	bl_handle_init(&mine->h, b, series_remake, NULL, 0);
+	s = bl_series_publish(b, mine);
+	if (s != mine)
+		free(mine);
+	return s;
+}
+
 struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *const *values,
 					   const uint64_t *path, unsigned depth)
 {
@@ -425,35 +495,18 @@ struct blamer_series *blamer_metric_series(struct blamer_metric *m, const char *
 				return NULL;
 			}
 	}
-	memset(&key, 0, sizeof(key));
-	key.m = m;
-	key.kind = m->def.kind;
-	key.nvalues = m->nvalues;
-	key.stamped = m->def.gauge_mode == BLAMER_GAUGE_MOSTRECENT ||
-		      m->def.gauge_mode == BLAMER_GAUGE_LIVEMOSTRECENT;
-	key.depth = depth;
-	if (depth)
-		memcpy(key.nodes, path, depth * sizeof(path[0]));
-	key_values(&key, m, values);
-	if (key.kind == BLAMER_METRIC_HISTOGRAM) {
-		key.hist.layout = m->def.layout;
-		key.hist.nbuckets = m->def.nbuckets;
-		key.hist.schema = m->def.schema;
-		key.hist.min_exp = m->def.min_exp;
-		key.hist.max_exp = m->def.max_exp;
-		key.hist.bounds = m->def.bounds;
-		key.fast = m->fast;
-	} else {
-		bl_hist_fast_none(&key.fast);	/* an observation takes its lookup too */
-	}
-	key.hash = key_hash(&key);
-	s = bl_series_handle(b, &key, series_remake);
+	bl_series_key(&key, m, values, path, depth);
+	if (!bl_ready(b))
+		return NULL;
+	s = bl_series_find(b, &key);
+	if (!s)
+		s = series_new(b, &key);
 	if (!s)
 		return NULL;
 	if (key.cut)
 		bl_drop(b, BLAMER_DROP_LABEL_VALUES_CUT);
 	/* made current now, so that an error shows here, not as drops */
-	if (!bl_ready(b) || !bl_handle_rec(&s->h))
+	if (!bl_handle_rec(&s->h))
 		return NULL;
 	return s;
 }

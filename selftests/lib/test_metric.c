@@ -809,6 +809,60 @@ TEST_F(ctx, sums_past_the_largest_double_are_refused_and_counted)
 	t_close(self, b);
 }
 
+/*
+ * A series is asked for with a new label value per request on a heap
+ * with no room left: each fails (ENOSPC, counted as heap_full) and
+ * leaves no handle behind in the process (its handle goes in the table
+ * only once its record is made); the series made before is found, the
+ * same, and still written.
+ */
+TEST_F(ctx, series_the_heap_has_no_room_for_leave_no_handles)
+{
+	struct blamer_metric_def cd = { .name = "hits", .kind = BLAMER_METRIC_COUNTER,
+					.labels = (const char *[]){ "user" }, .nlabels = 1 };
+	struct blamer_series key, *first;
+	struct blamer_metric *m;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	uint64_t full;
+	char user[32];
+	const char *v[1] = { user };
+	struct blamer *b;
+	int i, err = 0;
+
+	c = t_cfg(self->dir, 16384, 2);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	m = blamer_metric_define(b, &cd);
+	ASSERT_NE(NULL, m);
+	strcpy(user, "u0");
+	first = blamer_metric_series(m, v, NULL, 0);
+	ASSERT_NE(NULL, first);
+	while (bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err))
+		;
+	while (bl_heap_alloc(&b->heap, 24, T_REC_TEST, &err))
+		;
+	ASSERT_EQ(ENOSPC, err);
+	full = drops(b, BLAMER_DROP_HEAP_FULL);
+	for (i = 1; i <= 20000; i++) {
+		snprintf(user, sizeof(user), "u%d", i);
+		ASSERT_EQ(NULL, blamer_metric_series(m, v, NULL, 0));
+		ASSERT_EQ(ENOSPC, blamer_errno());
+		bl_series_key(&key, m, v, NULL, 0);
+		ASSERT_EQ(NULL, bl_series_find(b, &key)) TH_LOG("a handle left for %s", user);
+	}
+	EXPECT_EQ(full + 20000, drops(b, BLAMER_DROP_HEAP_FULL));
+	strcpy(user, "u0");
+	bl_series_key(&key, m, v, NULL, 0);
+	ASSERT_EQ(first, bl_series_find(b, &key));
+	ASSERT_EQ(first, blamer_metric_series(m, v, NULL, 0));
+	blamer_counter_add(first, 3);	/* the record's own words: no room for a shard */
+	s = own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(3.0, series(s, "hits", "u0")->value);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
 static struct blamer_series *sig_series;
 
 static void on_usr1(int sig)
