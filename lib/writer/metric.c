@@ -285,12 +285,6 @@ fail:
 
 /* ---- series ---- */
 
-/*
- * The series record of @s in @b's heap (its metric's definition @def),
- * made once per handle and heap (bl_handle_made()): no walk of the heap
- * (the walk made the n-th new series cost n records: 0.78 ms each at
- * 16,000). 0 with a message if it cannot be had.
- */
 /* A METRIC record of @s's key (its metric's definition @def) in @b's
  * heap, filled, not listed; 0 with a message if the heap has no room. */
 static blamer_ref series_record(struct blamer *b, const struct blamer_series *s, blamer_ref def)
@@ -312,6 +306,12 @@ static blamer_ref series_record(struct blamer *b, const struct blamer_series *s,
 	return ref;
 }
 
+/*
+ * The series record of @s in @b's heap (its metric's definition @def),
+ * made once per handle and heap (bl_handle_made()): no walk of the heap
+ * (the walk made the n-th new series cost n records: 0.78 ms each at
+ * 16,000). 0 with a message if it cannot be had.
+ */
 static blamer_ref series_make(struct blamer *b, struct blamer_series *s, blamer_ref def)
 {
 	/* Acquire: the record another thread made is whole. */
