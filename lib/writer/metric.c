@@ -457,7 +457,9 @@ static struct blamer_series *series_new(struct blamer *b, const struct blamer_se
 	bl_handle_init(&mine->h, b, series_remake, NULL, 0);
 	s = bl_series_publish(b, mine);
 	if (s != mine)
-		free(mine);
+		free(mine);	/* another thread's went in first: ours stays off the list */
+	if (!s)
+		bl_drop(b, BLAMER_DROP_HEAP_FULL);	/* no memory, as for the handle */
 	return s;
 }
 
