@@ -981,6 +981,11 @@ const char *blamer_base_name(uint32_t base);		/* "", "seconds", "bytes" */
  */
 double blamer_histogram_quantile(const struct blamer_snap_metric_def *def,
 				 const uint64_t *buckets, double q);
+/* Definitions in the order the merge keeps them, by all that merging
+ * depends on (name, kind, base, gauge mode, flags, labels, buckets; not
+ * help): 0 when series of the two merge as one definition's. */
+int blamer_metric_def_cmp(const struct blamer_snap_metric_def *a,
+			  const struct blamer_snap_metric_def *b);
 
 /* Exporters. Return 0 or -errno. */
 #define BLAMER_JSON_SCHEMA_VERSION 4

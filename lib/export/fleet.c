@@ -54,39 +54,6 @@ bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p
 	return ident_find(f, &k) != NULL;
 }
 
-static int sgn(int64_t x)
-{
-	return (x > 0) - (x < 0);
-}
-
-int fl_def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y)
-{
-	uint32_t i;
-	int c = strcmp(x->name, y->name);
-
-	if (c)
-		return c;
-	if (x->kind != y->kind)
-		return sgn((int64_t)x->kind - y->kind);
-	if (x->base != y->base)
-		return sgn((int64_t)x->base - y->base);
-	if (x->gauge_mode != y->gauge_mode)
-		return sgn((int64_t)x->gauge_mode - y->gauge_mode);
-	if (x->flags != y->flags)
-		return sgn((int64_t)x->flags - y->flags);
-	if (x->nlabels != y->nlabels)
-		return sgn((int64_t)x->nlabels - y->nlabels);
-	for (i = 0; i < x->nlabels; i++)
-		if ((c = strcmp(x->labels[i], y->labels[i])))
-			return c;
-	if (x->nbuckets != y->nbuckets)
-		return sgn((int64_t)x->nbuckets - y->nbuckets);
-	for (i = 0; i < x->nbuckets; i++)
-		if (x->upper[i] != y->upper[i])
-			return x->upper[i] < y->upper[i] ? -1 : 1;
-	return 0;
-}
-
 /* ---- opening ---- */
 
 /*
@@ -558,7 +525,7 @@ static struct blamer_snap_metric_def *def_of(struct blamer_fleet *f,
 
 	if (i < f->ndefs) {
 		*idx = i;
-		return fl_def_cmp(&f->defs[i], d) ? NULL : &f->defs[i];
+		return blamer_metric_def_cmp(&f->defs[i], d) ? NULL : &f->defs[i];
 	}
 	if (!fl_def_add(f, d, uid)) {
 		*oom = true;
@@ -775,7 +742,7 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		if (m->conflict)
 			return false;
 		j = def_named(f, m->def->name, p->uid, &at);
-		if (j < f->ndefs && fl_def_cmp(&f->defs[j], m->def))
+		if (j < f->ndefs && blamer_metric_def_cmp(&f->defs[j], m->def))
 			return false;
 		bytes += new_names_bytes(f, s, m->nodes, m->depth);
 		if (j == f->ndefs)

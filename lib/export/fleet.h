@@ -167,7 +167,5 @@ void fl_test_abort(const struct blamer_fleet *f, uint32_t step);
 struct fl_ident fl_ident_of(const struct blamer_snap_process *p);
 /* @p was folded (its identity is listed). */
 bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p);
-/* Definitions ordered as the reader merges them (not by help). */
-int fl_def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y);
 
 #endif /* BLAMER_EXPORT_FLEET_H */

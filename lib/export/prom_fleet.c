@@ -181,7 +181,7 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		struct agg key = { .def = d, .uid = r->uid, .values = r->values, .depth = r->depth,
 				   .nodes = r->nodes, .rem = r }, *hit;
 
-		if (ld && fl_def_cmp(ld, d)) {
+		if (ld && blamer_metric_def_cmp(ld, d)) {
 			(*conflicts)++;	/* the processes now define it otherwise */
 			continue;
 		}

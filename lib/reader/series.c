@@ -59,8 +59,8 @@ static int sgn(int64_t x)
 	return (x > 0) - (x < 0);
 }
 
-/* Definitions ordered by what merging depends on (not help). */
-static int def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_snap_metric_def *y)
+int blamer_metric_def_cmp(const struct blamer_snap_metric_def *x,
+			  const struct blamer_snap_metric_def *y)
 {
 	uint32_t i;
 	int c = strcmp(x->name, y->name);
@@ -88,10 +88,11 @@ static int def_cmp(const struct blamer_snap_metric_def *x, const struct blamer_s
 	return 0;
 }
 
-/* A hash of what def_cmp() compares but labels and bounds: equal
- * definitions hash alike, and the few of one name that differ only
- * there are told apart by def_cmp() (hashing every bound of every
- * process's histograms cost more than the compares it spares). */
+/* A hash of what blamer_metric_def_cmp() compares but labels and
+ * bounds: equal definitions hash alike, and the few of one name that
+ * differ only there are told apart by blamer_metric_def_cmp() (hashing
+ * every bound of every process's histograms cost more than the compares
+ * it spares). */
 static uint64_t def_hash(uint64_t seed, const struct blamer_snap_metric_def *d)
 {
 	uint64_t h = mix_str(seed, d->name);
@@ -102,11 +103,12 @@ static uint64_t def_hash(uint64_t seed, const struct blamer_snap_metric_def *d)
 }
 
 /*
- * The distinct definitions of a snapshot (equal by def_cmp(), per uid),
- * each with the processes that give it, and for each process's definitions which
- * one it is: a definition is compared with the others once per process,
- * not once per series (1,000 workers of 13 series were 13,000 searches
- * and compares of names, labels and bounds per scrape).
+ * The distinct definitions of a snapshot (equal by
+ * blamer_metric_def_cmp(), per uid), each with the processes that give
+ * it, and for each process's definitions which one it is: a definition
+ * is compared with the others once per process, not once per series
+ * (1,000 workers of 13 series were 13,000 searches and compares of
+ * names, labels and bounds per scrape).
  */
 struct def_class {
 	const struct blamer_snap_metric_def *def;	/* the last process's */
@@ -146,14 +148,14 @@ static int class_cmp(const void *a, const void *b)
 		return c;
 	if (x->uid != y->uid)
 		return x->uid < y->uid ? -1 : 1;
-	return def_cmp(x->def, y->def);
+	return blamer_metric_def_cmp(x->def, y->def);
 }
 
 /*
  * Each (name, uid)'s definition: the one most of the uid's processes
- * give, the least of those (def_cmp()) if several are; its last
- * process's copy (help is shown from it, as before this table). False
- * out of memory.
+ * give, the least of those (blamer_metric_def_cmp()) if several are;
+ * its last process's copy (help is shown from it, as before this table).
+ * False out of memory.
  */
 static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64_t seed)
 {
@@ -184,7 +186,7 @@ static bool choose_defs(const struct blamer_snapshot *s, struct defs *ds, uint64
 			for (at = mix(def_hash(seed, d), uid) & ds->mask; ds->slot[at];
 			     at = (at + 1) & ds->mask) {
 				x = &ds->c[ds->slot[at] - 1];
-				if (x->uid == uid && !def_cmp(x->def, d))
+				if (x->uid == uid && !blamer_metric_def_cmp(x->def, d))
 					break;
 				x = NULL;
 			}

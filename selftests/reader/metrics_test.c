@@ -614,4 +614,48 @@ TEST(label_values_shared_with_the_heap_before_only_when_equal)
 	ASSERT_EQ(0, system(cmd));
 }
 
+/*
+ * blamer_metric_def_cmp(): 0 for definitions whose series merge (help
+ * differs: not merged on), and for each field merging depends on, a
+ * definition that differs there alone compares unequal, both ways round
+ * with opposite signs (the merge and the exporter's fold state both
+ * order by it).
+ */
+TEST(definition_compare_tells_apart_what_merging_depends_on)
+{
+	double a_up[3] = { 0.1, 1, INFINITY }, b_up[3] = { 0.1, 2, INFINITY };
+	char l0[] = "route", l1[] = "code", l2[] = "method", h1[] = "one", h2[] = "two";
+	struct blamer_snap_metric_def a = {
+		.name = "req_seconds", .help = h1, .kind = BLAMER_METRIC_HISTOGRAM,
+		.base = BLAMER_BASE_SECONDS, .flags = 0, .nlabels = 2,
+		.labels = { l0, l1 }, .layout = BLAMER_HIST_FIXED, .nbuckets = 3, .upper = a_up,
+	};
+	struct blamer_snap_metric_def b, c;
+	int i;
+
+	b = a;
+	b.help = h2;
+	ASSERT_EQ(0, blamer_metric_def_cmp(&a, &b));
+	ASSERT_EQ(0, blamer_metric_def_cmp(&a, &a));
+	for (i = 0; i < 8; i++) {
+		c = a;
+		switch (i) {
+		case 0: strcpy(c.name, "req_secondz"); break;
+		case 1: c.kind = BLAMER_METRIC_COUNTER; break;
+		case 2: c.base = BLAMER_BASE_BYTES; break;
+		case 3: c.gauge_mode = BLAMER_GAUGE_SUM; break;
+		case 4: c.flags = BLAMER_METRIC_PER_PROCESS; break;
+		case 5: c.labels[1] = l2; break;
+		case 6: c.nlabels = 1; break;
+		case 7: c.upper = b_up; break;
+		}
+		ASSERT_NE(0, blamer_metric_def_cmp(&a, &c)) TH_LOG("field %d", i);
+		ASSERT_EQ(blamer_metric_def_cmp(&a, &c) < 0, blamer_metric_def_cmp(&c, &a) > 0)
+			TH_LOG("field %d", i);
+	}
+	c = a;
+	c.nbuckets = 2;
+	ASSERT_NE(0, blamer_metric_def_cmp(&a, &c));
+}
+
 TEST_HARNESS_MAIN
