@@ -98,24 +98,6 @@ static void fields(struct bl_json *j, const char *key, const struct blamer_snap_
 	bl_json_array_end(j);
 }
 
-/* "path": the node ids, "names": their names (null: unnamed). */
-static void path(struct bl_json *j, const struct blamer_snapshot *s, const uint64_t *nodes,
-		 uint32_t depth)
-{
-	uint32_t i;
-
-	bl_json_key(j, "path");
-	bl_json_array(j);
-	for (i = 0; i < depth; i++)
-		bl_json_id(j, nodes[i]);
-	bl_json_array_end(j);
-	bl_json_key(j, "names");
-	bl_json_array(j);
-	for (i = 0; i < depth; i++)
-		bl_json_string(j, blamer_snap_node_name(s, nodes[i]));
-	bl_json_array_end(j);
-}
-
 /* A unit and its name: the library's, the name its heaps give it
  * (blamer_dag_unit(), as Prometheus uses it), else "unitN". */
 static void unit(struct bl_json *j, const struct blamer_snapshot *s, uint32_t u)
@@ -286,7 +268,7 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 		const struct blamer_snap_path *sp = &p->paths[i];
 
 		bl_json_object(j);
-		path(j, s, sp->nodes, sp->depth);
+		bl_json_path(j, s, sp->nodes, sp->depth);
 		bl_json_key(j, "values");
 		bl_json_array(j);
 		for (k = 0; k < sp->nvalues; k++) {
@@ -443,7 +425,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		const struct blamer_snap_total *t = &s->totals[i];
 
 		bl_json_object(j);
-		path(j, s, t->nodes, t->depth);
+		bl_json_path(j, s, t->nodes, t->depth);
 		unit(j, s, t->unit);
 		bl_json_kv_u64(j, "value", t->value);
 		bl_json_kv_u32(j, "processes", t->nprocs);
@@ -464,7 +446,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		const struct blamer_snap_tree_node *t = &s->tree[i];
 
 		bl_json_object(j);
-		path(j, s, t->nodes, t->depth);
+		bl_json_path(j, s, t->nodes, t->depth);
 		bl_json_kv_bool(j, "walked", t->walked);
 		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_key(j, "self");
