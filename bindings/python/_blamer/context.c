@@ -544,21 +544,24 @@ static PyObject *ctx_heap_info(pyb_Context *self, PyObject *unused)
 	return r;
 }
 
-static PyObject *ctx_set_data(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs,
-			      PyObject *kwnames)
-{
-	if (!pyb_context_usable(self))
-		return NULL;
-	return pyb_set_data(self, args, nargs, kwnames);
-}
-
-static PyObject *ctx_dag_node(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs,
-			      PyObject *kwnames)
-{
-	if (!pyb_context_usable(self))
-		return NULL;
-	return pyb_dag_node(self, args, nargs, kwnames);
-}
+/* A method that checks the context, then is the function of the layer
+ * below (pyb_NAME(), its arguments as given). */
+#define CTX_FORWARD(name)                                                             \
+	static PyObject *ctx_##name(pyb_Context *self, PyObject *const *args,          \
+				    Py_ssize_t nargs, PyObject *kwnames)               \
+	{                                                                             \
+		if (!pyb_context_usable(self))                                        \
+			return NULL;                                                  \
+		return pyb_##name(self, args, nargs, kwnames);                        \
+	}
+CTX_FORWARD(set_data)
+CTX_FORWARD(dag_node)
+CTX_FORWARD(dag_unit)
+CTX_FORWARD(path)
+CTX_FORWARD(counter)
+CTX_FORWARD(gauge)
+CTX_FORWARD(histogram)
+#undef CTX_FORWARD
 
 static PyObject *ctx_dag_link(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -566,35 +569,6 @@ static PyObject *ctx_dag_link(pyb_Context *self, PyObject *const *args, Py_ssize
 		return NULL;
 	return pyb_dag_link(self, args, nargs);
 }
-
-static PyObject *ctx_dag_unit(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs,
-			      PyObject *kwnames)
-{
-	if (!pyb_context_usable(self))
-		return NULL;
-	return pyb_dag_unit(self, args, nargs, kwnames);
-}
-
-static PyObject *ctx_path(pyb_Context *self, PyObject *const *args, Py_ssize_t nargs,
-			  PyObject *kwnames)
-{
-	if (!pyb_context_usable(self))
-		return NULL;
-	return pyb_path(self, args, nargs, kwnames);
-}
-
-#define CTX_METRIC(kind)                                                              \
-	static PyObject *ctx_##kind(pyb_Context *self, PyObject *const *args,          \
-				    Py_ssize_t nargs, PyObject *kwnames)               \
-	{                                                                             \
-		if (!pyb_context_usable(self))                                        \
-			return NULL;                                                  \
-		return pyb_##kind(self, args, nargs, kwnames);                        \
-	}
-CTX_METRIC(counter)
-CTX_METRIC(gauge)
-CTX_METRIC(histogram)
-#undef CTX_METRIC
 
 #define FASTKW (METH_FASTCALL | METH_KEYWORDS)
 static PyMethodDef ctx_methods[] = {
