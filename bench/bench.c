@@ -733,8 +733,8 @@ static void row(const char *name, double ns, const char *vs, double ratio, const
 	printf("\n");
 }
 
-/* For bench/hot-model: each op's calls in a row (the model traces the
- * last of each, when the state is warm), in the model's order. */
+/* For bench/hot-model: each op's calls in a row (the model traces one
+ * of the last of each, when the state is warm), in the model's order. */
 #define HOT_CALLS 4096
 static int hot_calls(struct blamer *b, struct blamer_path *p)
 {
