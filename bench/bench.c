@@ -733,6 +733,28 @@ static void row(const char *name, double ns, const char *vs, double ratio, const
 	printf("\n");
 }
 
+/* The CPU's model name (/proc/cpuinfo), for the header: the ratios of
+ * the metric rows depend on it (Documentation/performance.rst). */
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(buf, len, "unknown CPU");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (v && !strncmp(line, "model name", 10)) {
+			v += strspn(v + 1, " \t") + 1;
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(buf, len, "%s", v);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
 /* For bench/hot-model: each op's calls in a row (the model traces one
  * of the last of each, when the state is warm), in the model's order. */
 #define HOT_CALLS 4096
@@ -800,6 +822,7 @@ int main(int argc, char **argv)
 	double clk, pp, x, y, r;
 	struct blamer *b;
 	int lttng_only = 0, metrics_only = 0, hot = 0, i, sv[2];
+	char cpu[128];
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -831,10 +854,11 @@ int main(int argc, char **argv)
 		blamer_close(b);
 		return i;
 	}
-	printf("# blamer bench: backend %s, activity clock %s, %ld CPUs, medians of %d interleaved rounds (metric rows: %d bracketed)%s\n",
+	cpu_model(cpu, sizeof(cpu));
+	printf("# blamer bench: backend %s, activity clock %s, %ld CPUs (%s), medians of %d interleaved rounds (metric rows: %d bracketed)%s\n",
 	       info.backend == 1 ? "device" : "dir",
 	       b->clock == BLAMER_CLOCK_TSC ? "tsc" : "monotonic",
-	       sysconf(_SC_NPROCESSORS_ONLN), REPS, ROUNDS, quick ? " (quick)" : "");
+	       sysconf(_SC_NPROCESSORS_ONLN), cpu, REPS, ROUNDS, quick ? " (quick)" : "");
 	printf("%-42s %12s  %9s %-18s %s\n", "operation", "median", "ratio", "against", "target");
 	if (metrics_only) {
 		i = path_rows(b, p, &word);
