@@ -504,7 +504,7 @@ struct blamer_metric {
 	struct bl_handle h;	/* rec, ref: the METRIC_DEF record */
 	struct blamer_metric_def_rec def;	/* as made: the key, and what a remake writes */
 	uint32_t nvalues;	/* words of a series' values */
-	struct bl_hist_fast fast;	/* histograms: the bucket lookup each series copies */
+	struct bl_hist_fast fast;	/* the bucket lookup each series copies (none: NONE) */
 	struct bl_hist_table *table;	/* its table (malloc()ed) */
 	struct blamer_metric *next;	/* b->metrics */
 };
@@ -527,7 +527,7 @@ struct blamer_series {
 	 * home thread alone once claimed, read by every writer. */
 	uint64_t home;
 	uint64_t *home_values;
-	struct bl_hist_fast fast;	/* histograms: the bucket lookup (its table: the metric's) */
+	struct bl_hist_fast fast;	/* the bucket lookup (its table: the metric's; NONE: no histogram) */
 	struct bl_handle h;	/* rec, ref: the METRIC record */
 	/* atomic: the METRIC record made through this handle in this
 	 * process's heap, 0: none yet (zeroed in a fork child) */

@@ -257,6 +257,8 @@ struct blamer_metric *blamer_metric_define(struct blamer *b, const struct blamer
 		}
 		/* the series copy the lookup (blamer_metric_series()) */
 		bl_hist_fast_init(&mine->fast, mine->table, &h);
+	} else {
+		bl_hist_fast_none(&mine->fast);	/* an observation takes its lookup too */
 	}
 	bl_handle_init(&mine->h, b, def_remake, bl_ptr(&b->heap, ref), ref);
 	for (;;) {
@@ -418,10 +420,8 @@ void bl_series_key(struct blamer_series *key, struct blamer_metric *m, const cha
 		key->hist.min_exp = m->def.min_exp;
 		key->hist.max_exp = m->def.max_exp;
 		key->hist.bounds = m->def.bounds;
-		key->fast = m->fast;
-	} else {
-		bl_hist_fast_none(&key->fast);	/* an observation takes its lookup too */
 	}
+	key->fast = m->fast;
 	key->hash = key_hash(key);
 }
 
