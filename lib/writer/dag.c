@@ -345,7 +345,10 @@ struct blamer_path *blamer_path_get(struct blamer *b, const uint64_t *ids, unsig
 	mine->made = path_record(b, mine);
 	if (!mine->made) {
 		free(mine);
-		return NULL;
+		/* another thread may have made it with the last bytes since
+		 * we looked: its handle, else NULL (ENOSPC, counted) */
+		q = bl_path_find(b, &key);
+		return q ? path_listed(b, q) : NULL;
 	}
 	bl_handle_init(&mine->h, b, path_remake, bl_ptr(&b->heap, mine->made), mine->made);
 	q = bl_path_publish(b, mine);

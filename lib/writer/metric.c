@@ -452,7 +452,9 @@ static struct blamer_series *series_new(struct blamer *b, const struct blamer_se
 	mine->made = series_record(b, mine, bl_handle_ref(&key->m->h));
 	if (!mine->made) {
 		free(mine);	/* counted where the record could not be had */
-		return NULL;
+		/* another thread may have made it with the last bytes since
+		 * we looked: its handle, else NULL (ENOSPC) */
+		return bl_series_find(b, key);
 	}
 	bl_handle_init(&mine->h, b, series_remake, NULL, 0);
 	s = bl_series_publish(b, mine);
