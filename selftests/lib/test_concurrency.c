@@ -1118,8 +1118,10 @@ enum { SERIES_ROUNDS = 150 };
 struct series_arg {
 	struct blamer_metric *m;
 	struct blamer_series **pre;
+	struct blamer_series **got;	/* each round's handle, if not NULL */
 	atomic_uint *arrived;
 	int bad;
+	int not_full;			/* NULLs for another reason than ENOSPC */
 };
 
 static void *series_racer(void *p)
@@ -1139,14 +1141,19 @@ static void *series_racer(void *p)
 			s = blamer_metric_series(a->m, vv, NULL, 0);
 		}
 		a->bad += !s;
+		a->not_full += !s && blamer_errno() != ENOSPC;
+		if (a->got)
+			a->got[i] = s;
 		if (s)
 			blamer_counter_add(s, 1);
 	}
 	return NULL;
 }
 
-/* RACE_THREADS racers over @pre: false if one could not be started. */
-static bool series_race(struct blamer_metric *m, struct blamer_series **pre, int *bad)
+/* RACE_THREADS racers over @pre, their handles into @got[thread] if
+ * @got: false if one could not be started. */
+static bool series_race_got(struct blamer_metric *m, struct blamer_series **pre,
+			    struct blamer_series *(*got)[SERIES_ROUNDS], int *bad, int *not_full)
 {
 	struct series_arg args[RACE_THREADS];
 	pthread_t th[RACE_THREADS];
@@ -1154,16 +1161,25 @@ static bool series_race(struct blamer_metric *m, struct blamer_series **pre, int
 	int i;
 
 	for (i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct series_arg){ .m = m, .pre = pre, .arrived = &arrived };
+		args[i] = (struct series_arg){ .m = m, .pre = pre, .got = got ? got[i] : NULL,
+					       .arrived = &arrived };
 		if (pthread_create(&th[i], NULL, series_racer, &args[i]))
 			return false;
 	}
-	*bad = 0;
+	*bad = *not_full = 0;
 	for (i = 0; i < RACE_THREADS; i++) {
 		pthread_join(th[i], NULL);
 		*bad += args[i].bad;
+		*not_full += args[i].not_full;
 	}
 	return true;
+}
+
+static bool series_race(struct blamer_metric *m, struct blamer_series **pre, int *bad)
+{
+	int not_full;
+
+	return series_race_got(m, pre, NULL, bad, &not_full);
 }
 
 /* What @b's heap shows of the race: "" if one record per series, each
@@ -1235,6 +1251,73 @@ TEST_F(ctx, series_first_uses_race)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);
+	t_close(self, b);
+}
+
+/*
+ * The same race on a heap that fills in the middle of it: the racers of
+ * a round that get a handle get the same one (a racer whose record found
+ * no room takes the other's, if it is in the table by then), every NULL
+ * is ENOSPC, and the heap lists one record per series given out, with
+ * exactly the adds of the racers that got it (through the record's own
+ * words once no shard fits).
+ */
+TEST_F(ctx, series_first_uses_race_on_a_full_heap)
+{
+	static const char *const l[] = { "route" };
+	const struct blamer_metric_def d = { .name = "raced", .kind = BLAMER_METRIC_COUNTER,
+					     .labels = l, .nlabels = 1 };
+	struct blamer_series *pre[SERIES_ROUNDS] = { 0 }, *got[RACE_THREADS][SERIES_ROUNDS];
+	struct blamer_mem_slab ms[BLAMER_MAX_SLABS];
+	const struct blamer_snap_process *p;
+	unsigned int given[SERIES_ROUNDS] = { 0 }, listed[SERIES_ROUNDS] = { 0 };
+	int i, t, bad, not_full, round, full_rounds = 0;
+	struct blamer_snapshot *s;
+	struct blamer_metric *m;
+	struct blamer_config c;
+	struct blamer *b;
+	size_t k;
+
+	c = t_cfg(self->dir, 16384, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	m = blamer_metric_define(b, &d);
+	ASSERT_NE(NULL, m) TH_LOG("%s", blamer_errmsg());
+	ASSERT_TRUE(series_race_got(m, pre, got, &bad, &not_full));
+	ASSERT_EQ(0, not_full);
+	ASSERT_LT(0, bad);	/* the heap did fill */
+	for (i = 0; i < SERIES_ROUNDS; i++) {
+		struct blamer_series *one = NULL;
+
+		for (t = 0; t < RACE_THREADS; t++) {
+			if (!got[t][i])
+				continue;
+			if (one) {
+				ASSERT_EQ(one, got[t][i]) TH_LOG("round %d: two handles", i);
+			}
+			one = got[t][i];
+			given[i]++;
+		}
+		full_rounds += given[i] < RACE_THREADS;
+	}
+	ASSERT_LT(0, full_rounds);
+	for (k = 0; k < b->heap.nslabs; k++) {
+		ms[k].data = b->heap.slabs[k].base;
+		ms[k].size = b->heap.slabs[k].size;
+	}
+	ASSERT_EQ(0, blamer_snapshot_from_memory(ms, b->heap.nslabs, &s));
+	p = &s->procs[0];
+	ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	for (k = 0; k < p->nmetrics; k++) {
+		ASSERT_EQ(1, sscanf(p->metrics[k].values[0], "/r/%d", &round));
+		ASSERT_LT(round, SERIES_ROUNDS);
+		listed[round]++;
+		EXPECT_EQ((double)given[round], p->metrics[k].value) TH_LOG("round %d", round);
+	}
+	/* a series no racer got may still be listed (its handle went in,
+	 * then a use found no room): with no adds, above */
+	for (i = 0; i < SERIES_ROUNDS; i++)
+		EXPECT_EQ(given[i] ? 1 : listed[i] ? 1 : 0, listed[i]) TH_LOG("round %d", i);
+	blamer_snapshot_free(s);
 	t_close(self, b);
 }
 
