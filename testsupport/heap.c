@@ -463,6 +463,8 @@ void fx_standard(struct fx_heap *h, int64_t pid, int64_t stamp,
 	fx_push(h, t1, BLAMER_ACTIVITY_TASK, "main-loop", 100, 0);
 	fx_push(h, t1, BLAMER_ACTIVITY_TASK, "handle-request", 200, ad);
 	fx_push(h, t1, BLAMER_ACTIVITY_LOCK_ACQUIRE, "cache-lock", 300, 0);
+	/* the lock's address: what a postmortem of a hang asks first */
+	((struct blamer_thread *)fx_at(h, t1))->stack[2].data[0] = 0x55d0c0ffee40ull;
 	t2 = fx_thread(h, pid + 1, "io", 2);
 	fx_push(h, t2, BLAMER_ACTIVITY_EVENT_WAIT, "epoll", 150, 0);
 	fx_module(h, "/usr/lib/libfoo.so", 0x7f0000000000ull);

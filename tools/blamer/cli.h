@@ -150,6 +150,12 @@ const char *proc_tag(const struct blamer_snap_process *p);
 const char *proc_health(const struct blamer_snap_process *p);
 /* "module+0xoffset" from the process's module list, else hex. */
 void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64_t addr);
+/* One activity of a stack, "#DEPTH kind \"label\" VERB AGE ago from ADDR
+ * data=..", and its fields indented under it: as dump and postmortem
+ * show a thread's stack. */
+void print_activity(FILE *f, const char *indent, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p, size_t depth,
+		    const struct blamer_snap_activity *a, const char *verb);
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth);
 

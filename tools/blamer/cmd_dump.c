@@ -47,23 +47,8 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 		if (t->overflows)
 			printf(", %u pushes beyond %u slots dropped", t->overflows, t->stack_slots);
 		putchar('\n');
-		for (j = t->nacts; j-- > 0;) {
-			const struct blamer_snap_activity *a = &t->acts[j];
-
-			fmt_age(b1, sizeof(b1), s->monotonic_ns, a->time_ns);
-			tty_printf(stdout, "    #%zu %s \"%s\"%s since %s ago", j,
-				   blamer_activity_kind_name(a->kind), a->label,
-				   cut_mark(a->label_cut), b1);
-			if (a->calling_address) {
-				fmt_addr(b2, sizeof(b2), p, a->calling_address);
-				tty_printf(stdout, " from %s", b2);
-			}
-			if (a->data[0] || a->data[1])
-				printf(" data=%#llx,%#llx", (unsigned long long)a->data[0],
-				       (unsigned long long)a->data[1]);
-			putchar('\n');
-			print_fields(stdout, "       ", &a->fields);
-		}
+		for (j = t->nacts; j-- > 0;)
+			print_activity(stdout, "    ", s, p, j, &t->acts[j], "since");
 	}
 	if (p->nmodules) {
 		printf("  modules:\n");

@@ -35,20 +35,8 @@ static void show(const struct blamer_snapshot *s, const struct blamer_snap_proce
 		tty_printf(stdout, "    thread %lld \"%s\":%s\n", (long long)t->tid, t->name,
 			   t->torn ? " (stack changing at death, not shown)" :
 			   t->nacts ? "" : " idle");
-		for (j = t->nacts; j-- > 0;) {
-			const struct blamer_snap_activity *a = &t->acts[j];
-
-			fmt_age(b, sizeof(b), s->monotonic_ns, a->time_ns);
-			tty_printf(stdout, "      #%zu %s \"%s\"%s pushed %s ago", j,
-				   blamer_activity_kind_name(a->kind), a->label,
-				   cut_mark(a->label_cut), b);
-			if (a->calling_address) {
-				fmt_addr(b, sizeof(b), p, a->calling_address);
-				tty_printf(stdout, " from %s", b);
-			}
-			putchar('\n');
-			print_fields(stdout, "         ", &a->fields);
-		}
+		for (j = t->nacts; j-- > 0;)
+			print_activity(stdout, "      ", s, p, j, &t->acts[j], "pushed");
 	}
 	if (p->user_data.n) {
 		printf("  process data:\n");

@@ -534,6 +534,28 @@ void print_fields(FILE *f, const char *indent, const struct blamer_snap_fields *
 	}
 }
 
+void print_activity(FILE *f, const char *indent, const struct blamer_snapshot *s,
+		    const struct blamer_snap_process *p, size_t depth,
+		    const struct blamer_snap_activity *a, const char *verb)
+{
+	char age[64], addr[64], more[128];
+
+	fmt_age(age, sizeof(age), s->monotonic_ns, a->time_ns);
+	tty_printf(f, "%s#%zu %s \"%s\"%s %s %s ago", indent, depth,
+		   blamer_activity_kind_name(a->kind), a->label, cut_mark(a->label_cut), verb, age);
+	if (a->calling_address) {
+		fmt_addr(addr, sizeof(addr), p, a->calling_address);
+		tty_printf(f, " from %s", addr);
+	}
+	if (a->data[0] || a->data[1])
+		fprintf(f, " data=%#llx,%#llx", (unsigned long long)a->data[0],
+			(unsigned long long)a->data[1]);
+	fputc('\n', f);
+	/* its fields under it */
+	snprintf(more, sizeof(more), "%s   ", indent);
+	print_fields(f, more, &a->fields);
+}
+
 void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
 		uint32_t depth)
 {
