@@ -1132,6 +1132,118 @@ TEST_F(ctx, dag_first_creations_race)
 	t_close(self, b);
 }
 
+/* The paths of round 0..DAG_ROUNDS - 1: /race-root/node-i. */
+static void race_path_ids(int round, uint64_t ids[2])
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "node-%d", round);
+	ids[0] = blamer_dag_id("race-root");
+	ids[1] = blamer_dag_id(name);
+}
+
+struct full_path_arg {
+	struct blamer *b;
+	atomic_uint *arrived;
+	struct blamer_path *got[DAG_ROUNDS];
+	int not_full;		/* NULLs for another reason than ENOSPC */
+};
+
+static void *full_path_racer(void *p)
+{
+	uint32_t unit = BLAMER_UNIT_COUNT;
+	struct full_path_arg *a = p;
+	uint64_t ids[2];
+	int i;
+
+	for (i = 0; i < DAG_ROUNDS; i++) {
+		race_path_ids(i, ids);
+		race_start(a->arrived, i);
+		a->got[i] = blamer_path_get(a->b, ids, 2, &unit, 1);
+		a->not_full += !a->got[i] && blamer_errno() != ENOSPC;
+		if (a->got[i])
+			blamer_path_add(a->got[i], 0, 1);
+	}
+	return NULL;
+}
+
+/*
+ * New paths asked for at once on a heap that fills in the middle (as
+ * series_first_uses_race_on_a_full_heap below does for series): the
+ * racers of a round that get a path get the same handle, every NULL is
+ * ENOSPC, and the heap lists one record per path handed out with exactly
+ * the adds of those that got it.
+ */
+TEST_F(ctx, paths_first_uses_race_on_a_full_heap)
+{
+	static struct full_path_arg args[RACE_THREADS];
+	unsigned int given[DAG_ROUNDS] = { 0 }, listed[DAG_ROUNDS] = { 0 };
+	struct blamer_mem_slab ms[BLAMER_MAX_SLABS];
+	const struct blamer_snap_process *p;
+	pthread_t th[RACE_THREADS];
+	atomic_uint arrived = 0;
+	int i, t, split = 0, nulls = 0;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	uint64_t ids[2];
+	size_t k;
+
+	c = t_cfg(self->dir, 16384, 1);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < RACE_THREADS; i++) {
+		memset(&args[i], 0, sizeof(args[i]));
+		args[i].b = b;
+		args[i].arrived = &arrived;
+		ASSERT_EQ(0, race_create(&th[i], i, full_path_racer, &args[i]));
+	}
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < DAG_ROUNDS; i++) {
+		struct blamer_path *one = NULL;
+
+		for (t = 0; t < RACE_THREADS; t++) {
+			nulls += !args[t].got[i];
+			if (!args[t].got[i])
+				continue;
+			if (one) {
+				ASSERT_EQ(one, args[t].got[i]) TH_LOG("round %d: two handles", i);
+			}
+			one = args[t].got[i];
+			given[i]++;
+		}
+		split += given[i] && given[i] < RACE_THREADS;
+	}
+	for (t = 0; t < RACE_THREADS; t++)
+		ASSERT_EQ(0, args[t].not_full);
+	ASSERT_LT(0, nulls);	/* the heap did fill */
+	for (k = 0; k < b->heap.nslabs; k++) {
+		ms[k].data = b->heap.slabs[k].base;
+		ms[k].size = b->heap.slabs[k].size;
+	}
+	ASSERT_EQ(0, blamer_snapshot_from_memory(ms, b->heap.nslabs, &s));
+	p = &s->procs[0];
+	ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
+	for (k = 0; k < p->npaths; k++) {
+		const struct blamer_snap_path *sp = &p->paths[k];
+
+		ASSERT_EQ(2, sp->depth);
+		for (i = 0; i < DAG_ROUNDS; i++) {
+			race_path_ids(i, ids);
+			if (sp->nodes[1] == ids[1])
+				break;
+		}
+		ASSERT_LT(i, DAG_ROUNDS);
+		listed[i]++;
+		EXPECT_EQ(given[i], sp->nvalues ? sp->values[0] : 0) TH_LOG("round %d", i);
+	}
+	for (i = 0; i < DAG_ROUNDS; i++)
+		EXPECT_EQ(given[i] ? 1 : listed[i] ? 1 : 0, listed[i]) TH_LOG("round %d", i);
+	TH_LOG("%d rounds split between a path and ENOSPC", split);
+	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
 /*
  * The first uses of a series race (metric.c's series_make()): threads
  * that find a handle stale at once each make a record, one is listed,
