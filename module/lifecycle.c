@@ -75,10 +75,18 @@ void blamer_slab_orphan_locked(struct blamer_slab *slab,
 	unsigned long n;
 
 	lockdep_assert_held(&blamer_lock);
-	/* Counted first: the last orphan to go frees @o. */
-	for (n = o->count > keep ? o->count - keep : 0; n; n--)
+	/*
+	 * Counted first, and never past the list: the last orphan to go
+	 * frees @o (blamer_user_unorphan_locked()).
+	 */
+	for (n = o->count > keep ? o->count - keep : 0; n; n--) {
+		bool last = list_is_singular(&o->list);
+
 		blamer_slab_unlink(list_first_entry(&o->list, struct blamer_slab,
 						    ns_node), evicted);
+		if (last)
+			break;
+	}
 }
 
 /**

@@ -131,7 +131,11 @@ struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
  * blamer_user_unorphan_locked - @slab leaves its account's orphans
  * @slab: an orphan leaving the table; blamer_lock is held
  *
- * Its orphanage goes with its last orphan.
+ * Its orphanage goes with its last orphan: when no slab is on its list
+ * any more, which is what decides, not the count (the eviction limit's
+ * figure). A count that disagrees with the list is a bug, and warns;
+ * freeing by the count had let a slab still on the list reach a freed
+ * orphanage (KASAN, a 600 s kfuzz run on 6.12-debug, 2026-12-05).
  */
 void blamer_user_unorphan_locked(struct blamer_slab *slab)
 {
@@ -141,9 +145,13 @@ void blamer_user_unorphan_locked(struct blamer_slab *slab)
 	lockdep_assert_held(&blamer_lock);
 	list_del_init(&slab->node);
 	user->orphans--;
-	list_del_init(&slab->ns_node);
 	slab->orphanage = NULL;
-	if (!--o->count) {
+	if (WARN_ON_ONCE(!o || list_empty(&slab->ns_node)))
+		return;
+	list_del_init(&slab->ns_node);
+	o->count--;
+	WARN_ON_ONCE((o->count == 0) != list_empty(&o->list));
+	if (list_empty(&o->list)) {
 		rb_erase(&o->node, &user->orphanages);
 		kfree(o);
 	}
