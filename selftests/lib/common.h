@@ -45,6 +45,21 @@ static inline void t_rmdir(const char *dir)
 		fprintf(stderr, "# cleanup of %s failed\n", dir);
 }
 
+/* A snapshot of @b's own heap as the reader reads it (its mappings):
+ * NULL if the reader refuses it. */
+static inline struct blamer_snapshot *t_own_snapshot(struct blamer *b)
+{
+	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
+	struct blamer_snapshot *s;
+	uint32_t i, n = __atomic_load_n(&b->heap.nslabs, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++) {
+		m[i].data = b->heap.slabs[i].base;
+		m[i].size = b->heap.slabs[i].size;
+	}
+	return blamer_snapshot_from_memory(m, n, &s) ? NULL : s;
+}
+
 static inline struct blamer_config t_cfg(const char *dir, uint64_t slab_size, uint32_t max_slabs)
 {
 	struct blamer_config c = { 0 };

@@ -1072,7 +1072,6 @@ static void *dag_racer(void *p)
 
 TEST_F(ctx, dag_first_creations_race)
 {
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
 	struct dag_arg args[RACE_THREADS];
 	pthread_t th[RACE_THREADS];
 	atomic_uint arrived = 0;
@@ -1082,7 +1081,6 @@ TEST_F(ctx, dag_first_creations_race)
 	uint64_t id;
 	char name[32];
 	size_t k, seen;
-	uint32_t n;
 	int i;
 
 	c = t_cfg(self->dir, 0, 0);
@@ -1095,12 +1093,8 @@ TEST_F(ctx, dag_first_creations_race)
 		pthread_join(th[i], NULL);
 	for (i = 0; i < RACE_THREADS; i++)
 		ASSERT_EQ(0, args[i].bad) TH_LOG("%s", blamer_errmsg());
-	n = b->heap.nslabs;
-	for (k = 0; k < n; k++) {
-		m[k].data = b->heap.slabs[k].base;
-		m[k].size = b->heap.slabs[k].size;
-	}
-	ASSERT_EQ(0, blamer_snapshot_from_memory(m, n, &s));
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
 	/* the records: one of each */
 	ASSERT_EQ(DAG_ROUNDS, s->procs[0].nnodes);
@@ -1178,7 +1172,6 @@ TEST_F(ctx, paths_first_uses_race_on_a_full_heap)
 {
 	static struct full_path_arg args[RACE_THREADS];
 	unsigned int given[DAG_ROUNDS] = { 0 }, listed[DAG_ROUNDS] = { 0 };
-	struct blamer_mem_slab ms[BLAMER_MAX_SLABS];
 	const struct blamer_snap_process *p;
 	pthread_t th[RACE_THREADS];
 	atomic_uint arrived = 0;
@@ -1217,11 +1210,8 @@ TEST_F(ctx, paths_first_uses_race_on_a_full_heap)
 	for (t = 0; t < RACE_THREADS; t++)
 		ASSERT_EQ(0, args[t].not_full);
 	ASSERT_LT(0, nulls);	/* the heap did fill */
-	for (k = 0; k < b->heap.nslabs; k++) {
-		ms[k].data = b->heap.slabs[k].base;
-		ms[k].size = b->heap.slabs[k].size;
-	}
-	ASSERT_EQ(0, blamer_snapshot_from_memory(ms, b->heap.nslabs, &s));
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
 	p = &s->procs[0];
 	ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
 	for (k = 0; k < p->npaths; k++) {
@@ -1325,16 +1315,12 @@ static bool series_race(struct blamer_metric *m, struct blamer_series **pre, int
  * with every add, else what is wrong (in @why). */
 static const char *series_raced(struct blamer *b, char *why, size_t len)
 {
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
 	const struct blamer_snap_process *p;
 	struct blamer_snapshot *s;
 	uint32_t k;
 
-	for (k = 0; k < b->heap.nslabs; k++) {
-		m[k].data = b->heap.slabs[k].base;
-		m[k].size = b->heap.slabs[k].size;
-	}
-	if (blamer_snapshot_from_memory(m, b->heap.nslabs, &s))
+	s = t_own_snapshot(b);
+	if (!s)
 		return "no snapshot";
 	p = &s->procs[0];
 	why[0] = '\0';
@@ -1407,7 +1393,6 @@ TEST_F(ctx, series_first_uses_race_on_a_full_heap)
 	const struct blamer_metric_def d = { .name = "raced", .kind = BLAMER_METRIC_COUNTER,
 					     .labels = l, .nlabels = 1 };
 	struct blamer_series *pre[SERIES_ROUNDS] = { 0 }, *got[RACE_THREADS][SERIES_ROUNDS];
-	struct blamer_mem_slab ms[BLAMER_MAX_SLABS];
 	const struct blamer_snap_process *p;
 	unsigned int given[SERIES_ROUNDS] = { 0 }, listed[SERIES_ROUNDS] = { 0 };
 	int i, t, bad, not_full, round, full_rounds = 0;
@@ -1439,11 +1424,8 @@ TEST_F(ctx, series_first_uses_race_on_a_full_heap)
 		full_rounds += given[i] < RACE_THREADS;
 	}
 	ASSERT_LT(0, full_rounds);
-	for (k = 0; k < b->heap.nslabs; k++) {
-		ms[k].data = b->heap.slabs[k].base;
-		ms[k].size = b->heap.slabs[k].size;
-	}
-	ASSERT_EQ(0, blamer_snapshot_from_memory(ms, b->heap.nslabs, &s));
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
 	p = &s->procs[0];
 	ASSERT_EQ(BLAMER_HEALTH_OK, p->health) TH_LOG("%s", p->problem);
 	for (k = 0; k < p->nmetrics; k++) {

@@ -19,20 +19,6 @@
 #include "kselftest_harness.h"
 #include "common.h"
 
-/* A snapshot of @b's own heap, as the reader reads it. */
-static struct blamer_snapshot *own_snapshot(struct blamer *b)
-{
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
-	struct blamer_snapshot *s;
-	uint32_t i, n = __atomic_load_n(&b->heap.nslabs, __ATOMIC_ACQUIRE);
-
-	for (i = 0; i < n; i++) {
-		m[i].data = b->heap.slabs[i].base;
-		m[i].size = b->heap.slabs[i].size;
-	}
-	return blamer_snapshot_from_memory(m, n, &s) ? NULL : s;
-}
-
 /* The merged series of metric @name whose first label value is @v0 (or
  * any, NULL), or NULL. */
 static const struct blamer_snap_series *series(const struct blamer_snapshot *s,
@@ -147,7 +133,7 @@ TEST_F(ctx, definitions_are_checked_and_made_once)
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(5, st.by_type[BLAMER_REC_METRIC_DEF]);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
 	ASSERT_EQ(5, s->procs[0].nmetric_defs);
@@ -213,7 +199,7 @@ TEST_F(ctx, series_are_found_again_and_cut_values_marked)
 	blamer_counter_add(s2, 3);
 	blamer_counter_add(s3, 4);
 	blamer_counter_add(s4, 5);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
 	ASSERT_EQ(5, s->procs[0].nmetrics);
@@ -291,7 +277,7 @@ TEST_F(ctx, counters_and_histograms_are_exact_through_shards)
 	/* a shard per thread that wrote, two series: at most 10 */
 	ASSERT_LE(st.by_type[BLAMER_REC_METRIC_SHARD], 10);
 	ASSERT_GE(st.by_type[BLAMER_REC_METRIC_SHARD], 2);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
 	xc = series(s, "work_total", NULL);
@@ -389,7 +375,7 @@ TEST_F(ctx, buckets_end_where_the_reader_says)
 		blamer_histogram_observe(sr[i], DBL_MAX);	/* the +Inf bucket */
 		blamer_histogram_observe(sr[i], INFINITY);	/* refused */
 	}
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
 	for (i = 0; i < s->nseries; i++) {
@@ -651,7 +637,7 @@ TEST_F(ctx, gauges_set_add_and_stamp)
 	blamer_gauge_add(h, 3);
 	blamer_gauge_add(h, -1);
 	blamer_gauge_set(h, NAN);	/* dropped */
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	x = series(s, "temp", NULL);
 	ASSERT_NE(NULL, x);
@@ -704,7 +690,7 @@ TEST_F(ctx, bad_writes_are_counted)
 	blamer_counter_add(NULL, 1);	/* nothing to count it in: ignored */
 	ASSERT_EQ(6, drops(b, BLAMER_DROP_BAD_VALUE));
 	ASSERT_EQ(3, drops(b, BLAMER_DROP_BAD_HANDLE));
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
 	ASSERT_EQ(1, series(s, "c", NULL)->value);
@@ -744,7 +730,7 @@ static void overflow_check(struct __test_metadata *_metadata, struct blamer *b, 
 			   uint64_t drops_then)
 {
 	const struct blamer_snap_series *x;
-	struct blamer_snapshot *s = own_snapshot(b);
+	struct blamer_snapshot *s = t_own_snapshot(b);
 
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(BLAMER_HEALTH_OK, s->procs[0].health) TH_LOG("%s", s->procs[0].problem);
@@ -856,7 +842,7 @@ TEST_F(ctx, series_the_heap_has_no_room_for_leave_no_handles)
 	ASSERT_EQ(first, bl_series_find(b, &key));
 	ASSERT_EQ(first, blamer_metric_series(m, v, NULL, 0));
 	blamer_counter_add(first, 3);	/* the record's own words: no room for a shard */
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(3.0, series(s, "hits", "u0")->value);
 	blamer_snapshot_free(s);
@@ -900,7 +886,7 @@ TEST_F(ctx, signal_handler_adds_are_not_lost)
 	signal(SIGALRM, SIG_DFL);
 	sigs = drops(b, BLAMER_DROP_BAD_HANDLE);	/* one per handler run */
 	ASSERT_GT(sigs, 0);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2.0 * (adds + 1) + (double)sigs, series(s, "c", NULL)->value);
 	blamer_snapshot_free(s);
@@ -968,7 +954,7 @@ TEST_F(ctx, signal_handler_writes_away_from_home_are_not_lost)
 	setitimer(ITIMER_REAL, &it, NULL);
 	signal(SIGALRM, SIG_DFL);
 	ASSERT_GT(away_sigs, 0);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2.0 * adds + away_sigs, series(s, "c", NULL)->value);
 	h = series(s, "h", NULL);
@@ -1021,7 +1007,7 @@ static int forked_child_checks(struct blamer *b)
 		blamer_histogram_observe(fork_h, 0.5);
 		blamer_path_add(fork_p, 0, 1);
 	}
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	c = s ? series(s, "fc", NULL) : NULL;
 	h = s ? series(s, "fh", NULL) : NULL;
 	/* the interrupted write went to scratch memory, or (begun after
@@ -1083,7 +1069,7 @@ TEST_F(ctx, fork_in_a_signal_handler_mid_write)
 		ASSERT_EQ(fork_pids[i], waitpid(fork_pids[i], &status, 0));
 		EXPECT_EQ(0, status) TH_LOG("child %d of %d", i, (int)fork_n);
 	}
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2.0 * adds, series(s, "fc", NULL)->value);
 	h = series(s, "fh", NULL);
@@ -1121,7 +1107,7 @@ TEST_F(ctx, full_heap_adds_to_the_series_record)
 		blamer_counter_add(sc, 0.5);
 		blamer_histogram_observe(sh, i < 10 ? 0.5 : 5);
 	}
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(500, series(s, "c", NULL)->value);
 	ASSERT_EQ(1000, series(s, "h", NULL)->count);
@@ -1162,7 +1148,7 @@ TEST_F(ctx, exited_threads_leave_shards_for_the_next)
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(1, st.by_type[BLAMER_REC_METRIC_SHARD]);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(50, series(s, "c", NULL)->value);
 	blamer_snapshot_free(s);
@@ -1244,7 +1230,7 @@ TEST_F(ctx, the_first_writer_is_the_series_home)
 
 		blamer_counter_add(sc, 5);
 		ok &= sc->home == bl_tls.token && bl_tls.token != 0;
-		s = own_snapshot(b);
+		s = t_own_snapshot(b);
 		ok &= s && series(s, "c", NULL) && series(s, "c", NULL)->value == 5;
 		blamer_snapshot_free(s);
 		blamer_abandon(b);
@@ -1253,7 +1239,7 @@ TEST_F(ctx, the_first_writer_is_the_series_home)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);
 	blamer_counter_add(sc, 1);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(4, series(s, "c", NULL)->value);
 	ASSERT_EQ(6, series(s, "d", NULL)->value);
@@ -1296,7 +1282,7 @@ TEST_F(ctx, fork_child_inherits_definitions_not_values)
 		int ok = 1;
 
 		blamer_counter_add(sc, 1);	/* makes the child's heap */
-		s = own_snapshot(b);
+		s = t_own_snapshot(b);
 		/* the definitions were there before anything defined them */
 		ok &= s && s->procs[0].nmetric_defs == 2 && s->procs[0].health == BLAMER_HEALTH_OK;
 		ok &= s && series(s, "reqs", "/") && series(s, "reqs", "/")->value == 1;
@@ -1305,7 +1291,7 @@ TEST_F(ctx, fork_child_inherits_definitions_not_values)
 		blamer_histogram_observe(sh, 0.5);
 		ok &= blamer_metric_define(b, &cd) == mc;
 		ok &= blamer_metric_series(mc, w, NULL, 0) != NULL;
-		s = own_snapshot(b);
+		s = t_own_snapshot(b);
 		ok &= s && series(s, "lat", NULL) && series(s, "lat", NULL)->count == 1 &&
 		      series(s, "lat", NULL)->buckets[0] == 1;
 		ok &= s && s->procs[0].nmetric_defs == 2 && s->procs[0].nmetrics == 3;
@@ -1316,7 +1302,7 @@ TEST_F(ctx, fork_child_inherits_definitions_not_values)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	ASSERT_EQ(100, series(s, "reqs", "/")->value);
 	ASSERT_EQ(1, series(s, "lat", NULL)->count);

@@ -283,20 +283,6 @@ TEST_F(ctx, writer_killed_mid_update)
 	}
 }
 
-/* The reader's view of this process's own heap (its mappings). */
-static struct blamer_snapshot *own_snapshot(struct blamer *b)
-{
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
-	struct blamer_snapshot *s;
-	uint32_t i, n = b->heap.nslabs;
-
-	for (i = 0; i < n; i++) {
-		m[i].data = b->heap.slabs[i].base;
-		m[i].size = b->heap.slabs[i].size;
-	}
-	return blamer_snapshot_from_memory(m, n, &s) ? NULL : s;
-}
-
 static const struct blamer_snap_field *snap_field(const struct blamer_snap_fields *f,
 						  const char *name)
 {
@@ -362,7 +348,7 @@ TEST_F(ctx, fork_child_heap_inherits_definitions_and_data)
 		blamer_value_string(name, "a name of 25 bytes, whole");
 		blamer_path_add(p, 0, 1);
 		blamer_path_add(p, 0, 2);
-		s = own_snapshot(b);
+		s = t_own_snapshot(b);
 		ok &= s && s->nprocs == 1;
 		if (!ok)
 			_exit(10);
@@ -438,7 +424,7 @@ TEST_F(ctx, drops_are_counted_by_reason)
 	for (n = 0; n < 1000 && blamer_path_get(b, ids, 1, NULL, 0); n++)
 		ids[0]++;
 	ASSERT_LT(n, 1000);
-	s = own_snapshot(b);
+	s = t_own_snapshot(b);
 	ASSERT_NE(NULL, s);
 	q = &s->procs[0];
 	EXPECT_EQ(2, q->drops[BLAMER_DROP_STRING_CUT]);
