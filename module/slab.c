@@ -42,6 +42,10 @@ static void blamer_slab_free(struct kref *ref)
 	struct blamer_slab *slab = container_of(ref, struct blamer_slab, ref);
 	struct blamer_owner *owner = slab->owner;
 
+	/* The table's reference goes only with the unlink, which unorphans. */
+	WARN_ON_ONCE(slab->orphanage || !list_empty(&slab->node) ||
+		     !list_empty(&slab->ns_node) ||
+		     (slab->orphaned && !slab->removed));
 	if (owner) {
 		/* No file of it is left, so no mapping that could write. */
 		mutex_lock(&blamer_lock);

@@ -96,6 +96,53 @@ static int blamer_orphanage_cmp(struct rb_node *a, const struct rb_node *b)
 	return x < y ? -1 : x > y;
 }
 
+#ifdef BLAMER_DEBUG
+/*
+ * Debug kernels only (module/Kbuild): every orphan of @user is on both of
+ * its lists exactly once, each orphanage's count is its list's length,
+ * and the account's count is theirs. Walks at most one entry more than
+ * the account counts, so a corrupted list cannot hang it. O(orphans) per
+ * orphaning and release, which is why production builds leave it out.
+ */
+static void blamer_user_check_locked(struct blamer_user *user)
+{
+	unsigned long n = 0, sum = 0, bound = user->orphans + 1;
+	struct blamer_orphanage *o, *tmp;
+	struct blamer_slab *slab;
+
+	lockdep_assert_held(&blamer_lock);
+	list_for_each_entry(slab, &user->orphan_list, node) {
+		if (WARN_ONCE(++n > bound || !slab->orphaned || slab->removed ||
+			      slab->user != user || !slab->orphanage ||
+			      list_empty(&slab->ns_node),
+			      "blamer: orphan %u of uid %u out of place (%lu of %lu)\n",
+			      slab->id, __kuid_val(user->uid), n, user->orphans))
+			return;
+	}
+	WARN_ONCE(n != user->orphans, "blamer: uid %u lists %lu orphans, counts %lu\n",
+		  __kuid_val(user->uid), n, user->orphans);
+	rbtree_postorder_for_each_entry_safe(o, tmp, &user->orphanages, node) {
+		n = 0;
+		list_for_each_entry(slab, &o->list, ns_node) {
+			if (WARN_ONCE(++n > bound || slab->orphanage != o,
+				      "blamer: orphan %u in the wrong orphanage\n",
+				      slab->id))
+				return;
+		}
+		WARN_ONCE(!n || n != o->count,
+			  "blamer: an orphanage of uid %u lists %lu, counts %lu\n",
+			  __kuid_val(user->uid), n, o->count);
+		sum += n;
+	}
+	WARN_ONCE(sum != user->orphans, "blamer: uid %u has %lu orphans by namespace, %lu in all\n",
+		  __kuid_val(user->uid), sum, user->orphans);
+}
+#else
+static void blamer_user_check_locked(struct blamer_user *user)
+{
+}
+#endif
+
 /**
  * blamer_user_orphan_locked - count @slab among its account's orphans
  * @slab: a slab in the table whose owner died; blamer_lock is held
@@ -124,6 +171,7 @@ struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
 	slab->orphanage = o;
 	list_add_tail(&slab->node, &user->orphan_list);
 	user->orphans++;
+	blamer_user_check_locked(user);
 	return o;
 }
 
@@ -155,6 +203,7 @@ void blamer_user_unorphan_locked(struct blamer_slab *slab)
 		rb_erase(&o->node, &user->orphanages);
 		kfree(o);
 	}
+	blamer_user_check_locked(user);
 }
 
 void blamer_user_get(struct blamer_user *user)
