@@ -13,7 +13,8 @@
  * dup and close descriptors; pass them to other workers over SCM_RIGHTS;
  * vmsplice() mappings into pipes that outlive the slabs; vfork (the child
  * must not be able to create);
- * fork (the child uses what it inherited, then exits or is killed), exec
+ * fork (the child uses what it inherited, then exits or is killed; one
+ * in four does so in a pid namespace of its own), exec
  * itself with some descriptors left open, exit with a random status, kill
  * each other. A supervisor replaces every worker that dies until the time
  * is up. -f also makes one ioctl in eight fail its allocations
@@ -132,6 +133,7 @@ struct board {
 	uint64_t maps_rw, injected;
 	uint64_t max_events;
 	uint64_t startfail;		/* workers that could not switch user */
+	uint64_t pidns;			/* fork children in a pid namespace of their own */
 	uint32_t violations, nviol;
 	char viol[NVIOL][200];
 };
@@ -1082,6 +1084,35 @@ static void become_child(void)
 	}
 }
 
+/*
+ * In a fork child, one time in four: go on as the first process of a pid
+ * namespace of its own (and, for a worker that is not root, of a user
+ * namespace too), so the account's orphans fall into several orphanages
+ * (the module keeps one per account and pid namespace). The child
+ * unshares, forks the process that goes on, and waits for it; that one
+ * dies with it (a SIGKILL meant for the child ends both). Where the
+ * kernel refuses, the child goes on where it is.
+ */
+static void maybe_enter_pidns(void)
+{
+	int status;
+	pid_t pid;
+
+	if (!one_in(4) || unshare(CLONE_NEWPID | (getuid() ? CLONE_NEWUSER : 0)))
+		return;
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		__atomic_add_fetch(&bd->pidns, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+}
+
 static void op_fork(void)
 {
 	pid_t pid;
@@ -1089,6 +1120,7 @@ static void op_fork(void)
 	lock();		/* no other thread holds the tables in the child */
 	pid = fork();
 	if (pid == 0) {
+		maybe_enter_pidns();
 		pthread_mutex_init(&w.lock, NULL);
 		rng ^= (uint64_t)getpid() << 32;
 		become_child();
@@ -1627,9 +1659,10 @@ int main(int argc, char **argv)
 		printf(" %s %llu/%llu", op_names[i], (unsigned long long)bd->tries[i],
 		       (unsigned long long)bd->oks[i]);
 	}
-	printf("\n# faults caught %llu (inherited-mapping writes refused %llu), writable maps %llu, injected failures %llu\n",
+	printf("\n# faults caught %llu (inherited-mapping writes refused %llu), writable maps %llu, injected failures %llu, children in a new pid namespace %llu\n",
 	       (unsigned long long)bd->faults, (unsigned long long)bd->writes_denied,
-	       (unsigned long long)bd->maps_rw, (unsigned long long)bd->injected);
+	       (unsigned long long)bd->maps_rw, (unsigned long long)bd->injected,
+	       (unsigned long long)bd->pidns);
 	for (i = 0; i < NVIOL && i < (int)bd->nviol; i++)
 		if (bd->viol[i][0])
 			printf("# violation: %s\n", bd->viol[i]);
