@@ -79,16 +79,11 @@ TEST_F(ctx, dag_nodes_links_paths)
 static int reader_total(struct blamer *b, const uint64_t *ids, uint32_t depth, uint32_t unit,
 			uint64_t *total)
 {
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
-	struct blamer_snapshot *s;
-	uint32_t i, n = b->heap.nslabs;
+	struct blamer_snapshot *s = t_own_snapshot(b);
 	int ret = -1;
+	uint32_t i;
 
-	for (i = 0; i < n; i++) {
-		m[i].data = b->heap.slabs[i].base;
-		m[i].size = b->heap.slabs[i].size;
-	}
-	if (blamer_snapshot_from_memory(m, n, &s))
+	if (!s)
 		return -1;
 	for (i = 0; i < s->ntotals && s->procs[0].health == BLAMER_HEALTH_OK; i++) {
 		const struct blamer_snap_total *t = &s->totals[i];
@@ -156,12 +151,10 @@ TEST_F(ctx, path_add_totals_through_the_reader)
 /* Unit names: checked, made once, read back by the reader. */
 TEST_F(ctx, dag_unit_names)
 {
-	struct blamer_mem_slab m[BLAMER_MAX_SLABS];
 	const struct blamer_snap_unit_def *d;
 	struct blamer_snapshot *s;
 	struct blamer_config c;
 	struct blamer *b;
-	uint32_t i;
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
@@ -179,11 +172,8 @@ TEST_F(ctx, dag_unit_names)
 	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "x", 3));
 	ASSERT_EQ(-EINVAL, blamer_dag_unit(b, 1009, "a_name_of_thirty_two_characters_", 0));
 	ASSERT_EQ(0, blamer_dag_unit(b, 1009, "a_name_of_thirty_one_characters", 0));
-	for (i = 0; i < b->heap.nslabs; i++) {
-		m[i].data = b->heap.slabs[i].base;
-		m[i].size = b->heap.slabs[i].size;
-	}
-	ASSERT_EQ(0, blamer_snapshot_from_memory(m, b->heap.nslabs, &s));
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
 	EXPECT_EQ(BLAMER_HEALTH_OK, s->procs[0].health);
 	EXPECT_EQ(3, s->nunit_defs);	/* each once */
 	d = blamer_snap_unit_def(s, 1008);
