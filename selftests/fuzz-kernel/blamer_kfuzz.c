@@ -17,7 +17,9 @@
  * in four does so in a pid namespace of its own), exec
  * itself with some descriptors left open, exit with a random status, kill
  * each other. A supervisor replaces every worker that dies until the time
- * is up. -f also makes one ioctl in eight fail its allocations
+ * is up, and every second or so sets one of the module's limits an
+ * administrator may change at any time (orphans kept, bytes per account,
+ * the readers' group) to another value; they are put back at the end. -f also makes one ioctl in eight fail its allocations
  * (failslab, fail_page_alloc: the kernel's fault injection, if built).
  *
  * The kernel must never complain (the VM runner fails the run), and the
@@ -1491,6 +1493,59 @@ static int setup_injection(void)
 	return 0;
 }
 
+#define PARAMS "/sys/module/blamer/parameters/"
+
+/*
+ * The limits an administrator may change while the device is in use,
+ * with the values the supervisor picks from now and then: orphans kept
+ * per account and namespace (0 evicts every orphan at once; lowering it
+ * evicts many at the next death), bytes per account (creates evict the
+ * creator's orphans to make room), and the readers' group (gid 1000: the
+ * uid 1000 workers may then read, and release, everyone's orphans).
+ */
+static const struct {
+	const char *name;
+	const char *values[4];
+} knobs[] = {
+	{ PARAMS "max_user_orphans", { "0", "1", "3", "64" } },
+	{ PARAMS "max_user_bytes", { "262144", "1048576", "8388608", "67108864" } },
+	{ PARAMS "reader_gid", { "-1", "-1", "-1", "1000" } },
+};
+
+static char knob_saved[ARRAY_SIZE(knobs)][32];
+
+static void knobs_save(void)
+{
+	unsigned int i;
+	ssize_t n;
+	int fd;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		fd = open(knobs[i].name, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, knob_saved[i], sizeof(knob_saved[i]) - 1);
+		knob_saved[i][n > 0 ? n : 0] = 0;
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static void knobs_turn(void)
+{
+	unsigned int i = (unsigned int)below(ARRAY_SIZE(knobs));
+
+	if (knob_saved[i][0])
+		knob(knobs[i].name, knobs[i].values[below(4)]);
+}
+
+static void knobs_restore(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++)
+		if (knob_saved[i][0])
+			knob(knobs[i].name, knob_saved[i]);
+}
+
 /* Release every orphan (as root), then the device must be empty. */
 static int final_check(char *why, size_t whylen)
 {
@@ -1558,7 +1613,7 @@ static int final_check(char *why, size_t whylen)
 int main(int argc, char **argv)
 {
 	int sp[MAX_PROCS][2], sock_in[MAX_PROCS], i, memfd, nt = 0, check;
-	uint64_t total = 0, respawns = 0, startfail, events;
+	uint64_t total = 0, respawns = 0, startfail, events, knob_at = 0, knob_turns = 0;
 	pid_t pids[MAX_PROCS];
 	struct opts o;
 	char why[160];
@@ -1600,6 +1655,8 @@ int main(int argc, char **argv)
 	w.nprocs = o.procs;
 	w.inject = o.inject && setup_injection() == 0;
 	bd->deadline_ns = now_ns() + (uint64_t)o.seconds * 1000000000ull;
+	rng = o.seed | 1;
+	knobs_save();
 	printf("TAP version 13\n1..5\n");
 	printf("# blamer_kfuzz: %d s, %d processes x %d threads, seed %llu%s\n",
 	       o.seconds, o.procs, o.threads, (unsigned long long)o.seed,
@@ -1609,10 +1666,16 @@ int main(int argc, char **argv)
 		pids[i] = spawn(i, &o, sock_in);
 		bd->pids[i] = pids[i];
 	}
-	/* Replace the dead until the time is up. */
+	/* Replace the dead until the time is up; turn a knob now and then. */
 	while (now_ns() < bd->deadline_ns) {
 		int status;
 		pid_t pid = waitpid(-1, &status, WNOHANG);
+
+		if (now_ns() >= knob_at) {
+			knobs_turn();
+			knob_turns++;
+			knob_at = now_ns() + below(2000) * 1000000ull;
+		}
 
 		if (pid <= 0) {
 			usleep(20000);
@@ -1625,6 +1688,7 @@ int main(int argc, char **argv)
 				respawns++;
 			}
 	}
+	knobs_restore();
 	for (i = 0; i < o.procs; i++)
 		kill(pids[i], SIGKILL);
 	while (wait(NULL) > 0 || errno == EINTR)
@@ -1659,10 +1723,10 @@ int main(int argc, char **argv)
 		printf(" %s %llu/%llu", op_names[i], (unsigned long long)bd->tries[i],
 		       (unsigned long long)bd->oks[i]);
 	}
-	printf("\n# faults caught %llu (inherited-mapping writes refused %llu), writable maps %llu, injected failures %llu, children in a new pid namespace %llu\n",
+	printf("\n# faults caught %llu (inherited-mapping writes refused %llu), writable maps %llu, injected failures %llu, children in a new pid namespace %llu, limits changed %llu times\n",
 	       (unsigned long long)bd->faults, (unsigned long long)bd->writes_denied,
 	       (unsigned long long)bd->maps_rw, (unsigned long long)bd->injected,
-	       (unsigned long long)bd->pidns);
+	       (unsigned long long)bd->pidns, (unsigned long long)knob_turns);
 	for (i = 0; i < NVIOL && i < (int)bd->nviol; i++)
 		if (bd->viol[i][0])
 			printf("# violation: %s\n", bd->viol[i]);
