@@ -170,7 +170,7 @@ int blamer_open(const struct blamer_config *cfg, struct blamer **out);
  * (device backend, released). */
 void blamer_close(struct blamer *b);
 /* Unmaps without marking anything: the heap stays as if the process died (device: its
- * slabs stay live until the process exits). */
+ * slabs stay live until the process exits). NULL: the process default, if it was made. */
 void blamer_abandon(struct blamer *b);
 
 /* Process-default context. */
@@ -255,8 +255,10 @@ struct blamer_value *blamer_set_double(struct blamer *b, unsigned scope, const c
 struct blamer_value *blamer_set_string(struct blamer *b, unsigned scope, const char *name, const char *v);
 struct blamer_value *blamer_set_raw(struct blamer *b, unsigned scope, const char *name,
 				    const void *v, size_t len);
-/* Makes string field @name with room for @capacity bytes (1..32752) and value "", for
- * later sets of longer values; an existing field keeps its capacity (no-op). */
+/* Makes string field @name with room for @capacity bytes and value "", for later sets of
+ * longer values; an existing field keeps its capacity (no-op). A scope's fields share one
+ * 4 KiB record: at most 4080 bytes for a lone field of a short name, less beside others
+ * (ENOSPC). */
 struct blamer_value *blamer_reserve_string(struct blamer *b, unsigned scope, const char *name,
 					   size_t capacity);
 /* References to memory outside the heap: only address and size are stored. */

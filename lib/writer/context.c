@@ -510,11 +510,14 @@ void blamer_close(struct blamer *b)
 	finish(b, true);
 }
 
+/* NULL: the process default, if it was made (none is made to be
+ * abandoned); the next use makes another, as after blamer_reset(). */
 void blamer_abandon(struct blamer *b)
 {
-	if (b && b == atomic_load(&default_ctx)) {
+	if (!b || b == atomic_load(&default_ctx)) {
 		pthread_mutex_lock(&default_lock);
-		atomic_store(&default_ctx, NULL);
+		if (!b || b == atomic_load(&default_ctx))
+			b = atomic_exchange(&default_ctx, NULL);
 		pthread_mutex_unlock(&default_lock);
 	}
 	finish(b, false);

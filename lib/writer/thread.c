@@ -287,6 +287,11 @@ static __attribute__((noinline)) void pop_slow(struct blamer *b)
 	struct bl_tls_ent *e;
 	int err;
 
+	/* The default not made (or reset since the push): no stack to pop,
+	 * and none is made for it (a pop after blamer_reset() inside an
+	 * activity left a heap of its own behind). */
+	if (!b && !(b = bl_default_peek()))
+		return;
 	e = thread_entry_slow(&b, &err);
 	if (e)
 		pop_on(b, e->rec);
