@@ -145,6 +145,8 @@ PyObject *pyb_open(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 	c->is_default = false;
 	c->closed = false;
 	c->busy = 0;
+	c->draining = 0;
+	c->busy_gen = pyb_fork_gen;
 	c->weakrefs = NULL;
 	return (PyObject *)c;
 }
@@ -171,9 +173,42 @@ PyObject *pyb_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
  * A call that lets the GIL go takes @c's C context with ctx_lend() (with
  * the GIL) and gives it back with ctx_done() (with the GIL again): close,
  * abandon and reset wait in wait_idle() until none is out.
+ *
+ * The count is this process's: in a fork child it is reset (the calls
+ * out at the fork were other threads', which the child does not have: a
+ * close there waited for ever), and so are the default's resets under
+ * way, whose threads the child does not have either.
+ */
+static void busy_fresh(pyb_Context *c)
+{
+	if (c->busy_gen != pyb_fork_gen) {
+		c->busy = 0;
+		c->draining = 0;
+		c->busy_gen = pyb_fork_gen;
+	}
+}
+
+/* Let the GIL go for a moment, for the threads we wait for. */
+static void pause_gil(void)
+{
+	Py_BEGIN_ALLOW_THREADS
+	usleep(100);
+	Py_END_ALLOW_THREADS
+}
+
+/*
+ * While a reset of the default waits for the calls out, a new one waits
+ * for the reset: the default's calls never end while others keep
+ * starting (a thread looping on heap_info() held off reset() for ever).
+ * An opened context refuses calls once closing (closed is set first).
  */
 static struct blamer *ctx_lend(pyb_Context *c)
 {
+	busy_fresh(c);
+	while (c->draining) {
+		pause_gil();
+		busy_fresh(c);
+	}
 	c->busy++;
 	return c->b;
 }
@@ -187,27 +222,42 @@ static void ctx_done(pyb_Context *c)
  * with the GIL let go, so that they can finish. */
 static void wait_idle(pyb_Context *c)
 {
-	while (c->busy) {
-		Py_BEGIN_ALLOW_THREADS
-		usleep(100);
-		Py_END_ALLOW_THREADS
-	}
+	busy_fresh(c);
+	while (c->busy)
+		pause_gil();
 }
 
 /*
- * With the GIL, after the calls on the default that let it go are done:
- * every other writer of the default (the module's functions, handles)
- * runs with the GIL, so none is inside the default while it is freed
- * (with the GIL let go, a thread's blamer.log() used the freed default).
+ * With the GIL, after the calls on the default that let it go are done
+ * (@end: blamer_reset() or abandon_default()): every other writer of the
+ * default (the module's functions, handles) runs with the GIL, so none is
+ * inside the default while it is freed (with the GIL let go, a thread's
+ * blamer.log() used the freed default).
  */
+static void end_default(void (*end)(void))
+{
+	/* First: no handle of the old default is used again. */
+	pyb_default_epoch_bump();
+	busy_fresh(pyb_default_ctx);
+	pyb_default_ctx->draining++;
+	wait_idle(pyb_default_ctx);
+	end();
+	/* a fork while waiting made the child's count fresh: never below 0 */
+	if (pyb_default_ctx->draining)
+		pyb_default_ctx->draining--;
+}
+
+/* The default as after a crash, if it was made (abandoning makes none). */
+static void abandon_default(void)
+{
+	blamer_abandon(NULL);
+}
+
 PyObject *pyb_reset(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
-	/* First: no handle of the old default is used again. */
-	pyb_default_epoch_bump();
-	wait_idle(pyb_default_ctx);
-	blamer_reset();
+	end_default(blamer_reset);
 	Py_RETURN_NONE;
 }
 
@@ -237,17 +287,13 @@ static PyObject *ctx_abandon(pyb_Context *self, PyObject *unused)
 	struct blamer *b = self->b;
 
 	(void)unused;
+	if (self->is_default) {
+		end_default(abandon_default);
+		Py_RETURN_NONE;
+	}
 	if (self->closed)
 		Py_RETURN_NONE;
 	self->epoch++;
-	if (self->is_default) {
-		Py_BEGIN_ALLOW_THREADS
-		b = blamer_default();
-		if (b)
-			blamer_abandon(b);
-		Py_END_ALLOW_THREADS
-		Py_RETURN_NONE;
-	}
 	self->closed = true;
 	self->b = NULL;
 	wait_idle(self);
@@ -376,8 +422,7 @@ static PyObject *ctx_set_role(pyb_Context *self, PyObject *const *args, Py_ssize
 	const char *role, *inst = NULL;
 	int ret;
 
-	if (!pyb_context_usable(self) ||
-	    pyb_parse_kw("set_role", args, nargs, kwnames, role_names, 1, 2, v) < 0)
+	if (pyb_parse_kw("set_role", args, nargs, kwnames, role_names, 1, 2, v) < 0)
 		return NULL;
 	role = pyb_utf8(v[0], "role", NULL);
 	if (!role)
@@ -388,11 +433,14 @@ static PyObject *ctx_set_role(pyb_Context *self, PyObject *const *args, Py_ssize
 
 			if (!s)
 				return NULL;
-			/* the str lives on in v[1]'s place for the call */
+			/* the str lives on in v[1]'s place for the call; checked
+			 * after str(), whose __str__ may have closed the context
+			 * (its b NULL, which C takes for the default) */
 			inst = pyb_utf8(s, "instance", NULL);
-			ret = inst ? blamer_set_role(self->b, role, inst) : 0;
+			ret = inst && pyb_context_usable(self) ?
+				blamer_set_role(self->b, role, inst) : 0;
 			Py_DECREF(s);
-			if (!inst)
+			if (PyErr_Occurred())
 				return NULL;
 			goto done;
 		}
@@ -400,6 +448,8 @@ static PyObject *ctx_set_role(pyb_Context *self, PyObject *const *args, Py_ssize
 		if (!inst)
 			return NULL;
 	}
+	if (!pyb_context_usable(self))
+		return NULL;
 	ret = blamer_set_role(self->b, role, inst);
 done:
 	if (ret < 0)
@@ -602,7 +652,8 @@ static PyMethodDef ctx_methods[] = {
 	  "the value: bool, int (signed 64-bit), float, str, bytes; type= says\n"
 	  "otherwise: 'bool', 'char', 'int', 'uint', 'double', 'string', 'raw'.\n"
 	  "A str or bytes field keeps the capacity of its first value unless\n"
-	  "capacity= reserves more (str only; up to 32752 bytes).\n"
+	  "capacity= reserves more (str only). A scope's fields share one 4 KiB\n"
+	  "record: at most 4080 bytes for a lone field, less beside others.\n"
 	  "Scopes: DATA_PROCESS (this process), DATA_GLOBAL (the application:\n"
 	  "readers merge it over processes), DATA_ACTIVITY (the calling thread's\n"
 	  "top activity). Setting a name again with another type raises Error." },
@@ -746,6 +797,8 @@ int pyb_context_init(PyObject *m)
 	pyb_default_ctx->is_default = true;
 	pyb_default_ctx->closed = false;
 	pyb_default_ctx->busy = 0;
+	pyb_default_ctx->draining = 0;
+	pyb_default_ctx->busy_gen = pyb_fork_gen;
 	pyb_default_ctx->weakrefs = NULL;
 	/* Ours stays for the process's life (the pointer is used without a
 	 * lookup); the module holds a second one. */

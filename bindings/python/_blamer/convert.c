@@ -51,18 +51,22 @@ int pyb_parse_kw(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
 	return 0;
 }
 
-const char *pyb_utf8(PyObject *o, const char *what, Py_ssize_t *len)
+const char *pyb_utf8_any(PyObject *o, const char *what, Py_ssize_t *len)
 {
-	const char *s;
-	Py_ssize_t n;
-
 	if (!PyUnicode_Check(o)) {
 		PyErr_Format(PyExc_TypeError, "blamer: %s must be str, not %.80s", what,
 			     Py_TYPE(o)->tp_name);
 		return NULL;
 	}
 	/* ASCII strings: the str's own bytes, no copy, no allocation. */
-	s = PyUnicode_AsUTF8AndSize(o, &n);
+	return PyUnicode_AsUTF8AndSize(o, len);
+}
+
+const char *pyb_utf8(PyObject *o, const char *what, Py_ssize_t *len)
+{
+	Py_ssize_t n;
+	const char *s = pyb_utf8_any(o, what, &n);
+
 	if (!s)
 		return NULL;
 	if (memchr(s, '\0', (size_t)n)) {

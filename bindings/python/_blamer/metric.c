@@ -177,9 +177,17 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 	}
 	if (kind == BLAMER_METRIC_HISTOGRAM) {
 		if (v[6] && v[6] != Py_None) {
-			bseq = PySequence_Fast(v[6], "blamer: buckets is a sequence of numbers");
-			if (!bseq)
+			/* a tuple of its own: a list's items are borrowed, and a
+			 * bound's __float__ may empty the list meanwhile */
+			bseq = PySequence_Tuple(v[6]);
+			if (!bseq) {
+				if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+					PyErr_Clear();
+					PyErr_SetString(PyExc_TypeError,
+							"blamer: buckets is a sequence of numbers");
+				}
 				goto out;
+			}
 			/* a last +Inf, as prometheus_client's lists end, is implied here */
 			for (i = 0; i < PySequence_Fast_GET_SIZE(bseq); i++) {
 				double b = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(bseq, i));
@@ -290,8 +298,8 @@ static PyObject *metric_new(pyb_Context *ctx, uint64_t epoch, struct blamer_metr
 }
 
 /*
- * A label value (UTF-8 of a str: no surrogates, no NUL) as every reader
- * shows it: its control characters (C0, DEL, C1) made U+FFFD, as the
+ * A label value (UTF-8 of a str: no surrogates) as every reader shows
+ * it: its control characters (C0 with NUL, DEL, C1) made U+FFFD, as the
  * reader's utf8_clean() makes them. Written as given, "a\nb" and "a\tb"
  * were two series of one process that read as one label set: readers
  * summed them over processes, and an exporter's per-process view showed
@@ -350,7 +358,9 @@ static PyObject *series_of(pyb_Metric *m, PyObject *values, PyObject *path)
 	for (i = 0; i < n; i++) {
 		Py_ssize_t len;
 
-		vals[i] = pyb_utf8(PyTuple_GET_ITEM(values, i), "a label value", &len);
+		/* a NUL too becomes U+FFFD: any str is a label value, as in
+		 * prometheus_client, whose labels() takes what a request had */
+		vals[i] = pyb_utf8_any(PyTuple_GET_ITEM(values, i), "a label value", &len);
 		if (vals[i])
 			vals[i] = label_as_read(vals[i], len, &keep[i]);
 		if (!vals[i])

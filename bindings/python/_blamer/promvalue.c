@@ -168,16 +168,22 @@ PyTypeObject pyb_MPFamilyType = {
 
 /* ---- MPValue ---- */
 
+/* PyArg's "I" wraps: 2**32 + 1 was role 1. */
+static int conv_role(PyObject *o, void *out)
+{
+	return pyb_u32(o, "role", out) == 0;
+}
+
 static PyObject *mpv_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "family", "role", "params", "bound", NULL };
 	PyObject *fam, *params;
-	unsigned int role;
+	uint32_t role;
 	double bound = NAN;
 	pyb_MPValue *v;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IO!|d:MPValue", names, &pyb_MPFamilyType,
-					 &fam, &role, &PyTuple_Type, &params, &bound))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O&O!|d:MPValue", names, &pyb_MPFamilyType,
+					 &fam, conv_role, &role, &PyTuple_Type, &params, &bound))
 		return NULL;
 	if (role > MPV_LOCAL) {
 		PyErr_SetString(PyExc_ValueError, "blamer: no such MPValue role");

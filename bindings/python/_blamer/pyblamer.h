@@ -67,6 +67,8 @@ typedef struct {
 	bool is_default;
 	bool closed;		/* an opened context after close()/abandon() */
 	uint32_t busy;		/* calls using b without the GIL (close waits) */
+	uint32_t draining;	/* default: resets waiting for busy to reach 0 */
+	uint64_t busy_gen;	/* pyb_fork_gen when busy was counted */
 	PyObject *weakrefs;
 } pyb_Context;
 
@@ -184,6 +186,8 @@ int pyb_parse_kw(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
 		 PyObject **out);
 /* A str argument as UTF-8 with no NUL inside (ValueError), for C. */
 const char *pyb_utf8(PyObject *o, const char *what, Py_ssize_t *len);
+/* The same with NULs left in, for a caller that replaces them (@len). */
+const char *pyb_utf8_any(PyObject *o, const char *what, Py_ssize_t *len);
 /* A node id: an int (0..2^64-1) as is, a str as blamer_dag_id(). */
 int pyb_node_id(PyObject *o, uint64_t *id);
 /* Unsigned 32/64-bit arguments with range checks (OverflowError). */

@@ -28,20 +28,32 @@ static char *reader_kw[] = {
 
 /* The options a Reader(...) or snapshot(...) call gives; @o keeps the
  * bytes of dir and device. */
+/* PyArg's "I" and "K" wrap what does not fit (-1 retries was 2^32 - 1). */
+static int conv_retries(PyObject *v, void *out)
+{
+	return pyb_u32(v, "max_retries", out) == 0;
+}
+
+static int conv_slab_bytes(PyObject *v, void *out)
+{
+	return pyb_u64(v, "max_slab_bytes", out) == 0;
+}
+
 static int parse_opts(PyObject *args, PyObject *kw, struct blamer_reader_opts *opts,
 		      pyb_Reader *o)
 {
 	PyObject *backend = NULL, *dir = NULL, *device = NULL;
 	int threads = 1, stacks = 1, user_data = 1, modules = 1, log = 1, children = 1, dag = 1,
 	    totals = 1, headers_only = 0, dead_full = 1, keep_dead = 0;
-	unsigned int retries = 0;
-	unsigned long long max_slab = 0;
+	uint32_t retries = 0;
+	uint64_t max_slab = 0;
 
 	memset(opts, 0, sizeof(*opts));
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOpppppppppppIK:Reader", reader_kw,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOpppppppppppO&O&:Reader", reader_kw,
 					 &backend, &dir, &device, &threads, &stacks, &user_data,
 					 &modules, &log, &children, &dag, &totals, &headers_only,
-					 &dead_full, &keep_dead, &retries, &max_slab))
+					 &dead_full, &keep_dead, conv_retries, &retries,
+					 conv_slab_bytes, &max_slab))
 		return -1;
 	if (backend && backend != Py_None) {
 		if (PyUnicode_Check(backend) && PyUnicode_CompareWithASCIIString(backend, "auto") == 0)

@@ -5,9 +5,10 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 
 import blamer
-from common import HeapTest
+from common import BACKEND, HeapTest
 
 
 def labels(p):
@@ -121,6 +122,47 @@ class Fork(HeapTest):
             stop.set()
             for t in ts:
                 t.join()
+
+    def test_child_closes_what_parent_threads_were_using(self):
+        # A thread of the parent inside a call that lets the GIL go at the
+        # fork left the context's count of calls out at 1 in the child,
+        # where no thread would bring it down: close() and reset() there
+        # waited for ever (19 children of 20).
+        other = blamer.open(backend=BACKEND, dir=self.dir if BACKEND == "dir" else None,
+                            modules=False)
+        stop = []
+
+        def call():
+            while not stop:
+                other.modules_refresh()
+                blamer.heap_info()
+        ts = [threading.Thread(target=call, daemon=True) for _ in range(2)]
+        for t in ts:
+            t.start()
+        try:
+            for _ in range(10):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        other.close()
+                        blamer.reset()
+                    finally:
+                        os._exit(0)
+                for _ in range(1200):       # up to 120 s, then it hangs
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    time.sleep(0.1)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    self.fail("a fork child's close() or reset() hung")
+                self.assertEqual(status, 0)
+        finally:
+            stop.append(1)
+            for t in ts:
+                t.join()
+            other.close()
 
     def test_killed_child_keeps_its_last_activity(self):
         def child():

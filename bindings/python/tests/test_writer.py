@@ -375,17 +375,48 @@ class Metrics(HeapTest):
         # one label set; readers summed them (3), and the per-process
         # views (Process.metrics, Snapshot.prometheus(): one of them,
         # 1) did not. Now they are one series, the sum everywhere.
+        # A NUL is one too: any str is a label value, as in
+        # prometheus_client (a request's value raised ValueError).
         c = blamer.counter("odd_total", "h", ["l"])
-        for i, v in enumerate(["x\ny", "x\ty", "x\x01y", "x\x7fy", "x\x85y"]):
+        for i, v in enumerate(["x\ny", "x\ty", "x\x01y", "x\x7fy", "x\x85y", "x\x00y"]):
             c.labels(v).inc(2 ** i)
         c.labels("x\\ny").inc(100)           # a backslash and an n: its own
         c.labels("x\u00e9y").inc(200)         # not a control character
         s = self.snap()
         mine = sorted((m.labels["l"], m.value) for m in s.process(os.getpid()).metrics)
-        self.assertEqual(mine, [("x\\ny", 100), ("x\u00e9y", 200), ("x\ufffdy", 31)])
+        self.assertEqual(mine, [("x\\ny", 100), ("x\u00e9y", 200), ("x\ufffdy", 63)])
         self.assertEqual(sorted((x.labels["l"], x.value) for x in s.series), mine)
         self.assertIn('odd_total{l="x\ufffdy",', s.prometheus())
-        self.assertIn("} 31\n", s.prometheus())
+        self.assertIn("} 63\n", s.prometheus())
+
+    def test_a_conversion_that_empties_the_list_it_came_from(self):
+        # Bounds and pids were items borrowed from the caller's list while
+        # their __float__ / __index__ ran, which may empty the list
+        # (valgrind: an invalid read in PyFloat_AsDouble): now read from
+        # a tuple of the call's own.
+        bounds = []
+
+        class Empties:
+            def __float__(self):
+                bounds.clear()
+                return 1.0
+        bounds[:] = [Empties()] + [float(i) for i in range(2, 40)]
+        with self.assertRaises(ValueError):      # 39 bounds: over 32, said
+            blamer.histogram("emptied_seconds", "h", buckets=bounds)
+        bounds[:] = [Empties(), 2.0, 3.0]
+        h = blamer.histogram("emptied_seconds", "h", buckets=bounds)
+        h.observe(2.5)
+        self.assertEqual(bounds, [])
+        pids = []
+
+        class EmptiesPid:
+            def __index__(self):
+                pids.clear()
+                return os.getpid()
+        pids[:] = [EmptiesPid()] + list(range(1000, 1100))
+        self.assertIn('"pid"', self.snap().to_json(pids=pids))
+        with self.assertRaises(TypeError):
+            blamer.histogram("other_seconds", "h", buckets=3.0)
 
     def test_a_sum_past_the_largest_double_is_refused_and_counted(self):
         # Each add is finite; the second would make the sum infinite. It
@@ -587,6 +618,18 @@ class Contexts(HeapTest):
         c = fresh()
         with self.assertRaises(ValueError):
             c.process_exited(os.getpid(), Closes(c, 0))
+        # an instance's __str__ (an int's): set_role() checked the
+        # context before str() ran, and wrote the role into the default
+        c = fresh()
+
+        class Instance(int):
+            def __str__(self, c=c):
+                c.close()
+                return "7"
+        with self.assertRaises(ValueError):
+            c.set_role("worker", Instance(7))
+        me = self.snap().process(os.getpid())
+        self.assertTrue(me is None or me.role != "worker")
         # nothing of them reached the default context's heap
         blamer.reset()
         self.assertEqual([p for p in self.snap().processes if p.pid == os.getpid()], [])
@@ -670,6 +713,73 @@ class Contexts(HeapTest):
             t.join()
         self.assertGreater(n, 100)
 
+    def test_abandon_default_while_other_threads_write(self):
+        # The default's abandon() let the GIL go while it freed the
+        # default: other threads' module-level writes ran inside it (a
+        # segfault within seconds). In an interpreter of its own, so that
+        # a crash fails this test, not the run.
+        r = self.run_py(r"""
+import sys, threading, time, blamer
+sys.setswitchinterval(1e-6)
+d, stop, n = blamer.default_context(), [], [0]
+def write():
+    while not stop:
+        blamer.push("x"); blamer.log("hi"); blamer.pop(); n[0] += 1
+ts = [threading.Thread(target=write) for _ in range(2)]
+for t in ts:
+    t.start()
+end, k = time.time() + 1, 0
+while time.time() < end or k < 20:
+    d.abandon(); k += 1
+stop.append(1)
+for t in ts:
+    t.join()
+print(k, n[0])
+""")
+        k, n = map(int, r.stdout.split())
+        self.assertGreaterEqual(k, 20)
+        self.assertGreater(n, 0)
+
+    def test_abandon_of_a_default_never_made_makes_none(self):
+        # It made a heap only to abandon it, left as if a process had died.
+        blamer.reset()
+        blamer.default_context().abandon()
+        self.assertIsNone(self.snap().process(os.getpid()))
+        blamer.log("after")                 # the next use makes one
+        self.assertEqual([e.text for e in self.proc().logs], ["after"])
+
+    def test_reset_inside_an_activity_makes_no_heap(self):
+        # The block's exit popped through the default: a new heap made
+        # for the pop, read as a dead process in state "ready".
+        with blamer.activity("shutting down"):
+            blamer.reset()
+        self.assertIsNone(self.snap().process(os.getpid()))
+
+    def test_reset_while_other_threads_call_without_the_gil(self):
+        # Threads calling heap_info() (it lets the GIL go) back to back
+        # kept the default's count of calls out above 0: reset() waited
+        # for ever with two of them. A new call now waits for the reset.
+        stop, done = [], []
+
+        def call():
+            while not stop:
+                blamer.heap_info()
+
+        def resets():
+            for _ in range(20):
+                blamer.reset()
+            done.append(1)
+        ts = [threading.Thread(target=call, daemon=True) for _ in range(2)]
+        for t in ts:
+            t.start()
+        r = threading.Thread(target=resets, daemon=True)
+        r.start()
+        r.join(120)
+        stop.append(1)
+        for t in ts:
+            t.join(120)
+        self.assertEqual(done, [1], "reset() held off by threads calling heap_info()")
+
     def test_argument_ranges_said(self):
         # a 32-bit argument's error names its range (it said 2**64)
         with self.assertRaises(OverflowError) as cm:
@@ -684,6 +794,11 @@ class Contexts(HeapTest):
         with blamer.Reader(**kw) as r:
             with self.assertRaises(ValueError):
                 r.wait(float("nan"))
+        # a reader's numbers too (-1 retries wrapped to 2**32 - 1)
+        for bad in ({"max_retries": -1}, {"max_retries": 2 ** 40},
+                    {"max_slab_bytes": -1}, {"max_slab_bytes": 2 ** 64}):
+            with self.assertRaises(OverflowError):
+                blamer.snapshot(**dict(kw, **bad))
 
     def test_context_dealloc_closes(self):
         if BACKEND != "dir":
