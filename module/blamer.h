@@ -304,6 +304,7 @@ int blamer_owner_init(void);
 void blamer_owner_exit(void);
 void blamer_owner_settle(void);
 struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare);
+void blamer_owner_get(struct blamer_owner *owner);
 void blamer_owner_put(struct blamer_owner *owner);
 void blamer_owner_idle_locked(struct blamer_owner *owner);
 bool blamer_owner_dead(const struct blamer_owner *owner);

@@ -62,6 +62,11 @@ static void blamer_owner_free(struct kref *ref)
 	kfree_rcu(owner, rcu);
 }
 
+void blamer_owner_get(struct blamer_owner *owner)
+{
+	kref_get(&owner->ref);
+}
+
 void blamer_owner_put(struct blamer_owner *owner)
 {
 	kref_put(&owner->ref, blamer_owner_free);

@@ -240,8 +240,11 @@ int blamer_slab_create(struct blamer_ctx *ctx, struct blamer_create *c,
 	if (err >= 0) {
 		slab->id = id;
 		err = xa_err(xa_store(&blamer_slabs, id, slab, BLAMER_GFP));
-		if (err)
+		if (err) {
+			/* A lookup may hold it: its release must not unlink. */
+			slab->removed = true;
 			xa_erase(&blamer_slabs, id);
+		}
 	}
 	if (err < 0) {
 		if (err == -EBUSY)
@@ -324,7 +327,9 @@ int blamer_slab_open(struct blamer_open *o, struct file **filep)
  * @userns: the caller's user namespace
  * @boot_off: the caller's time namespace's boot-time offset (added
  *	modulo 2^64, as timens_add_boottime_ns() does)
- * @owner: the owner of the previous entry, and @pid its pid for @me
+ * @owner: the owner of the previous entry, with a reference (freed, its
+ *	address could be a new owner's, which would get its pid), and @pid
+ *	its pid for @me
  * @pid: see @owner
  * @stride: bytes per entry in userspace (blamer_list.info_size)
  * @dst: where in userspace the next entry goes
@@ -333,7 +338,7 @@ struct blamer_lister {
 	struct blamer_ident me;
 	struct user_namespace *userns;
 	u64 boot_off;
-	const struct blamer_owner *owner;
+	struct blamer_owner *owner;
 	pid_t pid;
 	u32 stride;
 	char __user *dst;
@@ -350,10 +355,13 @@ static void blamer_fill_info(struct blamer_lister *ls,
 			     const struct blamer_slab *slab,
 			     struct blamer_slab_info *info)
 {
-	const struct blamer_owner *owner = slab->owner;
+	struct blamer_owner *owner = slab->owner;
 	int status;
 
 	if (owner != ls->owner) {
+		if (ls->owner)
+			blamer_owner_put(ls->owner);
+		blamer_owner_get(owner);
 		ls->owner = owner;
 		ls->pid = pid_nr_ns(owner->pid, ls->me.pidns);
 	}
@@ -489,6 +497,8 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 		}
 		cond_resched();
 	} while (n == BLAMER_LIST_BATCH && !err);
+	if (ls.owner)
+		blamer_owner_put(ls.owner);
 	if (err)
 		return err;
 	atomic64_set(&ctx->seen, events);
