@@ -19,7 +19,8 @@
  * each other. A supervisor replaces every worker that dies until the time
  * is up, and every second or so sets one of the module's limits an
  * administrator may change at any time (orphans kept, bytes per account,
- * the readers' group) to another value; they are put back at the end. -f also makes one ioctl in eight fail its allocations
+ * the readers' group) to another value; they are put back at the end.
+ * -f also makes one ioctl in eight fail its allocations
  * (failslab, fail_page_alloc: the kernel's fault injection, if built).
  *
  * The kernel must never complain (the VM runner fails the run), and the
@@ -1097,7 +1098,7 @@ static void become_child(void)
  */
 static void maybe_enter_pidns(void)
 {
-	int status;
+	int status = 0;
 	pid_t pid;
 
 	if (!one_in(4) || unshare(CLONE_NEWPID | (getuid() ? CLONE_NEWUSER : 0)))
