@@ -78,6 +78,17 @@ const char *pyb_utf8(PyObject *o, const char *what, Py_ssize_t *len)
 	return s;
 }
 
+PyObject *pyb_tuple_of(PyObject *o, const char *what)
+{
+	PyObject *t = PySequence_Tuple(o);
+
+	if (!t && PyErr_ExceptionMatches(PyExc_TypeError)) {
+		PyErr_Clear();
+		PyErr_SetString(PyExc_TypeError, what);
+	}
+	return t;
+}
+
 int pyb_node_id(PyObject *o, uint64_t *id)
 {
 	if (PyUnicode_Check(o)) {

@@ -177,17 +177,10 @@ static PyObject *define(pyb_Context *ctx, uint32_t kind, const char *fn, PyObjec
 	}
 	if (kind == BLAMER_METRIC_HISTOGRAM) {
 		if (v[6] && v[6] != Py_None) {
-			/* a tuple of its own: a list's items are borrowed, and a
-			 * bound's __float__ may empty the list meanwhile */
-			bseq = PySequence_Tuple(v[6]);
-			if (!bseq) {
-				if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-					PyErr_Clear();
-					PyErr_SetString(PyExc_TypeError,
-							"blamer: buckets is a sequence of numbers");
-				}
+			/* a bound's __float__ runs Python code */
+			bseq = pyb_tuple_of(v[6], "blamer: buckets is a sequence of numbers");
+			if (!bseq)
 				goto out;
-			}
 			/* a last +Inf, as prometheus_client's lists end, is implied here */
 			for (i = 0; i < PySequence_Fast_GET_SIZE(bseq); i++) {
 				double b = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(bseq, i));

@@ -188,6 +188,13 @@ int pyb_parse_kw(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
 const char *pyb_utf8(PyObject *o, const char *what, Py_ssize_t *len);
 /* The same with NULs left in, for a caller that replaces them (@len). */
 const char *pyb_utf8_any(PyObject *o, const char *what, Py_ssize_t *len);
+/*
+ * @o's items as a tuple of the caller's own (new reference), where a
+ * conversion of an item runs Python code: a list's items are borrowed
+ * (PySequence_Fast()), and an item's __float__ or __index__ may empty the
+ * list meanwhile. NULL with TypeError(@what) if @o is not iterable.
+ */
+PyObject *pyb_tuple_of(PyObject *o, const char *what);
 /* A node id: an int (0..2^64-1) as is, a str as blamer_dag_id(). */
 int pyb_node_id(PyObject *o, uint64_t *id);
 /* Unsigned 32/64-bit arguments with range checks (OverflowError). */

@@ -26,8 +26,6 @@ static char *reader_kw[] = {
 	"max_slab_bytes", NULL,
 };
 
-/* The options a Reader(...) or snapshot(...) call gives; @o keeps the
- * bytes of dir and device. */
 /* PyArg's "I" and "K" wrap what does not fit (-1 retries was 2^32 - 1). */
 static int conv_retries(PyObject *v, void *out)
 {
@@ -39,6 +37,8 @@ static int conv_slab_bytes(PyObject *v, void *out)
 	return pyb_u64(v, "max_slab_bytes", out) == 0;
 }
 
+/* The options a Reader(...) or snapshot(...) call gives; @o keeps the
+ * bytes of dir and device. */
 static int parse_opts(PyObject *args, PyObject *kw, struct blamer_reader_opts *opts,
 		      pyb_Reader *o)
 {

@@ -960,18 +960,12 @@ static const char *const json_names[] = { "summary", "processes", "attribution",
 
 static int int32_list(PyObject *o, int32_t **out, size_t *n)
 {
-	/* a tuple of its own: a list's items are borrowed, and an item's
-	 * __index__ may empty the list meanwhile */
-	PyObject *seq = PySequence_Tuple(o);
+	/* an item's __index__ runs Python code */
+	PyObject *seq = pyb_tuple_of(o, "blamer: pids must be a sequence of ints");
 	Py_ssize_t i, len;
 
-	if (!seq) {
-		if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-			PyErr_Clear();
-			PyErr_SetString(PyExc_TypeError, "blamer: pids must be a sequence of ints");
-		}
+	if (!seq)
 		return -1;
-	}
 	len = PySequence_Fast_GET_SIZE(seq);
 	*out = PyMem_Malloc(sizeof(int32_t) * (size_t)(len ? len : 1));
 	if (!*out) {
