@@ -181,9 +181,9 @@ struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
  *
  * Its orphanage goes with its last orphan: when no slab is on its list
  * any more, which is what decides, not the count (the eviction limit's
- * figure). A count that disagrees with the list is a bug, and warns;
- * freeing by the count had let a slab still on the list reach a freed
- * orphanage (KASAN, a 600 s kfuzz run on 6.12-debug, 2026-12-05).
+ * figure): whatever the count says, no slab on the list can reach a
+ * freed orphanage. A count that disagrees with the list is a bug, and
+ * warns.
  */
 void blamer_user_unorphan_locked(struct blamer_slab *slab)
 {
