@@ -7,7 +7,9 @@
  * between the owner's writes and a reader's reads (two threads of one
  * process, and two processes) end with one page each: the owner's write
  * takes the hole out of the reader's mapping, so the reader sees the
- * owner's bytes. With
+ * owner's bytes. The race tests run until enough rounds did race (the
+ * reader saw a hole after the owner had begun), so a run whose threads
+ * never met fails instead of passing on nothing. With
  * BLAMER_CREATE_POPULATE every page is allocated at creation; other flag
  * bits are EINVAL. The byte limits count the whole size from creation
  * either way. (Memory cgroup charges: vm-module.sh.)
@@ -17,7 +19,10 @@
 /* 1 MiB: within the test bed's max_slab_bytes (4 MiB). */
 #define NPAGES 256
 #define LEN ((__u64)NPAGES * PG)
+/* At least ROUNDS rounds, until RACED_ROUNDS of them raced; at most MAX_ROUNDS. */
 #define ROUNDS 8
+#define RACED_ROUNDS 4
+#define MAX_ROUNDS 512
 
 static const unsigned char zero_page[PG];
 
@@ -146,14 +151,22 @@ static void owner_writes(unsigned char *rw)
 		bl_poke(rw + i * PG + off_of(i), val_of(i));
 }
 
-/* Each byte is either still zero or the owner's; counts which. */
+/*
+ * Waits for the owner's first write (page 0), then reads the other pages
+ * from the last down, against the owner's order: each byte is either
+ * still zero or the owner's; counts which. The round raced if a page
+ * still read zero: the reader ran while the owner wrote, and they met
+ * on a page between.
+ */
 static void reader_reads(const unsigned char *ro, unsigned long *zero,
 			 unsigned long *val, unsigned long *bad)
 {
 	unsigned long i;
 	unsigned char v;
 
-	for (i = 0; i < NPAGES; i++) {
+	while (bl_peek(ro + off_of(0)) != val_of(0))
+		;
+	for (i = NPAGES - 1; i > 0; i--) {
 		v = bl_peek(ro + i * PG + off_of(i));
 		if (!v)
 			(*zero)++;
@@ -162,6 +175,12 @@ static void reader_reads(const unsigned char *ro, unsigned long *zero,
 		else
 			(*bad)++;
 	}
+}
+
+/* Whether to play round @k, @raced of them so far having raced. */
+static bool more_rounds(int k, int raced)
+{
+	return k < ROUNDS || (raced < RACED_ROUNDS && k < MAX_ROUNDS);
 }
 
 /* After both: every page holds the owner's byte, as the reader sees it. */
@@ -190,10 +209,10 @@ TEST(first_touch_race_threads)
 	struct blamer_create c;
 	struct race r;
 	pthread_t t;
-	int dev = bl_open(O_RDWR), sfd, k;
+	int dev = bl_open(O_RDWR), sfd, k, raced = 0;
 
 	ASSERT_LE(0, dev);
-	for (k = 0; k < ROUNDS; k++) {
+	for (k = 0; more_rounds(k, raced); k++) {
 		memset(&r, 0, sizeof(r));
 		ASSERT_EQ(0, bl_create(dev, LEN, &c));
 		sfd = bl_open_slab(dev, c.id);
@@ -212,41 +231,45 @@ TEST(first_touch_race_threads)
 		EXPECT_EQ(0, pages_without_owner_bytes(r.ro));
 		zero += r.seen_zero;
 		val += r.seen_val;
+		raced += r.seen_zero > 0;
 		munmap(r.rw, LEN);
 		munmap((void *)r.ro, LEN);
 		close(sfd);
 		close(c.fd);
 		EXPECT_EQ(0, bl_release(dev, c.id));
 	}
-	printf("# %d rounds of %d pages: the reader saw %lu zero, %lu written\n",
-	       ROUNDS, NPAGES, zero, val);
+	printf("# %d rounds of %d pages, %d raced: the reader saw %lu zero, %lu written\n",
+	       k, NPAGES, raced, zero, val);
 	fflush(stdout);
+	EXPECT_LE(RACED_ROUNDS, raced);
 	close(dev);
 }
 
 /*
  * The same between the owner and a reader process that opened the slab
- * itself. They start together on a flag in shared anonymous memory.
+ * itself. They start together on a flag in shared anonymous memory, where
+ * the reader also leaves the number of holes it saw.
  */
 TEST(first_touch_race_processes)
 {
 	int *go = mmap(NULL, PG, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct blamer_create c;
-	int dev = bl_open(O_RDWR), k, status, done[2];
+	int dev = bl_open(O_RDWR), k, status, done[2], raced = 0;
 	unsigned char *rw;
 	pid_t pid;
 	char b;
 
 	ASSERT_NE(MAP_FAILED, go);
 	ASSERT_LE(0, dev);
-	for (k = 0; k < ROUNDS; k++) {
+	for (k = 0; more_rounds(k, raced); k++) {
 		ASSERT_EQ(0, bl_create(dev, LEN, &c));
 		rw = bl_map(c.fd, LEN, PROT_READ | PROT_WRITE);
 		ASSERT_NE(NULL, rw);
 		ASSERT_EQ(0, pipe(done));
 		__atomic_store_n(&go[0], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&go[1], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&go[2], 0, __ATOMIC_RELAXED);
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (!pid) {
@@ -262,6 +285,7 @@ TEST(first_touch_race_processes)
 			while (!__atomic_load_n(&go[0], __ATOMIC_ACQUIRE))
 				;
 			reader_reads(ro, &z, &v, &bad);
+			__atomic_store_n(&go[2], (int)z, __ATOMIC_RELAXED);
 			if (bad)
 				_exit(11);
 			/* The owner is done: every page is the shared one. */
@@ -277,12 +301,16 @@ TEST(first_touch_race_processes)
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
 		EXPECT_TRUE(WIFEXITED(status));
 		EXPECT_EQ(0, WEXITSTATUS(status));
+		raced += __atomic_load_n(&go[2], __ATOMIC_RELAXED) > 0;
 		close(done[0]);
 		close(done[1]);
 		munmap(rw, LEN);
 		close(c.fd);
 		EXPECT_EQ(0, bl_release(dev, c.id));
 	}
+	printf("# %d rounds of %d pages, %d raced\n", k, NPAGES, raced);
+	fflush(stdout);
+	EXPECT_LE(RACED_ROUNDS, raced);
 	munmap(go, PG);
 	close(dev);
 }
