@@ -67,7 +67,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..90"
+echo "1..98"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -229,6 +229,16 @@ BLAMER_BACKEND=floppy err_has 1 "BLAMER_BACKEND=floppy: use device, dir or auto"
 err_has 2 "--once does not apply to \`blamer list\`" list --once
 err_has 2 "unknown command 'lsit'" lsit
 err_has 2 "bad --interval" top --interval 0
+# numbers: digits alone, no wrap (4294967297 was --keep-dead 1), no sign
+err_has 2 "bad --count '99999999999999999999'" top --count 99999999999999999999
+err_has 2 "bad --count ' 2'" top --count " 2"
+err_has 2 "bad --keep-dead '4294967297'" export --keep-dead 4294967297
+err_has 2 "'+3999001' is not a PID or slab ID" release +3999001
+err_has 2 "'18446744073709551616' is not a PID or slab ID" release 18446744073709551616
+# an empty name is a mistake, not the default
+err_has 2 "bad --dir ''" --dir "" list
+err_has 2 "bad --state ''" export --state ""
+err_has 2 "bad --output ''" export --output ""
 err_has 2 "needs PIDs or slab IDs" release
 err_has 1 "still running" release "$livepid"
 # A PID no process can have (above the kernel's PID_MAX_LIMIT, 4194304):

@@ -61,6 +61,10 @@ struct cli {
 int err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A decimal number of digits alone (no sign, space or overflow), at most
+ * @max, into @v: false if @text is not one. */
+bool parse_number(const char *text, unsigned long long max, unsigned long long *v);
+
 /* Directory entries the reader skipped, one line each on stderr. */
 void report_skipped(const struct blamer_snapshot *s);
 /*

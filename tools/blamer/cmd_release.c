@@ -3,6 +3,7 @@
  * blamer release: free the heaps of dead processes, named by pid or by
  * kernel slab ID, or all of them (--all).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,11 +85,10 @@ int cmd_release(struct cli *c)
 		goto out;
 	}
 	for (a = 0; a < c->nargs; a++) {
-		char *end;
-		unsigned long long v = strtoull(c->args[a], &end, 10);
+		unsigned long long v;
 		bool found = false;
 
-		if (*end || end == c->args[a] || c->args[a][0] == '-') {
+		if (!parse_number(c->args[a], ULLONG_MAX, &v)) {
 			ret = usage_err("'%s' is not a PID or slab ID", c->args[a]);
 			goto out;
 		}

@@ -4,6 +4,7 @@
  * costs, live or after it died. Option parsing, help and dispatch only.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,7 @@ int main(int argc, char **argv)
 	char why[128];
 	const struct command *cmd = NULL;
 	bool want_help = false;
+	unsigned long long num;
 	char *end;
 	size_t i;
 	int o;
@@ -265,6 +267,8 @@ int main(int argc, char **argv)
 						 optarg);
 			break;
 		case 'd':
+			if (!*optarg)
+				return usage_err("bad --dir '': give a directory");
 			c.dir = optarg;
 			if (c.backend == BLAMER_BACKEND_AUTO)
 				c.backend = BLAMER_BACKEND_DIR;
@@ -280,25 +284,35 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			c.seen |= OPT_COUNT;
-			c.count = strtol(optarg, &end, 10);
-			if (*end || c.count < 1)
+			if (!parse_number(optarg, LONG_MAX, &num) || num < 1)
 				return usage_err("bad --count '%s': give a number of frames >= 1",
 						 optarg);
+			c.count = (long)num;
 			break;
 		case 'P': c.seen |= OPT_PROM; break;
-		case 'o': c.seen |= OPT_OUTPUT; c.output = optarg; break;
+		case 'o':
+			if (!*optarg)
+				return usage_err("bad --output '': give a file");
+			c.seen |= OPT_OUTPUT;
+			c.output = optarg;
+			break;
 		case 'a': c.seen |= OPT_ALL; break;
 		case 'u': c.seen |= OPT_UNIT; c.unit = optarg; break;
 		case 'D': c.seen |= OPT_DEAD; c.dead = true; break;
 		case 'L': c.seen |= OPT_LISTEN; c.listen = optarg; break;
 		case 'p': c.seen |= OPT_PER_PROCESS; c.per_process = true; break;
-		case 's': c.seen |= OPT_STATE; c.state = optarg; break;
+		case 's':
+			if (!*optarg)
+				return usage_err("bad --state '': give a file");
+			c.seen |= OPT_STATE;
+			c.state = optarg;
+			break;
 		case 'k':
 			c.seen |= OPT_KEEP;
-			c.keep = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || end == optarg || *optarg == '-' || c.keep > 100000)
+			if (!parse_number(optarg, 100000, &num))
 				return usage_err("bad --keep-dead '%s': give a number of heaps, 0 to 100000",
 						 optarg);
+			c.keep = (unsigned int)num;
 			break;
 		case 'l': c.seen |= OPT_LIVE_ONLY; c.live_only = true; break;
 		case 'B':

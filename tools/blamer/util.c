@@ -265,6 +265,17 @@ const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf
 	return buf;
 }
 
+bool parse_number(const char *text, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+
+	if (*text < '0' || *text > '9')
+		return false;	/* strtoull would take a sign or spaces */
+	errno = 0;
+	*v = strtoull(text, &end, 10);
+	return !*end && !errno && *v <= max;
+}
+
 bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text)
 {
 	const char *n = blamer_unit_name(unit);
