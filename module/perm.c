@@ -16,8 +16,14 @@
  *     is readable only with CAP_SYS_PTRACE in the initial user namespace;
  *  3. members of the reader_gid group may read every visible slab;
  *  4. otherwise the reader's fsuid must equal the creator's uid, euid and
- *     suid and its fsgid the creator's gid, egid and sgid, or it needs
- *     CAP_SYS_PTRACE in the creator's user namespace;
+ *     suid and its fsgid the creator's gid, egid and sgid, and the reader
+ *     be in the creator's user namespace with every capability the
+ *     creator was permitted in its effective set (the capability rule
+ *     of cap_ptrace_access_check(), which commoncap applies whatever
+ *     other LSMs are loaded: a service given ambient capabilities, or a
+ *     sandbox in a user namespace of its own, is not open to every
+ *     process of its uid); or it needs CAP_SYS_PTRACE in the creator's
+ *     user namespace;
  *  5. and if the creator's address space is not dumpable (it ran a setuid
  *     or setgid program, changed its ids, or said PR_SET_DUMPABLE 0; for
  *     an orphan, as it was when the process died), the reader needs
@@ -48,6 +54,14 @@ static bool blamer_same_ids(const struct cred *reader,
 	       gid_eq(reader->fsgid, owner->egid) &&
 	       gid_eq(reader->fsgid, owner->sgid) &&
 	       gid_eq(reader->fsgid, owner->gid);
+}
+
+/* The reader holds every capability the creator had, in its namespace. */
+static bool blamer_caps_cover(const struct cred *reader,
+			      const struct cred *owner)
+{
+	return reader->user_ns == owner->user_ns &&
+	       cap_issubset(owner->cap_permitted, reader->cap_effective);
 }
 
 static bool blamer_in_reader_group(void)
@@ -107,7 +121,8 @@ bool blamer_may_read(const struct blamer_ident *id,
 		return blamer_capable(id, &init_user_ns, audit);
 	if (blamer_group(id))
 		return true;
-	ids = blamer_same_ids(id->cred, owner);
+	ids = blamer_same_ids(id->cred, owner) &&
+	      blamer_caps_cover(id->cred, owner);
 	dumpable = get_dumpable(slab->mm) == SUID_DUMP_USER;
 	if (ids && dumpable)
 		return true;
