@@ -95,21 +95,27 @@ struct blamer_user {
 };
 
 /**
- * struct blamer_orphanage - an account's orphans made in one pid namespace
- * @node: entry in @user->orphanages, keyed by @ns
+ * struct blamer_orphanage - an account's orphans made in one pid namespace,
+ *	open to the account's plain processes or closed to them
+ * @node: entry in @user->orphanages, keyed by @ns and @closed
  * @ns: the namespace: the owner's innermost; each orphan's owner holds
  *	its struct pid, which holds @ns, so @ns outlives the orphanage
+ * @closed: of creators the account's plain processes may not read
+ *	(blamer_closed_to_account(): a setuid program the user ran)
  * @count: how many orphans
  * @list: those orphans, oldest first (struct blamer_slab.ns_node)
  *
  * max_user_orphans applies to each orphanage, so an orphaning looks at
  * its own namespace's orphans only, however many the account keeps in
- * others. Made by the first orphan, freed with the last, from the spare
- * every slab carries from its creation: orphaning cannot fail.
+ * others, and the user's own crashes never push out the postmortem of a
+ * setuid program it ran. Made by the first orphan, freed with the last,
+ * from the spare every slab carries from its creation: orphaning cannot
+ * fail.
  */
 struct blamer_orphanage {
 	struct rb_node node;
 	struct pid_namespace *ns;
+	bool closed;
 	unsigned long count;
 	struct list_head list;
 };
@@ -338,6 +344,7 @@ void blamer_linger_scan(void);
 void blamer_ident_current(struct blamer_ident *id);
 void blamer_ident_snapshot(struct blamer_ident *id);
 void blamer_ident_release(struct blamer_ident *id);
+bool blamer_closed_to_account(const struct blamer_slab *slab);
 bool blamer_may_read(const struct blamer_ident *id,
 		     const struct blamer_slab *slab, bool audit);
 

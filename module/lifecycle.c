@@ -7,14 +7,17 @@
  *             blamer_slab_orphan_locked()): kept for postmortem reading
  *   evicted   taken out of the table to make room: by an orphaning above
  *             max_user_orphans (the oldest the account made in the same
- *             pid namespace), or by a create above a byte limit
- *             (blamer_charge(): the account's own oldest orphans among
- *             those the creator's pid namespace sees)
+ *             pid namespace, as open or closed to the account as it is),
+ *             or by a create above a byte limit (blamer_charge(): the
+ *             account's own oldest orphans among those the creator may
+ *             read, in what its pid namespace sees)
  *   released  by a reader or the owner (slab.c)
  *
- * Nothing evicts another account's orphans, and a container (a pid
+ * Nothing evicts another account's orphans, a container (a pid
  * namespace of its own, the same uid, as a rootful container's root is)
- * never evicts its host's. user.c counts and says no; owner.c sees
+ * never evicts its host's, and a user never evicts the postmortem of a
+ * setuid program it ran (charged to it, closed to it): by its own
+ * processes' deaths, nor by its creates. user.c counts and says no; owner.c sees
  * deaths; the table's bookkeeping is slab.c's. The one call back is
  * blamer_charge() asking owner.c to finish reaping (blamer_owner_settle())
  * before it evicts: a process that just died may have orphans to give.
@@ -27,17 +30,19 @@
 #include "blamer.h"
 
 /**
- * blamer_evict_locked - evict @user's oldest orphans that @ns sees
+ * blamer_evict_locked - evict @user's oldest orphans @me may read
  * @user: the account; blamer_lock is held
- * @ns: only orphans whose owner is visible in this pid namespace (made
- *	in it or below it): a container never evicts its host's
+ * @me: the creator making room: only orphans it may read (so not a
+ *	setuid program's its user ran), whose owner is visible in its pid
+ *	namespace (made in it or below it: a container never evicts its
+ *	host's)
  * @bytes: evict until at least this many bytes of orphans were evicted
  * @out: gets the evicted slabs (see blamer_slab_unlink())
  *
  * Return: the bytes evicted, 0 if @ns sees no orphan of @user.
  */
 static u64 blamer_evict_locked(struct blamer_user *user,
-			       struct pid_namespace *ns, u64 bytes,
+			       const struct blamer_ident *me, u64 bytes,
 			       struct list_head *out)
 {
 	struct blamer_slab *victim, *tmp;
@@ -47,7 +52,8 @@ static u64 blamer_evict_locked(struct blamer_user *user,
 	list_for_each_entry_safe(victim, tmp, &user->orphan_list, node) {
 		if (evicted >= bytes)
 			break;
-		if (!pid_nr_ns(victim->owner->pid, ns))
+		if (!pid_nr_ns(victim->owner->pid, me->pidns) ||
+		    !blamer_may_read(me, victim, false))
 			continue;
 		evicted += victim->size;
 		blamer_slab_unlink(victim, out);
@@ -63,9 +69,10 @@ static u64 blamer_evict_locked(struct blamer_user *user,
  * Each pid namespace keeps up to max_user_orphans of the account's
  * orphans made in it, evicting its own oldest: the orphans of a
  * container (another pid namespace, the same uid) never push out the
- * host's, nor the host's a container's. Only that namespace's orphans
- * are looked at (its orphanage), however many the account has in
- * others.
+ * host's, nor the host's a container's; and as many again of those
+ * closed to the account (blamer_closed_to_account()), which only each
+ * other push out. Only the slab's orphanage is looked at, however many
+ * orphans the account has in others.
  */
 void blamer_slab_orphan_locked(struct blamer_slab *slab,
 			       struct list_head *evicted)
@@ -104,11 +111,12 @@ void blamer_slab_orphan_locked(struct blamer_slab *slab,
 int blamer_charge(u64 size, struct blamer_user **userp)
 {
 	kuid_t uid = blamer_user_key(current_cred());
-	struct pid_namespace *ns = task_active_pid_ns(current);
 	bool privileged = false, asked = false, settled = false;
+	struct blamer_ident me;
 	struct blamer_user *user;
 	LIST_HEAD(evicted);
 
+	blamer_ident_current(&me);
 	for (;;) {
 		u64 over = 0;
 		int err;
@@ -137,7 +145,7 @@ int blamer_charge(u64 size, struct blamer_user **userp)
 			settled = true;
 			continue;
 		}
-		if (!blamer_evict_locked(user, ns, over, &evicted)) {
+		if (!blamer_evict_locked(user, &me, over, &evicted)) {
 			mutex_unlock(&blamer_lock);
 			blamer_user_put(user);
 			return err;

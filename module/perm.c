@@ -131,6 +131,34 @@ bool blamer_may_read(const struct blamer_ident *id,
 	return dumpable || blamer_capable(id, slab->mm->user_ns, audit);
 }
 
+/**
+ * blamer_closed_to_account - may the plain processes of @slab's account
+ *	not read it?
+ * @slab: a slab
+ *
+ * The account is the creator's real uid (user.c): a creator of the
+ * initial user namespace whose ids were not all that uid and its gid, or
+ * that was permitted capabilities, or whose address space is not
+ * dumpable (a setuid program, a service given capabilities), is closed
+ * to the account's processes that have none (rule 4 and 5). A creator
+ * in a user namespace below is open to the account, which owns that
+ * namespace and holds every capability in it.
+ *
+ * Return: true if closed.
+ */
+bool blamer_closed_to_account(const struct blamer_slab *slab)
+{
+	const struct cred *c = slab->cred;
+
+	if (c->user_ns != &init_user_ns)
+		return false;
+	return !uid_eq(c->euid, c->uid) || !uid_eq(c->suid, c->uid) ||
+	       !uid_eq(c->fsuid, c->uid) || !gid_eq(c->egid, c->gid) ||
+	       !gid_eq(c->sgid, c->gid) || !gid_eq(c->fsgid, c->gid) ||
+	       !cap_isclear(c->cap_permitted) ||
+	       get_dumpable(slab->mm) != SUID_DUMP_USER;
+}
+
 /* The calling task, checked live; valid for the duration of the call. */
 void blamer_ident_current(struct blamer_ident *id)
 {

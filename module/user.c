@@ -15,8 +15,9 @@
  * last file is gone (slabfs.c). It also counts its slabs and its
  * orphans. Limits: max_user_bytes per account and max_total_bytes for
  * all accounts, both exceeded only with CAP_SYS_RESOURCE (initial user
- * namespace), so no user can lock root out; max_user_orphans per account
- * and pid namespace. This file only counts and says no: what a create
+ * namespace), so no user can lock root out; max_user_orphans per account,
+ * pid namespace, and open or closed to the account's plain processes
+ * (blamer_closed_to_account()). This file only counts and says no: what a create
  * over a limit evicts, and which orphans go, is lifecycle.c's.
  */
 #include <linux/capability.h>
@@ -87,13 +88,16 @@ struct blamer_user *blamer_user_get_locked(kuid_t uid)
 	return user;
 }
 
-/* Orphanages by namespace: the order only has to be a total one. */
+/* Orphanages by namespace and closed: the order only has to be total. */
 static int blamer_orphanage_cmp(struct rb_node *a, const struct rb_node *b)
 {
-	uintptr_t x = (uintptr_t)rb_entry(a, struct blamer_orphanage, node)->ns;
-	uintptr_t y = (uintptr_t)rb_entry(b, struct blamer_orphanage, node)->ns;
+	const struct blamer_orphanage *p = rb_entry(a, struct blamer_orphanage, node);
+	const struct blamer_orphanage *q = rb_entry(b, struct blamer_orphanage, node);
+	uintptr_t x = (uintptr_t)p->ns, y = (uintptr_t)q->ns;
 
-	return x < y ? -1 : x > y;
+	if (x != y)
+		return x < y ? -1 : 1;
+	return (int)p->closed - (int)q->closed;
 }
 
 #ifdef BLAMER_DEBUG
@@ -148,7 +152,8 @@ static void blamer_user_check_locked(struct blamer_user *user)
  * @slab: a slab in the table whose owner died; blamer_lock is held
  *
  * Return: the orphanage it joined: the account's orphans made in the
- * same pid namespace, itself the newest.
+ * same pid namespace and as open or closed to the account as it is,
+ * itself the newest.
  */
 struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
 {
@@ -158,6 +163,7 @@ struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
 
 	lockdep_assert_held(&blamer_lock);
 	o->ns = ns_of_pid(slab->owner->pid);
+	o->closed = blamer_closed_to_account(slab);
 	old = rb_find_add(&o->node, &user->orphanages, blamer_orphanage_cmp);
 	if (old) {
 		o = rb_entry(old, struct blamer_orphanage, node);

@@ -3,9 +3,10 @@
  * /dev/blamer selftests: quotas. Slabs are charged to their creator's
  * user until their pages are really freed, orphans and pages a pipe
  * holds included; a user's own oldest orphans make room for it, never
- * another user's, and a container's (another pid namespace) never its
- * host's; no user can lock root out, nor escape its quota through
- * subordinate uids; status counts only what the caller's namespace sees.
+ * another user's, nor those closed to it (a setuid program's it ran),
+ * and a container's (another pid namespace) never its host's; no user
+ * can lock root out, nor escape its quota through subordinate uids;
+ * status counts only what the caller's namespace sees.
  */
 #include <sys/uio.h>
 
@@ -132,6 +133,60 @@ TEST_F(quota, create_evicts_own_oldest_orphans)
 	EXPECT_EQ(1, exists(other));
 	st = status_of(U1);
 	EXPECT_EQ(6 * PG, st.user_bytes);
+}
+
+static void not_dumpable(void)
+{
+	prctl(PR_SET_DUMPABLE, 0);
+}
+
+/*
+ * An orphan charged to uid 1000 but closed to its plain processes (here
+ * non-dumpable; a setuid program uid 1000 ran is the same) is not theirs
+ * to evict: neither uid 1000's own orphans above max_user_orphans nor its
+ * creates above max_user_bytes push it out. Closed orphans evict each
+ * other.
+ */
+TEST_F(quota, closed_orphans_outlive_their_users_churn)
+{
+	__u64 closed, later[2], ids[6];
+	struct bt_holder h;
+	int i;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 2));
+	ASSERT_EQ(0, bt_holder_start(&h, 4 * PG, U1, U1, 0, 0, not_dumpable));
+	bt_holder_finish(&h);
+	closed = h.id;
+	for (i = 0; i < 6; i++) {
+		ids[i] = bt_orphan(PG, U1, U1);
+		ASSERT_NE(0, ids[i]);
+	}
+	EXPECT_EQ(1, exists(closed));
+	for (i = 0; i < 6; i++)
+		EXPECT_EQ(i >= 4, exists(ids[i])) TH_LOG("orphan %d", i);
+	/* 4 + 1 + 1 pages: a 4-page create evicts the two open ones */
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 8 * PG));
+	ids[0] = bt_orphan(4 * PG, U1, U1);
+	EXPECT_NE(0, ids[0]);
+	EXPECT_EQ(0, exists(ids[4]));
+	EXPECT_EQ(0, exists(ids[5]));
+	/* For 6 pages the open 4 go, and the closed 4 are not uid 1000's to
+	 * give: no room.
+	 */
+	EXPECT_EQ(0, bt_orphan(6 * PG, U1, U1));
+	EXPECT_EQ(0, exists(ids[0]));
+	EXPECT_EQ(1, exists(closed));
+	/* closed orphans push out each other, the oldest first */
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, bt_holder_start(&h, PG, U1, U1, 0, 0, not_dumpable));
+		bt_holder_finish(&h);
+		later[i] = h.id;
+	}
+	EXPECT_EQ(0, exists(closed));
+	EXPECT_EQ(1, exists(later[0]));
+	EXPECT_EQ(1, exists(later[1]));
 }
 
 /*
