@@ -241,6 +241,9 @@ static void end_default(void (*end)(void))
 	busy_fresh(pyb_default_ctx);
 	pyb_default_ctx->draining++;
 	wait_idle(pyb_default_ctx);
+	/* again: a handle made while waiting (the GIL let go) has the epoch
+	 * bumped above but a C handle of the default that end() frees */
+	pyb_default_epoch_bump();
 	end();
 	/* a fork while waiting made the child's count fresh: never below 0 */
 	if (pyb_default_ctx->draining)

@@ -283,9 +283,18 @@ static inline int mpv_ready(pyb_MPValue *v)
 		v->fork_gen = pyb_fork_gen;
 		v->epoch = f->epoch;
 	}
-	if (__builtin_expect(!v->resolved, 0) ||
-	    (v->series && __builtin_expect(v->series->epoch != v->series->ctx->epoch, 0)))
-		return mpv_resolve(v);
+	/* resolve() runs Python code: a signal handler, another thread or a
+	 * finalizer may reset/close the context after it made the Series and
+	 * before it is used here: check again, and resolve again */
+	for (int tries = 0; tries < 8; tries++) {
+		if (__builtin_expect(v->resolved, 1) &&
+		    (!v->series || __builtin_expect(v->series->epoch == v->series->ctx->epoch, 1)))
+			return 0;
+		if (mpv_resolve(v) < 0)
+			return -1;
+	}
+	Py_CLEAR(v->series);	/* still stale: write nothing this time */
+	v->resolved = false;
 	return 0;
 }
 
@@ -346,9 +355,13 @@ static PyObject *mpv_hist_observe(pyb_MPValue *v, PyObject *const *args, Py_ssiz
 		}
 		b = (pyb_MPValue *)o;
 		if (d <= b->bound) {
-			if (mpv_ready(b) < 0)
+			Py_INCREF(b);	/* mpv_ready() may run Python code that drops it */
+			if (mpv_ready(b) < 0) {
+				Py_DECREF(b);
 				return NULL;
+			}
 			b->value += 1;
+			Py_DECREF(b);
 			break;
 		}
 	}

@@ -274,7 +274,18 @@ class _Family:
         if v.role == _blamer.MPV_LOCAL:
             return None
         try:
-            return self._define(v.params)
+            for tries in range(_RESOLVE_TRIES):
+                try:
+                    return self._define(v.params)
+                except ValueError as e:
+                    # A reset() or close() between the metric's
+                    # definition and labels() (a signal handler, another
+                    # thread, a finalizer) left the metric's handle stale:
+                    # define it again in the context now current, as the
+                    # C side does with a stale series. A write raises only
+                    # if that happens at every try.
+                    if _STALE not in str(e) or tries == _RESOLVE_TRIES - 1:
+                        raise
         except blamer.Error as e:
             # A full heap (a label's values without bound, a user id per
             # request): prometheus_client's inc() and labels() never
@@ -286,6 +297,12 @@ class _Family:
             if e.errno != errno.ENOSPC:
                 raise
             return None
+
+
+# How often _resolve() defines a series again that a reset made stale
+# meanwhile, and how the handle's ValueError says it (context.c).
+_RESOLVE_TRIES = 8
+_STALE = "this handle's context was closed"
 
 
 def MultiProcessValue(process_identifier=os.getpid):

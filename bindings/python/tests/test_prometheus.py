@@ -336,6 +336,83 @@ class Values(PromTest):
         self.assertEqual(kept, 2)
         self.assertIsNone(self.value('per_user_total', {'user': '1999'}))
 
+    def test_reset_while_a_value_resolves_its_series(self):
+        # The series is made by Python code (the family's _define()); a
+        # reset() there (a signal handler, another thread, a finalizer:
+        # here a trace hook) left the value a freed series to write
+        # through (a segfault). It resolves again, or writes nothing.
+        import sys
+        values.ValueClass = bp.MultiProcessValue()
+        child = Counter('reqs', 'help', ['route'], registry=None).labels('/a')
+        child.inc()
+        blamer.reset()
+        armed = [True]
+
+        def tracer(frame, event, arg):
+            if event == 'return' and frame.f_code.co_name == '_define' and armed[0]:
+                armed[0] = False
+                blamer.reset()
+            return tracer
+        sys.settrace(tracer)
+        try:
+            child.inc()
+        finally:
+            sys.settrace(None)
+        self.assertFalse(armed[0], "the reset did not run inside _define()")
+        child.inc()
+        self.assertEqual(self.value('reqs_total', {'route': '/a'}) >= 1, True)
+
+    def test_reset_between_definition_and_labels_does_not_raise(self):
+        # A reset() after the family's ctx.counter() and before its
+        # labels() made the metric handle stale: inc() raised ValueError,
+        # where prometheus_client's writes never raise. It defines again.
+        import linecache
+        import sys
+        values.ValueClass = bp.MultiProcessValue()
+        child = Counter('defs', 'help', ['route'], registry=None).labels('/b')
+        child.inc()
+        blamer.reset()          # its next use defines the series again
+        before = self.value('defs_total', {'route': '/b'}) or 0
+        armed = [True]
+
+        def in_define(frame, event, arg):
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            if event == 'line' and 'labels(' in line and armed[0]:
+                armed[0] = False
+                blamer.reset()
+            return in_define
+
+        def tracer(frame, event, arg):
+            return in_define if frame.f_code.co_name == '_define' else None
+        sys.settrace(tracer)
+        try:
+            child.inc()
+        finally:
+            sys.settrace(None)
+        self.assertFalse(armed[0], "the reset did not run inside _define()")
+        self.assertEqual(self.value('defs_total', {'route': '/b'}), before + 1)
+
+    def test_histogram_buckets_dropped_by_the_identifier(self):
+        # observe() through the fast path held a bucket as a borrowed list
+        # item while the process identifier (Python code) ran; one that
+        # empties the list freed it before its count was written (an
+        # invalid write under python-valgrind).
+        calls, state = [0], {}
+
+        def ident():
+            calls[0] += 1
+            if calls[0] == state.get('arm'):
+                state['h']._buckets[:] = []
+            return 123
+        values.ValueClass = bp.MultiProcessValue(ident)
+        h = Histogram('dropped', 'help', buckets=[1.0, 2.0], registry=None)
+        h.observe(0.1)
+        state['h'] = h
+        state['arm'] = calls[0] + 2     # after the sum's, the bucket's
+        h._sum.hist_observe(0.5, h._buckets)   # install()'s observe()
+        self.assertEqual(h._buckets, [])
+        self.assertEqual(h._sum.get(), 0.6)
+
     def test_info_and_enum_stay_in_the_process(self):
         values.ValueClass = bp.MultiProcessValue()
         reg = CollectorRegistry()

@@ -780,6 +780,51 @@ print(k, n[0])
             t.join(120)
         self.assertEqual(done, [1], "reset() held off by threads calling heap_info()")
 
+    def test_handles_made_while_reset_waits_are_not_the_old_defaults(self):
+        # reset() bumped the epoch, then waited (the GIL let go) for a
+        # call that had the default lent: a handle made meanwhile carried
+        # the new epoch and a C handle of the old default, which the
+        # reset then freed (a segfault in Value.add() within seconds). In
+        # an interpreter of its own, so that a crash fails this test.
+        r = self.run_py(r"""
+import sys, threading, time, blamer
+sys.setswitchinterval(1e-5)
+stop, made = [], []
+def lend():
+    while not stop:
+        blamer.modules_refresh()
+def make():
+    i = 0
+    while not stop:
+        try:
+            made.append(blamer.set_data("f%d" % (i % 50), 0))
+        except (ValueError, blamer.Error):
+            pass
+        i += 1
+        if len(made) > 200:
+            del made[:100]
+ts = [threading.Thread(target=lend), threading.Thread(target=make)]
+for t in ts:
+    t.start()
+end, k, added = time.time() + 3, 0, 0
+while time.time() < end:
+    blamer.reset()
+    k += 1
+    for v in list(made):
+        try:
+            v.add(1)
+            added += 1
+        except ValueError:
+            pass
+stop.append(1)
+for t in ts:
+    t.join()
+print(k, added)
+""")
+        k, added = map(int, r.stdout.split())
+        self.assertGreater(k, 10)
+        self.assertGreater(added, 0)
+
     def test_argument_ranges_said(self):
         # a 32-bit argument's error names its range (it said 2**64)
         with self.assertRaises(OverflowError) as cm:
