@@ -877,9 +877,10 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 			 char *err, size_t errlen);
 
 /*
- * Wait up to timeout_ms for a change (device: poll() on /dev/blamer, woken
- * when slabs are created or orphaned; dir: just sleeps). 1 = event,
- * 0 = timeout, -errno on error.
+ * Wait up to timeout_ms (< 0: for ever) for a change (device: poll() on
+ * /dev/blamer, woken when slabs are created or orphaned; dir: just
+ * sleeps). 1 = event, 0 = timeout or a signal handled meanwhile, -errno
+ * on error.
  */
 int blamer_reader_wait(struct blamer_reader *r, int timeout_ms);
 

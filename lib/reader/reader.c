@@ -272,16 +272,13 @@ int blamer_reader_wait(struct blamer_reader *r, int timeout_ms)
 	struct pollfd pfd;
 	int n;
 
-	if (r->backend != BLAMER_BACKEND_DEVICE || r->devfd < 0) {
-		struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
-
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
-		return 0;
-	}
-	pfd.fd = r->devfd;
+	/* The dir backend has nothing to watch: a poll() of no descriptor is
+	 * the same sleep, a negative timeout for ever, and a signal ends it
+	 * as it ends the device's (a nanosleep() restarted on EINTR kept a
+	 * caller's signal handlers waiting out the whole timeout). */
+	pfd.fd = r->backend == BLAMER_BACKEND_DEVICE ? r->devfd : -1;
 	pfd.events = POLLIN;
-	n = poll(&pfd, 1, timeout_ms);
+	n = poll(&pfd, pfd.fd < 0 ? 0 : 1, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	return n > 0;

@@ -8,7 +8,9 @@
  * without the GIL), so Reader objects may be shared between threads.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "pyblamer.h"
 
@@ -173,9 +175,27 @@ static PyObject *reader_snapshot(pyb_Reader *o, PyObject *unused)
 	return pyb_snapshot_wrap(s);
 }
 
+/*
+ * wait() in slices of at most WAIT_SLICE_MS: between them other threads
+ * get the reader's lock, and the main thread's signal handlers run (PEP
+ * 475: a handler that raises ends the wait with its exception; one that
+ * returns lets it go on). A signal only interrupts the thread it was
+ * delivered to, which need not be the one waiting.
+ */
+#define WAIT_SLICE_MS 200
+
+static int64_t wait_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static PyObject *reader_wait(pyb_Reader *o, PyObject *const *args, Py_ssize_t nargs)
 {
 	double timeout = -1;
+	int64_t deadline = -1, left;
 	int ms, ret = -EBADF;
 
 	if (!reader_open(o))
@@ -189,11 +209,26 @@ static PyObject *reader_wait(pyb_Reader *o, PyObject *const *args, Py_ssize_t na
 		if (!(timeout >= 0 && timeout <= 86400))	/* NaN too */
 			return PyErr_Format(PyExc_ValueError, "blamer: timeout is 0..86400 s");
 	}
-	ms = timeout < 0 ? -1 : (int)(timeout * 1000);
-	LOCKED_BEGIN(o)
-	if (o->r)
-		ret = blamer_reader_wait(o->r, ms);
-	LOCKED_END(o)
+	if (timeout >= 0)
+		deadline = wait_now_ms() + (int64_t)(timeout * 1000);
+	for (;;) {
+		ms = WAIT_SLICE_MS;
+		if (deadline >= 0) {
+			left = deadline - wait_now_ms();
+			ms = left < 0 ? 0 : left < ms ? (int)left : ms;
+		}
+		ret = -EBADF;
+		LOCKED_BEGIN(o)
+		if (o->r)
+			ret = blamer_reader_wait(o->r, ms);
+		LOCKED_END(o)
+		if (ret != 0)
+			break;
+		if (PyErr_CheckSignals() < 0)
+			return NULL;
+		if (deadline >= 0 && wait_now_ms() >= deadline)
+			break;
+	}
 	if (ret < 0)
 		return pyb_raise_msg(-ret, "blamer_reader_wait");
 	return PyBool_FromLong(ret > 0);
@@ -384,7 +419,8 @@ static PyMethodDef reader_methods[] = {
 	{ "wait", (PyCFunction)(void (*)(void))reader_wait, METH_FASTCALL,
 	  "wait(timeout=None) -> bool\n\n"
 	  "Waits up to @timeout seconds (None: for ever) for heaps to come or go\n"
-	  "(device; the dir backend just sleeps). True if something changed." },
+	  "(device; the dir backend just sleeps). True if something changed.\n"
+	  "Signal handlers run meanwhile; one that raises ends the wait." },
 	{ "fileno", (PyCFunction)reader_fileno, METH_NOARGS,
 	  "fileno() -> int\n\nThe descriptor wait() polls, for a select()/poll() loop; -1 if none (dir)." },
 	{ "release", (PyCFunction)reader_release, METH_O,

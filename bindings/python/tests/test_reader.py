@@ -186,6 +186,38 @@ class Reading(HeapTest):
         # (26,378 under valgrind on a loaded machine, 100,000 wanted).
         self.assertGreater(len(ran), 20)
 
+    def test_wait_lets_signal_handlers_run(self):
+        # The dir backend's wait restarted its sleep at every signal: a
+        # handler (Ctrl-C's, a SIGTERM's) ran only when the whole timeout
+        # was over; wait(None) returned at once (a negative sleep).
+        if BACKEND != "dir":
+            self.skipTest("dir backend")
+
+        class Alarm(Exception):
+            pass
+
+        def raise_alarm(sig, frame):
+            raise Alarm()
+        old = signal.signal(signal.SIGALRM, raise_alarm)
+        r = blamer.Reader(backend="dir", dir=self.dir)
+        try:
+            for timeout in (30, None):
+                t = time.monotonic()
+                signal.setitimer(signal.ITIMER_REAL, 0.3)
+                with self.assertRaises(Alarm):
+                    r.wait(timeout)
+                self.assertGreater(time.monotonic() - t, 0.2, timeout)
+                self.assertLess(time.monotonic() - t, 10, timeout)
+            # a handler that returns: the wait goes on to its end
+            signal.signal(signal.SIGALRM, lambda sig, frame: None)
+            t = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, 0.1)
+            self.assertFalse(r.wait(0.5))
+            self.assertGreater(time.monotonic() - t, 0.45)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            r.close()
 
     def test_process_is_the_newest_heap_of_its_pid(self):
         # A process may own several heaps (a context abandoned and made
