@@ -810,9 +810,9 @@ struct blamer_snapshot {
 	/* dir: entries not read (the first 256), and how many there were */
 	struct blamer_snap_skipped *skipped;	size_t nskipped;
 	size_t skipped_total;
-	/* the names heaps give their units (blamer_dag_unit()), each heap's
-	 * once, in the order read: several heaps may name one unit
-	 * (blamer_snap_unit_def() picks one) */
+	/* the names heaps give their units (blamer_dag_unit()), one per
+	 * unit, in unit order: of several heaps' names for one unit, the
+	 * one blamer_snap_unit_def() picks */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 	/* dir: slab files of heaps none of whose files holds a heap (empty,
 	 * shorter than a slab header, or not starting with the heap's
@@ -962,7 +962,9 @@ int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
 /* Lookups: NULL if unknown. */
 /* The definition of @unit the snapshot's processes give, or NULL; when
  * they disagree, the least by (name, base), so every reader picks the
- * same one whatever order the heaps come in. */
+ * same one whatever order the heaps come in. A binary search: unit_defs
+ * must be in unit order (a snapshot made by hand may repeat a unit: the
+ * least of its entries). */
 const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
 							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);

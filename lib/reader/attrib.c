@@ -579,6 +579,7 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 	if (!(s->flags & BLAMER_READ_NO_TOTALS) && make_totals(s) && make_units(s))
 		make_tree(s);
 	merge_nodes(s);
+	rd_merge_unit_defs(s);
 }
 
 const struct blamer_snap_total *blamer_snap_total_find(const struct blamer_snapshot *s,

@@ -203,14 +203,55 @@ static int def_cmp(const struct blamer_snap_unit_def *x, const struct blamer_sna
 	return c ? c : (x->base > y->base) - (x->base < y->base);
 }
 
+/* By unit, then (name, base): the first of a unit is the one that wins. */
+static int def_order(const void *a, const void *b)
+{
+	const struct blamer_snap_unit_def *x = a, *y = b;
+
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	return def_cmp(x, y);
+}
+
+/*
+ * The heaps' names, one per unit: thousands of heaps name the same few
+ * units, and every path value of a dead heap the fold looks at looks its
+ * unit up. Sorted in place and cut to the winners (the array keeps its
+ * capacity, which is at least what rd_add_unit_def() reckons from the
+ * count).
+ */
+void rd_merge_unit_defs(struct blamer_snapshot *s)
+{
+	size_t i, k = 0;
+
+	if (!s->nunit_defs)
+		return;
+	qsort(s->unit_defs, s->nunit_defs, sizeof(*s->unit_defs), def_order);
+	for (i = 0; i < s->nunit_defs; i++)
+		if (!k || s->unit_defs[k - 1].unit != s->unit_defs[i].unit)
+			s->unit_defs[k++] = s->unit_defs[i];
+	s->nunit_defs = k;
+}
+
+/* A binary search: unit_defs are in unit order (one per unit as the
+ * reader makes them; of several, as a snapshot made by hand may hold,
+ * the least). */
 const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
 							uint32_t unit)
 {
 	const struct blamer_snap_unit_def *best = NULL;
-	size_t i;
+	size_t lo = 0, hi = s->nunit_defs;
 
-	for (i = 0; i < s->nunit_defs; i++)
-		if (s->unit_defs[i].unit == unit && (!best || def_cmp(&s->unit_defs[i], best) < 0))
-			best = &s->unit_defs[i];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->unit_defs[mid].unit < unit)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < s->nunit_defs && s->unit_defs[lo].unit == unit; lo++)
+		if (!best || def_cmp(&s->unit_defs[lo], best) < 0)
+			best = &s->unit_defs[lo];
 	return best;
 }

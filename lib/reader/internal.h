@@ -861,6 +861,9 @@ bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
 		     const struct blamer_snap_process *from);
 /* Appends a unit definition to s->unit_defs; false out of memory. */
 bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d);
+/* decode_dag.c: s->unit_defs sorted by unit and cut to one per unit, the
+ * least by (name, base): what blamer_snap_unit_def() looks up. */
+void rd_merge_unit_defs(struct blamer_snapshot *s);
 /* The arena bytes rd_process_copy() of @p takes. */
 size_t rd_process_copy_size(const struct blamer_snap_process *p);
 /* The next block of @s's arena: @n bytes (a snapshot whose size is
@@ -874,7 +877,7 @@ void rd_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* attrib.c: sorts processes (leaving dead ones out for
  * BLAMER_READ_LIVE_ONLY), builds the attribution view over them (totals,
- * units, the inclusive tree), merges their nodes. */
+ * units, the inclusive tree), merges their nodes and unit names. */
 void rd_finish_snapshot(struct blamer_snapshot *s);
 /* series.c: the service view, after rd_finish_snapshot(): s->series
  * merged from the processes' metrics, s->roles (made again if made). */

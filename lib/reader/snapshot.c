@@ -239,7 +239,8 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 
 /*
  * Appends @d to s->unit_defs: capacity 8, then doubled at each power of
- * two. False out of memory.
+ * two (rd_merge_unit_defs() may cut the count, never the capacity).
+ * False out of memory.
  */
 bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d)
 {

@@ -248,6 +248,131 @@ TEST(unit_names_are_checked_and_bounded)
 	fx_free(&h);
 }
 
+/*
+ * Every heap of a service names the same units: a snapshot's unit_defs
+ * hold one per unit, in unit order, whatever the number of heaps naming
+ * it (each lookup is a binary search, not a walk of 8 names per heap:
+ * a fold looks up every path value of a dead heap), and the one kept is
+ * the least by (name, base) whatever heap gave it. So again when the
+ * heaps come from the kept copies of a second snapshot, and after a
+ * filter.
+ */
+static void check_merged_unit_defs(struct __test_metadata *_metadata,
+				   const struct blamer_snapshot *s, uint32_t nh)
+{
+	const struct blamer_snap_unit_def *d;
+	char name[16];
+	uint32_t j;
+	size_t i;
+
+	ASSERT_EQ(7 + nh, s->nunit_defs);	/* 1000..1006, and 2000 + k of each */
+	for (i = 1; i < s->nunit_defs; i++)
+		ASSERT_LT(s->unit_defs[i - 1].unit, s->unit_defs[i].unit);
+	for (j = 0; j < 6; j++) {
+		d = blamer_snap_unit_def(s, 1000 + j);
+		ASSERT_NE(NULL, d);
+		EXPECT_EQ(&s->unit_defs[j], d);
+		EXPECT_STREQ("a_least", d->name);
+		EXPECT_EQ(BLAMER_BASE_BYTES, d->base);
+	}
+	d = blamer_snap_unit_def(s, 1006);	/* one name, three bases: the least */
+	ASSERT_NE(NULL, d);
+	EXPECT_STREQ("same", d->name);
+	EXPECT_EQ(BLAMER_BASE_NONE, d->base);
+	for (j = 0; j < nh; j++) {
+		d = blamer_snap_unit_def(s, 2000 + j);
+		ASSERT_NE(NULL, d);
+		snprintf(name, sizeof(name), "own_%u", j);
+		EXPECT_STREQ(name, d->name);
+	}
+	EXPECT_EQ(NULL, blamer_snap_unit_def(s, 999));
+	EXPECT_EQ(NULL, blamer_snap_unit_def(s, 1007));
+	EXPECT_EQ(NULL, blamer_snap_unit_def(s, 2000 + nh));
+}
+
+static bool keep_odd(const struct blamer_snap_process *p, void *arg)
+{
+	(void)arg;
+	return p->pid & 1;
+}
+
+TEST(unit_names_merge_to_one_per_unit)
+{
+	const uint32_t nh = 3 * RD_MAX_HEAP_UNITS;
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL | BLAMER_READ_KEEP_DEAD,
+					.max_slab_bytes = 1 << 20 };
+	struct blamer_snapshot *s = NULL;
+	struct blamer_reader *r;
+	struct fx_heap h;
+	char name[16];
+	uint32_t j, k;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	for (k = 0; k < nh; k++) {
+		fx_init(&h, 1, FX_SLAB, 3999400 + k, 5);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "units");
+		/* unit 1000 + j: one heap in the middle gives the least name,
+		 * the others names after it, with every base */
+		for (j = 0; j < 6; j++) {
+			bool least = k == (j * 5 + 7) % nh;
+
+			snprintf(name, sizeof(name), least ? "a_least" : "b_%u", k);
+			fx_unit(&h, 1000 + j, least ? BLAMER_BASE_BYTES : k % 3, name);
+		}
+		fx_unit(&h, 1006, (k + 1) % 3, "same");
+		snprintf(name, sizeof(name), "own_%u", k);
+		fx_unit(&h, 2000 + k, BLAMER_BASE_NONE, name);
+		ASSERT_EQ(0, fx_write_dir(&h, tmpdir, 3999400 + k, 5));
+		fx_free(&h);
+	}
+	o.dir = tmpdir;
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	EXPECT_EQ(nh, s->nprocs);
+	check_merged_unit_defs(_metadata, s, nh);
+	blamer_snapshot_free(s);
+	/* the second snapshot reuses the kept heaps and their names */
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, NULL, 0));
+	EXPECT_EQ(nh, s->nprocs);
+	check_merged_unit_defs(_metadata, s, nh);
+	/* a filter makes the views again: the names stay merged */
+	EXPECT_EQ(nh / 2, blamer_snapshot_filter(s, keep_odd, NULL));
+	check_merged_unit_defs(_metadata, s, nh);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+}
+
+/* A snapshot made by hand may name a unit more than once (in unit
+ * order): the least of its entries. */
+TEST(unit_def_lookup_of_a_hand_made_list)
+{
+	struct blamer_snap_unit_def defs[] = {
+		{ 1001, BLAMER_BASE_NONE, "z" },
+		{ 1007, BLAMER_BASE_BYTES, "zzz" },
+		{ 1007, BLAMER_BASE_BYTES, "requests" },
+		{ 1007, BLAMER_BASE_NONE, "requests" },
+		{ 1007, BLAMER_BASE_NONE, "zz" },
+		{ 1009, BLAMER_BASE_SECONDS, "x" },
+	};
+	struct blamer_snapshot s;
+	uint32_t u;
+
+	memset(&s, 0, sizeof(s));
+	EXPECT_EQ(NULL, blamer_snap_unit_def(&s, 1007));
+	s.unit_defs = defs;
+	s.nunit_defs = sizeof(defs) / sizeof(defs[0]);
+	EXPECT_EQ(&defs[3], blamer_snap_unit_def(&s, 1007));
+	EXPECT_EQ(&defs[0], blamer_snap_unit_def(&s, 1001));
+	EXPECT_EQ(&defs[5], blamer_snap_unit_def(&s, 1009));
+	for (u = 995; u < 1012; u++)
+		if (u != 1001 && u != 1007 && u != 1009)
+			EXPECT_EQ(NULL, blamer_snap_unit_def(&s, u));
+}
+
 /* A path of CPU time 10 whose chain is shard[1] (7) -> shard[0] (5), and another path. */
 struct shard_heap {
 	struct fx_heap h;

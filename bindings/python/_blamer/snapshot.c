@@ -925,7 +925,7 @@ static PyGetSetDef snap_getset[] = {
 	{ "tree", (getter)snap_tree, NULL, "[TreeNode]: the inclusive attribution tree", NULL },
 	{ "nodes", (getter)snap_nodes, NULL, "[Node]: the DAG nodes, merged by id", NULL },
 	{ "units", (getter)snap_units, NULL, "the units of the totals, in numeric order", NULL },
-	{ "unit_defs", (getter)snap_unit_defs, NULL, "[UnitDef] the heaps give", NULL },
+	{ "unit_defs", (getter)snap_unit_defs, NULL, "[UnitDef] the heaps give, one per unit (the least), by unit", NULL },
 	{ "skipped", (getter)snap_skipped, NULL, "dir: [Skipped] entries not read (the first 256)",
 	  NULL },
 	{ "skipped_total", (getter)snap_skipped_total, NULL, "dir: how many were skipped", NULL },
