@@ -481,6 +481,13 @@ static struct blamer_snap_node *merge_nodes(const struct blamer_snap_node *a, si
 	return v;
 }
 
+static int unit_def_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_unit_def *x = a, *y = b;
+
+	return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
 /* The exposition into @o (memory, or a FILE as it is made). */
 static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, struct prom_out *o)
 {
@@ -504,6 +511,9 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 		memcpy(units, f->units, f->nunits * sizeof(*units));
 		if (s->nunit_defs)
 			memcpy(units + f->nunits, s->unit_defs, s->nunit_defs * sizeof(*units));
+		/* in unit order, as blamer_snap_unit_def() looks them up (a
+		 * unit both name: the least, as the snapshot's own) */
+		qsort(units, f->nunits + s->nunit_defs, sizeof(*units), unit_def_cmp);
 		view.unit_defs = units;
 		view.nunit_defs = f->nunits + s->nunit_defs;
 	}
