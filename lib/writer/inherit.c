@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "atomic.h"
 #include "internal.h"
@@ -138,11 +139,22 @@ static void replay_def(struct blamer *b, const struct bl_def *d)
 	bl_heap_make_iterable(&b->heap, ref);
 }
 
+/* Definitions put in oldest first from a stack array of this many, else
+ * from an mmap()ed one (bl_inherit_replay()). */
+#define REPLAY_STACK	256u
+
+/*
+ * Made as the child's heap is, by its first write, which may be a signal
+ * handler's: no malloc() (one that interrupted the program's corrupted
+ * malloc's heap or hung), no lock, no stdio. The definitions are a list
+ * newest first, replayed oldest first: through an array of them on the
+ * stack, or mmap()ed past REPLAY_STACK.
+ */
 void bl_inherit_replay(struct blamer *b)
 {
 	struct bl_inherit *in = &b->inherit;
-	struct bl_def *d, **all;
-	size_t n = 0, i;
+	struct bl_def *d, **all, *stack[REPLAY_STACK];
+	size_t n = 0, i, bytes = 0;
 
 	if (in->data_valid) {
 		replay_data(b, BL_PART_GLOBAL_DATA, in->data[0], in->data_len[0]);
@@ -153,17 +165,27 @@ void bl_inherit_replay(struct blamer *b)
 		n++;
 	if (!n)
 		return;
-	all = malloc(n * sizeof(*all));
-	if (!all) {
-		bl_drop(b, BLAMER_DROP_HEAP_FULL);
-		return;
+	all = stack;
+	if (n > REPLAY_STACK) {
+		void *p;
+
+		bytes = n * sizeof(*all);
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			bl_drop(b, BLAMER_DROP_HEAP_FULL);
+			return;
+		}
+		all = p;
 	}
-	for (i = n, d = atomic_load_explicit(&in->defs, memory_order_acquire); d; d = d->next)
+	/* No def is pushed meanwhile: only a thread with the heap READY
+	 * makes one, and this is the heap being made. */
+	for (i = n, d = atomic_load_explicit(&in->defs, memory_order_acquire); d && i; d = d->next)
 		all[--i] = d;
 	/* Oldest first: the order the parent made them in. */
-	for (i = 0; i < n; i++)
+	for (; i < n; i++)
 		replay_def(b, all[i]);
-	free(all);
+	if (bytes)
+		munmap(all, bytes);
 }
 
 void bl_inherit_free(struct blamer *b)

@@ -12,6 +12,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "atomic.h"
@@ -121,20 +122,69 @@ static void write_module(struct blamer_module *r, const struct mod *m, uint32_t 
 	st_release(A32(&r->seq), seq + 2);
 }
 
-/* The heap's MODULE records made to say what @ms holds. */
+/*
+ * Which modules of a list a walk of the heap found: a bit each, on the
+ * stack for up to SEEN_STACK_BITS modules, else mmap()ed, never malloc()ed:
+ * a fork child's first write, a signal handler's maybe, makes its heap and
+ * records its modules (bl_modules_record_forked()); a malloc() there that
+ * interrupted one of the program's was heap corruption or a hang.
+ */
+#define SEEN_STACK_BITS	4096u
+
+struct seen {
+	uint64_t *bits;
+	size_t bytes;		/* mmap()ed; 0: @stack */
+	uint64_t stack[SEEN_STACK_BITS / 64];
+};
+
+static bool seen_init(struct seen *s, size_t n)
+{
+	s->bytes = 0;
+	s->bits = s->stack;
+	if (n > SEEN_STACK_BITS) {
+		void *p;
+
+		s->bytes = (n + 63) / 64 * 8;
+		p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return false;
+		s->bits = p;	/* zeroed */
+		return true;
+	}
+	memset(s->stack, 0, sizeof(s->stack));
+	return true;
+}
+
+static bool seen_get(const struct seen *s, size_t i)
+{
+	return s->bits[i / 64] >> (i % 64) & 1;
+}
+
+static void seen_set(struct seen *s, size_t i)
+{
+	s->bits[i / 64] |= 1ull << (i % 64);
+}
+
+static void seen_free(struct seen *s)
+{
+	if (s->bytes)
+		munmap(s->bits, s->bytes);
+}
+
+/* The heap's MODULE records made to say what @ms holds. No malloc(), no
+ * lock, no stdio: async-signal-safe (a fork child's heap, above). */
 static int record(struct blamer *b, const struct bl_mod_list *m)
 {
 	struct bl_heap *h = &b->heap;
 	const struct bl_mod_list ms = *m;
 	struct bl_iter it = { 0 };
+	struct seen seen;
 	blamer_ref ref;
 	uint32_t type;
-	bool *seen;
 	size_t i;
 	int count = 0;
 
-	seen = calloc(ms.n + 1, sizeof(*seen));
-	if (!seen)
+	if (!seen_init(&seen, ms.n))
 		return bl_error(ENOMEM, "blamer: no memory for the module list");
 	/* Update existing records: still loaded, or gone. */
 	while ((ref = bl_heap_next(h, &it, &type))) {
@@ -147,9 +197,10 @@ static int record(struct blamer *b, const struct bl_mod_list *m)
 		if (!r || !ld_acquire(A32(&r->owner.data_id)))
 			continue;
 		for (i = 0; i < ms.n; i++)
-			if (!seen[i] && ms.v[i].base == r->base &&
+			if (!seen_get(&seen, i) && ms.v[i].base == r->base &&
 			    !strncmp(ms.v[i].path, r->path, sizeof(r->path))) {
-				seen[i] = found = true;
+				seen_set(&seen, i);
+				found = true;
 				if (!r->loaded)
 					write_module(r, NULL, 1);
 				count++;
@@ -161,7 +212,7 @@ static int record(struct blamer *b, const struct bl_mod_list *m)
 	for (i = 0; i < ms.n; i++) {
 		struct blamer_module *r;
 
-		if (seen[i])
+		if (seen_get(&seen, i))
 			continue;
 		ref = bl_record_new(b, BLAMER_REC_MODULE, sizeof(*r), true);
 		if (!ref)
@@ -171,7 +222,7 @@ static int record(struct blamer *b, const struct bl_mod_list *m)
 		bl_owner_set(b, &r->owner);
 		count++;
 	}
-	free(seen);
+	seen_free(&seen);
 	return count;
 }
 

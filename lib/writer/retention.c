@@ -320,8 +320,18 @@ static void sweep(int dirfd, int sfd, struct trim_hdr *h, uint64_t now)
 	/* on from the last entry looked at; after the end, from the start */
 	h->cursor = seen == TRIM_SWEEP ? next : 0;
 	close(fd);
-	/* noticed in this order (a heap marked before the queue: its mark) */
-	qsort(f, n, sizeof(*f), found_cmp);
+	/* noticed in this order (a heap marked before the queue: its mark);
+	 * sorted by insertion, not qsort(), whose glibc malloc()s past 1 KiB
+	 * (16 of them): this runs as a fork child's first write makes its
+	 * heap, which may be a signal handler's */
+	for (i = 1; i < n; i++) {
+		struct found x = f[i];
+		uint32_t j;
+
+		for (j = i; j > 0 && found_cmp(&f[j - 1], &x) > 0; j--)
+			f[j] = f[j - 1];
+		f[j] = x;
+	}
 	for (i = 0; i < n; i++) {
 		f[i].e.slabs = heap_slabs(dirfd, &f[i].e, &f[i].e.bytes);
 		if (h->tail - h->head < TRIM_MAX_QUEUE && write_entry(sfd, h->tail, &f[i].e)) {

@@ -691,4 +691,101 @@ TEST_F(ctx, fork_child_first_write_while_parent_thread_walks_modules)
 	t_close(self, b);
 }
 
+/*
+ * The malloc()s and free()s a sanitizer's allocator sees (ASan, TSan:
+ * __sanitizer_install_malloc_and_free_hooks()); without one, not
+ * counted (the static build of the VM suites: skipped there).
+ */
+int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void *, size_t),
+					      void (*)(const volatile void *))
+	__attribute__((weak));
+static volatile int allocs_counting, allocs;
+
+static void count_malloc(const volatile void *p, size_t n)
+{
+	(void)p, (void)n;
+	if (allocs_counting)
+		allocs++;
+}
+
+static void count_free(const volatile void *p)
+{
+	(void)p;
+	if (allocs_counting)
+		allocs++;
+}
+
+static struct blamer_series *sig_series;
+
+static void add_on_signal(int sig)
+{
+	(void)sig;
+	blamer_counter_add(sig_series, 1);
+}
+
+/*
+ * A fork child's heap is made by its first write, which may be a signal
+ * handler's (counter_add is async-signal-safe): nothing on that path may
+ * malloc() (an interrupted malloc() of the program's was heap
+ * corruption, or a hang). Made here with modules and more inherited
+ * definitions than the replay keeps on its stack.
+ */
+TEST_F(ctx, fork_child_first_write_in_a_handler_allocates_nothing)
+{
+	struct blamer_metric_def d = { .name = "sigadds", .kind = BLAMER_METRIC_COUNTER };
+	struct sigaction sa = { .sa_handler = add_on_signal };
+	struct blamer_config c;
+	struct blamer *b;
+	char name[32];
+	int i, status;
+	pid_t pid;
+
+	if (!__sanitizer_install_malloc_and_free_hooks)
+		SKIP(return, "no sanitizer's allocator to count the malloc()s");
+	c = t_cfg(self->dir, 1 << 20, 4);
+	c.flags = 0;	/* modules too */
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "node %d", i);
+		ASSERT_EQ(0, blamer_dag_node(b, blamer_dag_id(name), 0, name));
+	}
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_GLOBAL, "g", 3));
+	sig_series = blamer_metric_series(blamer_metric_define(b, &d), NULL, NULL, 0);
+	ASSERT_NE(NULL, sig_series);
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	__sanitizer_install_malloc_and_free_hooks(count_malloc, count_free);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		const struct blamer_snap_process *q;
+		struct blamer_snapshot *s;
+		int made, n;
+
+		allocs = 0;
+		allocs_counting = 1;
+		raise(SIGUSR1);
+		allocs_counting = 0;
+		n = allocs;
+		made = ld_acquire(A32(&b->state)) == BL_ST_READY;
+		s = made ? t_own_snapshot(b) : NULL;
+		q = s && s->nprocs == 1 ? &s->procs[0] : NULL;
+		if (n || !q || q->nmodules == 0 || q->nnodes < 300 || q->nmetrics < 1 ||
+		    q->dropped)
+			fprintf(stderr, "# child: %d allocations, heap %s, modules %zu nodes %zu "
+				"metrics %zu dropped %llu\n", n, made ? "made" : "not made",
+				q ? q->nmodules : 0, q ? q->nnodes : 0, q ? q->nmetrics : 0,
+				q ? (unsigned long long)q->dropped : 0);
+		n = n || !q || q->nmodules == 0 || q->nnodes < 300 || q->nmetrics < 1 ||
+		    q->dropped;
+		blamer_snapshot_free(s);
+		blamer_abandon(b);
+		_exit(n);
+	}
+	signal(SIGUSR1, SIG_DFL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	t_close(self, b);
+}
+
 TEST_HARNESS_MAIN
