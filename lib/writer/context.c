@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic.h"
@@ -103,6 +104,8 @@ static void atfork_child(void)
 		atomic_store_explicit(&b->drops, NULL, memory_order_relaxed);
 		for (i = 0; i < BLAMER_DROP_REASONS; i++)
 			st_relaxed(A64(&b->pending_drops[i]), 0);
+		st_relaxed(A64(&b->retry_ns), 0);
+		b->failures = 0;
 		b->forked = true;
 		bl_handles_forked(b);
 		st_relaxed(A32(&b->gen), ld_relaxed(A32(&b->gen)) + 1);
@@ -335,6 +338,41 @@ static uint32_t wait_made(struct blamer *b, uint32_t st)
 	return st;
 }
 
+/*
+ * A fork child whose making of its heap failed (out of descriptors or
+ * memory for a moment, a full /dev/shm) tries again: at its first write
+ * BL_RETRY_FIRST_NS after, then after twice as long each time it fails
+ * again, up to BL_RETRY_MAX_NS. Failing for good at the first failure
+ * lost every later write of the child, and the drops counted meanwhile
+ * with it: they wait for the next heap made (drops.c), which never was.
+ * The clock is CLOCK_MONOTONIC_COARSE, read in the vDSO: a failed
+ * context's writes between tries make no system call.
+ */
+#define BL_RETRY_FIRST_NS	10000000ull		/* 10 ms */
+#define BL_RETRY_MAX_NS		1000000000ull		/* 1 s */
+
+static uint64_t coarse_ns(void)
+{
+	struct timespec t;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &t))
+		return 0;
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The maker's making failed: when to try again. */
+static void retry_later(struct blamer *b)
+{
+	uint32_t shift = b->failures < 30 ? b->failures : 30;
+	uint64_t wait = BL_RETRY_FIRST_NS << shift;
+
+	b->failures++;
+	if (wait > BL_RETRY_MAX_NS)
+		wait = BL_RETRY_MAX_NS;
+	/* Relaxed: published by the release of FAILED. */
+	st_relaxed(A64(&b->retry_ns), coarse_ns() + wait);
+}
+
 struct bl_heap *bl_ready(struct blamer *b)
 {
 	/* Acquire: pairs with the release below, so READY implies a fully
@@ -342,14 +380,16 @@ struct bl_heap *bl_ready(struct blamer *b)
 	uint32_t st = ld_acquire(A32(&b->state));
 
 	if (__builtin_expect(st != BL_ST_READY, 0)) {
-		if (st == BL_ST_NONE) {
+		/* FAILED: tried again once its backoff is over (above);
+		 * until then its writes make no system call. */
+		if (st == BL_ST_NONE ||
+		    (st == BL_ST_FAILED && coarse_ns() >= ld_relaxed(A64(&b->retry_ns)))) {
 			sigset_t held;
 
 			/* Signals held from before the claim to after the
 			 * state is final (bl_signals_hold()): a handler's
 			 * fork then finds NONE or READY, never a making half
-			 * done in its thread. Only for a heap to make: a
-			 * failed context's writes make no system call. */
+			 * done in its thread. Only for a heap to make. */
 			bl_signals_hold(&held);
 			if (atomic_compare_exchange_strong_explicit(A32(&b->state), &st,
 								    BL_ST_CREATING,
@@ -360,6 +400,10 @@ struct bl_heap *bl_ready(struct blamer *b)
 				bl_tls.making_heap = true;
 				ret = make_heap(b);
 				bl_tls.making_heap = false;
+				if (ret)
+					retry_later(b);
+				else
+					b->failures = 0;
 				st_release(A32(&b->state), ret ? BL_ST_FAILED : BL_ST_READY);
 				bl_signals_restore(&held);
 				return ret ? NULL : &b->heap;
@@ -380,7 +424,7 @@ struct bl_heap *bl_ready(struct blamer *b)
 	if (st == BL_ST_CREATING || st == BL_ST_NONE)
 		bl_error(EAGAIN, "blamer: the heap is being made by another thread");
 	else
-		bl_error(EIO, "blamer: no heap (making it failed earlier)");
+		bl_error(EIO, "blamer: no heap (making it failed earlier; tried again shortly)");
 	return NULL;
 }
 

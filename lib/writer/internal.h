@@ -453,7 +453,7 @@ static inline void bl_shard_cache_clear(struct bl_tls *t)
 #define BL_ST_NONE	0u	/* no heap (after fork): made on first use */
 #define BL_ST_CREATING	1u	/* some thread is making it: others get EAGAIN */
 #define BL_ST_READY	2u
-#define BL_ST_FAILED	3u	/* making it failed: stay quiet and cheap */
+#define BL_ST_FAILED	3u	/* making it failed: tried again after a backoff (bl_ready()) */
 
 /*
  * What blamer_path_get() returns: process memory, not the heap record,
@@ -578,6 +578,8 @@ struct blamer {
 	struct bl_series_table *_Atomic series;	/* handles made by blamer_metric_series() */
 	struct blamer_drops *_Atomic drops;	/* the heap's DROPS record, NULL: none */
 	uint64_t pending_drops[BLAMER_DROP_REASONS];	/* atomic: counted with no heap */
+	uint64_t retry_ns;	/* atomic: FAILED: CLOCK_MONOTONIC_COARSE of the next try */
+	uint32_t failures;	/* the makings failed in a row (by the maker only) */
 	struct bl_inherit inherit;
 	bool forked;		/* a fork child's context: its heap re-reads modules */
 	struct blamer *next;	/* registry */

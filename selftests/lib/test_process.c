@@ -14,6 +14,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -688,6 +689,65 @@ TEST_F(ctx, fork_child_first_write_while_parent_thread_walks_modules)
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, hung);
 	EXPECT_EQ(0, failed);
+	t_close(self, b);
+}
+
+/*
+ * A fork child's first write that cannot make its heap (no descriptor
+ * free, for a moment) is dropped and counted; the making is tried again
+ * after a short backoff, and the heap then made shows the drops counted
+ * without one (BLAMER_DROP_NO_HEAP) and takes the writes after.
+ */
+TEST_F(ctx, fork_child_makes_its_heap_after_a_failure)
+{
+	struct blamer_metric_def d = { .name = "adds", .kind = BLAMER_METRIC_COUNTER };
+	struct blamer_series *cs;
+	struct blamer_config c;
+	struct blamer *b;
+	int status;
+	pid_t pid;
+
+	c = t_cfg(self->dir, 65536, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	cs = blamer_metric_series(blamer_metric_define(b, &d), NULL, NULL, 0);
+	ASSERT_NE(NULL, cs);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct rlimit old, low = { 0, 0 };
+		const struct blamer_snap_process *q;
+		struct blamer_snapshot *s;
+		struct blamer_heap_info hi;
+		int i, ok = 1, tries = 0;
+
+		ok &= getrlimit(RLIMIT_NOFILE, &old) == 0;
+		low.rlim_max = old.rlim_max;
+		ok &= setrlimit(RLIMIT_NOFILE, &low) == 0;
+		ok &= blamer_push(b, BLAMER_ACTIVITY_TASK, "first", 0, 0) < 0;
+		blamer_counter_add(cs, 1);	/* dropped: no_heap */
+		ok &= blamer_heap_info(b, &hi) != 0;
+		ok &= setrlimit(RLIMIT_NOFILE, &old) == 0;
+		/* the backoff is 10 ms: tried again within 3 s */
+		while (blamer_heap_info(b, &hi) && tries++ < 300)
+			usleep(10000);
+		ok &= tries <= 300;
+		for (i = 0; i < 10; i++)
+			blamer_counter_add(cs, 1);
+		s = ok ? t_own_snapshot(b) : NULL;
+		q = s && s->nprocs == 1 ? &s->procs[0] : NULL;
+		ok &= q && q->rec_pid == getpid() && q->drops[BLAMER_DROP_NO_HEAP] >= 1 &&
+		      q->nmetrics == 1 && q->metrics[0].value == 10;
+		if (!ok)
+			fprintf(stderr, "# child: tries %d no_heap %llu metrics %zu value %g: %s\n",
+				tries, q ? (unsigned long long)q->drops[BLAMER_DROP_NO_HEAP] : 0,
+				q ? q->nmetrics : 0, q && q->nmetrics ? q->metrics[0].value : -1,
+				blamer_errmsg());
+		blamer_snapshot_free(s);
+		blamer_abandon(b);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
 	t_close(self, b);
 }
 
