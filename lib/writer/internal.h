@@ -548,6 +548,16 @@ struct blamer_series {
 /* The records of a heap made on first use (records.c: bl_part()). */
 enum bl_part { BL_PART_GLOBAL_DATA, BL_PART_PROCESS_DATA, BL_PART_LOG, BL_PARTS };
 
+/* The MODULE records of modules gone that a heap keeps, the most
+ * recently unloaded (modules.c); those unloaded before are made again
+ * for modules loaded since. */
+#define BL_MODULES_GONE_KEPT	64u
+struct bl_mod_gone {
+	uint64_t heap_id;	/* of the heap they are in: another, none */
+	uint32_t n;
+	blamer_ref ref[BL_MODULES_GONE_KEPT];	/* oldest first */
+};
+
 /* What a fork child's heap starts with (inherit.c). */
 struct bl_def;
 struct bl_inherit {
@@ -582,6 +592,7 @@ struct blamer {
 	uint32_t failures;	/* the makings failed in a row (by the maker only) */
 	struct bl_inherit inherit;
 	bool forked;		/* a fork child's context: its heap re-reads modules */
+	struct bl_mod_gone mod_gone;	/* modules.c, under its lock */
 	struct blamer *next;	/* registry */
 };
 

@@ -5,11 +5,16 @@
  * records them once, and the application calls blamer_modules_refresh()
  * (process.c) after them.
  * A MODULE record changes under its seq (odd while changing); a module
- * that went away keeps its record with loaded = 0.
+ * that went away keeps its record with loaded = 0, for postmortems, the
+ * BL_MODULES_GONE_KEPT most recently unloaded: an older one is made
+ * again, under its seq, for a module loaded since (a program that
+ * dlopen()s and dlclose()s at new addresses grew a record of 368 bytes a
+ * cycle, until its heap was full).
  */
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -171,25 +176,68 @@ static void seen_free(struct seen *s)
 		munmap(s->bits, s->bytes);
 }
 
-/* The heap's MODULE records made to say what @ms holds. No malloc(), no
- * lock, no stdio: async-signal-safe (a fork child's heap, above). */
+/* The gone records' place in @g, or -1. */
+static int gone_at(const struct bl_mod_gone *g, blamer_ref ref)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->ref[i] == ref)
+			return (int)i;
+	return -1;
+}
+
+static void gone_remove(struct bl_mod_gone *g, int at)
+{
+	memmove(&g->ref[at], &g->ref[at + 1], (g->n - (uint32_t)at - 1) * sizeof(g->ref[0]));
+	g->n--;
+}
+
+/* @ref just unloaded: the most recent; the oldest beyond the count is
+ * no longer kept (a record to make again). */
+static void gone_add(struct bl_mod_gone *g, blamer_ref ref)
+{
+	if (g->n == BL_MODULES_GONE_KEPT)
+		gone_remove(g, 0);
+	g->ref[g->n++] = ref;
+}
+
+/*
+ * The heap's MODULE records made to say what @ms holds. No malloc(), no
+ * lock, no stdio: async-signal-safe (a fork child's heap, above). One
+ * caller at a time (bl_modules_record()'s lock, or the heap being made).
+ *
+ * A record of a module gone that is no longer kept (gone_add()) is made
+ * again for a module loaded since: whole, under its seq, as any change
+ * of a MODULE record is (heap-format.rst): a reader copies it as it was
+ * or as it is, never torn, and its owner, type and place in the list
+ * stay.
+ */
 static int record(struct blamer *b, const struct bl_mod_list *m)
 {
 	struct bl_heap *h = &b->heap;
+	struct bl_mod_gone *g = &b->mod_gone;
 	const struct bl_mod_list ms = *m;
 	struct bl_iter it = { 0 };
 	struct seen seen;
 	blamer_ref ref;
 	uint32_t type;
+	bool walked = false;
 	size_t i;
 	int count = 0;
 
 	if (!seen_init(&seen, ms.n))
 		return bl_error(ENOMEM, "blamer: no memory for the module list");
+	if (g->heap_id != h->heap_id) {
+		/* another heap (a fork child's): none of its records gone */
+		g->heap_id = h->heap_id;
+		g->n = 0;
+	}
 	/* Update existing records: still loaded, or gone. */
 	while ((ref = bl_heap_next(h, &it, &type))) {
 		struct blamer_module *r;
 		bool found = false;
+		int at;
 
 		if (type != BLAMER_REC_MODULE)
 			continue;
@@ -201,30 +249,63 @@ static int record(struct blamer *b, const struct bl_mod_list *m)
 			    !strncmp(ms.v[i].path, r->path, sizeof(r->path))) {
 				seen_set(&seen, i);
 				found = true;
-				if (!r->loaded)
+				if (!r->loaded) {
 					write_module(r, NULL, 1);
+					at = gone_at(g, ref);
+					if (at >= 0)
+						gone_remove(g, at);
+				}
 				count++;
 				break;
 			}
-		if (!found && r->loaded)
+		if (!found && r->loaded) {
 			write_module(r, NULL, 0);
+			gone_add(g, ref);
+		}
 	}
+	/* The new modules: into records gone and no longer kept, while
+	 * the walk finds them, then into new records. */
+	it = (struct bl_iter){ 0 };
 	for (i = 0; i < ms.n; i++) {
-		struct blamer_module *r;
+		struct blamer_module *r = NULL;
 
 		if (seen_get(&seen, i))
 			continue;
-		ref = bl_record_new(b, BLAMER_REC_MODULE, sizeof(*r), true);
-		if (!ref)
-			break;
-		r = bl_ptr(h, ref);
-		write_module(r, &ms.v[i], 1);
-		bl_owner_set(b, &r->owner);
+		while (!walked) {
+			ref = bl_heap_next(h, &it, &type);
+			if (!ref) {
+				walked = true;
+				break;
+			}
+			if (type != BLAMER_REC_MODULE)
+				continue;
+			r = bl_heap_get(h, ref, BLAMER_REC_MODULE, sizeof(*r));
+			if (r && ld_acquire(A32(&r->owner.data_id)) && !r->loaded &&
+			    gone_at(g, ref) < 0)
+				break;
+			r = NULL;
+		}
+		if (r) {
+			write_module(r, &ms.v[i], 1);
+		} else {
+			ref = bl_record_new(b, BLAMER_REC_MODULE, sizeof(*r), true);
+			if (!ref)
+				break;
+			r = bl_ptr(h, ref);
+			write_module(r, &ms.v[i], 1);
+			bl_owner_set(b, &r->owner);
+		}
 		count++;
 	}
 	seen_free(&seen);
 	return count;
 }
+
+/* One record() at a time: the seqs and b->mod_gone are written by one
+ * hand. A fork child's heap is made without it (nobody else can record
+ * in a heap being made): it is made new in the child (fork_done()), in
+ * case a thread of the parent held it at the fork. */
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int bl_modules_record(struct blamer *b)
 {
@@ -232,7 +313,9 @@ int bl_modules_record(struct blamer *b)
 	int ret;
 
 	dl_iterate_phdr(collect, &ms);
+	pthread_mutex_lock(&record_lock);
 	ret = record(b, &ms);
+	pthread_mutex_unlock(&record_lock);
 	free(ms.v);
 	return ret;
 }
@@ -280,6 +363,7 @@ void bl_modules_fork_stage(struct bl_mod_list *ms)
 void bl_modules_fork_done(bool child)
 {
 	if (child) {
+		pthread_mutex_init(&record_lock, NULL);
 		mods_free(fork_list);
 		fork_list = fork_next;
 	} else {

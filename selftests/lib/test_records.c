@@ -48,6 +48,66 @@ TEST_F(ctx, modules_have_build_ids)
 	t_close(self, b);
 }
 
+/* The MODULE records of @b's heap: loaded, and gone. */
+static void count_modules(struct blamer *b, uint32_t *loaded, uint32_t *gone)
+{
+	struct bl_iter it = { 0 };
+	blamer_ref ref;
+	uint32_t t;
+
+	*loaded = *gone = 0;
+	while ((ref = bl_heap_next(&b->heap, &it, &t))) {
+		struct blamer_module *m = bl_ptr(&b->heap, ref);
+
+		if (t == BLAMER_REC_MODULE)
+			(*(m->loaded ? loaded : gone))++;
+	}
+}
+
+/*
+ * A program that dlopen()s and dlclose()s at new addresses: each refresh
+ * finds its modules at addresses no record has. The heap keeps the
+ * records of the BL_MODULES_GONE_KEPT modules unloaded last, and makes
+ * older ones again for the new: their number stays, where it grew by a
+ * record a module a cycle until the heap was full. (Each record is moved
+ * to an address of its own here, as a dlclose() and a dlopen() would.)
+ */
+TEST_F(ctx, modules_gone_are_kept_up_to_a_count)
+{
+	uint32_t loaded, gone, n, cycle;
+	struct blamer_config c;
+	struct blamer *b;
+	uint64_t used = 0;
+
+	c = t_cfg(self->dir, 0, 0);
+	c.flags = 0;	/* modules */
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	count_modules(b, &n, &gone);
+	ASSERT_LE(1, n);
+	ASSERT_EQ(0, gone);
+	for (cycle = 0; cycle < 3 * BL_MODULES_GONE_KEPT; cycle++) {
+		struct bl_iter it = { 0 };
+		blamer_ref ref;
+		uint32_t t;
+
+		while ((ref = bl_heap_next(&b->heap, &it, &t))) {
+			struct blamer_module *m = bl_ptr(&b->heap, ref);
+
+			if (t == BLAMER_REC_MODULE && m->loaded)
+				m->base += 1ull << 44;
+		}
+		ASSERT_EQ((int)n, blamer_modules_refresh(b));
+		count_modules(b, &loaded, &gone);
+		ASSERT_EQ(n, loaded);
+		ASSERT_EQ((cycle + 1) * n < BL_MODULES_GONE_KEPT ? (cycle + 1) * n
+								  : BL_MODULES_GONE_KEPT, gone);
+		if (cycle == 2 * BL_MODULES_GONE_KEPT)
+			used = bl_heap_used(&b->heap);
+	}
+	EXPECT_EQ(used, bl_heap_used(&b->heap));
+	t_close(self, b);
+}
+
 TEST_F(ctx, activity_stack)
 {
 	struct blamer_config c;
