@@ -9,12 +9,15 @@
  * end) that no byte it sends or takes moves, and a byte budget for what
  * it may send. Connections are capped per peer and in all; when a new
  * one finds no room, the one that has done least is let go to make it:
- * one whose answer is already in the kernel's hands (the end of it, a
- * well-behaved client is not hurt), else the oldest still sending its
- * request, else the oldest that has stopped taking its answer; a new
- * connection is refused (503) only when every other one of its peer (or,
- * at the total cap, every other one) is taking its answer. Within a
- * peer, where the kernel names the process that connected (a Unix
+ * one whose client has all its answer (it is not hurt), else the oldest
+ * still sending its request, else the one whose answer has not moved for
+ * longest: one that has stopped taking it (nothing taken for
+ * HTTP_STALL_MS) before any that is taking it, which goes only when every
+ * other one is taking its answer too. Let go before its client took all
+ * of its answer (room, a deadline), a TCP connection is reset, so that
+ * the kernel does not keep the rest for a client that never takes it;
+ * and the kernel holds at most HTTP_SNDBUF of an answer for a client (no
+ * autotuning up to 4 MiB). Within a peer, where the kernel names the process that connected (a Unix
  * socket), the process holding the most of the peer's connections loses
  * one of its own first: a scraper holds one, and a process of its uid
  * that opens many does not push it out before it has asked. On TCP a
@@ -48,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -56,6 +60,7 @@
 #include <unistd.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/sockios.h>
 #include <linux/sock_diag.h>
 
 #include "http.h"
@@ -309,7 +314,12 @@ struct conn {
 	const char *body;	/* what follows the head */
 	size_t nbody;
 	size_t sent;		/* of head + body */
-	bool stalled;		/* the last write made no progress */
+	long long answer_by;	/* C_WRITE's deadline, kept for C_LINGER */
+	long long moved;	/* when its answer last moved: the kernel took
+				 * bytes of it (C_WRITE), or the client took
+				 * some of what the kernel held (C_LINGER) */
+	size_t queued;		/* C_LINGER: what the kernel still held of the
+				 * answer when last looked at */
 	size_t drained;		/* C_LINGER: bytes read and dropped */
 };
 
@@ -485,6 +495,8 @@ static void begin_write(struct http_server *s, size_t i, long long now)
 	c->st = C_WRITE;
 	c->since = now;
 	c->deadline = now + HTTP_ANSWER_MS;
+	c->answer_by = c->deadline;
+	c->moved = now;
 	c->sent = 0;
 	watch(s, i, EPOLLOUT);
 }
@@ -610,8 +622,47 @@ static void route(struct http_server *s, size_t i, long long now)
 
 /* ---- the stages ---- */
 
+/*
+ * What the kernel still holds of what was sent on @c: bytes the client
+ * has not acknowledged (TCP) or not read (a Unix socket; counted with
+ * the kernel's overhead). 0: the client has all of it. On TCP our FIN,
+ * once shut down, counts one: not a byte of the answer.
+ */
+static size_t in_kernel(const struct http_server *s, const struct conn *c)
+{
+	int q = 0;
+
+	if (ioctl(c->fd, SIOCOUTQ, &q) || q <= 0)
+		return 0;
+	if (!s->is_unix && c->st == C_LINGER)
+		q--;
+	return (size_t)q;
+}
+
+/* The client is gone, or has all its answer and ended: closed the
+ * ordinary way (what the kernel still holds goes on to a client that
+ * ended while taking it). */
 static void drop(struct http_server *s, size_t i)
 {
+	conn_close(s, i);
+}
+
+/*
+ * Lets a connection go that is past a budget, or makes room for another:
+ * on TCP, what the kernel still holds of its answer is thrown away with
+ * it (a reset). Closed the ordinary way, the kernel would keep it, in a
+ * socket nobody counts (an orphan), for as long as the client keeps its
+ * window shut: a client that never reads could pin that much kernel
+ * memory for every connection it was ever let go from. On a Unix socket
+ * what was sent is in the client's queue, the client's to free.
+ */
+static void let_go(struct http_server *s, size_t i)
+{
+	struct conn *c = s->c[i];
+	struct linger rst = { .l_onoff = 1, .l_linger = 0 };
+
+	if (!s->is_unix && in_kernel(s, c))
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
 	conn_close(s, i);
 }
 
@@ -632,6 +683,7 @@ static void begin_linger(struct http_server *s, size_t i, long long now)
 	c->since = now;
 	c->deadline = now + HTTP_LINGER_MS;
 	c->drained = 0;
+	c->queued = in_kernel(s, c);
 	watch(s, i, EPOLLIN);
 }
 
@@ -657,15 +709,13 @@ static void do_write(struct http_server *s, size_t i, long long now)
 		w = send(c->fd, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w > 0) {
 			c->sent += (size_t)w;
-			c->stalled = false;
+			c->moved = now;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			c->stalled = true;	/* the client is not taking it */
-			return;
-		}
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;	/* the kernel holds all it will for now */
 		drop(s, i);	/* gone */
 		return;
 	}
@@ -718,9 +768,22 @@ static void do_linger(struct http_server *s, size_t i)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
-		c->drained += r > 0 ? (size_t)r : 0;
-		if (r <= 0 || c->drained >= HTTP_MAX_DRAIN) {
-			drop(s, i);	/* its end, or its budget's */
+		if (r == 0 && in_kernel(s, c)) {
+			/* it ended its side but has not taken all of its
+			 * answer: closed now, the rest would be an orphan's
+			 * if it never does. Nothing more to read (and both
+			 * sides shut, epoll would say so every round): the
+			 * deadlines decide */
+			epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+			return;
+		}
+		if (r <= 0) {
+			drop(s, i);	/* its end */
+			return;
+		}
+		c->drained += (size_t)r;
+		if (c->drained >= HTTP_MAX_DRAIN) {
+			let_go(s, i);	/* its budget's end */
 			return;
 		}
 	}
@@ -728,46 +791,89 @@ static void do_linger(struct http_server *s, size_t i)
 
 /* ---- room for one more ---- */
 
-/* What letting @c go costs its client: 0 nothing (its answer is all in
- * the kernel's hands), 1 the request it is still sending, 2 an answer it
- * has stopped taking, 3 one it is taking (never let go for another). */
-static int cost(const struct conn *c)
+/*
+ * A lingering connection's answer moves while the kernel's queue of it
+ * shrinks; nothing says so but asking (SIOCOUTQ), which is done only
+ * when a connection must be chosen to go.
+ */
+static void look(struct http_server *s, long long now)
 {
-	return c->st == C_LINGER ? 0 : c->st == C_READ ? 1 : c->stalled ? 2 : 3;
+	size_t i, q;
+
+	for (i = 0; i < s->max; i++) {
+		struct conn *c = s->c[i];
+
+		if (!c || c->st != C_LINGER || !c->queued)
+			continue;
+		q = in_kernel(s, c);
+		if (q < c->queued)
+			c->moved = now;
+		c->queued = q;
+	}
 }
 
 /*
- * Is @a to be let go before @b? The one that has done least: an answer
- * handed to the kernel whole (lingering) loses nothing; then the oldest
- * still sending its request; then the oldest not taking its answer. One
- * round of the loop reads the clock once, so a tie in age is broken by
- * the order of accept(), not by the place in the table.
+ * What letting @c go costs its client: 0 nothing (its client has all of
+ * its answer), 1 the request it is still sending, 2 an answer it has
+ * stopped taking, 3 one it is taking (let go only when every other one
+ * is taking its answer too). A client taking a large answer steadily
+ * still fills the kernel's buffer at the end of nearly every write
+ * (EAGAIN), just as one that never reads: what tells them apart is
+ * whether the answer moves. Stopped is nothing taken for HTTP_STALL_MS.
  */
-static bool goes_first(const struct conn *a, const struct conn *b)
+static int cost(const struct conn *c, long long now)
 {
-	if (cost(a) != cost(b))
-		return cost(a) < cost(b);
+	if (c->st == C_READ)
+		return 1;
+	if (c->st == C_LINGER && !c->queued)
+		return 0;
+	return now - c->moved >= HTTP_STALL_MS ? 2 : 3;
+}
+
+/*
+ * Is @a to be let go before @b? The one that has done least: a client
+ * that has all its answer (lingering) loses nothing; then the oldest
+ * still sending its request; then the one whose answer has not moved for
+ * longest (one that stopped taking it first; a steady reader only after
+ * every other). One round of the loop reads the clock once, so a tie is
+ * broken by the order of accept(), not by the place in the table.
+ */
+static bool goes_first(const struct conn *a, const struct conn *b, long long now)
+{
+	int ca = cost(a, now), cb = cost(b, now);
+
+	if (ca != cb)
+		return ca < cb;
+	if (ca >= 2 && a->moved != b->moved)
+		return a->moved < b->moved;
 	return a->since != b->since ? a->since < b->since : a->seq < b->seq;
 }
 
-/* The connection to let go for a new one when the server is full: of all
+/*
+ * The connection to let go for a new one when the server is full: of all
  * (a peer is not others' to choose: one of many addresses may be the
- * scraper), the first to go. -1 if every one is taking its answer. */
-static long victim(struct http_server *s)
+ * scraper), the first to go. Even one taking its answer, when all are:
+ * a new connection is not refused for connections that a client opening
+ * them faster than HTTP_STALL_MS can tell keeps looking busy (the first
+ * writes to a client that never reads move as the kernels' buffers
+ * fill), and of those the one whose answer moved longest ago goes.
+ */
+static long victim(struct http_server *s, long long now)
 {
 	long best = -1;
 	size_t i;
 
 	for (i = 0; i < s->max; i++)
-		if (s->c[i] && cost(s->c[i]) < 3 && (best < 0 || goes_first(s->c[i], s->c[best])))
+		if (s->c[i] && (best < 0 || goes_first(s->c[i], s->c[best], now)))
 			best = (long)i;
 	return best;
 }
 
 /*
  * The same when @peer is full, among its own connections; where the
- * kernel names the process that made each (a Unix socket), after the
- * lingering ones (they lose nothing) those of the process holding the
+ * kernel names the process that made each (a Unix socket), after those
+ * whose client has all its answer (they lose nothing) those of the
+ * process holding the
  * most of the peer's connections go first. A scraper holds one, which it
  * may not have used yet (a loaded machine runs it a while later) when a
  * process of its uid opens its 33rd connection: that process pays with
@@ -775,7 +881,7 @@ static long victim(struct http_server *s)
  * processes still competes with its scraper. Where no process is named
  * (TCP: pid 0 for all) this is the order of goes_first().
  */
-static long peer_victim(struct http_server *s, const struct peer *peer)
+static long peer_victim(struct http_server *s, const struct peer *peer, long long now)
 {
 	size_t of[HTTP_MAX_PER_PEER], held[HTTP_MAX_PER_PEER], k = 0, i, j, bh = 0;
 	long best = -1;
@@ -790,10 +896,9 @@ static long peer_victim(struct http_server *s, const struct peer *peer)
 	}
 	for (i = 0; i < k; i++) {
 		const struct conn *c = s->c[of[i]];
-		size_t h = cost(c) ? held[i] : k + 1;	/* lingering: first */
+		size_t h = cost(c, now) ? held[i] : k + 1;	/* all taken: first */
 
-		if (cost(c) < 3 && (best < 0 || h > bh ||
-				    (h == bh && goes_first(c, s->c[best])))) {
+		if (best < 0 || h > bh || (h == bh && goes_first(c, s->c[best], now))) {
 			best = (long)of[i];
 			bh = h;
 		}
@@ -808,6 +913,21 @@ static size_t peer_count(struct http_server *s, const struct peer *p)
 	for (i = 0; i < s->max; i++)
 		n += s->c[i] && peer_eq(&s->c[i]->peer, p);
 	return n;
+}
+
+/*
+ * The kernel's buffer for what a TCP connection is sent, fixed: left to
+ * itself it grows to tcp_wmem's maximum (4 MiB), which a client that
+ * stops reading pins for as long as it keeps its window shut. Fixed, it
+ * no longer grows for a fast client either: HTTP_SNDBUF is large enough
+ * that a scrape of the loopback is not slowed (performance.rst).
+ */
+static void cap_sndbuf(struct http_server *s, int fd)
+{
+	int sz = HTTP_SNDBUF;
+
+	if (!s->is_unix)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 }
 
 /* accept() failing for a lack of something (descriptors, memory): the
@@ -868,15 +988,19 @@ static void accept_some(struct http_server *s, long long now)
 				pause_accept(s, now);	/* EMFILE & co.: not a spin */
 			return;	/* none waiting, or the next round */
 		}
+		cap_sndbuf(s, fd);
 		peer_of(s, fd, &p, &pid);
 		/* a full peer makes room among its own; a full server, among
 		 * all */
-		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER)
-			v = peer_victim(s, &p);
-		else if (s->n >= s->max)
-			v = victim(s);
+		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER) {
+			look(s, now);
+			v = peer_victim(s, &p, now);
+		} else if (s->n >= s->max) {
+			look(s, now);
+			v = victim(s, now);
+		}
 		if (v >= 0)
-			drop(s, (size_t)v);
+			let_go(s, (size_t)v);
 		if (peer_count(s, &p) >= HTTP_MAX_PER_PEER || s->n >= s->max) {
 			refuse(fd);
 			continue;
@@ -1028,7 +1152,17 @@ void http_server_run(struct http_server *s)
 	}
 	/* budgets: past its deadline a connection goes, whatever it does */
 	now = mono_ms();
-	for (i = 0; i < s->max; i++)
-		if (s->c[i] && now >= s->c[i]->deadline)
-			drop(s, i);
+	for (i = 0; i < s->max; i++) {
+		struct conn *c = s->c[i];
+
+		if (!c || now < c->deadline)
+			continue;
+		if (c->st == C_LINGER && now < c->answer_by && in_kernel(s, c)) {
+			/* the kernel still holds the end of its answer,
+			 * which the answer's budget gives it time to take */
+			c->deadline = c->answer_by;
+			continue;
+		}
+		let_go(s, i);
+	}
 }

@@ -16,7 +16,8 @@
  * byte arriving): its request head within HTTP_REQUEST_MS of accept(),
  * all of its answer taken within HTTP_ANSWER_MS of when sending began,
  * and its end (what it still sends, up to HTTP_MAX_DRAIN bytes, read and
- * dropped) within HTTP_LINGER_MS of the answer. */
+ * dropped) within HTTP_LINGER_MS of the answer, or of HTTP_ANSWER_MS's end
+ * while the kernel still holds some of the answer. */
 #define HTTP_REQUEST_MS		5000
 #define HTTP_ANSWER_MS		10000
 #define HTTP_LINGER_MS		1000
@@ -33,6 +34,12 @@
  * asker gets the newest, older as it may be. */
 #define HTTP_FRESH_MS		1000
 #define HTTP_ANSWERS		2
+/* A connection whose answer has not moved (nothing of it taken) for this
+ * long has stopped taking it: it may be let go for another. */
+#define HTTP_STALL_MS		1000
+/* SO_SNDBUF of a TCP connection (the kernel doubles it for its own
+ * bookkeeping): the most of an answer the kernel holds for a client. */
+#define HTTP_SNDBUF		(128 * 1024)
 
 /*
  * A listening socket for @spec: "ADDR:PORT", "[ADDR6]:PORT", ":PORT"
