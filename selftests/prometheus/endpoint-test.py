@@ -13,7 +13,11 @@ exporter's peak RSS stays bounded; a Unix socket (mode 0660) serves the
 same, a scraper that asks a while after it connected included, and
 refuses a uid outside its owner and group; as root, another uid's
 attacks (a peer of its own, by the kernel's word, on TCP as on the Unix
-socket) cannot blind root's scrapes.
+socket) cannot blind root's scrapes, and a scraper taking a large answer
+slowly but steadily is not let go for the never-reading connections of
+nine other uids filling the server. A connection the server lets go
+before its client took its answer (a deadline, room for another) leaves
+no orphan holding the rest in the kernel (FIN-WAIT-1 with data queued).
 Localhost only; every wait is bounded; everything started is stopped.
 
     endpoint-test.py BLAMER MKHEAP
@@ -31,6 +35,8 @@ import time
 B, MK = sys.argv[1], sys.argv[2]
 MAX_PER_PEER = 32          # tools/blamer/http.h
 REQUEST_MS = 5000
+ANSWER_MS = 10000
+STALL_MS = 1000
 TIMEOUT = 5.0              # a scrape must succeed within this (generous)
 LAZY = 0.2                 # how long a lazy scraper waits to ask
 n = 0
@@ -94,6 +100,73 @@ def scrape(addr, delay=0.0):
     if not want or int(want[0].split(b":")[1]) != len(body) or b"\nblamer_heaps{" not in body:
         return dt, "a cut answer (%d bytes)" % len(body)
     return dt, None
+
+
+def steady_scrape(addr, rate):
+    """A scrape taking its answer steadily at @rate bytes a second (a
+    slow link), in small reads: (seconds, None) or (seconds, why it
+    failed)."""
+    t0 = time.monotonic()
+    data = b""
+    try:
+        s = connect(addr)
+        s.settimeout(ANSWER_MS / 1000 + 5)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: blamer\r\n\r\n")
+        while True:
+            b = s.recv(1 << 14)
+            if not b:
+                break
+            data += b
+            ahead = len(data) / rate - (time.monotonic() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+        s.close()
+    except OSError as e:
+        return time.monotonic() - t0, "%r after %d bytes" % (e, len(data))
+    dt = time.monotonic() - t0
+    head, _, body = data.partition(b"\r\n\r\n")
+    want = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+    if not head.startswith(b"HTTP/1.1 200 ") or not want or int(want[0].split(b":")[1]) != len(body):
+        return dt, "a cut answer (%d of %s bytes)" % (len(body), want[0].split(b":")[1].strip().decode()
+                                                     if want else "?")
+    return dt, None
+
+
+def mute(addr, count):
+    """@count TCP connections that ask and never read (a receive buffer
+    of 4 KiB: the window shuts at once)."""
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(TIMEOUT)
+        s.connect(addr)
+        s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        socks.append(s)
+    return socks
+
+
+def cut(socks):
+    """How many of @socks the server let go (reset: the client's end is
+    closed; closed the ordinary way with the answer unsent, the FIN would
+    still wait behind it and the client's end stay established)."""
+    return sum(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == 7 for s in socks)
+
+
+def orphans(port):
+    """The server's sockets on @port closed with data of theirs still
+    queued in the kernel (FIN-WAIT-1, Send-Q more than the FIN); None if
+    ss cannot say. Only this port's: other sockets of the host do not
+    count."""
+    try:
+        r = subprocess.run(["ss", "-tnH", "state", "fin-wait-1", "( sport = :%d )" % port],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode:
+        return None
+    # Recv-Q Send-Q Local Peer: no State column when a state is asked for
+    return sum(1 for l in r.stdout.splitlines() if len(l.split()) >= 2 and int(l.split()[1]) > 1)
 
 
 def lazy_scrape(addr):
@@ -275,16 +348,21 @@ def main():
     tmp = tempfile.mkdtemp(prefix="blamer-endpoint.")
     heaps = os.path.join(tmp, "heaps")
     os.mkdir(heaps, 0o700)
-    # 40 dead heaps: an answer of some 140 KB
+    # 40 dead heaps
     for i in range(40):
         subprocess.run([MK, heaps, "dead", str(3990000 + i), "5", "1"], check=True)
+    # and one heap as large as the reader reads, a tenth of it: an answer
+    # of some 1.7 MB, more than the kernel holds for a client
+    big = os.path.join(tmp, "big")
+    os.mkdir(big, 0o700)
+    subprocess.run([MK, big, "max", "3990100", "5", "10"], check=True)
     port = free_port()
     addr = ("127.0.0.1", port)
     sock = os.path.join(tmp, "metrics.sock")
     procs = []
     children = []
     print("TAP version 13")
-    print("1..18", flush=True)
+    print("1..21", flush=True)
     try:
         exp = start_exporter(heaps, "127.0.0.1:%d" % port)
         procs.append(exp)
@@ -342,6 +420,32 @@ def main():
             s.close()
         ok(0 < held <= MAX_PER_PEER, "100 unfinished requests of one peer: %d held (at most %d)"
            % (held, MAX_PER_PEER))
+        # connections let go before their client took the answer (room
+        # for another, a deadline) are reset: closed the ordinary way,
+        # each would be an orphan holding the rest of its answer (up to
+        # 4 MiB) in the kernel for as long as the client keeps its window
+        # shut, counted by no cap. A peer's 32 that never read (of the
+        # large answer) stop taking it; 32 more of the same peer push
+        # them out; those reach the end of their answer's budget
+        bport = free_port()
+        baddr = ("127.0.0.1", bport)
+        procs.append(start_exporter(big, "127.0.0.1:%d" % bport))
+        wait_up(baddr)
+        first = mute(baddr, MAX_PER_PEER)
+        time.sleep(STALL_MS / 1000 + 0.5)
+        second = mute(baddr, MAX_PER_PEER)
+        time.sleep(0.5)
+        o = orphans(bport)
+        ok(o == 0 and cut(first) == len(first),
+           "%d never-reading connections let go for %d more of their peer: %d reset, %s left as orphans holding data"
+           % (len(first), len(second), cut(first), o))
+        time.sleep(ANSWER_MS / 1000 + 1)
+        o = orphans(bport)
+        ok(o == 0 and cut(second) == len(second),
+           "%d never-reading connections past their answer's budget (%d ms): %d reset, %s left as orphans holding data"
+           % (len(second), ANSWER_MS, cut(second), o))
+        for s in first + second:
+            s.close()
         hwm = hwm_kib(exp.pid)
         ok(hwm < 64 * 1024, "the exporter's peak RSS after all of it: %d KiB (bound 64 MiB)" % hwm)
 
@@ -390,6 +494,7 @@ def main():
             ok(True, "# SKIP not root: no other uid to attack from")
             ok(True, "# SKIP not root: no other uid to connect as")
             ok(True, "# SKIP not root: no other uid to attack the Unix socket from")
+            ok(True, "# SKIP not root: no nine other uids to fill the server from")
             return
         # another uid: its connections are a peer of their own (TCP: the
         # kernel says whose the client socket is), so its flood of fast
@@ -440,6 +545,50 @@ def main():
         children.remove(attacker)
         ok(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0,
            "uid 65534's attack on the Unix socket got in (its flood was answered)")
+
+        # a scraper taking a large answer (1.7 MB) slowly but steadily
+        # fills the kernel's buffer at the end of nearly every write, as
+        # a client that never reads does; it is not let go while nine
+        # other uids (more than the total cap over the peer cap) keep the
+        # server full of connections that ask and never read, churning
+        # them as fast as they are let go. Before, each write that filled
+        # the buffer counted it as not taking its answer, and it went
+        # first, being the oldest
+        bsock = os.path.join(tmp, "big.sock")
+        bexp = start_exporter(big, "unix:" + bsock)
+        procs.append(bexp)
+        wait_up(bsock)
+        os.chmod(bsock, 0o666)
+        stop_at = time.monotonic() + 14
+
+        def never_read():
+            held, made = [], 0
+            while time.monotonic() < stop_at:
+                try:
+                    s = connect(bsock)
+                    s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+                    held.append(s)
+                    made += 1
+                except OSError:
+                    pass
+                if len(held) > 30:
+                    held.pop(0).close()
+                time.sleep(0.02)
+            os._exit(0 if made > 30 else 3)
+        flooders = [as_uid(2001 + k, never_read) for k in range(9)]
+        children.extend(flooders)
+        time.sleep(2)
+        got = [steady_scrape(bsock, 500000) for _ in range(2)]
+        sts = [reap(pid, 30) for pid in flooders]
+        for pid in flooders:
+            children.remove(pid)
+        bad = [why for _, why in got if why]
+        ok(not bad and all(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+                           for st in sts),
+           "a scraper taking 1.7 MB at 500 kB/s while 9 other uids flood never-reading connections: "
+           "%d of %d answered in full (%s s)%s" % (len(got) - len(bad), len(got),
+                                                  ", ".join("%.1f" % t for t, _ in got),
+                                                  "; failed: %s" % bad if bad else ""))
     finally:
         for pid in children:
             try:
