@@ -132,8 +132,12 @@ enum {
  * struct blamer_owner - a process that created slabs
  * @node: entry in the owner table (RCU) while alive
  * @dead: entry in the reaper's list once dead
+ * @exec_node: entry in the reaper's list of owners that exec'd
+ * @exec_queued: @exec_node is on that list
  * @ref: the owner table's reference and one per slab
  * @pid: the process's thread group (reference held)
+ * @mm: the address space it runs in now, replaced at each execve():
+ *	compared with a slab's (blamer_slab_writable()), never followed
  * @start_time_ns: its start time, boot-based (time namespace free)
  * @slabs: every slab of it not yet freed, in the table or released,
  *	under blamer_lock
@@ -145,8 +149,11 @@ enum {
 struct blamer_owner {
 	struct hlist_node node;
 	struct llist_node dead;
+	struct llist_node exec_node;
+	atomic_t exec_queued;
 	struct kref ref;
 	struct pid *pid;
+	struct mm_struct *mm;
 	u64 start_time_ns;
 	struct list_head slabs;
 	atomic_t state;
@@ -316,6 +323,7 @@ void blamer_owner_idle_locked(struct blamer_owner *owner);
 bool blamer_owner_dead(const struct blamer_owner *owner);
 bool blamer_owner_living(const struct blamer_owner *owner);
 bool blamer_is_owner(const struct blamer_slab *slab);
+bool blamer_slab_writable(const struct blamer_slab *slab);
 
 /* user.c */
 struct blamer_user *blamer_user_get_locked(kuid_t uid);

@@ -29,6 +29,14 @@
  * and queue_work(). The reaper work then turns the owner's slabs into
  * orphans under blamer_lock, revokes writable mappings, evicts above the
  * per-user orphan limit and tells poll() watchers.
+ *
+ * An execve() ends the program that created the slabs, not the process:
+ * the sched_process_exec tracepoint (after the new address space is in,
+ * same prototype on 6.1 and 6.12) records the owner's new address space,
+ * and the reaper revokes the writers of the slabs made in the old one,
+ * which processes sharing it (clone(CLONE_VM) without CLONE_THREAD) keep
+ * and would otherwise write on in the name of a process now running
+ * another program. The slabs stay the live process's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -46,12 +54,13 @@
 static DEFINE_HASHTABLE(blamer_owners, 8);
 static atomic_t blamer_nr_owners = ATOMIC_INIT(0);
 
-/* Dead owners waiting for the reaper. */
+/* Dead owners, and owners that exec'd, waiting for the reaper. */
 static LLIST_HEAD(blamer_dead_owners);
+static LLIST_HEAD(blamer_exec_owners);
 static void blamer_reap(struct work_struct *work);
 static DECLARE_WORK(blamer_reap_work, blamer_reap);
 
-static struct tracepoint *blamer_exit_tp;
+static struct tracepoint *blamer_exit_tp, *blamer_exec_tp;
 
 static void blamer_owner_free(struct kref *ref)
 {
@@ -94,7 +103,18 @@ bool blamer_owner_living(const struct blamer_owner *owner)
 bool blamer_is_owner(const struct blamer_slab *slab)
 {
 	return task_tgid(current) == slab->owner->pid &&
-	       current->mm == slab->mm && blamer_owner_living(slab->owner);
+	       current->mm == slab->mm && blamer_slab_writable(slab);
+}
+
+/*
+ * May the mappings of @slab write it: its creator lives and still runs
+ * the program that created it, in the address space the slab was made
+ * in (@slab->mm, held, so no new one takes its address meanwhile).
+ */
+bool blamer_slab_writable(const struct blamer_slab *slab)
+{
+	return blamer_owner_living(slab->owner) &&
+	       READ_ONCE(slab->owner->mm) == slab->mm;
 }
 
 /**
@@ -125,6 +145,7 @@ struct blamer_owner *blamer_owner_get_locked(struct blamer_owner **spare)
 	kref_init(&owner->ref);		/* the table's */
 	kref_get(&owner->ref);		/* the caller's */
 	owner->pid = get_pid(tgid);
+	owner->mm = current->mm;
 	owner->start_time_ns = current->group_leader->start_boottime;
 	INIT_LIST_HEAD(&owner->slabs);
 	atomic_set(&owner->state, BLAMER_OWNER_ALIVE);
@@ -195,6 +216,72 @@ static void blamer_exit_probe(void *data, struct task_struct *p)
 }
 
 /*
+ * sched_process_exec: @p is current, in its new address space, preemption
+ * disabled. The slabs its owner made in the old one lose their writers
+ * (blamer_slab_writable() from now on, blamer_reap_exec() for mappings
+ * already writable).
+ */
+static void blamer_exec_probe(void *data, struct task_struct *p,
+			      pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct blamer_owner *owner;
+	struct pid *tgid;
+
+	if (!atomic_read(&blamer_nr_owners))
+		return;
+	tgid = task_tgid(p);
+	rcu_read_lock();
+	hash_for_each_possible_rcu(blamer_owners, owner, node,
+				   (unsigned long)tgid) {
+		if (owner->pid != tgid)
+			continue;
+		WRITE_ONCE(owner->mm, p->mm);
+		/* Once on the list; the reaper's reference. */
+		if (!atomic_xchg(&owner->exec_queued, 1) &&
+		    kref_get_unless_zero(&owner->ref)) {
+			llist_add(&owner->exec_node, &blamer_exec_owners);
+			queue_work(system_unbound_wq, &blamer_reap_work);
+		}
+		break;
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * One owner that exec'd: every slab of it made in another address space
+ * than the one it runs in now loses its writers. On the reaper's work, so
+ * never beside blamer_reap_owner() (a work item does not run twice at
+ * once), whose reap_node it uses too.
+ */
+static void blamer_reap_exec(struct blamer_owner *owner)
+{
+	struct blamer_slab *slab, *tmp;
+	LIST_HEAD(left);
+
+	atomic_set(&owner->exec_queued, 0);
+	/*
+	 * Off the list before its address space is read (pairs with the
+	 * probe's atomic_xchg()): an exec after that read queues it again.
+	 */
+	smp_mb__after_atomic();
+	mutex_lock(&blamer_lock);
+	list_for_each_entry(slab, &owner->slabs, owner_node) {
+		if (slab->mm == READ_ONCE(owner->mm) ||
+		    !kref_get_unless_zero(&slab->ref))
+			continue;
+		list_add_tail(&slab->reap_node, &left);
+	}
+	mutex_unlock(&blamer_lock);
+
+	list_for_each_entry_safe(slab, tmp, &left, reap_node) {
+		list_del(&slab->reap_node);
+		blamer_slab_revoke_writers(slab);
+		blamer_slab_put(slab);
+	}
+	blamer_owner_put(owner);
+}
+
+/*
  * One dead owner: its slabs in the table become orphans, and every slab
  * of it that still exists, released ones included, loses its writers.
  * Then the owner's table reference goes.
@@ -239,6 +326,9 @@ static void blamer_reap(struct work_struct *work)
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(owner, tmp, list, dead)
 		blamer_reap_owner(owner);
+	list = llist_del_all(&blamer_exec_owners);
+	llist_for_each_entry_safe(owner, tmp, list, exec_node)
+		blamer_reap_exec(owner);
 }
 
 /*
@@ -251,25 +341,37 @@ void blamer_owner_settle(void)
 	flush_work(&blamer_reap_work);
 }
 
-static void blamer_find_exit_tp(struct tracepoint *tp, void *priv)
+static void blamer_find_tps(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "sched_process_exit"))
-		*(struct tracepoint **)priv = tp;
+		blamer_exit_tp = tp;
+	else if (!strcmp(tp->name, "sched_process_exec"))
+		blamer_exec_tp = tp;
 }
 
 int blamer_owner_init(void)
 {
 	int err;
 
-	for_each_kernel_tracepoint(blamer_find_exit_tp, &blamer_exit_tp);
-	if (!blamer_exit_tp) {
-		pr_err("the sched_process_exit tracepoint is missing (CONFIG_TRACEPOINTS)\n");
+	for_each_kernel_tracepoint(blamer_find_tps, NULL);
+	if (!blamer_exit_tp || !blamer_exec_tp) {
+		pr_err("the sched_process_exit or _exec tracepoint is missing (CONFIG_TRACEPOINTS)\n");
 		return -EOPNOTSUPP;
 	}
 	err = tracepoint_probe_register(blamer_exit_tp, blamer_exit_probe,
 					NULL);
-	if (err)
+	if (err) {
 		pr_err("cannot attach to sched_process_exit: %d\n", err);
+		return err;
+	}
+	err = tracepoint_probe_register(blamer_exec_tp, blamer_exec_probe,
+					NULL);
+	if (err) {
+		pr_err("cannot attach to sched_process_exec: %d\n", err);
+		tracepoint_probe_unregister(blamer_exit_tp, blamer_exit_probe,
+					    NULL);
+		tracepoint_synchronize_unregister();
+	}
 	return err;
 }
 
@@ -279,6 +381,7 @@ int blamer_owner_init(void)
  */
 void blamer_owner_exit(void)
 {
+	tracepoint_probe_unregister(blamer_exec_tp, blamer_exec_probe, NULL);
 	tracepoint_probe_unregister(blamer_exit_tp, blamer_exit_probe, NULL);
 	tracepoint_synchronize_unregister();
 	flush_work(&blamer_reap_work);

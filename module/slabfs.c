@@ -250,7 +250,7 @@ static bool blamer_may_fill(struct vm_area_struct *vma,
 			    const struct blamer_slab *slab)
 {
 	return vma->vm_mm == slab->mm && (vma->vm_flags & VM_MAYWRITE) &&
-	       blamer_owner_living(slab->owner);
+	       blamer_slab_writable(slab);
 }
 
 /*
@@ -348,8 +348,9 @@ static vm_fault_t blamer_fault(struct vm_fault *vmf)
 
 /*
  * The first write to a page of a shared mapping. Checked under the page
- * lock, which the reaper takes after marking the owner dead: a fault that
- * saw the owner alive has installed its entry by then, and is zapped.
+ * lock, which the reaper takes after the owner was marked dead or its
+ * exec recorded: a fault that saw the slab writable has installed its
+ * entry by then, and is zapped.
  * Returning with the page locked also skips the core's page->mapping
  * check, meant for page cache pages.
  *
@@ -358,7 +359,8 @@ static vm_fault_t blamer_fault(struct vm_fault *vmf)
  * (whether its own cmpxchg() published the page or it found another
  * task's) before the read of the owner's state here, pairing with the
  * smp_mb() in blamer_slab_revoke_writers(): either the reaper sees the
- * page (and waits for its lock), or this sees the owner dead.
+ * page (and waits for its lock), or this sees the owner dead or
+ * elsewhere.
  */
 static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 {
@@ -370,7 +372,7 @@ static vm_fault_t blamer_page_mkwrite(struct vm_fault *vmf)
 	lock_page(vmf->page);
 	/* Pairs with blamer_slab_revoke_writers(): see above. */
 	smp_mb();
-	if (vmf->vma->vm_mm != slab->mm || !blamer_owner_living(slab->owner)) {
+	if (vmf->vma->vm_mm != slab->mm || !blamer_slab_writable(slab)) {
 		unlock_page(vmf->page);
 		return VM_FAULT_SIGBUS;
 	}
@@ -460,15 +462,17 @@ struct file *blamer_slab_file(struct blamer_slab *slab, int flags)
 }
 
 /**
- * blamer_slab_revoke_writers - the owner died: no mapping writes any more
- * @slab: an orphan
+ * blamer_slab_revoke_writers - the owner died or exec'd: no mapping
+ *	writes any more
+ * @slab: an orphan, or a slab made in an address space its owner left
  *
  * Zaps every page table entry of the slab's mappings, waits out page
- * faults that saw the owner alive (page lock, see blamer_page_mkwrite())
- * on every page present and zaps what they installed. Later write faults
- * find the owner dead. Only needed while a mapping may write: normally
- * the owner's mappings went away with its address space before it was
- * seen dead.
+ * faults that saw the slab writable (page lock, see
+ * blamer_page_mkwrite()) on every page present and zaps what they
+ * installed. Later write faults find the owner dead or elsewhere
+ * (blamer_slab_writable()). Only needed while a mapping may write:
+ * normally the owner's mappings went away with its address space before
+ * it was seen dead or exec'd.
  */
 void blamer_slab_revoke_writers(struct blamer_slab *slab)
 {
@@ -481,8 +485,8 @@ void blamer_slab_revoke_writers(struct blamer_slab *slab)
 		return;
 	unmap_mapping_range(mapping, 0, 0, 1);
 	/*
-	 * The owner was marked dead before this (the exit probe's
-	 * cmpxchg() and release store; the queued work orders them too).
+	 * The owner was marked dead, or its new address space recorded,
+	 * before this (the probes' stores; the queued work orders them).
 	 * A hole may get its page from a fault at any moment. This
 	 * smp_mb() orders the mark before the reads of pages[] below and
 	 * pairs with the one in blamer_page_mkwrite() (the publisher's

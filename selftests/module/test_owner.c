@@ -3,8 +3,9 @@
  * /dev/blamer selftests: ownership follows the creating process. A
  * descriptor inherited across fork() or exec, or passed over a socket,
  * gives neither write access nor the creator's identity; the creator may
- * release its own live slabs; after its death nobody writes its slabs,
- * and whoever drops the last reference to its files adds nothing.
+ * release its own live slabs; after its death, or its exec, nobody
+ * writes its slabs, and whoever drops the last reference to its files
+ * adds nothing.
  */
 #include <setjmp.h>
 #include <sys/socket.h>
@@ -382,13 +383,18 @@ static int vm_child(void *arg)
 	_exit(0);
 }
 
+/* fork_creator()'s creator execs this instead of releasing, if set. */
+static const char *creator_exec;
+
 /*
  * Forks the creator: it makes a slab of @pages pages, maps it writable
  * at shared_map (and writes its first page if @touch), starts @fn in a
  * clone(CLONE_VM) process sharing that mapping, sends the slab's ID on
  * @up and waits to be killed. If @rel is a descriptor, it first waits
  * for a byte on it, releases the slab (keeping its mapping) and sends
- * a byte on @up. Returns its pid, or -1.
+ * a byte on @up; or, if creator_exec is set, execs that program with
+ * the argument "hold" and "4096" (its output on @up). Returns its pid,
+ * or -1.
  */
 static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up,
 			  int rel)
@@ -413,6 +419,12 @@ static pid_t fork_creator(size_t pages, bool touch, int (*fn)(void *), int up,
 		_exit(1);
 	if (write(up, &c.id, sizeof(c.id)) != sizeof(c.id))
 		_exit(1);
+	if (rel >= 0 && creator_exec) {
+		if (read(rel, &b, 1) != 1 || dup2(up, 1) != 1)
+			_exit(1);
+		execl(creator_exec, "blamer_slabctl", "hold", "4096", (char *)NULL);
+		_exit(1);
+	}
 	if (rel >= 0 && (read(rel, &b, 1) != 1 || bl_release(dev, c.id) ||
 			 write(up, "r", 1) != 1))
 		_exit(1);
@@ -508,6 +520,66 @@ TEST(no_writes_to_a_hole_after_the_creator_died)
 TEST(no_writes_to_a_released_slab_after_the_creator_died)
 {
 	no_writes_after_death(_metadata, 0, true);
+}
+
+/*
+ * The creator execs while a clone(CLONE_VM) process keeps the address
+ * space the slab was made in: that process would write on in the name of
+ * a process now running another program (as a vfork() child's parent
+ * would). The exec revokes those writers, as a death does, neither a page
+ * the creator wrote nor a hole being writable; the slab stays the living
+ * process's, and the new program creates and writes a slab of its own.
+ */
+TEST(no_writes_after_the_creator_exec_d)
+{
+	int up[2], rel[2], status, got, dev = bl_open(O_RDONLY);
+	struct blamer_slab_info info;
+	char r = 0, out[64];
+	pid_t creator;
+	__u64 id;
+
+	creator_exec = bt_slabctl();
+	if (!creator_exec)
+		SKIP(return, "blamer_slabctl not found (BLAMER_SLABCTL)");
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(rel));
+	for (int hole = 0; hole < 2; hole++) {
+		ASSERT_EQ(0, pipe(go_pipe));
+		ASSERT_EQ(0, pipe(result_pipe));
+		poke_off = hole ? PG : 0;
+		creator = fork_creator(2, true, vm_child, up[1], rel[0]);
+		ASSERT_LE(0, creator);
+		ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+		ASSERT_EQ(1, write(rel[1], "x", 1));
+		/* the new program's slab: made and written, so its ID printed */
+		got = read(up[0], out, sizeof(out) - 1);
+		ASSERT_LT(0, got);
+		out[got] = 0;
+		EXPECT_LT(0, atoi(out)) TH_LOG("the new program said '%s'", out);
+		/* a listing: the reaper is done with the exec */
+		ASSERT_EQ(0, bt_facts(id, &info));
+		EXPECT_EQ(BLAMER_SLAB_LIVE, info.state);
+		ASSERT_EQ(1, write(go_pipe[1], "g", 1));
+		ASSERT_EQ(1, read(result_pipe[0], &r, 1));
+		EXPECT_EQ('S', r) TH_LOG("offset %zu", poke_off);
+		kill(creator, SIGKILL);
+		ASSERT_EQ(creator, waitpid(creator, &status, 0));
+		EXPECT_LT(0, waitpid(-1, &status, 0));	/* the CLONE_VM one */
+		close(go_pipe[0]);
+		close(go_pipe[1]);
+		close(result_pipe[0]);
+		close(result_pipe[1]);
+	}
+	creator_exec = NULL;
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	bt_clean_orphans();
+	close(dev);
+	close(up[0]);
+	close(up[1]);
+	close(rel[0]);
+	close(rel[1]);
 }
 
 /*
