@@ -175,6 +175,19 @@ void blamer_owner_idle_locked(struct blamer_owner *owner)
 	kref_put(&owner->ref, blamer_owner_free);	/* a slab holds one */
 }
 
+/* The owner record of @p's process, if any; under rcu_read_lock(). */
+static struct blamer_owner *blamer_owner_find_rcu(struct task_struct *p)
+{
+	struct pid *tgid = task_tgid(p);
+	struct blamer_owner *owner;
+
+	hash_for_each_possible_rcu(blamer_owners, owner, node,
+				   (unsigned long)tgid)
+		if (owner->pid == tgid)
+			return owner;
+	return NULL;
+}
+
 /*
  * sched_process_exit: @p is current, past exit_mm(), preemption disabled.
  */
@@ -182,7 +195,6 @@ static void blamer_exit_probe(void *data, struct task_struct *p)
 {
 	struct signal_struct *sig = p->signal;
 	struct blamer_owner *owner;
-	struct pid *tgid;
 	int status;
 
 	/* Other threads still run: the process is not dead. */
@@ -190,16 +202,11 @@ static void blamer_exit_probe(void *data, struct task_struct *p)
 		return;
 	if (!atomic_read(&blamer_nr_owners))
 		return;
-	tgid = task_tgid(p);
 	rcu_read_lock();
-	hash_for_each_possible_rcu(blamer_owners, owner, node,
-				   (unsigned long)tgid) {
-		if (owner->pid != tgid)
-			continue;
-		/* Fully ordered: the reads below follow the read of live. */
-		if (atomic_cmpxchg(&owner->state, BLAMER_OWNER_ALIVE,
-				   BLAMER_OWNER_DYING) != BLAMER_OWNER_ALIVE)
-			break;
+	owner = blamer_owner_find_rcu(p);
+	/* Fully ordered: the reads below follow the read of live. */
+	if (owner && atomic_cmpxchg(&owner->state, BLAMER_OWNER_ALIVE,
+				    BLAMER_OWNER_DYING) == BLAMER_OWNER_ALIVE) {
 		/* As wait_task_zombie() computes it. */
 		if (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT)
 			status = READ_ONCE(sig->group_exit_code);
@@ -210,7 +217,6 @@ static void blamer_exit_probe(void *data, struct task_struct *p)
 		atomic_set_release(&owner->state, BLAMER_OWNER_DEAD);
 		llist_add(&owner->dead, &blamer_dead_owners);
 		queue_work(system_unbound_wq, &blamer_reap_work);
-		break;
 	}
 	rcu_read_unlock();
 }
@@ -225,16 +231,12 @@ static void blamer_exec_probe(void *data, struct task_struct *p,
 			      pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct blamer_owner *owner;
-	struct pid *tgid;
 
 	if (!atomic_read(&blamer_nr_owners))
 		return;
-	tgid = task_tgid(p);
 	rcu_read_lock();
-	hash_for_each_possible_rcu(blamer_owners, owner, node,
-				   (unsigned long)tgid) {
-		if (owner->pid != tgid)
-			continue;
+	owner = blamer_owner_find_rcu(p);
+	if (owner) {
 		WRITE_ONCE(owner->mm, p->mm);
 		/* Once on the list; the reaper's reference. */
 		if (!atomic_xchg(&owner->exec_queued, 1) &&
@@ -242,7 +244,6 @@ static void blamer_exec_probe(void *data, struct task_struct *p,
 			llist_add(&owner->exec_node, &blamer_exec_owners);
 			queue_work(system_unbound_wq, &blamer_reap_work);
 		}
-		break;
 	}
 	rcu_read_unlock();
 }
