@@ -532,6 +532,105 @@ bool bl_heap_change_type(struct bl_heap *h, blamer_ref ref, uint32_t to, uint32_
 	return true;
 }
 
+bool bl_heap_take(struct bl_heap *h, blamer_ref ref, uint32_t type, uint32_t link)
+{
+	struct blamer_block *b = block_at(h, ref, false);
+	uint32_t expect = BLAMER_RETIRED(type);
+
+	if (!b || is_corrupt(h) || link < BLOCK_SIZE || link % 8 || (uint64_t)link + 8 > b->size)
+		return false;
+	/* As bl_heap_change_type() with clear, but for the link word: a
+	 * pop that read the stack's head before this record left it may be
+	 * loading it (atomically) right now. */
+	if (!atomic_compare_exchange_strong_explicit(A32(&b->type), &expect,
+						     BLAMER_REC_TRANSITIONING,
+						     memory_order_acquire, memory_order_relaxed))
+		return false;
+	memset((uint8_t *)b + BLOCK_SIZE, 0, link - BLOCK_SIZE);
+	st_relaxed(A64((uint8_t *)b + link), 0);
+	memset((uint8_t *)b + link + 8, 0, b->size - link - 8);
+	/* Release: the new type is seen only with the zeroed payload. */
+	st_release(A32(&b->type), type);
+	return true;
+}
+
+/*
+ * The free stacks' words: a ref packed in 33 bits (6 of slab, 27 of
+ * offset / 8: slabs are at most 1 GiB), and above it a tag that every
+ * change of the head moves on, so a pop that read the head, then slept
+ * while the record was popped, used and pushed again, fails its CAS
+ * rather than install the link it read before (ABA). 0 is the empty
+ * stack: no record is at offset 0 of slab 0.
+ */
+#define FREE_IDX_BITS	33u
+#define FREE_IDX_MASK	((1ull << FREE_IDX_BITS) - 1)
+#define FREE_OFF_BITS	27u
+_Static_assert(BLAMER_MAX_SLABS <= 1u << (FREE_IDX_BITS - FREE_OFF_BITS), "slab bits");
+_Static_assert(BLAMER_MAX_SLAB_SIZE / 8 <= 1u << FREE_OFF_BITS, "offset bits");
+
+static uint64_t free_pack(blamer_ref ref)
+{
+	return (uint64_t)blamer_ref_slab(ref) << FREE_OFF_BITS | blamer_ref_offset(ref) / 8;
+}
+
+static blamer_ref free_unpack(uint64_t w)
+{
+	w &= FREE_IDX_MASK;
+	return blamer_make_ref((uint32_t)(w >> FREE_OFF_BITS),
+			       (uint32_t)(w & ((1u << FREE_OFF_BITS) - 1)) * 8);
+}
+
+static uint64_t free_word(uint64_t old, uint64_t idx)
+{
+	return ((old >> FREE_IDX_BITS) + 1) << FREE_IDX_BITS | (idx & FREE_IDX_MASK);
+}
+
+void bl_heap_free_push(struct bl_heap *h, uint64_t *head, blamer_ref ref, uint32_t link)
+{
+	struct blamer_block *b = block_at(h, ref, false);
+	uint64_t old;
+
+	if (!b || is_corrupt(h) || link < BLOCK_SIZE || link % 8 || (uint64_t)link + 8 > b->size)
+		return;
+	old = ld_relaxed(A64(head));
+	do
+		st_relaxed(A64((uint8_t *)b + link), old & FREE_IDX_MASK);
+	/* Release: a pop that loads the new head (acquire) sees the link,
+	 * and the retirement before it. */
+	while (!atomic_compare_exchange_weak_explicit(A64(head), &old, free_word(old, free_pack(ref)),
+						      memory_order_release, memory_order_relaxed));
+}
+
+blamer_ref bl_heap_free_pop(struct bl_heap *h, uint64_t *head, uint32_t type, uint32_t link)
+{
+	/* Bounded: a stack that keeps handing out records that cannot be
+	 * taken (scribbled on) is given up for a fresh allocation. */
+	uint32_t failed = 0;
+
+	while (failed < 8 && !is_corrupt(h)) {
+		uint64_t old = ld_acquire(A64(head)), next;
+		struct blamer_block *b;
+		blamer_ref ref;
+
+		if (!(old & FREE_IDX_MASK))
+			return 0;
+		ref = free_unpack(old);
+		b = block_at(h, ref, false);
+		/* A bad ref (the heap written by someone else): the stack
+		 * is dropped whole, its records stay retired. */
+		next = b && (uint64_t)link + 8 <= b->size ? ld_relaxed(A64((uint8_t *)b + link)) : 0;
+		/* Acquire: the record's retirement comes before our take. */
+		if (!atomic_compare_exchange_weak_explicit(A64(head), &old, free_word(old, next),
+							   memory_order_acquire,
+							   memory_order_relaxed))
+			continue;
+		if (b && bl_heap_take(h, ref, type, link))
+			return ref;
+		failed++;
+	}
+	return 0;
+}
+
 blamer_ref bl_heap_next(struct bl_heap *h, struct bl_iter *it, uint32_t *type)
 {
 	blamer_ref cur = it->last ? it->last : BLAMER_LIST_HEAD_REF;

@@ -186,6 +186,10 @@ struct bl_heap {
 	uint64_t heap_id;
 	struct blamer_heap_header *hh;	/* in slab 0 */
 	struct bl_backend *be;
+	/* atomic: the retired activity-data records any thread may take
+	 * over (bl_heap_free_push()): a tag and a packed ref; 0 when empty.
+	 * This process's, cleared with the heap (a fork child's is new). */
+	uint64_t free_data;
 };
 
 /*
@@ -220,6 +224,20 @@ blamer_ref bl_heap_append_unique(struct bl_heap *h, blamer_ref ref,
 bool bl_heap_change_type(struct bl_heap *h, blamer_ref ref, uint32_t to, uint32_t from,
 			 bool clear);
 uint32_t bl_heap_type(struct bl_heap *h, blamer_ref ref);
+/*
+ * A lock-free stack of retired records of one type and size, @head in
+ * this process's memory: who retired a record pushes it; a pop takes the
+ * record over as bl_heap_change_type() with @clear would. The link is
+ * the 8-byte word at offset @link of the retired record (a word no one
+ * else writes but with atomic stores: a pop that lost the race may read
+ * it while the record is taken over). Pop: the record, typed @type and
+ * zeroed, or 0 if the stack held none that could be taken.
+ */
+void bl_heap_free_push(struct bl_heap *h, uint64_t *head, blamer_ref ref, uint32_t link);
+blamer_ref bl_heap_free_pop(struct bl_heap *h, uint64_t *head, uint32_t type, uint32_t link);
+/* Takes a retired record (~@type) over as @type, zeroed; the word at
+ * @link is zeroed with an atomic store (see bl_heap_free_push()). */
+bool bl_heap_take(struct bl_heap *h, blamer_ref ref, uint32_t type, uint32_t link);
 
 /* Iteration over the list; safe while others append. Start with it = 0. */
 struct bl_iter {
@@ -735,5 +753,8 @@ int bl_modules_record_forked(struct blamer *b);
 
 /* thread.c: this thread's entry for @b, registering it on first use. */
 struct bl_tls_ent *bl_thread_get(struct blamer *b);
+/* A retired activity-data record (userdata.c) that its thread does not
+ * keep as a spare: on the heap's free stack, for any thread to take. */
+void bl_activity_data_give(struct blamer *b, blamer_ref ref);
 
 #endif /* BLAMER_WRITER_INTERNAL_H */

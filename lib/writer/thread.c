@@ -255,7 +255,8 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 }
 
 /* An activity with data ends: retire its data record, and keep it for
- * this thread's next activity data (no list scan then). */
+ * this thread's next activity data, or past BL_SPARE_DATA spares give it
+ * to any thread's (the heap's free stack: no list scan either way). */
 static __attribute__((noinline)) void pop_data(struct blamer *b, struct blamer_activity *a)
 {
 	blamer_ref ud = a->user_data;
@@ -265,6 +266,8 @@ static __attribute__((noinline)) void pop_data(struct blamer *b, struct blamer_a
 	bl_record_retire(b, ud, BLAMER_REC_USERDATA);
 	if (e && e->nspare < BL_SPARE_DATA)
 		e->spare[e->nspare++] = ud;
+	else
+		bl_activity_data_give(b, ud);
 }
 
 static inline void pop_on(struct blamer *b, struct blamer_thread *t)

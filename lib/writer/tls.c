@@ -2,8 +2,10 @@
 /*
  * The writer's per-thread state (internal.h) and a thread's end: a pthread key
  * whose destructor, when a thread that wrote exits, releases the DAG
- * shards it claimed and retires its thread record and spare data records
- * in every context still open, so another thread can take them over.
+ * shards it claimed, retires its thread record and gives its activity
+ * data records (its spares, and those of activities it left pushed) to
+ * the heap's free stack, in every context still open, so another thread
+ * can take them over.
  * The registry tells an open context from one closed (or closed and
  * reopened at the same address) since the thread cached it.
  */
@@ -27,8 +29,21 @@ static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 		return;
 	if (e->claimed_shards)
 		bl_shards_release(b, tid);
+	/* The data of activities still pushed, and the spares (retired
+	 * already): any thread's now. */
+	for (i = 0; i < b->stack_depth && i < e->rec->stack_slots &&
+		    i < ld_relaxed(A32(&e->rec->depth)); i++) {
+		blamer_ref ud = e->rec->stack[i].user_data;
+
+		if (!ud)
+			continue;
+		st_release(A64(&e->rec->stack[i].user_data), 0);
+		bl_record_retire(b, ud, BLAMER_REC_USERDATA);
+		bl_activity_data_give(b, ud);
+	}
 	for (i = 0; i < e->nspare; i++)
-		bl_record_retire(b, e->spare[i], BLAMER_REC_USERDATA);
+		bl_activity_data_give(b, e->spare[i]);
+	e->nspare = 0;
 	bl_record_retire(b, e->ref, BLAMER_REC_THREAD);
 }
 

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "atomic.h"
@@ -34,7 +35,20 @@ static uint32_t pad8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
-/* The calling thread's top activity's data record, made if needed. */
+/* Where a retired activity-data record on the heap's free stack keeps its
+ * link: used and reserved, which no one writes but atomically (used) or
+ * at all (reserved) while the record is live. */
+#define DATA_LINK	((uint32_t)offsetof(struct blamer_userdata, used))
+_Static_assert(offsetof(struct blamer_userdata, used) % 8 == 0 &&
+	       offsetof(struct blamer_userdata, reserved) == DATA_LINK + 4, "the link word");
+
+void bl_activity_data_give(struct blamer *b, blamer_ref ref)
+{
+	bl_heap_free_push(&b->heap, &b->heap.free_data, ref, DATA_LINK);
+}
+
+/* The calling thread's top activity's data record, made if needed: one of
+ * its spares, else one any thread retired, else a new one. */
 static blamer_ref activity_data(struct blamer *b)
 {
 	struct bl_tls_ent *e = bl_thread_get(b);
@@ -56,17 +70,20 @@ static blamer_ref activity_data(struct blamer *b)
 	while (e->nspare && !ref) {
 		blamer_ref s = e->spare[--e->nspare];
 
-		if (bl_heap_change_type(&b->heap, s, BLAMER_REC_USERDATA,
-					BLAMER_RETIRED(BLAMER_REC_USERDATA), true)) {
+		if (bl_heap_take(&b->heap, s, BLAMER_REC_USERDATA, DATA_LINK))
 			ref = s;
-			u = bl_ptr(&b->heap, ref);
-			u->scope = BLAMER_DATA_ACTIVITY;
-			u->capacity = u->hdr.size - sizeof(*u);
-			bl_owner_set(b, &u->owner);
-		}
 	}
 	if (!ref)
+		ref = bl_heap_free_pop(&b->heap, &b->heap.free_data, BLAMER_REC_USERDATA,
+				       DATA_LINK);
+	if (ref) {
+		u = bl_ptr(&b->heap, ref);
+		u->scope = BLAMER_DATA_ACTIVITY;
+		u->capacity = u->hdr.size - sizeof(*u);
+		bl_owner_set(b, &u->owner);
+	} else {
 		ref = bl_userdata_new(b, BLAMER_DATA_ACTIVITY, ACTIVITY_DATA_BYTES);
+	}
 	if (!ref) {
 		bl_error(ENOSPC, "blamer: no room for activity data");
 		return 0;

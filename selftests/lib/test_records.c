@@ -488,6 +488,43 @@ TEST_F(ctx, activity_data_reused)
 	t_close(self, b);
 }
 
+/*
+ * Activities with data nested deeper than the thread keeps spares
+ * (BL_SPARE_DATA): the records past the spares are given to the heap's
+ * free stack and taken from it again. Before, each round made as many
+ * new records as it nested past the spares, and a 2-slab heap was full
+ * after some 1,000 rounds of 6.
+ */
+TEST_F(ctx, activity_data_nested_past_the_spares)
+{
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	uint64_t used = 0;
+	int r, d;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	for (r = 0; r < 300; r++) {
+		for (d = 0; d < 10; d++) {
+			ASSERT_EQ(d + 1, blamer_push(b, BLAMER_ACTIVITY_TASK, "lvl", d, 0));
+			ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_ACTIVITY, "d", r * 10 + d))
+				TH_LOG("round %d depth %d: %s", r, d, blamer_errmsg());
+		}
+		for (d = 0; d < 10; d++)
+			blamer_pop(b);
+		if (r == 1)
+			used = bl_heap_used(&b->heap);
+	}
+	/* no record made after the second round */
+	ASSERT_EQ(used, bl_heap_used(&b->heap));
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(10, st.retired[BLAMER_REC_USERDATA]);
+	t_close(self, b);
+}
+
 TEST_F(ctx, log_ring_wraps)
 {
 	struct blamer_config c;
