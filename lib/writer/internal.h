@@ -403,6 +403,9 @@ void bl_tls_init(void);
 void bl_tls_arm_exit(struct bl_tls *t);
 /* The context is closing: this thread's cache must not point at it. */
 void bl_tls_forget(struct blamer *b);
+/* @e (of @t, for another context) makes room for a new one: what it holds
+ * is given back as at the thread's exit. */
+void bl_tls_evict(struct bl_tls *t, struct bl_tls_ent *e);
 
 /*
  * The slot cache is only this thread's, but a signal handler may run on
@@ -632,6 +635,8 @@ void bl_registry_add(struct blamer *b);
 void bl_registry_remove(struct blamer *b);
 void bl_registry_lock(void);
 void bl_registry_unlock(void);
+/* Never waits (a writer's slow path, a signal handler): true if taken. */
+bool bl_registry_trylock(void);
 struct blamer *bl_registry_first(void);	/* then ->next */
 bool bl_registry_alive(struct blamer *b, uint64_t serial);
 /* Whether an open context records modules (a fork then takes their list). */

@@ -42,12 +42,17 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 	uint32_t i;
 
 	/* A slot for this context: a free one, one of an old incarnation of
-	 * this context (fork), or else the next victim round-robin. */
+	 * this context (fork), or else the next victim round-robin, whose
+	 * record (and what else it holds) is given back first: a thread
+	 * that writes more contexts than BL_TLS_ENTS in turn made a record
+	 * per eviction, and left the last one's stack behind. */
 	for (i = 0; i < BL_TLS_ENTS && !e; i++)
 		if (!t->e[i].b || t->e[i].b == b)
 			e = &t->e[i];
-	if (!e)
+	if (!e) {
 		e = &t->e[t->next_victim++ % BL_TLS_ENTS];
+		bl_tls_evict(t, e);
+	}
 	memset(e, 0, sizeof(*e));
 	ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), true);
 	if (!ref)

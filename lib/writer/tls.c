@@ -68,6 +68,27 @@ static void thread_exit(void *arg)
 	t->key_set = false;
 }
 
+/*
+ * The entry's context is open still (the registry says, under its lock:
+ * a context closed since may be freed memory): retire as at exit. Its
+ * shards are released, so this thread's cache and series homes, which
+ * may point at them, are emptied first, as at exit. The lock is only
+ * tried (this is a push's slow path, maybe in a signal handler): held by
+ * another thread (an open, a fork, an exit) or by the code this handler
+ * interrupted, the entry is dropped as it is, its record left live.
+ */
+void bl_tls_evict(struct bl_tls *t, struct bl_tls_ent *e)
+{
+	if (!e->b || !bl_registry_trylock())
+		return;
+	if (bl_registry_alive(e->b, e->serial)) {
+		if (e->claimed_shards)
+			bl_shard_cache_clear(t);
+		retire_entry(e, t->tid);
+	}
+	bl_registry_unlock();
+}
+
 void bl_tls_forget(struct blamer *b)
 {
 	uint32_t i;
