@@ -186,23 +186,34 @@ uint32_t bl_heap_type(struct bl_heap *h, blamer_ref ref)
 	return b ? ld_acquire(A32(&b->type)) : 0;
 }
 
+/* After the backend could not make a slab (no space or memory in its
+ * file system, a limit), it is not asked again for this long: every
+ * allocation that found the heap full asked it again, a file made,
+ * sized and removed each time (4 system calls at every push of a thread
+ * without a record). Space may come back: the heap grows again then. */
+#define GROW_RETRY_NS	1000000000ull
+
 /*
  * Adds slab @n (the caller saw n slabs, the last one full). Returns 0 when
  * the caller should retry (a slab was added, by us or by another thread),
  * -EAGAIN if another thread is adding one, -ENOSPC if the heap may not or
- * cannot grow.
+ * cannot grow (or could not lately: GROW_RETRY_NS).
  */
 static int grow(struct bl_heap *h, uint32_t n)
 {
 	struct bl_slab_map m;
 	uint32_t zero = 0;
-	uint64_t id;
+	uint64_t id, retry;
 
 	if (n >= h->max_slabs || n >= BLAMER_MAX_SLABS) {
 		atomic_fetch_or_explicit(A32(&h->hh->flags), BLAMER_HEAP_F_FULL,
 					 memory_order_relaxed);
 		return -ENOSPC;
 	}
+	/* Relaxed: a hint; the clock (vDSO) is read only after a failure. */
+	retry = ld_relaxed(A64(&h->grow_retry_ns));
+	if (retry && bl_monotonic_ns() < retry)
+		return -ENOSPC;
 	/* Acquire on success: whoever released the claim before us had
 	 * finished publishing its slab, so the re-check below is exact. */
 	if (!atomic_compare_exchange_strong_explicit(A32(&h->hh->grow_claim), &zero, n + 1,
@@ -225,6 +236,7 @@ static int grow(struct bl_heap *h, uint32_t n)
 	if (ret || m.size < BLAMER_MIN_SLAB_SIZE || m.size > BLAMER_MAX_SLAB_SIZE) {
 		if (m.base && m.size)
 			bl_backend_unmap(&m);
+		st_relaxed(A64(&h->grow_retry_ns), bl_monotonic_ns() + GROW_RETRY_NS);
 		atomic_fetch_or_explicit(A32(&h->hh->flags), BLAMER_HEAP_F_FULL,
 					 memory_order_relaxed);
 		st_release(A32(&h->hh->grow_claim), 0);

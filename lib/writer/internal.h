@@ -190,6 +190,11 @@ struct bl_heap {
 	 * over (bl_heap_free_push()): a tag and a packed ref; 0 when empty.
 	 * This process's, cleared with the heap (a fork child's is new). */
 	uint64_t free_data;
+	/* atomic: the same for retired thread records (thread.c) */
+	uint64_t free_threads;
+	/* atomic: CLOCK_MONOTONIC ns before which no slab is asked of the
+	 * backend again, after it could not make one (grow()); 0: ask */
+	uint64_t grow_retry_ns;
 };
 
 /*
@@ -656,7 +661,7 @@ blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool re
  * once its handle made it the one). 0 and a message on failure. */
 blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size);
 /* Retires a record: data_id 0 first, then the type. */
-void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type);
+bool bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type);
 /* A USERDATA record of @scope (BLAMER_DATA_*) with @capacity bytes of fields. */
 blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity);
 /* The record a new heap starts with: the process record (the context is
@@ -758,6 +763,8 @@ int bl_modules_record_forked(struct blamer *b);
 
 /* thread.c: this thread's entry for @b, registering it on first use. */
 struct bl_tls_ent *bl_thread_get(struct blamer *b);
+/* This thread's retired record @ref of @b (tls.c): the next thread's. */
+void bl_thread_rec_give(struct blamer *b, blamer_ref ref);
 /* A retired activity-data record (userdata.c) that its thread does not
  * keep as a spare: on the heap's free stack, for any thread to take. */
 void bl_activity_data_give(struct blamer *b, blamer_ref ref);

@@ -43,9 +43,14 @@ blamer_ref bl_record_alloc(struct blamer *b, uint32_t type, uint32_t size)
 		/* Whatever the caller wanted to record is lost: counted. */
 		if (err == ENOSPC || err == EAGAIN)
 			bl_drop(b, err == ENOSPC ? BLAMER_DROP_HEAP_FULL : BLAMER_DROP_BUSY);
-		if (err == ENOSPC)
+		uint32_t n = ld_acquire(A32(&h->nslabs));
+
+		if (err == ENOSPC && (n >= h->max_slabs || n >= BLAMER_MAX_SLABS))
 			bl_error(err, "blamer: the heap is full (%u slabs of %llu bytes): no room for a record of %u bytes (slab_size and max_slabs give more)",
-				 h->max_slabs, (unsigned long long)h->slab_size, size);
+				 n, (unsigned long long)h->slab_size, size);
+		else if (err == ENOSPC)
+			bl_error(err, "blamer: the heap cannot grow (%u of max_slabs %u slabs of %llu bytes: the backend made no more lately, out of space or memory?): no room for a record of %u bytes",
+				 n, h->max_slabs, (unsigned long long)h->slab_size, size);
 		else
 			bl_error(err, "blamer: cannot allocate a record of %u bytes", size);
 	}
@@ -82,18 +87,18 @@ blamer_ref bl_record_new(struct blamer *b, uint32_t type, uint32_t size, bool re
 	return ref;
 }
 
-void bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
+bool bl_record_retire(struct blamer *b, blamer_ref ref, uint32_t type)
 {
 	struct bl_heap *h = &b->heap;
 	struct blamer_block *blk = bl_heap_get(h, ref, type, sizeof(struct blamer_block) +
 					       sizeof(struct blamer_owner));
 
 	if (!blk || ld_relaxed(A32(&h->corrupt)))
-		return;	/* a corrupt heap is not written */
+		return false;	/* a corrupt heap is not written */
 	/* Release: readers that still see the old id saw consistent data;
 	 * those that see 0 skip the record. */
 	st_release(A32(&((struct blamer_owner *)(blk + 1))->data_id), 0);
-	bl_heap_change_type(h, ref, BLAMER_RETIRED(type), type, false);
+	return bl_heap_change_type(h, ref, BLAMER_RETIRED(type), type, false);
 }
 
 blamer_ref bl_userdata_new(struct blamer *b, uint32_t scope, uint32_t capacity)

@@ -15,13 +15,17 @@
  *    that pushes and pops leaves depth as it found it; a handler that
  *    interrupts the middle of a push may leave that one slot mixed, never
  *    an invalid depth.
- *  - The first push of a thread registers it: a retired thread record of
- *    the same size is taken over by changing its type (whoever wins the
- *    CAS), else a new one is allocated (lock-free). The thread-exit
- *    destructor retires the record by changing its type back, after it
- *    released the DAG shards the thread claimed (dag_shard.c).
+ *  - The first push of a thread registers it: a retired thread record
+ *    (all of a context's are of one size) is popped from the heap's free
+ *    stack and taken over by changing its type, else a new one is
+ *    allocated (lock-free; no walk of the heap either way). The
+ *    thread-exit destructor retires the record by changing its type back
+ *    and pushes it on that stack, after it released the DAG shards the
+ *    thread claimed (dag_shard.c). A pop never registers: a thread
+ *    without a record has nothing to pop.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/prctl.h>
 
@@ -31,6 +35,17 @@
 static uint32_t thread_size(struct blamer *b)
 {
 	return sizeof(struct blamer_thread) + b->stack_depth * sizeof(struct blamer_activity);
+}
+
+/* Where a retired thread record on the heap's free stack keeps its link:
+ * data_version and overflows, which its thread writes only atomically. */
+#define THREAD_LINK	((uint32_t)offsetof(struct blamer_thread, data_version))
+_Static_assert(offsetof(struct blamer_thread, data_version) % 8 == 0 &&
+	       offsetof(struct blamer_thread, overflows) == THREAD_LINK + 4, "the link word");
+
+void bl_thread_rec_give(struct blamer *b, blamer_ref ref)
+{
+	bl_heap_free_push(&b->heap, &b->heap.free_threads, ref, THREAD_LINK);
 }
 
 static struct bl_tls_ent *thread_register(struct blamer *b)
@@ -54,7 +69,9 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 		bl_tls_evict(t, e);
 	}
 	memset(e, 0, sizeof(*e));
-	ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), true);
+	ref = bl_heap_free_pop(&b->heap, &b->heap.free_threads, BLAMER_REC_THREAD, THREAD_LINK);
+	if (!ref)
+		ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), false);
 	if (!ref)
 		return NULL;
 	rec = bl_ptr(&b->heap, ref);
@@ -292,17 +309,22 @@ static inline void pop_on(struct blamer *b, struct blamer_thread *t)
 
 static __attribute__((noinline)) void pop_slow(struct blamer *b)
 {
-	struct bl_tls_ent *e;
-	int err;
+	uint32_t i;
 
 	/* The default not made (or reset since the push): no stack to pop,
 	 * and none is made for it (a pop after blamer_reset() inside an
 	 * activity left a heap of its own behind). */
 	if (!b && !(b = bl_default_peek()))
 		return;
-	e = thread_entry_slow(&b, &err);
-	if (e)
-		pop_on(b, e->rec);
+	/* Nor a thread record: a thread that has none (its push found the
+	 * heap full, or it never pushed) has nothing to pop, and registering
+	 * it made each such pop look for room in the heap. */
+	for (i = 0; i < BL_TLS_ENTS; i++)
+		if (ent_is_current(&bl_tls.e[i], b)) {
+			if (!ld_relaxed(A32(&b->heap.corrupt)))
+				pop_on(b, bl_tls.e[i].rec);
+			return;
+		}
 }
 
 void blamer_pop(struct blamer *b)

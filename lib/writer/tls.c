@@ -44,7 +44,8 @@ static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 	for (i = 0; i < e->nspare; i++)
 		bl_activity_data_give(b, e->spare[i]);
 	e->nspare = 0;
-	bl_record_retire(b, e->ref, BLAMER_REC_THREAD);
+	if (bl_record_retire(b, e->ref, BLAMER_REC_THREAD))
+		bl_thread_rec_give(b, e->ref);
 }
 
 /* The key's destructor: the thread is exiting. */

@@ -17,6 +17,13 @@ static void *push_in_thread(void *b)
 	return (void *)(intptr_t)blamer_push(b, BLAMER_ACTIVITY_TASK, "t", 0, 0);
 }
 
+static void *pop_in_thread(void *b)
+{
+	blamer_pop(b);
+	blamer_pop(b);
+	return NULL;
+}
+
 /* A test record whose key is its first payload word. */
 static uint64_t *key_of(struct bl_heap *h, blamer_ref r)
 {
@@ -122,6 +129,68 @@ TEST_F(ctx, full_heap)
 	ASSERT_EQ(NULL, blamer_path_get(b, (uint64_t[]){ 1 }, 1, NULL, 0));
 	ASSERT_EQ(-ENOSPC, blamer_dag_node(b, 1, 1, "n"));
 	ASSERT_NE(NULL, strstr(blamer_errmsg(), "the heap is full"));
+	t_close(self, b);
+}
+
+/*
+ * A thread with no record that pops makes none: it has nothing to pop.
+ * Before, each pop registered the thread (on a full heap: a search for
+ * room at every pop).
+ */
+TEST_F(ctx, pop_makes_no_thread_record)
+{
+	struct blamer_config c;
+	struct v_stats st;
+	struct v_heap v;
+	struct blamer *b;
+	pthread_t th;
+
+	c = t_cfg(self->dir, 0, 0);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	ASSERT_NE(NULL, blamer_set_int(b, BLAMER_DATA_PROCESS, "ready", 1));
+	ASSERT_EQ(0, pthread_create(&th, NULL, pop_in_thread, b));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	t_view(b, &v);
+	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
+	ASSERT_EQ(0, st.by_type[BLAMER_REC_THREAD] + st.retired[BLAMER_REC_THREAD]);
+	t_close(self, b);
+}
+
+/*
+ * A backend that could not make a slab is not asked again at once (every
+ * allocation of a full heap did: on a full tmpfs, 4 system calls at every
+ * push of a thread without a record), but after GROW_RETRY_NS it is, and
+ * the heap grows when it can. The failure: the directory's fd taken away.
+ */
+TEST_F(ctx, failed_growth_is_retried_later_not_at_once)
+{
+	struct blamer_config c;
+	struct blamer *b;
+	int err = 0, dirfd;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "the dir backend's directory is taken away");
+	c = t_cfg(self->dir, 16384, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	dirfd = b->be.dirfd;
+	b->be.dirfd = -1;
+	while (bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err))
+		;
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_EQ(1, b->heap.nslabs);
+	ASSERT_EQ(0, bl_record_alloc(b, T_REC_TEST, 512));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "cannot grow (1 of max_slabs 4 slabs"))
+		TH_LOG("%s", blamer_errmsg());
+	/* the directory back: not asked again yet */
+	b->be.dirfd = dirfd;
+	ASSERT_EQ(0, bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err));
+	ASSERT_EQ(ENOSPC, err);
+	ASSERT_EQ(1, b->heap.nslabs);
+	/* later: asked, and the heap grows */
+	ASSERT_NE(0, b->heap.grow_retry_ns);
+	b->heap.grow_retry_ns = 1;
+	ASSERT_NE(0, bl_heap_alloc(&b->heap, 512, T_REC_TEST, &err));
+	ASSERT_EQ(2, b->heap.nslabs);
 	t_close(self, b);
 }
 
