@@ -190,7 +190,7 @@ static uint64_t *shard_values(struct blamer_path *p, struct blamer_dag_path *rec
 		s = shard_new(p, rec, tid);
 	if (!s)
 		return NULL;
-	e->claimed_shards = true;
+	bl_claim_note(b, e, s);
 	return s->values;
 }
 

@@ -353,6 +353,7 @@ static inline bool bl_handle_current(struct bl_handle *h)
 struct blamer;
 
 #define BL_SPARE_DATA	4u
+#define BL_CLAIMS	8u
 
 /* Per thread, per context: the thread's record (found without a lock). */
 struct bl_tls_ent {
@@ -363,7 +364,11 @@ struct bl_tls_ent {
 	struct blamer_thread *rec;
 	blamer_ref ref;
 	blamer_ref spare[BL_SPARE_DATA];	/* retired per-activity data records */
-	bool claimed_shards;	/* this thread claimed DAG shards in b's heap */
+	/* The DAG and metric shards this thread claimed in b's heap, which
+	 * its exit releases: the first BL_CLAIMS; nclaims past BL_CLAIMS
+	 * says there were more, and the exit walks the heap for them. */
+	uint32_t nclaims;
+	blamer_ref claims[BL_CLAIMS];
 };
 
 /*
@@ -673,6 +678,10 @@ blamer_ref bl_part(struct blamer *b, enum bl_part part);
 /* Stores 0 with release in the claim of every shard (DAG and metric) of @tid in @b's heap
  * (the thread is exiting; another may take them over). */
 void bl_shards_release(struct blamer *b, int64_t tid);
+/* The thread whose @e it is claimed the shard at @s (records.c). */
+void bl_claim_note(struct blamer *b, struct bl_tls_ent *e, const void *s);
+/* Releases @e's claims, for its thread @tid, in @e->b's heap. */
+void bl_claims_release(struct bl_tls_ent *e, int64_t tid);
 
 /* records.c: the DROPS record of a new heap (before READY). 0 or -errno. */
 int bl_drops_record(struct blamer *b);

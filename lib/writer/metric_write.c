@@ -254,7 +254,7 @@ static uint64_t *shard_values(struct blamer_series *s, struct blamer_metric_rec 
 	while (!atomic_compare_exchange_weak_explicit(A64(&rec->shards), &head, ref,
 						      memory_order_release, memory_order_relaxed));
 mine:
-	e->claimed_shards = true;
+	bl_claim_note(b, e, sh);
 	return sh->value;
 }
 

@@ -27,8 +27,7 @@ static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 
 	if (ld_acquire(A32(&b->state)) != BL_ST_READY || e->gen != ld_relaxed(A32(&b->gen)))
 		return;
-	if (e->claimed_shards)
-		bl_shards_release(b, tid);
+	bl_claims_release(e, tid);
 	/* The data of activities still pushed, and the spares (retired
 	 * already): any thread's now. */
 	for (i = 0; i < b->stack_depth && i < e->rec->stack_slots &&
@@ -83,7 +82,7 @@ void bl_tls_evict(struct bl_tls *t, struct bl_tls_ent *e)
 	if (!e->b || !bl_registry_trylock())
 		return;
 	if (bl_registry_alive(e->b, e->serial)) {
-		if (e->claimed_shards)
+		if (e->nclaims)
 			bl_shard_cache_clear(t);
 		retire_entry(e, t->tid);
 	}
