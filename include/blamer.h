@@ -786,6 +786,17 @@ struct blamer_snap_unit_def {
 	char name[33];		/* [a-z_][a-z0-9_]*, checked */
 };
 
+/* One uid's name of a node, or of an application unit: what the heaps of
+ * that uid give (blamer_snap_uid_node_name(), blamer_snap_uid_unit_def()). */
+struct blamer_snap_uid_node {
+	uint32_t uid;
+	struct blamer_snap_node node;
+};
+struct blamer_snap_uid_unit_def {
+	uint32_t uid;
+	struct blamer_snap_unit_def def;
+};
+
 /* A directory entry the dir backend did not read, and why. */
 struct blamer_snap_skipped {
 	char name[64];		/* made printable, cut */
@@ -827,7 +838,20 @@ struct blamer_snapshot {
 	size_t metric_conflicts;
 	/* the processes by role, ordered by role */
 	struct blamer_snap_role *roles;		size_t nroles;
+	/*
+	 * Added in 0.3, valid only when flags has BLAMER_SNAP_UID_NAMES (the
+	 * reader sets it; a snapshot made by hand without it has none, and
+	 * the per-uid lookups fall back to nodes and unit_defs): the names
+	 * per uid, so that no user's heap names another user's nodes or
+	 * units. One per (uid, id), by uid then id (a named one wins, else
+	 * the first, as in nodes); one per (uid, unit), by uid then unit
+	 * (the least by (name, base) of that uid's heaps).
+	 */
+	struct blamer_snap_uid_node *uid_nodes;		size_t nuid_nodes;
+	struct blamer_snap_uid_unit_def *uid_unit_defs;	size_t nuid_unit_defs;
 };
+/* blamer_snapshot.flags: uid_nodes and uid_unit_defs are set (reader-made) */
+#define BLAMER_SNAP_UID_NAMES	(1u << 31)
 
 struct blamer_reader;
 
@@ -968,6 +992,22 @@ int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
 const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
 							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
+/*
+ * The same as @uid's heaps give them: the views that show a uid's series
+ * (the service's Prometheus series, each process's own, JSON's and the
+ * text views' per-process paths) look names up here, so that another
+ * user's heap can neither rename a node or a unit of @uid nor change its
+ * base (the scale of its values). blamer_snap_unit_def() and
+ * blamer_snap_node_name() are over every uid: for the views that merge
+ * every process (blame's totals). A snapshot without BLAMER_SNAP_UID_NAMES
+ * (made by hand) answers as those.
+ */
+const struct blamer_snap_unit_def *blamer_snap_uid_unit_def(const struct blamer_snapshot *s,
+							    uint32_t uid, uint32_t unit);
+const char *blamer_snap_uid_node_name(const struct blamer_snapshot *s, uint32_t uid,
+				      uint64_t id);
+int blamer_snap_uid_path_string(const struct blamer_snapshot *s, uint32_t uid,
+				const uint64_t *nodes, uint32_t depth, char *buf, size_t len);
 const char *blamer_health_name(enum blamer_health h);
 const char *blamer_unit_name(uint32_t unit);		/* "cpu_ns", "bytes", ... */
 const char *blamer_phase_name(uint32_t phase);

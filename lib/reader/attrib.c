@@ -374,22 +374,42 @@ static bool make_tree(struct blamer_snapshot *s)
 	return count_procs(s);
 }
 
-/*
- * Nodes of every process, merged by id (a named one wins, else the
- * first). Thousands of processes name the same few nodes: each is looked
- * up in a hash table of the distinct ones (grown as they come), and only
- * those are copied and sorted.
- */
-static bool merge_nodes(struct blamer_snapshot *s)
+/* A node as merged: whose (@uid, if merged per uid) and which. */
+struct node_at {
+	const struct blamer_snap_node *n;
+	uint32_t uid;
+};
+
+static int uid_node_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_node **slot = NULL, **ns, *x;
-	struct blamer_snap_node *nodes;
+	const struct blamer_snap_uid_node *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
+}
+
+/*
+ * Nodes of every process, merged by id, or (@by_uid) by uid and id (a
+ * named one wins, else the first). Thousands of processes name the same
+ * few nodes: each is looked up in a hash table of the distinct ones
+ * (grown as they come), and only those are copied out (*@out, *@n,
+ * unsorted; NULL and false out of memory).
+ */
+static bool node_table(const struct blamer_snapshot *s, bool by_uid, struct node_at **out,
+		       size_t *nout)
+{
+	struct node_at *slot = NULL, *ns, *v;
 	size_t i, j, k, n = 0, mask = 0, at;
 	uint64_t seed = rd_seed_new();
 
 	for (i = 0; i < s->nprocs; i++) {
+		uint32_t uid = by_uid ? s->procs[i].uid : 0;
+		uint64_t key_uid = rd_mix(seed ^ uid);
+
 		for (j = 0; j < s->procs[i].nnodes; j++) {
-			x = &s->procs[i].nodes[j];
+			const struct blamer_snap_node *x = &s->procs[i].nodes[j];
+
 			if (2 * (n + 1) > mask) {	/* grow: at most half full */
 				size_t nmask = mask ? mask * 2 + 1 : 63;
 
@@ -399,10 +419,11 @@ static bool merge_nodes(struct blamer_snapshot *s)
 					return false;
 				}
 				for (k = 0; mask && k <= mask; k++) {
-					if (!slot[k])
+					if (!slot[k].n)
 						continue;
-					for (at = rd_mix(slot[k]->id ^ seed) & nmask;
-					     ns[at]; at = (at + 1) & nmask)
+					for (at = rd_mix(slot[k].n->id ^ rd_mix(seed ^ slot[k].uid)) &
+						  nmask;
+					     ns[at].n; at = (at + 1) & nmask)
 						;
 					ns[at] = slot[k];
 				}
@@ -410,27 +431,63 @@ static bool merge_nodes(struct blamer_snapshot *s)
 				slot = ns;
 				mask = nmask;
 			}
-			for (at = rd_mix(x->id ^ seed) & mask;
-			     slot[at] && slot[at]->id != x->id; at = (at + 1) & mask)
+			for (at = rd_mix(x->id ^ key_uid) & mask;
+			     slot[at].n && (slot[at].n->id != x->id || slot[at].uid != uid);
+			     at = (at + 1) & mask)
 				;
-			if (!slot[at])
+			if (!slot[at].n)
 				n++;
-			if (!slot[at] || (!slot[at]->name[0] && x->name[0]))
-				slot[at] = x;
+			if (!slot[at].n || (!slot[at].n->name[0] && x->name[0]))
+				slot[at] = (struct node_at){ x, uid };
 		}
 	}
-	nodes = calloc(n ? n : 1, sizeof(*nodes));
-	if (!nodes) {
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
 		free(slot);
 		return false;
 	}
 	for (k = 0, i = 0; mask && k <= mask; k++)
-		if (slot[k])
-			nodes[i++] = *slot[k];
+		if (slot[k].n)
+			v[i++] = slot[k];
 	free(slot);
+	*out = v;
+	*nout = n;
+	return true;
+}
+
+/* s->nodes, over every uid, and s->uid_nodes, each uid's own: false out
+ * of memory. */
+static bool merge_nodes(struct blamer_snapshot *s)
+{
+	struct blamer_snap_node *nodes;
+	struct blamer_snap_uid_node *un;
+	struct node_at *v;
+	size_t i, n;
+
+	if (!node_table(s, false, &v, &n))
+		return false;
+	nodes = calloc(n ? n : 1, sizeof(*nodes));
+	for (i = 0; nodes && i < n; i++)
+		nodes[i] = *v[i].n;
+	free(v);
+	if (!nodes)
+		return false;
 	qsort(nodes, n, sizeof(*nodes), node_cmp);
 	s->nodes = nodes;
 	s->nnodes = n;
+	if (!node_table(s, true, &v, &n))
+		return false;
+	un = calloc(n ? n : 1, sizeof(*un));
+	for (i = 0; un && i < n; i++) {
+		un[i].uid = v[i].uid;
+		un[i].node = *v[i].n;
+	}
+	free(v);
+	if (!un)
+		return false;
+	qsort(un, n, sizeof(*un), uid_node_cmp);
+	s->uid_nodes = un;
+	s->nuid_nodes = n;
 	return true;
 }
 
@@ -578,8 +635,14 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 	 * per-process data remains. */
 	if (!(s->flags & BLAMER_READ_NO_TOTALS) && make_totals(s) && make_units(s))
 		make_tree(s);
+	/* the per-uid names are there to look up (empty out of memory:
+	 * then no uid's name is another's) */
+	free(s->uid_nodes);
+	s->uid_nodes = NULL;
+	s->nuid_nodes = 0;
 	merge_nodes(s);
 	rd_merge_unit_defs(s);
+	s->flags |= BLAMER_SNAP_UID_NAMES;
 }
 
 const struct blamer_snap_total *blamer_snap_total_find(const struct blamer_snapshot *s,
@@ -633,8 +696,31 @@ const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id)
 	return NULL;
 }
 
-int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nodes,
-			    uint32_t depth, char *buf, size_t len)
+const char *blamer_snap_uid_node_name(const struct blamer_snapshot *s, uint32_t uid,
+				      uint64_t id)
+{
+	size_t lo = 0, hi;
+
+	if (!(s->flags & BLAMER_SNAP_UID_NAMES))
+		return blamer_snap_node_name(s, id);
+	hi = s->nuid_nodes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct blamer_snap_uid_node *x = &s->uid_nodes[mid];
+
+		if (x->uid == uid && x->node.id == id)
+			return x->node.name[0] ? x->node.name : NULL;
+		if (x->uid < uid || (x->uid == uid && x->node.id < id))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* A path as text, its names @uid's (every uid's: UINT64_MAX). */
+static int path_string(const struct blamer_snapshot *s, uint64_t uid, const uint64_t *nodes,
+		       uint32_t depth, char *buf, size_t len)
 {
 	size_t at = 0;
 	uint32_t i;
@@ -642,7 +728,8 @@ int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nod
 	if (len)
 		buf[0] = '\0';
 	for (i = 0; i < depth; i++) {
-		const char *n = blamer_snap_node_name(s, nodes[i]);
+		const char *n = uid == UINT64_MAX ? blamer_snap_node_name(s, nodes[i]) :
+				blamer_snap_uid_node_name(s, (uint32_t)uid, nodes[i]);
 		char *to = at < len ? buf + at : NULL;
 		size_t room = at < len ? len - at : 0;
 		int w = n ? snprintf(to, room, "/%s", n)
@@ -653,4 +740,16 @@ int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nod
 		at += (size_t)w;
 	}
 	return (int)at;
+}
+
+int blamer_snap_path_string(const struct blamer_snapshot *s, const uint64_t *nodes,
+			    uint32_t depth, char *buf, size_t len)
+{
+	return path_string(s, UINT64_MAX, nodes, depth, buf, len);
+}
+
+int blamer_snap_uid_path_string(const struct blamer_snapshot *s, uint32_t uid,
+				const uint64_t *nodes, uint32_t depth, char *buf, size_t len)
+{
+	return path_string(s, uid, nodes, depth, buf, len);
 }

@@ -189,7 +189,7 @@ void rd_decode_unit(struct rd_ctx *c, blamer_ref ref)
 	def.base = r.base;
 	memcpy(def.name, r.name, BLAMER_NAME_MAX);
 	def.name[BLAMER_NAME_MAX] = '\0';
-	if (!rd_add_unit_def(s, &def)) {
+	if (!rd_add_unit_def(s, c->p->uid, &def)) {
 		rd_problem(c->p, BLAMER_HEALTH_UNREADABLE, "out of memory");
 		return;
 	}
@@ -213,24 +213,53 @@ static int def_order(const void *a, const void *b)
 	return def_cmp(x, y);
 }
 
-/*
- * The heaps' names, one per unit: thousands of heaps name the same few
- * units, and every path value of a dead heap the fold looks at looks its
- * unit up. Sorted in place and cut to the winners (the array keeps its
- * capacity, which is at least what rd_add_unit_def() reckons from the
- * count).
- */
-void rd_merge_unit_defs(struct blamer_snapshot *s)
+/* By uid, then as def_order(): the first of a (uid, unit) is its winner. */
+static int uid_def_order(const void *a, const void *b)
 {
+	const struct blamer_snap_uid_unit_def *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return def_order(&x->def, &y->def);
+}
+
+/*
+ * The heaps' names, one per (uid, unit): thousands of heaps name the same
+ * few units, and every path value of a dead heap the fold looks at looks
+ * its unit up. Each uid's own, so that no user's heap renames another's
+ * unit or changes its base (the scale of its values). uid_unit_defs is
+ * sorted in place and cut to the winners (the array keeps its capacity,
+ * which is at least what rd_add_unit_def() reckons from the count);
+ * unit_defs, over every uid, is made of them (the least of a unit's).
+ */
+bool rd_merge_unit_defs(struct blamer_snapshot *s)
+{
+	struct blamer_snap_unit_def *all;
 	size_t i, k = 0;
 
-	if (!s->nunit_defs)
-		return;
-	qsort(s->unit_defs, s->nunit_defs, sizeof(*s->unit_defs), def_order);
-	for (i = 0; i < s->nunit_defs; i++)
-		if (!k || s->unit_defs[k - 1].unit != s->unit_defs[i].unit)
-			s->unit_defs[k++] = s->unit_defs[i];
+	free(s->unit_defs);
+	s->unit_defs = NULL;
+	s->nunit_defs = 0;
+	if (!s->nuid_unit_defs)
+		return true;
+	qsort(s->uid_unit_defs, s->nuid_unit_defs, sizeof(*s->uid_unit_defs), uid_def_order);
+	for (i = 0; i < s->nuid_unit_defs; i++)
+		if (!k || s->uid_unit_defs[k - 1].uid != s->uid_unit_defs[i].uid ||
+		    s->uid_unit_defs[k - 1].def.unit != s->uid_unit_defs[i].def.unit)
+			s->uid_unit_defs[k++] = s->uid_unit_defs[i];
+	s->nuid_unit_defs = k;
+	all = malloc(k * sizeof(*all));
+	if (!all)
+		return false;
+	for (i = 0; i < k; i++)
+		all[i] = s->uid_unit_defs[i].def;
+	qsort(all, k, sizeof(*all), def_order);
+	for (i = 0, k = 0; i < s->nuid_unit_defs; i++)
+		if (!k || all[k - 1].unit != all[i].unit)
+			all[k++] = all[i];
+	s->unit_defs = all;
 	s->nunit_defs = k;
+	return true;
 }
 
 /* A binary search: unit_defs are in unit order (one per unit as the
@@ -254,4 +283,27 @@ const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snap
 		if (!best || def_cmp(&s->unit_defs[lo], best) < 0)
 			best = &s->unit_defs[lo];
 	return best;
+}
+
+/* A binary search of uid_unit_defs (by uid, then unit; one each). */
+const struct blamer_snap_unit_def *blamer_snap_uid_unit_def(const struct blamer_snapshot *s,
+							    uint32_t uid, uint32_t unit)
+{
+	size_t lo = 0, hi;
+
+	if (!(s->flags & BLAMER_SNAP_UID_NAMES))
+		return blamer_snap_unit_def(s, unit);
+	hi = s->nuid_unit_defs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct blamer_snap_uid_unit_def *x = &s->uid_unit_defs[mid];
+
+		if (x->uid == uid && x->def.unit == unit)
+			return &x->def;
+		if (x->uid < uid || (x->uid == uid && x->def.unit < unit))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }

@@ -582,7 +582,7 @@ bool rd_keep_same(const struct rd_kept *e, const struct rd_kept_slab *slabs, uin
  * snapshot; false out of memory (@p as it was: read the heap instead). */
 bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot *s,
 		   struct blamer_snap_process *p);
-/* Keeps @p, just decoded into @s with the unit names s->unit_defs[@first_def..],
+/* Keeps @p, just decoded into @s with the unit names s->uid_unit_defs[@first_def..],
  * read from @slabs, for the next snapshot (if it fits, and was read
  * neither torn nor unreadable). */
 void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
@@ -859,11 +859,14 @@ void rd_process_free(struct blamer_snap_process *p);
  * false (and @to emptied) out of memory. */
 bool rd_process_copy(struct blamer_snapshot *s, struct blamer_snap_process *to,
 		     const struct blamer_snap_process *from);
-/* Appends a unit definition to s->unit_defs; false out of memory. */
-bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d);
-/* decode_dag.c: s->unit_defs sorted by unit and cut to one per unit, the
- * least by (name, base): what blamer_snap_unit_def() looks up. */
-void rd_merge_unit_defs(struct blamer_snapshot *s);
+/* Appends @uid's unit definition to s->uid_unit_defs; false out of memory. */
+bool rd_add_unit_def(struct blamer_snapshot *s, uint32_t uid, const struct blamer_snap_unit_def *d);
+/* decode_dag.c: s->uid_unit_defs sorted by uid and unit and cut to one per
+ * (uid, unit), the least by (name, base): what blamer_snap_uid_unit_def()
+ * looks up; s->unit_defs made of them, one per unit, the least of every
+ * uid's: what blamer_snap_unit_def() looks up. False out of memory
+ * (unit_defs left empty). */
+bool rd_merge_unit_defs(struct blamer_snapshot *s);
 /* The arena bytes rd_process_copy() of @p takes. */
 size_t rd_process_copy_size(const struct blamer_snap_process *p);
 /* The next block of @s's arena: @n bytes (a snapshot whose size is

@@ -68,14 +68,14 @@ bool rd_keep_reuse(struct rd_keep *k, struct rd_kept *e, struct blamer_snapshot 
 {
 	const struct blamer_snapshot *one = e->one;
 	struct blamer_snap_process facts = *p;
-	size_t i, defs = s->nunit_defs;
+	size_t i, defs = s->nuid_unit_defs;
 	struct rd_kept *slot;
 
 	if (!rd_process_copy(s, p, &one->procs[0]))
 		goto fail;
-	for (i = 0; i < one->nunit_defs; i++) {
-		if (!rd_add_unit_def(s, &one->unit_defs[i])) {
-			s->nunit_defs = defs;
+	for (i = 0; i < one->nuid_unit_defs; i++) {
+		if (!rd_add_unit_def(s, one->uid_unit_defs[i].uid, &one->uid_unit_defs[i].def)) {
+			s->nuid_unit_defs = defs;
 			rd_process_free(p);
 			goto fail;
 		}
@@ -116,8 +116,8 @@ void rd_keep_add(struct rd_keep *k, const struct blamer_snapshot *s,
 	if (!q || !e.slabs || !rd_process_copy(e.one, q, p))
 		goto fail;
 	memcpy(e.slabs, slabs, n * sizeof(*slabs));
-	for (i = first_def; i < s->nunit_defs; i++)
-		if (!rd_add_unit_def(e.one, &s->unit_defs[i]))
+	for (i = first_def; i < s->nuid_unit_defs; i++)
+		if (!rd_add_unit_def(e.one, s->uid_unit_defs[i].uid, &s->uid_unit_defs[i].def))
 			goto fail;
 	e.bytes = rd_snapshot_bytes(e.one) + sizeof(*q) + n * sizeof(*slabs);
 	if (k->nbytes + e.bytes > RD_KEEP_MAX || !(slot = next_slot(k)))

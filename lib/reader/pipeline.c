@@ -119,7 +119,7 @@ int rd_pipeline_snapshot(struct blamer_reader *r, struct blamer_snapshot *s,
 			 w.n <= BLAMER_MAX_SLABS;
 		if (w.keep && reuse_kept(r, &w))
 			continue;
-		defs = s->nunit_defs;
+		defs = s->nuid_unit_defs;
 		if (!read_and_parse(r, &w)) {
 			rd_drop_last_process(s);
 			continue;

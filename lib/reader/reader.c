@@ -168,7 +168,7 @@ int blamer_reader_snapshot(struct blamer_reader *r, struct blamer_snapshot **out
 		return -ENOMEM;
 	}
 	s->backend = r->backend;
-	s->flags = r->opts.flags;
+	s->flags = r->opts.flags & ~BLAMER_SNAP_UID_NAMES;
 	snprintf(s->source, sizeof(s->source), "%s", r->source);
 	ret = rd_pipeline_snapshot(r, s, err, errlen);
 	if (ret) {
@@ -205,6 +205,9 @@ size_t blamer_snapshot_filter(struct blamer_snapshot *s,
 	free(s->units);
 	free(s->tree);
 	free(s->nodes);
+	free(s->uid_nodes);
+	s->uid_nodes = NULL;
+	s->nuid_nodes = 0;
 	s->totals = NULL;
 	s->units = NULL;
 	s->tree = NULL;

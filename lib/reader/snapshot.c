@@ -238,22 +238,23 @@ void rd_problem(struct blamer_snap_process *p, enum blamer_health h,
 }
 
 /*
- * Appends @d to s->unit_defs: capacity 8, then doubled at each power of
- * two (rd_merge_unit_defs() may cut the count, never the capacity).
- * False out of memory.
+ * Appends @d, @uid's, to s->uid_unit_defs: capacity 8, then doubled at
+ * each power of two (rd_merge_unit_defs() may cut the count, never the
+ * capacity). False out of memory.
  */
-bool rd_add_unit_def(struct blamer_snapshot *s, const struct blamer_snap_unit_def *d)
+bool rd_add_unit_def(struct blamer_snapshot *s, uint32_t uid, const struct blamer_snap_unit_def *d)
 {
-	struct blamer_snap_unit_def *nd;
-	size_t n = s->nunit_defs;
+	struct blamer_snap_uid_unit_def *nd;
+	size_t n = s->nuid_unit_defs;
 
 	if (!n || (n >= 8 && !(n & (n - 1)))) {
-		nd = realloc(s->unit_defs, (n ? 2 * n : 8) * sizeof(*nd));
+		nd = realloc(s->uid_unit_defs, (n ? 2 * n : 8) * sizeof(*nd));
 		if (!nd)
 			return false;
-		s->unit_defs = nd;
+		s->uid_unit_defs = nd;
 	}
-	s->unit_defs[s->nunit_defs++] = *d;
+	s->uid_unit_defs[s->nuid_unit_defs].uid = uid;
+	s->uid_unit_defs[s->nuid_unit_defs++].def = *d;
 	return true;
 }
 
@@ -430,6 +431,8 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->nodes);
 	free(s->skipped);
 	free(s->unit_defs);
+	free(s->uid_unit_defs);
+	free(s->uid_nodes);
 	free(s->series);
 	free(s->roles);
 	/* the blocks go to the pool for the next snapshot (any there
