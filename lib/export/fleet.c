@@ -296,12 +296,12 @@ static uint64_t path_hash(const struct blamer_fleet *f, size_t i)
 
 static uint64_t node_hash(const struct blamer_fleet *f, size_t i)
 {
-	return ex_mix(f->seed ^ 2, f->nodes[i].id);
+	return ex_mix(ex_mix(f->seed ^ 2, f->nodes[i].uid), f->nodes[i].node.id);
 }
 
 static uint64_t unit_hash(const struct blamer_fleet *f, size_t i)
 {
-	return ex_mix(f->seed ^ 3, f->units[i].unit);
+	return ex_mix(ex_mix(f->seed ^ 3, f->units[i].uid), f->units[i].def.unit);
 }
 
 static uint64_t uidn_hash(const struct blamer_fleet *f, size_t i)
@@ -374,43 +374,51 @@ static size_t path_bytes(uint32_t depth)
 /* A node's or a unit's line (names of at most 32 bytes). */
 #define FL_NAME_BYTES	(6 + 2 * FL_NUM_BYTES + 4 + 3 * 32)
 
-/* The index of node @id in the remainder, f->nnodes if none (*@at the
- * free slot its probe ended on); SIZE_MAX out of memory. */
-static size_t node_at(struct blamer_fleet *f, uint64_t id, size_t *at)
+/* The index of @uid's node @id in the remainder, f->nnodes if none (*@at
+ * the free slot its probe ended on); SIZE_MAX out of memory. */
+static size_t node_at(struct blamer_fleet *f, uint32_t uid, uint64_t id, size_t *at)
 {
 	struct fl_index *ix = &f->nodes_ix;
+	const struct blamer_snap_uid_node *x;
 
 	if (!ix_fit(f, ix, f->nnodes, node_hash))
 		return SIZE_MAX;
-	for (*at = ex_mix(f->seed ^ 2, id) & ix->mask; ix->slot[*at]; *at = (*at + 1) & ix->mask)
-		if (f->nodes[ix->slot[*at] - 1].id == id)
+	for (*at = ex_mix(ex_mix(f->seed ^ 2, uid), id) & ix->mask; ix->slot[*at];
+	     *at = (*at + 1) & ix->mask) {
+		x = &f->nodes[ix->slot[*at] - 1];
+		if (x->uid == uid && x->node.id == id)
 			return ix->slot[*at] - 1;
+	}
 	return f->nnodes;
 }
 
-/* The index of named unit @unit in the remainder, as node_at(). */
-static size_t unit_at(struct blamer_fleet *f, uint32_t unit, size_t *at)
+/* The index of @uid's named unit @unit in the remainder, as node_at(). */
+static size_t unit_at(struct blamer_fleet *f, uint32_t uid, uint32_t unit, size_t *at)
 {
 	struct fl_index *ix = &f->units_ix;
+	const struct blamer_snap_uid_unit_def *x;
 
 	if (!ix_fit(f, ix, f->nunits, unit_hash))
 		return SIZE_MAX;
-	for (*at = ex_mix(f->seed ^ 3, unit) & ix->mask; ix->slot[*at]; *at = (*at + 1) & ix->mask)
-		if (f->units[ix->slot[*at] - 1].unit == unit)
+	for (*at = ex_mix(ex_mix(f->seed ^ 3, uid), unit) & ix->mask; ix->slot[*at];
+	     *at = (*at + 1) & ix->mask) {
+		x = &f->units[ix->slot[*at] - 1];
+		if (x->uid == uid && x->def.unit == unit)
 			return ix->slot[*at] - 1;
+	}
 	return f->nunits;
 }
 
 /* The names @nodes use charged to @u, each once (@charged: by index);
  * false out of memory. */
 static bool charge_nodes(struct blamer_fleet *f, struct fl_uid_series *u, bool *charged,
-			 const uint64_t *nodes, uint32_t depth)
+			 uint32_t uid, const uint64_t *nodes, uint32_t depth)
 {
 	size_t at, k;
 	uint32_t i;
 
 	for (i = 0; i < depth; i++) {
-		k = node_at(f, nodes[i], &at);
+		k = node_at(f, uid, nodes[i], &at);
 		if (k == SIZE_MAX)
 			return false;
 		if (k < f->nnodes && !charged[k]) {
@@ -437,7 +445,7 @@ static bool count_records(struct blamer_fleet *f, bool *node_charged, bool *unit
 		const struct fl_series *x = &f->series[i];
 
 		if (!(u = uid_series(f, x->uid)) ||
-		    !charge_nodes(f, u, node_charged, x->nodes, x->depth))
+		    !charge_nodes(f, u, node_charged, x->uid, x->nodes, x->depth))
 			return false;
 		u->n++;
 		u->bytes += series_bytes(&f->defs[x->def], x->depth, x->values, x->nexact);
@@ -446,8 +454,8 @@ static bool count_records(struct blamer_fleet *f, bool *node_charged, bool *unit
 		const struct fl_path *x = &f->paths[i];
 
 		if (!(u = uid_series(f, x->uid)) ||
-		    !charge_nodes(f, u, node_charged, x->nodes, x->depth) ||
-		    (k = unit_at(f, x->unit, &at)) == SIZE_MAX)
+		    !charge_nodes(f, u, node_charged, x->uid, x->nodes, x->depth) ||
+		    (k = unit_at(f, x->uid, x->unit, &at)) == SIZE_MAX)
 			return false;
 		u->bytes += path_bytes(x->depth);
 		if (k < f->nunits && !unit_charged[k]) {
@@ -650,13 +658,14 @@ static bool folds(const struct blamer_snap_metric_def *d)
 /* The bytes @nodes' names may add that the remainder has not named
  * (counted again if a heap names one twice: a bound, never less). */
 static size_t new_names_bytes(struct blamer_fleet *f, const struct blamer_snapshot *s,
-			      const uint64_t *nodes, uint32_t depth)
+			      uint32_t uid, const uint64_t *nodes, uint32_t depth)
 {
 	size_t n = 0, at;
 	uint32_t i;
 
 	for (i = 0; i < depth; i++)
-		if (blamer_snap_node_name(s, nodes[i]) && node_at(f, nodes[i], &at) == f->nnodes)
+		if (blamer_snap_uid_node_name(s, uid, nodes[i]) &&
+		    node_at(f, uid, nodes[i], &at) == f->nnodes)
 			n += FL_NAME_BYTES;
 	return n;
 }
@@ -695,16 +704,16 @@ static size_t paths_cost(struct blamer_fleet *f, const struct blamer_snapshot *s
 
 		for (j = 0; j < sp->nvalues; j++) {
 			if ((k = path_find(f, p->uid, sp, j, &at)) == SIZE_MAX ||
-			    unit_at(f, sp->units[j], &at) == SIZE_MAX)
+			    unit_at(f, p->uid, sp->units[j], &at) == SIZE_MAX)
 				return SIZE_MAX;
 			if (k == f->npaths)
 				n += path_bytes(sp->depth);
 			if (sp->units[j] >= BLAMER_UNIT_APP_BASE &&
-			    blamer_snap_unit_def(s, sp->units[j]) &&
-			    unit_at(f, sp->units[j], &at) == f->nunits)
+			    blamer_snap_uid_unit_def(s, p->uid, sp->units[j]) &&
+			    unit_at(f, p->uid, sp->units[j], &at) == f->nunits)
 				n += FL_NAME_BYTES;
 		}
-		n += new_names_bytes(f, s, sp->nodes, sp->depth);
+		n += new_names_bytes(f, s, p->uid, sp->nodes, sp->depth);
 	}
 	return n;
 }
@@ -744,7 +753,7 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		j = def_named(f, m->def->name, p->uid, &at);
 		if (j < f->ndefs && blamer_metric_def_cmp(&f->defs[j], m->def))
 			return false;
-		bytes += new_names_bytes(f, s, m->nodes, m->depth);
+		bytes += new_names_bytes(f, s, p->uid, m->nodes, m->depth);
 		if (j == f->ndefs)
 			bytes += def_bytes(m->def);	/* (once per series: a bound) */
 		if (j == f->ndefs || series_find(f, j, p->uid, m, &at) == f->nseries) {
@@ -860,25 +869,27 @@ static bool fold_drop(struct blamer_fleet *f, uint32_t uid, uint32_t reason, uin
 
 static int node_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_node *x = a, *y = b;
+	const struct blamer_snap_uid_node *x = a, *y = b;
 
-	return (x->id > y->id) - (x->id < y->id);
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
 }
 
-/* The name @s gives node @id, kept for the remainder's labels (the first
- * kept wins: a series' labels do not change), charged to @u. Appended:
- * the fold sorts the nodes once it is done (sort_nodes()), not at each
- * one. */
+/* The name @s gives @u's node @id (its uid's heaps' name, never another
+ * user's), kept for the remainder's labels (the first kept wins: a
+ * series' labels do not change), charged to @u. Appended: the fold sorts
+ * the nodes once it is done (sort_nodes()), not at each one. */
 static bool remember_node(struct blamer_fleet *f, struct fl_uid_series *u,
 			  const struct blamer_snapshot *s, uint64_t id)
 {
-	const char *name = blamer_snap_node_name(s, id);
-	struct blamer_snap_node *v;
+	const char *name = blamer_snap_uid_node_name(s, u->uid, id);
+	struct blamer_snap_uid_node *v;
 	size_t at, k;
 
 	if (!name)
 		return true;
-	k = node_at(f, id, &at);
+	k = node_at(f, u->uid, id, &at);
 	if (k != f->nnodes)
 		return k != SIZE_MAX;
 	v = realloc(f->nodes, (f->nnodes + 1) * sizeof(*v));
@@ -886,8 +897,9 @@ static bool remember_node(struct blamer_fleet *f, struct fl_uid_series *u,
 		return false;
 	f->nodes = v;
 	memset(&v[f->nnodes], 0, sizeof(*v));
-	v[f->nnodes].id = id;
-	snprintf(v[f->nnodes].name, sizeof(v->name), "%s", name);
+	v[f->nnodes].uid = u->uid;
+	v[f->nnodes].node.id = id;
+	snprintf(v[f->nnodes].node.name, sizeof(v->node.name), "%s", name);
 	ix_add(&f->nodes_ix, at, f->nnodes++);
 	u->bytes += FL_NAME_BYTES;
 	return true;
@@ -908,20 +920,21 @@ static bool remember_unit(struct blamer_fleet *f, struct fl_uid_series *u,
 			  const struct blamer_snapshot *s, uint32_t unit)
 {
 	const struct blamer_snap_unit_def *d = unit >= BLAMER_UNIT_APP_BASE ?
-					       blamer_snap_unit_def(s, unit) : NULL;
-	struct blamer_snap_unit_def *v;
+					       blamer_snap_uid_unit_def(s, u->uid, unit) : NULL;
+	struct blamer_snap_uid_unit_def *v;
 	size_t at, k;
 
 	if (!d)
 		return true;
-	k = unit_at(f, unit, &at);
+	k = unit_at(f, u->uid, unit, &at);
 	if (k != f->nunits)
 		return k != SIZE_MAX;
 	v = realloc(f->units, (f->nunits + 1) * sizeof(*v));
 	if (!v)
 		return false;
 	f->units = v;
-	f->units[f->nunits] = *d;
+	f->units[f->nunits].uid = u->uid;
+	f->units[f->nunits].def = *d;
 	ix_add(&f->units_ix, at, f->nunits++);
 	u->bytes += FL_NAME_BYTES;
 	return true;

@@ -88,9 +88,12 @@ struct blamer_fleet {
 	size_t ndrops;
 	struct fl_ident *idents;	/* folded heaps still present, sorted */
 	size_t nidents;
-	struct blamer_snap_node *nodes;	/* names the remainder's paths use, by id */
+	/* names the remainder's paths use, each uid's own (as the reader
+	 * keeps them: no user's heap names another's), by uid then id */
+	struct blamer_snap_uid_node *nodes;
 	size_t nnodes;
-	struct blamer_snap_unit_def *units;	/* names of the units they use, by unit */
+	/* names of the units they use, each uid's own, by uid then unit */
+	struct blamer_snap_uid_unit_def *units;
 	size_t nunits;
 	uint64_t generation;	/* commits made */
 	uint64_t folded;	/* heaps folded, ever */

@@ -46,8 +46,9 @@
 
 #include "fleet.h"
 
-#define STATE_MAGIC	"blamer-fold 2"
-#define STATE_MAGIC_1	"blamer-fold 1"	/* definitions without their uid */
+#define STATE_MAGIC	"blamer-fold 3"
+#define STATE_MAGIC_2	"blamer-fold 2"	/* node and unit names without their uid */
+#define STATE_MAGIC_1	"blamer-fold 1"	/* definitions without their uid too */
 #define NO_UID		UINT32_MAX	/* a version 1 definition's, until a series says */
 
 void fl_test_abort(const struct blamer_fleet *f, uint32_t step)
@@ -244,13 +245,14 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 		end_line(o);
 	}
 	for (i = 0; i < f->nnodes; i++) {
-		putf(o, "node %" PRIx64, f->nodes[i].id);
-		put_str(o, f->nodes[i].name);
+		putf(o, "node %" PRIu32 " %" PRIx64, f->nodes[i].uid, f->nodes[i].node.id);
+		put_str(o, f->nodes[i].node.name);
 		end_line(o);
 	}
 	for (i = 0; i < f->nunits; i++) {
-		putf(o, "unit %" PRIu32 " %" PRIu32, f->units[i].unit, f->units[i].base);
-		put_str(o, f->units[i].name);
+		putf(o, "unit %" PRIu32 " %" PRIu32 " %" PRIu32, f->units[i].uid,
+		     f->units[i].def.unit, f->units[i].def.base);
+		put_str(o, f->units[i].def.name);
 		end_line(o);
 	}
 	for (i = 0; i < f->ndefs; i++) {
@@ -400,7 +402,7 @@ fail:
 struct in {
 	char *line;		/* the current line, cut into words as read */
 	unsigned no;		/* its number */
-	unsigned version;	/* of the state: 1 or 2 */
+	unsigned version;	/* of the state: 1, 2 or 3 */
 	const char *why;	/* the first thing wrong */
 };
 
@@ -665,11 +667,19 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 		f->source = str_of(in, PATH_MAX);
 		return f->source != NULL;
 	}
+	/* version 3: each uid's own names; before, one for every uid (NO_UID
+	 * until names_per_uid() says whose) */
 	if (!strcmp(kind, "node")) {
+		struct blamer_snap_uid_node *x;
+
 		GROW(f->nodes, f->nnodes);
-		if (!u64_of(in, 16, &f->nodes[f->nnodes].id) || !(s = str_of(in, 32)))
+		x = &f->nodes[f->nnodes];
+		x->uid = NO_UID;
+		if ((in->version > 2 && !u32_of(in, NO_UID - 1, &x->uid)) ||
+		    !u64_of(in, 16, &x->node.id) || !(s = str_of(in, 32)))
 			return false;
-		snprintf(f->nodes[f->nnodes++].name, sizeof(f->nodes->name), "%s", s);
+		snprintf(x->node.name, sizeof(x->node.name), "%s", s);
+		f->nnodes++;
 		free(s);
 		return true;
 	}
@@ -677,7 +687,10 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 		struct blamer_snap_unit_def *u;
 
 		GROW(f->units, f->nunits);
-		u = &f->units[f->nunits++];
+		f->units[f->nunits].uid = NO_UID;
+		if (in->version > 2 && !u32_of(in, NO_UID - 1, &f->units[f->nunits].uid))
+			return false;
+		u = &f->units[f->nunits++].def;
 		if (!u32_of(in, UINT32_MAX, &u->unit) || u->unit < BLAMER_UNIT_APP_BASE ||
 		    !u32_of(in, BLAMER_BASE_BYTES, &u->base) || !(s = str_of(in, 31))) {
 			in->why = in->why ? in->why : "a bad unit";
@@ -792,9 +805,20 @@ int fl_ident_cmp(const void *a, const void *b)
 
 static int node_order(const void *a, const void *b)
 {
-	const struct blamer_snap_node *x = a, *y = b;
+	const struct blamer_snap_uid_node *x = a, *y = b;
 
-	return (x->id > y->id) - (x->id < y->id);
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
+}
+
+static int unit_order(const void *a, const void *b)
+{
+	const struct blamer_snap_uid_unit_def *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->def.unit > y->def.unit) - (x->def.unit < y->def.unit);
 }
 
 /* Orders of the state's series, paths, definitions and drops by what
@@ -896,8 +920,11 @@ static const char *duplicates(const struct blamer_fleet *f)
 		if (i && !fl_ident_cmp(&f->idents[i - 1], &f->idents[i]))
 			return "a heap listed twice";
 	for (i = 0; i < f->nnodes; i++)
-		if (i && f->nodes[i - 1].id == f->nodes[i].id)
-			return "a node named twice";
+		if (i && !node_order(&f->nodes[i - 1], &f->nodes[i]))
+			return "a node named twice for a uid";
+	for (i = 0; i < f->nunits; i++)
+		if (i && !unit_order(&f->units[i - 1], &f->units[i]))
+			return "a unit named twice for a uid";
 	for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
 		int r = any_twice(f, n[i], cmp[i]);
 
@@ -979,6 +1006,116 @@ static const char *defs_per_uid(struct blamer_fleet *f)
 	return NULL;
 }
 
+/* A uid and a node id, or a unit, that the remainder's records use. */
+struct uid_use {
+	uint32_t uid;
+	uint64_t id;
+};
+
+static int use_cmp(const void *a, const void *b)
+{
+	const struct uid_use *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+/*
+ * A version 1 or 2 state's node and unit names, which served every uid,
+ * made per uid: each is copied to every uid whose series or paths use it
+ * (so no label the exporter wrote changes), and one no record uses is
+ * dropped. From then on a uid's names are its own (written as version 3
+ * at the next commit). Sorted, not searched (untrusted input). NULL, or
+ * why not.
+ */
+static const char *names_per_uid(struct blamer_fleet *f)
+{
+	size_t n = 0, i, j, k, m;
+	struct uid_use *v;
+	uint32_t d;
+
+	for (i = 0; i < f->nseries; i++)
+		n += f->series[i].depth;
+	for (i = 0; i < f->npaths; i++)
+		n += f->paths[i].depth + 1;
+	v = malloc((n + 1) * sizeof(*v));
+	if (!v)
+		return "out of memory";
+	/* nodes: every (uid, id) of a series or path */
+	for (i = 0, m = 0; i < f->nseries; i++)
+		for (d = 0; d < f->series[i].depth; d++)
+			v[m++] = (struct uid_use){ f->series[i].uid, f->series[i].nodes[d] };
+	for (i = 0; i < f->npaths; i++)
+		for (d = 0; d < f->paths[i].depth; d++)
+			v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].nodes[d] };
+	qsort(v, m, sizeof(*v), use_cmp);
+	if (f->nnodes) {
+		struct blamer_snap_uid_node *old = f->nodes, *nv;
+		size_t nold = f->nnodes;
+
+		qsort(old, nold, sizeof(*old), node_order);	/* all NO_UID: by id */
+		for (i = 1; i < nold; i++)
+			if (old[i - 1].node.id == old[i].node.id) {
+				free(v);
+				return "a node named twice";
+			}
+		nv = malloc((m + 1) * sizeof(*nv));
+		if (!nv) {
+			free(v);
+			return "out of memory";
+		}
+		for (i = 0, j = 0, k = 0; i < m; i++) {
+			if (i && !use_cmp(&v[i - 1], &v[i]))
+				continue;
+			while (j < nold && old[j].node.id < v[i].id)
+				j++;
+			if (j < nold && old[j].node.id == v[i].id) {
+				nv[k] = old[j];
+				nv[k++].uid = v[i].uid;
+			}
+		}
+		free(old);
+		f->nodes = nv;
+		f->nnodes = k;
+	}
+	/* units: every (uid, unit) of a path */
+	for (i = 0, m = 0; i < f->npaths; i++)
+		v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].unit };
+	qsort(v, m, sizeof(*v), use_cmp);
+	if (f->nunits) {
+		struct blamer_snap_uid_unit_def *old = f->units, *nv;
+		size_t nold = f->nunits;
+
+		qsort(old, nold, sizeof(*old), unit_order);
+		for (i = 1; i < nold; i++)
+			if (old[i - 1].def.unit == old[i].def.unit) {
+				free(v);
+				return "a unit named twice";
+			}
+		nv = malloc((m + 1) * sizeof(*nv));
+		if (!nv) {
+			free(v);
+			return "out of memory";
+		}
+		for (i = 0, j = 0, k = 0; i < m; i++) {
+			if (i && !use_cmp(&v[i - 1], &v[i]))
+				continue;
+			while (j < nold && old[j].def.unit < v[i].id)
+				j++;
+			if (j < nold && old[j].def.unit == v[i].id) {
+				nv[k] = old[j];
+				nv[k++].uid = v[i].uid;
+			}
+		}
+		free(old);
+		f->units = nv;
+		f->nunits = k;
+	}
+	free(v);
+	return NULL;
+}
+
 int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 {
 	struct in in = { 0 };
@@ -1048,9 +1185,10 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		in.no++;
 		in.why = NULL;
 		if (in.no == 1) {
-			in.version = !strcmp(p, STATE_MAGIC) ? 2 : !strcmp(p, STATE_MAGIC_1) ? 1 : 0;
+			in.version = !strcmp(p, STATE_MAGIC) ? 3 : !strcmp(p, STATE_MAGIC_2) ? 2 :
+				     !strcmp(p, STATE_MAGIC_1) ? 1 : 0;
 			if (!in.version) {
-				in.why = "not a blamer fold state (version 1 or 2)";
+				in.why = "not a blamer fold state (version 1, 2 or 3)";
 				break;
 			}
 			continue;
@@ -1063,9 +1201,11 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		}
 	}
 	if (!in.why && !in.no)
-		in.why = "not a blamer fold state (version 1 or 2)";
+		in.why = "not a blamer fold state (version 1, 2 or 3)";
 	if (!in.why && in.version == 1)
 		in.why = defs_per_uid(f);
+	if (!in.why && in.version < 3)
+		in.why = names_per_uid(f);
 	if (!in.why && in.no != nlines)
 		in.why = "the count of lines does not match";
 	if (!in.why) {
@@ -1073,6 +1213,8 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 			qsort(f->idents, f->nidents, sizeof(*f->idents), fl_ident_cmp);
 		if (f->nnodes)
 			qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_order);
+		if (f->nunits)
+			qsort(f->units, f->nunits, sizeof(*f->units), unit_order);
 		in.why = duplicates(f);
 	}
 	if (in.why) {

@@ -99,10 +99,13 @@ static void fields(struct bl_json *j, const char *key, const struct blamer_snap_
 }
 
 /* A unit and its name: the library's, the name its heaps give it
- * (blamer_dag_unit(), as Prometheus uses it), else "unitN". */
-static void unit(struct bl_json *j, const struct blamer_snapshot *s, uint32_t u)
+ * (blamer_dag_unit(), as Prometheus uses it: a process's, its uid's
+ * heaps'; the attribution view's, BL_JSON_ANY_UID, every uid's), else
+ * "unitN". */
+static void unit(struct bl_json *j, const struct blamer_snapshot *s, uint64_t uid, uint32_t u)
 {
-	const struct blamer_snap_unit_def *d = blamer_snap_unit_def(s, u);
+	const struct blamer_snap_unit_def *d = uid == BL_JSON_ANY_UID ? blamer_snap_unit_def(s, u) :
+					       blamer_snap_uid_unit_def(s, (uint32_t)uid, u);
 	const char *n = blamer_unit_name(u);
 	char app[24];
 
@@ -268,12 +271,12 @@ static void details(struct bl_json *j, const struct blamer_snapshot *s,
 		const struct blamer_snap_path *sp = &p->paths[i];
 
 		bl_json_object(j);
-		bl_json_path(j, s, sp->nodes, sp->depth);
+		bl_json_path(j, s, p->uid, sp->nodes, sp->depth);
 		bl_json_key(j, "values");
 		bl_json_array(j);
 		for (k = 0; k < sp->nvalues; k++) {
 			bl_json_object(j);
-			unit(j, s, sp->units[k]);
+			unit(j, s, p->uid, sp->units[k]);
 			bl_json_kv_u64(j, "value", sp->values[k]);
 			bl_json_object_end(j);
 		}
@@ -425,8 +428,8 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		const struct blamer_snap_total *t = &s->totals[i];
 
 		bl_json_object(j);
-		bl_json_path(j, s, t->nodes, t->depth);
-		unit(j, s, t->unit);
+		bl_json_path(j, s, BL_JSON_ANY_UID, t->nodes, t->depth);
+		unit(j, s, BL_JSON_ANY_UID, t->unit);
 		bl_json_kv_u64(j, "value", t->value);
 		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_object_end(j);
@@ -436,7 +439,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 	bl_json_array(j);
 	for (u = 0; u < s->nunits; u++) {
 		bl_json_object(j);
-		unit(j, s, s->units[u]);
+		unit(j, s, BL_JSON_ANY_UID, s->units[u]);
 		bl_json_object_end(j);
 	}
 	bl_json_array_end(j);
@@ -446,7 +449,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		const struct blamer_snap_tree_node *t = &s->tree[i];
 
 		bl_json_object(j);
-		bl_json_path(j, s, t->nodes, t->depth);
+		bl_json_path(j, s, BL_JSON_ANY_UID, t->nodes, t->depth);
 		bl_json_kv_bool(j, "walked", t->walked);
 		bl_json_kv_u32(j, "processes", t->nprocs);
 		bl_json_key(j, "self");

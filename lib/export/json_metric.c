@@ -11,8 +11,8 @@
 #include "json_metric.h"
 #include "json_writer.h"
 
-void bl_json_path(struct bl_json *j, const struct blamer_snapshot *s, const uint64_t *nodes,
-		  uint32_t depth)
+void bl_json_path(struct bl_json *j, const struct blamer_snapshot *s, uint64_t uid,
+		  const uint64_t *nodes, uint32_t depth)
 {
 	uint32_t i;
 
@@ -24,7 +24,8 @@ void bl_json_path(struct bl_json *j, const struct blamer_snapshot *s, const uint
 	bl_json_key(j, "names");
 	bl_json_array(j);
 	for (i = 0; i < depth; i++)
-		bl_json_string(j, blamer_snap_node_name(s, nodes[i]));
+		bl_json_string(j, uid == BL_JSON_ANY_UID ? blamer_snap_node_name(s, nodes[i]) :
+				  blamer_snap_uid_node_name(s, (uint32_t)uid, nodes[i]));
 	bl_json_array_end(j);
 }
 
@@ -116,7 +117,7 @@ void bl_json_process_metrics(struct bl_json *j, const struct blamer_snapshot *s,
 		bl_json_object(j);
 		def_head(j, m->def);
 		labels(j, m->def, m->values);
-		bl_json_path(j, s, m->nodes, m->depth);
+		bl_json_path(j, s, p->uid, m->nodes, m->depth);
 		bl_json_kv_bool(j, "cut", m->cut);
 		bl_json_kv_bool(j, "conflict", m->conflict);
 		values(j, m->def, m->value, m->count, m->buckets, m->stamp_ns, false);
@@ -141,7 +142,7 @@ void bl_json_service(struct bl_json *j, const struct blamer_snapshot *s)
 		bl_json_kv_string(j, "help", x->def->help);
 		bl_json_kv_u32(j, "uid", x->uid);
 		labels(j, x->def, x->first->values);
-		bl_json_path(j, s, x->first->nodes, x->first->depth);
+		bl_json_path(j, s, x->uid, x->first->nodes, x->first->depth);
 		if (x->proc) {
 			bl_json_kv_i32(j, "pid", x->proc->pid);
 			bl_json_kv_u64(j, "start_time_ns", x->proc->start_time_ns);

@@ -129,14 +129,15 @@ static const struct {
 
 static int def_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_unit_def *x = *(const struct blamer_snap_unit_def *const *)a;
-	const struct blamer_snap_unit_def *y = *(const struct blamer_snap_unit_def *const *)b;
+	const struct named *x = a, *y = b;
 	int c;
 
-	if (x->unit != y->unit)
-		return x->unit < y->unit ? -1 : 1;
-	c = strcmp(x->name, y->name);
-	return c ? c : (x->base > y->base) - (x->base < y->base);
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->def->unit != y->def->unit)
+		return x->def->unit < y->def->unit ? -1 : 1;
+	c = strcmp(x->def->name, y->def->name);
+	return c ? c : (x->def->base > y->def->base) - (x->def->base < y->def->base);
 }
 
 /* A metric name part, as the reader checks it: the family name is made
@@ -158,52 +159,59 @@ static int named_fam_cmp(const void *a, const void *b)
 	const struct named *x = a, *y = b;
 	int c = strcmp(x->fam, y->fam);
 
-	return c ? c : (x->def->unit > y->def->unit) - (x->def->unit < y->def->unit);
+	return c ? c : def_cmp(a, b);
 }
 
 static int named_unit_cmp(const void *a, const void *b)
 {
 	const struct named *x = a, *y = b;
 
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
 	return (x->def->unit > y->def->unit) - (x->def->unit < y->def->unit);
 }
 
+static bool def_ok(const struct blamer_snap_unit_def *d)
+{
+	return name_ok(d->name) && d->unit >= BLAMER_UNIT_APP_BASE && d->base <= BLAMER_BASE_BYTES;
+}
+
 /*
- * The named units of the snapshot, one per unit (blamer_snap_unit_def()'s
- * choice: the least definition), sorted by unit, with family indexes from
- * NFIXED on: units whose family names are equal share one prom_family(their
- * unit label tells them apart). *nfam gets the number of families.
+ * The named units of the snapshot, one per (uid, unit): each uid's own
+ * (blamer_snap_uid_unit_def()'s choice), so that no user's heap names
+ * another's unit or changes its base (a snapshot without per-uid names:
+ * one per unit, blamer_snap_unit_def()'s, as uid 0's for every uid).
+ * Sorted by uid, then unit, with family indexes from NFIXED on: units
+ * whose family names are equal share one prom_family (their unit and uid
+ * labels tell them apart). *nfam gets the number of families.
  */
-static struct named *named_units(const struct blamer_snapshot *s, size_t *n, size_t *nfam)
+static struct named *named_units(const struct blamer_snapshot *s, bool per_uid, size_t *n,
+				 size_t *nfam)
 {
 	static const char *const suffix[] = { "_total", "_seconds_total", "_bytes_total" };
-	const struct blamer_snap_unit_def **defs;
-	struct named *v;
-	size_t i, k = 0, nd = s->nunit_defs;
+	size_t nd = per_uid ? s->nuid_unit_defs : s->nunit_defs, i, k = 0;
+	struct named *v = malloc((nd + 1) * sizeof(*v));
 
-	defs = malloc((nd + 1) * sizeof(*defs));
-	v = malloc((nd + 1) * sizeof(*v));
-	if (!defs || !v) {
-		free(defs);
-		free(v);
+	if (!v)
 		return NULL;
-	}
-	for (i = k = 0; i < nd; i++)
-		if (name_ok(s->unit_defs[i].name) && s->unit_defs[i].unit >= BLAMER_UNIT_APP_BASE &&
-		    s->unit_defs[i].base <= BLAMER_BASE_BYTES)
-			defs[k++] = &s->unit_defs[i];
-	nd = k;
-	k = 0;
-	qsort(defs, nd, sizeof(*defs), def_cmp);
 	for (i = 0; i < nd; i++) {
-		if (k && v[k - 1].def->unit == defs[i]->unit)
-			continue;
-		v[k].def = defs[i];
-		snprintf(v[k].fam, sizeof(v[k].fam), "blamer_app_%s%s", defs[i]->name,
-			 suffix[defs[i]->base]);
+		const struct blamer_snap_unit_def *d = per_uid ? &s->uid_unit_defs[i].def :
+								 &s->unit_defs[i];
+
+		if (def_ok(d))
+			v[k++] = (struct named){ .def = d,
+						 .uid = per_uid ? s->uid_unit_defs[i].uid : 0 };
+	}
+	nd = k;
+	qsort(v, nd, sizeof(*v), def_cmp);
+	for (i = 0, k = 0; i < nd; i++) {
+		if (k && v[k - 1].uid == v[i].uid && v[k - 1].def->unit == v[i].def->unit)
+			continue;	/* the least of a (uid, unit) */
+		v[k] = v[i];
+		snprintf(v[k].fam, sizeof(v[k].fam), "blamer_app_%s%s", v[i].def->name,
+			 suffix[v[i].def->base]);
 		k++;
 	}
-	free(defs);
 	qsort(v, k, sizeof(*v), named_fam_cmp);
 	*nfam = NFIXED;
 	for (i = 0; i < k; i++) {
@@ -218,16 +226,19 @@ static struct named *named_units(const struct blamer_snapshot *s, size_t *n, siz
 	return v;
 }
 
-static const struct named *named_find(const struct named *v, size_t n, uint32_t unit)
+static const struct named *named_find(const struct exp *e, uint32_t uid, uint32_t unit)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = 0, hi = e->nn;
 
+	if (!e->per_uid)
+		uid = 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		const struct named *x = &e->nv[mid];
 
-		if (v[mid].def->unit == unit)
-			return &v[mid];
-		if (v[mid].def->unit < unit)
+		if (x->uid == uid && x->def->unit == unit)
+			return x;
+		if (x->uid < uid || (x->uid == uid && x->def->unit < unit))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -286,7 +297,7 @@ static void sort_entries(const struct blamer_snap_path *paths, struct entry *v, 
 	}
 }
 
-static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool *ns)
+static size_t unit_family(const struct exp *e, uint32_t uid, uint32_t unit, bool *ns)
 {
 	const struct named *d;
 
@@ -300,16 +311,16 @@ static size_t unit_family(const struct named *nv, size_t nn, uint32_t unit, bool
 	case BLAMER_UNIT_COUNT:
 		return 2;
 	}
-	d = named_find(nv, nn, unit);
+	d = named_find(e, uid, unit);
 	if (!d)
 		return FAM_VALUE;
 	*ns = d->def->base == BLAMER_BASE_SECONDS;
 	return d->fam_index;
 }
 
-size_t prom_unit_family(const struct exp *e, uint32_t unit, bool *ns)
+size_t prom_unit_family(const struct exp *e, uint32_t uid, uint32_t unit, bool *ns)
 {
-	return unit_family(e->nv, e->nn, unit, ns);
+	return unit_family(e, uid, unit, ns);
 }
 
 bool prom_fam_has_unit(size_t f)
@@ -317,9 +328,9 @@ bool prom_fam_has_unit(size_t f)
 	return f >= FAM_VALUE;
 }
 
-const char *prom_fam_name(const struct exp *e, size_t f, uint32_t unit)
+const char *prom_fam_name(const struct exp *e, size_t f, uint32_t uid, uint32_t unit)
 {
-	const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, unit);
+	const struct named *d = f < NFIXED ? NULL : named_find(e, uid, unit);
 
 	return d ? d->fam : fixed_families[f < NFIXED ? f : FAM_VALUE].name;
 }
@@ -377,7 +388,8 @@ bool prom_exp_init(struct exp *e, const struct blamer_snapshot *s)
 	e->s = s;
 	e->nfam = NFIXED;
 	e->procs = export_procs(s, &e->nprocs);
-	e->nv = named_units(s, &e->nn, &e->nfam);
+	e->per_uid = s->flags & BLAMER_SNAP_UID_NAMES;
+	e->nv = named_units(s, e->per_uid, &e->nn, &e->nfam);
 	return e->procs && e->nv && prom_names_init(&e->nm, s);
 }
 
@@ -429,7 +441,7 @@ bool prom_pw_init(struct exp *e, struct pw *w, const struct blamer_snap_process 
 			x->path = (uint32_t)j;
 			x->unit = p->paths[j].units[k];
 			x->k = (uint8_t)k;
-			x->fam = (uint32_t)unit_family(e->nv, e->nn, x->unit, &x->ns);
+			x->fam = (uint32_t)unit_family(e, p->uid, x->unit, &x->ns);
 		}
 	}
 	sort_entries(p->paths, v, w->n);
@@ -457,7 +469,7 @@ static void path_label(struct exp *e, struct pw *w, struct prom_out *o, uint32_t
 	size_t start = w->pool->len;
 
 	if (!w->lab[path].off && start < UINT32_MAX / 2) {
-		prom_path_label(w->pool, &e->nm, p);
+		prom_path_label(w->pool, &e->nm, w->p->uid, p);
 		if (!w->pool->oom) {
 			w->lab[path].off = (uint32_t)start + 1;
 			w->lab[path].len = (uint32_t)(w->pool->len - start);
@@ -466,7 +478,7 @@ static void path_label(struct exp *e, struct pw *w, struct prom_out *o, uint32_t
 	if (w->lab[path].off)
 		prom_put(o, w->pool->p + w->lab[path].off - 1, w->lab[path].len);
 	else
-		prom_path_label(o, &e->nm, p);	/* out of memory for the labels */
+		prom_path_label(o, &e->nm, w->p->uid, p);	/* out of memory for the labels */
 }
 
 static void info_samples(struct pw *w, struct prom_out *o, const char *name)
@@ -519,9 +531,9 @@ void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o)
 }
 
 /* The HELP and TYPE of attribution family @f, whose first value is in @unit. */
-void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o)
+void prom_attr_family(struct exp *e, size_t f, uint32_t uid, uint32_t unit, struct prom_out *o)
 {
-	const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, unit);
+	const struct named *d = f < NFIXED ? NULL : named_find(e, uid, unit);
 	char help[160];
 
 	if (!d) {
@@ -545,7 +557,7 @@ void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o)
 
 	while (w->at < w->n && w->v[w->at].fam == f) {
 		const struct entry *x = &w->v[w->at];
-		const struct named *d = f < NFIXED ? NULL : named_find(e->nv, e->nn, x->unit);
+		const struct named *d = f < NFIXED ? NULL : named_find(e, w->p->uid, x->unit);
 		uint64_t sum = 0;
 
 		size_t start = o->len;
@@ -652,7 +664,7 @@ int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o)
 				continue;
 			if (!any) {
 				any = true;
-				prom_attr_family(&e, f, w[i].v[w[i].at].unit, o);
+				prom_attr_family(&e, f, w[i].p->uid, w[i].v[w[i].at].unit, o);
 			}
 			prom_write_attr(&e, &w[i], f, o);
 		}

@@ -56,12 +56,17 @@ void prom_sample_u64(struct prom_out *o, const char *name, const struct prom_lab
 #define ELEM_MAX (3 * 32 + 24)
 
 /*
- * The snapshot's nodes as path elements, each made once: whether
- * another node has the same name, and its element when made.
+ * The snapshot's nodes as path elements, each uid's own, each made once:
+ * whether another node of its uid has the same name, and its element
+ * when made.
  */
 struct prom_names {
 	const struct blamer_snapshot *s;
-	bool *shared;		/* by index of s->nodes */
+	const struct blamer_snap_uid_node *v;	/* by uid, then id */
+	size_t n;
+	struct blamer_snap_uid_node *own;	/* v if made here (no per-uid names) */
+	bool per_uid;		/* else every uid's names are v's (uid 0) */
+	bool *shared;		/* by index of v */
 	uint32_t *off;		/* by index: where its element is in pool, +1; 0: not yet */
 	uint32_t *len;		/* by index: its length there */
 	struct prom_out pool;	/* the elements made, escaped */
@@ -69,14 +74,16 @@ struct prom_names {
 
 bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s);
 void prom_names_free(struct prom_names *nm);
-/* path="/e/e/..." of @p, unambiguous for any node names. */
-void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct blamer_snap_path *p);
+/* path="/e/e/..." of @p, its names @uid's, unambiguous for any node names. */
+void prom_path_label(struct prom_out *o, struct prom_names *nm, uint32_t uid,
+		     const struct blamer_snap_path *p);
 
 /* ---- prom.c: the model, shared with prom_cache.c ---- */
 
 /* A named unit: its family name and index. */
 struct named {
 	const struct blamer_snap_unit_def *def;
+	uint32_t uid;		/* whose name (0: every uid's, without per-uid names) */
 	char fam[80];
 	size_t fam_index;
 };
@@ -101,8 +108,9 @@ struct exp {
 	const struct blamer_snapshot *s;
 	const struct blamer_snap_process **procs;
 	size_t nprocs;
-	struct named *nv;
+	struct named *nv;	/* by uid, then unit */
 	size_t nn, nfam;	/* named units; attribution families */
+	bool per_uid;		/* nv per uid (else every uid's are uid 0's) */
 	struct prom_names nm;
 };
 
@@ -200,7 +208,7 @@ void prom_pw_free(struct pw *w);
 void prom_write_heaps(struct exp *e, struct prom_out *o);
 void prom_gauge_family(struct prom_out *o, size_t g);
 void prom_write_gauge(struct pw *w, size_t g, struct prom_out *o);
-void prom_attr_family(struct exp *e, size_t f, uint32_t unit, struct prom_out *o);
+void prom_attr_family(struct exp *e, size_t f, uint32_t uid, uint32_t unit, struct prom_out *o);
 void prom_write_attr(struct exp *e, struct pw *w, size_t f, struct prom_out *o);
 /* @p's blamer_counter_decreases_total sample: @n. */
 void prom_write_decreases(const struct blamer_snap_process *p, uint64_t n, struct prom_out *o);
@@ -208,10 +216,11 @@ void prom_write_decreases(const struct blamer_snap_process *p, uint64_t n, struc
 #define PROM_DECREASES_HELP	"Times a heap showed a counter lower than the time before (each series held at its highest: never a reset)."
 /* The exposition, family by family, straight into @o: a one-off export. */
 int prom_write_all(const struct blamer_snapshot *s, struct prom_out *o);
-/* The attribution family of @unit (its index, and whether its values are
- * nanoseconds written as seconds), and the name of family @f. */
-size_t prom_unit_family(const struct exp *e, uint32_t unit, bool *ns);
-const char *prom_fam_name(const struct exp *e, size_t f, uint32_t unit);
+/* The attribution family of @uid's @unit (its index, and whether its
+ * values are nanoseconds written as seconds: @uid's base, never another
+ * user's), and the name of family @f. */
+size_t prom_unit_family(const struct exp *e, uint32_t uid, uint32_t unit, bool *ns);
+const char *prom_fam_name(const struct exp *e, size_t f, uint32_t uid, uint32_t unit);
 /* Family @f's series have a unit label (the unnamed units' family, and
  * named ones, which units of one name share). */
 bool prom_fam_has_unit(size_t f);
@@ -252,6 +261,7 @@ struct pm_series {
 	char *const *values;
 	uint32_t depth;
 	const uint64_t *nodes;
+	uint32_t uid;		/* whose names its path label is made of */
 	const char *extra;
 	double value;		/* counter, gauge; histogram: the sum */
 	const uint64_t *buckets;	/* histogram: not cumulative */

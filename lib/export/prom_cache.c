@@ -99,16 +99,18 @@ static uint64_t context(uint64_t seed, const struct exp *e)
 	size_t i;
 
 	for (i = 0; i < e->nn; i++) {
+		h = ex_mix(h, e->nv[i].uid);
 		h = ex_mix(h, e->nv[i].def->unit);
 		h = ex_mix(h, e->nv[i].def->base);
 		h = ex_mix(h, e->nv[i].fam_index);
 		h = ex_mix_str(h, e->nv[i].fam);
 	}
-	h = ex_mix(h, e->s->nnodes);
-	for (i = 0; i < e->s->nnodes; i++) {
-		h = ex_mix(h, e->s->nodes[i].id);
+	h = ex_mix(h, e->nm.n);
+	for (i = 0; i < e->nm.n; i++) {
+		h = ex_mix(h, e->nm.v[i].uid);
+		h = ex_mix(h, e->nm.v[i].node.id);
 		h = ex_mix(h, e->nm.shared[i]);
-		h = ex_mix_str(h, e->s->nodes[i].name);
+		h = ex_mix_str(h, e->nm.v[i].node.name);
 	}
 	return h;
 }
@@ -281,7 +283,7 @@ static int write_cached(struct blamer_prom_cache *c, const struct blamer_snapsho
 			;
 		if (i == e.nprocs)
 			continue;
-		prom_attr_family(&e, f, nv[i].spans[k].unit, o);
+		prom_attr_family(&e, f, e.procs[i]->uid, nv[i].spans[k].unit, o);
 		for (; i < e.nprocs; i++)
 			prom_put(o, nv[i].text + nv[i].spans[k].off, nv[i].spans[k].len);
 	}

@@ -217,7 +217,7 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
 			const struct agg *x = &v[j];
 			struct pm_series ps = { .def = x->def, .values = x->values, .depth = x->depth,
-						.nodes = x->nodes, .extra = extra,
+						.nodes = x->nodes, .uid = x->uid, .extra = extra,
 						.guard = f && !x->proc ? &f->guard : NULL };
 			uint32_t k;
 
@@ -326,7 +326,7 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 				a->depth = sp->depth;
 				a->nodes = sp->nodes;
 				a->value = sp->values[k];
-				a->fam = (uint32_t)prom_unit_family(e, a->unit, &a->ns);
+				a->fam = (uint32_t)prom_unit_family(e, a->uid, a->unit, &a->ns);
 			}
 		}
 	}
@@ -338,7 +338,7 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 		a->depth = f->paths[i].depth;
 		a->nodes = f->paths[i].nodes;
 		a->value = f->paths[i].value;
-		a->fam = (uint32_t)prom_unit_family(e, a->unit, &a->ns);
+		a->fam = (uint32_t)prom_unit_family(e, a->uid, a->unit, &a->ns);
 	}
 	qsort(v, n, sizeof(*v), attr_cmp);
 	for (i = 0; i < n; i = j) {
@@ -350,11 +350,11 @@ static void write_attribution(struct blamer_fleet *f, struct exp *e, struct prom
 		for (j = i; j < n && !attr_cmp(&v[i], &v[j]); j++)
 			total += v[j].value;
 		if (!i || v[i - 1].fam != v[i].fam)
-			prom_attr_family(e, v[i].fam, v[i].unit, o);
+			prom_attr_family(e, v[i].fam, v[i].uid, v[i].unit, o);
 		memcpy(p.nodes, v[i].nodes, v[i].depth * sizeof(p.nodes[0]));
-		prom_puts(o, prom_fam_name(e, v[i].fam, v[i].unit));
+		prom_puts(o, prom_fam_name(e, v[i].fam, v[i].uid, v[i].unit));
 		prom_putc(o, '{');
-		prom_path_label(o, &e->nm, &p);
+		prom_path_label(o, &e->nm, v[i].uid, &p);
 		if (prom_fam_has_unit(v[i].fam)) {
 			prom_put(o, ",unit=\"", 7);
 			prom_u64(o, v[i].unit);
@@ -458,65 +458,139 @@ static void write_roles(const struct blamer_snapshot *s, struct prom_out *o)
 	}
 }
 
-/* @a and @b merged by id (sorted), @a's name winning; NULL out of memory. */
-static struct blamer_snap_node *merge_nodes(const struct blamer_snap_node *a, size_t na,
-					    const struct blamer_snap_node *b, size_t nb,
-					    size_t *n)
+static int uid_node_cmp(const void *a, const void *b)
 {
-	struct blamer_snap_node *v = malloc((na + nb + 1) * sizeof(*v));
-	size_t i = 0, j = 0;
+	const struct blamer_snap_uid_node *x = a, *y = b;
 
-	if (!v)
-		return NULL;
-	*n = 0;
-	while (i < na || j < nb) {
-		if (j == nb || (i < na && a[i].id <= b[j].id)) {
-			if (j < nb && a[i].id == b[j].id)
-				j++;
-			v[(*n)++] = a[i++];
-		} else {
-			v[(*n)++] = b[j++];
-		}
-	}
-	return v;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
 }
 
-static int unit_def_cmp(const void *a, const void *b)
+/* By uid and unit, then the least (name, base) first. */
+static int uid_unit_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_unit_def *x = a, *y = b;
+	const struct blamer_snap_uid_unit_def *x = a, *y = b;
+	int c;
 
-	return (x->unit > y->unit) - (x->unit < y->unit);
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->def.unit != y->def.unit)
+		return x->def.unit < y->def.unit ? -1 : 1;
+	c = strcmp(x->def.name, y->def.name);
+	return c ? c : (x->def.base > y->def.base) - (x->def.base < y->def.base);
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * @s's names per uid: its own (reader-made), or, for a snapshot made by
+ * hand without them, its nodes and unit_defs for each uid of its
+ * processes and of the remainder's names. Into *@nodes and *@units
+ * (malloc()ed, unsorted; the remainder's room left at the front); false
+ * out of memory.
+ */
+static bool snap_names(const struct blamer_fleet *f, const struct blamer_snapshot *s,
+		       struct blamer_snap_uid_node **nodes, size_t *nn,
+		       struct blamer_snap_uid_unit_def **units, size_t *nu)
+{
+	uint32_t *uids = NULL;
+	size_t nuids = 0, i, k, fn = f ? f->nnodes : 0, fu = f ? f->nunits : 0;
+
+	if (s->flags & BLAMER_SNAP_UID_NAMES) {
+		*nodes = malloc((fn + s->nuid_nodes + 1) * sizeof(**nodes));
+		*units = malloc((fu + s->nuid_unit_defs + 1) * sizeof(**units));
+		if (!*nodes || !*units)
+			return false;
+		memcpy(*nodes + fn, s->uid_nodes, s->nuid_nodes * sizeof(**nodes));
+		memcpy(*units + fu, s->uid_unit_defs, s->nuid_unit_defs * sizeof(**units));
+		*nn = fn + s->nuid_nodes;
+		*nu = fu + s->nuid_unit_defs;
+		return true;
+	}
+	uids = malloc((s->nprocs + fn + fu + 1) * sizeof(*uids));
+	if (!uids)
+		return false;
+	for (i = 0; i < s->nprocs; i++)
+		uids[nuids++] = s->procs[i].uid;
+	for (i = 0; i < fn; i++)
+		uids[nuids++] = f->nodes[i].uid;
+	for (i = 0; i < fu; i++)
+		uids[nuids++] = f->units[i].uid;
+	qsort(uids, nuids, sizeof(*uids), u32_cmp);
+	for (i = 0, k = 0; i < nuids; i++)
+		if (!k || uids[k - 1] != uids[i])
+			uids[k++] = uids[i];
+	nuids = k;
+	*nodes = malloc((fn + nuids * s->nnodes + 1) * sizeof(**nodes));
+	*units = malloc((fu + nuids * s->nunit_defs + 1) * sizeof(**units));
+	if (!*nodes || !*units) {
+		free(uids);
+		return false;
+	}
+	*nn = fn;
+	*nu = fu;
+	for (k = 0; k < nuids; k++) {
+		for (i = 0; i < s->nnodes; i++)
+			(*nodes)[(*nn)++] = (struct blamer_snap_uid_node){ uids[k], s->nodes[i] };
+		for (i = 0; i < s->nunit_defs; i++)
+			(*units)[(*nu)++] = (struct blamer_snap_uid_unit_def){ uids[k],
+									       s->unit_defs[i] };
+	}
+	free(uids);
+	return true;
 }
 
 /* The exposition into @o (memory, or a FILE as it is made). */
 static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, struct prom_out *o)
 {
 	struct blamer_snapshot view = *s;
-	struct blamer_snap_unit_def *units = NULL;
+	struct blamer_snap_uid_node *nodes = NULL;
+	struct blamer_snap_uid_unit_def *units = NULL;
 	size_t conflicts = s->metric_conflicts + (f ? f->conflicts : 0);
+	size_t nn = 0, nu = 0, i, k;
 	struct exp e;
 	int ret = -ENOMEM;
 
-	/* the remainder's node and unit names, so its series keep their
-	 * labels when no process left names them */
-	if (f && f->nnodes) {
-		view.nodes = merge_nodes(f->nodes, f->nnodes, s->nodes, s->nnodes, &view.nnodes);
-		if (!view.nodes)
-			goto out_view;
-	}
-	if (f && f->nunits) {
-		units = malloc((f->nunits + s->nunit_defs) * sizeof(*units));
-		if (!units)
-			goto out_view;
+	/* Each uid's names: the remainder's, so its series keep their labels
+	 * when no process left names them (a node: the remainder's name
+	 * wins; a unit: the least, as the snapshot's own), then the
+	 * snapshot's. Another uid's names never serve a uid. */
+	if (!snap_names(f, s, &nodes, &nn, &units, &nu))
+		goto out_view;
+	if (f && f->nnodes)
+		memcpy(nodes, f->nodes, f->nnodes * sizeof(*nodes));
+	if (f && f->nunits)
 		memcpy(units, f->units, f->nunits * sizeof(*units));
-		if (s->nunit_defs)
-			memcpy(units + f->nunits, s->unit_defs, s->nunit_defs * sizeof(*units));
-		/* in unit order, as blamer_snap_unit_def() looks them up (a
-		 * unit both name: the least, as the snapshot's own) */
-		qsort(units, f->nunits + s->nunit_defs, sizeof(*units), unit_def_cmp);
-		view.unit_defs = units;
-		view.nunit_defs = f->nunits + s->nunit_defs;
+	/* stable for the nodes: the remainder's (first) wins an equal key */
+	for (i = 0; i < nn; i++)
+		nodes[i].node.type = (uint32_t)i;	/* (type is not shown) */
+	qsort(nodes, nn, sizeof(*nodes), uid_node_cmp);
+	for (i = 0, k = 0; i < nn; i++) {
+		if (k && !uid_node_cmp(&nodes[k - 1], &nodes[i])) {
+			if (nodes[i].node.type < nodes[k - 1].node.type)
+				nodes[k - 1] = nodes[i];
+			continue;
+		}
+		nodes[k++] = nodes[i];
 	}
+	nn = k;
+	qsort(units, nu, sizeof(*units), uid_unit_cmp);
+	for (i = 0, k = 0; i < nu; i++)
+		if (!k || units[k - 1].uid != units[i].uid ||
+		    units[k - 1].def.unit != units[i].def.unit)
+			units[k++] = units[i];
+	nu = k;
+	view.uid_nodes = nodes;
+	view.nuid_nodes = nn;
+	view.uid_unit_defs = units;
+	view.nuid_unit_defs = nu;
+	view.flags |= BLAMER_SNAP_UID_NAMES;
 	if (!prom_exp_init(&e, &view))
 		goto out;
 	/* the guard sees the text in memory only: a FILE's export is a
@@ -555,8 +629,7 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 out:
 	prom_exp_free(&e);
 out_view:
-	if (view.nodes != s->nodes)
-		free(view.nodes);
+	free(nodes);
 	free(units);
 	return ret;
 }

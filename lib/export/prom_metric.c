@@ -194,7 +194,7 @@ static void head(struct prom_out *o, const char *name, const struct pm_series *x
 		memcpy(p.nodes, x->nodes, x->depth * sizeof(p.nodes[0]));
 		if (any)
 			prom_putc(o, ',');
-		prom_path_label(o, nm, &p);
+		prom_path_label(o, nm, x->uid, &p);
 		any = true;
 	}
 	if (x->extra && *x->extra) {
@@ -371,7 +371,7 @@ void pm_write_processes(struct exp *e, struct prom_out *o, struct prom_guard_pro
 			const struct blamer_snap_metric *m = v[j].m;
 			const struct blamer_snap_process *p = v[j].p;
 			struct pm_series x = { .def = m->def, .values = m->values, .depth = m->depth,
-					       .nodes = m->nodes, .value = m->value,
+					       .nodes = m->nodes, .uid = p->uid, .value = m->value,
 					       .buckets = m->buckets, .extra = key,
 					       .guard = guards ? &guards[v[j].pi] : NULL };
 

@@ -12,54 +12,85 @@
 
 static int node_name_cmp(const void *a, const void *b)
 {
-	const struct blamer_snap_node *x = *(const struct blamer_snap_node *const *)a;
-	const struct blamer_snap_node *y = *(const struct blamer_snap_node *const *)b;
+	const struct blamer_snap_uid_node *x = *(const struct blamer_snap_uid_node *const *)a;
+	const struct blamer_snap_uid_node *y = *(const struct blamer_snap_uid_node *const *)b;
 
-	return strcmp(x->name, y->name);
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return strcmp(x->node.name, y->node.name);
 }
 
+/*
+ * Each uid's names (a snapshot made by hand, without BLAMER_SNAP_UID_NAMES:
+ * its nodes, for every uid), and which of them another node of the same
+ * uid names alike: another user's heap naming a node as one of a uid's
+ * neither renames it nor makes its element "name@0x<id>".
+ */
 bool prom_names_init(struct prom_names *nm, const struct blamer_snapshot *s)
 {
-	const struct blamer_snap_node **v = malloc((s->nnodes + 1) * sizeof(*v));
-	size_t i;
+	const struct blamer_snap_uid_node **v;
+	size_t i, n;
 
+	memset(nm, 0, sizeof(*nm));
 	nm->s = s;
-	nm->shared = calloc(s->nnodes + 1, sizeof(*nm->shared));
-	nm->off = calloc(s->nnodes + 1, sizeof(*nm->off));
-	nm->len = calloc(s->nnodes + 1, sizeof(*nm->len));
+	nm->per_uid = s->flags & BLAMER_SNAP_UID_NAMES;
+	if (nm->per_uid) {
+		nm->v = s->uid_nodes;
+		n = s->nuid_nodes;
+	} else {
+		struct blamer_snap_uid_node *own = calloc(s->nnodes + 1, sizeof(*own));
+
+		if (!own)
+			return false;
+		for (i = 0; i < s->nnodes; i++)
+			own[i].node = s->nodes[i];
+		nm->v = nm->own = own;
+		n = s->nnodes;
+	}
+	nm->n = n;
+	v = malloc((n + 1) * sizeof(*v));
+	nm->shared = calloc(n + 1, sizeof(*nm->shared));
+	nm->off = calloc(n + 1, sizeof(*nm->off));
+	nm->len = calloc(n + 1, sizeof(*nm->len));
 	if (!v || !nm->shared || !nm->off || !nm->len) {
 		free(v);
 		return false;
 	}
-	for (i = 0; i < s->nnodes; i++)
-		v[i] = &s->nodes[i];
-	qsort(v, s->nnodes, sizeof(*v), node_name_cmp);
-	for (i = 1; i < s->nnodes; i++)
-		if (v[i]->name[0] && !strcmp(v[i - 1]->name, v[i]->name))
-			nm->shared[v[i - 1] - s->nodes] = nm->shared[v[i] - s->nodes] = true;
+	for (i = 0; i < n; i++)
+		v[i] = &nm->v[i];
+	qsort(v, n, sizeof(*v), node_name_cmp);
+	for (i = 1; i < n; i++)
+		if (v[i]->node.name[0] && v[i - 1]->uid == v[i]->uid &&
+		    !strcmp(v[i - 1]->node.name, v[i]->node.name))
+			nm->shared[v[i - 1] - nm->v] = nm->shared[v[i] - nm->v] = true;
 	free(v);
 	return true;
 }
 
 void prom_names_free(struct prom_names *nm)
 {
+	free(nm->own);
 	free(nm->shared);
 	free(nm->off);
 	free(nm->len);
 	free(nm->pool.p);
 }
 
-/* The index of node @id in s->nodes (sorted by id), or SIZE_MAX. */
-static size_t node_find(const struct blamer_snapshot *s, uint64_t id)
+/* The index of @uid's node @id in nm->v (sorted by uid, then id), or
+ * SIZE_MAX. */
+static size_t node_find(const struct prom_names *nm, uint32_t uid, uint64_t id)
 {
-	size_t lo = 0, hi = s->nnodes;
+	size_t lo = 0, hi = nm->n;
 
+	if (!nm->per_uid)
+		uid = 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		const struct blamer_snap_uid_node *x = &nm->v[mid];
 
-		if (s->nodes[mid].id == id)
+		if (x->uid == uid && x->node.id == id)
 			return mid;
-		if (s->nodes[mid].id < id)
+		if (x->uid < uid || (x->uid == uid && x->node.id < id))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -129,7 +160,7 @@ static size_t put_hex_id(char *o, uint64_t id)
  */
 static bool element_made(struct prom_names *nm, size_t k)
 {
-	const struct blamer_snap_node *n = &nm->s->nodes[k];
+	const struct blamer_snap_node *n = &nm->v[k].node;
 	char tmp[ELEM_MAX + 1];
 	size_t len, start;
 
@@ -148,15 +179,16 @@ static bool element_made(struct prom_names *nm, size_t k)
 	return true;
 }
 
-/* path="/e/e/..." (escaped as every label value). */
-void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct blamer_snap_path *p)
+/* path="/e/e/..." (escaped as every label value), its names @uid's. */
+void prom_path_label(struct prom_out *o, struct prom_names *nm, uint32_t uid,
+		     const struct blamer_snap_path *p)
 {
 	char tmp[ELEM_MAX + 1];
 	uint32_t i;
 
 	prom_put(o, "path=\"", 6);
 	for (i = 0; i < p->depth && i < BLAMER_SNAP_MAX_DEPTH; i++) {
-		size_t k = node_find(nm->s, p->nodes[i]);
+		size_t k = node_find(nm, uid, p->nodes[i]);
 
 		prom_putc(o, '/');
 		if (k == SIZE_MAX) {
@@ -164,7 +196,7 @@ void prom_path_label(struct prom_out *o, struct prom_names *nm, const struct bla
 		} else if (element_made(nm, k)) {
 			prom_put(o, nm->pool.p + nm->off[k] - 1, nm->len[k]);
 		} else {
-			tmp[nm->s->nodes[k].name[0] ? make_element(tmp, &nm->s->nodes[k], nm->shared[k]) :
+			tmp[nm->v[k].node.name[0] ? make_element(tmp, &nm->v[k].node, nm->shared[k]) :
 			    put_hex_id(tmp, p->nodes[i])] = '\0';
 			prom_escape(o, tmp, false);
 		}

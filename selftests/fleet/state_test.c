@@ -49,13 +49,13 @@ static void write_state(const char *path, const char *body, size_t len)
 }
 
 static const char good[] =
-	"blamer-fold 2\n"
+	"blamer-fold 3\n"
 	"generation 3\n"
 	"folded 7\n"
 	"source s:/dev/shm/blamer-1000\n"
-	"node 1f s:server\n"
-	"node 2a s:GET%20/hello\n"
-	"unit 1000 0 s:requests\n"
+	"node 1000 1f s:server\n"
+	"node 1000 2a s:GET%20/hello\n"
+	"unit 1000 1000 0 s:requests\n"
 	"def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n"
 	"def 1000 s:lat 3 1 0 0 1 s:route 3 0x1p-2 0x1p+0 inf s:\n"
 	"def 1000 s:depth 2 0 5 0 0 0 s:\n"
@@ -232,7 +232,7 @@ TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
 	blamer_fleet_close(f);
 	file = slurp(self->path);
 	ASSERT_NE(NULL, file);
-	EXPECT_EQ(0, strncmp(file, "blamer-fold 2\n", 14)) TH_LOG("%s", file);
+	EXPECT_EQ(0, strncmp(file, "blamer-fold 3\n", 14)) TH_LOG("%s", file);
 	EXPECT_NE(NULL, strstr(file, "\ndef 1000 s:reqs ")) TH_LOG("%s", file);
 	EXPECT_NE(NULL, strstr(file, "\ndef 1001 s:reqs ")) TH_LOG("%s", file);
 	EXPECT_NE(NULL, strstr(file, "\ndef 1001 s:depth ")) TH_LOG("%s", file);
@@ -310,6 +310,134 @@ TEST_F(st, a_name_is_defined_per_uid_and_the_least_uid_keeps_its_family)
 	free(text);
 }
 
+/*
+ * Version 2 named nodes and units for every uid: read, each name is
+ * copied to every uid whose series or paths use it (no label written
+ * before changes), one no record uses goes, and the next commit writes
+ * version 3, each name with its uid.
+ */
+TEST_F(st, a_version_2_state_reads_with_names_per_uid)
+{
+	static const char v2[] =
+		"blamer-fold 2\n"
+		"generation 1\n"
+		"folded 2\n"
+		"node 1f s:server\n"
+		"node 77 s:unused\n"
+		"unit 1007 0 s:requests\n"
+		"unit 1008 1 s:unused\n"
+		"path 1000 1007 1 1f 5\n"
+		"path 1001 1007 1 1f 7\n"
+		"heap 123 456 abc def 789\n";
+	char err[256], *text, *file;
+	struct blamer_fleet *f;
+
+	write_state(self->path, v2, strlen(v2));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	text = text_of(f);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "blamer_app_requests_total{path=\"/server\",unit=\"1007\",uid=\"1000\"} 5\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_app_requests_total{path=\"/server\",unit=\"1007\",uid=\"1001\"} 7\n")) TH_LOG("%s", text);
+	free(text);
+	{
+		struct blamer_snapshot *s;
+
+		ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));
+		ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+		blamer_snapshot_free(s);
+	}
+	blamer_fleet_close(f);
+	file = slurp(self->path);
+	ASSERT_NE(NULL, file);
+	EXPECT_EQ(0, strncmp(file, "blamer-fold 3\n", 14)) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\nnode 1000 1f s:server\n")) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\nnode 1001 1f s:server\n")) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\nunit 1000 1007 0 s:requests\n")) TH_LOG("%s", file);
+	EXPECT_NE(NULL, strstr(file, "\nunit 1001 1007 0 s:requests\n")) TH_LOG("%s", file);
+	EXPECT_EQ(NULL, strstr(file, "unused")) TH_LOG("%s", file);
+}
+
+/*
+ * Names are each uid's own: a heap of uid 0 naming the victim's node
+ * 0x1234 "PWNED", naming another node "handler" (the victim's name), and
+ * naming the victim's unit 1007 "aaa" in seconds changes nothing of uid
+ * 1000's series: not its path label, not its family, not its value (no
+ * division by 1e9). The remainder's names are per uid too.
+ */
+TEST_F(st, another_uids_names_change_no_label_or_value_of_a_uid)
+{
+	static const char state[] =
+		"blamer-fold 3\n"
+		"generation 1\n"
+		"folded 1\n"
+		"node 0 1234 s:PWNED\n"
+		"unit 0 1007 1 s:zzz\n"
+		"path 0 1007 1 1234 1\n"
+		"heap 123 456 abc def 789\n";
+	struct blamer_snap_node vn[] = { { .id = 0x1234, .name = "handler" } };
+	struct blamer_snap_node an[] = { { .id = 0x1234, .name = "PWNED" },
+					 { .id = 0x9999, .name = "handler" } };
+	struct blamer_snap_path vp[] = { { .depth = 1, .nodes = { 0x1234 }, .nvalues = 2,
+					   .units = { 1007, BLAMER_UNIT_CPU_NS },
+					   .values = { 5000, 100 } } };
+	struct blamer_snap_path ap[] = { { .depth = 1, .nodes = { 0x9999 }, .nvalues = 2,
+					   .units = { 1007, BLAMER_UNIT_CPU_NS },
+					   .values = { 1, 50 } } };
+	struct blamer_snap_process procs[2] = {
+		{ .pid = 5, .uid = 0, .state = BLAMER_PROC_LIVE, .heap_key = 5,
+		  .nodes = an, .nnodes = 2, .paths = ap, .npaths = 1 },
+		{ .pid = 10, .uid = 1000, .state = BLAMER_PROC_LIVE, .heap_key = 10,
+		  .nodes = vn, .nnodes = 1, .paths = vp, .npaths = 1 },
+	};
+	/* as the reader makes them: over every uid, then per uid */
+	struct blamer_snap_node all[] = { { .id = 0x1234, .name = "PWNED" },
+					  { .id = 0x9999, .name = "handler" } };
+	struct blamer_snap_unit_def alld[] = { { 1007, BLAMER_BASE_SECONDS, "aaa" } };
+	struct blamer_snap_uid_node un[] = { { 0, { .id = 0x1234, .name = "PWNED" } },
+					     { 0, { .id = 0x9999, .name = "handler" } },
+					     { 1000, { .id = 0x1234, .name = "handler" } } };
+	struct blamer_snap_uid_unit_def ud[] = {
+		{ 0, { 1007, BLAMER_BASE_SECONDS, "aaa" } },
+		{ 1000, { 1007, BLAMER_BASE_NONE, "requests" } } };
+	struct blamer_snapshot s = { .procs = procs, .nprocs = 2, .nodes = all, .nnodes = 2,
+				     .unit_defs = alld, .nunit_defs = 1,
+				     .uid_nodes = un, .nuid_nodes = 3,
+				     .uid_unit_defs = ud, .nuid_unit_defs = 2,
+				     .flags = BLAMER_SNAP_UID_NAMES };
+	char err[256], *text = NULL, *pp = NULL;
+	size_t len = 0, cap = 0;
+	struct blamer_fleet *f;
+	FILE *mf;
+
+	EXPECT_STREQ("handler", blamer_snap_uid_node_name(&s, 1000, 0x1234));
+	EXPECT_STREQ("requests", blamer_snap_uid_unit_def(&s, 1000, 1007)->name);
+	EXPECT_EQ(NULL, blamer_snap_uid_unit_def(&s, 1001, 1007));
+	write_state(self->path, state, strlen(state));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(f, &s, &text, &len, &cap));
+	/* uid 1000's: its own names, its own base */
+	EXPECT_NE(NULL, strstr(text, "blamer_app_requests_total{path=\"/handler\",unit=\"1007\",uid=\"1000\"} 5000\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_attribution_cpu_seconds_total{path=\"/handler\",uid=\"1000\"} 0.000000100\n")) TH_LOG("%s", text);
+	/* uid 0's: its own (a unit: the least of the remainder's and the heaps') */
+	EXPECT_NE(NULL, strstr(text, "blamer_app_aaa_seconds_total{path=\"/handler\",unit=\"1007\",uid=\"0\"} 0.000000001\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_app_aaa_seconds_total{path=\"/PWNED\",unit=\"1007\",uid=\"0\"} 0.000000001\n")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "@0x")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "uid=\"1000\"} 0.000005")) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+	/* each process's own series: its uid's names */
+	mf = open_memstream(&pp, &len);
+	ASSERT_NE(NULL, mf);
+	ASSERT_EQ(0, blamer_snapshot_write_prometheus(&s, mf));
+	fclose(mf);
+	EXPECT_NE(NULL, strstr(pp, "blamer_app_requests_total{pid=\"10\",")) TH_LOG("%s", pp);
+	EXPECT_NE(NULL, strstr(pp, "path=\"/handler\",unit=\"1007\"} 5000\n")) TH_LOG("%s", pp);
+	EXPECT_EQ(NULL, strstr(pp, "@0x")) TH_LOG("%s", pp);
+	free(pp);
+}
+
 TEST_F(st, every_wrong_field_is_refused)
 {
 	/* each replaces one line of the good state */
@@ -326,10 +454,17 @@ TEST_F(st, every_wrong_field_is_refused)
 		{ "source s:/dev/shm/blamer-1000\n",
 		  "source s:/dev/shm/blamer-1000\nsource s:/dev/shm/blamer-0\n" },
 		{ "source s:/dev/shm/blamer-1000\n", "source /dev/shm/blamer-1000\n" },
-		{ "blamer-fold 2\n", "blamer-fold 3\n" },
-		{ "blamer-fold 2\n", "" },
-		/* version 1's definitions in a version 2 state */
-		{ "blamer-fold 2\n", "blamer-fold 1\n" },
+		{ "blamer-fold 3\n", "blamer-fold 4\n" },
+		{ "blamer-fold 3\n", "" },
+		/* version 1's definitions, version 2's names in a version 3 state */
+		{ "blamer-fold 3\n", "blamer-fold 1\n" },
+		{ "blamer-fold 3\n", "blamer-fold 2\n" },
+		/* a name's uid: missing, not a uid; a name twice for one uid */
+		{ "node 1000 1f s:server\n", "node 1f s:server\n" },
+		{ "node 1000 1f s:server\n", "node 4294967295 1f s:server\n" },
+		{ "unit 1000 1000 0 s:requests\n", "unit 1000 0 s:requests\n" },
+		{ "unit 1000 1000 0 s:requests\n",
+		  "unit 1000 1000 0 s:requests\nunit 1000 1000 1 s:other\n" },
 		/* a definition's uid: missing, not a uid, twice for one uid;
 		 * a series of another uid's definition */
 		{ "def 1000 s:depth 2 0 5 0 0 0 s:\n", "def s:depth 2 0 5 0 0 0 s:\n" },
@@ -343,16 +478,16 @@ TEST_F(st, every_wrong_field_is_refused)
 		{ "generation 3\n", "generation\n" },
 		{ "generation 3\n", "generation 99999999999999999999999\n" },
 		{ "folded 7\n", "folded 0x7\n" },
-		{ "node 1f s:server\n", "node zz s:server\n" },
-		{ "node 1f s:server\n", "node 1f server\n" },
-		{ "node 1f s:server\n", "node 1f s:%G0\n" },
-		{ "node 1f s:server\n", "node 1f s:a%00b\n" },
-		{ "node 1f s:server\n", "node 1f s:%2\n" },
-		{ "node 1f s:server\n", "node 1f s:012345678901234567890123456789012\n" },
-		{ "node 2a s:GET%20/hello\n", "node 1f s:again\n" },
-		{ "unit 1000 0 s:requests\n", "unit 999 0 s:requests\n" },
-		{ "unit 1000 0 s:requests\n", "unit 1000 3 s:requests\n" },
-		{ "unit 1000 0 s:requests\n", "unit 1000 0 s:Req-uests\n" },
+		{ "node 1000 1f s:server\n", "node 1000 zz s:server\n" },
+		{ "node 1000 1f s:server\n", "node 1000 1f server\n" },
+		{ "node 1000 1f s:server\n", "node 1000 1f s:%G0\n" },
+		{ "node 1000 1f s:server\n", "node 1000 1f s:a%00b\n" },
+		{ "node 1000 1f s:server\n", "node 1000 1f s:%2\n" },
+		{ "node 1000 1f s:server\n", "node 1000 1f s:012345678901234567890123456789012\n" },
+		{ "node 1000 2a s:GET%20/hello\n", "node 1000 1f s:again\n" },
+		{ "unit 1000 1000 0 s:requests\n", "unit 1000 999 0 s:requests\n" },
+		{ "unit 1000 1000 0 s:requests\n", "unit 1000 1000 3 s:requests\n" },
+		{ "unit 1000 1000 0 s:requests\n", "unit 1000 1000 0 s:Req-uests\n" },
 		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
 		  "def 1000 s:reqs 4 0 0 0 2 s:route s:code 0 s:x\n" },
 		{ "def 1000 s:reqs 1 0 0 0 2 s:route s:code 0 s:Requests%20served.\n",
