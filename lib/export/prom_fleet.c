@@ -507,8 +507,11 @@ static bool snap_names(const struct blamer_fleet *f, const struct blamer_snapsho
 		*units = malloc((fu + s->nuid_unit_defs + 1) * sizeof(**units));
 		if (!*nodes || !*units)
 			return false;
-		memcpy(*nodes + fn, s->uid_nodes, s->nuid_nodes * sizeof(**nodes));
-		memcpy(*units + fu, s->uid_unit_defs, s->nuid_unit_defs * sizeof(**units));
+		if (s->nuid_nodes)
+			memcpy(*nodes + fn, s->uid_nodes, s->nuid_nodes * sizeof(**nodes));
+		if (s->nuid_unit_defs)
+			memcpy(*units + fu, s->uid_unit_defs,
+			       s->nuid_unit_defs * sizeof(**units));
 		*nn = fn + s->nuid_nodes;
 		*nu = fu + s->nuid_unit_defs;
 		return true;
