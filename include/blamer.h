@@ -993,14 +993,14 @@ const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snap
 							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
 /*
- * The same as @uid's heaps give them: the views that show a uid's series
- * (the service's Prometheus series, each process's own, JSON's and the
- * text views' per-process paths) look names up here, so that another
- * user's heap can neither rename a node or a unit of @uid nor change its
- * base (the scale of its values). blamer_snap_unit_def() and
- * blamer_snap_node_name() are over every uid: for the views that merge
- * every process (blame's totals). A snapshot without BLAMER_SNAP_UID_NAMES
- * (made by hand) answers as those.
+ * The same as @uid's heaps give them: the exports that show a uid's
+ * series (the service's Prometheus series, each process's own, JSON's
+ * per-process paths) look names up here, so that another user's heap can
+ * neither rename a node or a unit of @uid nor change its base (the scale
+ * of its values). blamer_snap_unit_def() and blamer_snap_node_name() are
+ * over every uid: for the views that merge every process (blame's totals;
+ * the text views use them throughout). A snapshot without
+ * BLAMER_SNAP_UID_NAMES (made by hand) answers as those.
  */
 const struct blamer_snap_unit_def *blamer_snap_uid_unit_def(const struct blamer_snapshot *s,
 							    uint32_t uid, uint32_t unit);
