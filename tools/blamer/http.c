@@ -17,10 +17,11 @@
  * of its answer (room, a deadline), a TCP connection is reset, so that
  * the kernel does not keep the rest for a client that never takes it;
  * and the kernel holds at most HTTP_SNDBUF of an answer for a client (no
- * autotuning up to 4 MiB). Within a peer, where the kernel names the process that connected (a Unix
- * socket), the process holding the most of the peer's connections loses
- * one of its own first: a scraper holds one, and a process of its uid
- * that opens many does not push it out before it has asked. On TCP a
+ * autotuning up to 4 MiB). Within a peer, where the kernel names the
+ * process that connected (a Unix socket), the process holding the most
+ * of the peer's connections loses one of its own first: a scraper holds
+ * one, and a process of its uid that opens many does not push it out
+ * before it has asked. On TCP a
  * connection reaches accept() only once it has sent something
  * (TCP_DEFER_ACCEPT: one that says nothing takes no room here), and a
  * request sent at once, as a scraper sends it, is read the moment it is
@@ -873,8 +874,7 @@ static long victim(struct http_server *s, long long now)
  * The same when @peer is full, among its own connections; where the
  * kernel names the process that made each (a Unix socket), after those
  * whose client has all its answer (they lose nothing) those of the
- * process holding the
- * most of the peer's connections go first. A scraper holds one, which it
+ * process holding the most of the peer's connections go first. A scraper holds one, which it
  * may not have used yet (a loaded machine runs it a while later) when a
  * process of its uid opens its 33rd connection: that process pays with
  * one of its own. A uid that spreads its connections over as many
