@@ -57,7 +57,7 @@ LIB_CFLAGS := -I$(SRC)/include/uapi
 LIB_PC     := $(LIB_DIR)/blamer.pc
 
 # PREFIX, LIBDIR and INCLUDEDIR (for blamer.pc) are mk/install.mk's.
-VERSION    ?= 0.2.0
+VERSION    ?= 0.3.0
 
 .PHONY: lib
 all: lib
