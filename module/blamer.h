@@ -33,8 +33,10 @@
  * owner or user reference may take blamer_lock or free an inode, so no
  * reference is dropped while holding it. blamer_watch_lock (event.c)
  * protects the poll watchers and is never taken with blamer_lock held.
- * The exit tracepoint probe (owner.c) runs with preemption disabled: it
- * only reads RCU-protected data and flips atomics.
+ * The exit and exec tracepoint probes (owner.c) run with preemption
+ * disabled: they read RCU-protected data, flip atomics, store the owner's
+ * new address space (exec) and take an owner reference with
+ * kref_get_unless_zero() (exec); no lock, no sleep.
  */
 #ifndef _BLAMER_INTERNAL_H
 #define _BLAMER_INTERNAL_H
@@ -95,27 +97,37 @@ struct blamer_user {
 };
 
 /**
- * struct blamer_orphanage - an account's orphans made in one pid namespace,
- *	open to the account's plain processes or closed to them
- * @node: entry in @user->orphanages, keyed by @ns and @closed
+ * struct blamer_orphanage - an account's orphans made in one pid namespace
+ *	by one kind of creator
+ * @node: entry in @user->orphanages, keyed by @ns, @elevated, @euid,
+ *	@egid and @caps
  * @ns: the namespace: the owner's innermost; each orphan's owner holds
  *	its struct pid, which holds @ns, so @ns outlives the orphanage
- * @closed: of creators the account's plain processes may not read
- *	(blamer_closed_to_account(): a setuid program the user ran)
+ * @elevated: made by creators with more than the account's ids, or with
+ *	capabilities (a setuid or setgid program the user ran, a service
+ *	given capabilities; see user.c): not the account's to evict
+ * @caps: those creators were permitted capabilities (elevated only)
+ * @euid: their effective uid (elevated only, else 0)
+ * @egid: their effective gid (elevated only, else 0)
+ * @bytes: the orphans' sizes, summed
  * @count: how many orphans
  * @list: those orphans, oldest first (struct blamer_slab.ns_node)
  *
  * max_user_orphans applies to each orphanage, so an orphaning looks at
- * its own namespace's orphans only, however many the account keeps in
- * others, and the user's own crashes never push out the postmortem of a
- * setuid program it ran. Made by the first orphan, freed with the last,
- * from the spare every slab carries from its creation: orphaning cannot
- * fail.
+ * its own namespace's and kind's orphans only, however many the account
+ * keeps in others: the user's own crashes never push out the postmortem
+ * of a setuid program it ran, nor one elevated program's another's.
+ * Made by the first orphan, freed with the last, from the spare every
+ * slab carries from its creation: orphaning cannot fail.
  */
 struct blamer_orphanage {
 	struct rb_node node;
 	struct pid_namespace *ns;
-	bool closed;
+	bool elevated;
+	bool caps;
+	kuid_t euid;
+	kgid_t egid;
+	u64 bytes;
 	unsigned long count;
 	struct list_head list;
 };
@@ -352,7 +364,6 @@ void blamer_linger_scan(void);
 void blamer_ident_current(struct blamer_ident *id);
 void blamer_ident_snapshot(struct blamer_ident *id);
 void blamer_ident_release(struct blamer_ident *id);
-bool blamer_closed_to_account(const struct blamer_slab *slab);
 bool blamer_may_read(const struct blamer_ident *id,
 		     const struct blamer_slab *slab, bool audit);
 

@@ -7,17 +7,20 @@
  *             blamer_slab_orphan_locked()): kept for postmortem reading
  *   evicted   taken out of the table to make room: by an orphaning above
  *             max_user_orphans (the oldest the account made in the same
- *             pid namespace, as open or closed to the account as it is),
- *             or by a create above a byte limit (blamer_charge(): the
- *             account's own oldest orphans among those the creator may
- *             read, in what its pid namespace sees)
+ *             pid namespace by the same kind of creator, user.c), or of
+ *             an elevated creator above half of max_user_bytes; or by a
+ *             create above a byte limit (blamer_charge(): the account's
+ *             own oldest orphans, not elevated, in what the creator's pid
+ *             namespace sees, and only if they make room enough)
  *   released  by a reader or the owner (slab.c)
  *
  * Nothing evicts another account's orphans, a container (a pid
  * namespace of its own, the same uid, as a rootful container's root is)
  * never evicts its host's, and a user never evicts the postmortem of a
  * setuid program it ran (charged to it, closed to it): by its own
- * processes' deaths, nor by its creates. user.c counts and says no; owner.c sees
+ * processes' deaths, nor by its creates; such orphans take at most half
+ * of the user's byte limit per kind, so they never lock it out. user.c
+ * counts and says no; owner.c sees
  * deaths; the table's bookkeeping is slab.c's. The one call back is
  * blamer_charge() asking owner.c to finish reaping (blamer_owner_settle())
  * before it evicts: a process that just died may have orphans to give.
@@ -29,31 +32,44 @@
 
 #include "blamer.h"
 
+/* May a create of @ns evict @victim to make room? */
+static bool blamer_evictable(const struct blamer_slab *victim,
+			     struct pid_namespace *ns)
+{
+	return pid_nr_ns(victim->owner->pid, ns) && !victim->orphanage->elevated;
+}
+
 /**
- * blamer_evict_locked - evict @user's oldest orphans @me may read
+ * blamer_evict_locked - evict @user's oldest orphans a create may take
  * @user: the account; blamer_lock is held
- * @me: the creator making room: only orphans it may read (so not a
- *	setuid program's its user ran), whose owner is visible in its pid
- *	namespace (made in it or below it: a container never evicts its
- *	host's)
- * @bytes: evict until at least this many bytes of orphans were evicted
+ * @ns: only orphans whose owner is visible in this pid namespace (made
+ *	in it or below it: a container never evicts its host's), and not
+ *	an elevated creator's (user.c: not the account's to evict)
+ * @bytes: evict until at least this many bytes of orphans were evicted,
+ *	if that many can be; else none (a create that fails anyway takes
+ *	no postmortem with it)
  * @out: gets the evicted slabs (see blamer_slab_unlink())
  *
- * Return: the bytes evicted, 0 if @ns sees no orphan of @user.
+ * Return: the bytes evicted, 0 if they could not make room.
  */
 static u64 blamer_evict_locked(struct blamer_user *user,
-			       const struct blamer_ident *me, u64 bytes,
+			       struct pid_namespace *ns, u64 bytes,
 			       struct list_head *out)
 {
 	struct blamer_slab *victim, *tmp;
 	u64 evicted = 0;
 
 	lockdep_assert_held(&blamer_lock);
+	list_for_each_entry(victim, &user->orphan_list, node)
+		if (evicted < bytes && blamer_evictable(victim, ns))
+			evicted += victim->size;
+	if (evicted < bytes)
+		return 0;
+	evicted = 0;
 	list_for_each_entry_safe(victim, tmp, &user->orphan_list, node) {
 		if (evicted >= bytes)
 			break;
-		if (!pid_nr_ns(victim->owner->pid, me->pidns) ||
-		    !blamer_may_read(me, victim, false))
+		if (!blamer_evictable(victim, ns))
 			continue;
 		evicted += victim->size;
 		blamer_slab_unlink(victim, out);
@@ -69,10 +85,12 @@ static u64 blamer_evict_locked(struct blamer_user *user,
  * Each pid namespace keeps up to max_user_orphans of the account's
  * orphans made in it, evicting its own oldest: the orphans of a
  * container (another pid namespace, the same uid) never push out the
- * host's, nor the host's a container's; and as many again of those
- * closed to the account (blamer_closed_to_account()), which only each
- * other push out. Only the slab's orphanage is looked at, however many
- * orphans the account has in others.
+ * host's, nor the host's a container's; and as many again of each kind
+ * of elevated creator (user.c), which only each other push out, and only
+ * up to half of max_user_bytes, beyond which their oldest go (the newest
+ * stays), so that orphans the user cannot evict never lock it out. Only
+ * the slab's orphanage is looked at, however many orphans the account
+ * has in others.
  */
 void blamer_slab_orphan_locked(struct blamer_slab *slab,
 			       struct list_head *evicted)
@@ -92,8 +110,14 @@ void blamer_slab_orphan_locked(struct blamer_slab *slab,
 		blamer_slab_unlink(list_first_entry(&o->list, struct blamer_slab,
 						    ns_node), evicted);
 		if (last)
-			break;
+			return;		/* @o went with it */
 	}
+	if (!o->elevated)
+		return;
+	while (o->bytes > READ_ONCE(blamer_max_user_bytes) / 2 &&
+	       !list_is_singular(&o->list))
+		blamer_slab_unlink(list_first_entry(&o->list, struct blamer_slab,
+						    ns_node), evicted);
 }
 
 /**
@@ -111,12 +135,11 @@ void blamer_slab_orphan_locked(struct blamer_slab *slab,
 int blamer_charge(u64 size, struct blamer_user **userp)
 {
 	kuid_t uid = blamer_user_key(current_cred());
+	struct pid_namespace *ns = task_active_pid_ns(current);
 	bool privileged = false, asked = false, settled = false;
-	struct blamer_ident me;
 	struct blamer_user *user;
 	LIST_HEAD(evicted);
 
-	blamer_ident_current(&me);
 	for (;;) {
 		u64 over = 0;
 		int err;
@@ -145,7 +168,7 @@ int blamer_charge(u64 size, struct blamer_user **userp)
 			settled = true;
 			continue;
 		}
-		if (!blamer_evict_locked(user, &me, over, &evicted)) {
+		if (!blamer_evict_locked(user, ns, over, &evicted)) {
 			mutex_unlock(&blamer_lock);
 			blamer_user_put(user);
 			return err;

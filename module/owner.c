@@ -259,12 +259,13 @@ static void blamer_reap_exec(struct blamer_owner *owner)
 	struct blamer_slab *slab, *tmp;
 	LIST_HEAD(left);
 
-	atomic_set(&owner->exec_queued, 0);
 	/*
-	 * Off the list before its address space is read (pairs with the
-	 * probe's atomic_xchg()): an exec after that read queues it again.
+	 * Off the list before its address space is read: a full barrier
+	 * (an atomic_set() and smp_mb__after_atomic() is none), pairing
+	 * with the probe's atomic_xchg(), so an exec after that read queues
+	 * it again.
 	 */
-	smp_mb__after_atomic();
+	atomic_xchg(&owner->exec_queued, 0);
 	mutex_lock(&blamer_lock);
 	list_for_each_entry(slab, &owner->slabs, owner_node) {
 		if (slab->mm == READ_ONCE(owner->mm) ||

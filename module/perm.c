@@ -84,6 +84,19 @@ static bool blamer_userns_within(const struct user_namespace *ns,
 	return ns == ancestor;
 }
 
+/*
+ * cap_capable()'s ownership rule on saved credentials: the owner of a
+ * user namespace made in @cred's has every capability in it and below.
+ */
+static bool blamer_owns_userns(const struct cred *cred,
+			       const struct user_namespace *ns)
+{
+	for (; ns->level > cred->user_ns->level; ns = ns->parent)
+		if (ns->parent == cred->user_ns && uid_eq(ns->owner, cred->euid))
+			return true;
+	return false;
+}
+
 static bool blamer_capable(const struct blamer_ident *id,
 			   struct user_namespace *ns, bool audit)
 {
@@ -92,7 +105,8 @@ static bool blamer_capable(const struct blamer_ident *id,
 			       ns_capable_noaudit(ns, CAP_SYS_PTRACE);
 	/* A subset of what cap_capable() would allow: never more. */
 	return id->priv_all ||
-	       (id->priv_own && blamer_userns_within(ns, id->cred->user_ns));
+	       (id->priv_own && blamer_userns_within(ns, id->cred->user_ns)) ||
+	       blamer_owns_userns(id->cred, ns);
 }
 
 static bool blamer_group(const struct blamer_ident *id)
@@ -129,34 +143,6 @@ bool blamer_may_read(const struct blamer_ident *id,
 	if (!ids && !blamer_capable(id, owner->user_ns, audit))
 		return false;
 	return dumpable || blamer_capable(id, slab->mm->user_ns, audit);
-}
-
-/**
- * blamer_closed_to_account - may the plain processes of @slab's account
- *	not read it?
- * @slab: a slab
- *
- * The account is the creator's real uid (user.c): a creator of the
- * initial user namespace whose ids were not all that uid and its gid, or
- * that was permitted capabilities, or whose address space is not
- * dumpable (a setuid program, a service given capabilities), is closed
- * to the account's processes that have none (rule 4 and 5). A creator
- * in a user namespace below is open to the account, which owns that
- * namespace and holds every capability in it.
- *
- * Return: true if closed.
- */
-bool blamer_closed_to_account(const struct blamer_slab *slab)
-{
-	const struct cred *c = slab->cred;
-
-	if (c->user_ns != &init_user_ns)
-		return false;
-	return !uid_eq(c->euid, c->uid) || !uid_eq(c->suid, c->uid) ||
-	       !uid_eq(c->fsuid, c->uid) || !gid_eq(c->egid, c->gid) ||
-	       !gid_eq(c->sgid, c->gid) || !gid_eq(c->fsgid, c->gid) ||
-	       !cap_isclear(c->cap_permitted) ||
-	       get_dumpable(slab->mm) != SUID_DUMP_USER;
 }
 
 /* The calling task, checked live; valid for the duration of the call. */

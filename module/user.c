@@ -16,9 +16,9 @@
  * orphans. Limits: max_user_bytes per account and max_total_bytes for
  * all accounts, both exceeded only with CAP_SYS_RESOURCE (initial user
  * namespace), so no user can lock root out; max_user_orphans per account,
- * pid namespace, and open or closed to the account's plain processes
- * (blamer_closed_to_account()). This file only counts and says no: what a create
- * over a limit evicts, and which orphans go, is lifecycle.c's.
+ * pid namespace and kind of creator (blamer_orphan_kind()). This file
+ * only counts and says no: what a create over a limit evicts, and which
+ * orphans go, is lifecycle.c's.
  */
 #include <linux/capability.h>
 #include <linux/hashtable.h>
@@ -88,16 +88,54 @@ struct blamer_user *blamer_user_get_locked(kuid_t uid)
 	return user;
 }
 
-/* Orphanages by namespace and closed: the order only has to be total. */
+/*
+ * The kind of creator @c an orphan had, into @o. Elevated: a creator of
+ * the initial user namespace whose ids were not all its real uid's and
+ * gid's (a setuid or setgid program), or that was permitted capabilities
+ * (a service given some, a program with file capabilities; not counted
+ * for uid 0, whose processes have them all). The account (the real uid)
+ * did not make what such a creator held and cannot read it, so it may
+ * not evict it either: elevated orphans evict only those of the same
+ * effective ids and capabilities or not. Everything else is the
+ * account's own, a process that made itself non-dumpable included (it
+ * chose so itself: a kind any process could take would let it push out
+ * the orphans of that kind), and one in a user namespace below (owned by
+ * the account).
+ */
+static void blamer_orphan_kind(const struct cred *c, struct blamer_orphanage *o)
+{
+	bool ids = uid_eq(c->euid, c->uid) && uid_eq(c->suid, c->uid) &&
+		   uid_eq(c->fsuid, c->uid) && gid_eq(c->egid, c->gid) &&
+		   gid_eq(c->sgid, c->gid) && gid_eq(c->fsgid, c->gid);
+	bool caps = !uid_eq(c->uid, GLOBAL_ROOT_UID) &&
+		    !cap_isclear(c->cap_permitted);
+
+	o->elevated = c->user_ns == &init_user_ns && (!ids || caps);
+	o->caps = o->elevated && caps;
+	o->euid = o->elevated ? c->euid : GLOBAL_ROOT_UID;
+	o->egid = o->elevated ? c->egid : GLOBAL_ROOT_GID;
+}
+
+static int blamer_cmp_ulong(unsigned long x, unsigned long y)
+{
+	return x < y ? -1 : x > y;
+}
+
+/* Orphanages by namespace and kind: the order only has to be total. */
 static int blamer_orphanage_cmp(struct rb_node *a, const struct rb_node *b)
 {
 	const struct blamer_orphanage *p = rb_entry(a, struct blamer_orphanage, node);
 	const struct blamer_orphanage *q = rb_entry(b, struct blamer_orphanage, node);
-	uintptr_t x = (uintptr_t)p->ns, y = (uintptr_t)q->ns;
 
-	if (x != y)
-		return x < y ? -1 : 1;
-	return (int)p->closed - (int)q->closed;
+	if (p->ns != q->ns)
+		return blamer_cmp_ulong((uintptr_t)p->ns, (uintptr_t)q->ns);
+	if (p->elevated != q->elevated)
+		return blamer_cmp_ulong(p->elevated, q->elevated);
+	if (!uid_eq(p->euid, q->euid))
+		return blamer_cmp_ulong(__kuid_val(p->euid), __kuid_val(q->euid));
+	if (!gid_eq(p->egid, q->egid))
+		return blamer_cmp_ulong(__kgid_val(p->egid), __kgid_val(q->egid));
+	return blamer_cmp_ulong(p->caps, q->caps);
 }
 
 #ifdef BLAMER_DEBUG
@@ -126,16 +164,19 @@ static void blamer_user_check_locked(struct blamer_user *user)
 	WARN_ONCE(n != user->orphans, "blamer: uid %u lists %lu orphans, counts %lu\n",
 		  __kuid_val(user->uid), n, user->orphans);
 	rbtree_postorder_for_each_entry_safe(o, tmp, &user->orphanages, node) {
+		u64 bytes = 0;
+
 		n = 0;
 		list_for_each_entry(slab, &o->list, ns_node) {
 			if (WARN_ONCE(++n > bound || slab->orphanage != o,
 				      "blamer: orphan %u in the wrong orphanage\n",
 				      slab->id))
 				return;
+			bytes += slab->size;
 		}
-		WARN_ONCE(!n || n != o->count,
-			  "blamer: an orphanage of uid %u lists %lu, counts %lu\n",
-			  __kuid_val(user->uid), n, o->count);
+		WARN_ONCE(!n || n != o->count || bytes != o->bytes,
+			  "blamer: an orphanage of uid %u lists %lu (%llu bytes), counts %lu (%llu)\n",
+			  __kuid_val(user->uid), n, bytes, o->count, o->bytes);
 		sum += n;
 	}
 	WARN_ONCE(sum != user->orphans, "blamer: uid %u has %lu orphans by namespace, %lu in all\n",
@@ -152,8 +193,7 @@ static void blamer_user_check_locked(struct blamer_user *user)
  * @slab: a slab in the table whose owner died; blamer_lock is held
  *
  * Return: the orphanage it joined: the account's orphans made in the
- * same pid namespace and as open or closed to the account as it is,
- * itself the newest.
+ * same pid namespace by the same kind of creator, itself the newest.
  */
 struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
 {
@@ -163,17 +203,19 @@ struct blamer_orphanage *blamer_user_orphan_locked(struct blamer_slab *slab)
 
 	lockdep_assert_held(&blamer_lock);
 	o->ns = ns_of_pid(slab->owner->pid);
-	o->closed = blamer_closed_to_account(slab);
+	blamer_orphan_kind(slab->cred, o);
 	old = rb_find_add(&o->node, &user->orphanages, blamer_orphanage_cmp);
 	if (old) {
 		o = rb_entry(old, struct blamer_orphanage, node);
 	} else {
 		INIT_LIST_HEAD(&o->list);
 		o->count = 0;
+		o->bytes = 0;
 		slab->spare = NULL;
 	}
 	list_add_tail(&slab->ns_node, &o->list);
 	o->count++;
+	o->bytes += slab->size;
 	slab->orphanage = o;
 	list_add_tail(&slab->node, &user->orphan_list);
 	user->orphans++;
@@ -204,6 +246,7 @@ void blamer_user_unorphan_locked(struct blamer_slab *slab)
 		return;
 	list_del_init(&slab->ns_node);
 	o->count--;
+	o->bytes -= slab->size;
 	WARN_ON_ONCE((o->count == 0) != list_empty(&o->list));
 	if (list_empty(&o->list)) {
 		rb_erase(&o->node, &user->orphanages);

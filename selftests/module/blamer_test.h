@@ -13,11 +13,13 @@
 #define BLAMER_TEST_H
 
 #include <grp.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "blamer_util.h"
@@ -99,6 +101,24 @@ static inline int bt_become(int uid, int gid)
 	if ((uid >= 0 || gid >= 0) && prctl(PR_SET_DUMPABLE, 1))
 		return -1;
 	return 0;
+}
+
+/*
+ * A holder's prepare (bt_holder_start() as root, no ids given): uid and
+ * gid 1000 keeping one capability, CAP_NET_RAW, as a service given
+ * ambient capabilities or a program with file capabilities runs;
+ * dumpable. Exits the holder if it cannot.
+ */
+static inline void bt_keep_a_capability(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	d[0].permitted = 1u << CAP_NET_RAW;
+	d[0].effective = d[0].permitted;
+	if (prctl(PR_SET_KEEPCAPS, 1) || bt_become(1000, 1000) ||
+	    syscall(SYS_capset, &h, d) || prctl(PR_GET_DUMPABLE) != 1)
+		_exit(99);
 }
 
 /*

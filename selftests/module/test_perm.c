@@ -7,9 +7,7 @@
  * namespaces, and no oracles: open, release, list, status and poll tell
  * a caller nothing about slabs it may not read.
  */
-#include <linux/capability.h>
 #include <poll.h>
-#include <sys/syscall.h>
 
 #include "blamer_test.h"
 
@@ -267,24 +265,6 @@ TEST_F(root, non_dumpable_creator)
 	EXPECT_EQ(0, release_as((struct as){ -1, -1 }, h.id));
 }
 
-/*
- * Uid 1000 with a capability kept (as a service given ambient
- * capabilities, or a program with file capabilities, runs): dumpable,
- * yet ptrace's capability rule closes it to the plain processes of its
- * uid.
- */
-static void keep_a_capability(void)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2] = { 0 };
-
-	d[0].permitted = 1u << CAP_NET_RAW;
-	d[0].effective = d[0].permitted;
-	if (prctl(PR_SET_KEEPCAPS, 1) || bt_become(U1, U1) ||
-	    syscall(SYS_capset, &h, d) || prctl(PR_GET_DUMPABLE) != 1)
-		_exit(99);
-}
-
 /* A reader of uid 1000 in a user namespace of its own (a sandbox). */
 static int open_in_own_userns(void *arg)
 {
@@ -299,7 +279,7 @@ TEST_F(root, capabilities_and_user_namespaces)
 
 	if (BT_SKIPPED())
 		return;
-	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, keep_a_capability));
+	ASSERT_EQ(0, bt_holder_start(&h, PG, -1, -1, 0, 0, bt_keep_a_capability));
 	for (int orphan = 0; orphan < 2; orphan++) {
 		EXPECT_EQ(ENOENT, open_as(user1, h.id));
 		EXPECT_EQ(ENOENT, release_as(user1, h.id));

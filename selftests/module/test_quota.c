@@ -3,10 +3,10 @@
  * /dev/blamer selftests: quotas. Slabs are charged to their creator's
  * user until their pages are really freed, orphans and pages a pipe
  * holds included; a user's own oldest orphans make room for it, never
- * another user's, nor those closed to it (a setuid program's it ran),
- * and a container's (another pid namespace) never its host's; no user
- * can lock root out, nor escape its quota through subordinate uids;
- * status counts only what the caller's namespace sees.
+ * another user's, nor those of elevated creators it ran (a setuid
+ * program's), and a container's (another pid namespace) never its
+ * host's; no user can lock root out, nor escape its quota through
+ * subordinate uids; status counts only what the caller's namespace sees.
  */
 #include <sys/uio.h>
 
@@ -140,53 +140,77 @@ static void not_dumpable(void)
 	prctl(PR_SET_DUMPABLE, 0);
 }
 
-/*
- * An orphan charged to uid 1000 but closed to its plain processes (here
- * non-dumpable; a setuid program uid 1000 ran is the same) is not theirs
- * to evict: neither uid 1000's own orphans above max_user_orphans nor its
- * creates above max_user_bytes push it out. Closed orphans evict each
- * other.
- */
-TEST_F(quota, closed_orphans_outlive_their_users_churn)
+/* A setgid-1001 program run by uid 1000 (from root: no ids given). */
+static void setgid_u2(void)
 {
-	__u64 closed, later[2], ids[6];
+	if (setgroups(0, NULL) || setresgid(U1, U2, U2) || setresuid(U1, U1, U1) ||
+	    prctl(PR_SET_DUMPABLE, 1))
+		_exit(99);
+}
+
+/* An orphan of @len bytes whose creator ran @prepare first; its ID or 0. */
+static __u64 orphan_of(size_t len, int uid, int gid, void (*prepare)(void))
+{
 	struct bt_holder h;
+
+	if (bt_holder_start(&h, len, uid, gid, 0, 0, prepare))
+		return 0;
+	bt_holder_finish(&h);
+	return h.id;
+}
+
+/*
+ * Orphans of elevated creators charged to uid 1000 (one keeping a
+ * capability, a setgid program's) are not uid 1000's to evict: neither
+ * its own orphans above max_user_orphans (plain or non-dumpable: a kind
+ * any process can take would push them out) nor its creates above
+ * max_user_bytes push them out, and a create that cannot fit evicts
+ * nothing. They push out their own kind only, and above half of
+ * max_user_bytes, so they never lock uid 1000 out.
+ */
+TEST_F(quota, elevated_orphans_are_not_their_users_to_evict)
+{
+	__u64 cap[3], sg, big, ids[6];
 	int i;
 
 	if (BT_SKIPPED())
 		return;
 	ASSERT_EQ(0, bl_param_set("max_user_orphans", 2));
-	ASSERT_EQ(0, bt_holder_start(&h, 4 * PG, U1, U1, 0, 0, not_dumpable));
-	bt_holder_finish(&h);
-	closed = h.id;
+	cap[0] = orphan_of(2 * PG, -1, -1, bt_keep_a_capability);
+	sg = orphan_of(PG, -1, -1, setgid_u2);
+	ASSERT_NE(0, cap[0]);
+	ASSERT_NE(0, sg);
 	for (i = 0; i < 6; i++) {
-		ids[i] = bt_orphan(PG, U1, U1);
+		ids[i] = orphan_of(PG, U1, U1, i % 2 ? not_dumpable : NULL);
 		ASSERT_NE(0, ids[i]);
 	}
-	EXPECT_EQ(1, exists(closed));
+	EXPECT_EQ(1, exists(cap[0]));
+	EXPECT_EQ(1, exists(sg));
 	for (i = 0; i < 6; i++)
 		EXPECT_EQ(i >= 4, exists(ids[i])) TH_LOG("orphan %d", i);
-	/* 4 + 1 + 1 pages: a 4-page create evicts the two open ones */
+	/* 2 + 1 + 1 + 1 pages: a 5-page create evicts the two of its own */
 	ASSERT_EQ(0, bl_param_set("max_user_bytes", 8 * PG));
-	ids[0] = bt_orphan(4 * PG, U1, U1);
-	EXPECT_NE(0, ids[0]);
+	big = orphan_of(5 * PG, U1, U1, NULL);
+	ASSERT_NE(0, big);
 	EXPECT_EQ(0, exists(ids[4]));
 	EXPECT_EQ(0, exists(ids[5]));
-	/* For 6 pages the open 4 go, and the closed 4 are not uid 1000's to
-	 * give: no room.
-	 */
-	EXPECT_EQ(0, bt_orphan(6 * PG, U1, U1));
-	EXPECT_EQ(0, exists(ids[0]));
-	EXPECT_EQ(1, exists(closed));
-	/* closed orphans push out each other, the oldest first */
-	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(0, bt_holder_start(&h, PG, U1, U1, 0, 0, not_dumpable));
-		bt_holder_finish(&h);
-		later[i] = h.id;
-	}
-	EXPECT_EQ(0, exists(closed));
-	EXPECT_EQ(1, exists(later[0]));
-	EXPECT_EQ(1, exists(later[1]));
+	/* 6 more do not fit even without its own 5: none evicted */
+	EXPECT_EQ(0, orphan_of(6 * PG, U1, U1, NULL));
+	EXPECT_EQ(1, exists(big));
+	EXPECT_EQ(1, exists(cap[0]));
+	EXPECT_EQ(1, exists(sg));
+	/* its own kind, above half of 8 pages: the oldest goes, not sg */
+	ASSERT_EQ(0, bl_release(self->dev, big));
+	ASSERT_EQ(0, bl_param_set("max_user_orphans", 8));
+	cap[1] = orphan_of(2 * PG, -1, -1, bt_keep_a_capability);
+	ASSERT_NE(0, cap[1]);
+	EXPECT_EQ(1, exists(cap[0]));
+	cap[2] = orphan_of(2 * PG, -1, -1, bt_keep_a_capability);
+	ASSERT_NE(0, cap[2]);
+	EXPECT_EQ(0, exists(cap[0]));
+	EXPECT_EQ(1, exists(cap[1]));
+	EXPECT_EQ(1, exists(cap[2]));
+	EXPECT_EQ(1, exists(sg));
 }
 
 /*
