@@ -353,7 +353,7 @@ static inline bool bl_handle_current(struct bl_handle *h)
 struct blamer;
 
 #define BL_SPARE_DATA	4u
-#define BL_CLAIMS	8u
+#define BL_CLAIMS	4u
 
 /* Per thread, per context: the thread's record (found without a lock). */
 struct bl_tls_ent {
@@ -413,9 +413,6 @@ void bl_tls_init(void);
 void bl_tls_arm_exit(struct bl_tls *t);
 /* The context is closing: this thread's cache must not point at it. */
 void bl_tls_forget(struct blamer *b);
-/* @e (of @t, for another context) makes room for a new one: what it holds
- * is given back as at the thread's exit. */
-void bl_tls_evict(struct bl_tls *t, struct bl_tls_ent *e);
 
 /*
  * The slot cache is only this thread's, but a signal handler may run on
@@ -645,8 +642,6 @@ void bl_registry_add(struct blamer *b);
 void bl_registry_remove(struct blamer *b);
 void bl_registry_lock(void);
 void bl_registry_unlock(void);
-/* Never waits (a writer's slow path, a signal handler): true if taken. */
-bool bl_registry_trylock(void);
 struct blamer *bl_registry_first(void);	/* then ->next */
 bool bl_registry_alive(struct blamer *b, uint64_t serial);
 /* Whether an open context records modules (a fork then takes their list). */
@@ -772,10 +767,25 @@ int bl_modules_record_forked(struct blamer *b);
 
 /* thread.c: this thread's entry for @b, registering it on first use. */
 struct bl_tls_ent *bl_thread_get(struct blamer *b);
-/* This thread's retired record @ref of @b (tls.c): the next thread's. */
-void bl_thread_rec_give(struct blamer *b, blamer_ref ref);
-/* A retired activity-data record (userdata.c) that its thread does not
- * keep as a spare: on the heap's free stack, for any thread to take. */
-void bl_activity_data_give(struct blamer *b, blamer_ref ref);
+/* Where a retired thread record on the heap's free stack keeps its link
+ * (thread.c takes them, tls.c gives them at a thread's exit): data_version
+ * and overflows, which its thread writes only atomically. */
+#define BL_THREAD_LINK	((uint32_t)offsetof(struct blamer_thread, data_version))
+_Static_assert(offsetof(struct blamer_thread, data_version) % 8 == 0 &&
+	       offsetof(struct blamer_thread, overflows) == BL_THREAD_LINK + 4, "the link word");
+/* Where a retired activity-data record on the heap's free stack keeps its
+ * link: used and reserved, which no one writes but atomically (used) or
+ * at all (reserved) while the record is live. */
+#define BL_DATA_LINK	((uint32_t)offsetof(struct blamer_userdata, used))
+_Static_assert(offsetof(struct blamer_userdata, used) % 8 == 0 &&
+	       offsetof(struct blamer_userdata, reserved) == BL_DATA_LINK + 4, "the link word");
+
+/* A retired activity-data record that its thread does not keep as a
+ * spare: on the heap's free stack, for any thread's activity data
+ * (userdata.c) to take. */
+static inline void bl_activity_data_give(struct blamer *b, blamer_ref ref)
+{
+	bl_heap_free_push(&b->heap, &b->heap.free_data, ref, BL_DATA_LINK);
+}
 
 #endif /* BLAMER_WRITER_INTERNAL_H */

@@ -28,11 +28,6 @@ void bl_registry_lock(void)
 	pthread_mutex_lock(&reg_lock);
 }
 
-bool bl_registry_trylock(void)
-{
-	return pthread_mutex_trylock(&reg_lock) == 0;
-}
-
 void bl_registry_unlock(void)
 {
 	pthread_mutex_unlock(&reg_lock);

@@ -37,17 +37,6 @@ static uint32_t thread_size(struct blamer *b)
 	return sizeof(struct blamer_thread) + b->stack_depth * sizeof(struct blamer_activity);
 }
 
-/* Where a retired thread record on the heap's free stack keeps its link:
- * data_version and overflows, which its thread writes only atomically. */
-#define THREAD_LINK	((uint32_t)offsetof(struct blamer_thread, data_version))
-_Static_assert(offsetof(struct blamer_thread, data_version) % 8 == 0 &&
-	       offsetof(struct blamer_thread, overflows) == THREAD_LINK + 4, "the link word");
-
-void bl_thread_rec_give(struct blamer *b, blamer_ref ref)
-{
-	bl_heap_free_push(&b->heap, &b->heap.free_threads, ref, THREAD_LINK);
-}
-
 static struct bl_tls_ent *thread_register(struct blamer *b)
 {
 	struct bl_tls *t = &bl_tls;
@@ -57,19 +46,20 @@ static struct bl_tls_ent *thread_register(struct blamer *b)
 	uint32_t i;
 
 	/* A slot for this context: a free one, one of an old incarnation of
-	 * this context (fork), or else the next victim round-robin, whose
-	 * record (and what else it holds) is given back first: a thread
-	 * that writes more contexts than BL_TLS_ENTS in turn made a record
-	 * per eviction, and left the last one's stack behind. */
+	 * this context (fork), or else the next victim round-robin, dropped
+	 * as it is: its record stays live, with its stack (library.rst,
+	 * "Activities"). Giving it back while this thread lives gave away
+	 * what the thread, or the code a signal handler interrupted, was
+	 * still writing: an activity field's handle, a push under way, a
+	 * series' home shard (a review, 2026-12-05). */
 	for (i = 0; i < BL_TLS_ENTS && !e; i++)
 		if (!t->e[i].b || t->e[i].b == b)
 			e = &t->e[i];
-	if (!e) {
+	if (!e)
 		e = &t->e[t->next_victim++ % BL_TLS_ENTS];
-		bl_tls_evict(t, e);
-	}
 	memset(e, 0, sizeof(*e));
-	ref = bl_heap_free_pop(&b->heap, &b->heap.free_threads, BLAMER_REC_THREAD, THREAD_LINK);
+	ref = bl_heap_free_pop(&b->heap, &b->heap.free_threads, BLAMER_REC_THREAD,
+			       BL_THREAD_LINK);
 	if (!ref)
 		ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), false);
 	if (!ref)
@@ -285,7 +275,8 @@ static __attribute__((noinline)) void pop_data(struct blamer *b, struct blamer_a
 	struct bl_tls_ent *e = thread_fast(b);
 
 	st_release(A64(&a->user_data), 0);
-	bl_record_retire(b, ud, BLAMER_REC_USERDATA);
+	if (!bl_record_retire(b, ud, BLAMER_REC_USERDATA))
+		return;		/* not a live record of its type: not to give */
 	if (e && e->nspare < BL_SPARE_DATA)
 		e->spare[e->nspare++] = ud;
 	else

@@ -37,14 +37,14 @@ static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 		if (!ud)
 			continue;
 		st_release(A64(&e->rec->stack[i].user_data), 0);
-		bl_record_retire(b, ud, BLAMER_REC_USERDATA);
-		bl_activity_data_give(b, ud);
+		if (bl_record_retire(b, ud, BLAMER_REC_USERDATA))
+			bl_activity_data_give(b, ud);
 	}
 	for (i = 0; i < e->nspare; i++)
 		bl_activity_data_give(b, e->spare[i]);
 	e->nspare = 0;
 	if (bl_record_retire(b, e->ref, BLAMER_REC_THREAD))
-		bl_thread_rec_give(b, e->ref);
+		bl_heap_free_push(&b->heap, &b->heap.free_threads, e->ref, BL_THREAD_LINK);
 }
 
 /* The key's destructor: the thread is exiting. */
@@ -66,27 +66,6 @@ static void thread_exit(void *arg)
 	}
 	bl_registry_unlock();
 	t->key_set = false;
-}
-
-/*
- * The entry's context is open still (the registry says, under its lock:
- * a context closed since may be freed memory): retire as at exit. Its
- * shards are released, so this thread's cache and series homes, which
- * may point at them, are emptied first, as at exit. The lock is only
- * tried (this is a push's slow path, maybe in a signal handler): held by
- * another thread (an open, a fork, an exit) or by the code this handler
- * interrupted, the entry is dropped as it is, its record left live.
- */
-void bl_tls_evict(struct bl_tls *t, struct bl_tls_ent *e)
-{
-	if (!e->b || !bl_registry_trylock())
-		return;
-	if (bl_registry_alive(e->b, e->serial)) {
-		if (e->nclaims)
-			bl_shard_cache_clear(t);
-		retire_entry(e, t->tid);
-	}
-	bl_registry_unlock();
 }
 
 void bl_tls_forget(struct blamer *b)

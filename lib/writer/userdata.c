@@ -35,18 +35,6 @@ static uint32_t pad8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
-/* Where a retired activity-data record on the heap's free stack keeps its
- * link: used and reserved, which no one writes but atomically (used) or
- * at all (reserved) while the record is live. */
-#define DATA_LINK	((uint32_t)offsetof(struct blamer_userdata, used))
-_Static_assert(offsetof(struct blamer_userdata, used) % 8 == 0 &&
-	       offsetof(struct blamer_userdata, reserved) == DATA_LINK + 4, "the link word");
-
-void bl_activity_data_give(struct blamer *b, blamer_ref ref)
-{
-	bl_heap_free_push(&b->heap, &b->heap.free_data, ref, DATA_LINK);
-}
-
 /* The calling thread's top activity's data record, made if needed: one of
  * its spares, else one any thread retired, else a new one. */
 static blamer_ref activity_data(struct blamer *b)
@@ -70,12 +58,12 @@ static blamer_ref activity_data(struct blamer *b)
 	while (e->nspare && !ref) {
 		blamer_ref s = e->spare[--e->nspare];
 
-		if (bl_heap_take(&b->heap, s, BLAMER_REC_USERDATA, DATA_LINK))
+		if (bl_heap_take(&b->heap, s, BLAMER_REC_USERDATA, BL_DATA_LINK))
 			ref = s;
 	}
 	if (!ref)
 		ref = bl_heap_free_pop(&b->heap, &b->heap.free_data, BLAMER_REC_USERDATA,
-				       DATA_LINK);
+				       BL_DATA_LINK);
 	if (ref) {
 		u = bl_ptr(&b->heap, ref);
 		u->scope = BLAMER_DATA_ACTIVITY;

@@ -525,54 +525,6 @@ TEST_F(ctx, activity_data_nested_past_the_spares)
 	t_close(self, b);
 }
 
-/*
- * A thread that writes more contexts in turn than its cache holds
- * (BL_TLS_ENTS): each eviction gives the evicted record back, so each
- * heap keeps one thread record, and no stack of an evicted entry stays
- * behind. Before, every eviction left a live record (a 1-slab heap was
- * full after 483 rounds of 5 contexts) with whatever its stack held.
- * The paths' sums stay exact across the shards' release and reclaim.
- */
-TEST_F(ctx, thread_evicted_from_the_cache_gives_its_record_back)
-{
-	enum { N = BL_TLS_ENTS + 1, ROUNDS = 200 };
-	uint64_t ids[1] = { blamer_dag_id("evict") }, values[BLAMER_DAG_MAX_UNITS], nsh;
-	uint32_t units[1] = { BLAMER_UNIT_COUNT };
-	struct blamer_path *p[N];
-	struct blamer *bs[N];
-	struct blamer_config c;
-	struct v_stats st;
-	struct v_heap v;
-	char why[64];
-	int r, i;
-
-	c = t_cfg(self->dir, 0, 1);
-	for (i = 0; i < N; i++) {
-		ASSERT_EQ(0, blamer_open(&c, &bs[i]));
-		p[i] = blamer_path_get(bs[i], ids, 1, units, 1);
-		ASSERT_NE(NULL, p[i]);
-	}
-	for (r = 0; r < ROUNDS; r++)
-		for (i = 0; i < N; i++) {
-			ASSERT_EQ(1, blamer_push(bs[i], BLAMER_ACTIVITY_TASK, "x", r, 0))
-				TH_LOG("round %d context %d: %s", r, i, blamer_errmsg());
-			blamer_path_add(p[i], 0, 1);
-			blamer_pop(bs[i]);
-		}
-	for (i = 0; i < N; i++) {
-		t_view(bs[i], &v);
-		ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
-		ASSERT_LE(st.by_type[BLAMER_REC_THREAD] + st.retired[BLAMER_REC_THREAD], 2)
-			TH_LOG("context %d: %llu live, %llu retired thread records", i,
-			       (unsigned long long)st.by_type[BLAMER_REC_THREAD],
-			       (unsigned long long)st.retired[BLAMER_REC_THREAD]);
-		ASSERT_EQ(0, v_path_values(&v, p[i]->h.ref, values, &nsh, why))
-			TH_LOG("%s", why);
-		ASSERT_EQ(ROUNDS, values[0]);
-		blamer_close(bs[i]);
-	}
-}
-
 TEST_F(ctx, log_ring_wraps)
 {
 	struct blamer_config c;
