@@ -14,8 +14,9 @@ same, a scraper that asks a while after it connected included, and
 refuses a uid outside its owner and group; as root, another uid's
 attacks (a peer of its own, by the kernel's word, on TCP as on the Unix
 socket) cannot blind root's scrapes, and a scraper taking a large answer
-slowly but steadily is not let go for the never-reading connections of
-nine other uids filling the server. A connection the server lets go
+slowly but steadily is not let go for the connections of nine other
+uids filling the server, whether they never read or take their answers
+a little at a time. A connection the server lets go
 before its client took its answer (a deadline, room for another) leaves
 no orphan holding the rest in the kernel (FIN-WAIT-1 with data queued).
 Localhost only; every wait is bounded; everything started is stopped.
@@ -362,7 +363,7 @@ def main():
     procs = []
     children = []
     print("TAP version 13")
-    print("1..21", flush=True)
+    print("1..22", flush=True)
     try:
         exp = start_exporter(heaps, "127.0.0.1:%d" % port)
         procs.append(exp)
@@ -554,41 +555,64 @@ def main():
         # them as fast as they are let go. Before, each write that filled
         # the buffer counted it as not taking its answer, and it went
         # first, being the oldest
+        #
+        # And the same on TCP when the flood's connections take their
+        # answers a little at a time (small buffers, 4 kB every 20 ms), so
+        # that they look as busy as the scraper: the server, full, lets go
+        # one of the peer holding the most (a flooder's), never the
+        # scraper's peer's one. Before, the one whose answer moved longest
+        # ago went, the scraper between two of its reads (reset after
+        # 128 kB in 3 of 3 scrapes)
         bsock = os.path.join(tmp, "big.sock")
         bexp = start_exporter(big, "unix:" + bsock)
         procs.append(bexp)
         wait_up(bsock)
         os.chmod(bsock, 0o666)
-        stop_at = time.monotonic() + 14
+        btcp = ("127.0.0.1", free_port())
+        procs.append(start_exporter(big, "%s:%d" % btcp))
+        wait_up(btcp)
+        for nibble in (False, True):
+            stop_at = time.monotonic() + 14
+            where = btcp if nibble else bsock
 
-        def never_read():
-            held, made = [], 0
-            while time.monotonic() < stop_at:
-                try:
-                    s = connect(bsock)
-                    s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
-                    held.append(s)
-                    made += 1
-                except OSError:
-                    pass
-                if len(held) > 30:
-                    held.pop(0).close()
-                time.sleep(0.02)
-            os._exit(0 if made > 30 else 3)
-        flooders = [as_uid(2001 + k, never_read) for k in range(9)]
-        children.extend(flooders)
-        time.sleep(2)
-        got = [steady_scrape(bsock, 500000) for _ in range(2)]
-        sts = [reap(pid, 30) for pid in flooders]
-        for pid in flooders:
-            children.remove(pid)
-        bad = [why for _, why in got if why]
-        ok(not bad and all(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
-                           for st in sts),
-           "a scraper taking 1.7 MB at 500 kB/s while 9 other uids flood never-reading connections: "
-           "%d of %d answered in full (%s s)%s" % (len(got) - len(bad), len(got),
-                                                  ", ".join("%.1f" % t for t, _ in got),
-                                                  "; failed: %s" % bad if bad else ""))
+            def flood():
+                held, made = [], 0
+                while time.monotonic() < stop_at:
+                    try:
+                        s = connect(where)
+                        if nibble:
+                            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+                        s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+                        s.setblocking(False)
+                        held.append(s)
+                        made += 1
+                    except OSError:
+                        pass
+                    for s in held if nibble else ():
+                        try:
+                            s.recv(4096)
+                        except OSError:
+                            pass
+                    if len(held) > 30:
+                        held.pop(0).close()
+                    time.sleep(0.02)
+                os._exit(0 if made > 30 else 3)
+            flooders = [as_uid(2001 + k, flood) for k in range(9)]
+            children.extend(flooders)
+            time.sleep(2)
+            got = [steady_scrape(where, 250000 if nibble else 500000) for _ in range(2)]
+            sts = [reap(pid, 30) for pid in flooders]
+            for pid in flooders:
+                children.remove(pid)
+            bad = [why for _, why in got if why]
+            ok(not bad and all(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+                               for st in sts),
+               "a scraper taking 1.7 MB at %s while 9 other uids flood connections that %s: "
+               "%d of %d answered in full (%s s)%s"
+               % ("250 kB/s on TCP" if nibble else "500 kB/s on the Unix socket",
+                  "take their answers a little at a time" if nibble else "never read",
+                  len(got) - len(bad), len(got), ", ".join("%.1f" % t for t, _ in got),
+                  "; failed: %s" % bad if bad else ""))
     finally:
         for pid in children:
             try:

@@ -445,7 +445,9 @@ static bool local_tcp_uid(int nl, int fd, uint32_t *uid)
 }
 
 /* Who connected on @fd: its peer, and on a Unix socket the process that
- * connected (*@pid; 0 where the kernel does not say: TCP). */
+ * connected (*@pid; 0 where the kernel does not say: TCP). A remote IPv6
+ * peer is its /64: one host or site has all of one, and would otherwise
+ * be as many peers as it likes. */
 static void peer_of(struct http_server *s, int fd, struct peer *p, pid_t *pid)
 {
 	struct sockaddr_storage them;
@@ -473,7 +475,9 @@ static void peer_of(struct http_server *s, int fd, struct peer *p, pid_t *pid)
 	if (them.ss_family == AF_INET)
 		memcpy(p->addr, &((struct sockaddr_in *)&them)->sin_addr, 4);
 	else if (them.ss_family == AF_INET6)
-		memcpy(p->addr, &((struct sockaddr_in6 *)&them)->sin6_addr, 16);
+		memcpy(p->addr, &((struct sockaddr_in6 *)&them)->sin6_addr,
+		       IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&them)->sin6_addr) ?
+		       16 : 8);
 }
 
 /* ---- answers ---- */
@@ -850,23 +854,35 @@ static bool goes_first(const struct conn *a, const struct conn *b, long long now
 	return a->since != b->since ? a->since < b->since : a->seq < b->seq;
 }
 
+static size_t peer_count(struct http_server *s, const struct peer *p);
+static long peer_victim(struct http_server *s, const struct peer *peer, long long now);
+
 /*
- * The connection to let go for a new one when the server is full: of all
- * (a peer is not others' to choose: one of many addresses may be the
- * scraper), the first to go. Even one taking its answer, when all are:
- * a new connection is not refused for connections that a client opening
- * them faster than HTTP_STALL_MS can tell keeps looking busy (the first
- * writes to a client that never reads move as the kernels' buffers
- * fill), and of those the one whose answer moved longest ago goes.
+ * The connection to let go for a new one when the server is full: one
+ * of the peer holding the most connections (a scraper holds one, a flood
+ * many: one peer's many connections never push out another's few), the
+ * first to go among them (peer_victim()); of peers holding as many, the
+ * one whose candidate goes first. Even one taking its answer, when all
+ * of that peer's are: a new connection is not refused for connections
+ * that a client opening them faster than HTTP_STALL_MS can tell keeps
+ * looking busy (the first writes to a client that never reads move as
+ * the kernels' buffers fill).
  */
 static long victim(struct http_server *s, long long now)
 {
-	long best = -1;
-	size_t i;
+	size_t i, n, most = 0;
+	long best = -1, v;
 
 	for (i = 0; i < s->max; i++)
-		if (s->c[i] && (best < 0 || goes_first(s->c[i], s->c[best], now)))
-			best = (long)i;
+		if (s->c[i] && (n = peer_count(s, &s->c[i]->peer)) > most)
+			most = n;
+	for (i = 0; i < s->max; i++) {
+		if (!s->c[i] || peer_count(s, &s->c[i]->peer) != most)
+			continue;
+		v = peer_victim(s, &s->c[i]->peer, now);
+		if (v >= 0 && (best < 0 || goes_first(s->c[v], s->c[best], now)))
+			best = v;
+	}
 	return best;
 }
 
