@@ -5,12 +5,13 @@
  * to the same bits), closed by a line with the count of lines and a hash
  * of every byte before it.
  *
- *   blamer-fold 2       (or 1: its definitions have no UID)
+ *   blamer-fold 3       (2: node and unit lines have no UID; 1: nor
+ *                        definitions; both still read)
  *   generation G
  *   folded N
  *   source SOURCE       (what the heaps were read from; older states lack it)
- *   node ID NAME
- *   unit UNIT BASE NAME
+ *   node UID ID NAME
+ *   unit UID UNIT BASE NAME
  *   def UID NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
  *   series DEF UID DEPTH NODE... VALUE... NEXACT PARTIAL... VALUE STAMP NBUCKETS COUNT...
  *   path UID UNIT DEPTH NODE... VALUE

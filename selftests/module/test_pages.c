@@ -164,8 +164,15 @@ static void reader_reads(const unsigned char *ro, unsigned long *zero,
 	unsigned long i;
 	unsigned char v;
 
-	while (bl_peek(ro + off_of(0)) != val_of(0))
-		;
+	/*
+	 * Bounded: a write the reader never sees (the promise broken) is
+	 * counted bad, not a hang until the VM's timeout.
+	 */
+	for (i = 0; bl_peek(ro + off_of(0)) != val_of(0); i++)
+		if (i == 1UL << 32) {
+			(*bad)++;
+			return;
+		}
 	for (i = NPAGES - 1; i > 0; i--) {
 		v = bl_peek(ro + i * PG + off_of(i));
 		if (!v)

@@ -284,7 +284,7 @@ class _Family:
                     # define it again in the context now current, as the
                     # C side does with a stale series. A write raises only
                     # if that happens at every try.
-                    if _STALE not in str(e) or tries == _RESOLVE_TRIES - 1:
+                    if not any(m in str(e) for m in _STALE) or tries == _RESOLVE_TRIES - 1:
                         raise
         except blamer.Error as e:
             # A full heap (a label's values without bound, a user id per
@@ -299,10 +299,11 @@ class _Family:
             return None
 
 
-# How often _resolve() defines a series again that a reset made stale
-# meanwhile, and how the handle's ValueError says it (context.c).
+# How often _resolve() defines a series again that a reset or a close
+# made stale meanwhile, and how the ValueErrors say it (pyblamer.h: a
+# handle's context, an identity's context closed).
 _RESOLVE_TRIES = 8
-_STALE = "this handle's context was closed"
+_STALE = ("this handle's context was closed", "the context is closed")
 
 
 def MultiProcessValue(process_identifier=os.getpid):
