@@ -20,10 +20,10 @@
  * setuid program it ran (charged to it, closed to it): by its own
  * processes' deaths, nor by its creates; such orphans take at most half
  * of the user's byte limit per kind, so they never lock it out. user.c
- * counts and says no; owner.c sees
- * deaths; the table's bookkeeping is slab.c's. The one call back is
- * blamer_charge() asking owner.c to finish reaping (blamer_owner_settle())
- * before it evicts: a process that just died may have orphans to give.
+ * counts and says no; owner.c sees deaths; the table's bookkeeping is
+ * slab.c's. The one call back is blamer_charge() asking owner.c to
+ * finish reaping (blamer_owner_settle()) before it evicts: a process that
+ * just died may have orphans to give.
  * Every function here runs under blamer_lock or takes it, as the callers
  * did before; nothing new is locked.
  */
