@@ -39,6 +39,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1022,6 +1023,62 @@ static int use_cmp(const void *a, const void *b)
 	return (x->uid > y->uid) - (x->uid < y->uid);
 }
 
+static uint64_t node_key(const void *p)
+{
+	return ((const struct blamer_snap_uid_node *)p)->node.id;
+}
+
+static uint64_t unit_key(const void *p)
+{
+	return ((const struct blamer_snap_uid_unit_def *)p)->def.unit;
+}
+
+/* Both name records begin with their uid, which spread() sets. */
+_Static_assert(offsetof(struct blamer_snap_uid_node, uid) == 0 &&
+	       offsetof(struct blamer_snap_uid_unit_def, uid) == 0, "uid first");
+
+/*
+ * The uid-less names @old (*@n of @size bytes, each of @key, put in
+ * order of @key alone by @order: their uids are all NO_UID) copied to
+ * every (uid, key) of @use (@m, sorted by use_cmp()), one no record uses
+ * dropped: the new array in *@out (@old freed), its length in *@n. NULL,
+ * or why not (@twice: a key named twice; @old then kept).
+ */
+static const char *spread(void *old, size_t *n, size_t size,
+			  int (*order)(const void *, const void *), uint64_t (*key)(const void *),
+			  const struct uid_use *use, size_t m, const char *twice, void **out)
+{
+	const char *o = old;
+	size_t i, j, k;
+	char *nv;
+
+	*out = old;
+	if (!*n)
+		return NULL;
+	qsort(old, *n, size, order);
+	for (i = 1; i < *n; i++)
+		if (key(o + (i - 1) * size) == key(o + i * size))
+			return twice;
+	nv = malloc((m + 1) * size);
+	if (!nv)
+		return "out of memory";
+	for (i = 0, j = 0, k = 0; i < m; i++) {
+		if (i && !use_cmp(&use[i - 1], &use[i]))
+			continue;
+		while (j < *n && key(o + j * size) < use[i].id)
+			j++;
+		if (j < *n && key(o + j * size) == use[i].id) {
+			memcpy(nv + k * size, o + j * size, size);
+			memcpy(nv + k * size, &use[i].uid, sizeof(use[i].uid));
+			k++;
+		}
+	}
+	free(old);
+	*out = nv;
+	*n = k;
+	return NULL;
+}
+
 /*
  * A version 1 or 2 state's node and unit names, which served every uid,
  * made per uid: each is copied to every uid whose series or paths use it
@@ -1032,9 +1089,11 @@ static int use_cmp(const void *a, const void *b)
  */
 static const char *names_per_uid(struct blamer_fleet *f)
 {
-	size_t n = 0, i, j, k, m;
+	size_t n = 0, i, m;
+	const char *why;
 	struct uid_use *v;
 	uint32_t d;
+	void *nv;
 
 	for (i = 0; i < f->nseries; i++)
 		n += f->series[i].depth;
@@ -1051,70 +1110,20 @@ static const char *names_per_uid(struct blamer_fleet *f)
 		for (d = 0; d < f->paths[i].depth; d++)
 			v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].nodes[d] };
 	qsort(v, m, sizeof(*v), use_cmp);
-	if (f->nnodes) {
-		struct blamer_snap_uid_node *old = f->nodes, *nv;
-		size_t nold = f->nnodes;
-
-		qsort(old, nold, sizeof(*old), node_order);	/* all NO_UID: by id */
-		for (i = 1; i < nold; i++)
-			if (old[i - 1].node.id == old[i].node.id) {
-				free(v);
-				return "a node named twice";
-			}
-		nv = malloc((m + 1) * sizeof(*nv));
-		if (!nv) {
-			free(v);
-			return "out of memory";
-		}
-		for (i = 0, j = 0, k = 0; i < m; i++) {
-			if (i && !use_cmp(&v[i - 1], &v[i]))
-				continue;
-			while (j < nold && old[j].node.id < v[i].id)
-				j++;
-			if (j < nold && old[j].node.id == v[i].id) {
-				nv[k] = old[j];
-				nv[k++].uid = v[i].uid;
-			}
-		}
-		free(old);
-		f->nodes = nv;
-		f->nnodes = k;
-	}
-	/* units: every (uid, unit) of a path */
-	for (i = 0, m = 0; i < f->npaths; i++)
-		v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].unit };
-	qsort(v, m, sizeof(*v), use_cmp);
-	if (f->nunits) {
-		struct blamer_snap_uid_unit_def *old = f->units, *nv;
-		size_t nold = f->nunits;
-
-		qsort(old, nold, sizeof(*old), unit_order);
-		for (i = 1; i < nold; i++)
-			if (old[i - 1].def.unit == old[i].def.unit) {
-				free(v);
-				return "a unit named twice";
-			}
-		nv = malloc((m + 1) * sizeof(*nv));
-		if (!nv) {
-			free(v);
-			return "out of memory";
-		}
-		for (i = 0, j = 0, k = 0; i < m; i++) {
-			if (i && !use_cmp(&v[i - 1], &v[i]))
-				continue;
-			while (j < nold && old[j].def.unit < v[i].id)
-				j++;
-			if (j < nold && old[j].def.unit == v[i].id) {
-				nv[k] = old[j];
-				nv[k++].uid = v[i].uid;
-			}
-		}
-		free(old);
+	why = spread(f->nodes, &f->nnodes, sizeof(*f->nodes), node_order, node_key, v, m,
+		     "a node named twice", &nv);
+	f->nodes = nv;
+	if (!why) {
+		/* units: every (uid, unit) of a path */
+		for (i = 0, m = 0; i < f->npaths; i++)
+			v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].unit };
+		qsort(v, m, sizeof(*v), use_cmp);
+		why = spread(f->units, &f->nunits, sizeof(*f->units), unit_order, unit_key, v, m,
+			     "a unit named twice", &nv);
 		f->units = nv;
-		f->nunits = k;
 	}
 	free(v);
-	return NULL;
+	return why;
 }
 
 int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
