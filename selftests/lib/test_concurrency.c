@@ -336,6 +336,33 @@ struct churn_arg {
 	int ok;
 };
 
+enum { CHURN_MAX = 8 };
+
+/* @rounds rounds of @n (at most CHURN_MAX) threads running @fn on @b at
+ * once, each joined before the next round: 0, or -1 once a thread could
+ * not start or said it failed. */
+static int churn(struct blamer *b, int rounds, int n, void *(*fn)(void *))
+{
+	struct churn_arg args[CHURN_MAX];
+	pthread_t th[CHURN_MAX];
+	int round, i, started, bad = 0;
+
+	for (round = 0; round < rounds && !bad; round++) {
+		for (started = 0; started < n; started++) {
+			args[started] = (struct churn_arg){ .b = b };
+			if (pthread_create(&th[started], NULL, fn, &args[started])) {
+				bad = 1;
+				break;
+			}
+		}
+		for (i = 0; i < started; i++) {
+			pthread_join(th[i], NULL);
+			bad |= !args[i].ok;
+		}
+	}
+	return bad ? -1 : 0;
+}
+
 static void *churner(void *p)
 {
 	struct churn_arg *a = p;
@@ -348,26 +375,14 @@ static void *churner(void *p)
 
 TEST_F(ctx, thread_churn_reuses_records)
 {
-	struct churn_arg args[8];
-	pthread_t th[8];
 	struct blamer_config c;
 	struct v_stats st;
 	struct v_heap v;
 	struct blamer *b;
-	int round, i;
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	for (round = 0; round < 25; round++) {
-		for (i = 0; i < 8; i++) {
-			args[i] = (struct churn_arg){ .b = b };
-			ASSERT_EQ(0, pthread_create(&th[i], NULL, churner, &args[i]));
-		}
-		for (i = 0; i < 8; i++) {
-			pthread_join(th[i], NULL);
-			ASSERT_TRUE(args[i].ok);
-		}
-	}
+	ASSERT_EQ(0, churn(b, 25, 8, churner));
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	/* 200 threads, at most 8 at a time: records are reused */
@@ -405,26 +420,14 @@ static void *data_churner(void *p)
  */
 TEST_F(ctx, activity_data_churn_reuses_records)
 {
-	struct churn_arg args[4];
-	pthread_t th[4];
 	struct blamer_config c;
 	struct v_stats st;
 	struct v_heap v;
 	struct blamer *b;
-	int round, i;
 
 	c = t_cfg(self->dir, 0, 0);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	for (round = 0; round < 30; round++) {
-		for (i = 0; i < 4; i++) {
-			args[i] = (struct churn_arg){ .b = b };
-			ASSERT_EQ(0, pthread_create(&th[i], NULL, data_churner, &args[i]));
-		}
-		for (i = 0; i < 4; i++) {
-			pthread_join(th[i], NULL);
-			ASSERT_TRUE(args[i].ok) TH_LOG("%s", blamer_errmsg());
-		}
-	}
+	ASSERT_EQ(0, churn(b, 30, 4, data_churner));
 	t_view(b, &v);
 	ASSERT_EQ(0, v_check(&v, &st)) TH_LOG("%s", st.why);
 	ASSERT_EQ(0, st.by_type[BLAMER_REC_USERDATA]);
