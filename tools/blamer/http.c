@@ -870,14 +870,20 @@ static long peer_victim(struct http_server *s, const struct peer *peer, long lon
  */
 static long victim(struct http_server *s, long long now)
 {
-	size_t i, n, most = 0;
+	size_t held[HTTP_MAX_CONNS], i, j, most = 0;	/* s->max <= HTTP_MAX_CONNS */
 	long best = -1, v;
 
-	for (i = 0; i < s->max; i++)
-		if (s->c[i] && (n = peer_count(s, &s->c[i]->peer)) > most)
-			most = n;
 	for (i = 0; i < s->max; i++) {
-		if (!s->c[i] || peer_count(s, &s->c[i]->peer) != most)
+		held[i] = s->c[i] ? peer_count(s, &s->c[i]->peer) : 0;
+		most = held[i] > most ? held[i] : most;
+	}
+	for (i = 0; i < s->max; i++) {
+		if (!s->c[i] || held[i] != most)
+			continue;
+		/* each such peer once: at its first connection */
+		for (j = 0; j < i && !(s->c[j] && peer_eq(&s->c[j]->peer, &s->c[i]->peer)); j++)
+			;
+		if (j < i)
 			continue;
 		v = peer_victim(s, &s->c[i]->peer, now);
 		if (v >= 0 && (best < 0 || goes_first(s->c[v], s->c[best], now)))
