@@ -171,4 +171,14 @@ struct fl_ident fl_ident_of(const struct blamer_snap_process *p);
 /* @p was folded (its identity is listed). */
 bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p);
 
+/* The order of per-uid node names: by uid, then id (qsort()). */
+static inline int fl_uid_node_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_uid_node *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
+}
+
 #endif /* BLAMER_EXPORT_FLEET_H */

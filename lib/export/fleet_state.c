@@ -805,15 +805,6 @@ int fl_ident_cmp(const void *a, const void *b)
 	return (x->heap_key > y->heap_key) - (x->heap_key < y->heap_key);
 }
 
-static int node_order(const void *a, const void *b)
-{
-	const struct blamer_snap_uid_node *x = a, *y = b;
-
-	if (x->uid != y->uid)
-		return x->uid < y->uid ? -1 : 1;
-	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
-}
-
 static int unit_order(const void *a, const void *b)
 {
 	const struct blamer_snap_uid_unit_def *x = a, *y = b;
@@ -922,7 +913,7 @@ static const char *duplicates(const struct blamer_fleet *f)
 		if (i && !fl_ident_cmp(&f->idents[i - 1], &f->idents[i]))
 			return "a heap listed twice";
 	for (i = 0; i < f->nnodes; i++)
-		if (i && !node_order(&f->nodes[i - 1], &f->nodes[i]))
+		if (i && !fl_uid_node_cmp(&f->nodes[i - 1], &f->nodes[i]))
 			return "a node named twice for a uid";
 	for (i = 0; i < f->nunits; i++)
 		if (i && !unit_order(&f->units[i - 1], &f->units[i]))
@@ -1110,7 +1101,7 @@ static const char *names_per_uid(struct blamer_fleet *f)
 		for (d = 0; d < f->paths[i].depth; d++)
 			v[m++] = (struct uid_use){ f->paths[i].uid, f->paths[i].nodes[d] };
 	qsort(v, m, sizeof(*v), use_cmp);
-	why = spread(f->nodes, &f->nnodes, sizeof(*f->nodes), node_order, node_key, v, m,
+	why = spread(f->nodes, &f->nnodes, sizeof(*f->nodes), fl_uid_node_cmp, node_key, v, m,
 		     "a node named twice", &nv);
 	f->nodes = nv;
 	if (!why) {
@@ -1222,7 +1213,7 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		if (f->nidents)
 			qsort(f->idents, f->nidents, sizeof(*f->idents), fl_ident_cmp);
 		if (f->nnodes)
-			qsort(f->nodes, f->nnodes, sizeof(*f->nodes), node_order);
+			qsort(f->nodes, f->nnodes, sizeof(*f->nodes), fl_uid_node_cmp);
 		if (f->nunits)
 			qsort(f->units, f->nunits, sizeof(*f->units), unit_order);
 		in.why = duplicates(f);

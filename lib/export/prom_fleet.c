@@ -458,15 +458,6 @@ static void write_roles(const struct blamer_snapshot *s, struct prom_out *o)
 	}
 }
 
-static int uid_node_cmp(const void *a, const void *b)
-{
-	const struct blamer_snap_uid_node *x = a, *y = b;
-
-	if (x->uid != y->uid)
-		return x->uid < y->uid ? -1 : 1;
-	return (x->node.id > y->node.id) - (x->node.id < y->node.id);
-}
-
 /* By uid and unit, then the least (name, base) first. */
 static int uid_unit_cmp(const void *a, const void *b)
 {
@@ -573,9 +564,9 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 	/* stable for the nodes: the remainder's (first) wins an equal key */
 	for (i = 0; i < nn; i++)
 		nodes[i].node.type = (uint32_t)i;	/* (type is not shown) */
-	qsort(nodes, nn, sizeof(*nodes), uid_node_cmp);
+	qsort(nodes, nn, sizeof(*nodes), fl_uid_node_cmp);
 	for (i = 0, k = 0; i < nn; i++) {
-		if (k && !uid_node_cmp(&nodes[k - 1], &nodes[i])) {
+		if (k && !fl_uid_node_cmp(&nodes[k - 1], &nodes[i])) {
 			if (nodes[i].node.type < nodes[k - 1].node.type)
 				nodes[k - 1] = nodes[i];
 			continue;
