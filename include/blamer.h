@@ -812,7 +812,8 @@ struct blamer_snapshot {
 	uint64_t realtime_ns, monotonic_ns;
 	struct blamer_snap_process *procs;	size_t nprocs;
 	struct blamer_snap_total *totals;	size_t ntotals; /* by path, then unit */
-	struct blamer_snap_node *nodes;		size_t nnodes;	/* by id, named */
+	/* by id; named where every uid naming the id names it alike */
+	struct blamer_snap_node *nodes;		size_t nnodes;
 	/* the units of the totals, in numeric order */
 	uint32_t *units;			size_t nunits;
 	/* the inclusive tree, by path: a node, then its subtree */
@@ -821,9 +822,9 @@ struct blamer_snapshot {
 	/* dir: entries not read (the first 256), and how many there were */
 	struct blamer_snap_skipped *skipped;	size_t nskipped;
 	size_t skipped_total;
-	/* the names heaps give their units (blamer_dag_unit()), one per
-	 * unit, in unit order: of several heaps' names for one unit, the
-	 * one blamer_snap_unit_def() picks */
+	/* the names heaps give their units (blamer_dag_unit()), in unit
+	 * order: one per unit every uid naming it names alike (within a
+	 * uid, the least by (name, base)); none for a unit uids disagree on */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 	/* dir: slab files of heaps none of whose files holds a heap (empty,
 	 * shorter than a slab header, or not starting with the heap's
@@ -985,10 +986,11 @@ int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
 
 /* Lookups: NULL if unknown. */
 /* The definition of @unit the snapshot's processes give, or NULL; when
- * they disagree, the least by (name, base), so every reader picks the
- * same one whatever order the heaps come in. A binary search: unit_defs
- * must be in unit order (a snapshot made by hand may repeat a unit: the
- * least of its entries). */
+ * a uid's heaps disagree, the least by (name, base), so every reader
+ * picks the same one whatever order the heaps come in; when uids
+ * disagree, NULL (no user's heap names another's unit). A binary search:
+ * unit_defs must be in unit order (a snapshot made by hand may repeat a
+ * unit: the least of its entries). */
 const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,
 							uint32_t unit);
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
@@ -998,8 +1000,8 @@ const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id);
  * per-process paths) look names up here, so that another user's heap can
  * neither rename a node or a unit of @uid nor change its base (the scale
  * of its values). blamer_snap_unit_def() and blamer_snap_node_name() are
- * over every uid: for the views that merge every process (blame's totals;
- * the text views use them throughout). A snapshot without
+ * over every uid, the names all uids give alike: for the views that merge
+ * every process (blame's and top's totals, JSON's attribution). A snapshot without
  * BLAMER_SNAP_UID_NAMES (made by hand) answers as those.
  */
 const struct blamer_snap_unit_def *blamer_snap_uid_unit_def(const struct blamer_snapshot *s,

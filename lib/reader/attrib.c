@@ -455,39 +455,50 @@ static bool node_table(const struct blamer_snapshot *s, bool by_uid, struct node
 	return true;
 }
 
-/* s->nodes, over every uid, and s->uid_nodes, each uid's own: false out
- * of memory. */
+/*
+ * s->uid_nodes, each uid's own, and s->nodes, over every uid, made of
+ * them: one per id, named only if every uid that names it gives it the
+ * same name. A node id is a public hash any heap may name: a name the
+ * uids disagree on is no one's, so the views merging every process show
+ * the id, and no user's heap renames another's node there (whoever came
+ * first or sorted least won before). False out of memory.
+ */
 static bool merge_nodes(struct blamer_snapshot *s)
 {
 	struct blamer_snap_node *nodes;
 	struct blamer_snap_uid_node *un;
 	struct node_at *v;
-	size_t i, n;
+	size_t i, j, k, n;
 
-	if (!node_table(s, false, &v, &n))
-		return false;
-	nodes = calloc(n ? n : 1, sizeof(*nodes));
-	for (i = 0; nodes && i < n; i++)
-		nodes[i] = *v[i].n;
-	free(v);
-	if (!nodes)
-		return false;
-	qsort(nodes, n, sizeof(*nodes), node_cmp);
-	s->nodes = nodes;
-	s->nnodes = n;
 	if (!node_table(s, true, &v, &n))
 		return false;
 	un = calloc(n ? n : 1, sizeof(*un));
-	for (i = 0; un && i < n; i++) {
+	nodes = calloc(n ? n : 1, sizeof(*nodes));
+	for (i = 0; un && nodes && i < n; i++) {
 		un[i].uid = v[i].uid;
 		un[i].node = *v[i].n;
+		nodes[i] = *v[i].n;
 	}
 	free(v);
-	if (!un)
+	if (!un || !nodes) {
+		free(un);
+		free(nodes);
 		return false;
+	}
 	qsort(un, n, sizeof(*un), uid_node_cmp);
 	s->uid_nodes = un;
 	s->nuid_nodes = n;
+	/* by id, the named first: a run's first is its name, if all agree */
+	qsort(nodes, n, sizeof(*nodes), node_cmp);
+	for (i = 0, k = 0; i < n; i = j) {
+		nodes[k] = nodes[i];
+		for (j = i + 1; j < n && nodes[j].id == nodes[i].id; j++)
+			if (nodes[j].name[0] && strcmp(nodes[j].name, nodes[i].name))
+				nodes[k].name[0] = '\0';
+		k++;
+	}
+	s->nodes = nodes;
+	s->nnodes = k;
 	return true;
 }
 

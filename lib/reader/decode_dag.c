@@ -229,13 +229,15 @@ static int uid_def_order(const void *a, const void *b)
  * its unit up. Each uid's own, so that no user's heap renames another's
  * unit or changes its base (the scale of its values). uid_unit_defs is
  * sorted in place and cut to the winners (the array keeps its capacity,
- * which is at least what rd_add_unit_def() reckons from the count);
- * unit_defs, over every uid, is made of them (the least of a unit's).
+ * which is at least what rd_add_unit_def() reckons from the count).
+ * unit_defs, over every uid, is made of them: a unit whose uids' names
+ * or bases differ has none there (any heap may name any unit number, so
+ * the views merging every process show it by number and unscaled).
  */
 bool rd_merge_unit_defs(struct blamer_snapshot *s)
 {
 	struct blamer_snap_unit_def *all;
-	size_t i, k = 0;
+	size_t i, j, k = 0;
 
 	free(s->unit_defs);
 	s->unit_defs = NULL;
@@ -254,9 +256,13 @@ bool rd_merge_unit_defs(struct blamer_snapshot *s)
 	for (i = 0; i < k; i++)
 		all[i] = s->uid_unit_defs[i].def;
 	qsort(all, k, sizeof(*all), def_order);
-	for (i = 0, k = 0; i < s->nuid_unit_defs; i++)
-		if (!k || all[k - 1].unit != all[i].unit)
+	for (i = 0, k = 0; i < s->nuid_unit_defs; i = j) {
+		for (j = i + 1; j < s->nuid_unit_defs && all[j].unit == all[i].unit; j++)
+			;
+		/* sorted by (name, base): the uids agree if the last is the first */
+		if (!def_cmp(&all[i], &all[j - 1]))
 			all[k++] = all[i];
+	}
 	s->unit_defs = all;
 	s->nunit_defs = k;
 	return true;

@@ -129,10 +129,14 @@ fuzz:
 			echo "not ok 1 - the fuzzer failed to build"; exit 1' $$l; \
 	fi
 
-$(VM_READER_SUITES): vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app $(TOOLS_DIR)/blamer \
-		bed-module-%
+$(BUILD)/static/namer: $(SRC)/selftests/reader/namer.c $(LIB_A) $(SRC)/include/blamer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -static -o $@ $< $(LIB_A) -lpthread
+
+$(VM_READER_SUITES): vm-reader-%: $(BUILD)/static/blamer $(BUILD)/static/demo-app \
+		$(BUILD)/static/namer $(TOOLS_DIR)/blamer bed-module-%
 	@$(SRC)/scripts/run-suite $@ -- $(SRC)/tools/vm/run --kernel $* --timeout 300 --quiet \
-		--add $(BUILD)/static/blamer --add $(BUILD)/static/demo-app \
+		--add $(BUILD)/static/blamer --add $(BUILD)/static/demo-app --add $(BUILD)/static/namer \
 		--add-dynamic $(TOOLS_DIR)/blamer:/bin/blamer-kmod \
 		--add $(SRC)/selftests/reader/vm-test.sh -- 'sh /bin/vm-test.sh'
 

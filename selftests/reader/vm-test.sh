@@ -36,7 +36,7 @@ wait_gone() {
 }
 
 echo "TAP version 13"
-echo "1..33"
+echo "1..37"
 
 t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
@@ -122,6 +122,21 @@ t "root releases the crashed worker" sh -c "blamer release $W1 && ! blamer list 
 t "unload while in use is refused with a hint" sh -c "blamer unload 2>&1 | grep -q 'in use'"
 
 kill $APP $UP 2>/dev/null
+wait 2>/dev/null
+blamer release --all >/dev/null 2>&1
+# names are per uid: a user's heap naming root's node "svc" PWNED and
+# unit 1000 "aaa" in seconds changes no name or number of root's; the
+# views summing both uids show what both name alike (namer), else ids
+# and numbers (svc, unit 1000)
+namer svc svc 1000 requests none /tmp/ready-n0 &
+as-user namer svc PWNED 1000 aaa seconds /tmp/ready-n1 &
+wait_file /tmp/ready-n0
+wait_file /tmp/ready-n1
+N0=$(cat /tmp/ready-n0) N1=$(cat /tmp/ready-n1)
+t "dump: each process with its own uid's names (root's /namer/svc requests=, the user's /namer/PWNED aaa= in seconds)" sh -c "blamer dump $N0 >$OUT.0 && blamer dump $N1 >$OUT.1 && cat $OUT.0 $OUT.1 && grep -q '^    /namer/svc requests=1500000000\$' $OUT.0 && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7' $OUT.0 && ! grep -q 'PWNED\\|aaa' $OUT.0 && grep -q '^    /namer/PWNED aaa=1.50s\$' $OUT.1 && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7' $OUT.1"
+t "blame and top over both uids: namer by name, svc and unit 1000 by id and number, each series its uid's" sh -c "blamer blame >$OUT.b && blamer top --once >$OUT.t && cat $OUT.b $OUT.t && grep -q ' namer\$' $OUT.b && ! sed '/^KIND/,\$d' $OUT.b | grep -q 'PWNED\\|aaa\\| svc\$' && grep -q 'unit1000' $OUT.b && grep -q '3000000000 .* 0x[0-9a-f]*\$' $OUT.b && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7 uid 0' $OUT.b && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7 uid 1000' $OUT.b && ! grep -q aaa $OUT.t && grep -q '^unit1000 .* 3000000000 .* /namer/0x[0-9a-f]*\$' $OUT.t"
+t "JSON: a process's paths its uid's names, attribution unnamed where the uids differ" sh -c "blamer dump $N0 --json >$OUT.j && grep -q '\"names\":\\[\"namer\",\"svc\"\\],\"values\":\\[{\"unit\":1000,\"unit_name\":\"requests\"' $OUT.j && blamer blame --json | sed 's/\"service\":.*//' >$OUT.j && cat $OUT.j && grep -q '\"namer\"' $OUT.j && grep -q '\"unit_name\":\"unit1000\"' $OUT.j && ! grep -q 'PWNED\\|\"aaa\"\\|\"requests\"\\|\"svc\"' $OUT.j"
+kill $N0 $N1 2>/dev/null
 wait 2>/dev/null
 blamer release --all >/dev/null 2>&1
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"

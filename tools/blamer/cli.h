@@ -106,16 +106,26 @@ bool pid_wanted(const int32_t *pids, size_t n, int32_t pid);
 size_t proc_first(const struct blamer_snapshot *s, int32_t pid);
 
 void fmt_bytes(char *buf, size_t len, uint64_t v);
+/*
+ * Whose names the functions below show (of nodes and application units,
+ * and a unit's base): a process's or a series' uid, the names its uid's
+ * heaps give (blamer_snap_uid_node_name()), or ALL_UIDS in the views
+ * that sum every process, the names every uid gives alike
+ * (blamer_snap_node_name()): no user's heap names or scales another
+ * user's numbers. JSON and Prometheus show the same.
+ */
+#define ALL_UIDS (-1LL)
 /* A measurement as people read it: cpu_ns (and an application unit in
  * seconds) as time, bytes as sizes. */
-void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit,
-	       uint64_t v);
+void fmt_value(const struct blamer_snapshot *s, int64_t uid, char *buf, size_t len,
+	       uint32_t unit, uint64_t v);
 /* The column title of a unit: "cpu" (its values are times), "bytes",
- * "count", the name @s's heaps give it (blamer_dag_unit(), as JSON and
+ * "count", the name the heaps give it (blamer_dag_unit(), as JSON and
  * Prometheus use it), else "unitN"; returns @buf. */
-const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len);
+const char *unit_label(const struct blamer_snapshot *s, int64_t uid, uint32_t unit, char *buf,
+		       size_t len);
 /* @text names @unit: its label, its name (cpu_ns) or its number. */
-bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text);
+bool unit_is(const struct blamer_snapshot *s, int64_t uid, uint32_t unit, const char *text);
 void fmt_age(char *buf, size_t len, uint64_t now_ns, uint64_t then_ns);
 /* "killed by SIGSEGV (core dumped)", "exited with code 3", ... */
 void fmt_end(char *buf, size_t len, const struct blamer_snap_process *p);
@@ -160,7 +170,7 @@ void fmt_addr(char *buf, size_t len, const struct blamer_snap_process *p, uint64
 void print_activity(FILE *f, const char *indent, const struct blamer_snapshot *s,
 		    const struct blamer_snap_process *p, size_t depth,
 		    const struct blamer_snap_activity *a, const char *verb);
-void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
+void print_path(FILE *f, const struct blamer_snapshot *s, int64_t uid, const uint64_t *nodes,
 		uint32_t depth);
 
 /* metrics.c: the programs' metrics as text. */

@@ -55,7 +55,7 @@ static void print_level(const struct view *v, size_t from, size_t to, uint32_t d
 		char val[32];
 
 		for (col = 0; col < v->ncol; col++) {
-			fmt_value(s, val, sizeof(val), s->units[col], e->inclusive[col]);
+			fmt_value(s, ALL_UIDS, val, sizeof(val), s->units[col], e->inclusive[col]);
 			printf("%10s ", e->inclusive[col] ? val : "-");
 		}
 		printf("%5u  %*s", e->nprocs, (int)(2 * (d - 1)), "");
@@ -74,7 +74,7 @@ static int unit_column(const struct view *v, const char *unit)
 	size_t col;
 
 	for (col = 0; col < v->ncol; col++)
-		if (unit_is(v->s, v->s->units[col], unit))
+		if (unit_is(v->s, ALL_UIDS, v->s->units[col], unit))
 			return (int)col;
 	return -1;
 }
@@ -86,7 +86,7 @@ static void print_header(const struct view *v, const char *what)
 	for (col = 0; col < v->ncol; col++) {
 		char h[40];
 
-		unit_label(v->s, v->s->units[col], h, sizeof(h) - 1);
+		unit_label(v->s, ALL_UIDS, v->s->units[col], h, sizeof(h) - 1);
 		if (col == v->sortcol)
 			strcat(h, "*");
 		printf("%10s ", h);
@@ -143,7 +143,7 @@ static void print_role_shares(const struct view *v)
 		if (!procs[r])
 			continue;
 		for (col = 0; col < v->ncol; col++) {
-			fmt_value(s, val, sizeof(val), s->units[col], sh[r].v[col]);
+			fmt_value(s, ALL_UIDS, val, sizeof(val), s->units[col], sh[r].v[col]);
 			printf("%10s ", sh[r].v[col] ? val : "-");
 		}
 		tty_printf(stdout, "%5u  %s\n", procs[r], s->roles[r].role[0] ? s->roles[r].role : "-");
@@ -180,7 +180,7 @@ static void print_shares(const struct view *v)
 		char val[32], role[72];
 
 		for (col = 0; col < v->ncol; col++) {
-			fmt_value(s, val, sizeof(val), s->units[col], sh[i].v[col]);
+			fmt_value(s, ALL_UIDS, val, sizeof(val), s->units[col], sh[i].v[col]);
 			printf("%10s ", sh[i].v[col] ? val : "-");
 		}
 		tty_printf(stdout, "%7d  %-8s %-16s %s\n", sh[i].p->pid, proc_identity(sh[i].p),

@@ -79,10 +79,10 @@ static void dump_process(const struct blamer_snapshot *s, const struct blamer_sn
 			const struct blamer_snap_path *sp = &p->paths[i];
 
 			printf("    ");
-			print_path(stdout, s, sp->nodes, sp->depth);
+			print_path(stdout, s, p->uid, sp->nodes, sp->depth);
 			for (j = 0; j < sp->nvalues; j++) {
-				fmt_value(s, b1, sizeof(b1), sp->units[j], sp->values[j]);
-				printf(" %s=%s", unit_label(s, sp->units[j], b2, sizeof(b2)), b1);
+				fmt_value(s, p->uid, b1, sizeof(b1), sp->units[j], sp->values[j]);
+				printf(" %s=%s", unit_label(s, p->uid, sp->units[j], b2, sizeof(b2)), b1);
 			}
 			putchar('\n');
 		}

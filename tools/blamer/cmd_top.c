@@ -248,7 +248,7 @@ static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 			prev ? blamer_snap_total_find(prev, tt->nodes, tt->depth, tt->unit) : NULL;
 		char un[40], tot[32], rate[32], path[BLAMER_SNAP_MAX_DEPTH * 34];
 
-		fmt_value(s, tot, sizeof(tot), tt->unit, tt->value);
+		fmt_value(s, ALL_UIDS, tot, sizeof(tot), tt->unit, tt->value);
 		if (q && dt > 0 && tt->value >= q->value) {
 			double r = (double)(tt->value - q->value) / dt;
 
@@ -256,13 +256,13 @@ static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 			if (tt->unit == BLAMER_UNIT_CPU_NS)
 				snprintf(rate, sizeof(rate), "%.1f%%", r / 1e7);
 			else
-				fmt_value(s, rate, sizeof(rate), tt->unit, (uint64_t)r);
+				fmt_value(s, ALL_UIDS, rate, sizeof(rate), tt->unit, (uint64_t)r);
 		} else {
 			snprintf(rate, sizeof(rate), "-");
 		}
 		blamer_snap_path_string(s, tt->nodes, tt->depth, path, sizeof(path));
 		scr_line(&t->scr, NULL, "%-8s %12s %12s  %s",
-			 unit_label(s, tt->unit, un, sizeof(un)), tot, rate, path);
+			 unit_label(s, ALL_UIDS, tt->unit, un, sizeof(un)), tot, rate, path);
 	}
 	free(order);
 }
@@ -369,10 +369,10 @@ static void draw_role_totals(struct top *t, const struct blamer_snapshot *s)
 	for (i = 0; i < m && i < 30 && !scr_full(&t->scr, 1); i++) {
 		char un[40], tot[32], path[BLAMER_SNAP_MAX_DEPTH * 34];
 
-		fmt_value(s, tot, sizeof(tot), v[i].unit, v[i].value);
+		fmt_value(s, ALL_UIDS, tot, sizeof(tot), v[i].unit, v[i].value);
 		blamer_snap_path_string(s, v[i].path->nodes, v[i].path->depth, path, sizeof(path));
 		scr_line(&t->scr, NULL, "%-16s %-8s %12s  %s", v[i].role[0] ? v[i].role : "-",
-			 unit_label(s, v[i].unit, un, sizeof(un)), tot, path);
+			 unit_label(s, ALL_UIDS, v[i].unit, un, sizeof(un)), tot, path);
 	}
 	free(v);
 }

@@ -14,10 +14,11 @@
 #include "cli.h"
 #include "term.h"
 
-/* "name{l="v",...,path="/a/b"}" into @buf (the family name, as Prometheus). */
-static void series_name(const struct blamer_snapshot *s, const struct blamer_snap_metric_def *d,
-			char *const *values, uint32_t depth, const uint64_t *nodes, char *buf,
-			size_t len)
+/* "name{l="v",...,path="/a/b"}" into @buf (the family name, as Prometheus;
+ * the path's node names @uid's). */
+static void series_name(const struct blamer_snapshot *s, uint32_t uid,
+			const struct blamer_snap_metric_def *d, char *const *values, uint32_t depth,
+			const uint64_t *nodes, char *buf, size_t len)
 {
 	size_t n = strlen(d->name), at;
 	uint32_t i;
@@ -32,7 +33,8 @@ static void series_name(const struct blamer_snapshot *s, const struct blamer_sna
 	if (depth && at < len) {
 		at += (size_t)snprintf(buf + at, len - at, "%spath=\"", any ? "," : "{");
 		if (at < len) {
-			int w = blamer_snap_path_string(s, nodes, depth, buf + at, len - at);
+			int w = blamer_snap_uid_path_string(s, uid, nodes, depth, buf + at,
+							    len - at);
 
 			at += w > 0 ? (size_t)w : 0;
 		}
@@ -88,7 +90,7 @@ void fmt_series(char *buf, size_t len, const struct blamer_snapshot *s,
 {
 	char name[512], val[256];
 
-	series_name(s, x->def, x->first->values, x->first->depth, x->first->nodes, name,
+	series_name(s, x->uid, x->def, x->first->values, x->first->depth, x->first->nodes, name,
 		    sizeof(name));
 	fmt_values(val, sizeof(val), x->def, x->value, x->count, x->buckets);
 	snprintf(buf, len, "%s = %s", name, val);
@@ -110,8 +112,8 @@ void print_series(FILE *f, const struct blamer_snapshot *s, bool uids, bool live
 		const struct blamer_snap_metric_def *d = x->def;
 		char name[512], val[256], who[64] = "";
 
-		series_name(s, d, x->first->values, x->first->depth, x->first->nodes, name,
-			    sizeof(name));
+		series_name(s, x->uid, d, x->first->values, x->first->depth, x->first->nodes,
+			    name, sizeof(name));
 		fmt_values(val, sizeof(val), d, x->value, x->count, x->buckets);
 		if (x->proc)
 			snprintf(who, sizeof(who), " pid %d", x->proc->pid);
@@ -136,7 +138,7 @@ void print_process_metrics(FILE *f, const char *indent, const struct blamer_snap
 
 		if (!m->def)
 			continue;
-		series_name(s, m->def, m->values, m->depth, m->nodes, name, sizeof(name));
+		series_name(s, p->uid, m->def, m->values, m->depth, m->nodes, name, sizeof(name));
 		fmt_values(val, sizeof(val), m->def, m->value, m->count, m->buckets);
 		tty_printf(f, "%s%s %s = %s%s%s\n", indent, blamer_metric_kind_name(m->def->kind),
 			   name, val, cut_mark(m->cut), m->conflict ? " [defined otherwise: not merged]" : "");

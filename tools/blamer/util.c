@@ -248,9 +248,19 @@ void fmt_bytes(char *buf, size_t len, uint64_t v)
 	snprintf(buf, len, d < 9.95 ? "%.1f%ciB" : "%.0f%ciB", d, units[u]);
 }
 
-const char *unit_label(const struct blamer_snapshot *s, uint32_t unit, char *buf, size_t len)
+static const struct blamer_snap_unit_def *unit_def(const struct blamer_snapshot *s, int64_t uid,
+						     uint32_t unit)
 {
-	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
+	if (!s)
+		return NULL;
+	return uid == ALL_UIDS ? blamer_snap_unit_def(s, unit) :
+				 blamer_snap_uid_unit_def(s, (uint32_t)uid, unit);
+}
+
+const char *unit_label(const struct blamer_snapshot *s, int64_t uid, uint32_t unit, char *buf,
+		       size_t len)
+{
+	const struct blamer_snap_unit_def *d = unit_def(s, uid, unit);
 	const char *n = blamer_unit_name(unit);
 
 	/* cpu_ns values are shown as time (2.22s), so the column is "cpu" */
@@ -276,19 +286,20 @@ bool parse_number(const char *text, unsigned long long max, unsigned long long *
 	return !*end && !errno && *v <= max;
 }
 
-bool unit_is(const struct blamer_snapshot *s, uint32_t unit, const char *text)
+bool unit_is(const struct blamer_snapshot *s, int64_t uid, uint32_t unit, const char *text)
 {
 	const char *n = blamer_unit_name(unit);
 	char label[40], *end;
 	unsigned long num = strtoul(text, &end, 10);
 
-	return !strcmp(unit_label(s, unit, label, sizeof(label)), text) ||
+	return !strcmp(unit_label(s, uid, unit, label, sizeof(label)), text) ||
 	       (n && !strcmp(n, text)) || (!*end && end != text && num == unit);
 }
 
-void fmt_value(const struct blamer_snapshot *s, char *buf, size_t len, uint32_t unit, uint64_t v)
+void fmt_value(const struct blamer_snapshot *s, int64_t uid, char *buf, size_t len,
+	       uint32_t unit, uint64_t v)
 {
-	const struct blamer_snap_unit_def *d = s ? blamer_snap_unit_def(s, unit) : NULL;
+	const struct blamer_snap_unit_def *d = unit_def(s, uid, unit);
 
 	/* an application unit's values in seconds (nanoseconds) or bytes */
 	if (d && d->base == BLAMER_BASE_SECONDS)
@@ -567,13 +578,16 @@ void print_activity(FILE *f, const char *indent, const struct blamer_snapshot *s
 	print_fields(f, more, &a->fields);
 }
 
-void print_path(FILE *f, const struct blamer_snapshot *s, const uint64_t *nodes,
+void print_path(FILE *f, const struct blamer_snapshot *s, int64_t uid, const uint64_t *nodes,
 		uint32_t depth)
 {
 	/* a slash and a name (or an id) per node */
 	char buf[BLAMER_SNAP_MAX_DEPTH * (1 + sizeof(((struct blamer_snap_node *)0)->name))];
 
-	blamer_snap_path_string(s, nodes, depth, buf, sizeof(buf));
+	if (uid == ALL_UIDS)
+		blamer_snap_path_string(s, nodes, depth, buf, sizeof(buf));
+	else
+		blamer_snap_uid_path_string(s, (uint32_t)uid, nodes, depth, buf, sizeof(buf));
 	fputs(tty_clean(buf), f);	/* node names are the writers' */
 }
 
