@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The module blamer._blamer: its functions, constants and error type.
+ * The module blamer._blamer: its functions, constants and error types.
  * The pure-Python package blamer (bindings/python/blamer/) re-exports it
  * and binds the module-level writer calls to the default context.
  */
@@ -11,6 +11,7 @@
 #include "pyblamer.h"
 
 PyObject *pyb_Error;
+PyObject *pyb_StaleHandle;
 volatile uint64_t pyb_fork_gen;
 
 int pyb_lock_fresh(PyThread_type_lock *lock, uint64_t *gen)
@@ -135,7 +136,7 @@ static PyMethodDef mod_methods[] = {
 	{ "reset", (PyCFunction)pyb_reset, METH_NOARGS,
 	  "reset()\n\n"
 	  "Closes the default context (a clean end: its heap is removed); the next\n"
-	  "use makes a new one. Handles made from it stop working (ValueError)." },
+	  "use makes a new one. Handles made from it stop working (StaleHandle)." },
 	{ "default_context", (PyCFunction)mod_default_context, METH_NOARGS,
 	  "default_context() -> Context\n\nThe process-default context, which the module-level calls use." },
 	{ "dag_id", (PyCFunction)pyb_dag_id, METH_O,
@@ -237,6 +238,18 @@ PyMODINIT_FUNC PyInit__blamer(void)
 		"A libblamer call failed: errno and a one-line reason (blamer_errmsg()).",
 		PyExc_OSError, NULL);
 	if (!pyb_Error || PyModule_AddObjectRef(m, "Error", pyb_Error) < 0)
+		goto fail;
+	/* a ValueError, as the stale case was before it had a class: code
+	 * that catches ValueError still does */
+	pyb_StaleHandle = PyErr_NewExceptionWithDoc(
+		"blamer.StaleHandle",
+		"An object of a closed context was used: an opened Context after\n"
+		"close() or abandon(), or a handle (Activity, Value, Path, Metric,\n"
+		"Series) made before its context was closed or blamer.reset() ran\n"
+		"(which a signal handler, another thread or a finalizer may call at\n"
+		"any time). A ValueError; make the handle again from a live context.",
+		PyExc_ValueError, NULL);
+	if (!pyb_StaleHandle || PyModule_AddObjectRef(m, "StaleHandle", pyb_StaleHandle) < 0)
 		goto fail;
 	for (i = 0; i < sizeof(constants) / sizeof(constants[0]); i++)
 		if (pyb_add_int(m, constants[i].name, constants[i].v) < 0)

@@ -2,7 +2,7 @@
 /*
  * The CPython extension blamer._blamer over libblamer (include/blamer.h):
  * what its files share. One file per job:
- *   module.c    the module: constants, the error type, the calls on the
+ *   module.c    the module: constants, the error types, the calls on the
  *               process-default context, the fork counter
  *   context.c   Context: a heap of the process (the default or one opened)
  *   activity.c  Activity: a push/pop pair as a context manager
@@ -43,6 +43,11 @@
 
 /* ---- module.c ---- */
 extern PyObject *pyb_Error;		/* blamer.Error, an OSError */
+/* blamer.StaleHandle, a ValueError: an object of a context closed (or of
+ * the default before a reset()) was used. Its own class so that callers
+ * (blamer.prometheus) tell it from a bad argument without reading the
+ * message. */
+extern PyObject *pyb_StaleHandle;
 /* Forks this process is removed from the process that imported us
  * (bumped in the child by a pthread_atfork handler). */
 extern volatile uint64_t pyb_fork_gen;
@@ -78,12 +83,12 @@ extern pyb_Context *pyb_default_ctx;
 /* @obj (None or NULL: the default) as a context; NULL and an exception
  * if it is neither or closed. Borrowed. */
 pyb_Context *pyb_context_arg(PyObject *obj);
-/* NULL with ValueError if @c is closed. */
+/* NULL with StaleHandle if @c is closed. */
 static inline bool pyb_context_usable(pyb_Context *c)
 {
 	if (!c->closed)
 		return true;
-	PyErr_SetString(PyExc_ValueError, "blamer: the context is closed");
+	PyErr_SetString(pyb_StaleHandle, "blamer: the context is closed");
 	return false;
 }
 /* The default context's handles die (reset, init). */
@@ -94,12 +99,12 @@ PyObject *pyb_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 PyObject *pyb_reset(PyObject *self, PyObject *unused);
 
 /* A handle's check before each use: its context still the one it was
- * made in (one load and compare). Sets ValueError if not. */
+ * made in (one load and compare). Sets StaleHandle if not. */
 static inline bool pyb_handle_live(pyb_Context *c, uint64_t epoch)
 {
 	if (__builtin_expect(c->epoch == epoch, 1))
 		return true;
-	PyErr_SetString(PyExc_ValueError,
+	PyErr_SetString(pyb_StaleHandle,
 			"blamer: this handle's context was closed (or blamer.reset() called)");
 	return false;
 }

@@ -64,8 +64,8 @@ from . import _blamer
 from ._blamer import (  # noqa: F401 (re-exported)
     Activity, Child, Context, Edge, Error, Field, Fleet, Frame, HeapInfo, LogEntry,
     MeasuredPath, Metric, MetricDef, MetricSeries, Module, Node, ParentClaim, Path, Process,
-    ProcessMetric, Reader, Role, Series, Skipped, Snapshot, Thread, Total, TreeNode, UnitDef,
-    Value,
+    ProcessMetric, Reader, Role, Series, Skipped, Snapshot, StaleHandle, Thread, Total,
+    TreeNode, UnitDef, Value,
     activity_kind_name, dag_id, default_context, drop_reason_name, init, open, phase_name,
     reset, snapshot, snapshot_from_memory, unit_name,
 )

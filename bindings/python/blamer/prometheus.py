@@ -277,14 +277,14 @@ class _Family:
             for tries in range(_RESOLVE_TRIES):
                 try:
                     return self._define(v.params)
-                except ValueError as e:
+                except blamer.StaleHandle:
                     # A reset() or close() between the metric's
                     # definition and labels() (a signal handler, another
                     # thread, a finalizer) left the metric's handle stale:
                     # define it again in the context now current, as the
                     # C side does with a stale series. A write raises only
                     # if that happens at every try.
-                    if not any(m in str(e) for m in _STALE) or tries == _RESOLVE_TRIES - 1:
+                    if tries == _RESOLVE_TRIES - 1:
                         raise
         except blamer.Error as e:
             # A full heap (a label's values without bound, a user id per
@@ -300,10 +300,9 @@ class _Family:
 
 
 # How often _resolve() defines a series again that a reset or a close
-# made stale meanwhile, and how the ValueErrors say it (pyblamer.h: a
-# handle's context, an identity's context closed).
+# made stale meanwhile (blamer.StaleHandle: a handle's context, an
+# identity's context closed).
 _RESOLVE_TRIES = 8
-_STALE = ("this handle's context was closed", "the context is closed")
 
 
 def MultiProcessValue(process_identifier=os.getpid):

@@ -254,6 +254,57 @@ class UserData(HeapTest):
         blamer.set_data("x", 7)
         self.assertEqual(self.proc().user_data["x"].value, 7)
 
+    def test_stale_handles_raise_stale_handle(self):
+        # A stale handle has its own ValueError subclass, so that code
+        # (blamer.prometheus) tells it from a bad argument without
+        # reading the message.
+        self.assertTrue(issubclass(blamer.StaleHandle, ValueError))
+        self.assertIn("StaleHandle", blamer.__all__)
+
+        def handles():
+            m = blamer.counter("reqs", "h", ["route"])
+            return [(lambda v=blamer.set_data("x", 1): v.add(1)),
+                    (lambda v=blamer.set_data("s", "abc"): v.set("d")),
+                    (lambda p=blamer.path(["a"], [blamer.UNIT_COUNT]): p.add(1)),
+                    (lambda: m.labels("/")),
+                    (lambda s=m.labels("/"): s.inc()),
+                    (lambda h=blamer.histogram("lat", buckets=[1.0]): h.observe(1))]
+
+        def all_stale(uses):
+            for use in uses:
+                with self.assertRaises(blamer.StaleHandle) as cm:
+                    use()
+                self.assertIsInstance(cm.exception, ValueError)
+
+        # reset() from a signal handler, run between two bytecodes
+        uses = handles()
+        old = signal.signal(signal.SIGUSR1, lambda *a: blamer.reset())
+        try:
+            signal.raise_signal(signal.SIGUSR1)
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+        all_stale(uses)
+        # reset() from another thread
+        uses = handles()
+        t = threading.Thread(target=blamer.reset)
+        t.start()
+        t.join()
+        all_stale(uses)
+        if BACKEND == "dir":
+            # an opened context closed: the context and its handles
+            c = blamer.open(backend="dir", dir=os.path.join(self.dir, "other"), modules=False)
+            v, act = c.set_data("y", 1), c.activity("a")
+            c.close()
+            all_stale([lambda: v.add(1), lambda: c.log("x"), act.__enter__,
+                       lambda: c.counter("c", "h")])
+        # a bad argument is a plain ValueError, not a stale handle
+        m = blamer.counter("reqs", "h", ["route"])
+        for bad in (lambda: m.labels("/", "extra"), lambda: blamer.set_data("y", 1, scope=7),
+                    lambda: blamer.path([], [blamer.UNIT_COUNT])):
+            with self.assertRaises(ValueError) as cm:
+                bad()
+            self.assertNotIsInstance(cm.exception, blamer.StaleHandle)
+
 
 class Process(HeapTest):
     def test_role_once(self):
