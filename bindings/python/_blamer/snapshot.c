@@ -1060,16 +1060,54 @@ static PyObject *snap_prometheus(pyb_Snapshot *o, PyObject *unused)
 	return memstream_str(buf, len);
 }
 
-static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *arg)
-{
-	uint64_t ids[BLAMER_SNAP_MAX_DEPTH];
-	char buf[BLAMER_SNAP_MAX_DEPTH * 40];
-	Py_ssize_t i, n;
-	PyObject *seq;
+/*
+ * A name lookup's uid=: absent or None is UID_ANY, the names over every
+ * uid's heaps; else an int 0..2**32-1, whose heaps alone give the names
+ * (blamer_snap_uid_node_name()). A bool is refused: uid=True would be
+ * uid 1.
+ */
+#define UID_ANY UINT64_MAX
 
+static int uid_arg(PyObject *o, uint64_t *uid)
+{
+	long long v;
+	int over;
+
+	*uid = UID_ANY;
+	if (!o || o == Py_None)
+		return 0;
+	if (!PyLong_Check(o) || PyBool_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "blamer: uid must be an int or None, not %.80s",
+			     Py_TYPE(o)->tp_name);
+		return -1;
+	}
+	v = PyLong_AsLongLongAndOverflow(o, &over);
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (over || v < 0 || v > UINT32_MAX) {
+		PyErr_Format(PyExc_ValueError, "blamer: uid must be 0..2**32-1, not %R", o);
+		return -1;
+	}
+	*uid = (uint64_t)v;
+	return 0;
+}
+
+static const char *const path_string_names[] = { "nodes", "uid", NULL };
+
+static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t nargs,
+				  PyObject *kwnames)
+{
+	uint64_t ids[BLAMER_SNAP_MAX_DEPTH], uid;
+	char buf[BLAMER_SNAP_MAX_DEPTH * 40];
+	PyObject *v[2] = { NULL }, *seq;
+	Py_ssize_t i, n;
+
+	if (pyb_parse_kw("path_string", args, nargs, kwnames, path_string_names, 1, 1, v) < 0 ||
+	    uid_arg(v[1], &uid) < 0)
+		return NULL;
 	/* converted first, checked after: a generator's code may let the GIL
 	 * go, and another thread's fold change the snapshot meanwhile */
-	seq = PySequence_Fast(arg, "blamer: a path is a sequence of node ids");
+	seq = PySequence_Fast(v[0], "blamer: a path is a sequence of node ids");
 	if (!seq)
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);
@@ -1086,36 +1124,57 @@ static PyObject *snap_path_string(pyb_Snapshot *o, PyObject *arg)
 	Py_DECREF(seq);
 	if (!snap_ok(o))
 		return NULL;
-	blamer_snap_path_string(o->s, ids, (uint32_t)n, buf, sizeof(buf));
+	if (uid == UID_ANY)
+		blamer_snap_path_string(o->s, ids, (uint32_t)n, buf, sizeof(buf));
+	else
+		blamer_snap_uid_path_string(o->s, (uint32_t)uid, ids, (uint32_t)n, buf,
+					    sizeof(buf));
 	return pyb_str(buf);
 }
 
-static PyObject *snap_node_name(pyb_Snapshot *o, PyObject *arg)
+static const char *const node_name_names[] = { "id", "uid", NULL };
+
+static PyObject *snap_node_name(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t nargs,
+				PyObject *kwnames)
 {
+	PyObject *v[2] = { NULL };
 	const char *name;
-	uint64_t id;
+	uint64_t id, uid;
 
 	if (!snap_ok(o))
 		return NULL;
-	if (pyb_u64(arg, "a node id", &id) < 0)
+	if (pyb_parse_kw("node_name", args, nargs, kwnames, node_name_names, 1, 1, v) < 0 ||
+	    pyb_u64(v[0], "a node id", &id) < 0 || uid_arg(v[1], &uid) < 0)
 		return NULL;
-	name = blamer_snap_node_name(o->s, id);
+	if (uid == UID_ANY)
+		name = blamer_snap_node_name(o->s, id);
+	else
+		name = blamer_snap_uid_node_name(o->s, (uint32_t)uid, id);
 	if (!name)
 		Py_RETURN_NONE;
 	return pyb_str(name);
 }
 
-static PyObject *snap_unit_name(pyb_Snapshot *o, PyObject *arg)
+static const char *const unit_name_names[] = { "unit", "uid", NULL };
+
+static PyObject *snap_unit_name(pyb_Snapshot *o, PyObject *const *args, Py_ssize_t nargs,
+				PyObject *kwnames)
 {
 	const struct blamer_snap_unit_def *d;
+	PyObject *v[2] = { NULL };
 	const char *name;
+	uint64_t uid;
 	uint32_t unit;
 
 	if (!snap_ok(o))
 		return NULL;
-	if (pyb_u32(arg, "a unit", &unit) < 0)
+	if (pyb_parse_kw("unit_name", args, nargs, kwnames, unit_name_names, 1, 1, v) < 0 ||
+	    pyb_u32(v[0], "a unit", &unit) < 0 || uid_arg(v[1], &uid) < 0)
 		return NULL;
-	d = blamer_snap_unit_def(o->s, unit);
+	if (uid == UID_ANY)
+		d = blamer_snap_unit_def(o->s, unit);
+	else
+		d = blamer_snap_uid_unit_def(o->s, (uint32_t)uid, unit);
 	if (d)
 		return pyb_str(d->name);
 	name = blamer_unit_name(unit);
@@ -1208,12 +1267,18 @@ static PyMethodDef snap_methods[] = {
 	  "blamer-json-schema.json); pids: only those processes." },
 	{ "prometheus", (PyCFunction)snap_prometheus, METH_NOARGS,
 	  "prometheus() -> str\n\nThe snapshot in Prometheus's text format, as `blamer export` writes it." },
-	{ "path_string", (PyCFunction)snap_path_string, METH_O,
-	  "path_string(nodes) -> str\n\nA path as text: '/name/name/0x1f...'." },
-	{ "node_name", (PyCFunction)snap_node_name, METH_O,
-	  "node_name(id) -> str or None\n\nThe name some heap gives node @id." },
-	{ "unit_name", (PyCFunction)snap_unit_name, METH_O,
-	  "unit_name(unit) -> str\n\nThe name of @unit: a heap's dag_unit() name, a built-in one, or 'unitN'." },
+	{ "path_string", (PyCFunction)(void (*)(void))snap_path_string,
+	  METH_FASTCALL | METH_KEYWORDS,
+	  "path_string(nodes, *, uid=None) -> str\n\n"
+	  "A path as text: '/name/name/0x1f...'. uid: the names uid's heaps give\n"
+	  "(another user's heap names none of them); None: any heap's." },
+	{ "node_name", (PyCFunction)(void (*)(void))snap_node_name, METH_FASTCALL | METH_KEYWORDS,
+	  "node_name(id, *, uid=None) -> str or None\n\n"
+	  "The name some heap gives node @id; uid: some heap of that uid." },
+	{ "unit_name", (PyCFunction)(void (*)(void))snap_unit_name, METH_FASTCALL | METH_KEYWORDS,
+	  "unit_name(unit, *, uid=None) -> str\n\n"
+	  "The name of @unit: a heap's dag_unit() name (uid: a heap of that uid's),\n"
+	  "a built-in one, or 'unitN'." },
 	{ "process", (PyCFunction)snap_process, METH_O,
 	  "process(pid) -> Process or None\n\nThe heap of @pid in the snapshot: its newest if it has several\n"
 	  "(after an exec, or a context abandoned and made again), a running\n"

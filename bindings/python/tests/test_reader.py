@@ -251,6 +251,65 @@ class Reading(HeapTest):
             self.assertEqual(s.process(pid).user_data["n"].value, 7)
         self.assertTrue(s.process(os.getpid()).live)
 
+    def test_names_per_uid(self):
+        # uid= looks a name up in that uid's heaps alone (another user's
+        # heap renames none of its nodes or units); None, over every uid.
+        blamer.dag_node("server")
+        blamer.dag_node("handler")
+        blamer.dag_unit(1001, "requests")
+        p = blamer.path(["server", "handler"], [blamer.UNIT_CPU_NS, 1001])
+        p.add(1)
+        srv = p.nodes[0]
+        s = self.snap()
+        uid = s.process(os.getpid()).uid
+        other = (uid + 1) % 2**32
+        # one uid's heaps: its names are the snapshot's
+        for kw in ({}, {"uid": None}, {"uid": uid}):
+            self.assertEqual(s.path_string(p.nodes, **kw), "/server/handler")
+            self.assertEqual(s.node_name(srv, **kw), "server")
+            self.assertEqual(s.unit_name(1001, **kw), "requests")
+        # no heap of another uid names them
+        self.assertEqual(s.path_string(p.nodes, uid=other),
+                         "/0x%x/0x%x" % p.nodes)
+        self.assertIsNone(s.node_name(srv, uid=other))
+        self.assertEqual(s.unit_name(1001, uid=other), "unit1001")
+        self.assertEqual(s.unit_name(blamer.UNIT_CPU_NS, uid=other), "cpu_ns")
+        self.assertIsNone(s.node_name(srv, uid=2**32 - 1))
+        # the arguments: an int 0..2**32-1 or None, by keyword
+        for bad, exc in (("0", TypeError), (1.0, TypeError), (True, TypeError),
+                         (-1, ValueError), (2**32, ValueError), (2**64, ValueError)):
+            for f in (lambda: s.path_string(p.nodes, uid=bad),
+                      lambda: s.node_name(srv, uid=bad), lambda: s.unit_name(1001, uid=bad)):
+                with self.assertRaises(exc):
+                    f()
+        with self.assertRaises(TypeError):
+            s.node_name(srv, uid)           # keyword only
+        with self.assertRaises(TypeError):
+            s.unit_name(1001, user=uid)
+
+    def test_names_are_the_heaps_owners(self):
+        # A dir heap's uid is its files' owner: heaps chowned to another
+        # uid name their nodes and units for that uid, not the reader's.
+        if BACKEND != "dir" or os.geteuid() != 0:
+            self.skipTest("dir backend, as root")
+        other, owner = os.path.join(self.dir, "other"), 54321
+        c = blamer.open(backend="dir", dir=other, modules=False)
+        c.dag_node("server")
+        c.dag_unit(1001, "requests")
+        p = c.path(["server"], [1001])
+        p.add(1)
+        c.abandon()
+        for name in os.listdir(other) + [""]:
+            os.chown(os.path.join(other, name), owner, owner)
+        s = blamer.snapshot(backend="dir", dir=other, dead_full=True)
+        self.assertEqual([x.uid for x in s.processes], [owner])
+        self.assertEqual(s.path_string(p.nodes, uid=owner), "/server")
+        self.assertEqual(s.node_name(p.nodes[0], uid=owner), "server")
+        self.assertEqual(s.unit_name(1001, uid=owner), "requests")
+        self.assertEqual(s.path_string(p.nodes, uid=0), "/0x%x" % p.nodes[0])
+        self.assertIsNone(s.node_name(p.nodes[0], uid=0))
+        self.assertEqual(s.unit_name(1001, uid=0), "unit1001")
+
 
 class Hostile(HeapTest):
     def heap_bytes(self):

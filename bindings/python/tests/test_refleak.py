@@ -253,6 +253,9 @@ class RefLeaks(HeapTest):
             s.totals, s.tree, s.nodes, s.units, s.unit_defs, s.skipped
             s.to_json(), s.to_json(summary=True, pids=[os.getpid()]), s.prometheus()
             s.path_string([blamer.dag_id("n")]), s.node_name(1), s.unit_name(1)
+            s.path_string([1], uid=0), s.node_name(1, uid=0), s.unit_name(1001, uid=0)
+            _raises(lambda: s.path_string([1], uid=-1), ValueError)
+            _raises(lambda: s.node_name(1, uid="0"), TypeError)
             s.process(os.getpid()), s.total(["n"], 1)
             _raises(lambda: s.to_json(pids=["x"]), TypeError)
             with blamer.Reader(**kw) as r:
