@@ -15,8 +15,11 @@
  * must not be able to create);
  * fork (the child uses what it inherited, then exits or is killed; one
  * in four does so in a pid namespace of its own), exec
- * itself with some descriptors left open, exit with a random status, kill
- * each other. A supervisor replaces every worker that dies until the time
+ * itself with some descriptors left open (a worker that is not root,
+ * one time in three, a set-user-ID root copy of itself: an elevated
+ * creator), exit with a random status, kill each other; and a fork child
+ * that creates and writes a slab, clone(CLONE_VM)s a process that goes
+ * on writing it, and execs (vm-exec). A supervisor replaces every worker that dies until the time
  * is up, and every second or so sets one of the module's limits an
  * administrator may change at any time (orphans kept, bytes per account,
  * the readers' group) to another value; they are put back at the end.
@@ -33,6 +36,11 @@
  *    map and unmap meanwhile);
  *  - only the process (and program) that opened /dev/blamer creates
  *    slabs through that descriptor;
+ *  - a process sharing its creator's address space writes a slab no
+ *    more once the creator has exec'd (or died): within 10 s its write
+ *    faults;
+ *  - a plain process of uid 1001 neither opens nor releases a slab a
+ *    set-user-ID program run by uid 1001 created;
  *  - BLAMER_IOC_LIST answers within its bounds: count <= capacity,
  *    count <= total, IDs ascending, sizes whole non-zero pages, states
  *    live or orphan;
@@ -89,14 +97,14 @@ enum op {
 	OP_OPEN_DEV, OP_CREATE, OP_OPEN_SLAB, OP_LIST, OP_RELEASE, OP_STATUS,
 	OP_POLL, OP_MMAP, OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_MUNMAP,
 	OP_TOUCH, OP_DUP, OP_CLOSE, OP_SEND, OP_RECV, OP_FORK, OP_EXEC,
-	OP_EXIT, OP_KILL, OP_SPLICE, OP_VFORK, OP_NR
+	OP_EXIT, OP_KILL, OP_SPLICE, OP_VFORK, OP_VMEXEC, OP_NR
 };
 
 static const char *const op_names[OP_NR] = {
 	"open-dev", "create", "open-slab", "list", "release", "status",
 	"poll", "mmap", "mprotect", "mremap", "madvise", "munmap", "touch",
 	"dup", "close", "send", "recv", "fork", "exec", "exit", "kill",
-	"splice", "vfork",
+	"splice", "vfork", "vm-exec",
 };
 
 /* Relative frequencies: mostly the calls that make and use slabs. */
@@ -107,6 +115,7 @@ static const unsigned int op_weight[OP_NR] = {
 	[OP_MUNMAP] = 6, [OP_TOUCH] = 14, [OP_DUP] = 3, [OP_CLOSE] = 6,
 	[OP_SEND] = 4, [OP_RECV] = 4, [OP_FORK] = 2, [OP_EXEC] = 1,
 	[OP_EXIT] = 1, [OP_KILL] = 1, [OP_SPLICE] = 3, [OP_VFORK] = 1,
+	[OP_VMEXEC] = 1,
 };
 
 /* Who made a slab: a process in one program (exec starts a new one). */
@@ -137,6 +146,13 @@ struct board {
 	uint64_t max_events;
 	uint64_t startfail;		/* workers that could not switch user */
 	uint64_t pidns;			/* fork children in a pid namespace of their own */
+	uint64_t suid_execs;		/* set-user-ID execs that ran elevated */
+	uint64_t vm_revoked;		/* CLONE_VM writers stopped after the exec */
+	uint64_t plain_1001;		/* plain uid 1001's tries at those slabs */
+	/* slabs created by elevated processes (set-user-ID), and their real uid */
+	uint64_t elev_ids[NBOARD];
+	uint32_t elev_uid[NBOARD];
+	uint32_t next_elev;
 	uint32_t violations, nviol;
 	char viol[NVIOL][200];
 };
@@ -257,11 +273,15 @@ struct worker {
 	int sock_in;			/* this slot's receiving end */
 	int sock_out[MAX_PROCS];	/* every slot's sending end */
 	int inject;			/* -f */
+	int elevated;			/* a set-user-ID program: euid is not uid */
 	/* The slabs this process created, by ID (bits; fork clears them). */
 	uint8_t created[CREATED_IDS / 8];
 };
 
 static struct worker w;
+
+/* A set-user-ID root copy of this program (main() makes it), or "". */
+static char suid_path[64];
 
 /* Faults in touched memory are expected; the thread resumes. */
 static __thread sigjmp_buf fault_jb;
@@ -442,15 +462,55 @@ static void publish(uint64_t id)
 		;
 }
 
+/* A slab an elevated process created, with the real uid it ran for. */
+static void publish_elevated(uint64_t id)
+{
+	uint32_t i = __atomic_fetch_add(&bd->next_elev, 1, __ATOMIC_RELAXED) % NBOARD;
+
+	__atomic_store_n(&bd->elev_uid[i], (uint32_t)getuid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&bd->elev_ids[i], id, __ATOMIC_RELEASE);
+}
+
 /*
- * An ID somebody created (or listed), or a made-up one: often one of the
+ * A plain process of uid 1001 (no reader group names 1001, and its
+ * capabilities, if any, are a user namespace's) tried (@ok: managed) to
+ * @what slab @id: if a set-user-ID program run by uid 1001 created it,
+ * its postmortem is not that user's to read or to release.
+ */
+static void check_not_elevated(const char *what, uint64_t id, int ok)
+{
+	uint32_t i;
+
+	if (getuid() != 1001 || geteuid() != 1001)
+		return;
+	for (i = 0; i < NBOARD; i++) {
+		if (__atomic_load_n(&bd->elev_ids[i], __ATOMIC_ACQUIRE) != id ||
+		    __atomic_load_n(&bd->elev_uid[i], __ATOMIC_RELAXED) != 1001)
+			continue;
+		__atomic_add_fetch(&bd->plain_1001, 1, __ATOMIC_RELAXED);
+		if (ok)
+			violation("pid %d (uid 1001) could %s slab %llu of a set-user-ID program",
+				  w.me.pid, what, (unsigned long long)id);
+		return;
+	}
+}
+
+/*
+ * An ID somebody created (or listed; sometimes an elevated creator's), or
+ * a made-up one: often one of the
  * next IDs the device will hand out (IDs are sequential), so that an
  * OPEN or RELEASE races the CREATE that is about to return it.
  */
 static uint64_t pick_id(void)
 {
-	uint64_t id = __atomic_load_n(&bd->ids[below(NBOARD)], __ATOMIC_RELAXED);
+	uint64_t id = 0;
 
+	/* an elevated creator's slab, which its user may not have */
+	if (one_in(6))
+		id = __atomic_load_n(&bd->elev_ids[below(NBOARD)], __ATOMIC_RELAXED);
+	if (id)
+		return id;
+	id = __atomic_load_n(&bd->ids[below(NBOARD)], __ATOMIC_RELAXED);
 	if (id && one_in(2))
 		return id;
 	if (!one_in(3))
@@ -544,6 +604,8 @@ static void op_create(void)
 				  __ATOMIC_RELAXED);
 	add_fd(&e);
 	publish(c.id);
+	if (w.elevated)
+		publish_elevated(c.id);
 }
 
 static void op_open_slab(void)
@@ -560,6 +622,7 @@ static void op_open_slab(void)
 		o.flags = 1u << below(32);
 	ok = xioctl(d.fd, BLAMER_IOC_OPEN, &o) == 0;
 	count(OP_OPEN_SLAB, ok);
+	check_not_elevated("open", o.id, ok);
 	if (!ok)
 		return;
 	e.fd = o.fd;
@@ -654,6 +717,7 @@ static void op_release(void)
 		r.flags = 1;
 	ok = xioctl(d.fd, BLAMER_IOC_RELEASE, &r) == 0;
 	count(OP_RELEASE, ok);
+	check_not_elevated("release", r.id, ok);
 }
 
 static void op_status(void)
@@ -1145,6 +1209,7 @@ static void op_exec(void)
 {
 	char arg[NFD][64], *argv[NFD + 8], slot[16];
 	unsigned int i, n = 0, a = 0;
+	int suid;
 	pid_t pid;
 
 	lock();
@@ -1158,6 +1223,8 @@ static void op_exec(void)
 			 (unsigned long long)f->size, f->creator.pid, f->creator.nonce);
 		n++;
 	}
+	/* a worker that is not root: sometimes as an elevated creator */
+	suid = suid_path[0] && getuid() && one_in(3);
 	pid = fork();
 	if (pid == 0) {
 		/* Leave the chosen descriptors open across exec. */
@@ -1170,7 +1237,7 @@ static void op_exec(void)
 		for (i = 0; i < n; i++)
 			argv[a++] = arg[i];
 		argv[a] = NULL;
-		execv("/proc/self/exe", argv);
+		execv(suid ? suid_path : "/proc/self/exe", argv);
 		_exit(127);
 	}
 	unlock();
@@ -1255,11 +1322,104 @@ static void op_vfork(void)
 		violation("a vfork() child of pid %d created a slab", w.me.pid);
 }
 
+/*
+ * vm-exec: what a vm-exec child (a fork child of a worker) and the
+ * process it clone(CLONE_VM)s share, the address space the child leaves
+ * at its exec. Only those two use it.
+ */
+#define VM_STACK	(64 * 1024)
+#define VM_WRITE_NS	10000000000ull
+
+static struct {
+	uint8_t *page;		/* the child's slab, mapped writable */
+	uint64_t until_ns;	/* the writer's last chance to be stopped */
+	volatile int wrote;	/* the writer has written once */
+	sigjmp_buf jb;
+	_Alignas(16) uint8_t stack[VM_STACK];
+} vm;
+
+static void on_vm_fault(int sig)
+{
+	siglongjmp(vm.jb, sig);
+}
+
+/*
+ * The CLONE_VM writer: writes the slab until a write faults, which must
+ * happen once its creator has exec'd (or died). It runs on the thread
+ * pointer of the child that made it, which that child no longer uses
+ * once it has exec'd, and before that nothing here sets errno.
+ */
+static int vm_writer(void *arg)
+{
+	struct sigaction sa;
+	uint32_t n = 0;
+
+	(void)arg;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_vm_fault;
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+	if (sigsetjmp(vm.jb, 1)) {
+		__atomic_add_fetch(&bd->vm_revoked, 1, __ATOMIC_RELAXED);
+		_exit(0);
+	}
+	while (now_ns() < vm.until_ns) {
+		*(volatile uint32_t *)vm.page = n++;
+		vm.wrote = 1;
+	}
+	violation("a CLONE_VM process wrote slab memory for %llu s after its creator exec'd",
+		  VM_WRITE_NS / 1000000000ull);
+	_exit(0);
+}
+
+/* The vm-exec child: creates and writes a slab, starts the writer, execs. */
+static void vm_child(void)
+{
+	struct blamer_create c = { .length = PG, .fd = -1 };
+	char slot[16], *argv[4];
+	uint64_t t;
+	int fd;
+
+	fd = open(DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, BLAMER_IOC_CREATE, &c))
+		_exit(0);
+	fcntl(c.fd, F_SETFD, FD_CLOEXEC);
+	vm.page = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
+	if (vm.page == MAP_FAILED)
+		_exit(0);
+	vm.page[0] = 1;		/* its creator's write: allowed, the page is in */
+	vm.until_ns = now_ns() + VM_WRITE_NS;
+	if (clone(vm_writer, vm.stack + VM_STACK, CLONE_VM | SIGCHLD, NULL) < 0)
+		_exit(0);
+	for (t = now_ns(); !vm.wrote && now_ns() - t < 1000000000ull;)
+		sched_yield();
+	snprintf(slot, sizeof(slot), "%d", w.slot);
+	argv[0] = "blamer_kfuzz";
+	argv[1] = "--exec-child";
+	argv[2] = slot;
+	argv[3] = NULL;
+	execv("/proc/self/exe", argv);
+	_exit(127);	/* a death ends the writes as well */
+}
+
+static void op_vmexec(void)
+{
+	pid_t pid;
+
+	lock();		/* no other thread holds the tables in the child */
+	pid = fork();
+	if (pid == 0)
+		vm_child();
+	unlock();
+	count(OP_VMEXEC, pid > 0);
+}
+
 static void (*const ops[OP_NR])(void) = {
 	op_open_dev, op_create, op_open_slab, op_list, op_release, op_status,
 	op_poll, op_mmap, op_mprotect, op_mremap, op_madvise, op_munmap,
 	op_touch, op_dup, op_close, op_send, op_recv, op_fork, op_exec,
-	op_exit, op_kill, op_splice, op_vfork,
+	op_exit, op_kill, op_splice, op_vfork, op_vmexec,
 };
 
 static enum op pick_op(void)
@@ -1275,7 +1435,7 @@ static enum op pick_op(void)
 		r -= op_weight[i];
 	}
 	/* A short-lived child neither forks nor execs again. */
-	if (w.child && (i == OP_FORK || i == OP_EXEC || i == OP_VFORK))
+	if (w.child && (i == OP_FORK || i == OP_EXEC || i == OP_VFORK || i == OP_VMEXEC))
 		i = OP_TOUCH;
 	return (enum op)i;
 }
@@ -1384,6 +1544,9 @@ static int exec_child(int argc, char **argv)
 	rng = now_ns() ^ ((uint64_t)getpid() << 32);
 	w.slot = atoi(argv[2]);
 	w.child = 1;
+	w.elevated = geteuid() != getuid();
+	if (w.elevated)
+		__atomic_add_fetch(&bd->suid_execs, 1, __ATOMIC_RELAXED);
 	w.me.pid = getpid();
 	w.me.nonce = (uint32_t)rnd() | 1;
 	for (i = 0; i < MAX_PROCS; i++)
@@ -1547,6 +1710,35 @@ static void knobs_restore(void)
 			knob(knobs[i].name, knob_saved[i]);
 }
 
+/*
+ * A set-user-ID root copy of this program, which workers that are not
+ * root run as elevated creators (their orphans are kept apart from their
+ * user's, and are not that user's to read or release); none if the file
+ * system will not have it.
+ */
+static void make_suid_copy(void)
+{
+	static const char path[] = "/blamer_kfuzz-suid";
+	char buf[65536];
+	int in, out, ok;
+	ssize_t n;
+
+	in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ok = in >= 0 && out >= 0;
+	while (ok && (n = read(in, buf, sizeof(buf))) != 0)
+		ok = n > 0 && write(out, buf, (size_t)n) == n;
+	ok = ok && !fchown(out, 0, 0) && !fchmod(out, 04755);
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		ok = 0;
+	if (ok)
+		snprintf(suid_path, sizeof(suid_path), "%s", path);
+	else if (out >= 0)
+		unlink(path);
+}
+
 /* Release every orphan (as root), then the device must be empty. */
 static int final_check(char *why, size_t whylen)
 {
@@ -1658,6 +1850,7 @@ int main(int argc, char **argv)
 	bd->deadline_ns = now_ns() + (uint64_t)o.seconds * 1000000000ull;
 	rng = o.seed | 1;
 	knobs_save();
+	make_suid_copy();
 	printf("TAP version 13\n1..5\n");
 	printf("# blamer_kfuzz: %d s, %d processes x %d threads, seed %llu%s\n",
 	       o.seconds, o.procs, o.threads, (unsigned long long)o.seed,
@@ -1714,6 +1907,8 @@ int main(int argc, char **argv)
 	}
 	check = final_check(why, sizeof(why));
 	startfail = bd->startfail;
+	if (suid_path[0])
+		unlink(suid_path);
 
 	for (i = 0; i < OP_NR; i++)
 		total += bd->tries[i];
@@ -1728,6 +1923,10 @@ int main(int argc, char **argv)
 	       (unsigned long long)bd->faults, (unsigned long long)bd->writes_denied,
 	       (unsigned long long)bd->maps_rw, (unsigned long long)bd->injected,
 	       (unsigned long long)bd->pidns, (unsigned long long)knob_turns);
+	printf("# set-user-ID execs that ran elevated %llu%s (their slabs %u; plain uid 1001 tried to open or release theirs %llu times), CLONE_VM writers stopped after their creator's exec %llu\n",
+	       (unsigned long long)bd->suid_execs, suid_path[0] ? "" : " (no set-user-ID copy)",
+	       bd->next_elev, (unsigned long long)bd->plain_1001,
+	       (unsigned long long)bd->vm_revoked);
 	for (i = 0; i < NVIOL && i < (int)bd->nviol; i++)
 		if (bd->viol[i][0])
 			printf("# violation: %s\n", bd->viol[i]);
