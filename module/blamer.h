@@ -75,7 +75,8 @@ static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
 /**
  * struct blamer_user - an account that slabs are charged to
  * @node: entry in the users table, under blamer_lock
- * @ref: one per slab and per page buffer charged, plus lookups
+ * @ref: one per slab, per page buffer charged and per watcher, plus
+ *	lookups
  * @uid: the account: the creator's real uid, or the owner of its
  *	outermost non-initial user namespace
  * @bytes: bytes of pages charged and not yet freed
@@ -84,6 +85,8 @@ static_assert(TASK_COMM_LEN == BLAMER_COMM_LEN);
  * @orphan_list: those orphans, oldest first, under blamer_lock
  * @orphanages: the same orphans by the pid namespace they were made in,
  *	struct blamer_orphanage keyed by namespace, under blamer_lock
+ * @watchers: open /dev/blamer files watching for events whose last asker
+ *	was of this account (event.c), under blamer_lock
  */
 struct blamer_user {
 	struct hlist_node node;
@@ -92,6 +95,7 @@ struct blamer_user {
 	atomic64_t bytes;
 	unsigned long slabs;
 	unsigned long orphans;
+	unsigned long watchers;
 	struct list_head orphan_list;
 	struct rb_root orphanages;
 };
@@ -215,6 +219,8 @@ struct blamer_buf {
  *	this slab is one of them, under blamer_lock
  * @spare: an orphanage for its first orphan to use, until one is used
  * @owner_node: entry in @owner->slabs until freed, under blamer_lock
+ * @sealed: orphaned, and its writers revoked: a listing may call it an
+ *	orphan (set once, with release semantics)
  * @orphaned: on @user->orphan_list, under blamer_lock (once set, never
  *	cleared: an evicted orphan stays one)
  * @removed: no longer in the slab table, under blamer_lock
@@ -239,6 +245,7 @@ struct blamer_slab {
 	struct blamer_orphanage *orphanage;
 	struct blamer_orphanage *spare;
 	struct list_head owner_node;
+	bool sealed;
 	bool orphaned;
 	bool removed;
 	struct list_head rm_node;
@@ -280,6 +287,8 @@ struct blamer_ident {
  * @seen: @events at the last BLAMER_IOC_LIST
  * @watch: entry in the watcher list once watching, under blamer_watch_lock
  * @watching: on the watcher list, under blamer_watch_lock
+ * @watch_user: the account it is counted against while watching, under
+ *	blamer_watch_lock
  * @ident: whose view events are filtered for, under blamer_watch_lock
  */
 struct blamer_ctx {
@@ -291,6 +300,7 @@ struct blamer_ctx {
 	atomic64_t seen;
 	struct list_head watch;
 	bool watching;
+	struct blamer_user *watch_user;
 	struct blamer_ident ident;
 };
 
@@ -299,6 +309,7 @@ extern u64 blamer_max_slab_bytes;
 extern u64 blamer_max_user_bytes;
 extern u64 blamer_max_total_bytes;
 extern u64 blamer_max_user_orphans;
+extern u64 blamer_max_user_watchers;
 extern int blamer_reader_gid;
 
 /* slab.c */
@@ -368,7 +379,7 @@ bool blamer_may_read(const struct blamer_ident *id,
 		     const struct blamer_slab *slab, bool audit);
 
 /* event.c */
-void blamer_watch(struct blamer_ctx *ctx, bool refresh);
+int blamer_watch(struct blamer_ctx *ctx, bool refresh);
 void blamer_unwatch(struct blamer_ctx *ctx);
 void blamer_notify(const struct blamer_slab *slab);
 

@@ -27,6 +27,7 @@ u64 blamer_max_slab_bytes = 16ULL << 20;
 u64 blamer_max_user_bytes = 64ULL << 20;
 u64 blamer_max_total_bytes = 256ULL << 20;
 u64 blamer_max_user_orphans = 64;
+u64 blamer_max_user_watchers = 64;
 int blamer_reader_gid = -1;
 
 /**
@@ -103,6 +104,14 @@ module_param_cb(max_user_orphans, &blamer_param_ops,
 MODULE_PARM_DESC(max_user_orphans,
 		 "Orphans kept per user; above it the user's oldest are evicted (default 64)");
 
+static struct blamer_param blamer_param_max_user_watchers = {
+	.val = &blamer_max_user_watchers, .min = 1, .max = 1 << 20,
+};
+module_param_cb(max_user_watchers, &blamer_param_ops,
+		&blamer_param_max_user_watchers, 0644);
+MODULE_PARM_DESC(max_user_watchers,
+		 "Open /dev/blamer files of one user that poll() wakes; more are never woken (default 64)");
+
 static int blamer_gid_set(const char *val, const struct kernel_param *kp)
 {
 	int gid, err;
@@ -175,6 +184,7 @@ static __poll_t blamer_poll(struct file *file, poll_table *wait)
 {
 	struct blamer_ctx *ctx = file->private_data;
 
+	/* Beyond max_user_watchers it watches nothing: never woken. */
 	blamer_watch(ctx, false);
 	poll_wait(file, &ctx->wq, wait);
 	if (atomic64_read(&ctx->events) != atomic64_read(&ctx->seen))

@@ -307,9 +307,16 @@ static void blamer_reap_owner(struct blamer_owner *owner)
 	}
 	mutex_unlock(&blamer_lock);
 
+	/* Every writer first: an event tells of an orphan no one writes. */
+	list_for_each_entry(slab, &reaped, reap_node) {
+		blamer_slab_revoke_writers(slab);
+		if (!slab->orphaned)
+			continue;
+		/* Pairs with blamer_fill_info(): the revocation, then this. */
+		smp_store_release(&slab->sealed, true);
+	}
 	list_for_each_entry_safe(slab, tmp, &reaped, reap_node) {
 		list_del(&slab->reap_node);
-		blamer_slab_revoke_writers(slab);
 		/* Set under blamer_lock above, never cleared. */
 		if (slab->orphaned)
 			blamer_notify(slab);

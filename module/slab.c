@@ -373,7 +373,12 @@ static void blamer_fill_info(struct blamer_lister *ls,
 	info->pid = ls->pid;
 	info->flags = info->pid ? 0 : BLAMER_SLAB_PID_HIDDEN;
 	info->uid = from_kuid_munged(ls->userns, slab->cred->euid);
-	if (blamer_owner_dead(owner)) {
+	/*
+	 * An orphan once its writers are revoked (the reaper's, which
+	 * settle() waited for, but an owner may die during the walk):
+	 * nothing writes what a listing calls an orphan.
+	 */
+	if (smp_load_acquire(&slab->sealed)) {
 		/* As WEXITSTATUS(), WTERMSIG() and WCOREDUMP() decode it. */
 		status = owner->exit_status;
 		info->state = BLAMER_SLAB_ORPHAN;
@@ -449,7 +454,10 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 	    l->info_size > PAGE_SIZE)
 		return -EINVAL;
 	blamer_owner_settle();
-	/* Read before the walk: a later event still wakes poll(). */
+	/*
+	 * Read before the walk: a later event still wakes poll(). Beyond
+	 * max_user_watchers the listing goes on, its event count 0.
+	 */
 	blamer_watch(ctx, true);
 	events = atomic64_read(&ctx->events);
 	blamer_ident_current(&ls.me);

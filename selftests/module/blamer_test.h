@@ -32,7 +32,7 @@
 /* The parameters tests may change, and their values before the run. */
 static const char *const bt_param_names[] = {
 	"max_slab_bytes", "max_user_bytes", "max_total_bytes",
-	"max_user_orphans", "reader_gid",
+	"max_user_orphans", "reader_gid", "max_user_watchers",
 };
 
 #define BT_NPARAMS ARRAY_SIZE(bt_param_names)

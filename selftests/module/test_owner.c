@@ -582,6 +582,111 @@ TEST(no_writes_after_the_creator_exec_d)
 	close(rel[1]);
 }
 
+#define NSEAL 256
+
+/* The CLONE_VM process: writes until a write is refused (SIGBUS kills it). */
+static int seal_writer(void *arg)
+{
+	unsigned long *ctr = arg;
+
+	signal(SIGBUS, SIG_DFL);
+	signal(SIGSEGV, SIG_DFL);
+	for (;;)
+		__atomic_store_n(ctr, __atomic_load_n(ctr, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * An owner of NSEAL slabs, the last of which a clone(CLONE_VM) process
+ * writes without pause; sends that slab's ID on @up, exits when @die
+ * says so. The reaper revokes the slabs' writers one by one, the last
+ * one last.
+ */
+static void seal_owner(int up, int die)
+{
+	static long stack[8192];
+	unsigned long *last = NULL;
+	struct blamer_create c;
+	int dev = bl_open(O_RDWR), i;
+	char b;
+
+	for (i = 0; i < NSEAL; i++) {
+		if (dev < 0 || bl_create(dev, PG, &c))
+			_exit(80);
+		last = bl_map(c.fd, PG, PROT_READ | PROT_WRITE);
+		if (!last)
+			_exit(81);
+		__atomic_store_n(last, 1, __ATOMIC_RELAXED);
+		close(c.fd);
+	}
+	if (clone(seal_writer, (char *)stack + sizeof(stack), CLONE_VM | SIGCHLD, last) < 0 ||
+	    write(up, &c.id, sizeof(c.id)) != sizeof(c.id))
+		_exit(82);
+	if (read(die, &b, 1) < 0)
+		_exit(83);
+	_exit(0);
+}
+
+/*
+ * "Once a listing shows the orphan, nothing writes it": a listing that
+ * began before the owner died and reaches its slab after is not the
+ * reaper's (which revokes the writers) to wait for. Listings race the
+ * death of an owner whose last slab a CLONE_VM process writes: when
+ * one first shows that slab as an orphan, its counter must stand still.
+ */
+TEST(a_listed_orphan_is_never_written)
+{
+	int round, orphans = 0, dev = bl_open(O_RDONLY);
+	struct blamer_slab_info info;
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	for (round = 0; round < 10; round++) {
+		unsigned long *ro, c1, c2;
+		int up[2], die[2], sfd, tries;
+		pid_t owner;
+		__u64 id;
+
+		ASSERT_EQ(0, pipe(up));
+		ASSERT_EQ(0, pipe(die));
+		owner = fork();
+		ASSERT_LE(0, owner);
+		if (!owner) {
+			close(up[0]);
+			close(die[1]);
+			seal_owner(up[1], die[0]);
+		}
+		close(up[1]);
+		close(die[0]);
+		ASSERT_EQ(sizeof(id), read(up[0], &id, sizeof(id)));
+		sfd = bl_open_slab(dev, id);
+		ASSERT_LE(0, sfd);
+		ro = bl_map(sfd, PG, PROT_READ);
+		ASSERT_NE(NULL, ro);
+		close(sfd);
+		close(die[1]);		/* the owner exits */
+		for (tries = 0; tries < 100000; tries++)
+			if (!bl_find(dev, id, &info) && info.state == BLAMER_SLAB_ORPHAN)
+				break;
+		ASSERT_EQ(BLAMER_SLAB_ORPHAN, info.state);
+		c1 = __atomic_load_n(ro, __ATOMIC_RELAXED);
+		usleep(20000);
+		c2 = __atomic_load_n(ro, __ATOMIC_RELAXED);
+		EXPECT_EQ(c1, c2) TH_LOG("round %d: listed as an orphan, then written %lu times",
+					 round, c2 - c1);
+		orphans++;
+		munmap(ro, PG);
+		close(up[0]);
+		while (waitpid(-1, NULL, 0) > 0)	/* the owner, its CLONE_VM child */
+			;
+		bt_clean_orphans();
+	}
+	EXPECT_EQ(10, orphans);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	close(dev);
+}
+
 /*
  * A vfork() child runs in its parent's address space: a slab it made
  * would be written by the parent, in the child's name, while the child

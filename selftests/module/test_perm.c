@@ -653,6 +653,97 @@ TEST_F(root, poll_is_filtered)
 	EXPECT_EQ(0, woken(user1, (struct as){ -1, -1 }));
 }
 
+/*
+ * Watchers of @arg's uid: 6 descriptors list (and so watch, up to
+ * max_user_watchers), a slab is made; which of them poll() wakes, then,
+ * once the first is closed, whether the 5th is woken by the next slab.
+ * Exit status: bit i set if descriptor i was woken, bit 6 for the 5th's
+ * second chance; 127 on trouble.
+ */
+static int six_watchers(void *arg)
+{
+	struct blamer_create c;
+	int fd[6], dev, i, woke = 0;
+
+	(void)arg;
+	dev = bl_open(O_RDWR);
+	for (i = 0; i < 6; i++) {
+		fd[i] = bl_open(O_RDONLY);
+		/* a listing works beyond the bound too */
+		if (fd[i] < 0 || list_clears(fd[i]) < 0)
+			return 127;
+	}
+	if (dev < 0 || bl_create(dev, PG, &c))
+		return 127;
+	for (i = 0; i < 6; i++)
+		woke |= (polled(fd[i], i < 4 ? 2000 : 300) == 1) << i;
+	close(fd[0]);
+	/* the 5th's poll() now makes it a watcher: the next event wakes it */
+	if (polled(fd[4], 0) < 0 || list_clears(fd[4]) < 0 || bl_create(dev, PG, &c))
+		return 127;
+	woke |= (polled(fd[4], 2000) == 1) << 6;
+	return woke;
+}
+
+/*
+ * Every event is checked against every watcher (in creators' ioctls and
+ * the reaper every death waits for): an account has at most
+ * max_user_watchers, so no user's descriptors slow the others'. One
+ * beyond lists as any other and is never woken, until one of the
+ * account's closes; CAP_SYS_RESOURCE is not bound.
+ */
+TEST_F(root, watchers_per_user_are_bounded)
+{
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_watchers", 4));
+	/* 0-3 woken, 4 and 5 not; 4 woken once 0 is closed */
+	EXPECT_EQ(0x4f, bt_run_as(U1, U1, six_watchers, NULL));
+	/* another user's bound is its own */
+	EXPECT_EQ(0x4f, bt_run_as(U2, U2, six_watchers, NULL));
+	/* root (CAP_SYS_RESOURCE) is not bound */
+	EXPECT_EQ(0x7f, bt_run_as(-1, -1, six_watchers, NULL));
+	bt_clean_orphans();
+}
+
+/*
+ * A polled descriptor that reaches another asker is seen anew: root
+ * polls, then drops to uid 1001; a slab only root could read must not
+ * wake it, nor show in the event count its next listing returns.
+ */
+TEST_F(root, a_poller_that_drops_privileges_learns_nothing)
+{
+	struct blamer_list l = { .info_size = sizeof(struct blamer_slab_info) };
+	int fd, p[2], status;
+	char b;
+	pid_t pid;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		fd = bl_open(O_RDONLY);
+		if (fd < 0 || polled(fd, 0) != 0 || bt_become(U2, U2) ||
+		    write(p[1], "d", 1) != 1)
+			_exit(70);
+		/* woken: 1; then the count a listing gives, at most 100 */
+		b = (char)polled(fd, 1500);
+		if (ioctl(fd, BLAMER_IOC_LIST, &l))
+			_exit(71);
+		_exit(b * 100 + (int)(l.events < 100 ? l.events : 99));
+	}
+	ASSERT_EQ(1, read(p[0], &b, 1));
+	bt_orphan(PG, U1, U1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(p[0]);
+	close(p[1]);
+	bt_clean_orphans();
+}
+
 /* Map ids 0..@count-1 of @pid's user namespace to @outer... of its parent's. */
 static int map_ids(pid_t pid, int outer, int count)
 {
