@@ -723,7 +723,8 @@ struct blamer_snap_metric {
  * histograms summed, gauges by their mode (LIVE* modes: live processes
  * only). Gauges of ALL and LIVEALL and PER_PROCESS metrics are a series
  * per process (proc). Only metrics whose heap defines their name as the
- * snapshot does are merged (blamer_snapshot.metric_conflicts).
+ * snapshot does are merged (blamer_snapshot.metric_conflicts), and only
+ * counters and histograms whose sum fits (blamer_snapshot.overflows).
  */
 struct blamer_snap_series {
 	const struct blamer_snap_metric_def *def;	/* the definition of its name */
@@ -850,6 +851,17 @@ struct blamer_snapshot {
 	 */
 	struct blamer_snap_uid_node *uid_nodes;		size_t nuid_nodes;
 	struct blamer_snap_uid_unit_def *uid_unit_defs;	size_t nuid_unit_defs;
+	/*
+	 * Added in 0.3: the merged counters and histograms whose sum does not
+	 * fit (a sum past the largest double, a bucket or the count past
+	 * 2^64 - 1: heaps each valid alone can add up to either), left out
+	 * of series, which would show them infinite or wrapped (lower), in
+	 * series' order. Each has its def, first, proc, uid, nprocs and
+	 * nlive, no values: an exporter that adds values of its own to
+	 * series (a fold's remainder) leaves these out too, rather than show
+	 * a part as the whole.
+	 */
+	struct blamer_snap_series *overflows;	size_t noverflows;
 };
 /* blamer_snapshot.flags: uid_nodes and uid_unit_defs are set (reader-made) */
 #define BLAMER_SNAP_UID_NAMES	(1u << 31)

@@ -718,6 +718,83 @@ static size_t paths_cost(struct blamer_fleet *f, const struct blamer_snapshot *s
 	return n;
 }
 
+/* A heap's series in the order the remainder keys them (name, label
+ * values, path): one a heap lists twice side by side. Of one name, one
+ * definition: sums_fit() sorts none in conflict. */
+static int metric_key_cmp(const void *a, const void *b)
+{
+	const struct blamer_snap_metric *x = *(const struct blamer_snap_metric *const *)a;
+	const struct blamer_snap_metric *y = *(const struct blamer_snap_metric *const *)b;
+	uint32_t i;
+	int c = strcmp(x->def->name, y->def->name);
+
+	if (c)
+		return c;
+	for (i = 0; i < x->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
+		if ((c = strcmp(x->values[i], y->values[i])))
+			return c;
+	return blamer_path_cmp(x->nodes, x->depth, y->nodes, y->depth);
+}
+
+/*
+ * Whether dead heap @p's counters and histograms (none in conflict:
+ * keepable() looked) fit in the remainder: each series' exact sum with
+ * the remainder's stays finite, its count with the remainder's within
+ * 64 bits (so does every bucket: a count is their sum). Each heap fits
+ * alone (decode_metric.c), but several of one user can add up past
+ * either: folded, the remainder would hold +Inf for good, or a count
+ * that wrapped (lower: a reset to Prometheus), in the state and across
+ * restarts. Such a heap is held instead, counted while it is there (its
+ * series left out of the exposition as not fitting). A series the heap
+ * lists twice is summed first. 1 fits, 0 not, -1 out of memory.
+ */
+static int sums_fit(struct blamer_fleet *f, const struct blamer_snap_process *p)
+{
+	const struct blamer_snap_metric **v = malloc((p->nmetrics + 1) * sizeof(*v));
+	size_t i, j, k, n = 0, at, def;
+	int ret = 1;
+
+	if (!v)
+		return -1;
+	for (i = 0; i < p->nmetrics; i++)
+		if (folds(p->metrics[i].def) && p->metrics[i].def->kind != BLAMER_METRIC_GAUGE)
+			v[n++] = &p->metrics[i];
+	if (n > 1)
+		qsort(v, n, sizeof(*v), metric_key_cmp);
+	for (i = 0; ret > 0 && i < n; i = j) {
+		const struct blamer_snap_metric_def *d = v[i]->def;
+		const struct fl_series *x = NULL;
+		struct blamer_exact_sum e;
+		uint64_t count = 0;
+
+		memset(&e, 0, sizeof(e));
+		def = def_named(f, d->name, p->uid, &at);
+		k = def < f->ndefs ? series_find(f, def, p->uid, v[i], &at) : f->nseries;
+		if (k == SIZE_MAX) {
+			ret = -1;
+			break;
+		}
+		if (def < f->ndefs && k < f->nseries)
+			x = &f->series[k];
+		for (k = 0; x && k < x->nexact; k++)
+			blamer_exact_sum_add(&e, x->exact[k]);
+		for (k = 0; x && x->buckets && k < d->nbuckets; k++)
+			if (__builtin_add_overflow(count, x->buckets[k], &count))
+				ret = 0;	/* not reached: the remainder fits */
+		for (j = i; j < n && !metric_key_cmp(&v[i], &v[j]); j++) {
+			for (k = 0; k < v[j]->nexact; k++)
+				blamer_exact_sum_add(&e, v[j]->exact[k]);
+			if (d->kind == BLAMER_METRIC_HISTOGRAM &&
+			    __builtin_add_overflow(count, v[j]->count, &count))
+				ret = 0;
+		}
+		if (e.has_special)
+			ret = 0;
+	}
+	free(v);
+	return ret;
+}
+
 /*
  * Whether the remainder can keep every series of dead heap @p: none
  * whose definition lost to another of its name in this snapshot
@@ -732,13 +809,16 @@ static size_t paths_cost(struct blamer_fleet *f, const struct blamer_snapshot *s
  * names, each at most what it may take: *_bytes()) past f->max_bytes of
  * the state: a user whose heaps choose ever new label values or paths
  * would grow the state every start reads until it could not start, and
- * every commit writes it whole. *@held: held back by those bounds.
+ * every commit writes it whole. Nor one whose counters or histograms
+ * would not fit in the remainder (sums_fit()). *@held: held back by
+ * those bounds.
  */
 static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		     const struct blamer_snap_process *p, bool *held)
 {
 	struct fl_uid_series *have = uid_series(f, p->uid);
 	size_t i, j, at, fresh = 0, bytes;
+	int fit;
 
 	*held = false;
 	if (!have || (bytes = paths_cost(f, s, p)) == SIZE_MAX)
@@ -764,7 +844,11 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 	}
 	*held = have->n + fresh > f->max_series || bytes > f->max_bytes ||
 		have->bytes > f->max_bytes - bytes;
-	return !*held;
+	if (*held)
+		return false;
+	fit = sums_fit(f, p);
+	*held = !fit;
+	return fit > 0;
 }
 
 /* What merging a dead process's series into the remainder keeps. */
@@ -790,7 +874,7 @@ static bool fold_metric(struct blamer_fleet *f, struct fl_uid_series *u,
 	}
 	if (d->kind == BLAMER_METRIC_HISTOGRAM)
 		for (i = 0; i < d->nbuckets; i++)
-			x->buckets[i] += m->buckets[i];
+			x->buckets[i] += m->buckets[i];	/* sums_fit(): no wrap */
 	before = x->nexact;
 	if (d->kind != BLAMER_METRIC_GAUGE) {
 		if (!exact_add(x, m->exact, m->nexact))

@@ -154,6 +154,7 @@ void bl_json_service(struct bl_json *j, const struct blamer_snapshot *s)
 	}
 	bl_json_array_end(j);
 	bl_json_kv_u64(j, "conflicts", s->metric_conflicts);
+	bl_json_kv_u64(j, "overflows", s->noverflows);
 	bl_json_key(j, "roles");
 	bl_json_array(j);
 	for (i = 0; i < s->nroles; i++) {

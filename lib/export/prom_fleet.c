@@ -15,8 +15,10 @@
  *                                           inside an activity (saturation)
  *   blamer_folded_heaps_total               heaps folded into the remainder, ever
  *   blamer_fold_errors_total                folds that could not be made durable
- *   blamer_fold_held_heaps                  dead heaps the last fold held back (bounds)
- *   blamer_metric_conflicts                 series left out: defined otherwise
+ *   blamer_fold_held_heaps                  dead heaps the last fold held back (bounds,
+ *                                           sums that would not fit)
+ *   blamer_metric_conflicts                 series left out: defined otherwise,
+ *                                           or their sum does not fit
  *   blamer_dropped_total{reason,uid}        writes not recorded in full
  *   blamer_attribution_*{path,[unit],uid}   the DAG paths' measurements
  *   NAME...{labels,[path],uid}              the programs' metrics; a series per
@@ -31,6 +33,12 @@
  * exact), a heap that rewrites its own counters lower, or one released
  * unfolded, would; the guard holds the series and counts the decrease.
  * Series of one process (pid label) are not held: they leave with it.
+ *
+ * A counter or histogram whose sum does not fit (past the largest
+ * double, a count past 2^64 - 1), over the processes (the reader's
+ * s->overflows) or with the remainder added, is left out and counted
+ * with the conflicts: shown, it would be +Inf, or wrapped (lower); and
+ * its remainder alone would be a part shown as the whole.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,6 +60,7 @@ struct agg {
 	const struct blamer_snap_process *proc;	/* a series per process */
 	const struct blamer_snap_series *live;	/* the snapshot's part, or NULL */
 	const struct fl_series *rem;		/* the remainder's, or NULL */
+	bool over;		/* the snapshot's part does not fit: left out */
 	char fam[96];
 };
 
@@ -112,8 +121,10 @@ static void exact_add(struct blamer_exact_sum *e, const double *src, uint32_t n)
 		blamer_exact_sum_add(e, src[i]);
 }
 
-/* The value of @x: its parts combined as the reader merges processes. */
-static double agg_value(const struct agg *x)
+/* The value of @x: its parts combined as the reader merges processes.
+ * False if a counter's or a histogram's sum does not fit (finite parts
+ * whose sum is not): not a value to show. */
+static bool agg_value(const struct agg *x, double *out)
 {
 	const struct blamer_snap_metric_def *d = x->def;
 	struct blamer_exact_sum e;
@@ -129,22 +140,47 @@ static double agg_value(const struct agg *x)
 		}
 		if (x->rem)
 			exact_add(&e, x->rem->exact, x->rem->nexact);
-		return blamer_exact_sum_value(&e);
+		*out = blamer_exact_sum_value(&e);
+		return d->kind == BLAMER_METRIC_GAUGE || !e.has_special;
 	}
-	if (!x->rem || x->rem->value != x->rem->value)
-		return x->live ? x->live->value : x->rem ? x->rem->value : 0;
-	if (!x->live)
-		return x->rem->value;
+	if (!x->rem || x->rem->value != x->rem->value) {
+		*out = x->live ? x->live->value : x->rem ? x->rem->value : 0;
+		return true;
+	}
+	if (!x->live) {
+		*out = x->rem->value;
+		return true;
+	}
 	v = x->live->value;
 	switch (d->gauge_mode) {
 	case BLAMER_GAUGE_MIN:
-		return x->rem->value < v ? x->rem->value : v;
+		v = x->rem->value < v ? x->rem->value : v;
+		break;
 	case BLAMER_GAUGE_MAX:
-		return x->rem->value > v ? x->rem->value : v;
+		v = x->rem->value > v ? x->rem->value : v;
+		break;
 	case BLAMER_GAUGE_MOSTRECENT:
-		return x->rem->stamp > x->live->stamp_ns ? x->rem->value : v;
+		v = x->rem->stamp > x->live->stamp_ns ? x->rem->value : v;
+		break;
 	}
-	return v;
+	*out = v;
+	return true;
+}
+
+/* @x's buckets, the snapshot's and the remainder's, into @sum; false if
+ * one, or their count, does not fit 64 bits (it would wrap: lower). */
+static bool agg_buckets(const struct agg *x, uint64_t *sum)
+{
+	uint64_t count = 0;
+	uint32_t k;
+	bool over = false;
+
+	for (k = 0; k < x->def->nbuckets; k++) {
+		over |= __builtin_add_overflow(x->live ? x->live->buckets[k] : 0,
+					       x->rem ? x->rem->buckets[k] : 0, &sum[k]);
+		over |= __builtin_add_overflow(count, sum[k], &count);
+	}
+	return !over;
 }
 
 /* The metrics: the snapshot's series and the remainder's, joined. */
@@ -154,7 +190,7 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 	size_t nrem = f ? f->nseries : 0, i, j, n = 0, nlive, nruns, r;
 	struct pm_names names = { 0 };
 	struct pm_run *runs;
-	struct agg *v = malloc((s->nseries + nrem + 1) * sizeof(*v));
+	struct agg *v = malloc((s->nseries + s->noverflows + nrem + 1) * sizeof(*v));
 	uint64_t *sum = NULL;
 	char extra[64];
 
@@ -168,6 +204,17 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		v[n] = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
 				     .depth = x->first->depth, .nodes = x->first->nodes,
 				     .proc = x->proc, .live = x };
+		pm_family_name(x->def, v[n].fam, sizeof(v[n].fam));
+		n++;
+	}
+	/* those that do not fit, so that their remainder joins them, left
+	 * out with them, never shown alone */
+	for (i = 0; i < s->noverflows; i++) {
+		const struct blamer_snap_series *x = &s->overflows[i];
+
+		v[n] = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
+				     .depth = x->first->depth, .nodes = x->first->nodes,
+				     .proc = x->proc, .over = true };
 		pm_family_name(x->def, v[n].fam, sizeof(v[n].fam));
 		n++;
 	}
@@ -219,7 +266,6 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 			struct pm_series ps = { .def = x->def, .values = x->values, .depth = x->depth,
 						.nodes = x->nodes, .uid = x->uid, .extra = extra,
 						.guard = f && !x->proc ? &f->guard : NULL };
-			uint32_t k;
 
 			if (!ok)
 				continue;
@@ -235,12 +281,12 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 				(*conflicts)++;
 				continue;
 			}
-			if (x->proc)
-				snprintf(extra, sizeof(extra), "pid=\"%" PRId32 "\",uid=\"%" PRIu32 "\"",
-					 x->proc->pid, x->uid);
-			else
-				snprintf(extra, sizeof(extra), "uid=\"%" PRIu32 "\"", x->uid);
-			ps.value = agg_value(x);
+			/* a sum that does not fit, over the processes or with
+			 * the remainder: left out, not +Inf or wrapped */
+			if (x->over || !agg_value(x, &ps.value)) {
+				(*conflicts)++;
+				continue;
+			}
 			if (x->def->kind == BLAMER_METRIC_HISTOGRAM) {
 				free(sum);
 				sum = calloc(x->def->nbuckets, sizeof(*sum));
@@ -248,11 +294,17 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 					o->oom = true;
 					break;
 				}
-				for (k = 0; k < x->def->nbuckets; k++)
-					sum[k] = (x->live ? x->live->buckets[k] : 0) +
-						 (x->rem ? x->rem->buckets[k] : 0);
+				if (!agg_buckets(x, sum)) {
+					(*conflicts)++;
+					continue;
+				}
 				ps.buckets = sum;
 			}
+			if (x->proc)
+				snprintf(extra, sizeof(extra), "pid=\"%" PRId32 "\",uid=\"%" PRIu32 "\"",
+					 x->proc->pid, x->uid);
+			else
+				snprintf(extra, sizeof(extra), "uid=\"%" PRIu32 "\"", x->uid);
 			pm_series(o, &ps, &e->nm);
 		}
 	}
@@ -600,13 +652,13 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 		    "Folds that could not be made durable (the heaps stay, counted, until the next).");
 	prom_sample_u64(o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
 	prom_family(o, "blamer_fold_held_heaps", "gauge",
-		    "Dead heaps the last fold held back: their uid's part of the remainder would pass $BLAMER_FOLD_MAX_SERIES or $BLAMER_FOLD_MAX_BYTES (counted while they are there).");
+		    "Dead heaps the last fold held back: their uid's part of the remainder would pass $BLAMER_FOLD_MAX_SERIES or $BLAMER_FOLD_MAX_BYTES, or a sum of theirs there would not fit (counted while they are there).");
 	prom_sample_u64(o, "blamer_fold_held_heaps", NULL, 0, f ? f->held : 0);
 	write_drops(f, &e, o);
 	write_attribution(f, &e, o);
 	write_metrics(f, s, &e, o, &conflicts);
 	prom_family(o, "blamer_metric_conflicts", "gauge",
-		    "Series left out: their heap defines their metric otherwise, or their family's names are taken.");
+		    "Series left out: their heap defines their metric otherwise, their family's names are taken, or their sum does not fit (a counter past the largest double, a histogram's count past 2^64 - 1).");
 	prom_sample_u64(o, "blamer_metric_conflicts", NULL, 0, conflicts);
 	/* what the counters were becomes the guard's memory (those not
 	 * written now kept too: a series that comes back keeps its floor) */

@@ -18,6 +18,13 @@
  * integers, gauges by their mode. Gauges of ALL and LIVEALL, and metrics
  * flagged PER_PROCESS, stay a series per process. Keys are hashed with a
  * secret seed: a heap chooses its label values.
+ *
+ * A counter's or a histogram's merge that does not fit its type (a sum
+ * past the largest double, a count past 2^64 - 1) is left out of the
+ * series, into s->overflows: each heap is checked alone (decode_metric.c),
+ * but heaps of one user, each valid, can add up past either, and the
+ * series would show +Inf (for good, once a fold kept it) or a count that
+ * wrapped, lower than before: a reset to Prometheus.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -277,6 +284,7 @@ static bool live_only(const struct blamer_snap_metric_def *d)
 struct acc {
 	struct blamer_exact_sum sum;
 	uint64_t *buckets;
+	bool over;		/* a bucket, the count or the sum does not fit */
 };
 
 struct merge {
@@ -377,6 +385,7 @@ static struct blamer_snap_series *series_of(struct merge *mg, struct blamer_snap
 	x->uid = uid;
 	memset(&mg->acc[mg->n].sum, 0, sizeof(mg->acc[mg->n].sum));
 	mg->acc[mg->n].buckets = NULL;
+	mg->acc[mg->n].over = false;
 	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
 		x->buckets = rd_alloc(s, d->nbuckets * sizeof(uint64_t));
 		if (!x->buckets)
@@ -398,9 +407,12 @@ static void merge_one(struct blamer_snap_series *x, struct acc *a,
 	x->nprocs++;
 	x->nlive += live;
 	if (d->kind == BLAMER_METRIC_HISTOGRAM) {
+		/* (a process's count fits, so a bucket that does not fit
+		 * makes the count not fit too; both are checked all the same) */
 		for (i = 0; i < d->nbuckets; i++)
-			x->buckets[i] += m->buckets[i];
-		x->count += m->count;
+			a->over |= __builtin_add_overflow(x->buckets[i], m->buckets[i],
+							  &x->buckets[i]);
+		a->over |= __builtin_add_overflow(x->count, m->count, &x->count);
 	}
 	if (d->kind != BLAMER_METRIC_GAUGE) {
 		/* a counter, a histogram's sum: exactly */
@@ -462,12 +474,24 @@ static int series_cmp(const void *a, const void *b)
 			   (int64_t)(x->proc->heap_key < y->proc->heap_key));
 }
 
-/* A series' sum, made final: its value and exact partials. */
+/* A series' sum, made final: its value and exact partials; a counter's
+ * or a histogram's that does not fit is marked (a->over), its values
+ * dropped. */
 static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, struct acc *a)
 {
 	const struct blamer_snap_metric_def *d = x->def;
 	double *e;
 
+	/* finite parts whose exact sum is not (decode_metric.c refuses a
+	 * part that is not finite) */
+	if (d->kind != BLAMER_METRIC_GAUGE && a->sum.has_special)
+		a->over = true;
+	if (a->over) {
+		x->value = 0;
+		x->count = 0;
+		x->buckets = NULL;	/* wrapped: shown to nobody */
+		return true;
+	}
 	if (d->kind == BLAMER_METRIC_GAUGE &&
 	    !(d->gauge_mode == BLAMER_GAUGE_SUM || d->gauge_mode == BLAMER_GAUGE_LIVESUM))
 		return true;	/* a value of one process, chosen */
@@ -483,6 +507,30 @@ static bool finish(struct blamer_snapshot *s, struct blamer_snap_series *x, stru
 	else
 		memcpy(e, a->sum.p, x->nexact * sizeof(*e));
 	x->exact = e;
+	return true;
+}
+
+/* The series of @mg that do not fit out of it, into s->overflows (in
+ * series' order, as what remains); false out of memory. */
+static bool split_overflows(struct blamer_snapshot *s, struct merge *mg)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < mg->n; i++)
+		n += mg->acc[i].over;
+	if (!n)
+		return true;
+	s->overflows = malloc(n * sizeof(*s->overflows));
+	if (!s->overflows)
+		return false;
+	for (i = 0, k = 0; i < mg->n; i++) {
+		if (mg->acc[i].over)
+			s->overflows[s->noverflows++] = mg->v[i];
+		else
+			mg->v[k++] = mg->v[i];
+	}
+	mg->n = k;
+	qsort(s->overflows, s->noverflows, sizeof(*s->overflows), series_cmp);
 	return true;
 }
 
@@ -550,6 +598,7 @@ static bool merge_series(struct blamer_snapshot *s)
 	}
 	for (i = 0; ok && i < mg.n; i++)
 		ok = finish(s, &mg.v[i], &mg.acc[i]);
+	ok = ok && split_overflows(s, &mg);
 	defs_free(&ds);
 	free(hint);
 	free(mg.slot);
@@ -632,10 +681,12 @@ static bool make_roles(struct blamer_snapshot *s)
 void rd_service_view(struct blamer_snapshot *s)
 {
 	free(s->series);
+	free(s->overflows);
 	free(s->roles);
 	s->series = NULL;
+	s->overflows = NULL;
 	s->roles = NULL;
-	s->nseries = s->nroles = 0;
+	s->nseries = s->noverflows = s->nroles = 0;
 	/* Out of memory: what could not be made stays empty. */
 	if (!(s->flags & BLAMER_READ_NO_METRICS))
 		merge_series(s);

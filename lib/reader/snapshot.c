@@ -434,6 +434,7 @@ void blamer_snapshot_free(struct blamer_snapshot *s)
 	free(s->uid_unit_defs);
 	free(s->uid_nodes);
 	free(s->series);
+	free(s->overflows);
 	free(s->roles);
 	/* the blocks go to the pool for the next snapshot (any there
 	 * before are freed: one snapshot's worth is kept) */

@@ -3,7 +3,8 @@
 #   fleet              host, dir backend: folds killed at every step of their
 #                      transaction and at random (fold-crash-test.sh), the
 #                      state as untrusted input, the state parser under ASan
-#                      (state_test)
+#                      (state_test), the fold against sums that do not fit
+#                      (fold_test)
 #   fleet-prometheus   the pre-fork example under churn (workers restarted
 #                      every N requests, some crashed, some SIGKILLed, the
 #                      exporter itself SIGKILLed and restarted) scraped by
@@ -30,8 +31,16 @@ $(FLEET_DIR)/state_test: $(SRC)/selftests/fleet/state_test.c $(BUILD)/asan/libt.
 	$(TEST_CC_asan) $(TEST_CFLAGS) $(TEST_FLAGS_asan) -I$(SRC)/lib/export -o $@ $< \
 		$(BUILD)/asan/libt.a -lm -lpthread
 
-fleet: $(FLEET_DIR)/fleet-worker $(FLEET_DIR)/state_test $(TOOLS_DIR)/blamer
-	@$(SRC)/scripts/run-suite $@ -- sh -c '$(FLEET_DIR)/state_test && \
+# the merge, the fold and its state against sums past their type, on
+# fixture heaps in a dir (ASan + UBSan)
+$(FLEET_DIR)/fold_test: $(SRC)/selftests/fleet/fold_test.c $(BUILD)/asan/libt.a \
+		$(BUILD)/asan/testsupport.a $(TESTSUPPORT_HDR) $(KSELFTEST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(TEST_CC_asan) $(TEST_CFLAGS) $(TEST_FLAGS_asan) $(TESTSUPPORT_INC) -o $@ $< \
+		$(BUILD)/asan/testsupport.a $(BUILD)/asan/libt.a -lm -lpthread
+
+fleet: $(FLEET_DIR)/fleet-worker $(FLEET_DIR)/state_test $(FLEET_DIR)/fold_test $(TOOLS_DIR)/blamer
+	@$(SRC)/scripts/run-suite $@ -- sh -c '$(FLEET_DIR)/state_test && $(FLEET_DIR)/fold_test && \
 		$(SRC)/selftests/fleet/fold-crash-test.sh $(TOOLS_DIR)/blamer $(FLEET_DIR)/fleet-worker'
 
 fleet-prometheus: $(BUILD)/prefork/prefork-server $(TOOLS_DIR)/blamer

@@ -235,7 +235,7 @@ int cmd_blame(struct cli *c)
 		}
 		v.sortcol = (size_t)sc;
 	}
-	if (!s->ntree && !s->nseries) {
+	if (!s->ntree && !s->nseries && !s->noverflows) {
 		if (s->nprocs)
 			tty_printf(stdout, "no attribution data or metrics in %s (processes attribute with blamer_path_add() and blamer_metric_series())\n",
 				   s->source);
@@ -249,7 +249,7 @@ int cmd_blame(struct cli *c)
 		else
 			print_shares(&v);
 	}
-	if (s->nseries) {
+	if (s->nseries || s->noverflows) {	/* (the overflows: counted) */
 		if (s->ntree)
 			putchar('\n');
 		print_series(stdout, s, uids_differ(s), true);

@@ -104,6 +104,9 @@ void print_series(FILE *f, const struct blamer_snapshot *s, bool uids, bool live
 		if (s->metric_conflicts)
 			fprintf(f, "metrics: %zu series left out: their heaps define them otherwise\n",
 				s->metric_conflicts);
+		if (s->noverflows)
+			fprintf(f, "metrics: %zu series left out: their sum does not fit\n",
+				s->noverflows);
 		return;
 	}
 	fprintf(f, "%-9s %5s %s\n", "KIND", live_counts ? "PROCS" : "", "SERIES = VALUE");
@@ -125,6 +128,8 @@ void print_series(FILE *f, const struct blamer_snapshot *s, bool uids, bool live
 	if (s->metric_conflicts)
 		fprintf(f, "  (%zu series left out: their heaps define them otherwise)\n",
 			s->metric_conflicts);
+	if (s->noverflows)
+		fprintf(f, "  (%zu series left out: their sum does not fit)\n", s->noverflows);
 }
 
 void print_process_metrics(FILE *f, const char *indent, const struct blamer_snapshot *s,

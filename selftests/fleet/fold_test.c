@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The service's series and the fold against sums that do not fit, under
+ * ASan and UBSan, with fixture heaps in a dir: each heap is valid alone
+ * (the reader refuses a series whose own parts overflow), but a counter
+ * of 1.5e308 in two of them sums past the largest double and a histogram
+ * bucket of 2^63 in two of them past 2^64. A merged series, the fold's
+ * remainder, the state written and read back, and every exposition must
+ * then leave such a series out, never show it infinite or wrapped
+ * (lower), while the other series go on exact; a dead heap the remainder
+ * cannot take is held, not folded.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "testsupport.h"
+
+#define DEAD_A	3999601
+#define DEAD_B	3999602
+#define BIG_BUCKET	(1ull << 63)
+
+/* A heap of @pid: a histogram "lat" (bounds 1) with @bucket observations
+ * at most 1, a counter "big" of @big and a counter "ok" of 1. */
+static int write_heap(const char *dir, int64_t pid, uint64_t start, double big, uint64_t bucket)
+{
+	static const double bounds[] = { 1 };
+	uint64_t counts[2] = { bucket, 0 };
+	struct fx_heap h;
+	blamer_ref d;
+	int ret;
+
+	fx_init(&h, 1, FX_SLAB, pid, (int64_t)start);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	d = fx_metric_def(&h, "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, bounds, 1);
+	fx_metric(&h, d, "", 0, 0.5, counts);
+	d = fx_metric_def(&h, "big", BLAMER_METRIC_COUNTER, 0, "", 0, NULL, 0);
+	fx_metric(&h, d, "", 0, big, NULL);
+	d = fx_metric_def(&h, "ok", BLAMER_METRIC_COUNTER, 0, "", 0, NULL, 0);
+	fx_metric(&h, d, "", 0, 1, NULL);
+	ret = fx_write_dir(&h, dir, pid, start);
+	fx_free(&h);
+	return ret;
+}
+
+/* This process's heap: a live one. */
+static int write_live(const char *dir, double big, uint64_t bucket)
+{
+	return write_heap(dir, getpid(), fx_self_start_ns(), big, bucket);
+}
+
+/* The one-off exposition (no guard holds a value: what the heaps and the
+ * state say), malloc()ed. */
+static char *expose(struct blamer_fleet *f, const struct blamer_snapshot *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mf = open_memstream(&text, &len);
+
+	if (!mf)
+		return NULL;
+	if (blamer_fleet_write_prometheus(f, s, mf)) {
+		fclose(mf);
+		free(text);
+		return NULL;
+	}
+	fclose(mf);
+	return text;
+}
+
+/* The value of the sample @name{uid="UID"@more}, or NaN if none. */
+static double sample(const char *text, const char *name, const char *more)
+{
+	char key[160];
+	const char *at;
+
+	snprintf(key, sizeof(key), "\n%s{uid=\"%u\"%s} ", name, (unsigned)getuid(), more);
+	at = strstr(text, key);
+	return at ? strtod(at + strlen(key), NULL) : NAN;
+}
+
+/* No sample of @text is infinite or NaN. */
+static bool all_finite(const char *text)
+{
+	return !strstr(text, "} +Inf\n") && !strstr(text, "} -Inf\n") && !strstr(text, "} NaN\n");
+}
+
+/* The state's series lines hold no infinity or NaN (a definition's last
+ * bound is "inf": not a value); no state yet holds none. */
+static bool state_finite(const char *path)
+{
+	char line[4096];
+	bool ok = true;
+	FILE *fp = fopen(path, "r");
+
+	if (!fp)
+		return access(path, F_OK) != 0;
+	while (fgets(line, sizeof(line), fp))
+		if (!strncmp(line, "series ", 7) && (strstr(line, "inf") || strstr(line, "nan")))
+			ok = false;
+	fclose(fp);
+	return ok;
+}
+
+FIXTURE(fold) {
+	char dir[64], statedir[64], state[96];
+	struct blamer_reader *r;
+};
+
+FIXTURE_SETUP(fold)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .dir = self->dir,
+					.flags = BLAMER_READ_DEAD_FULL };
+	char err[256];
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/blamer-ovf-XXXXXX");
+	snprintf(self->statedir, sizeof(self->statedir), "/tmp/blamer-ovfst-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_NE(NULL, mkdtemp(self->statedir));
+	snprintf(self->state, sizeof(self->state), "%s/fold.state", self->statedir);
+	self->r = blamer_reader_open(&o, err, sizeof(err));
+	ASSERT_NE(NULL, self->r) TH_LOG("%s", err);
+}
+
+FIXTURE_TEARDOWN(fold)
+{
+	char cmd[192];
+
+	blamer_reader_close(self->r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", self->dir, self->statedir);
+	if (system(cmd))
+		fprintf(stderr, "# cleanup failed\n");
+}
+
+static struct blamer_snapshot *snap(struct blamer_reader *r)
+{
+	struct blamer_snapshot *s = NULL;
+	char err[256];
+
+	if (blamer_reader_snapshot(r, &s, err, sizeof(err)))
+		fprintf(stderr, "# snapshot: %s\n", err);
+	return s;
+}
+
+/*
+ * The review's case: three heaps of one uid, two dead, each with a
+ * bucket of 2^63 and a counter of 1.5e308. Merged, folded, and the
+ * exporter restarted on its state: the two series are left out and
+ * counted, never +Inf or wrapped, in the snapshot, the exposition or the
+ * state; one dead heap is folded, the other held; "ok" stays exact.
+ */
+TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], *text;
+	size_t i;
+	int n;
+
+	ASSERT_EQ(0, write_heap(self->dir, DEAD_A, 5, 1.5e308, BIG_BUCKET));
+	ASSERT_EQ(0, write_heap(self->dir, DEAD_B, 5, 1.5e308, BIG_BUCKET));
+	ASSERT_EQ(0, write_live(self->dir, 1.5e308, BIG_BUCKET));
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(3, s->nprocs);
+	/* the merge: only "ok" (3), the two others counted */
+	for (i = 0; i < s->nseries; i++) {
+		EXPECT_STREQ("ok", s->series[i].def->name) TH_LOG("%s = %g",
+			s->series[i].def->name, s->series[i].value);
+		EXPECT_TRUE(isfinite(s->series[i].value));
+	}
+	EXPECT_EQ(2, s->noverflows);
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
+	EXPECT_EQ(1, n) TH_LOG("%s", err);	/* the second would overflow the remainder */
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 1\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	EXPECT_TRUE(state_finite(self->state));
+
+	/* restarted on its state: the same */
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(2, s->nprocs);	/* the held heap and the live one */
+	n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
+	EXPECT_EQ(0, n) TH_LOG("%s", err);
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 1\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	EXPECT_TRUE(state_finite(self->state));
+}
+
+/*
+ * Over time: a dead heap near the top folds (its values move to the
+ * remainder, the series unchanged); then a second that the remainder
+ * cannot take is held, and the series leaves the exposition rather than
+ * show +Inf or a wrapped count; the exporter restarted shows the same.
+ * Every value shown is finite and none is lower than before.
+ */
+TEST_F(fold, a_series_only_grows_or_leaves_through_folds_and_restarts)
+{
+	static const struct {
+		const char *name, *more;
+	} watch[] = {
+		{ "big_total", "" }, { "lat_count", "" }, { "lat_bucket", ",le=\"1\"" },
+		{ "lat_bucket", ",le=\"+Inf\"" }, { "ok_total", "" },
+	};
+	enum { NW = sizeof(watch) / sizeof(watch[0]) };
+	double last[NW], v;
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], *text;
+	int step, n;
+	size_t k;
+
+	for (k = 0; k < NW; k++)
+		last[k] = -1;
+	ASSERT_EQ(0, write_heap(self->dir, DEAD_A, 5, 1e308, BIG_BUCKET));
+	ASSERT_EQ(0, write_live(self->dir, 1, 1));
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	for (step = 0; step < 6; step++) {
+		if (step == 2)	/* a second heap near the top dies */
+			ASSERT_EQ(0, write_heap(self->dir, DEAD_B, 5, 1e308, BIG_BUCKET));
+		if (step == 4) {	/* the exporter restarts on its state */
+			blamer_fleet_close(f);
+			f = blamer_fleet_open(self->state, err, sizeof(err));
+			ASSERT_NE(NULL, f) TH_LOG("%s", err);
+		}
+		s = snap(self->r);
+		ASSERT_NE(NULL, s);
+		if (step & 1) {	/* a fold, every other step */
+			n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
+			ASSERT_LE(0, n) TH_LOG("%s", err);
+			EXPECT_EQ(step == 1, n) TH_LOG("step %d", step);
+		}
+		text = expose(f, s);
+		ASSERT_NE(NULL, text);
+		EXPECT_TRUE(all_finite(text)) TH_LOG("step %d: %s", step, text);
+		for (k = 0; k < NW; k++) {
+			v = sample(text, watch[k].name, watch[k].more);
+			if (isnan(v))
+				continue;	/* left out: no value, not a lower one */
+			EXPECT_TRUE(last[k] <= v) TH_LOG("step %d: %s%s %g after %g", step,
+						     watch[k].name, watch[k].more, v, last[k]);
+			last[k] = v;
+		}
+		/* before the second heap: every series, exact */
+		if (step < 2) {
+			EXPECT_TRUE(sample(text, "big_total", "") == 1e308) TH_LOG("%s", text);
+			EXPECT_TRUE(sample(text, "lat_count", "") == (double)BIG_BUCKET + 1);
+			EXPECT_TRUE(sample(text, "ok_total", "") == 2);
+		} else {
+			EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
+			EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
+			EXPECT_TRUE(sample(text, "ok_total", "") == 3);
+		}
+		free(text);
+		blamer_snapshot_free(s);
+		EXPECT_TRUE(state_finite(self->state)) TH_LOG("step %d", step);
+	}
+	blamer_fleet_close(f);
+}
+
+TEST_HARNESS_MAIN
