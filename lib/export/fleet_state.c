@@ -599,6 +599,25 @@ bad:
 	return false;
 }
 
+/* A counter's or histogram's values as a fold keeps them: partials of a
+ * finite sum, and @n buckets whose count fits 64 bits. A fold never adds
+ * one past that (fleet.c, sums_fit()): shown, it would be +Inf, or lower
+ * than before (wrapped), at every start for good. */
+static bool sum_fits(const struct fl_series *x, uint32_t n)
+{
+	struct blamer_exact_sum e;
+	uint64_t count = 0;
+	uint32_t i;
+
+	memset(&e, 0, sizeof(e));
+	for (i = 0; i < x->nexact; i++)
+		blamer_exact_sum_add(&e, x->exact[i]);
+	for (i = 0; i < n; i++)
+		if (__builtin_add_overflow(count, x->buckets[i], &count))
+			return false;
+	return !e.has_special;
+}
+
 static bool read_series(struct blamer_fleet *f, struct in *in)
 {
 	const struct blamer_snap_metric_def *d;
@@ -647,6 +666,10 @@ static bool read_series(struct blamer_fleet *f, struct in *in)
 	for (i = 0; i < n; i++)
 		if (!u64_of(in, 10, &x->buckets[i]))
 			return false;
+	if (d->kind != BLAMER_METRIC_GAUGE && !sum_fits(x, n)) {
+		in->why = "a counter's or histogram's sum that is not finite, or a count past 2^64 - 1 (an older exporter could write one: move the state away)";
+		return false;
+	}
 	return true;
 }
 

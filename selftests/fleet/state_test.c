@@ -528,6 +528,20 @@ TEST_F(st, every_wrong_field_is_refused)
 		  "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 2 4 5\n" },
 		{ "series 2 1000 0 0 0x1.8p+1 0 0\n",
 		  "series 0 1000 0 s:/hello s:200 1 0x1p+0 0x0p+0 0 0\n" },
+		/* a counter or histogram no fold keeps: a sum not finite, or
+		 * of finite partials past the largest double; a count past
+		 * 2^64 - 1 (an older exporter wrote +Inf and wrapped ones) */
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 1 inf 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 1 nan 0x0p+0 0 0\n" },
+		{ "series 0 1000 0 s:/hello s:200 1 0x1.4p+3 0x0p+0 0 0\n",
+		  "series 0 1000 0 s:/hello s:200 2 0x1.fffffffffffffp+1023 0x1p+1023 0x0p+0 0 0\n" },
+		{ "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n",
+		  "series 1 1000 2 1f 2a s:/hello 2 -inf 0x1p-53 0x0p+0 0 3 4 5 6\n" },
+		{ "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 4 5 6\n",
+		  "series 1 1000 2 1f 2a s:/hello 2 0x1p+0 0x1p-53 0x0p+0 0 3 "
+		  "9223372036854775808 9223372036854775808 0\n" },
 		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 0 42\n" },
 		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 2 1f 42\n" },
 		{ "drop 1000 9 3\n", "drop 1000 16 3\n" },
