@@ -60,7 +60,9 @@ bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p
  * One exporter per state: two folding into one file would each commit
  * the heaps the other folded (counted twice) or lose the other's. A lock
  * file next to it, held (flock) for the fleet's life: the kernel drops
- * it when the process dies, however it dies.
+ * it when the process dies, however it dies. Made only in a directory
+ * fl_dir_trusted() accepts; in a sticky one others may write, another
+ * user may have made it first: said so, with whose it is.
  */
 static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 {
@@ -75,9 +77,13 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 	f->lockfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (f->lockfd < 0) {
 		e = errno;
+		if (fl_squatter("the lock", path, err, errlen))
+			return -EPERM;	/* (EACCES or ELOOP: fs.protected_*) */
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
 		return -e;
 	}
+	if (fl_squatter("the lock", path, err, errlen))
+		return -EPERM;
 	if (fstat(f->lockfd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is not a file of uid %u: refused", path,
 			 (unsigned)geteuid());
@@ -190,7 +196,11 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = take_lock(f, err, errlen);
+	/* the directory first: nothing is made (the lock) or removed (the
+	 * temporaries) in one the state may not be kept in */
+	ret = fl_dir_trusted(f->path, err, errlen);
+	if (!ret)
+		ret = take_lock(f, err, errlen);
 	if (!ret) {
 		drop_temporaries(f);
 		ret = fl_state_load(f, err, errlen);

@@ -153,6 +153,15 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen);
 /* Writes @f durably over @f->path (temporary file, fsync, rename, fsync
  * of the directory); -errno and a message on failure (nothing changed). */
 int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen);
+/* 0 if the directory of the state @path is ours or root's and no other
+ * user may change it (a sticky one may be written by others: they cannot
+ * remove or rename our files); else -errno and a one-line message.
+ * Checked before anything is made or removed in it. */
+int fl_dir_trusted(const char *path, char *err, size_t errlen);
+/* @path exists and is another user's (made first in a directory others
+ * may write, a sticky one): true, with a one-line message naming it
+ * (@what) and its owner. */
+bool fl_squatter(const char *what, const char *path, char *err, size_t errlen);
 /* Frees what @f holds, the remainder and the identities (not @f, its
  * path, hook and error count). */
 void fl_state_free(struct blamer_fleet *f);

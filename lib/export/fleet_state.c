@@ -774,9 +774,12 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 }
 
 /* The state's directory: ours or root's, and no other user may change
- * it (but for a sticky one); checked for a new state too, which would
- * otherwise fold and release heaps into a file the next start refuses. */
-static int dir_trusted(const char *path, char *err, size_t errlen)
+ * it (but for a sticky one: its other users may neither remove nor
+ * rename our files, only make a name first, which fl_squatter() names);
+ * checked before the lock is made or a temporary removed in it, and for
+ * a new state too, which would otherwise fold and release heaps into a
+ * file the next start refuses. */
+int fl_dir_trusted(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	struct stat ds;
@@ -797,6 +800,17 @@ static int dir_trusted(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+bool fl_squatter(const char *what, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(path, &st) || st.st_uid == geteuid())
+		return false;
+	snprintf(err, errlen, "%s %s is uid %u's, not uid %u's: refused (another user made it first in a directory others may write: have it removed, or keep the state in a directory only uid %u may write)",
+		 what, path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid());
+	return true;
+}
+
 /* Whose the file (and its directory) are: refused unless the caller's
  * and nobody else may change them. */
 static int trusted(const char *path, int fd, char *err, size_t errlen)
@@ -805,6 +819,8 @@ static int trusted(const char *path, int fd, char *err, size_t errlen)
 
 	if (fstat(fd, &st))
 		return -errno;
+	if (st.st_uid != geteuid() && fl_squatter("the state", path, err, errlen))
+		return -EPERM;
 	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid() ||
 	    (st.st_mode & 022)) {
 		snprintf(err, errlen, "the state %s is not a regular file of uid %u that only it may write (uid %u, mode %o, %lu links): refused",
@@ -812,7 +828,7 @@ static int trusted(const char *path, int fd, char *err, size_t errlen)
 			 (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
 		return -EPERM;
 	}
-	return dir_trusted(path, err, errlen);
+	return fl_dir_trusted(path, err, errlen);
 }
 
 int fl_ident_cmp(const void *a, const void *b)
@@ -1153,10 +1169,13 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 	fl_state_free(f);
 	fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
-		return dir_trusted(f->path, err, errlen);	/* a new state: nothing folded yet */
+		return fl_dir_trusted(f->path, err, errlen);	/* a new state: nothing folded yet */
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "cannot open the state %s: %s", f->path, strerror(errno));
+		/* another user's symlink, or a file we may not read */
+		if (fl_squatter("the state", f->path, err, errlen))
+			return -EPERM;
+		snprintf(err, errlen, "cannot open the state %s: %s", f->path, strerror(-ret));
 		return ret;
 	}
 	ret = trusted(f->path, fd, err, errlen);

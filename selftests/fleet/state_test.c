@@ -649,6 +649,85 @@ static size_t slots_used(const uint64_t *h, size_t n, size_t cap)
 	return k;
 }
 
+/*
+ * The state's directory is checked before anything is made or removed in
+ * it: in a directory others may write (not sticky) the exporter is
+ * refused without leaving its lock there or removing a file of its own
+ * that looks like a temporary. A sticky one others may write (/tmp,
+ * where the prometheus suite keeps a state) is accepted; a squatter who
+ * made the state or its lock there first stops the exporter, which then
+ * says which file and whose, in one line.
+ */
+TEST_F(st, the_directory_is_checked_before_the_lock_and_squatters_are_named)
+{
+	char open_dir[96], sticky[96], path[160], lock[176], tmp[176], err[512];
+	struct blamer_fleet *f;
+	struct stat st;
+	int fd;
+
+	snprintf(open_dir, sizeof(open_dir), "%s/open", self->dir);
+	snprintf(sticky, sizeof(sticky), "%s/sticky", self->dir);
+	ASSERT_EQ(0, mkdir(open_dir, 0700));
+	ASSERT_EQ(0, chmod(open_dir, 0777));
+	ASSERT_EQ(0, mkdir(sticky, 0700));
+	ASSERT_EQ(0, chmod(sticky, 01777));
+
+	/* others may write it: refused, nothing made, nothing removed */
+	snprintf(path, sizeof(path), "%s/f.state", open_dir);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp-abcdef", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, "may be changed by others")) TH_LOG("%s", err);
+	EXPECT_NE(0, lstat(lock, &st)) TH_LOG("%s made in a directory refused", lock);
+	EXPECT_EQ(0, lstat(tmp, &st)) TH_LOG("%s removed from a directory refused", tmp);
+
+	/* sticky: accepted, the lock made */
+	snprintf(path, sizeof(path), "%s/f.state", sticky);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	f = blamer_fleet_open(path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	blamer_fleet_close(f);
+	EXPECT_EQ(0, lstat(lock, &st));
+
+	if (geteuid() != 0)
+		SKIP(return, "squatters of another uid: as root");
+	/* another user's lock, then another user's state: named, with
+	 * their owner */
+	ASSERT_EQ(0, lchown(lock, 65534, 65534));
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, lock)) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "uid 65534")) TH_LOG("%s", err);
+	EXPECT_EQ(NULL, strchr(err, '\n')) TH_LOG("%s", err);
+	ASSERT_EQ(0, unlink(lock));
+	ASSERT_EQ(0, symlink("/nonexistent", lock));
+	ASSERT_EQ(0, lchown(lock, 65534, 65534));
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, lock)) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "uid 65534")) TH_LOG("%s", err);
+	ASSERT_EQ(0, unlink(lock));
+	write_state(path, good, strlen(good));
+	ASSERT_EQ(0, chown(path, 65534, 65534));
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, path)) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "uid 65534")) TH_LOG("%s", err);
+	EXPECT_EQ(NULL, strchr(err, '\n')) TH_LOG("%s", err);
+}
+
 TEST(keys_differing_in_their_top_bits_spread_over_the_slots)
 {
 	static uint64_t h[4096];
