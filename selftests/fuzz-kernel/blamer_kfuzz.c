@@ -22,7 +22,8 @@
  * on writing it, and execs (vm-exec). A supervisor replaces every worker that dies until the time
  * is up, and every second or so sets one of the module's limits an
  * administrator may change at any time (orphans kept, bytes per account,
- * the readers' group) to another value; they are put back at the end.
+ * the readers' group, watchers per account) to another value; they are
+ * put back at the end.
  * -f also makes one ioctl in eight fail its allocations
  * (failslab, fail_page_alloc: the kernel's fault injection, if built).
  *
@@ -1664,8 +1665,9 @@ static int setup_injection(void)
  * with the values the supervisor picks from now and then: orphans kept
  * per account and namespace (0 evicts every orphan at once; lowering it
  * evicts many at the next death), bytes per account (creates evict the
- * creator's orphans to make room), and the readers' group (gid 1000: the
- * uid 1000 workers may then read, and release, everyone's orphans).
+ * creator's orphans to make room), the readers' group (gid 1000: the
+ * uid 1000 workers may then read, and release, everyone's orphans), and
+ * the watching descriptors per account (polls and lists beyond it).
  */
 static const struct {
 	const char *name;
@@ -1674,6 +1676,7 @@ static const struct {
 	{ PARAMS "max_user_orphans", { "0", "1", "3", "64" } },
 	{ PARAMS "max_user_bytes", { "262144", "1048576", "8388608", "67108864" } },
 	{ PARAMS "reader_gid", { "-1", "-1", "-1", "1000" } },
+	{ PARAMS "max_user_watchers", { "1", "2", "8", "64" } },
 };
 
 static char knob_saved[ARRAY_SIZE(knobs)][32];
