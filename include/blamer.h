@@ -813,7 +813,7 @@ struct blamer_snapshot {
 	uint64_t realtime_ns, monotonic_ns;
 	struct blamer_snap_process *procs;	size_t nprocs;
 	struct blamer_snap_total *totals;	size_t ntotals; /* by path, then unit */
-	/* by id; named where every uid naming the id names it alike */
+	/* by id; named where every uid naming or walking it names it alike */
 	struct blamer_snap_node *nodes;		size_t nnodes;
 	/* the units of the totals, in numeric order */
 	uint32_t *units;			size_t nunits;
@@ -824,8 +824,9 @@ struct blamer_snapshot {
 	struct blamer_snap_skipped *skipped;	size_t nskipped;
 	size_t skipped_total;
 	/* the names heaps give their units (blamer_dag_unit()), in unit
-	 * order: one per unit every uid naming it names alike (within a
-	 * uid, the least by (name, base)); none for a unit uids disagree on */
+	 * order: one per unit every uid naming or measuring in it names
+	 * alike (within a uid, the least by (name, base)); none for a unit
+	 * uids disagree on, or one a uid measures in unnamed */
 	struct blamer_snap_unit_def *unit_defs;	size_t nunit_defs;
 	/* dir: slab files of heaps none of whose files holds a heap (empty,
 	 * shorter than a slab header, or not starting with the heap's
@@ -1000,7 +1001,8 @@ int blamer_snap_addr_string(const struct blamer_snap_process *p, uint64_t addr,
 /* The definition of @unit the snapshot's processes give, or NULL; when
  * a uid's heaps disagree, the least by (name, base), so every reader
  * picks the same one whatever order the heaps come in; when uids
- * disagree, NULL (no user's heap names another's unit). A binary search:
+ * disagree, or a uid measures in it without naming it, NULL (no user's
+ * heap names another's unit). A binary search:
  * unit_defs must be in unit order (a snapshot made by hand may repeat a
  * unit: the least of its entries). */
 const struct blamer_snap_unit_def *blamer_snap_unit_def(const struct blamer_snapshot *s,

@@ -34,6 +34,24 @@ static int total_cmp(const struct blamer_snap_total *x, const struct blamer_snap
 	return x->unit < y->unit ? -1 : x->unit > y->unit;
 }
 
+/*
+ * Sums over processes stop at 2^64 - 1: another user's path value must
+ * not wrap a total (or a subtree's) to near nothing and hide this one's.
+ */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static int node_cmp_id(const void *a, const void *b)
+{
+	const struct blamer_snap_node *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 static int node_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_node *x = a, *y = b;
@@ -183,7 +201,7 @@ static bool make_totals(struct blamer_snapshot *s)
 					tt.last[tt.slot[at] - 1] = (uint32_t)i;
 					x->nprocs++;
 				}
-				x->value += pa->values[k];
+				x->value = sat_add(x->value, pa->values[k]);
 			}
 		}
 	}
@@ -349,7 +367,7 @@ static bool make_tree(struct blamer_snapshot *s)
 		}
 		for (u = 0; s->units[u] != t->unit; u++)
 			;
-		((uint64_t *)tree[j].self)[u] += t->value;
+		((uint64_t *)tree[j].self)[u] = sat_add(tree[j].self[u], t->value);
 	}
 	/* inclusive, children before parents */
 	for (i = n; i-- > 0; ) {
@@ -368,7 +386,7 @@ static bool make_tree(struct blamer_snapshot *s)
 		memcpy(incl, tree[i].self, row);
 		for (j = i + 1; j < tree[i].end; j = tree[j].end)
 			for (u = 0; u < s->nunits; u++)
-				incl[u] += tree[j].inclusive[u];
+				incl[u] = sat_add(incl[u], tree[j].inclusive[u]);
 		tree[i].inclusive = incl;
 	}
 	return count_procs(s);
@@ -620,6 +638,59 @@ static void limit_units(struct blamer_snapshot *s)
 	free(use);
 }
 
+/* @s->nodes' entry of @id, or NULL. */
+static struct blamer_snap_node *node_of(struct blamer_snapshot *s, uint64_t id)
+{
+	struct blamer_snap_node key = { .id = id };
+
+	return bsearch(&key, s->nodes, s->nnodes, sizeof(key), node_cmp_id);
+}
+
+/*
+ * The names over every uid are those every uid with a say gives alike:
+ * merge_nodes() and rd_merge_unit_defs() hear the uids that name a node
+ * or unit; a uid whose processes walk the node or measure in the unit
+ * without naming it (paths need no names) has a say too, and says no
+ * name. Otherwise one user's heap naming a node or unit that only
+ * another user uses would name, and scale, that user's numbers in the
+ * views that sum every process. The per-uid names are made already.
+ */
+static void silence_unsaid_names(struct blamer_snapshot *s)
+{
+	bool *drop = calloc(s->nunit_defs + 1, sizeof(*drop));
+	size_t i, j, k;
+	uint32_t d;
+
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+
+		for (j = 0; j < p->npaths; j++) {
+			const struct blamer_snap_path *sp = &p->paths[j];
+
+			for (d = 0; d < sp->depth; d++) {
+				struct blamer_snap_node *n = node_of(s, sp->nodes[d]);
+
+				if (n && n->name[0] &&
+				    !blamer_snap_uid_node_name(s, p->uid, sp->nodes[d]))
+					n->name[0] = '\0';
+			}
+			for (d = 0; drop && d < sp->nvalues; d++) {
+				const struct blamer_snap_unit_def *u =
+					blamer_snap_unit_def(s, sp->units[d]);
+
+				if (u && !blamer_snap_uid_unit_def(s, p->uid, sp->units[d]))
+					drop[u - s->unit_defs] = true;
+			}
+		}
+	}
+	/* out of memory: no unit is named over every uid */
+	for (i = 0, k = 0; i < s->nunit_defs; i++)
+		if (drop && !drop[i])
+			s->unit_defs[k++] = s->unit_defs[i];
+	s->nunit_defs = k;
+	free(drop);
+}
+
 void rd_finish_snapshot(struct blamer_snapshot *s)
 {
 	/* views list processes by pid (then start time: a reused pid's old heap first) */
@@ -654,6 +725,7 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 	merge_nodes(s);
 	rd_merge_unit_defs(s);
 	s->flags |= BLAMER_SNAP_UID_NAMES;
+	silence_unsaid_names(s);
 }
 
 const struct blamer_snap_total *blamer_snap_total_find(const struct blamer_snapshot *s,

@@ -524,6 +524,43 @@ TEST(attribution_view_spans_processes)
 	rm_tmpdir();
 }
 
+/*
+ * A total over processes (and a subtree's) stops at 2^64 - 1: two heaps'
+ * values on one path adding past it, as another user's heap could make
+ * them, wrapped the total to near nothing and hid the other's value.
+ */
+TEST(totals_stop_at_the_top)
+{
+	static const uint64_t a[] = { 1 }, ab[] = { 1, 2 };
+	const struct blamer_snap_total *tot;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	uint32_t k;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	for (k = 0; k < 2; k++) {
+		fx_init(&h, 1, FX_SLAB, 3999111 + k, 5);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "big");
+		/* 7e9 and 2^64 - 7e9 + 1: 1 if wrapped */
+		fx_path(&h, ab, 2, k ? UINT64_MAX - 7000000000ull + 2 : 7000000000ull, 0);
+		fx_path(&h, a, 1, 5, 0);
+		ASSERT_EQ(0, fx_write_dir(&h, tmpdir, 3999111 + k, 5));
+		fx_free(&h);
+	}
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
+	tot = blamer_snap_total_find(s, ab, 2, BLAMER_UNIT_CPU_NS);
+	ASSERT_NE(NULL, tot);
+	EXPECT_EQ(UINT64_MAX, tot->value);
+	ASSERT_EQ(2, s->ntree);
+	EXPECT_EQ(10, s->tree[0].self[0]);
+	EXPECT_EQ(UINT64_MAX, s->tree[0].inclusive[0]);	/* /a: 10 more */
+	EXPECT_EQ(UINT64_MAX, s->tree[1].inclusive[0]);
+	blamer_snapshot_free(s);
+	rm_tmpdir();
+}
+
 /* The inverse of odd @k modulo 2^64 (Newton: each step doubles the bits). */
 static uint64_t inverse_of(uint64_t k)
 {

@@ -15,7 +15,8 @@ livepid=
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
 	rm -rf "$D" "$D.out" "$D.out.err" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
-	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp"
+	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp" \
+	      "$D.twins"
 }
 trap cleanup EXIT
 
@@ -92,6 +93,11 @@ run 0 blame --dead && [ "$(sed -n '/PID  IDENTITY COMM  *ROLE$/,$p' "$OUT" | gre
 	ok "blame shows each process's share" || nok "blame shares"
 err_has 1 "no heap for pid 12345678" blame 12345678
 err_has 2 "no measurements in unit" blame --unit furlongs
+# two units named alike: the name is refused, the number taken
+mkdir -m 700 "$D.twins" && "$MK" "$D.twins" twin-units 3999300 5 &&
+	BLAMER_DIR=$D.twins run 2 blame --unit orders && grep -q "several units are named 'orders': give the number" "$OUT.err" &&
+	BLAMER_DIR=$D.twins run 0 blame --unit 1007 && head -1 "$OUT" | grep -q 'orders  *orders\*' &&
+	ok "blame --unit NAME of two units is refused, the number sorts" || nok "blame --unit of twin names"
 run 0 dump 3999001 && golden dump-dead.txt
 run 0 dump "$livepid" && grep -q 'thread.*"main": depth 3' "$OUT" && grep -q 'url_id = 77' "$OUT" &&
 	grep -q '/browser/tab/frame cpu=15.0ms bytes=192KiB' "$OUT" && ok "dump of a live process" || nok "dump of a live process"

@@ -26,6 +26,8 @@
  *   mkheap DIR max PID START [PERCENT]  a dead heap as large as the reader
  *                                       reads in every dimension at once
  *                                       (PERCENT of it: 100 by default)
+ *   mkheap DIR twin-units PID START     a dead heap measuring in units 1005
+ *                                       and 1007, both named "orders"
  *   mkheap DIR metrics                  two real writers (a process and its
  *                                       fork child) with metrics of every
  *                                       kind (a counter whose label values
@@ -314,6 +316,21 @@ int main(int argc, char **argv)
 		}
 		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
 	}
+	if (argc >= 5 && !strcmp(argv[2], "twin-units")) {
+		static const uint64_t a[] = { 1 };
+		struct blamer_dag_path *pr;
+
+		fx_init(&h, 1, FX_SLAB, atoll(argv[3]), strtoull(argv[4], NULL, 0));
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "twins");
+		fx_unit(&h, 1005, BLAMER_BASE_NONE, "orders");
+		fx_unit(&h, 1007, BLAMER_BASE_NONE, "orders");
+		pr = fx_at(&h, fx_path(&h, a, 1, 0, 0));
+		pr->units[0] = 1005;
+		pr->values[0] = 3;
+		pr->units[1] = 1007;
+		pr->values[1] = 4;
+		return fx_write_dir(&h, argv[1], atoll(argv[3]), strtoull(argv[4], NULL, 0)) ? 1 : 0;
+	}
 	if (argc >= 5 && !strcmp(argv[2], "corrupt")) {
 		fx_standard(&h, atoll(argv[3]), atoll(argv[4]), 1);
 		/* the 5th record points back at the 2nd */
@@ -398,6 +415,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: mkheap DIR dead PID START SCALE | corrupt PID START | live SCALE"
 		" | live-down[-metrics] SCALE | - device-status | DIR end CODE|abort | DIR empty N [BYTES [PID]]"
-		" | DIR max PID START [PERCENT] | DIR metrics\n");
+		" | DIR max PID START [PERCENT] | DIR twin-units PID START | DIR metrics\n");
 	return 2;
 }

@@ -4,7 +4,8 @@
  * user's heap names or scales another user's numbers:
  *   namer NODE NAME UNIT UNITNAME BASE READY
  * names node blamer_dag_id(NODE) NAME, node blamer_dag_id("namer") namer,
- * and application unit UNIT UNITNAME with BASE (none, seconds or bytes),
+ * and application unit UNIT UNITNAME with BASE (none, seconds or bytes);
+ * a NAME or UNITNAME of "-" names nothing (paths need no names). It
  * adds 1500000000 in UNIT and 7 to a counter "namer_events" on the path
  * /namer/NODE, writes its pid to the file READY, then waits to be
  * killed.
@@ -43,8 +44,9 @@ int main(int argc, char **argv)
 	path[1] = blamer_dag_id(argv[1]);
 	if (blamer_open(NULL, &b))
 		die("blamer_open");
-	if (blamer_dag_node(b, path[0], 1, "namer") || blamer_dag_node(b, path[1], 2, argv[2]) ||
-	    blamer_dag_unit(b, unit, argv[4], base))
+	if (blamer_dag_node(b, path[0], 1, "namer") ||
+	    (strcmp(argv[2], "-") && blamer_dag_node(b, path[1], 2, argv[2])) ||
+	    (strcmp(argv[4], "-") && blamer_dag_unit(b, unit, argv[4], base)))
 		die("naming");
 	p = blamer_path_get(b, path, 2, &unit, 1);
 	m = blamer_metric_define(b, &def);

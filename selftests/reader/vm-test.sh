@@ -36,7 +36,7 @@ wait_gone() {
 }
 
 echo "TAP version 13"
-echo "1..37"
+echo "1..38"
 
 t "status before load: the dir backend, and a note to run blamer load" sh -c 'blamer status >$OUT 2>$OUT.e && grep -q "^backend: dir" $OUT && grep -q "blamer load" $OUT.e'
 t "list on the device before load says to run blamer load" sh -c 'blamer --backend device list 2>&1 | grep -q "blamer load"'
@@ -137,6 +137,17 @@ t "dump: each process with its own uid's names (root's /namer/svc requests=, the
 t "blame and top over both uids: namer by name, svc and unit 1000 by id and number, each series its uid's" sh -c "blamer blame >$OUT.b && blamer top --once >$OUT.t && cat $OUT.b $OUT.t && grep -q ' namer\$' $OUT.b && ! sed '/^KIND/,\$d' $OUT.b | grep -q 'PWNED\\|aaa\\| svc\$' && grep -q 'unit1000' $OUT.b && grep -q '3000000000 .* 0x[0-9a-f]*\$' $OUT.b && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7 uid 0' $OUT.b && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7 uid 1000' $OUT.b && ! grep -q aaa $OUT.t && grep -q '^unit1000 .* 3000000000 .* /namer/0x[0-9a-f]*\$' $OUT.t"
 t "JSON: a process's paths its uid's names, attribution unnamed where the uids differ" sh -c "blamer dump $N0 --json >$OUT.j && grep -q '\"names\":\\[\"namer\",\"svc\"\\],\"values\":\\[{\"unit\":1000,\"unit_name\":\"requests\"' $OUT.j && blamer blame --json | sed 's/\"service\":.*//' >$OUT.j && cat $OUT.j && grep -q '\"namer\"' $OUT.j && grep -q '\"unit_name\":\"unit1000\"' $OUT.j && ! grep -q 'PWNED\\|\"aaa\"\\|\"requests\"\\|\"svc\"' $OUT.j"
 kill $N0 $N1 2>/dev/null
+wait 2>/dev/null
+blamer release --all >/dev/null 2>&1
+# a user naming a node and unit that only root's process walks and
+# measures in, naming neither, names nothing of root's there either
+namer quiet - 1001 - none /tmp/ready-n2 &
+as-user namer quiet hushed 1001 a seconds /tmp/ready-n3 &
+wait_file /tmp/ready-n2
+wait_file /tmp/ready-n3
+N2=$(cat /tmp/ready-n2) N3=$(cat /tmp/ready-n3)
+t "names only another user gives for what root uses unnamed: blame and top show the id and unit1001, plain numbers" sh -c "blamer blame >$OUT.b && blamer top --once >$OUT.t && cat $OUT.b $OUT.t && ! sed '/^KIND/,\$d' $OUT.b | grep -q 'hushed\\|3\\.00s\\| a\\*' && grep -q 'unit1001' $OUT.b && grep -q '3000000000 .* 0x[0-9a-f]*\$' $OUT.b && ! sed '/^KIND/,\$d' $OUT.t | grep -q 'hushed\\|3\\.00s' && grep -q '^unit1001 .* 3000000000 .* /namer/0x[0-9a-f]*\$' $OUT.t"
+kill $N2 $N3 2>/dev/null
 wait 2>/dev/null
 blamer release --all >/dev/null 2>&1
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"

@@ -68,15 +68,17 @@ static void print_level(const struct view *v, size_t from, size_t to, uint32_t d
 	free(kids);
 }
 
-/* The column --unit names (its label, name or number), or -1. */
+/* The column --unit names (its label, name or number), -1 if none, -2
+ * if several (units the users name alike: only its number tells). */
 static int unit_column(const struct view *v, const char *unit)
 {
 	size_t col;
+	int found = -1;
 
 	for (col = 0; col < v->ncol; col++)
 		if (unit_is(v->s, ALL_UIDS, v->s->units[col], unit))
-			return (int)col;
-	return -1;
+			found = found == -1 ? (int)col : -2;
+	return found;
 }
 
 static void print_header(const struct view *v, const char *what)
@@ -228,6 +230,11 @@ int cmd_blame(struct cli *c)
 	if (c->unit) {
 		int sc = unit_column(&v, c->unit);
 
+		if (sc == -2) {
+			ret = usage_err("several units are named '%s': give the number (`blamer dump` shows each process's)",
+					c->unit);
+			goto out;
+		}
 		if (sc < 0) {
 			ret = usage_err("no measurements in unit '%s' (units present: cpu, bytes, count or numbers shown by `blamer blame`)",
 					c->unit);
