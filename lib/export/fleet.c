@@ -376,6 +376,9 @@ static size_t series_bytes(const struct blamer_snap_metric_def *d, uint32_t dept
 	return n + (d->kind == BLAMER_METRIC_HISTOGRAM ? (size_t)d->nbuckets * FL_NUM_BYTES : 0);
 }
 
+/* A series' "lost" line (its index and count). */
+#define FL_LOST_BYTES	(6 + 2 * FL_NUM_BYTES)
+
 static size_t path_bytes(uint32_t depth)
 {
 	return 5 + (4 + (size_t)depth) * FL_NUM_BYTES;
@@ -458,7 +461,8 @@ static bool count_records(struct blamer_fleet *f, bool *node_charged, bool *unit
 		    !charge_nodes(f, u, node_charged, x->uid, x->nodes, x->depth))
 			return false;
 		u->n++;
-		u->bytes += series_bytes(&f->defs[x->def], x->depth, x->values, x->nexact);
+		u->bytes += series_bytes(&f->defs[x->def], x->depth, x->values, x->nexact) +
+			    (x->lost ? FL_LOST_BYTES : 0);
 	}
 	for (i = 0; i < f->npaths; i++) {
 		const struct fl_path *x = &f->paths[i];
@@ -730,7 +734,7 @@ static size_t paths_cost(struct blamer_fleet *f, const struct blamer_snapshot *s
 
 /* A heap's series in the order the remainder keys them (name, label
  * values, path): one a heap lists twice side by side. Of one name, one
- * definition: sums_fit() sorts none in conflict. */
+ * definition: new_lost() sorts none in conflict. */
 static int metric_key_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_metric *x = *(const struct blamer_snap_metric *const *)a;
@@ -747,22 +751,20 @@ static int metric_key_cmp(const void *a, const void *b)
 }
 
 /*
- * Whether dead heap @p's counters and histograms (none in conflict:
- * keepable() looked) fit in the remainder: each series' exact sum with
- * the remainder's stays finite, its count with the remainder's within
- * 64 bits (so does every bucket: a count is their sum). Each heap fits
- * alone (decode_metric.c), but several of one user can add up past
- * either: folded, the remainder would hold +Inf for good, or a count
- * that wrapped (lower: a reset to Prometheus), in the state and across
- * restarts. Such a heap is held instead, counted while it is there (its
- * series left out of the exposition as not fitting). A series the heap
- * lists twice is summed first. 1 fits, 0 not, -1 out of memory.
+ * How many of dead heap @p's counters and histograms (none in conflict:
+ * keepable() looked) the fold will find not fitting in the remainder and
+ * mark lost (fold_metric()), for the bytes their "lost" lines take: the
+ * series' exact sum with the remainder's not finite, or its count with
+ * the remainder's past 64 bits (so is a bucket: a count is their sum). A
+ * series the heap lists twice is summed first (its parts are at least 0:
+ * if the sum fits, so does each part added on its way); one the
+ * remainder lost already is not counted again. -1 out of memory.
  */
-static int sums_fit(struct blamer_fleet *f, const struct blamer_snap_process *p)
+static long new_lost(struct blamer_fleet *f, const struct blamer_snap_process *p)
 {
 	const struct blamer_snap_metric **v = malloc((p->nmetrics + 1) * sizeof(*v));
 	size_t i, j, k, n = 0, at, def;
-	int ret = 1;
+	long ret = 0;
 
 	if (!v)
 		return -1;
@@ -771,12 +773,15 @@ static int sums_fit(struct blamer_fleet *f, const struct blamer_snap_process *p)
 			v[n++] = &p->metrics[i];
 	if (n > 1)
 		qsort(v, n, sizeof(*v), metric_key_cmp);
-	for (i = 0; ret > 0 && i < n; i = j) {
+	for (i = 0; i < n; i = j) {
 		const struct blamer_snap_metric_def *d = v[i]->def;
 		const struct fl_series *x = NULL;
 		struct blamer_exact_sum e;
 		uint64_t count = 0;
+		bool over = false;
 
+		for (j = i + 1; j < n && !metric_key_cmp(&v[i], &v[j]); j++)
+			;
 		memset(&e, 0, sizeof(e));
 		def = def_named(f, d->name, p->uid, &at);
 		k = def < f->ndefs ? series_find(f, def, p->uid, v[i], &at) : f->nseries;
@@ -786,23 +791,47 @@ static int sums_fit(struct blamer_fleet *f, const struct blamer_snap_process *p)
 		}
 		if (def < f->ndefs && k < f->nseries)
 			x = &f->series[k];
+		if (x && x->lost)
+			continue;
 		for (k = 0; x && k < x->nexact; k++)
 			blamer_exact_sum_add(&e, x->exact[k]);
 		for (k = 0; x && x->buckets && k < d->nbuckets; k++)
-			if (__builtin_add_overflow(count, x->buckets[k], &count))
-				ret = 0;	/* not reached: the remainder fits */
-		for (j = i; j < n && !metric_key_cmp(&v[i], &v[j]); j++) {
-			for (k = 0; k < v[j]->nexact; k++)
-				blamer_exact_sum_add(&e, v[j]->exact[k]);
-			if (d->kind == BLAMER_METRIC_HISTOGRAM &&
-			    __builtin_add_overflow(count, v[j]->count, &count))
-				ret = 0;
+			over |= __builtin_add_overflow(count, x->buckets[k], &count);
+		for (k = i; k < j; k++) {
+			uint32_t b;
+
+			for (b = 0; b < v[k]->nexact; b++)
+				blamer_exact_sum_add(&e, v[k]->exact[b]);
+			if (d->kind == BLAMER_METRIC_HISTOGRAM)
+				over |= __builtin_add_overflow(count, v[k]->count, &count);
 		}
-		if (e.has_special)
-			ret = 0;
+		ret += over || e.has_special;
 	}
 	free(v);
 	return ret;
+}
+
+/* Whether @m's part fits in the remainder's series @x ("A sum must
+ * fit"): their exact sum finite, their buckets' count within 64 bits.
+ * The state then never holds inf or a wrapped count (fleet_state.c
+ * refuses one). */
+static bool part_fits(const struct fl_series *x, const struct blamer_snap_metric *m)
+{
+	const struct blamer_snap_metric_def *d = m->def;
+	struct blamer_exact_sum e;
+	uint64_t count = 0, b;
+	uint32_t i;
+
+	memset(&e, 0, sizeof(e));
+	for (i = 0; i < x->nexact; i++)
+		blamer_exact_sum_add(&e, x->exact[i]);
+	for (i = 0; i < m->nexact; i++)
+		blamer_exact_sum_add(&e, m->exact[i]);
+	for (i = 0; d->kind == BLAMER_METRIC_HISTOGRAM && i < d->nbuckets; i++)
+		if (__builtin_add_overflow(x->buckets[i], m->buckets[i], &b) ||
+		    __builtin_add_overflow(count, b, &count))
+			return false;
+	return !e.has_special;
 }
 
 /*
@@ -819,16 +848,22 @@ static int sums_fit(struct blamer_fleet *f, const struct blamer_snap_process *p)
  * names, each at most what it may take: *_bytes()) past f->max_bytes of
  * the state: a user whose heaps choose ever new label values or paths
  * would grow the state every start reads until it could not start, and
- * every commit writes it whole. Nor one whose counters or histograms
- * would not fit in the remainder (sums_fit()). *@held: held back by
- * those bounds.
+ * every commit writes it whole (a series the fold will mark lost counted
+ * with its "lost" line: new_lost()). *@held: held back by those bounds.
+ *
+ * A counter or histogram whose sum with the remainder would not fit does
+ * not hold the heap back: its other series fold, that part is thrown
+ * away and counted (fold_metric()). Held, a heap of an honest counter
+ * beside a series the remainder cannot grow (a count of 2^64 - 1 folded
+ * once, which nothing takes out) was held for good, and its counter's
+ * counts lost once retention took it, or the exporter restarted.
  */
 static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		     const struct blamer_snap_process *p, bool *held)
 {
 	struct fl_uid_series *have = uid_series(f, p->uid);
 	size_t i, j, at, fresh = 0, bytes;
-	int fit;
+	long lost;
 
 	*held = false;
 	if (!have || (bytes = paths_cost(f, s, p)) == SIZE_MAX)
@@ -852,13 +887,13 @@ static bool keepable(struct blamer_fleet *f, const struct blamer_snapshot *s,
 		}
 		bytes += (size_t)m->nexact * FL_NUM_BYTES;	/* partials it may add */
 	}
+	lost = new_lost(f, p);
+	if (lost < 0)
+		return false;	/* out of memory: not now */
+	bytes += (size_t)lost * FL_LOST_BYTES;
 	*held = have->n + fresh > f->max_series || bytes > f->max_bytes ||
 		have->bytes > f->max_bytes - bytes;
-	if (*held)
-		return false;
-	fit = sums_fit(f, p);
-	*held = !fit;
-	return fit > 0;
+	return !*held;
 }
 
 /* What merging a dead process's series into the remainder keeps. */
@@ -882,9 +917,25 @@ static bool fold_metric(struct blamer_fleet *f, struct fl_uid_series *u,
 		*oom = true;
 		return false;
 	}
+	/*
+	 * A counter's or histogram's part that does not fit (its sum with
+	 * the remainder's past the largest double, a count past 2^64 - 1):
+	 * thrown away and counted, the remainder's series left as it is,
+	 * and so every later part of a series lost once. Added, the state
+	 * would hold inf or a wrapped count for good; the heap held back
+	 * instead, its other series were never folded. Without the part the
+	 * series is not its total: the exposition leaves it out for good, as
+	 * it left it out while the part was counted there (it did not fit).
+	 */
+	if (d->kind != BLAMER_METRIC_GAUGE && (x->lost || !part_fits(x, m))) {
+		if (!x->lost)
+			u->bytes += FL_LOST_BYTES;	/* its "lost" line */
+		x->lost++;
+		return true;
+	}
 	if (d->kind == BLAMER_METRIC_HISTOGRAM)
 		for (i = 0; i < d->nbuckets; i++)
-			x->buckets[i] += m->buckets[i];	/* sums_fit(): no wrap */
+			x->buckets[i] += m->buckets[i];	/* part_fits(): no wrap */
 	before = x->nexact;
 	if (d->kind != BLAMER_METRIC_GAUGE) {
 		if (!exact_add(x, m->exact, m->nexact))

@@ -45,6 +45,10 @@ struct fl_series {
 	double value;		/* min, max, mostrecent gauges */
 	uint64_t stamp;		/* mostrecent gauges */
 	uint64_t *buckets;	/* histograms: the definition's nbuckets */
+	/* counters, histograms: dead heaps' parts the fold threw away, their
+	 * sum with the rest not fitting ("A sum must fit"); a series with
+	 * one is no longer its total: left out of the exposition for good */
+	uint64_t lost;
 };
 
 struct fl_path {

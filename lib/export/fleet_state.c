@@ -14,6 +14,10 @@
  *   unit UID UNIT BASE NAME
  *   def UID NAME KIND BASE MODE FLAGS NLABELS LABEL... NBUCKETS UPPER... HELP
  *   series DEF UID DEPTH NODE... VALUE... NEXACT PARTIAL... VALUE STAMP NBUCKETS COUNT...
+ *   lost SERIES N       (a counter's or histogram's parts the fold threw away,
+ *                        their sum not fitting; only if N > 0, after the
+ *                        series: an older exporter refuses the state, rather
+ *                        than show the series again as if whole)
  *   path UID UNIT DEPTH NODE... VALUE
  *   drop UID REASON VALUE
  *   heap PID START HEAP_ID HEAP_KEY DEAD_NS
@@ -286,6 +290,12 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 		     d->kind == BLAMER_METRIC_HISTOGRAM ? d->nbuckets : 0);
 		for (k = 0; d->kind == BLAMER_METRIC_HISTOGRAM && k < d->nbuckets; k++)
 			putf(o, " %" PRIu64, x->buckets[k]);
+		end_line(o);
+	}
+	for (i = 0; i < f->nseries; i++) {
+		if (!f->series[i].lost)
+			continue;
+		putf(o, "lost %zu %" PRIu64, i, f->series[i].lost);
 		end_line(o);
 	}
 	for (i = 0; i < f->npaths; i++) {
@@ -673,6 +683,24 @@ static bool read_series(struct blamer_fleet *f, struct in *in)
 	return true;
 }
 
+/* A series' lost parts: of a counter or histogram read before, once,
+ * at least one (none is not written). */
+static bool read_lost(struct blamer_fleet *f, struct in *in)
+{
+	uint32_t i;
+	uint64_t n;
+
+	if (!u32_of(in, UINT32_MAX, &i) || !u64_of(in, 10, &n))
+		return false;
+	if (i >= f->nseries || f->defs[f->series[i].def].kind == BLAMER_METRIC_GAUGE ||
+	    f->series[i].lost || !n) {
+		in->why = "a lost count of no counter or histogram, twice, or of 0";
+		return false;
+	}
+	f->series[i].lost = n;
+	return true;
+}
+
 static bool read_line(struct blamer_fleet *f, struct in *in)
 {
 	char *kind = word(in), *s;
@@ -733,6 +761,8 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 		return read_def(f, in);
 	if (!strcmp(kind, "series"))
 		return read_series(f, in);
+	if (!strcmp(kind, "lost"))
+		return read_lost(f, in);
 	if (!strcmp(kind, "path")) {
 		struct fl_path *p;
 

@@ -15,8 +15,9 @@
  *                                           inside an activity (saturation)
  *   blamer_folded_heaps_total               heaps folded into the remainder, ever
  *   blamer_fold_errors_total                folds that could not be made durable
- *   blamer_fold_held_heaps                  dead heaps the last fold held back (bounds,
- *                                           sums that would not fit)
+ *   blamer_fold_held_heaps                  dead heaps the last fold held back (bounds)
+ *   blamer_fold_lost_total{uid}             dead heaps' parts of series the fold
+ *                                           threw away: their sum would not fit
  *   blamer_metric_conflicts                 series left out: defined otherwise,
  *                                           or their sum does not fit
  *   blamer_dropped_total{reason,uid}        writes not recorded in full
@@ -38,7 +39,9 @@
  * double, a count past 2^64 - 1), over the processes (the reader's
  * s->overflows) or with the remainder added, is left out and counted
  * with the conflicts: shown, it would be +Inf, or wrapped (lower); and
- * its remainder alone would be a part shown as the whole.
+ * its remainder alone would be a part shown as the whole. So is, for
+ * good, one whose remainder lost a part (fleet.c, fold_metric()): what
+ * it holds is no longer the total.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -282,8 +285,10 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 				continue;
 			}
 			/* a sum that does not fit, over the processes or with
-			 * the remainder: left out, not +Inf or wrapped */
-			if (x->over || !agg_value(x, &ps.value)) {
+			 * the remainder, or a remainder that lost a part that
+			 * did not fit: left out, not +Inf, wrapped or a part
+			 * shown as the whole (lower) */
+			if (x->over || (x->rem && x->rem->lost) || !agg_value(x, &ps.value)) {
 				(*conflicts)++;
 				continue;
 			}
@@ -437,6 +442,45 @@ static int drop_cmp(const void *a, const void *b)
 	if (x->reason != y->reason)
 		return x->reason < y->reason ? -1 : 1;
 	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+static int lost_cmp(const void *a, const void *b)
+{
+	const struct fl_series *const *x = a, *const *y = b;
+
+	return ((*x)->uid > (*y)->uid) - ((*x)->uid < (*y)->uid);
+}
+
+/* The remainder's lost parts by uid (fleet.c, fold_metric()): in the
+ * state, so they only grow, across restarts too. */
+static void write_lost(struct blamer_fleet *f, struct prom_out *o)
+{
+	size_t n = 0, i, j;
+	const struct fl_series **v = malloc(((f ? f->nseries : 0) + 1) * sizeof(*v));
+
+	if (!v) {
+		o->oom = true;
+		return;
+	}
+	for (i = 0; f && i < f->nseries; i++)
+		if (f->series[i].lost)
+			v[n++] = &f->series[i];
+	qsort(v, n, sizeof(*v), lost_cmp);
+	prom_family(o, "blamer_fold_lost_total", "counter",
+		    "Parts of dead heaps' counter and histogram series the fold threw away, by uid: their sum with the rest would not fit (past the largest double, a count past 2^64 - 1); each such series is left out for good (blamer_metric_conflicts).");
+	for (i = 0; i < n; i = j) {
+		uint64_t total = 0;
+		size_t start = o->len;
+
+		for (j = i; j < n && v[j]->uid == v[i]->uid; j++)
+			total += v[j]->lost;
+		prom_put(o, "blamer_fold_lost_total{uid=\"", 28);
+		prom_u64(o, v[i]->uid);
+		prom_put(o, "\"} ", 3);
+		prom_u64(o, hold(f, o, start, total));
+		prom_putc(o, '\n');
+	}
+	free(v);
 }
 
 static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *o)
@@ -652,8 +696,9 @@ static int fleet_write(struct blamer_fleet *f, const struct blamer_snapshot *s, 
 		    "Folds that could not be made durable (the heaps stay, counted, until the next).");
 	prom_sample_u64(o, "blamer_fold_errors_total", NULL, 0, f ? f->fold_errors : 0);
 	prom_family(o, "blamer_fold_held_heaps", "gauge",
-		    "Dead heaps the last fold held back: their uid's part of the remainder would pass $BLAMER_FOLD_MAX_SERIES or $BLAMER_FOLD_MAX_BYTES, or a sum of theirs there would not fit (counted while they are there).");
+		    "Dead heaps the last fold held back: their uid's part of the remainder would pass $BLAMER_FOLD_MAX_SERIES or $BLAMER_FOLD_MAX_BYTES (counted while they are there).");
 	prom_sample_u64(o, "blamer_fold_held_heaps", NULL, 0, f ? f->held : 0);
+	write_lost(f, o);
 	write_drops(f, &e, o);
 	write_attribution(f, &e, o);
 	write_metrics(f, s, &e, o, &conflicts);

@@ -7,14 +7,18 @@
  * bucket of 2^63 in two of them past 2^64. A merged series, the fold's
  * remainder, the state written and read back, and every exposition must
  * then leave such a series out, never show it infinite or wrapped
- * (lower), while the other series go on exact; a dead heap the remainder
- * cannot take is held, not folded.
+ * (lower), while the other series go on exact; a dead heap whose part of
+ * a series the remainder cannot take is folded all the same, that part
+ * thrown away and counted (blamer_fold_lost_total), the series left out
+ * for good, its other series kept.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "testsupport.h"
@@ -150,7 +154,8 @@ static struct blamer_snapshot *snap(struct blamer_reader *r)
  * bucket of 2^63 and a counter of 1.5e308. Merged, folded, and the
  * exporter restarted on its state: the two series are left out and
  * counted, never +Inf or wrapped, in the snapshot, the exposition or the
- * state; one dead heap is folded, the other held; "ok" stays exact.
+ * state; both dead heaps are folded, the second's parts of those two
+ * series thrown away and counted; "ok" stays exact.
  */
 TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 {
@@ -176,14 +181,16 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 	f = blamer_fleet_open(self->state, err, sizeof(err));
 	ASSERT_NE(NULL, f) TH_LOG("%s", err);
 	n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
-	EXPECT_EQ(1, n) TH_LOG("%s", err);	/* the second would overflow the remainder */
+	/* both: the second's big and lat parts would overflow the remainder */
+	EXPECT_EQ(2, n) TH_LOG("%s", err);
 	text = expose(f, s);
 	ASSERT_NE(NULL, text);
 	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
 	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
 	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
 	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 1\n")) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 2) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
@@ -195,7 +202,7 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 	ASSERT_NE(NULL, f) TH_LOG("%s", err);
 	s = snap(self->r);
 	ASSERT_NE(NULL, s);
-	EXPECT_EQ(2, s->nprocs);	/* the held heap and the live one */
+	EXPECT_EQ(1, s->nprocs);	/* the live one: the dead were released */
 	n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
 	EXPECT_EQ(0, n) TH_LOG("%s", err);
 	text = expose(f, s);
@@ -204,7 +211,9 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
 	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
 	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 1\n")) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 2) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
 	blamer_fleet_close(f);
@@ -213,9 +222,11 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 
 /*
  * Over time: a dead heap near the top folds (its values move to the
- * remainder, the series unchanged); then a second that the remainder
- * cannot take is held, and the series leaves the exposition rather than
- * show +Inf or a wrapped count; the exporter restarted shows the same.
+ * remainder, the series unchanged); then a second dies whose parts of
+ * those series the remainder cannot take: the series leave the
+ * exposition rather than show +Inf or a wrapped count, and stay out once
+ * the fold has thrown those parts away; the exporter restarted shows the
+ * same.
  * Every value shown is finite and none is lower than before.
  */
 TEST_F(fold, a_series_only_grows_or_leaves_through_folds_and_restarts)
@@ -253,7 +264,7 @@ TEST_F(fold, a_series_only_grows_or_leaves_through_folds_and_restarts)
 		if (step & 1) {	/* a fold, every other step */
 			n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
 			ASSERT_LE(0, n) TH_LOG("%s", err);
-			EXPECT_EQ(step == 1, n) TH_LOG("step %d", step);
+			EXPECT_EQ(step == 1 || step == 3, n) TH_LOG("step %d", step);
 		}
 		text = expose(f, s);
 		ASSERT_NE(NULL, text);
@@ -276,11 +287,175 @@ TEST_F(fold, a_series_only_grows_or_leaves_through_folds_and_restarts)
 			EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
 			EXPECT_TRUE(sample(text, "ok_total", "") == 3);
 		}
+		/* the second heap's two parts, once it is folded */
+		v = sample(text, "blamer_fold_lost_total", "");
+		EXPECT_TRUE(step < 3 ? isnan(v) : v == 2) TH_LOG("step %d: %s", step, text);
 		free(text);
 		blamer_snapshot_free(s);
 		EXPECT_TRUE(state_finite(self->state)) TH_LOG("step %d", step);
 	}
 	blamer_fleet_close(f);
+}
+
+/* A heap of @pid: a histogram "lat" (bounds 1) with @lat observations
+ * at most 1 and a counter "req" of @req. */
+static int write_req_heap(const char *dir, int64_t pid, uint64_t lat, double req)
+{
+	static const double bounds[] = { 1 };
+	uint64_t counts[2] = { lat, 0 };
+	struct fx_heap h;
+	blamer_ref d;
+	int ret;
+
+	fx_init(&h, 1, FX_SLAB, pid, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	d = fx_metric_def(&h, "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, bounds, 1);
+	fx_metric(&h, d, "", 0, 0.5, counts);
+	d = fx_metric_def(&h, "req", BLAMER_METRIC_COUNTER, 0, "", 0, NULL, 0);
+	fx_metric(&h, d, "", 0, req, NULL);
+	ret = fx_write_dir(&h, dir, pid, 5);
+	fx_free(&h);
+	return ret;
+}
+
+/* An exporter on @state folding @dir's heaps, killed (abort(): the
+ * test's kill -9) at @step of the fold's transaction; true if it was. */
+static bool fold_killed_at(const char *dir, const char *state, unsigned step)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .dir = dir,
+						.flags = BLAMER_READ_DEAD_FULL };
+		struct blamer_snapshot *s;
+		struct blamer_fleet *f;
+		struct blamer_reader *r;
+		char err[256], n[16];
+
+		snprintf(n, sizeof(n), "%u", step);
+		setenv("BLAMER_TEST_FOLD_ABORT", n, 1);
+		r = blamer_reader_open(&o, err, sizeof(err));
+		f = r ? blamer_fleet_open(state, err, sizeof(err)) : NULL;
+		s = f ? snap(r) : NULL;
+		if (s)
+			blamer_fleet_fold(f, r, s, 0, err, sizeof(err));
+		_exit(0);	/* not killed */
+	}
+	return waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+	       WTERMSIG(status) == SIGABRT;
+}
+
+/*
+ * The review's second case: a heap of the uid with a histogram count of
+ * 2^64 - 1 (valid alone) dies and is folded: the remainder's count can
+ * never grow again. Every later dead heap observing "lat" was then held
+ * whole, its honest counter "req" with it: never folded, and lost once
+ * retention took the heap or the exporter restarted (req 16 became 1).
+ * Now each such heap folds, its "lat" part thrown away and counted, and
+ * "req" stays exact, through folds killed at each step of their
+ * transaction and a restart; "lat" is left out for good, never counted
+ * twice in blamer_fold_lost_total.
+ */
+/* The whole of file @path into @buf (at most @len), or back from it
+ * (@put, @n bytes); the bytes' count, -1 on an error. */
+static long file_bytes(const char *path, char *buf, size_t len, bool put, size_t n)
+{
+	FILE *fp = fopen(path, put ? "w" : "r");	/* "w": the file's mode kept */
+	size_t got;
+
+	if (!fp)
+		return -1;
+	got = put ? fwrite(buf, 1, n, fp) : fread(buf, 1, len, fp);
+	if (fclose(fp) || (put && got != n) || (!put && got == len))
+		return -1;
+	return (long)got;
+}
+
+TEST_F(fold, a_series_that_cannot_fit_never_holds_back_a_heaps_others)
+{
+	static char before[1 << 16];
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], *text;
+	unsigned step;
+	long len;
+	int n, round;
+
+	ASSERT_EQ(0, write_req_heap(self->dir, DEAD_A, UINT64_MAX, 1));
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1, blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(sample(text, "lat_count", "") == (double)UINT64_MAX) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "req_total", "") == 1) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	len = file_bytes(self->state, before, sizeof(before), false, 0);
+	ASSERT_LT(0, len);
+
+	/* three honest workers die (lat 1, req 5 each), and an exporter
+	 * folds them: whole, or killed at each step of its transaction and
+	 * then started again, from the same state each time */
+	for (step = 0; step <= 6; step++) {
+		ASSERT_EQ(len, file_bytes(self->state, before, 0, true, (size_t)len));
+		ASSERT_EQ(0, write_req_heap(self->dir, DEAD_B, 1, 5));
+		ASSERT_EQ(0, write_req_heap(self->dir, DEAD_B + 1, 1, 5));
+		ASSERT_EQ(0, write_req_heap(self->dir, DEAD_B + 2, 1, 5));
+		if (step) {
+			EXPECT_TRUE(fold_killed_at(self->dir, self->state, step)) TH_LOG("step %u", step);
+		}
+		/* the fold after it, and the exporter restarted on its state */
+		for (round = 0; round < 2; round++) {
+			f = blamer_fleet_open(self->state, err, sizeof(err));
+			ASSERT_NE(NULL, f) TH_LOG("%s", err);
+			s = snap(self->r);
+			ASSERT_NE(NULL, s);
+			n = blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err));
+			ASSERT_LE(0, n) TH_LOG("%s", err);
+			text = expose(f, s);
+			ASSERT_NE(NULL, text);
+			EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
+			EXPECT_TRUE(sample(text, "req_total", "") == 16) TH_LOG("step %u round %d: %s",
+										step, round, text);
+			EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
+			EXPECT_TRUE(isnan(sample(text, "lat_bucket", ",le=\"+Inf\""))) TH_LOG("%s", text);
+			/* each heap's lat part once, however often it was folded */
+			EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 3) TH_LOG("step %u: %s",
+											    step, text);
+			EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
+			EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 1\n")) TH_LOG("%s", text);
+			EXPECT_NE(NULL, strstr(text, "\nblamer_folded_heaps_total 4\n")) TH_LOG("%s", text);
+			free(text);
+			blamer_snapshot_free(s);
+			blamer_fleet_close(f);
+			EXPECT_TRUE(state_finite(self->state));
+		}
+		/* the heaps were released: none left to count a second time */
+		s = snap(self->r);
+		ASSERT_NE(NULL, s);
+		EXPECT_EQ(0, s->nprocs) TH_LOG("step %u", step);
+		blamer_snapshot_free(s);
+		/* and what retention would take, were any left, is not req's */
+		snprintf(err, sizeof(err), "rm -f '%s'/*.slab", self->dir);
+		ASSERT_EQ(0, system(err));
+		f = blamer_fleet_open(self->state, err, sizeof(err));
+		ASSERT_NE(NULL, f) TH_LOG("%s", err);
+		s = snap(self->r);
+		ASSERT_NE(NULL, s);
+		text = expose(f, s);
+		ASSERT_NE(NULL, text);
+		EXPECT_TRUE(sample(text, "req_total", "") == 16) TH_LOG("step %u: %s", step, text);
+		free(text);
+		blamer_snapshot_free(s);
+		blamer_fleet_close(f);
+	}
 }
 
 TEST_HARNESS_MAIN

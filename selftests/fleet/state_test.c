@@ -189,6 +189,45 @@ TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
 	blamer_fleet_close(f);
 }
 
+/*
+ * A series whose parts the fold threw away ("lost": its sum would not
+ * fit) is left out of the exposition, counted in blamer_fold_lost_total,
+ * and written back as it was read, so a restart neither shows it again
+ * as if whole nor forgets the count.
+ */
+TEST_F(st, a_lost_series_stays_left_out_and_counted)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char body[4096], err[256], *before, *after;
+	const char *at = strstr(good, "path ");
+	int n;
+
+	ASSERT_NE(NULL, at);
+	n = snprintf(body, sizeof(body), "%.*slost 0 2\n%s", (int)(at - good), good, at);
+	ASSERT_EQ(1, try_open(self->path, body, (size_t)n, err, sizeof(err))) TH_LOG("%s", err);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	before = text_of(f);
+	ASSERT_NE(NULL, before);
+	EXPECT_EQ(NULL, strstr(before, "\nreqs_total{")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "\nblamer_fold_lost_total{uid=\"1000\"} 2\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "\nblamer_metric_conflicts 1\n")) TH_LOG("%s", before);
+	EXPECT_NE(NULL, strstr(before, "\nlat_count{")) TH_LOG("%s", before);
+	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));	/* a commit: written again */
+	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	after = text_of(f);
+	ASSERT_NE(NULL, after);
+	EXPECT_STREQ(before, after);
+	free(before);
+	free(after);
+	blamer_fleet_close(f);
+}
+
 /* @path's bytes (a state is small), NULL-terminated; NULL if unread. */
 static char *slurp(const char *path)
 {
@@ -545,6 +584,14 @@ TEST_F(st, every_wrong_field_is_refused)
 		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 0 42\n" },
 		{ "path 1000 1000 2 1f 2a 42\n", "path 1000 1000 2 1f 42\n" },
 		{ "drop 1000 9 3\n", "drop 1000 16 3\n" },
+		/* a lost count: of a gauge, of no series, of 0, twice, not
+		 * a count */
+		{ "drop 1000 9 3\n", "lost 2 1\ndrop 1000 9 3\n" },
+		{ "drop 1000 9 3\n", "lost 3 1\ndrop 1000 9 3\n" },
+		{ "drop 1000 9 3\n", "lost 0 0\ndrop 1000 9 3\n" },
+		{ "drop 1000 9 3\n", "lost 0 1\nlost 0 1\ndrop 1000 9 3\n" },
+		{ "drop 1000 9 3\n", "lost 0 -1\ndrop 1000 9 3\n" },
+		{ "drop 1000 9 3\n", "lost 0\ndrop 1000 9 3\n" },
 		{ "heap 123 456 abc def 789\n", "heap -1 456 abc def 789\n" },
 		{ "heap 123 456 abc def 789\n", "heap 2147483648 456 abc def 789\n" },
 		{ "heap 123 456 abc def 789\n", "heap 123 456 abc def\n" },
