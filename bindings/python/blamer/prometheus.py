@@ -477,13 +477,36 @@ class MultiProcessCollector:
                         e[5], e[8] = [m.value], m.stamp_ns
         return [tuple(merged[k][:8]) for k in order]
 
+    # A histogram's count past this would wrap in blamer's 64-bit counts
+    # (go down: a reset to Prometheus): `blamer export` leaves such a
+    # series out, and so does the merge here.
+    _COUNT_MAX = 2 ** 64 - 1
+
     @staticmethod
-    def _families_of(entries):
+    def _sum_of(parts):
+        """The exact sum of parts (math.fsum), or None if finite parts add up
+        past the largest double (fsum raises OverflowError then) or the
+        sum is not finite."""
+        try:
+            value = math.fsum(parts)
+        except (OverflowError, ValueError):
+            return None
+        return value if math.isfinite(value) else None
+
+    @classmethod
+    def _families_of(cls, entries, own=False):
+        """The merged entries as families. A counter or histogram whose sum
+        does not fit (past the largest double, a count past 2^64 - 1) is
+        left out, as `blamer export` leaves it out ("A sum must fit" in
+        reader.rst): shown, it would be +Inf or wrapped, and the scrape
+        failed on math.fsum's OverflowError, every family with it. With
+        own (blamer_metrics=True), blamer_metric_conflicts counts them."""
         from prometheus_client.metrics_core import Metric
         from prometheus_client.utils import floatToGoString
 
         several_uids = len({e[3] for e in entries}) > 1
         families = {}
+        left_out = 0
         for d, labels, path, uid, pid, parts, count, buckets in entries:
             metric = families.get(d.name)
             if metric is None:
@@ -495,7 +518,14 @@ class MultiProcessCollector:
                 lab["uid"] = str(uid)
             if pid is not None:
                 lab["pid"] = pid
-            value = math.fsum(parts)
+            value = cls._sum_of(parts)
+            if d.kind != "gauge" and (value is None or sum(buckets) > cls._COUNT_MAX):
+                left_out += 1
+                continue
+            if value is None:
+                # a gauge is not a sum that must grow: as blamer's exact
+                # sum, infinite (or NaN) when its parts are so or overflow
+                value = sum(parts)
             if d.kind == "counter":
                 metric.add_sample(d.name + "_total", lab, value)
             elif d.kind == "gauge":
@@ -508,7 +538,14 @@ class MultiProcessCollector:
                                       float(acc))
                 metric.add_sample(d.name + "_count", lab, float(acc))
                 metric.add_sample(d.name + "_sum", lab, value)
-        return list(families.values())
+        out = list(families.values())
+        if own:
+            m = Metric("blamer_metric_conflicts",
+                       "Series left out: their sum does not fit (a counter past the largest "
+                       "double, a histogram's count past 2^64 - 1).", "gauge")
+            m.add_sample("blamer_metric_conflicts", {}, float(left_out))
+            out.append(m)
+        return out
 
     def _families_of_text(self, text, snap):
         """`blamer export`'s text as prometheus_client families: its own
@@ -556,7 +593,8 @@ class MultiProcessCollector:
     def collect(self):
         reader, fleet, snap, idents = self._snapshots()
         if idents or _dead_identities:
-            return self._families_of(self._from_processes([(None, snap)] + idents))
+            return self._families_of(self._from_processes([(None, snap)] + idents),
+                                     own=self._own)
         if self._state is not None:
             fleet.fold(reader, snap, keep=self._keep)
         return self._families_of_text(fleet.prometheus(snap), snap)

@@ -84,6 +84,55 @@ class MultiProcess(PromTest):
         self.assertEqual(3, self.value('h_sum'))
         self.assertEqual(2, self.value('h_bucket', {'le': '5.0'}))
 
+    def test_sums_that_do_not_fit_are_left_out_not_a_failed_scrape(self):
+        # two identities' counters of 1.5e308 (each valid alone): their
+        # sum is past the largest double, and math.fsum's OverflowError
+        # failed the whole collect; left out, as `blamer export` does
+        c1 = Counter('big', 'help', registry=None)
+        h1 = Histogram('h', 'help', registry=None, buckets=(1,))
+        ok1 = Counter('ok', 'help', registry=None)
+        g1 = Gauge('g', 'help', registry=None, multiprocess_mode='sum')
+        values.ValueClass = bp.MultiProcessValue(lambda: 456)
+        c2 = Counter('big', 'help', registry=None)
+        h2 = Histogram('h', 'help', registry=None, buckets=(1,))
+        ok2 = Counter('ok', 'help', registry=None)
+        g2 = Gauge('g', 'help', registry=None, multiprocess_mode='sum')
+        for c, h, ok, g in ((c1, h1, ok1, g1), (c2, h2, ok2, g2)):
+            c.inc(1.5e308)
+            h.observe(1.5e308)
+            ok.inc(1)
+            g.set(1.5e308)
+        text = generate_latest(self.registry).decode()
+        self.assertEqual(2, self.value('ok_total'))
+        self.assertIsNone(self.value('big_total'), text)
+        self.assertIsNone(self.value('h_count'), text)
+        self.assertIsNone(self.value('h_bucket', {'le': '+Inf'}), text)
+        # a gauge is not a sum that must grow: infinite, as blamer's
+        self.assertEqual(math.inf, self.value('g'))
+        # counted where blamer's own series are asked for
+        own = CollectorRegistry()
+        bp.MultiProcessCollector(own, path=self.dir, blamer_metrics=True)
+        self.assertEqual(2, own.get_sample_value('blamer_metric_conflicts'))
+        self.assertEqual(2, own.get_sample_value('ok_total'))
+
+    def test_histogram_count_past_64_bits_is_left_out(self):
+        # buckets of 2^63 in two heaps: `blamer export` leaves the
+        # series out rather than wrap; the merge here added Python ints
+        # and showed 2^64, which no heap can hold
+        from types import SimpleNamespace
+        d = SimpleNamespace(name='h', help='help', kind='histogram', buckets=(1.0, math.inf))
+        c = SimpleNamespace(name='c', help='help', kind='counter', buckets=())
+        entries = [(d, {}, (), 0, None, [0.5, 0.5], 2 ** 64, [2 ** 64, 0]),
+                   (d, {'k': 'a'}, (), 0, None, [1.0], 2 ** 64 - 1, [2 ** 64 - 2, 1]),
+                   (c, {}, (), 0, None, [3.0], 0, [])]
+        fams = self.collector._families_of(entries, own=True)
+        got = {(x.name, tuple(sorted(x.labels.items()))): x.value
+               for f in fams for x in f.samples}
+        self.assertNotIn(('h_count', ()), got)
+        self.assertEqual(2.0 ** 64, got[('h_count', (('k', 'a'),))])
+        self.assertEqual(3.0, got[('c_total', ())])
+        self.assertEqual(1, got[('blamer_metric_conflicts', ())])
+
     def test_gauge_all(self):
         g1 = Gauge('g', 'help', registry=None)
         values.ValueClass = bp.MultiProcessValue(lambda: 456)
