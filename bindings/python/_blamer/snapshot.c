@@ -916,6 +916,7 @@ SNAP_U64(monotonic_ns)
 SNAP_U64(flags)
 SNAP_U64(skipped_total)
 SNAP_U64(metric_conflicts)
+SNAP_U64(noverflows)
 #undef SNAP_U64
 
 static PyGetSetDef snap_getset[] = {
@@ -935,6 +936,11 @@ static PyGetSetDef snap_getset[] = {
 	  "per-process metrics a series per process), by name, uid, labels, path", NULL },
 	{ "metric_conflicts", (getter)snap_metric_conflicts, NULL,
 	  "series left out: their heap defines the name otherwise", NULL },
+	/* (a count, as JSON's service.overflows: the C snapshot keeps their
+	 * keys without values, which MetricSeries would show as 0s) */
+	{ "overflows", (getter)snap_noverflows, NULL,
+	  "counter and histogram series left out: their sum over the processes does not fit\n"
+	  "(past the largest double, a histogram's count past 2^64 - 1)", NULL },
 	{ "roles", (getter)snap_roles, NULL, "[Role]: the processes by role", NULL },
 	{ "backend", (getter)snap_backend, NULL, "'device' or 'dir'", NULL },
 	{ "source", (getter)snap_source, NULL, "the device path or the directory", NULL },

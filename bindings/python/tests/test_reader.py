@@ -86,6 +86,30 @@ class Reading(HeapTest):
             self.assertTrue(lines[0].endswith(" 5"), (args, lines))
             self.assertIn("# TYPE famcoll_total counter", out.stdout)
 
+    def test_sums_that_do_not_fit_are_counted(self):
+        # two heaps of this user, each a counter of 1.5e308 (valid alone):
+        # their sum is past the largest double, so the series is left out
+        # of Snapshot.series; Snapshot.overflows counts it, as JSON's
+        # service.overflows does (metric_conflicts is for definitions)
+        ctxs = [blamer.open(backend=BACKEND, dir=self.dir if BACKEND == "dir" else None)
+                for _ in range(2)]
+        try:
+            for c in ctxs:
+                c.counter("big").inc(1.5e308)
+                c.counter("ok").inc(1)
+            s = self.snap()
+            self.assertEqual([x.value for x in s.series if x.name == "ok"], [2])
+            self.assertNotIn("big", [x.name for x in s.series])
+            self.assertEqual(s.overflows, 1)
+            self.assertEqual(s.metric_conflicts, 0)
+            self.assertEqual(int(json.loads(s.to_json())["service"]["overflows"]), 1)
+            for c in ctxs:
+                c.counter("big2").inc(1)
+            self.assertEqual(self.snap().overflows, 1)
+        finally:
+            for c in ctxs:
+                c.close()
+
     def test_close_while_other_threads_ask(self):
         # fileno(), .backend and .source run with the GIL and without the
         # reader's lock; close() let the GIL go before it took the reader
