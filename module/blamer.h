@@ -289,6 +289,8 @@ struct blamer_ident {
  * @watching: on the watcher list, under blamer_watch_lock
  * @watch_user: the account it is counted against while watching, under
  *	blamer_watch_lock
+ * @watch_mutex: one blamer_watch() at a time: its decisions (charge,
+ *	list, snapshot) hold together
  * @ident: whose view events are filtered for, under blamer_watch_lock
  */
 struct blamer_ctx {
@@ -301,6 +303,7 @@ struct blamer_ctx {
 	struct list_head watch;
 	bool watching;
 	struct blamer_user *watch_user;
+	struct mutex watch_mutex;	/* one blamer_watch() at a time */
 	struct blamer_ident ident;
 };
 

@@ -15,16 +15,19 @@
  * its credentials or ran another program) is seen anew at that asker's
  * first poll(), and what it counted for the one before is forgotten: a
  * root process that polled, then dropped its privileges, learns nothing
- * of the events only root could see.
+ * of the events only root could see. Threads of one process with
+ * credentials alike (glibc's setresuid() gives each thread its own copy)
+ * are one asker.
  *
  * Every event is checked against every watcher, under one lock, in the
  * creating process's ioctl or in the reaper that every death waits for.
- * So the watchers of one account (blamer_user_key(): the real uid, or
- * the owner of the outermost user namespace) are at most
+ * So the watchers of one account (blamer_watcher_key()) are at most
  * max_user_watchers (CAP_SYS_RESOURCE may exceed it): 80,000 of one
  * user's had made another user's create and release take 14 ms, and the
  * reaper, and with it every LIST, as long. A descriptor beyond it lists
- * as any other, with an event count of 0, and poll() never wakes it.
+ * as any other, with an event count of 0, and poll() does not wake it;
+ * each poll() or LIST asks again (a poll() that sleeps is not woken when
+ * a watcher of the account closes: the next one is counted).
  *
  * Descriptors that never list or poll (writers) cost events nothing.
  */
@@ -32,6 +35,7 @@
 #include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
+#include <linux/user_namespace.h>
 
 #include "blamer.h"
 
@@ -39,12 +43,74 @@
 static LIST_HEAD(blamer_watchers);
 static DEFINE_MUTEX(blamer_watch_lock);
 
-/* Is @id the calling task as it was snapshot: the same asker? */
+/* Is @id the calling task as it was snapshot, to the pointer? */
 static bool blamer_ident_is_current(const struct blamer_ident *id)
 {
 	return id->cred == current_cred() &&
 	       id->pidns == task_active_pid_ns(current) &&
 	       id->tgid == task_tgid(current) && id->mm == current->mm;
+}
+
+static bool blamer_same_groups(const struct group_info *a, const struct group_info *b)
+{
+	int i;
+
+	if (a == b)
+		return true;
+	if (a->ngroups != b->ngroups)
+		return false;
+	for (i = 0; i < a->ngroups; i++)
+		if (!gid_eq(a->gid[i], b->gid[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Would the caller see what @id saw: the same process, program and pid
+ * namespace, and credentials alike in all blamer_may_read() judges a
+ * snapshot by (ids, groups, capabilities, user namespace)?
+ */
+static bool blamer_same_view(const struct blamer_ident *id)
+{
+	const struct cred *a = id->cred, *b = current_cred();
+
+	if (!a || id->pidns != task_active_pid_ns(current) ||
+	    id->tgid != task_tgid(current) || id->mm != current->mm)
+		return false;
+	return a == b ||
+	       (uid_eq(a->uid, b->uid) && uid_eq(a->euid, b->euid) &&
+		uid_eq(a->suid, b->suid) && uid_eq(a->fsuid, b->fsuid) &&
+		gid_eq(a->gid, b->gid) && gid_eq(a->egid, b->egid) &&
+		gid_eq(a->sgid, b->sgid) && gid_eq(a->fsgid, b->fsgid) &&
+		blamer_same_groups(a->group_info, b->group_info) &&
+		a->user_ns == b->user_ns &&
+		cap_issubset(a->cap_effective, b->cap_effective) &&
+		cap_issubset(b->cap_effective, a->cap_effective) &&
+		cap_issubset(a->cap_permitted, b->cap_permitted) &&
+		cap_issubset(b->cap_permitted, a->cap_permitted));
+}
+
+/*
+ * The account a watcher counts against: its user's, as quotas count
+ * (blamer_user_key(): subordinate uids of a user's own namespaces
+ * multiply nothing), except in a user namespace root made, as container
+ * managers do, whose owner is root for every container: there, the uid
+ * its outermost namespace's root maps to, so that one container cannot
+ * use up the watchers of all the others and of root.
+ */
+static kuid_t blamer_watcher_key(const struct cred *cred)
+{
+	struct user_namespace *ns = cred->user_ns;
+	kuid_t root;
+
+	if (ns == &init_user_ns)
+		return cred->uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return ns->owner;
+	root = make_kuid(ns, 0);
+	return uid_valid(root) ? root : ns->owner;
 }
 
 /*
@@ -107,33 +173,42 @@ static void blamer_stop_watching(struct blamer_ctx *ctx,
  */
 int blamer_watch(struct blamer_ctx *ctx, bool refresh)
 {
-	kuid_t key = blamer_user_key(current_cred());
+	kuid_t key = blamer_watcher_key(current_cred());
 	struct blamer_user *user = NULL, *drop = NULL;
 	struct blamer_ident old = { };
-	bool same, counted;
+	bool counted;
 	int err = 0;
 
+	/*
+	 * One call at a time per descriptor: another asker's refused call
+	 * between this one's look and its change unlisted the descriptor
+	 * and uncharged its account, and this one listed it again, counted
+	 * nowhere (a reviewer's two uids held 201 watchers at a bound of 1).
+	 */
+	mutex_lock(&ctx->watch_mutex);
 	mutex_lock(&blamer_watch_lock);
-	same = ctx->watching && blamer_ident_is_current(&ctx->ident);
+	if (ctx->watching && !refresh && blamer_ident_is_current(&ctx->ident)) {
+		mutex_unlock(&blamer_watch_lock);
+		goto out;
+	}
 	counted = ctx->watch_user && uid_eq(ctx->watch_user->uid, key);
 	mutex_unlock(&blamer_watch_lock);
-	if (same && !refresh)
-		return 0;
-	if (!counted)
+	if (!counted) {
 		user = blamer_watcher_charge(key);
+		if (!user)
+			err = -EDQUOT;
+	}
 
 	mutex_lock(&blamer_watch_lock);
-	if (!counted && !user) {
+	if (err) {
 		blamer_stop_watching(ctx, &old, &drop);
-		err = -EDQUOT;
 	} else {
 		if (user) {
-			/* another account's, or a racing call's: one stays */
 			drop = ctx->watch_user;
 			ctx->watch_user = user;
 		}
 		/* another asker: forget what was counted for the last */
-		if (!blamer_ident_is_current(&ctx->ident)) {
+		if (!blamer_same_view(&ctx->ident)) {
 			atomic64_set(&ctx->events, 0);
 			atomic64_set(&ctx->seen, 0);
 		}
@@ -148,10 +223,12 @@ int blamer_watch(struct blamer_ctx *ctx, bool refresh)
 	blamer_ident_release(&old);
 	if (drop)
 		blamer_watcher_uncharge(drop);
+out:
+	mutex_unlock(&ctx->watch_mutex);
 	return err;
 }
 
-/* @ctx is being released. */
+/* @ctx is being released: no other call runs on it. */
 void blamer_unwatch(struct blamer_ctx *ctx)
 {
 	struct blamer_user *drop = NULL;

@@ -161,6 +161,7 @@ static int blamer_open(struct inode *inode, struct file *file)
 		mmgrab(ctx->mm);
 	init_waitqueue_head(&ctx->wq);
 	INIT_LIST_HEAD(&ctx->watch);
+	mutex_init(&ctx->watch_mutex);
 	file->private_data = ctx;
 	blamer_plant_open();
 	return nonseekable_open(inode, file);
@@ -172,6 +173,7 @@ static int blamer_release(struct inode *inode, struct file *file)
 	struct blamer_ctx *ctx = file->private_data;
 
 	blamer_unwatch(ctx);
+	mutex_destroy(&ctx->watch_mutex);
 	put_pid(ctx->pid);
 	if (ctx->mm)
 		mmdrop(ctx->mm);

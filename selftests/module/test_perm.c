@@ -744,6 +744,174 @@ TEST_F(root, a_poller_that_drops_privileges_learns_nothing)
 	bt_clean_orphans();
 }
 
+/* A short wait of @n steps, for the two sides of a race to meet. */
+static void spin(int n)
+{
+	while (n-- > 0)
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A listing with nothing around it: bl_list() allocates, which moves the race. */
+static void list_bare(int fd)
+{
+	static struct blamer_slab_info v[16];
+	struct blamer_list l = { .slabs = (uintptr_t)v, .info_size = sizeof(v[0]),
+				 .capacity = 16 };
+
+	ioctl(fd, BLAMER_IOC_LIST, &l);
+}
+
+/* Shared by the two users of shared_descriptor_race(). */
+struct race_board {
+	int shot, done, target, quit, delay;
+};
+
+/*
+ * Two users poll and list one descriptor at once: uid 1001, at its bound
+ * already, polls it (refused: it stops watching) while uid 1000, whose
+ * watcher it is, lists it again. Whichever is last, the descriptor is
+ * counted against the account it watches for: never watching and counted
+ * nowhere, which let two users hold any number of watchers (201 at a
+ * bound of 1). Returns the shots where it was, -1 on trouble.
+ */
+static int shared_descriptor_race(int shots)
+{
+	struct race_board *bd = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int fd[8], i, status, escaped = -1;
+	pid_t b, a;
+
+	if (bd == MAP_FAILED)
+		return -1;
+	for (i = 0; i < 8; i++)
+		fd[i] = bl_open(O_RDWR);
+	b = fork();
+	if (!b) {
+		int own, last = 0;
+
+		if (bt_become(U2, U2))
+			_exit(1);
+		own = bl_open(O_RDONLY);
+		polled(own, 0);			/* uid 1001: 1 of 1 */
+		while (!__atomic_load_n(&bd->quit, __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&bd->shot, __ATOMIC_ACQUIRE) == last)
+				continue;
+			last = bd->shot;
+			spin(bd->delay);
+			polled(fd[bd->target], 0);
+			__atomic_store_n(&bd->done, last, __ATOMIC_RELEASE);
+		}
+		_exit(0);
+	}
+	a = fork();
+	if (!a) {
+		int dev, got = 0, n;
+		unsigned int seed = 1;
+
+		if (bt_become(U1, U1))
+			_exit(255);
+		dev = bl_open(O_RDWR);
+		for (n = 0; n < shots && got < 250; n++) {
+			struct blamer_create c;
+			int probe, rp, rt, t = got % 8;	/* the next once one escaped */
+
+			bd->target = t;
+			list_bare(fd[t]);		/* uid 1000: 1 of 1 */
+			bd->delay = (int)(rand_r(&seed) % 4000);
+			__atomic_add_fetch(&bd->shot, 1, __ATOMIC_RELEASE);
+			spin((int)(rand_r(&seed) % 4000));
+			list_bare(fd[t]);
+			while (__atomic_load_n(&bd->done, __ATOMIC_ACQUIRE) != bd->shot)
+				;
+			/* counted iff uid 1000 has none: both woken, it had none */
+			probe = bl_open(O_RDONLY);
+			polled(probe, 0);
+			if (probe < 0 || bl_create(dev, PG, &c))
+				_exit(254);
+			rp = polled(probe, 0);
+			rt = polled(fd[t], 0);
+			bl_release(dev, c.id);
+			close(c.fd);
+			close(probe);
+			got += rp == 1 && rt == 1;
+		}
+		_exit(got);
+	}
+	for (i = 0; i < 8; i++)
+		close(fd[i]);
+	if (waitpid(a, &status, 0) == a && WIFEXITED(status))
+		escaped = WEXITSTATUS(status);
+	__atomic_store_n(&bd->quit, 1, __ATOMIC_RELEASE);
+	waitpid(b, NULL, 0);
+	munmap(bd, PG);
+	return escaped;
+}
+
+TEST_F(root, a_descriptor_two_users_share_is_counted_once)
+{
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_watchers", 1));
+	EXPECT_EQ(0, shared_descriptor_race(4000));
+	bt_clean_orphans();
+}
+
+static int cred_fd, cred_go[2], cred_done[2];
+
+/* The other thread: polls cred_fd when told; writes 1 if woken. */
+static void *cred_poller(void *arg)
+{
+	char c, r;
+
+	(void)arg;
+	while (read(cred_go[0], &c, 1) == 1 && c == 'p') {
+		r = (char)polled(cred_fd, 2000);
+		if (write(cred_done[1], &r, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * A process's threads with credentials alike are one asker: glibc's
+ * setresuid() with a second thread running gives each its own copy, and
+ * a reader that lists in one thread and polls in the other lost every
+ * event between the two (the count was reset at each switch). Exit
+ * status: how many of 3 creates woke the other thread.
+ */
+static int threads_own_creds(void *arg)
+{
+	struct blamer_create c;
+	int dev, round, woke = 0;
+	pthread_t t;
+	char r;
+
+	(void)arg;
+	if (pipe(cred_go) || pipe(cred_done) || pthread_create(&t, NULL, cred_poller, NULL))
+		return 100;
+	if (bt_become(U1, U1))		/* now, with the thread running */
+		return 101;
+	cred_fd = bl_open(O_RDONLY);
+	dev = bl_open(O_RDWR);
+	for (round = 0; round < 3; round++) {
+		if (list_clears(cred_fd) < 0 || bl_create(dev, PG, &c) ||
+		    write(cred_go[1], "p", 1) != 1 || read(cred_done[0], &r, 1) != 1)
+			return 102;
+		woke += r == 1;
+	}
+	if (write(cred_go[1], "q", 1) != 1 || pthread_join(t, NULL))
+		return 103;
+	return woke;
+}
+
+TEST_F(root, threads_with_credentials_alike_are_one_asker)
+{
+	if (BT_SKIPPED())
+		return;
+	EXPECT_EQ(3, bt_run_as(-1, -1, threads_own_creds, NULL));
+	bt_clean_orphans();
+}
+
 /* Map ids 0..@count-1 of @pid's user namespace to @outer... of its parent's. */
 static int map_ids(pid_t pid, int outer, int count)
 {
@@ -889,6 +1057,114 @@ TEST_F(root, poll_follows_user_namespace_nesting)
 		return;
 	EXPECT_EQ(1, woken_across_namespaces(true));
 	EXPECT_EQ(0, woken_across_namespaces(false));
+}
+
+/*
+ * A container as root's runtimes make one: a user namespace root made
+ * (its owner is 0, as every such container's), ids 0..65535 mapped to
+ * @base..., running @fn as its uid 1000 (dumpable); @fn's result is the
+ * child's exit status. The child's pid, or -1.
+ */
+static pid_t root_container(int base, int (*fn)(void *), void *arg)
+{
+	int up[2], down[2];
+	char b = 0;
+	pid_t pid;
+
+	if (pipe(up) || pipe(down))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (unshare(CLONE_NEWUSER) || write(up[1], "u", 1) != 1 ||
+		    read(down[0], &b, 1) != 1 || b != 'g' || bt_become(U1, U1))
+			_exit(90);
+		_exit(fn(arg));
+	}
+	if (pid > 0 && (read(up[0], &b, 1) != 1 || map_ids(pid, base, 65536) ||
+			write(down[1], "g", 1) != 1))
+		pid = -1;
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	return pid;
+}
+
+/*
+ * Polls 2 descriptors (this account's bound), says so on @arg's first
+ * pipe, waits for a word on the second.
+ */
+static int hold_two_watchers(void *arg)
+{
+	int *p = arg, a = bl_open(O_RDONLY), b = bl_open(O_RDONLY);
+	char c;
+
+	if (a < 0 || b < 0 || polled(a, 0) < 0 || polled(b, 0) < 0 || write(p[1], "h", 1) != 1)
+		return 70;
+	return read(p[2], &c, 1) == 1 ? 0 : 71;
+}
+
+/* Exit status 1 if a descriptor polled here is woken by a slab made here. */
+static int woken_by_own_create(void *arg)
+{
+	struct blamer_create c;
+	int fd = bl_open(O_RDONLY), dev = bl_open(O_RDWR);
+
+	(void)arg;
+	if (fd < 0 || dev < 0 || polled(fd, 0) < 0 || bl_create(dev, PG, &c))
+		return 70;
+	return polled(fd, 2000) == 1;
+}
+
+/* Root without CAP_SYS_RESOURCE (a service that dropped it). */
+static int woken_without_sys_resource(void *arg)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return 72;
+	d[0].effective &= ~(1u << CAP_SYS_RESOURCE);
+	d[0].permitted &= ~(1u << CAP_SYS_RESOURCE);
+	if (syscall(SYS_capset, &h, d))
+		return 73;
+	return woken_by_own_create(arg);
+}
+
+/*
+ * Containers that root's runtimes make share an owner, root: counted as
+ * its account, one container's 2 watchers (the bound here) left every
+ * other container, and root's services without CAP_SYS_RESOURCE, never
+ * woken. Each counts as the uid its root maps to; a user's own
+ * namespaces stay the user's (test watchers_per_user_are_bounded).
+ */
+TEST_F(root, containers_do_not_share_roots_watchers)
+{
+	int hold[4], status;
+	pid_t hog, other;
+	char c;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_watchers", 2));
+	ASSERT_EQ(0, pipe(hold));
+	ASSERT_EQ(0, pipe(hold + 2));
+	hog = root_container(100000, hold_two_watchers, hold);
+	ASSERT_LT(0, hog);
+	close(hold[1]);		/* a hog that fails: EOF, not a hang */
+	ASSERT_EQ(1, read(hold[0], &c, 1));
+	other = root_container(200000, woken_by_own_create, NULL);
+	ASSERT_LT(0, other);
+	ASSERT_EQ(other, waitpid(other, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) TH_LOG("status %#x", status);
+	EXPECT_EQ(1, bt_run_as(-1, -1, woken_without_sys_resource, NULL));
+	EXPECT_EQ(1, write(hold[3], "q", 1));
+	ASSERT_EQ(hog, waitpid(hog, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(hold[0]);
+	close(hold[2]);
+	close(hold[3]);
+	bt_clean_orphans();
 }
 
 int main(int argc, char **argv)
