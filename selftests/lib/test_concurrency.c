@@ -1980,4 +1980,310 @@ TEST_F_TIMEOUT(ctx, metric_writes_race_a_reader, 300)
 	t_close(self, run.b);
 }
 
+/*
+ * A thread that writes more contexts in turn than its cache holds
+ * (BL_TLS_ENTS): the entries it evicts are parked for it (tls.c), and
+ * taken back, not dropped (a new record per round in each heap, until
+ * the heaps were full) nor given back (the thread still wrote through
+ * them: 90ed4fa). Each context has a path and a counter; a round writes
+ * each context once: push, an add to each, pop.
+ */
+enum { ROT_CTX = BL_TLS_ENTS + 2, ROT_ROUNDS = 10000 };
+
+struct rot {
+	struct blamer *b[ROT_CTX + 1];	/* the last: the signal handler's */
+	struct blamer_path *p[ROT_CTX + 1];
+	struct blamer_series *s[ROT_CTX + 1];
+};
+
+/* @n contexts of small heaps (a record leaked per round fills one in a
+ * few hundred rounds), each with a path and a counter. */
+static int rot_open(struct rot *r, const char *dir, int n)
+{
+	struct blamer_metric_def d = { .name = "rot", .kind = BLAMER_METRIC_COUNTER };
+	uint64_t ids[1] = { blamer_dag_id("rot") };
+	struct blamer_config c = t_cfg(dir, 65536, 4);
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < n; i++) {
+		if (blamer_open(&c, &r->b[i]))
+			return -1;
+		r->p[i] = blamer_path_get(r->b[i], ids, 1, NULL, 0);
+		r->s[i] = blamer_metric_series(blamer_metric_define(r->b[i], &d), NULL, NULL, 0);
+		if (!r->p[i] || !r->s[i])
+			return -1;
+	}
+	return 0;
+}
+
+static void rot_close(struct rot *r)
+{
+	int i;
+
+	for (i = 0; i <= ROT_CTX; i++)
+		if (r->b[i])
+			blamer_close(r->b[i]);
+}
+
+/* One round over the rotating contexts: 0, or -1 if a push failed. */
+static int rot_round(struct rot *r, int round)
+{
+	int i;
+
+	for (i = 0; i < ROT_CTX; i++) {
+		if (blamer_push(r->b[i], BLAMER_ACTIVITY_TASK, "rot", round, i) < 1)
+			return -1;
+		blamer_path_add(r->p[i], 0, 1);
+		blamer_counter_add(r->s[i], 1);
+		blamer_pop(r->b[i]);
+	}
+	return 0;
+}
+
+static uint64_t heap_used(struct blamer *b)
+{
+	struct blamer_heap_info info;
+
+	return blamer_heap_info(b, &info) ? 0 : info.bytes_used;
+}
+
+/* The path's and the counter's sums in @r's context @i: both @want. */
+static int rot_sums(struct rot *r, int i, uint64_t want, char *why)
+{
+	struct blamer_snapshot *s = t_own_snapshot(r->b[i]);
+	uint64_t values[BLAMER_DAG_MAX_UNITS], nsh;
+	double counted = -1;
+	struct v_heap v;
+	size_t k;
+
+	t_view(r->b[i], &v);
+	if (v_path_values(&v, r->p[i]->h.ref, values, &nsh, why))
+		return -1;
+	if (!s) {
+		snprintf(why, 64, "no snapshot");
+		return -1;
+	}
+	for (k = 0; k < s->procs[0].nmetrics; k++)
+		if (!strcmp(s->procs[0].metrics[k].def->name, "rot"))
+			counted = s->procs[0].metrics[k].value;
+	blamer_snapshot_free(s);
+	snprintf(why, 64, "context %d: path %llu, counter %.0f, not %llu", i,
+		 (unsigned long long)values[0], counted, (unsigned long long)want);
+	return values[0] == want && counted == (double)want ? 0 : -1;
+}
+
+/* Each of the rotating heaps valid, with at most @max thread records
+ * (live and retired). */
+static int rot_check(struct rot *r, uint64_t max, char *why)
+{
+	struct v_stats st;
+	struct v_heap v;
+	int i;
+
+	for (i = 0; i < ROT_CTX; i++) {
+		t_view(r->b[i], &v);
+		if (v_check(&v, &st)) {
+			snprintf(why, 64, "context %d: %.50s", i, st.why);
+			return -1;
+		}
+		if (st.by_type[BLAMER_REC_THREAD] + st.retired[BLAMER_REC_THREAD] > max) {
+			snprintf(why, 64, "context %d: %llu live, %llu retired thread records", i,
+				 (unsigned long long)st.by_type[BLAMER_REC_THREAD],
+				 (unsigned long long)st.retired[BLAMER_REC_THREAD]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Before parking: a new thread record per round in each heap, the
+ * 256 KiB heaps full at round 110 or so. */
+TEST_F(ctx, rotating_over_more_contexts_than_cached_keeps_heaps_flat)
+{
+	uint64_t used[ROT_CTX];
+	struct rot r;
+	char why[64];
+	int i, round;
+
+	ASSERT_EQ(0, rot_open(&r, self->dir, ROT_CTX)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(0, rot_round(&r, 0));
+	for (i = 0; i < ROT_CTX; i++)
+		used[i] = heap_used(r.b[i]);
+	for (round = 1; round < ROT_ROUNDS && !rot_round(&r, round); round++)
+		;
+	ASSERT_EQ(ROT_ROUNDS, round) TH_LOG("round %d: %s", round, blamer_errmsg());
+	for (i = 0; i < ROT_CTX; i++) {
+		ASSERT_EQ(used[i], heap_used(r.b[i])) TH_LOG("context %d", i);
+		ASSERT_EQ(0, rot_sums(&r, i, ROT_ROUNDS, why)) TH_LOG("%s", why);
+	}
+	ASSERT_EQ(0, rot_check(&r, 1, why)) TH_LOG("%s", why);
+	rot_close(&r);
+}
+
+/*
+ * The same with a signal handler that pushes, adds and pops in a 7th
+ * context: its first write there after the loop evicted it takes a
+ * parked entry back and parks one of the loop's, whatever the loop was
+ * in the middle of (a push, an add through its shard, a pop giving back
+ * activity data). And an ACTIVITY field handle of an activity of context
+ * 0 held across all of it: it must write that activity's data record
+ * still (given back at an eviction, 90ed4fa's was reused for another
+ * activity's data). Nothing may be lost, or land elsewhere.
+ */
+static struct rot rot_sig;
+static uint64_t rot_sig_adds;	/* by the handler */
+
+static void on_alarm_rot(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (blamer_push(rot_sig.b[ROT_CTX], BLAMER_ACTIVITY_GENERIC, "signal", 0, 0) > 0) {
+		blamer_path_add(rot_sig.p[ROT_CTX], 0, 1);
+		blamer_counter_add(rot_sig.s[ROT_CTX], 1);
+		rot_sig_adds++;
+		blamer_pop(rot_sig.b[ROT_CTX]);
+	}
+	sig_count++;
+	errno = saved;
+}
+
+TEST_F_TIMEOUT(ctx, rotating_contexts_under_a_signal_handler_lose_nothing, 300)
+{
+	struct itimerval tv = { { 0, 200 }, { 0, 200 } };
+	struct sigaction sa = { .sa_handler = on_alarm_rot };
+	struct rot *r = &rot_sig;
+	struct blamer_userdata *u;
+	struct blamer_field *f;
+	struct blamer_value *h;
+	struct blamer_thread *t;
+	int64_t last;
+	char why[64];
+	int round, rounds, i;
+
+	ASSERT_EQ(0, rot_open(r, self->dir, ROT_CTX + 1)) TH_LOG("%s", blamer_errmsg());
+	ASSERT_EQ(1, blamer_push(r->b[0], BLAMER_ACTIVITY_TASK, "outer", 0, 0));
+	h = blamer_set_int(r->b[0], BLAMER_DATA_ACTIVITY, "round", -1);
+	ASSERT_NE(NULL, h);
+	sig_count = 0;
+	rot_sig_adds = 0;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &tv, NULL));
+	for (round = 0; round < ROT_ROUNDS || (sig_count < 2000 && round < 100 * ROT_ROUNDS);
+	     round++) {
+		ASSERT_EQ(0, rot_round(r, round)) TH_LOG("round %d: %s", round, blamer_errmsg());
+		/* an inner activity of context 0 with data of its own: its
+		 * record is a spare between rounds */
+		ASSERT_EQ(2, blamer_push(r->b[0], BLAMER_ACTIVITY_TASK, "inner", round, 0));
+		ASSERT_NE(NULL, blamer_set_int(r->b[0], BLAMER_DATA_ACTIVITY, "inner", round));
+		blamer_pop(r->b[0]);
+		blamer_value_int(h, round);
+	}
+	memset(&tv, 0, sizeof(tv));
+	setitimer(ITIMER_REAL, &tv, NULL);
+	rounds = round;
+	TH_LOG("%d rounds, %d signals", rounds, (int)sig_count);
+	ASSERT_GE(sig_count, 20);
+	/* the outer activity is where it was, and the handle wrote its data */
+	t = t_thread_rec(r->b[0]);
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(1, t->depth);
+	ASSERT_NE(0, t->stack[0].user_data);
+	u = bl_heap_get(&r->b[0]->heap, t->stack[0].user_data, BLAMER_REC_USERDATA, sizeof(*u));
+	ASSERT_NE(NULL, u);
+	f = (struct blamer_field *)((uintptr_t)h & ~(uintptr_t)1);
+	ASSERT_TRUE((uint8_t *)f >= u->fields && (uint8_t *)f < (uint8_t *)u + u->hdr.size);
+	memcpy(&last, (uint8_t *)f + sizeof(*f) + ((f->name_size + 7u) & ~7u), sizeof(last));
+	ASSERT_EQ(rounds - 1, last);
+	/* a pop after writes to the others ends it (context 0 is parked
+	 * by then), and the rest end theirs */
+	for (i = 1; i < ROT_CTX; i++) {
+		ASSERT_EQ(1, blamer_push(r->b[i], BLAMER_ACTIVITY_TASK, "x", 0, 0));
+	}
+	blamer_pop(r->b[0]);
+	for (i = 1; i < ROT_CTX; i++)
+		blamer_pop(r->b[i]);
+	for (i = 0; i < ROT_CTX; i++) {
+		t = t_thread_rec(r->b[i]);
+		ASSERT_NE(NULL, t);
+		ASSERT_EQ(0, t->depth) TH_LOG("context %d", i);
+		ASSERT_EQ(0, rot_sums(r, i, rounds, why)) TH_LOG("%s", why);
+	}
+	ASSERT_EQ(0, rot_sums(r, ROT_CTX, rot_sig_adds, why)) TH_LOG("%s", why);
+	/* a handler that interrupted a park or a take registered anew: a
+	 * few records more, where dropping made one per round */
+	ASSERT_EQ(0, rot_check(r, 8, why)) TH_LOG("%s", why);
+	rot_close(r);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Threads that rotate over the contexts, then exit: the exit retires
+ * what each parked too (its records, shard claims, activity data go to
+ * the next threads), so the heaps stay as the first batch left them.
+ */
+struct rot_thread {
+	struct rot *r;
+	pthread_barrier_t *all;
+	int ok;
+};
+
+/* All of a batch hold a record in every context at once, so each batch
+ * needs as many as the first made. */
+static void *rotator(void *p)
+{
+	struct rot_thread *a = p;
+	int round;
+
+	a->ok = 1;
+	for (round = 0; round < 50; round++) {
+		if (rot_round(a->r, round))
+			a->ok = 0;
+		if (!round)
+			pthread_barrier_wait(a->all);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(ctx, threads_rotating_contexts_give_back_what_they_parked, 300)
+{
+	enum { THREADS = 4, BATCHES = 30 };
+	struct rot_thread args[THREADS];
+	uint64_t used[ROT_CTX];
+	pthread_barrier_t all;
+	pthread_t th[THREADS];
+	struct rot r;
+	char why[64];
+	int i, batch;
+
+	ASSERT_EQ(0, rot_open(&r, self->dir, ROT_CTX)) TH_LOG("%s", blamer_errmsg());
+	pthread_barrier_init(&all, NULL, THREADS);
+	for (batch = 0; batch < BATCHES; batch++) {
+		for (i = 0; i < THREADS; i++) {
+			args[i] = (struct rot_thread){ .r = &r, .all = &all };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, rotator, &args[i]));
+		}
+		for (i = 0; i < THREADS; i++) {
+			pthread_join(th[i], NULL);
+			ASSERT_TRUE(args[i].ok) TH_LOG("batch %d: %s", batch, blamer_errmsg());
+		}
+		for (i = 0; i < ROT_CTX; i++) {
+			if (!batch)
+				used[i] = heap_used(r.b[i]);
+			ASSERT_EQ(used[i], heap_used(r.b[i])) TH_LOG("batch %d, context %d",
+								     batch, i);
+		}
+	}
+	for (i = 0; i < ROT_CTX; i++) {
+		ASSERT_EQ(0, rot_sums(&r, i, (uint64_t)BATCHES * THREADS * 50, why))
+			TH_LOG("%s", why);
+	}
+	ASSERT_EQ(0, rot_check(&r, THREADS, why)) TH_LOG("%s", why);
+	pthread_barrier_destroy(&all);
+	rot_close(&r);
+}
+
 TEST_HARNESS_MAIN
