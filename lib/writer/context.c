@@ -73,9 +73,8 @@ static void atfork_parent(void)
  * stale: its next use re-makes its record in the child's heap (handle.c);
  * gen changes, so every thread cache (only this thread exists now)
  * re-registers. The thread's shard cache is emptied: its slots point at
- * shards of the parent's heap (scratch memory now), and so is the table
- * of parked cache entries (tls.c), all of the parent's threads and heaps.
- * Drops counted without a heap were the parent's.
+ * shards of the parent's heap (scratch memory now). Drops counted
+ * without a heap were the parent's.
  */
 static void atfork_child(void)
 {
@@ -83,7 +82,6 @@ static void atfork_child(void)
 	uint32_t i;
 
 	bl_shard_cache_clear(&bl_tls);
-	bl_tls_forked();
 	bl_modules_fork_done(true);
 
 	/* Relaxed throughout: the child has one thread, and the registry

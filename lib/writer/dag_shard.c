@@ -180,21 +180,18 @@ static uint64_t *shard_values(struct blamer_path *p, struct blamer_dag_path *rec
 
 	/* Registered, the thread's exit releases what it claims. */
 	e = bl_thread_get(b);
-	if (!e)
+	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
 		return NULL;
-	s = NULL;
 	tid = bl_tls.tid;
-	if (!ld_relaxed(A32(&b->heap.corrupt))) {
-		s = shard_mine(p, rec, tid);
-		if (!s)
-			s = shard_claim(p, rec, tid);
-		if (!s)
-			s = shard_new(p, rec, tid);
-		if (s)
-			bl_claim_note(b, e, s);
-	}
-	bl_thread_put(e);
-	return s ? s->values : NULL;
+	s = shard_mine(p, rec, tid);
+	if (!s)
+		s = shard_claim(p, rec, tid);
+	if (!s)
+		s = shard_new(p, rec, tid);
+	if (!s)
+		return NULL;
+	bl_claim_note(b, e, s);
+	return s->values;
 }
 
 /* Out of line: the hit path then saves no registers. */

@@ -392,12 +392,6 @@ struct bl_tls {
 	uint32_t next_victim;
 	bool key_set;		/* the exit destructor will run for this thread */
 	bool making_heap;	/* this thread is making a context's heap (bl_ready()) */
-	/* 4 bits per entry of e[]: the uses of it under way on this thread
-	 * (bl_thread_get() to bl_thread_put()), nested if a signal handler
-	 * uses it too. A pinned entry is not evicted: a handler's first
-	 * write to another context takes another slot, rather than one the
-	 * code it interrupted is writing. */
-	uint16_t pins;
 	/* This thread's, never reused in the process: its series homes
 	 * (metric_write.c); 0 until its first. BL_TOKEN_BUSY while a metric
 	 * write to one of its shards is under way: a signal handler's write
@@ -417,19 +411,8 @@ extern __thread struct bl_tls bl_tls __attribute__((tls_model("initial-exec")));
 void bl_tls_init(void);
 /* Arms that destructor for the calling thread (first registration). */
 void bl_tls_arm_exit(struct bl_tls *t);
-/* The context is closing: this thread's cache must not point at it, nor
- * the park table keep entries for it (takes the registry lock). */
+/* The context is closing: this thread's cache must not point at it. */
 void bl_tls_forget(struct blamer *b);
-/* @e, evicted from thread @tid's cache, kept for it in the park table:
- * false if it cannot be (table full, an entry from before a fork), and
- * then it is dropped, its record left live. Async-signal-safe. */
-bool bl_tls_park(const struct bl_tls_ent *e, int64_t tid);
-/* Thread @tid's parked entry for @b (as it is now) into *@out, out of
- * the table; false if there is none. Async-signal-safe. */
-bool bl_tls_unpark(struct blamer *b, int64_t tid, struct bl_tls_ent *out);
-/* The fork child (its only thread): nothing parked, and nothing of this
- * thread's cache to park, is the child's. */
-void bl_tls_forked(void);
 
 /*
  * The slot cache is only this thread's, but a signal handler may run on
@@ -782,31 +765,8 @@ void bl_modules_fork_stage(struct bl_mod_list *ms);
 void bl_modules_fork_done(bool child);
 int bl_modules_record_forked(struct blamer *b);
 
-/* thread.c: this thread's entry for @b, registering it on first use (or
- * taking it back from the park table), pinned: bl_thread_put() it when
- * done with it. */
+/* thread.c: this thread's entry for @b, registering it on first use. */
 struct bl_tls_ent *bl_thread_get(struct blamer *b);
-
-static inline uint32_t bl_pin_shift(const struct bl_tls_ent *e)
-{
-	return 4u * (uint32_t)(e - bl_tls.e);
-}
-
-/* A plain add, not atomic: a signal handler that pins and unpins in the
- * middle of it leaves pins as it found them. The signal fences keep the
- * entry's accesses between pin and unpin. */
-static inline void bl_thread_pin(struct bl_tls_ent *e)
-{
-	bl_tls.pins += 1u << bl_pin_shift(e);
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-/* The caller is done with the entry bl_thread_get() gave it. */
-static inline void bl_thread_put(struct bl_tls_ent *e)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	bl_tls.pins -= 1u << bl_pin_shift(e);
-}
 /* Where a retired thread record on the heap's free stack keeps its link
  * (thread.c takes them, tls.c gives them at a thread's exit): data_version
  * and overflows, which its thread writes only atomically. */

@@ -220,10 +220,8 @@ static uint64_t *shard_values(struct blamer_series *s, struct blamer_metric_rec 
 
 	/* Registered, the thread's exit releases what it claims. */
 	e = bl_thread_get(b);
-	if (!e)
+	if (!e || ld_relaxed(A32(&b->heap.corrupt)))
 		return NULL;
-	if (ld_relaxed(A32(&b->heap.corrupt)))
-		goto none;
 	tid = bl_tls.tid;
 	/* Relaxed: only a thread with this tid stores it there. */
 	for (walk_start(&w, s, rec); (sh = walk_next(&w));)
@@ -242,7 +240,7 @@ static uint64_t *shard_values(struct blamer_series *s, struct blamer_metric_rec 
 	}
 	ref = bl_record_new(b, BLAMER_REC_METRIC_SHARD, w.size, false);
 	if (!ref)
-		goto none;
+		return NULL;
 	sh = bl_ptr(&b->heap, ref);
 	sh->metric = w.series;
 	sh->nvalues = s->nvalues;
@@ -257,11 +255,7 @@ static uint64_t *shard_values(struct blamer_series *s, struct blamer_metric_rec 
 						      memory_order_release, memory_order_relaxed));
 mine:
 	bl_claim_note(b, e, sh);
-	bl_thread_put(e);
 	return sh->value;
-none:
-	bl_thread_put(e);
-	return NULL;
 }
 
 /* A write of @v to word 0 (a double) and, for a histogram, 1 to the

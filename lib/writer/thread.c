@@ -23,9 +23,6 @@
  *    and pushes it on that stack, after it released the DAG shards the
  *    thread claimed (dag_shard.c). A pop never registers: a thread
  *    without a record has nothing to pop.
- *  - The cache holds BL_TLS_ENTS contexts; an entry evicted for another
- *    is parked (tls.c), its record this thread's still, and a push, or
- *    a pop, in that context takes it back before registering anew.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -40,6 +37,49 @@ static uint32_t thread_size(struct blamer *b)
 	return sizeof(struct blamer_thread) + b->stack_depth * sizeof(struct blamer_activity);
 }
 
+static struct bl_tls_ent *thread_register(struct blamer *b)
+{
+	struct bl_tls *t = &bl_tls;
+	struct bl_tls_ent *e = NULL;
+	struct blamer_thread *rec;
+	blamer_ref ref;
+	uint32_t i;
+
+	/* A slot for this context: a free one, one of an old incarnation of
+	 * this context (fork), or else the next victim round-robin, dropped
+	 * as it is: its record stays live, with its stack (library.rst,
+	 * "Activities"). Giving it back while this thread lives gave away
+	 * what the thread, or the code a signal handler interrupted, was
+	 * still writing: an activity field's handle, a push under way, a
+	 * series' home shard (a review, 2026-12-05). */
+	for (i = 0; i < BL_TLS_ENTS && !e; i++)
+		if (!t->e[i].b || t->e[i].b == b)
+			e = &t->e[i];
+	if (!e)
+		e = &t->e[t->next_victim++ % BL_TLS_ENTS];
+	memset(e, 0, sizeof(*e));
+	ref = bl_heap_free_pop(&b->heap, &b->heap.free_threads, BLAMER_REC_THREAD,
+			       BL_THREAD_LINK);
+	if (!ref)
+		ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), false);
+	if (!ref)
+		return NULL;
+	rec = bl_ptr(&b->heap, ref);
+	t->tid = bl_gettid();
+	rec->tid = t->tid;
+	rec->start_time_ns = bl_monotonic_ns();
+	rec->stack_slots = b->stack_depth;
+	prctl(PR_GET_NAME, rec->name);	/* 16 bytes, NUL-terminated */
+	bl_owner_set(b, &rec->owner);
+	e->rec = rec;
+	e->ref = ref;
+	e->serial = b->serial;
+	e->gen = ld_relaxed(A32(&b->gen));
+	e->b = b;
+	bl_tls_arm_exit(t);
+	return e;
+}
+
 /* @e caches this thread's record of context @b as it is now: the same
  * context (not a new one at an old address), not forked since. */
 static inline bool ent_is_current(const struct bl_tls_ent *e, struct blamer *b)
@@ -49,191 +89,43 @@ static inline bool ent_is_current(const struct bl_tls_ent *e, struct blamer *b)
 	return e->b == b && e->serial == b->serial && e->gen == ld_relaxed(A32(&b->gen));
 }
 
-static bool pinned(const struct bl_tls *t, uint32_t i)
-{
-	return (t->pins >> (4 * i)) & 0xf;
-}
-
-/* A free slot, one of an old incarnation of this context (a context
- * closed, another opened at its address), or one of a heap before a
- * fork (serial 0). */
-static bool slot_free(const struct bl_tls_ent *e, struct blamer *b)
-{
-	return !e->b || e->b == b || !e->serial;
-}
-
-/* Slot @i pinned for the caller, if no other use of it is under way on
- * this thread (that a signal handler interrupted) and, unless @any, it
- * is free. Pinned first, then checked: a handler that took the slot in
- * between has made it another context's, or pins it still. */
-static bool slot_take(struct bl_tls *t, uint32_t i, struct blamer *b, bool any)
-{
-	if (pinned(t, i))
-		return false;
-	bl_thread_pin(&t->e[i]);
-	if (((t->pins >> (4 * i)) & 0xf) == 1 && (any || slot_free(&t->e[i], b)))
-		return true;
-	bl_thread_put(&t->e[i]);
-	return false;
-}
-
-/*
- * A slot of this thread's cache for @b, emptied and pinned: a free one,
- * else the next victim round-robin that no use under way pins, parked
- * (tls.c): its record stays this thread's, with its stack, its activity
- * data spares and its shard claims, and is taken back when the thread
- * writes that context again. Neither dropped (a thread writing more than
- * BL_TLS_ENTS contexts in turn left a record per round in each heap) nor
- * given back (the thread, or the code a signal handler interrupted,
- * still wrote through it: an activity field's handle, a push under way,
- * a series' home shard). NULL if every slot is pinned (handlers nested
- * BL_TLS_ENTS deep, each in another context).
- */
-static struct bl_tls_ent *slot_for(struct bl_tls *t, struct blamer *b)
-{
-	struct bl_tls_ent *e = NULL;
-	uint32_t i;
-
-	for (i = 0; i < BL_TLS_ENTS && !e; i++)
-		if (slot_take(t, i, b, false))
-			e = &t->e[i];
-	for (i = 0; i < BL_TLS_ENTS && !e; i++) {
-		uint32_t v = t->next_victim++ % BL_TLS_ENTS;
-
-		if (slot_take(t, v, b, true)) {
-			e = &t->e[v];
-			/* A full table drops it, as before parking. */
-			bl_tls_park(e, t->tid);
-		}
-	}
-	if (e)
-		memset(e, 0, sizeof(*e));
-	return e;
-}
-
-/* @e (emptied) becomes @from, @b's entry. b last, after a signal fence:
- * a handler on this thread that finds the entry finds it whole. */
-static void ent_install(struct bl_tls_ent *e, const struct bl_tls_ent *from, struct blamer *b)
-{
-	struct bl_tls_ent tmp = *from;
-
-	tmp.b = NULL;
-	*e = tmp;
-	atomic_signal_fence(memory_order_seq_cst);
-	e->b = b;
-}
-
-/* This thread's parked entry for @b, back in its cache and pinned; NULL
- * if none. */
-static struct bl_tls_ent *thread_unpark(struct blamer *b)
-{
-	struct bl_tls *t = &bl_tls;
-	struct bl_tls_ent back, *e;
-
-	if (!bl_tls_unpark(b, t->tid, &back))
-		return NULL;
-	e = slot_for(t, b);
-	if (!e) {
-		bl_tls_park(&back, t->tid);	/* no slot: parked again */
-		return NULL;
-	}
-	ent_install(e, &back, b);
-	return e;
-}
-
-static struct bl_tls_ent *thread_register(struct blamer *b)
-{
-	struct bl_tls *t = &bl_tls;
-	struct bl_tls_ent *e, fresh = { 0 };
-	struct blamer_thread *rec;
-	blamer_ref ref;
-
-	e = thread_unpark(b);
-	if (e)
-		return e;
-	e = slot_for(t, b);
-	if (!e) {
-		bl_error(EAGAIN, "blamer: every entry of the thread's cache is in use");
-		return NULL;
-	}
-	ref = bl_heap_free_pop(&b->heap, &b->heap.free_threads, BLAMER_REC_THREAD,
-			       BL_THREAD_LINK);
-	if (!ref)
-		ref = bl_record_new(b, BLAMER_REC_THREAD, thread_size(b), false);
-	if (!ref) {
-		bl_thread_put(e);
-		return NULL;
-	}
-	rec = bl_ptr(&b->heap, ref);
-	t->tid = bl_gettid();
-	rec->tid = t->tid;
-	rec->start_time_ns = bl_monotonic_ns();
-	rec->stack_slots = b->stack_depth;
-	prctl(PR_GET_NAME, rec->name);	/* 16 bytes, NUL-terminated */
-	bl_owner_set(b, &rec->owner);
-	fresh.rec = rec;
-	fresh.ref = ref;
-	fresh.serial = b->serial;
-	fresh.gen = ld_relaxed(A32(&b->gen));
-	ent_install(e, &fresh, b);
-	bl_tls_arm_exit(t);
-	return e;
-}
-
-/* This thread's entry for @b in its cache, pinned; NULL if none. Pinned
- * first, then checked: a handler that evicted it in between made it
- * another context's. */
-static struct bl_tls_ent *thread_cached(struct blamer *b)
-{
-	struct bl_tls_ent *e;
-	uint32_t i;
-
-	for (i = 0; i < BL_TLS_ENTS; i++) {
-		e = &bl_tls.e[i];
-		if (!ent_is_current(e, b))
-			continue;
-		bl_thread_pin(e);
-		if (ent_is_current(e, b))
-			return e;
-		bl_thread_put(e);
-	}
-	return NULL;
-}
-
 struct bl_tls_ent *bl_thread_get(struct blamer *b)
 {
-	struct bl_tls_ent *e = thread_cached(b);
+	uint32_t i;
 
-	if (e)
-		return e;
+	for (i = 0; i < BL_TLS_ENTS; i++)
+		if (ent_is_current(&bl_tls.e[i], b))
+			return &bl_tls.e[i];
 	if (!bl_ready(b))
 		return NULL;
 	return thread_register(b);
 }
 
-/*
- * The thread's record if @b's fast path applies: the cached entry is for
- * this very context and heap, and the heap is not corrupt. The record is
- * loaded before the entry is checked: a signal handler that evicts the
- * entry after the check leaves the record this thread's (parked), and
- * one that evicted it before fails the check.
- */
+/* The hot path: the thread's record for @b, normally the first entry. */
+static inline struct bl_tls_ent *thread_fast(struct blamer *b)
+{
+	struct bl_tls_ent *e = &bl_tls.e[0];
+
+	if (__builtin_expect(ent_is_current(e, b), 1))
+		return e;
+	return bl_thread_get(b);
+}
+
+/* The thread's record if @b's fast path applies: the cached entry is for
+ * this very context and heap, and the heap is not corrupt. */
 static inline struct blamer_thread *thread_rec_fast(struct blamer *b)
 {
 	struct bl_tls_ent *e = &bl_tls.e[0];
-	struct blamer_thread *rec = e->rec;
 
-	atomic_signal_fence(memory_order_seq_cst);
 	if (__builtin_expect(b && ent_is_current(e, b) && !ld_relaxed(A32(&b->heap.corrupt)), 1))
-		return rec;
+		return e->rec;
 	return NULL;
 }
 
 /* The thread's record the slow way (default context, first push of the
- * thread, after fork, a parked entry), or NULL with *@err set. */
-static struct blamer_thread *thread_rec_slow(struct blamer **bp, int *err)
+ * thread, after fork), or NULL with *@err set. */
+static struct bl_tls_ent *thread_entry_slow(struct blamer **bp, int *err)
 {
-	struct blamer_thread *rec;
 	struct bl_tls_ent *e;
 
 	if (!*bp && !(*bp = blamer_default())) {
@@ -245,15 +137,11 @@ static struct blamer_thread *thread_rec_slow(struct blamer **bp, int *err)
 		*err = -bl_last_error();	/* ENOSPC, EAGAIN, EIO... */
 		return NULL;
 	}
-	/* Unpinned once loaded: the record stays this thread's if a
-	 * handler evicts the entry now. */
-	rec = e->rec;
-	bl_thread_put(e);
 	if (ld_relaxed(A32(&(*bp)->heap.corrupt))) {
 		*err = -EIO;
 		return NULL;
 	}
-	return rec;
+	return e;
 }
 
 /*
@@ -352,13 +240,13 @@ static __attribute__((noinline)) int push_slow(struct blamer *b, uint32_t kind,
 					       const char *label, uint64_t data0,
 					       uint64_t data1, void *caller)
 {
-	struct blamer_thread *rec;
-	int err = -EIO;
+	struct bl_tls_ent *e;
+	int err;
 
-	rec = thread_rec_slow(&b, &err);
-	if (!rec)
+	e = thread_entry_slow(&b, &err);
+	if (!e)
 		return err;
-	return push_on(rec, timestamp(b), kind, label, data0, data1, caller);
+	return push_on(e->rec, timestamp(b), kind, label, data0, data1, caller);
 }
 
 /*
@@ -384,18 +272,15 @@ int blamer_push(struct blamer *b, uint32_t kind, const char *label, uint64_t dat
 static __attribute__((noinline)) void pop_data(struct blamer *b, struct blamer_activity *a)
 {
 	blamer_ref ud = a->user_data;
-	struct bl_tls_ent *e = bl_thread_get(b);
+	struct bl_tls_ent *e = thread_fast(b);
 
 	st_release(A64(&a->user_data), 0);
-	/* Not a live record of its type: not to give. */
-	if (bl_record_retire(b, ud, BLAMER_REC_USERDATA)) {
-		if (e && e->nspare < BL_SPARE_DATA)
-			e->spare[e->nspare++] = ud;
-		else
-			bl_activity_data_give(b, ud);
-	}
-	if (e)
-		bl_thread_put(e);
+	if (!bl_record_retire(b, ud, BLAMER_REC_USERDATA))
+		return;		/* not a live record of its type: not to give */
+	if (e && e->nspare < BL_SPARE_DATA)
+		e->spare[e->nspare++] = ud;
+	else
+		bl_activity_data_give(b, ud);
 }
 
 static inline void pop_on(struct blamer *b, struct blamer_thread *t)
@@ -415,8 +300,7 @@ static inline void pop_on(struct blamer *b, struct blamer_thread *t)
 
 static __attribute__((noinline)) void pop_slow(struct blamer *b)
 {
-	struct blamer_thread *rec;
-	struct bl_tls_ent *e;
+	uint32_t i;
 
 	/* The default not made (or reset since the push): no stack to pop,
 	 * and none is made for it (a pop after blamer_reset() inside an
@@ -425,19 +309,13 @@ static __attribute__((noinline)) void pop_slow(struct blamer *b)
 		return;
 	/* Nor a thread record: a thread that has none (its push found the
 	 * heap full, or it never pushed) has nothing to pop, and registering
-	 * it made each such pop look for room in the heap. Its record may
-	 * be parked, evicted since the push by writes to other contexts:
-	 * taken back, the pop ends that push (it stayed on the stack
-	 * otherwise, under every later one). */
-	e = thread_cached(b);
-	if (!e)
-		e = thread_unpark(b);
-	if (!e)
-		return;
-	rec = e->rec;
-	bl_thread_put(e);
-	if (!ld_relaxed(A32(&b->heap.corrupt)))
-		pop_on(b, rec);
+	 * it made each such pop look for room in the heap. */
+	for (i = 0; i < BL_TLS_ENTS; i++)
+		if (ent_is_current(&bl_tls.e[i], b)) {
+			if (!ld_relaxed(A32(&b->heap.corrupt)))
+				pop_on(b, bl_tls.e[i].rec);
+			return;
+		}
 }
 
 void blamer_pop(struct blamer *b)
@@ -463,7 +341,6 @@ int blamer_thread_set_name(struct blamer *b, const char *name)
 	/* A name is a debugging aid: a reader may see it half-written. */
 	memset(e->rec->name, 0, sizeof(e->rec->name));
 	strncpy(e->rec->name, name, sizeof(e->rec->name) - 1);
-	bl_thread_put(e);
 	if (strlen(name) >= sizeof(e->rec->name))
 		bl_drop(b, BLAMER_DROP_NAME_CUT);
 	return 0;

@@ -35,13 +35,26 @@ static uint32_t pad8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
-/* A data record for an activity of @e's: one of its spares, else one
- * any thread retired, else a new one; 0 if there is no room. */
-static blamer_ref activity_data_new(struct blamer *b, struct bl_tls_ent *e)
+/* The calling thread's top activity's data record, made if needed: one of
+ * its spares, else one any thread retired, else a new one. */
+static blamer_ref activity_data(struct blamer *b)
 {
+	struct bl_tls_ent *e = bl_thread_get(b);
+	struct blamer_activity *a;
 	struct blamer_userdata *u;
 	blamer_ref ref = 0;
+	uint32_t d;
 
+	if (!e)
+		return 0;
+	d = ld_relaxed(A32(&e->rec->depth));
+	if (!d || d > e->rec->stack_slots) {
+		bl_error(ENOENT, "blamer: no recorded activity to attach data to");
+		return 0;
+	}
+	a = &e->rec->stack[d - 1];
+	if (a->user_data)
+		return a->user_data;
 	while (e->nspare && !ref) {
 		blamer_ref s = e->spare[--e->nspare];
 
@@ -59,32 +72,12 @@ static blamer_ref activity_data_new(struct blamer *b, struct bl_tls_ent *e)
 	} else {
 		ref = bl_userdata_new(b, BLAMER_DATA_ACTIVITY, ACTIVITY_DATA_BYTES);
 	}
-	if (!ref)
+	if (!ref) {
 		bl_error(ENOSPC, "blamer: no room for activity data");
-	return ref;
-}
-
-/* The calling thread's top activity's data record, made if needed. */
-static blamer_ref activity_data(struct blamer *b)
-{
-	struct bl_tls_ent *e = bl_thread_get(b);
-	struct blamer_activity *a;
-	blamer_ref ref = 0;
-	uint32_t d;
-
-	if (!e)
 		return 0;
-	d = ld_relaxed(A32(&e->rec->depth));
-	if (!d || d > e->rec->stack_slots) {
-		bl_error(ENOENT, "blamer: no recorded activity to attach data to");
-	} else {
-		a = &e->rec->stack[d - 1];
-		ref = a->user_data;
-		if (!ref && (ref = activity_data_new(b, e)))
-			/* Release: a reader following the ref sees the record's header. */
-			st_release(A64(&a->user_data), ref);
 	}
-	bl_thread_put(e);
+	/* Release: a reader following the ref sees the record's header. */
+	st_release(A64(&a->user_data), ref);
 	return ref;
 }
 

@@ -124,18 +124,6 @@ static inline int t_load(const char *dir, int64_t pid, int64_t start_ns, struct 
 		v_load_dir(dir, pid, start_ns, v);
 }
 
-/* The calling thread's record in @b (registered if need be), or NULL:
- * bl_thread_get()'s entry, let go (bl_thread_put()) once read. */
-static inline struct blamer_thread *t_thread_rec(struct blamer *b)
-{
-	struct bl_tls_ent *e = bl_thread_get(b);
-	struct blamer_thread *t = e ? e->rec : NULL;
-
-	if (e)
-		bl_thread_put(e);
-	return t;
-}
-
 /* A record type for allocator tests (any live type would do). */
 #define T_REC_TEST 31u	/* no record type of the format */
 

@@ -1657,7 +1657,7 @@ TEST_F_TIMEOUT(ctx, push_pop_from_signal_handler, 120)
 	 * no iteration's data0 (from 1) before the loop */
 	ASSERT_EQ(1, blamer_push(sig_ctx, BLAMER_ACTIVITY_TASK, "main", 0, 0));
 	blamer_pop(sig_ctx);
-	sig_rec = t_thread_rec(sig_ctx);
+	sig_rec = bl_thread_get(sig_ctx)->rec;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
@@ -1680,7 +1680,7 @@ TEST_F_TIMEOUT(ctx, push_pop_from_signal_handler, 120)
 	TH_LOG("%d iterations, %d signals, %d of them mid-push", i, (int)sig_count,
 	       (int)sig_mid_push);
 	ASSERT_GE(sig_count, 20);
-	t = t_thread_rec(sig_ctx);
+	t = bl_thread_get(sig_ctx)->rec;
 	ASSERT_EQ(0, t->depth);
 	ASSERT_EQ(0, t->overflows);
 	t_close(self, sig_ctx);

@@ -59,7 +59,7 @@ TEST_F(ctx, forked_child_gets_own_heap)
 	ASSERT_NE(NULL, path);
 	blamer_path_add(path, 0, 3);	/* this thread's shard, in its cache */
 
-	t = t_thread_rec(b);
+	t = bl_thread_get(b)->rec;
 	before = malloc(b->heap.slabs[0].size);
 	ASSERT_NE(NULL, before);
 	memcpy(before, b->heap.slabs[0].base, b->heap.slabs[0].size);

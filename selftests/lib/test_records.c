@@ -112,6 +112,7 @@ TEST_F(ctx, activity_stack)
 {
 	struct blamer_config c;
 	struct blamer_thread *t;
+	struct bl_tls_ent *e;
 	struct blamer *b;
 	int i;
 
@@ -119,8 +120,9 @@ TEST_F(ctx, activity_stack)
 	c.stack_depth = 4;
 	ASSERT_EQ(0, t_open(self, &c, &b));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "a-very-long-label-cut", 7, 8));
-	t = t_thread_rec(b);
-	ASSERT_NE(NULL, t);
+	e = bl_thread_get(b);
+	ASSERT_NE(NULL, e);
+	t = e->rec;
 	ASSERT_EQ(gettid(), t->tid);
 	ASSERT_EQ(4, t->stack_slots);
 	ASSERT_EQ(1, t->depth);
@@ -171,7 +173,7 @@ TEST_F(ctx, activity_label_every_length_and_offset)
 	ASSERT_NE(MAP_FAILED, mem);
 	ASSERT_EQ(0, mprotect(mem + pg, pg, PROT_NONE));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, NULL, 0, 0));
-	t = t_thread_rec(b);
+	t = bl_thread_get(b)->rec;
 	ASSERT_EQ(0, t->stack[0].label[0]);
 	ASSERT_EQ(0, t->stack[0].flags);
 	blamer_pop(b);
@@ -304,7 +306,7 @@ TEST_F(ctx, activity_timestamps)
 		usleep(20000);
 		ASSERT_EQ(2, blamer_push(b, BLAMER_ACTIVITY_TASK, "second", 0, 0));
 		t2 = bl_monotonic_ns();
-		t = t_thread_rec(b);
+		t = bl_thread_get(b)->rec;
 		ns0 = stamp_ns(b, t->stack[0].timestamp);
 		ns1 = stamp_ns(b, t->stack[1].timestamp);
 		TH_LOG("%s: push %llu ns after t0, second %llu ns later", clocks[i],
@@ -464,7 +466,7 @@ TEST_F(ctx, activity_data_reused)
 	ASSERT_EQ(0, t_open(self, &c, &b));
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "req", 0, 0));
 	ASSERT_NE(NULL, blamer_set_string(b, BLAMER_DATA_ACTIVITY, "url", "/a"));
-	t = t_thread_rec(b);
+	t = bl_thread_get(b)->rec;
 	first = t->stack[0].user_data;
 	ASSERT_NE(0, first);
 	u = bl_ptr(&b->heap, first);
