@@ -1092,7 +1092,10 @@ int blamer_snapshot_prometheus_text_cached(const struct blamer_snapshot *s,
  * blamer_fleet_open(): the state at @state (made at the first fold; it
  * and its directory must be the caller's and writable by nobody else, a
  * sticky directory excepted, where another user who made the state or
- * its lock first is named in the message),
+ * its lock first is named in the message; each directory on the path to
+ * it root's or the caller's and writable by nobody else unless sticky,
+ * each symlink on it root's or the caller's; the directory is held open
+ * and the path never looked up again),
  * or none (@state NULL: nothing is folded, dead heaps are counted while
  * they exist). NULL with errno and a one-line message if the state
  * cannot be trusted or read (never half believed).

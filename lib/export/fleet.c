@@ -60,13 +60,15 @@ bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p
  * One exporter per state: two folding into one file would each commit
  * the heaps the other folded (counted twice) or lose the other's. A lock
  * file next to it, held (flock) for the fleet's life: the kernel drops
- * it when the process dies, however it dies. Made only in a directory
- * fl_dir_trusted() accepts; in a sticky one others may write, another
- * user may have made it first: said so, with whose it is.
+ * it when the process dies, however it dies. Made only in the directory
+ * fl_dir_open() accepted, through its descriptor; in a sticky one others
+ * may write, another user may have made it first: said so, with whose it
+ * is.
  */
 static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
+	const char *name = path + (f->name - f->path);	/* in the directory */
 	struct stat st;
 	int e;
 
@@ -74,15 +76,15 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
 		snprintf(err, errlen, "the state path %s is too long", f->path);
 		return -ENAMETOOLONG;
 	}
-	f->lockfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f->lockfd = openat(f->dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (f->lockfd < 0) {
 		e = errno;
-		if (fl_squatter("the lock", path, err, errlen))
+		if (fl_squatter(f, "the lock", name, path, err, errlen))
 			return -EPERM;	/* (EACCES or ELOOP: fs.protected_*) */
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
 		return -e;
 	}
-	if (fl_squatter("the lock", path, err, errlen))
+	if (fl_squatter(f, "the lock", name, path, err, errlen))
 		return -EPERM;
 	if (fstat(f->lockfd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is not a file of uid %u: refused", path,
@@ -110,17 +112,22 @@ static int take_lock(struct blamer_fleet *f, char *err, size_t errlen)
  */
 static void drop_temporaries(const struct blamer_fleet *f)
 {
-	const char *slash = strrchr(f->path, '/'), *base = slash ? slash + 1 : f->path;
-	char dir[PATH_MAX];
+	const char *base = f->name;
 	size_t blen = strlen(base), mlen = strlen(FL_TMP_MARK);
 	struct dirent *de;
 	DIR *d;
+	int fd;
 
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - f->path) + 1 : 1,
-		 slash ? f->path : ".");
-	d = opendir(dir);
-	if (!d)
+	/* the directory checked at the open, not its path again (its own
+	 * descriptor: closedir() closes it) */
+	fd = openat(f->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(d))) {
 		struct stat st;
 
@@ -179,6 +186,7 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	f->lockfd = -1;
+	f->dirfd = -1;
 	if (!bounds_from_env(f, err, errlen)) {
 		free(f);
 		errno = EINVAL;
@@ -197,8 +205,9 @@ struct blamer_fleet *blamer_fleet_open(const char *state, char *err, size_t errl
 		return NULL;
 	}
 	/* the directory first: nothing is made (the lock) or removed (the
-	 * temporaries) in one the state may not be kept in */
-	ret = fl_dir_trusted(f->path, err, errlen);
+	 * temporaries) in one the state may not be kept in, and it is held
+	 * open: the path is not looked up again */
+	ret = fl_dir_open(f, err, errlen);
 	if (!ret)
 		ret = take_lock(f, err, errlen);
 	if (!ret) {
@@ -221,6 +230,8 @@ void blamer_fleet_close(struct blamer_fleet *f)
 	prom_guard_proc_free(&f->guard);
 	if (f->lockfd >= 0)
 		close(f->lockfd);	/* the lock goes with it */
+	if (f->dirfd >= 0)
+		close(f->dirfd);
 	free(f->path);
 	free(f);
 }

@@ -79,6 +79,9 @@ struct fl_index {
 
 struct blamer_fleet {
 	char *path;		/* the state file, NULL: none (nothing folded) */
+	const char *name;	/* its last component, in @path */
+	int dirfd;		/* its directory, opened once (fl_dir_open()) and
+				 * the only way to it after: -1 */
 	char *source;		/* what its heaps were read from (the reader's
 				 * source), NULL: not yet said */
 	struct blamer_snap_metric_def *defs;	/* malloc()ed strings and bounds */
@@ -157,17 +160,22 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen);
 /* Writes @f durably over @f->path (temporary file, fsync, rename, fsync
  * of the directory); -errno and a message on failure (nothing changed). */
 int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen);
-/* 0 if the directory of the state @path is ours or root's and no other
- * user may change it (a sticky one may be written by others: they cannot
- * remove or rename our files); else -errno and a one-line message.
- * Checked before anything is made or removed in it. */
-int fl_dir_trusted(const char *path, char *err, size_t errlen);
-/* @path exists and is another user's (made first in a directory others
- * may write, a sticky one): true, with a one-line message naming it
- * (@what) and its owner. */
-bool fl_squatter(const char *what, const char *path, char *err, size_t errlen);
+/* Opens the directory of the state @f->path into @f->dirfd (and sets
+ * @f->name), walking its path a component at a time: each directory on
+ * it, and the last, ours or root's and not writable by others (but for a
+ * sticky one), each symlink ours or root's, so that no other user may
+ * change or redirect where it leads; else -errno and a one-line message
+ * naming the component and its owner. Everything after (the lock, the
+ * temporaries, the state, the commit) is reached through that
+ * descriptor, never by the path again. */
+int fl_dir_open(struct blamer_fleet *f, char *err, size_t errlen);
+/* @name in the state's directory exists and is another user's (made
+ * first in a directory others may write, a sticky one): true, with a
+ * one-line message naming it (@what, @path) and its owner. */
+bool fl_squatter(const struct blamer_fleet *f, const char *what, const char *name,
+		 const char *path, char *err, size_t errlen);
 /* Frees what @f holds, the remainder and the identities (not @f, its
- * path, hook and error count). */
+ * path and directory, hook and error count). */
 void fl_state_free(struct blamer_fleet *f);
 /* Appends a copy of @d (its strings and bounds its own) as @uid's
  * definition; false out of memory (nothing added). */

@@ -26,10 +26,12 @@
  * Strings are "s:" and their bytes, each byte outside '!'..'~' and '%'
  * written %XX. The file is the exporter's: it is written to a temporary
  * file in its directory, fsync()ed, renamed over the old one, and the
- * directory fsync()ed, so a crash leaves the old state or the new one.
+ * directory fsync()ed, so a crash leaves the old state or the new one,
+ * all through the directory's descriptor, opened once (fl_dir_open()).
  * It is read as untrusted input all the same: its owner must be the
  * caller, nobody else may write it or its directory (a sticky one
- * excepted), every count and value is checked, and the hash must match;
+ * excepted) or change or redirect the path to it, every count and value
+ * is checked, and the hash must match;
  * anything else is refused with the line it is about, never guessed at
  * (a state half believed would count heaps twice, or lose them).
  *
@@ -51,6 +53,7 @@
 #include <unistd.h>
 
 #include "fleet.h"
+#include "hash.h"
 
 #define STATE_MAGIC	"blamer-fold 3"
 #define STATE_MAGIC_2	"blamer-fold 2"	/* node and unit names without their uid */
@@ -332,13 +335,48 @@ static void dir_of(const char *path, char *dir, size_t len)
 		snprintf(dir, len, "%.*s", (int)(slash - path), path);
 }
 
+/*
+ * A commit's temporary file, "STATE.tmp-XXXXXX" (the name
+ * drop_temporaries() knows, mkostemp()'s letters), made in the state's
+ * directory through its descriptor: mkostemp() takes a path, which is
+ * looked up again at every commit (a directory on it re-pointed after
+ * the open once sent a commit elsewhere). Random, and O_EXCL: a name
+ * another user made first in a sticky directory is passed over, never
+ * opened. Its name into @tmp; the descriptor, or -1 with errno.
+ */
+static int make_temporary(const struct blamer_fleet *f, char *tmp, size_t len)
+{
+	static const char letters[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned tries;
+	size_t at;
+	int fd, i;
+
+	if (snprintf(tmp, len, "%s" FL_TMP_MARK "XXXXXX", f->name) >= (int)len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	at = strlen(tmp) - 6;
+	for (tries = 0; tries < 100; tries++) {
+		uint64_t r = ex_seed(tmp);
+
+		for (i = 0; i < 6; i++, r /= sizeof(letters) - 1)
+			tmp[at + i] = letters[r % (sizeof(letters) - 1)];
+		fd = openat(f->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;	/* EEXIST */
+}
+
 int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
+	char tmp[NAME_MAX + 1];
 	struct out o = { 0 };
 	size_t done = 0;
-	int fd = -1, dfd, e;
+	int fd = -1, e;
 
+	tmp[0] = '\0';
 	write_state(f, &o);
 	if (o.oom) {
 		free(o.p);
@@ -352,14 +390,11 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 			 f->path, FL_STATE_MAX >> 20);
 		return -EFBIG;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s" FL_TMP_MARK "XXXXXX", f->path) >= (int)sizeof(tmp)) {
-		free(o.p);
-		snprintf(err, errlen, "the state path %s is too long", f->path);
-		return -ENAMETOOLONG;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
+	fd = make_temporary(f, tmp, sizeof(tmp));
+	if (fd < 0) {
+		tmp[0] = '\0';	/* none made: none to remove */
 		goto fail;
+	}
 	if (fchmod(fd, 0600))
 		goto fail;
 	while (done < o.len) {
@@ -380,21 +415,14 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, f->path))
+	/* in the directory checked at the open, whatever its path is now */
+	if (renameat(f->dirfd, tmp, f->dirfd, f->name))
 		goto fail;
 	tmp[0] = '\0';
 	fl_test_abort(f, 4);
 	/* the rename itself durable: the directory's entry */
-	dir_of(f->path, dir, sizeof(dir));
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd)) {
-		e = errno;
-		if (dfd >= 0)
-			close(dfd);
-		errno = e;
+	if (fsync(f->dirfd))
 		goto fail;
-	}
-	close(dfd);
 	fl_test_abort(f, 5);
 	free(o.p);
 	return 0;
@@ -403,7 +431,7 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	if (tmp[0])
-		unlink(tmp);
+		unlinkat(f->dirfd, tmp, 0);
 	free(o.p);
 	snprintf(err, errlen, "writing the state %s: %s", f->path, strerror(e));
 	return -e;
@@ -803,38 +831,198 @@ static bool read_line(struct blamer_fleet *f, struct in *in)
 	return false;
 }
 
-/* The state's directory: ours or root's, and no other user may change
- * it (but for a sticky one: its other users may neither remove nor
- * rename our files, only make a name first, which fl_squatter() names);
- * checked before the lock is made or a temporary removed in it, and for
- * a new state too, which would otherwise fold and release heaps into a
- * file the next start refuses. */
-int fl_dir_trusted(const char *path, char *err, size_t errlen)
+/* A directory no other user may change: ours or root's, and writable by
+ * nobody else, but for a sticky one (its other users may neither remove
+ * nor rename our entries, only make a name first, which fl_squatter()
+ * names). */
+static bool dir_ours(const struct stat *st)
 {
-	char dir[PATH_MAX];
+	return (st->st_uid == geteuid() || st->st_uid == 0) &&
+	       (!(st->st_mode & 022) || (st->st_mode & S_ISVTX));
+}
+
+/* The state's directory itself (@f->dirfd): checked at the open and at
+ * every read, for a new state too, which would otherwise fold and
+ * release heaps into a file the next start refuses. */
+static int dir_trusted(const struct blamer_fleet *f, char *err, size_t errlen)
+{
 	struct stat ds;
 
-	dir_of(path, dir, sizeof(dir));
-	if (stat(dir, &ds)) {
+	if (fstat(f->dirfd, &ds)) {
 		int e = errno;
 
-		snprintf(err, errlen, "the directory of the state %s: %s", path, strerror(e));
+		snprintf(err, errlen, "the directory of the state %s: %s", f->path, strerror(e));
 		return -e;
 	}
-	if ((ds.st_uid != geteuid() && ds.st_uid != 0) ||
-	    ((ds.st_mode & 022) && !(ds.st_mode & S_ISVTX))) {
+	if (!dir_ours(&ds)) {
 		snprintf(err, errlen, "the directory of the state %s may be changed by others (uid %u, mode %o): refused",
-			 path, (unsigned)ds.st_uid, (unsigned)(ds.st_mode & 07777));
+			 f->path, (unsigned)ds.st_uid, (unsigned)(ds.st_mode & 07777));
 		return -EPERM;
 	}
 	return 0;
 }
 
-bool fl_squatter(const char *what, const char *path, char *err, size_t errlen)
+/* Symlinks followed on the way to the state's directory, at most (the
+ * kernel's own bound, MAXSYMLINKS). */
+#define FL_MAX_LINKS	40
+
+/*
+ * The path to the state's directory, walked a component at a time from
+ * "/" (or the working directory) with O_PATH | O_NOFOLLOW: checking only
+ * the directory it led to (stat(), which follows symlinks) accepted a
+ * path through another user's symlink or directory, which that user
+ * could re-point after the check, so that a commit by path landed in
+ * their directory, and at the next start the state was one of their
+ * choosing (rolled back: counts of released heaps lost). Each directory a
+ * name is looked up in must be one no other user may change (dir_ours():
+ * else they could put anything at that name), and a symlink is followed
+ * only if it is ours or root's (another user's may be replaced by one
+ * pointing elsewhere, as fs.protected_symlinks says in sticky
+ * directories, and here everywhere). The directory reached is then held
+ * open: after this nothing is looked up by the path.
+ */
+int fl_dir_open(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	char rest[PATH_MAX], where[PATH_MAX], target[PATH_MAX], next_rest[PATH_MAX];
+	const char *slash = strrchr(f->path, '/');
+	unsigned links = 0;
+	struct stat st;
+	size_t wlen;
+	char *p, *name;
+	int cur, fd, e;
+	ssize_t n;
+
+	f->name = slash ? slash + 1 : f->path;
+	if (!*f->name || !strcmp(f->name, ".") || !strcmp(f->name, "..")) {
+		snprintf(err, errlen, "the state %s does not name a file", f->path);
+		return -EISDIR;
+	}
+	/* the names made beside it: STATE.lock, STATE.tmp-XXXXXX */
+	if (strlen(f->path) >= sizeof(rest) ||
+	    strlen(f->name) + strlen(FL_TMP_MARK) + 6 > NAME_MAX) {
+		snprintf(err, errlen, "the state path %s is too long", f->path);
+		return -ENAMETOOLONG;
+	}
+	dir_of(f->path, rest, sizeof(rest));
+	p = rest;
+	cur = open(*p == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		goto sys;
+	snprintf(where, sizeof(where), "%s", *p == '/' ? "" : ".");
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		name = p;
+		p += strcspn(p, "/");
+		if (*p)
+			*p++ = '\0';
+		if (!strcmp(name, "."))
+			continue;
+		/* a name looked up in @cur: whoever may change @cur chooses
+		 * what it is */
+		if (fstat(cur, &st))
+			goto sys;
+		if (!dir_ours(&st)) {
+			snprintf(err, errlen, "the state %s is reached through the directory %s of uid %u (mode %o), which others may change: refused (each directory on its path must be root's or uid %u's, and writable by nobody else unless sticky)",
+				 f->path, *where ? where : "/", (unsigned)st.st_uid,
+				 (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+			close(cur);
+			return -EPERM;
+		}
+		/* (the path walked, for the messages: as long as the kernel's) */
+		wlen = strlen(where);
+		if (snprintf(where + wlen, sizeof(where) - wlen, "/%s", name) >=
+		    (int)(sizeof(where) - wlen)) {
+			close(cur);
+			snprintf(err, errlen, "the directory of the state %s: %s", f->path,
+				 strerror(ENAMETOOLONG));
+			return -ENAMETOOLONG;
+		}
+		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			e = errno;
+			if (fd >= 0)
+				close(fd);
+			close(cur);
+			snprintf(err, errlen, "the directory of the state %s: %s: %s", f->path, where,
+				 strerror(e));
+			return -e;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			close(cur);
+			cur = fd;
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(fd);
+			close(cur);
+			snprintf(err, errlen, "the directory of the state %s: %s: %s", f->path, where,
+				 strerror(ENOTDIR));
+			return -ENOTDIR;
+		}
+		if (st.st_uid != geteuid() && st.st_uid != 0) {
+			close(fd);
+			close(cur);
+			snprintf(err, errlen, "the state %s is reached through the symlink %s of uid %u: refused (a symlink on its path must be root's or uid %u's: another user's may be made to point elsewhere)",
+				 f->path, where, (unsigned)st.st_uid, (unsigned)geteuid());
+			return -EPERM;
+		}
+		n = readlinkat(fd, "", target, sizeof(target));
+		e = errno;
+		close(fd);
+		if (n < 0 || n >= (ssize_t)sizeof(target) || ++links > FL_MAX_LINKS) {
+			e = n < 0 ? e : n >= (ssize_t)sizeof(target) ? ENAMETOOLONG : ELOOP;
+			close(cur);
+			snprintf(err, errlen, "the directory of the state %s: %s: %s", f->path, where,
+				 strerror(e));
+			return -e;
+		}
+		target[n] = '\0';
+		/* its target, then what was left after it */
+		if (snprintf(next_rest, sizeof(next_rest), "%s/%s", target, p) >=
+		    (int)sizeof(next_rest)) {
+			close(cur);
+			snprintf(err, errlen, "the directory of the state %s: %s: %s", f->path, where,
+				 strerror(ENAMETOOLONG));
+			return -ENAMETOOLONG;
+		}
+		memcpy(rest, next_rest, sizeof(rest));
+		p = rest;
+		if (*p == '/') {
+			close(cur);
+			cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cur < 0)
+				goto sys;
+			where[0] = '\0';
+		} else {
+			where[wlen] = '\0';	/* relative to the link's directory */
+		}
+	}
+	/* the directory reached: held, and only reached through it after */
+	f->dirfd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	e = errno;
+	close(cur);
+	if (f->dirfd < 0) {
+		snprintf(err, errlen, "the directory of the state %s: %s", f->path, strerror(e));
+		return -e;
+	}
+	return dir_trusted(f, err, errlen);
+sys:
+	e = errno;
+	if (cur >= 0)
+		close(cur);
+	snprintf(err, errlen, "the directory of the state %s: %s", f->path, strerror(e));
+	return -e;
+}
+
+bool fl_squatter(const struct blamer_fleet *f, const char *what, const char *name,
+		 const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 
-	if (lstat(path, &st) || st.st_uid == geteuid())
+	if (fstatat(f->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || st.st_uid == geteuid())
 		return false;
 	snprintf(err, errlen, "%s %s is uid %u's, not uid %u's: refused (another user made it first in a directory others may write: have it removed, or keep the state in a directory only uid %u may write)",
 		 what, path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid());
@@ -843,22 +1031,22 @@ bool fl_squatter(const char *what, const char *path, char *err, size_t errlen)
 
 /* Whose the file (and its directory) are: refused unless the caller's
  * and nobody else may change them. */
-static int trusted(const char *path, int fd, char *err, size_t errlen)
+static int trusted(const struct blamer_fleet *f, int fd, char *err, size_t errlen)
 {
 	struct stat st;
 
 	if (fstat(fd, &st))
 		return -errno;
-	if (st.st_uid != geteuid() && fl_squatter("the state", path, err, errlen))
+	if (st.st_uid != geteuid() && fl_squatter(f, "the state", f->name, f->path, err, errlen))
 		return -EPERM;
 	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid() ||
 	    (st.st_mode & 022)) {
 		snprintf(err, errlen, "the state %s is not a regular file of uid %u that only it may write (uid %u, mode %o, %lu links): refused",
-			 path, (unsigned)geteuid(), (unsigned)st.st_uid,
+			 f->path, (unsigned)geteuid(), (unsigned)st.st_uid,
 			 (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
 		return -EPERM;
 	}
-	return fl_dir_trusted(path, err, errlen);
+	return dir_trusted(f, err, errlen);
 }
 
 int fl_ident_cmp(const void *a, const void *b)
@@ -1197,18 +1385,18 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 	int fd, ret;
 
 	fl_state_free(f);
-	fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
-		return fl_dir_trusted(f->path, err, errlen);	/* a new state: nothing folded yet */
+		return dir_trusted(f, err, errlen);	/* a new state: nothing folded yet */
 	if (fd < 0) {
 		ret = -errno;
 		/* another user's symlink, or a file we may not read */
-		if (fl_squatter("the state", f->path, err, errlen))
+		if (fl_squatter(f, "the state", f->name, f->path, err, errlen))
 			return -EPERM;
 		snprintf(err, errlen, "cannot open the state %s: %s", f->path, strerror(-ret));
 		return ret;
 	}
-	ret = trusted(f->path, fd, err, errlen);
+	ret = trusted(f, fd, err, errlen);
 	if (ret)
 		goto out;
 	if (fstat(fd, &st) || st.st_size > FL_STATE_MAX) {

@@ -9,6 +9,7 @@
  * it, is refused with a message, never a crash; then thousands of random
  * changes, hashed again: read or refused, never a crash or a leak.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -773,6 +774,189 @@ TEST_F(st, the_directory_is_checked_before_the_lock_and_squatters_are_named)
 	EXPECT_NE(NULL, strstr(err, path)) TH_LOG("%s", err);
 	EXPECT_NE(NULL, strstr(err, "uid 65534")) TH_LOG("%s", err);
 	EXPECT_EQ(NULL, strchr(err, '\n')) TH_LOG("%s", err);
+}
+
+/* Entries in @dir but "." and "..": -1 if it cannot be read. */
+static int entries(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* Opens @path and commits once (the good state's heap 123 is not in an
+ * empty snapshot: its identity goes, the state is written again), after
+ * @between (if any) runs; 0, or -1 with *err. */
+static int open_and_commit(const char *path, void (*between)(const char *), const char *arg,
+			   char *err, size_t errlen)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	int ret;
+
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, errlen);
+	if (!f)
+		return -1;
+	if (between)
+		between(arg);
+	if (blamer_snapshot_from_memory(NULL, 0, &s)) {
+		blamer_fleet_close(f);
+		return -1;
+	}
+	ret = blamer_fleet_fold(f, NULL, s, 0, err, errlen) < 0 ? -1 : 0;
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	return ret;
+}
+
+static char link_at[160];
+
+/* The symlink link_at made again, pointing at @target. */
+static void repoint(const char *target)
+{
+	char tmp[176];
+
+	snprintf(tmp, sizeof(tmp), "%s.new", link_at);
+	if (symlink(target, tmp) || rename(tmp, link_at))
+		abort();
+}
+
+/*
+ * The path to the state is walked a component at a time and its
+ * directory held open: the commits go to the directory checked at the
+ * open, however the path is re-pointed after (each commit once looked the
+ * path up again: rename() by path). A symlink of the caller's (or root's)
+ * is followed, relative or absolute, and a path relative to the working
+ * directory walked from there. /tmp (root's, sticky) on the path is
+ * accepted, and a state kept in /tmp itself.
+ */
+TEST_F(st, the_directory_checked_at_the_open_is_the_one_committed_to)
+{
+	char real[96], other[96], path[192], lock[200], err[512], *file;
+	struct stat st;
+
+	snprintf(real, sizeof(real), "%s/real", self->dir);
+	snprintf(other, sizeof(other), "%s/other", self->dir);
+	snprintf(link_at, sizeof(link_at), "%s/link", self->dir);
+	ASSERT_EQ(0, mkdir(real, 0700));
+	ASSERT_EQ(0, mkdir(other, 0700));
+	ASSERT_EQ(0, symlink("real", link_at));	/* relative: to self->dir/real */
+
+	snprintf(path, sizeof(path), "%s/fold.state", real);
+	write_state(path, good, strlen(good));
+	snprintf(path, sizeof(path), "%s/link/fold.state", self->dir);
+	ASSERT_EQ(0, open_and_commit(path, repoint, other, err, sizeof(err))) TH_LOG("%s", err);
+	/* the commit is in real/, not in other/ where the link now points */
+	snprintf(path, sizeof(path), "%s/fold.state", real);
+	file = slurp(path);
+	ASSERT_NE(NULL, file);
+	EXPECT_NE(NULL, strstr(file, "generation 4\n")) TH_LOG("%s", file);
+	EXPECT_EQ(NULL, strstr(file, "\nheap ")) TH_LOG("%s", file);
+	EXPECT_EQ(0, entries(other)) TH_LOG("a commit landed in %s", other);
+
+	/* relative to the working directory (the test is its own process) */
+	ASSERT_EQ(0, chdir(self->dir));
+	repoint(real);	/* absolute */
+	write_state(path, good, strlen(good));
+	ASSERT_EQ(0, open_and_commit("link/fold.state", NULL, NULL, err, sizeof(err)))
+		TH_LOG("%s", err);
+	file = slurp(path);
+	ASSERT_NE(NULL, file);
+	EXPECT_NE(NULL, strstr(file, "generation 4\n")) TH_LOG("%s", file);
+
+	/* a state in /tmp itself (root's and sticky) */
+	snprintf(path, sizeof(path), "%s.state", self->dir);
+	write_state(path, good, strlen(good));
+	EXPECT_EQ(0, open_and_commit(path, NULL, NULL, err, sizeof(err))) TH_LOG("%s", err);
+	file = slurp(path);
+	EXPECT_NE(NULL, file);
+	EXPECT_NE(NULL, file ? strstr(file, "generation 4\n") : NULL);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	EXPECT_EQ(0, lstat(lock, &st));
+	unlink(path);
+	unlink(lock);
+}
+
+/*
+ * The reviewer's swap: --state D/home/st/fold.state, where home and the
+ * symlink st are another user's (uid 65534) and st points at a directory
+ * of root's. Only the directory st led to was checked (stat() follows
+ * it), once: that user re-pointed st at a directory of theirs, a commit
+ * went there, st was pointed back, and the next start read the state
+ * before it (counts of released heaps lost). Now the path is refused at
+ * the open, naming the component and its owner, and nothing is made in
+ * the directory st points at: another user's directory on the path (they
+ * may rename or replace what is in it), another user's symlink even in a
+ * directory of root's. A symlink of root's to a directory of root's is
+ * followed.
+ */
+TEST_F(st, another_users_directory_or_symlink_on_the_path_is_refused)
+{
+	char home[96], real[96], path[192], want[192], err[512];
+	struct blamer_fleet *f;
+
+	if (geteuid() != 0)
+		SKIP(return, "components of another uid: as root");
+	snprintf(home, sizeof(home), "%s/home", self->dir);
+	snprintf(real, sizeof(real), "%s/real", self->dir);
+	ASSERT_EQ(0, mkdir(real, 0755));
+	ASSERT_EQ(0, mkdir(home, 0755));
+	ASSERT_EQ(0, chown(home, 65534, 65534));
+
+	/* their directory, their symlink in it: refused at their directory */
+	snprintf(path, sizeof(path), "%s/st", home);
+	ASSERT_EQ(0, symlink(real, path));
+	ASSERT_EQ(0, lchown(path, 65534, 65534));
+	snprintf(path, sizeof(path), "%s/st/fold.state", home);
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	snprintf(want, sizeof(want), "directory %s of uid 65534 ", home);
+	EXPECT_NE(NULL, strstr(err, want)) TH_LOG("%s", err);
+	EXPECT_EQ(NULL, strchr(err, '\n')) TH_LOG("%s", err);
+	EXPECT_EQ(0, entries(real)) TH_LOG("made in %s through another user's path", real);
+
+	/* a directory of root's in their directory: refused all the same */
+	snprintf(path, sizeof(path), "%s/sub", home);
+	ASSERT_EQ(0, mkdir(path, 0700));
+	snprintf(path, sizeof(path), "%s/sub/fold.state", home);
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, want)) TH_LOG("%s", err);
+
+	/* their symlink in a directory of root's: refused, named */
+	snprintf(path, sizeof(path), "%s/st", self->dir);
+	ASSERT_EQ(0, symlink(real, path));
+	ASSERT_EQ(0, lchown(path, 65534, 65534));
+	snprintf(want, sizeof(want), "symlink %s of uid 65534", path);
+	snprintf(path, sizeof(path), "%s/st/fold.state", self->dir);
+	err[0] = '\0';
+	f = blamer_fleet_open(path, err, sizeof(err));
+	EXPECT_EQ(NULL, f);
+	blamer_fleet_close(f);
+	EXPECT_NE(NULL, strstr(err, want)) TH_LOG("%s", err);
+	EXPECT_EQ(NULL, strchr(err, '\n')) TH_LOG("%s", err);
+	EXPECT_EQ(0, entries(real)) TH_LOG("made in %s through another user's symlink", real);
+
+	/* root's symlink to root's directory: followed, the commit there */
+	snprintf(path, sizeof(path), "%s/st", self->dir);
+	ASSERT_EQ(0, lchown(path, 0, 0));
+	snprintf(path, sizeof(path), "%s/st/fold.state", self->dir);
+	snprintf(want, sizeof(want), "%s/fold.state", real);
+	write_state(want, good, strlen(good));
+	EXPECT_EQ(0, open_and_commit(path, NULL, NULL, err, sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(2, entries(real));	/* the state and its lock */
 }
 
 TEST(keys_differing_in_their_top_bits_spread_over_the_slots)
