@@ -1300,13 +1300,30 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	fl_test_abort(f, 1);
 	ret = fl_state_save(f, err, errlen);
 	if (ret) {
-		uint64_t errors = f->fold_errors + 1;
+		uint64_t errors = f->fold_errors + 1, committed = f->generation - 1;
+		bool unsynced = f->unsynced;
+		size_t at;
 		char e2[256];
 
-		/* the file holds what was committed: back to it */
+		/*
+		 * The file holds what was committed: back to it. Not if it
+		 * cannot be read, nor if it is gone (its directory removed: an
+		 * empty remainder would lower every series), nor if the commit
+		 * was renamed in but not made durable (the heaps it folded
+		 * would be released on it): no fold until a restart.
+		 */
 		fl_state_free(f);
-		f->broken = fl_state_load(f, e2, sizeof(e2)) != 0;
+		e2[0] = '\0';
+		f->broken = fl_state_load(f, e2, sizeof(e2)) != 0 || unsynced ||
+			    f->generation < committed;
+		f->unsynced = false;
 		f->fold_errors = errors;
+		at = strlen(err);
+		if (f->broken && at < errlen)
+			snprintf(err + at, errlen - at, "%s%s", e2[0] ? "; reading it back: " : "",
+				 e2[0] ? e2 : f->generation < committed ?
+				 "; the state is gone: no more folds until a restart" :
+				 "; no more folds until a restart");
 		return ret;
 	}
 done:

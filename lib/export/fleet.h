@@ -108,6 +108,9 @@ struct blamer_fleet {
 	size_t conflicts;	/* remainder series its definitions no longer match */
 	uint32_t test_abort;	/* BLAMER_TEST_FOLD_ABORT: abort() at this step */
 	bool broken;		/* a failed fold's state could not be read back */
+	/* a commit's rename happened but its directory's fsync failed: the
+	 * state read back is not known to be on disk */
+	bool unsynced;
 	int lockfd;		/* the state's lock (one exporter per state), -1 */
 	/* what each counter of the service's series was last (prom_guard.c:
 	 * never shown lower, whatever a heap does or when a heap leaves

@@ -420,9 +420,13 @@ int fl_state_save(struct blamer_fleet *f, char *err, size_t errlen)
 		goto fail;
 	tmp[0] = '\0';
 	fl_test_abort(f, 4);
-	/* the rename itself durable: the directory's entry */
-	if (fsync(f->dirfd))
+	/* the rename itself durable: the directory's entry (failed, the new
+	 * state may be read back and yet be lost at a crash: Linux can say
+	 * a later fsync() succeeded after the error lost the data) */
+	if (fsync(f->dirfd)) {
+		f->unsynced = true;
 		goto fail;
+	}
 	fl_test_abort(f, 5);
 	free(o.p);
 	return 0;
@@ -433,6 +437,10 @@ fail:
 	if (tmp[0])
 		unlinkat(f->dirfd, tmp, 0);
 	free(o.p);
+	/* a state another user made meanwhile in a sticky directory */
+	if ((e == EPERM || e == EACCES) &&
+	    fl_squatter(f, "the state", f->name, f->path, err, errlen))
+		return -e;
 	snprintf(err, errlen, "writing the state %s: %s", f->path, strerror(e));
 	return -e;
 }
@@ -1022,10 +1030,17 @@ bool fl_squatter(const struct blamer_fleet *f, const char *what, const char *nam
 {
 	struct stat st;
 
+	struct stat dir;
+
 	if (fstatat(f->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || st.st_uid == geteuid())
 		return false;
-	snprintf(err, errlen, "%s %s is uid %u's, not uid %u's: refused (another user made it first in a directory others may write: have it removed, or keep the state in a directory only uid %u may write)",
-		 what, path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid());
+	if (!fstat(f->dirfd, &dir) && !(dir.st_mode & 022))
+		snprintf(err, errlen, "%s %s is uid %u's, not uid %u's: refused (left by uid %u, say an exporter run as that user: remove it or give it to uid %u)",
+			 what, path, (unsigned)st.st_uid, (unsigned)geteuid(),
+			 (unsigned)st.st_uid, (unsigned)geteuid());
+	else
+		snprintf(err, errlen, "%s %s is uid %u's, not uid %u's: refused (another user made it first in a directory others may write: have it removed, or keep the state in a directory only uid %u may write)",
+			 what, path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid());
 	return true;
 }
 
@@ -1482,6 +1497,16 @@ int fl_state_load(struct blamer_fleet *f, char *err, size_t errlen)
 		snprintf(err, errlen, "the state %s, line %u: %s: refused", f->path, in.no, in.why);
 		fl_state_free(f);
 		ret = -EINVAL;
+	} else if (fsync(fd) || fsync(f->dirfd)) {
+		/*
+		 * Heaps are released on the strength of what is read here: it
+		 * must be on disk (a commit killed between its rename and its
+		 * directory's fsync left a state a crash could still undo).
+		 */
+		ret = -errno;
+		snprintf(err, errlen, "the state %s cannot be made durable: %s", f->path,
+			 strerror(errno));
+		fl_state_free(f);
 	}
 out:
 	free(buf);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -957,6 +958,91 @@ TEST_F(st, another_users_directory_or_symlink_on_the_path_is_refused)
 	write_state(want, good, strlen(good));
 	EXPECT_EQ(0, open_and_commit(path, NULL, NULL, err, sizeof(err))) TH_LOG("%s", err);
 	EXPECT_EQ(2, entries(real));	/* the state and its lock */
+}
+
+/* The next fail_dir_fsync fsync()s of a directory fail as a disk's error
+ * would (-1: all of them): this program's fsync(), which the library
+ * linked into it calls. */
+static int fail_dir_fsync;
+
+int fsync(int fd)
+{
+	struct stat st;
+
+	if (fail_dir_fsync && !fstat(fd, &st) && S_ISDIR(st.st_mode)) {
+		if (fail_dir_fsync > 0)
+			fail_dir_fsync--;
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+/* A fold of an empty snapshot into @f (heap 123 of good[] goes: a commit). */
+static int fold_nothing(struct blamer_fleet *f, char *err, size_t errlen)
+{
+	struct blamer_snapshot *s;
+	int ret;
+
+	if (blamer_snapshot_from_memory(NULL, 0, &s))
+		return -ENOMEM;
+	ret = blamer_fleet_fold(f, NULL, s, 0, err, errlen);
+	blamer_snapshot_free(s);
+	return ret;
+}
+
+/*
+ * A commit whose rename is done but whose directory's fsync failed may be
+ * read back and yet be lost at a crash: folding on from it released the
+ * heaps it folded. Now no fold follows until a restart, whose read makes
+ * the state durable first.
+ */
+TEST_F(st, a_commit_not_made_durable_stops_the_folds)
+{
+	struct blamer_fleet *f;
+	char err[512];
+
+	write_state(self->path, good, strlen(good));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	/* the commit's only: the state read back is fine, and not trusted */
+	fail_dir_fsync = 1;
+	EXPECT_EQ(-EIO, fold_nothing(f, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "no more folds until a restart")) TH_LOG("%s", err);
+	EXPECT_EQ(0, fail_dir_fsync);
+	EXPECT_EQ(-EIO, fold_nothing(f, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "restart the exporter")) TH_LOG("%s", err);
+	blamer_fleet_close(f);
+	/* the restart reads what the rename left, made durable */
+	fail_dir_fsync = -1;
+	EXPECT_EQ(NULL, blamer_fleet_open(self->path, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "cannot be made durable")) TH_LOG("%s", err);
+	fail_dir_fsync = 0;
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	EXPECT_EQ(0, fold_nothing(f, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_fleet_close(f);
+}
+
+/*
+ * The state's directory removed under a serving exporter: the commit
+ * fails, and the state read back is gone, which is no new state (an empty
+ * remainder would lower every series): no more folds, and it says so.
+ */
+TEST_F(st, a_state_gone_under_the_exporter_is_no_new_state)
+{
+	struct blamer_fleet *f;
+	char err[512], cmd[128];
+
+	write_state(self->path, good, strlen(good));
+	f = blamer_fleet_open(self->path, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+	ASSERT_EQ(0, system(cmd));
+	EXPECT_GT(0, fold_nothing(f, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "the state is gone")) TH_LOG("%s", err);
+	EXPECT_EQ(-EIO, fold_nothing(f, err, sizeof(err)));
+	blamer_fleet_close(f);
 }
 
 TEST(keys_differing_in_their_top_bits_spread_over_the_slots)
