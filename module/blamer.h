@@ -375,6 +375,7 @@ void blamer_slab_revoke_writers(struct blamer_slab *slab);
 void blamer_linger_scan(void);
 
 /* perm.c */
+bool blamer_in_reader_group(void);
 void blamer_ident_current(struct blamer_ident *id);
 void blamer_ident_snapshot(struct blamer_ident *id);
 void blamer_ident_release(struct blamer_ident *id);

@@ -47,6 +47,7 @@ static DEFINE_MUTEX(blamer_watch_lock);
 static bool blamer_ident_is_current(const struct blamer_ident *id)
 {
 	return id->cred == current_cred() &&
+	       id->group == blamer_in_reader_group() &&
 	       id->pidns == task_active_pid_ns(current) &&
 	       id->tgid == task_tgid(current) && id->mm == current->mm;
 }
@@ -74,7 +75,8 @@ static bool blamer_same_view(const struct blamer_ident *id)
 {
 	const struct cred *a = id->cred, *b = current_cred();
 
-	if (!a || id->pidns != task_active_pid_ns(current) ||
+	if (!a || id->group != blamer_in_reader_group() ||
+	    id->pidns != task_active_pid_ns(current) ||
 	    id->tgid != task_tgid(current) || id->mm != current->mm)
 		return false;
 	return a == b ||
@@ -96,7 +98,9 @@ static bool blamer_same_view(const struct blamer_ident *id)
  * multiply nothing), except in a user namespace root made, as container
  * managers do, whose owner is root for every container: there, the uid
  * its outermost namespace's root maps to, so that one container cannot
- * use up the watchers of all the others and of root.
+ * use up the watchers of all the others and of root. A namespace whose
+ * root is unmapped, or is root (systemd's PrivateUsers=), is no
+ * container's: the caller's real uid.
  */
 static kuid_t blamer_watcher_key(const struct cred *cred)
 {
@@ -110,7 +114,8 @@ static kuid_t blamer_watcher_key(const struct cred *cred)
 	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
 		return ns->owner;
 	root = make_kuid(ns, 0);
-	return uid_valid(root) ? root : ns->owner;
+	/* no root of its own, or root's own: the caller's real uid */
+	return uid_valid(root) && !uid_eq(root, GLOBAL_ROOT_UID) ? root : cred->uid;
 }
 
 /*
@@ -178,6 +183,10 @@ int blamer_watch(struct blamer_ctx *ctx, bool refresh)
 	struct blamer_ident old = { };
 	bool counted;
 	int err = 0;
+
+	/* aio's poll completion work: a kernel thread, nobody's asker */
+	if (current->flags & PF_KTHREAD)
+		return -EPERM;
 
 	/*
 	 * One call at a time per descriptor: another asker's refused call

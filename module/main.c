@@ -186,8 +186,13 @@ static __poll_t blamer_poll(struct file *file, poll_table *wait)
 {
 	struct blamer_ctx *ctx = file->private_data;
 
-	/* Beyond max_user_watchers it watches nothing: never woken. */
-	blamer_watch(ctx, false);
+	/*
+	 * Beyond max_user_watchers it watches nothing: never woken. A kernel
+	 * thread (aio's IOCB_CMD_POLL completion work) is nobody's asker: it
+	 * reports what the last asker's view counted, and changes nothing.
+	 */
+	if (!(current->flags & PF_KTHREAD))
+		blamer_watch(ctx, false);
 	poll_wait(file, &ctx->wq, wait);
 	if (atomic64_read(&ctx->events) != atomic64_read(&ctx->seen))
 		return EPOLLIN | EPOLLRDNORM;

@@ -64,7 +64,7 @@ static bool blamer_caps_cover(const struct cred *reader,
 	       cap_issubset(owner->cap_permitted, reader->cap_effective);
 }
 
-static bool blamer_in_reader_group(void)
+bool blamer_in_reader_group(void)
 {
 	int gid = READ_ONCE(blamer_reader_gid);
 	kgid_t kgid;

@@ -7,6 +7,7 @@
  * namespaces, and no oracles: open, release, list, status and poll tell
  * a caller nothing about slabs it may not read.
  */
+#include <linux/aio_abi.h>
 #include <poll.h>
 
 #include "blamer_test.h"
@@ -1062,9 +1063,30 @@ TEST_F(root, poll_follows_user_namespace_nesting)
 /*
  * A container as root's runtimes make one: a user namespace root made
  * (its owner is 0, as every such container's), ids 0..65535 mapped to
- * @base..., running @fn as its uid 1000 (dumpable); @fn's result is the
- * child's exit status. The child's pid, or -1.
+ * @base... (@base -1: only its uid 1000, to 100000: no root of its own),
+ * running @fn as its uid 1000 (dumpable); @fn's result is the child's
+ * exit status. The child's pid, or -1.
  */
+static int map_line(pid_t pid, const char *line)
+{
+	static const char *const which[] = { "uid_map", "gid_map" };
+	char path[64];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, which[i]);
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fputs(line, f);
+		if (fclose(f))
+			return -1;
+	}
+	return 0;
+}
+
 static pid_t root_container(int base, int (*fn)(void *), void *arg)
 {
 	int up[2], down[2];
@@ -1080,8 +1102,11 @@ static pid_t root_container(int base, int (*fn)(void *), void *arg)
 			_exit(90);
 		_exit(fn(arg));
 	}
-	if (pid > 0 && (read(up[0], &b, 1) != 1 || map_ids(pid, base, 65536) ||
-			write(down[1], "g", 1) != 1))
+	if (pid > 0 && read(up[0], &b, 1) != 1)
+		pid = -1;
+	if (pid > 0 && (base >= 0 ? map_ids(pid, base, 65536) : map_line(pid, "1000 100000 1\n")))
+		pid = -1;
+	if (pid > 0 && write(down[1], "g", 1) != 1)
 		pid = -1;
 	close(up[0]);
 	close(up[1]);
@@ -1161,9 +1186,179 @@ TEST_F(root, containers_do_not_share_roots_watchers)
 	EXPECT_EQ(1, write(hold[3], "q", 1));
 	ASSERT_EQ(hog, waitpid(hog, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* one with no root of its own counts as its user (kuid 100000) */
+	close(hold[0]);
+	ASSERT_EQ(0, pipe(hold));
+	hog = root_container(-1, hold_two_watchers, hold);
+	ASSERT_LT(0, hog);
+	close(hold[1]);
+	ASSERT_EQ(1, read(hold[0], &c, 1));
+	EXPECT_EQ(1, bt_run_as(-1, -1, woken_without_sys_resource, NULL));
+	EXPECT_EQ(1, write(hold[3], "q", 1));
+	ASSERT_EQ(hog, waitpid(hog, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(hold[0]);
 	close(hold[2]);
 	close(hold[3]);
+	bt_clean_orphans();
+}
+
+/*
+ * As uid 1000 in the reader group: a watcher, then (after @arg's pipe
+ * says the group was revoked and root made a slab) whether it was woken
+ * (100) and the events its next listing reports.
+ */
+static int revoked_reader(void *arg)
+{
+	struct blamer_list l = { .info_size = sizeof(struct blamer_slab_info) };
+	int *p = arg, fd = bl_open(O_RDONLY), woke;
+	char c;
+
+	if (fd < 0 || list_clears(fd) < 0 || write(p[1], "r", 1) != 1 || read(p[2], &c, 1) != 1)
+		return 90;
+	woke = polled(fd, 1000) == 1;
+	if (ioctl(fd, BLAMER_IOC_LIST, &l))
+		return 91;
+	return woke * 100 + (int)(l.events < 99 ? l.events : 99);
+}
+
+/*
+ * A watcher's snapshot kept the reader group it was in: revoked (the
+ * parameter set to -1), its poll() still woke for every user's slabs and
+ * its next listing kept the count.
+ */
+TEST_F(root, a_revoked_reader_group_wakes_no_more)
+{
+	int p[4], status;
+	pid_t w;
+	char c;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, pipe(p + 2));
+	ASSERT_EQ(0, bl_param_set("reader_gid", U1));
+	w = fork();
+	ASSERT_LE(0, w);
+	if (!w)
+		_exit(bt_run_as(U1, U1, revoked_reader, p));
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	ASSERT_EQ(0, bl_param_set("reader_gid", -1));
+	bt_orphan(PG, -1, -1);		/* root's: the group may not read it now */
+	EXPECT_EQ(1, write(p[3], "g", 1));
+	ASSERT_EQ(w, waitpid(w, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(p[0]);
+	close(p[2]);
+	close(p[3]);
+	bt_clean_orphans();
+}
+
+#define AIO_PENDING 6000
+
+static aio_context_t aio;
+static int aio_contend, aio_quit;
+
+/*
+ * Holds the aio context's lock (io_cancel() of nothing, over thousands
+ * of pending polls) while told: a poll's wakeup must then complete it
+ * from a kernel worker (aio_poll_complete_work()).
+ */
+static void *aio_contender(void *arg)
+{
+	struct iocb none = { 0 };
+	struct io_event ev;
+
+	(void)arg;
+	while (!__atomic_load_n(&aio_quit, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&aio_contend, __ATOMIC_ACQUIRE))
+			syscall(SYS_io_cancel, aio, &none, &ev);
+		else
+			usleep(100);
+	return NULL;
+}
+
+static int aio_poll(int fd, __u64 data)
+{
+	struct iocb cb = { .aio_lio_opcode = IOCB_CMD_POLL, .aio_fildes = (__u32)fd,
+			   .aio_buf = POLLIN, .aio_data = data }, *p = &cb;
+
+	return syscall(SYS_io_submit, aio, 1, &p) == 1 ? 0 : -1;
+}
+
+/* Whether the poll of @data completed within @ms. */
+static int aio_done(__u64 data, int ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	struct io_event ev[64];
+	long n, i;
+	int done = 0;
+
+	while ((n = syscall(SYS_io_getevents, aio, 1, 64, ev, &t)) > 0) {
+		for (i = 0; i < n; i++)
+			done |= ev[i].data == data;
+		t.tv_sec = 0;
+		t.tv_nsec = 20 * 1000000L;
+	}
+	return done;
+}
+
+/*
+ * As uid 1000: an aio poll of a watcher, then a slab of its own (an
+ * event it counts), with the context's lock held meanwhile so that the
+ * poll is completed by a kernel worker, 20 times. Exit status: how many
+ * polls stayed pending (the worker polled as an asker, with the kernel's
+ * credentials: the count reset, and the descriptor watching as root).
+ */
+static int aio_polls(void *arg)
+{
+	int p[2], fd = bl_open(O_RDONLY), dev = bl_open(O_RDWR), i, pending = 0;
+	pthread_t t;
+
+	(void)arg;
+	if (fd < 0 || dev < 0 || pipe(p) || syscall(SYS_io_setup, AIO_PENDING + 64, &aio))
+		return 200;
+	for (i = 0; i < AIO_PENDING; i++)
+		if (aio_poll(p[0], 1000000 + i))
+			return 201;
+	if (pthread_create(&t, NULL, aio_contender, NULL))
+		return 202;
+	for (i = 0; i < 20; i++) {
+		struct blamer_create c;
+
+		list_bare(fd);
+		if (aio_poll(fd, i))
+			return 203;
+		__atomic_store_n(&aio_contend, 1, __ATOMIC_RELEASE);
+		usleep(2000);
+		if (bl_create(dev, PG, &c))
+			return 204;
+		bl_release(dev, c.id);
+		close(c.fd);
+		usleep(20000);
+		__atomic_store_n(&aio_contend, 0, __ATOMIC_RELEASE);
+		pending += !aio_done(i, 500);
+	}
+	__atomic_store_n(&aio_quit, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	return pending;
+}
+
+/*
+ * aio's IOCB_CMD_POLL completes a poll whose wakeup found its context
+ * busy from a kernel worker, whose credentials are the kernel's: a poll
+ * there took a snapshot as root, and the user's descriptor then counted
+ * every user's events, against root's account (no bound: the worker has
+ * CAP_SYS_RESOURCE). A kernel thread now only reports the last asker's.
+ */
+TEST_F(root, aio_poll_completion_is_nobodys_asker)
+{
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_watchers", 1));
+	EXPECT_EQ(0, bt_run_as(U1, U1, aio_polls, NULL));
 	bt_clean_orphans();
 }
 
