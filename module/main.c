@@ -110,7 +110,7 @@ static struct blamer_param blamer_param_max_user_watchers = {
 module_param_cb(max_user_watchers, &blamer_param_ops,
 		&blamer_param_max_user_watchers, 0644);
 MODULE_PARM_DESC(max_user_watchers,
-		 "Open /dev/blamer files of one user that poll() wakes; more are never woken (default 64)");
+		 "Open /dev/blamer files of one user that poll() wakes; more list but are not woken (default 64)");
 
 static int blamer_gid_set(const char *val, const struct kernel_param *kp)
 {
@@ -187,7 +187,7 @@ static __poll_t blamer_poll(struct file *file, poll_table *wait)
 	struct blamer_ctx *ctx = file->private_data;
 
 	/*
-	 * Beyond max_user_watchers it watches nothing: never woken. A kernel
+	 * Beyond max_user_watchers it watches nothing: not woken. A kernel
 	 * thread (aio's IOCB_CMD_POLL completion work) is nobody's asker: it
 	 * reports what the last asker's view counted, and changes nothing.
 	 */
