@@ -1555,6 +1555,7 @@ static pid_t spawn(int slot, const struct opts *o, int *sock_in)
 /* The exec'd child: the descriptors on the command line, not its own. */
 static int exec_child(int argc, char **argv)
 {
+	uint64_t began = 0;
 	int i;
 
 	/* The board and the sockets are inherited (see main). */
@@ -1582,7 +1583,8 @@ static int exec_child(int argc, char **argv)
 
 		/* a vm-exec child's: its writer times its writes from now */
 		if (sscanf(argv[i], "vm:%u", &k) == 1 && k < NBOARD) {
-			__atomic_store_n(&bd->vm_began[k], now_ns(), __ATOMIC_RELAXED);
+			began = now_ns();
+			__atomic_store_n(&bd->vm_began[k], began, __ATOMIC_RELAXED);
 			__atomic_store_n(&bd->vm_pid[k], (int32_t)getpid(), __ATOMIC_RELEASE);
 			continue;
 		}
@@ -1598,6 +1600,14 @@ static int exec_child(int argc, char **argv)
 	}
 	setup_signals();
 	run_ops((int)below(100) + 1);
+	/*
+	 * A vm-exec child lives on past its writer's time: its death would
+	 * stop the writer too, and only the exec's revocation may (unless
+	 * the run ends first).
+	 */
+	while (began && now_ns() < began + VM_WRITE_NS + 2000000000ull &&
+	       now_ns() < bd->deadline_ns)
+		usleep(100000);
 	_exit(0);
 }
 
