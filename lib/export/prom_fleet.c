@@ -67,6 +67,16 @@ struct agg {
 	char fam[96];
 };
 
+/* @a is the snapshot's series @x (@over: one whose sum does not fit,
+ * left out). */
+static void agg_of(struct agg *a, const struct blamer_snap_series *x, bool over)
+{
+	*a = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
+			   .depth = x->first->depth, .nodes = x->first->nodes, .proc = x->proc,
+			   .live = over ? NULL : x, .over = over };
+	pm_family_name(x->def, a->fam, sizeof(a->fam));
+}
+
 static int agg_cmp(const void *a, const void *b)
 {
 	const struct agg *x = a, *y = b;
@@ -201,26 +211,12 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 		o->oom = true;
 		return;
 	}
-	for (i = 0; i < s->nseries; i++) {
-		const struct blamer_snap_series *x = &s->series[i];
-
-		v[n] = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
-				     .depth = x->first->depth, .nodes = x->first->nodes,
-				     .proc = x->proc, .live = x };
-		pm_family_name(x->def, v[n].fam, sizeof(v[n].fam));
-		n++;
-	}
+	for (i = 0; i < s->nseries; i++)
+		agg_of(&v[n++], &s->series[i], false);
 	/* those that do not fit, so that their remainder joins them, left
 	 * out with them, never shown alone */
-	for (i = 0; i < s->noverflows; i++) {
-		const struct blamer_snap_series *x = &s->overflows[i];
-
-		v[n] = (struct agg){ .def = x->def, .uid = x->uid, .values = x->first->values,
-				     .depth = x->first->depth, .nodes = x->first->nodes,
-				     .proc = x->proc, .over = true };
-		pm_family_name(x->def, v[n].fam, sizeof(v[n].fam));
-		n++;
-	}
+	for (i = 0; i < s->noverflows; i++)
+		agg_of(&v[n++], &s->overflows[i], true);
 	qsort(v, n, sizeof(*v), agg_cmp);
 	/* the remainder's: into the snapshot's series (sorted: the first
 	 * nlive), or after them */

@@ -52,6 +52,15 @@ static int node_cmp_id(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* @s->nodes' entry of @id (by id, as the reader makes them), or NULL. */
+static struct blamer_snap_node *node_of(const struct blamer_snapshot *s, uint64_t id)
+{
+	struct blamer_snap_node key = { .id = id };
+
+	/* (bsearch() of a NULL array, even of 0 entries, is undefined) */
+	return s->nnodes ? bsearch(&key, s->nodes, s->nnodes, sizeof(key), node_cmp_id) : NULL;
+}
+
 static int node_cmp(const void *a, const void *b)
 {
 	const struct blamer_snap_node *x = a, *y = b;
@@ -638,13 +647,6 @@ static void limit_units(struct blamer_snapshot *s)
 	free(use);
 }
 
-/* @s->nodes' entry of @id, or NULL. */
-static struct blamer_snap_node *node_of(struct blamer_snapshot *s, uint64_t id)
-{
-	struct blamer_snap_node key = { .id = id };
-
-	return bsearch(&key, s->nodes, s->nnodes, sizeof(key), node_cmp_id);
-}
 
 /*
  * The names over every uid are those every uid with a say gives alike:
@@ -764,19 +766,9 @@ int blamer_snap_unit_index(const struct blamer_snapshot *s, uint32_t unit)
 
 const char *blamer_snap_node_name(const struct blamer_snapshot *s, uint64_t id)
 {
-	size_t lo = 0, hi = s->nnodes;
+	const struct blamer_snap_node *n = node_of(s, id);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->nodes[mid].id == id)
-			return s->nodes[mid].name[0] ? s->nodes[mid].name : NULL;
-		if (s->nodes[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return n && n->name[0] ? n->name : NULL;
 }
 
 const char *blamer_snap_uid_node_name(const struct blamer_snapshot *s, uint32_t uid,
