@@ -157,6 +157,20 @@ static struct blamer_snapshot *snap(struct blamer_reader *r)
  * state; both dead heaps are folded, the second's parts of those two
  * series thrown away and counted; "ok" stays exact.
  */
+/* The exposition of sums_past_their_type_are_left_out...'s fold, before
+ * and after a restart: ok exact, big and lat left out and counted, the
+ * second heap's two parts lost, nothing held. */
+static void expect_two_left_out(struct __test_metadata *_metadata, const char *text)
+{
+	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
+	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 2) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
+}
+
 TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 {
 	struct blamer_snapshot *s;
@@ -185,13 +199,7 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 	EXPECT_EQ(2, n) TH_LOG("%s", err);
 	text = expose(f, s);
 	ASSERT_NE(NULL, text);
-	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
-	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
-	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
-	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
-	EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 2) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
+	expect_two_left_out(_metadata, text);
 	free(text);
 	blamer_snapshot_free(s);
 	blamer_fleet_close(f);
@@ -207,13 +215,7 @@ TEST_F(fold, sums_past_their_type_are_left_out_never_infinite_or_wrapped)
 	EXPECT_EQ(0, n) TH_LOG("%s", err);
 	text = expose(f, s);
 	ASSERT_NE(NULL, text);
-	EXPECT_TRUE(all_finite(text)) TH_LOG("%s", text);
-	EXPECT_TRUE(sample(text, "ok_total", "") == 3) TH_LOG("%s", text);
-	EXPECT_TRUE(isnan(sample(text, "big_total", ""))) TH_LOG("%s", text);
-	EXPECT_TRUE(isnan(sample(text, "lat_count", ""))) TH_LOG("%s", text);
-	EXPECT_TRUE(sample(text, "blamer_fold_lost_total", "") == 2) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_fold_held_heaps 0\n")) TH_LOG("%s", text);
-	EXPECT_NE(NULL, strstr(text, "\nblamer_metric_conflicts 2\n")) TH_LOG("%s", text);
+	expect_two_left_out(_metadata, text);
 	free(text);
 	blamer_snapshot_free(s);
 	blamer_fleet_close(f);

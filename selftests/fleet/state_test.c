@@ -145,14 +145,39 @@ static char *text_of_state(const char *path, const char *body, size_t len, char 
 	return text;
 }
 
-TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
+/* A fold of an empty snapshot (one empty live "heap") into @f: a commit
+ * if the state listed a heap (good[]'s 123 goes). */
+static int fold_nothing(struct blamer_fleet *f, char *err, size_t errlen)
 {
 	struct blamer_snapshot *s;
-	struct blamer_fleet *f;
-	char err[256], *before, *after;
-	FILE *fp;
-	char buf[8192];
+	int ret;
+
+	if (blamer_snapshot_from_memory(NULL, 0, &s))
+		return -ENOMEM;
+	ret = blamer_fleet_fold(f, NULL, s, 0, err, errlen);
+	blamer_snapshot_free(s);
+	return ret;
+}
+
+/* @path's bytes (a state is small), NULL-terminated; NULL if unread. */
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *fp = fopen(path, "r");
 	size_t n;
+
+	if (!fp)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	return buf;
+}
+
+TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
+{
+	struct blamer_fleet *f;
+	char err[256], *before, *after, *buf;
 
 	ASSERT_EQ(1, try_open(self->path, good, strlen(good), err, sizeof(err))) TH_LOG("%s", err);
 	f = blamer_fleet_open(self->path, err, sizeof(err));
@@ -170,15 +195,10 @@ TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
 	ASSERT_NE(NULL, strstr(before, "blamer_folded_heaps_total 7\n"));
 	/* a fold of a snapshot without heap 123: its identity goes, the
 	 * state is written again; read back, it shows the same */
-	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));	/* one empty live "heap" */
-	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
-	blamer_snapshot_free(s);
+	ASSERT_EQ(0, fold_nothing(f, err, sizeof(err))) TH_LOG("%s", err);
 	blamer_fleet_close(f);
-	fp = fopen(self->path, "r");
-	ASSERT_NE(NULL, fp);
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
+	buf = slurp(self->path);
+	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, strstr(buf, "generation 4\n"));
 	ASSERT_EQ(NULL, strstr(buf, "\nheap "));
 	f = blamer_fleet_open(self->path, err, sizeof(err));
@@ -199,7 +219,6 @@ TEST_F(st, a_valid_state_reads_and_writes_back_the_same)
  */
 TEST_F(st, a_lost_series_stays_left_out_and_counted)
 {
-	struct blamer_snapshot *s;
 	struct blamer_fleet *f;
 	char body[4096], err[256], *before, *after;
 	const char *at = strstr(good, "path ");
@@ -216,9 +235,7 @@ TEST_F(st, a_lost_series_stays_left_out_and_counted)
 	EXPECT_NE(NULL, strstr(before, "\nblamer_fold_lost_total{uid=\"1000\"} 2\n")) TH_LOG("%s", before);
 	EXPECT_NE(NULL, strstr(before, "\nblamer_metric_conflicts 1\n")) TH_LOG("%s", before);
 	EXPECT_NE(NULL, strstr(before, "\nlat_count{")) TH_LOG("%s", before);
-	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));	/* a commit: written again */
-	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
-	blamer_snapshot_free(s);
+	ASSERT_EQ(0, fold_nothing(f, err, sizeof(err))) TH_LOG("%s", err);	/* written again */
 	blamer_fleet_close(f);
 	f = blamer_fleet_open(self->path, err, sizeof(err));
 	ASSERT_NE(NULL, f) TH_LOG("%s", err);
@@ -230,21 +247,6 @@ TEST_F(st, a_lost_series_stays_left_out_and_counted)
 	blamer_fleet_close(f);
 }
 
-/* @path's bytes (a state is small), NULL-terminated; NULL if unread. */
-static char *slurp(const char *path)
-{
-	static char buf[8192];
-	FILE *fp = fopen(path, "r");
-	size_t n;
-
-	if (!fp)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	return buf;
-}
-
 /*
  * Version 1 had one definition per name for every uid: read, each
  * becomes its series' uids' own (a copy each), one no series uses goes,
@@ -253,7 +255,6 @@ static char *slurp(const char *path)
  */
 TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
 {
-	struct blamer_snapshot *s;
 	struct blamer_fleet *f;
 	char err[256], *before, *after, *file;
 
@@ -267,9 +268,7 @@ TEST_F(st, a_version_1_state_reads_with_a_definition_per_uid)
 	EXPECT_NE(NULL, strstr(before, "reqs_total{route=\"/c\",uid=\"1001\"} 8\n")) TH_LOG("%s", before);
 	EXPECT_NE(NULL, strstr(before, "depth{uid=\"1001\"} 3\n")) TH_LOG("%s", before);
 	EXPECT_NE(NULL, strstr(before, "blamer_metric_conflicts 0\n")) TH_LOG("%s", before);
-	ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));
-	ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
-	blamer_snapshot_free(s);
+	ASSERT_EQ(0, fold_nothing(f, err, sizeof(err))) TH_LOG("%s", err);
 	blamer_fleet_close(f);
 	file = slurp(self->path);
 	ASSERT_NE(NULL, file);
@@ -382,11 +381,8 @@ TEST_F(st, a_version_2_state_reads_with_names_per_uid)
 	EXPECT_NE(NULL, strstr(text, "blamer_app_requests_total{path=\"/server\",unit=\"1007\",uid=\"1001\"} 7\n")) TH_LOG("%s", text);
 	free(text);
 	{
-		struct blamer_snapshot *s;
 
-		ASSERT_EQ(0, blamer_snapshot_from_memory(NULL, 0, &s));
-		ASSERT_EQ(0, blamer_fleet_fold(f, NULL, s, 0, err, sizeof(err))) TH_LOG("%s", err);
-		blamer_snapshot_free(s);
+		ASSERT_EQ(0, fold_nothing(f, err, sizeof(err))) TH_LOG("%s", err);
 	}
 	blamer_fleet_close(f);
 	file = slurp(self->path);
@@ -798,7 +794,6 @@ static int entries(const char *dir)
 static int open_and_commit(const char *path, void (*between)(const char *), const char *arg,
 			   char *err, size_t errlen)
 {
-	struct blamer_snapshot *s;
 	struct blamer_fleet *f;
 	int ret;
 
@@ -808,12 +803,7 @@ static int open_and_commit(const char *path, void (*between)(const char *), cons
 		return -1;
 	if (between)
 		between(arg);
-	if (blamer_snapshot_from_memory(NULL, 0, &s)) {
-		blamer_fleet_close(f);
-		return -1;
-	}
-	ret = blamer_fleet_fold(f, NULL, s, 0, err, errlen) < 0 ? -1 : 0;
-	blamer_snapshot_free(s);
+	ret = fold_nothing(f, err, errlen) < 0 ? -1 : 0;
 	blamer_fleet_close(f);
 	return ret;
 }
@@ -976,19 +966,6 @@ int fsync(int fd)
 		return -1;
 	}
 	return (int)syscall(SYS_fsync, fd);
-}
-
-/* A fold of an empty snapshot into @f (heap 123 of good[] goes: a commit). */
-static int fold_nothing(struct blamer_fleet *f, char *err, size_t errlen)
-{
-	struct blamer_snapshot *s;
-	int ret;
-
-	if (blamer_snapshot_from_memory(NULL, 0, &s))
-		return -ENOMEM;
-	ret = blamer_fleet_fold(f, NULL, s, 0, err, errlen);
-	blamer_snapshot_free(s);
-	return ret;
 }
 
 /*
