@@ -919,8 +919,8 @@ TEST_F(root, threads_with_credentials_alike_are_one_asker)
 	bt_clean_orphans();
 }
 
-/* Map ids 0..@count-1 of @pid's user namespace to @outer... of its parent's. */
-static int map_ids(pid_t pid, int outer, int count)
+/* @line as both the uid and the gid map of @pid's user namespace. */
+static int map_line(pid_t pid, const char *line)
 {
 	static const char *const which[] = { "uid_map", "gid_map" };
 	char path[64];
@@ -933,11 +933,20 @@ static int map_ids(pid_t pid, int outer, int count)
 		f = fopen(path, "w");
 		if (!f)
 			return -1;
-		fprintf(f, "0 %d %d\n", outer, count);
+		fputs(line, f);
 		if (fclose(f))
 			return -1;
 	}
 	return 0;
+}
+
+/* Map ids 0..@count-1 of @pid's user namespace to @outer... of its parent's. */
+static int map_ids(pid_t pid, int outer, int count)
+{
+	char line[48];
+
+	snprintf(line, sizeof(line), "0 %d %d\n", outer, count);
+	return map_line(pid, line);
 }
 
 /*
@@ -1073,26 +1082,6 @@ TEST_F(root, poll_follows_user_namespace_nesting)
  * running @fn as its uid 1000 (dumpable); @fn's result is the child's
  * exit status. The child's pid, or -1.
  */
-static int map_line(pid_t pid, const char *line)
-{
-	static const char *const which[] = { "uid_map", "gid_map" };
-	char path[64];
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/%s", pid, which[i]);
-		f = fopen(path, "w");
-		if (!f)
-			return -1;
-		fputs(line, f);
-		if (fclose(f))
-			return -1;
-	}
-	return 0;
-}
-
 static pid_t root_container(int base, int (*fn)(void *), void *arg)
 {
 	int up[2], down[2];
@@ -1135,6 +1124,36 @@ static int hold_two_watchers(void *arg)
 	return read(p[2], &c, 1) == 1 ? 0 : 71;
 }
 
+/*
+ * A container of @base (root_container()) holding two watchers: its pid
+ * once they watch, -1 if not. hold[0..1] are made here; a word on
+ * hold[3] tells it to go.
+ */
+static pid_t hog_start(int base, int hold[4])
+{
+	pid_t hog;
+	char c;
+
+	if (pipe(hold))
+		return -1;
+	hog = root_container(base, hold_two_watchers, hold);
+	close(hold[1]);		/* a hog that fails: EOF, not a hang */
+	if (hog > 0 && read(hold[0], &c, 1) != 1)
+		hog = -1;
+	close(hold[0]);
+	return hog;
+}
+
+/* Tells @hog to go; its exit status, -1 if it did not end well. */
+static int hog_end(pid_t hog, int hold[4])
+{
+	int status;
+
+	if (write(hold[3], "q", 1) != 1 || waitpid(hog, &status, 0) != hog || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
 /* Exit status 1 if a descriptor polled here is woken by a slab made here. */
 static int woken_by_own_create(void *arg)
 {
@@ -1173,37 +1192,24 @@ TEST_F(root, containers_do_not_share_roots_watchers)
 {
 	int hold[4], status;
 	pid_t hog, other;
-	char c;
 
 	if (BT_SKIPPED())
 		return;
 	ASSERT_EQ(0, bl_param_set("max_user_watchers", 2));
-	ASSERT_EQ(0, pipe(hold));
 	ASSERT_EQ(0, pipe(hold + 2));
-	hog = root_container(100000, hold_two_watchers, hold);
+	hog = hog_start(100000, hold);
 	ASSERT_LT(0, hog);
-	close(hold[1]);		/* a hog that fails: EOF, not a hang */
-	ASSERT_EQ(1, read(hold[0], &c, 1));
 	other = root_container(200000, woken_by_own_create, NULL);
 	ASSERT_LT(0, other);
 	ASSERT_EQ(other, waitpid(other, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) TH_LOG("status %#x", status);
 	EXPECT_EQ(1, bt_run_as(-1, -1, woken_without_sys_resource, NULL));
-	EXPECT_EQ(1, write(hold[3], "q", 1));
-	ASSERT_EQ(hog, waitpid(hog, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(0, hog_end(hog, hold));
 	/* one with no root of its own counts as its user (kuid 100000) */
-	close(hold[0]);
-	ASSERT_EQ(0, pipe(hold));
-	hog = root_container(-1, hold_two_watchers, hold);
+	hog = hog_start(-1, hold);
 	ASSERT_LT(0, hog);
-	close(hold[1]);
-	ASSERT_EQ(1, read(hold[0], &c, 1));
 	EXPECT_EQ(1, bt_run_as(-1, -1, woken_without_sys_resource, NULL));
-	EXPECT_EQ(1, write(hold[3], "q", 1));
-	ASSERT_EQ(hog, waitpid(hog, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	close(hold[0]);
+	EXPECT_EQ(0, hog_end(hog, hold));
 	close(hold[2]);
 	close(hold[3]);
 	bt_clean_orphans();

@@ -24,6 +24,22 @@ has() { grep -q -- "$1" $OUT; }
 wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
 # A killed process has released its files (so the kernel orphaned its
 # slabs) once it is a zombie or gone; a fixed sleep is a guess under TCG.
+# namers ROOT_ARGS USER_ARGS: selftests/reader/namer.c as root and as
+# the user, each given "NODE NAME UNIT UNITNAME BASE"; their pids in NR, NU
+namers() {
+	rm -f /tmp/ready-nr /tmp/ready-nu
+	namer $1 /tmp/ready-nr &
+	as-user namer $2 /tmp/ready-nu &
+	wait_file /tmp/ready-nr
+	wait_file /tmp/ready-nu
+	NR=$(cat /tmp/ready-nr) NU=$(cat /tmp/ready-nu)
+}
+# end_all PID...: ends them, reaps every child, releases every heap
+end_all() {
+	kill "$@" 2>/dev/null
+	wait 2>/dev/null
+	blamer release --all >/dev/null 2>&1
+}
 wait_gone() {
 	i=0
 	while [ $i -lt 100 ]; do
@@ -121,35 +137,21 @@ t "user releases its own dead worker" sh -c "as-user blamer release $UW | grep -
 t "root releases the crashed worker" sh -c "blamer release $W1 && ! blamer list | grep -q '^ *$W1 '"
 t "unload while in use is refused with a hint" sh -c "blamer unload 2>&1 | grep -q 'in use'"
 
-kill $APP $UP 2>/dev/null
-wait 2>/dev/null
-blamer release --all >/dev/null 2>&1
+end_all $APP $UP
 # names are per uid: a user's heap naming root's node "svc" PWNED and
 # unit 1000 "aaa" in seconds changes no name or number of root's; the
 # views summing both uids show what both name alike (namer), else ids
 # and numbers (svc, unit 1000)
-namer svc svc 1000 requests none /tmp/ready-n0 &
-as-user namer svc PWNED 1000 aaa seconds /tmp/ready-n1 &
-wait_file /tmp/ready-n0
-wait_file /tmp/ready-n1
-N0=$(cat /tmp/ready-n0) N1=$(cat /tmp/ready-n1)
-t "dump: each process with its own uid's names (root's /namer/svc requests=, the user's /namer/PWNED aaa= in seconds)" sh -c "blamer dump $N0 >$OUT.0 && blamer dump $N1 >$OUT.1 && cat $OUT.0 $OUT.1 && grep -q '^    /namer/svc requests=1500000000\$' $OUT.0 && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7' $OUT.0 && ! grep -q 'PWNED\\|aaa' $OUT.0 && grep -q '^    /namer/PWNED aaa=1.50s\$' $OUT.1 && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7' $OUT.1"
+namers "svc svc 1000 requests none" "svc PWNED 1000 aaa seconds"
+t "dump: each process with its own uid's names (root's /namer/svc requests=, the user's /namer/PWNED aaa= in seconds)" sh -c "blamer dump $NR >$OUT.0 && blamer dump $NU >$OUT.1 && cat $OUT.0 $OUT.1 && grep -q '^    /namer/svc requests=1500000000\$' $OUT.0 && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7' $OUT.0 && ! grep -q 'PWNED\\|aaa' $OUT.0 && grep -q '^    /namer/PWNED aaa=1.50s\$' $OUT.1 && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7' $OUT.1"
 t "blame and top over both uids: namer by name, svc and unit 1000 by id and number, each series its uid's" sh -c "blamer blame >$OUT.b && blamer top --once >$OUT.t && cat $OUT.b $OUT.t && grep -q ' namer\$' $OUT.b && ! sed '/^KIND/,\$d' $OUT.b | grep -q 'PWNED\\|aaa\\| svc\$' && grep -q 'unit1000' $OUT.b && grep -q '3000000000 .* 0x[0-9a-f]*\$' $OUT.b && grep -q 'namer_events_total{path=\"/namer/svc\"} = 7 uid 0' $OUT.b && grep -q 'namer_events_total{path=\"/namer/PWNED\"} = 7 uid 1000' $OUT.b && ! grep -q aaa $OUT.t && grep -q '^unit1000 .* 3000000000 .* /namer/0x[0-9a-f]*\$' $OUT.t"
-t "JSON: a process's paths its uid's names, attribution unnamed where the uids differ" sh -c "blamer dump $N0 --json >$OUT.j && grep -q '\"names\":\\[\"namer\",\"svc\"\\],\"values\":\\[{\"unit\":1000,\"unit_name\":\"requests\"' $OUT.j && blamer blame --json | sed 's/\"service\":.*//' >$OUT.j && cat $OUT.j && grep -q '\"namer\"' $OUT.j && grep -q '\"unit_name\":\"unit1000\"' $OUT.j && ! grep -q 'PWNED\\|\"aaa\"\\|\"requests\"\\|\"svc\"' $OUT.j"
-kill $N0 $N1 2>/dev/null
-wait 2>/dev/null
-blamer release --all >/dev/null 2>&1
+t "JSON: a process's paths its uid's names, attribution unnamed where the uids differ" sh -c "blamer dump $NR --json >$OUT.j && grep -q '\"names\":\\[\"namer\",\"svc\"\\],\"values\":\\[{\"unit\":1000,\"unit_name\":\"requests\"' $OUT.j && blamer blame --json | sed 's/\"service\":.*//' >$OUT.j && cat $OUT.j && grep -q '\"namer\"' $OUT.j && grep -q '\"unit_name\":\"unit1000\"' $OUT.j && ! grep -q 'PWNED\\|\"aaa\"\\|\"requests\"\\|\"svc\"' $OUT.j"
+end_all $NR $NU
 # a user naming a node and unit that only root's process walks and
 # measures in, naming neither, names nothing of root's there either
-namer quiet - 1001 - none /tmp/ready-n2 &
-as-user namer quiet hushed 1001 a seconds /tmp/ready-n3 &
-wait_file /tmp/ready-n2
-wait_file /tmp/ready-n3
-N2=$(cat /tmp/ready-n2) N3=$(cat /tmp/ready-n3)
+namers "quiet - 1001 - none" "quiet hushed 1001 a seconds"
 t "names only another user gives for what root uses unnamed: blame and top show the id and unit1001, plain numbers" sh -c "blamer blame >$OUT.b && blamer top --once >$OUT.t && cat $OUT.b $OUT.t && ! sed '/^KIND/,\$d' $OUT.b | grep -q 'hushed\\|3\\.00s\\| a\\*' && grep -q 'unit1001' $OUT.b && grep -q '3000000000 .* 0x[0-9a-f]*\$' $OUT.b && ! sed '/^KIND/,\$d' $OUT.t | grep -q 'hushed\\|3\\.00s' && grep -q '^unit1001 .* 3000000000 .* /namer/0x[0-9a-f]*\$' $OUT.t"
-kill $N2 $N3 2>/dev/null
-wait 2>/dev/null
-blamer release --all >/dev/null 2>&1
+end_all $NR $NU
 t "unload after the apps ended" sh -c "blamer unload && ! test -e /dev/blamer"
 # the dynamically linked build loads through libkmod (by name, then paths)
 t "libkmod build: with nothing installed, load says what to install" sh -c '! blamer-kmod load 2>$OUT.e && grep -q "no blamer module is installed for Linux $(uname -r): install blamer-dkms" $OUT.e'
