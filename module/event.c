@@ -43,13 +43,22 @@
 static LIST_HEAD(blamer_watchers);
 static DEFINE_MUTEX(blamer_watch_lock);
 
+/*
+ * The calling task is in @id's process, program and pid namespace, and
+ * the reader group (the parameter may change) is to it what it was:
+ * all of a snapshot but its credentials.
+ */
+static bool blamer_same_place(const struct blamer_ident *id)
+{
+	return id->group == blamer_in_reader_group() &&
+	       id->pidns == task_active_pid_ns(current) &&
+	       id->tgid == task_tgid(current) && id->mm == current->mm;
+}
+
 /* Is @id the calling task as it was snapshot, to the pointer? */
 static bool blamer_ident_is_current(const struct blamer_ident *id)
 {
-	return id->cred == current_cred() &&
-	       id->group == blamer_in_reader_group() &&
-	       id->pidns == task_active_pid_ns(current) &&
-	       id->tgid == task_tgid(current) && id->mm == current->mm;
+	return id->cred == current_cred() && blamer_same_place(id);
 }
 
 static bool blamer_same_groups(const struct group_info *a, const struct group_info *b)
@@ -75,9 +84,7 @@ static bool blamer_same_view(const struct blamer_ident *id)
 {
 	const struct cred *a = id->cred, *b = current_cred();
 
-	if (!a || id->group != blamer_in_reader_group() ||
-	    id->pidns != task_active_pid_ns(current) ||
-	    id->tgid != task_tgid(current) || id->mm != current->mm)
+	if (!a || !blamer_same_place(id))
 		return false;
 	return a == b ||
 	       (uid_eq(a->uid, b->uid) && uid_eq(a->euid, b->euid) &&
