@@ -659,10 +659,18 @@ static void limit_units(struct blamer_snapshot *s)
  */
 static void silence_unsaid_names(struct blamer_snapshot *s)
 {
-	bool *drop = calloc(s->nunit_defs + 1, sizeof(*drop));
+	bool *drop;
 	size_t i, j, k;
 	uint32_t d;
 
+	/* one uid (the dir backend, a user's own reader): its names are the
+	 * only ones, so every name over every uid is its: nothing to do, and
+	 * no walk of every path's nodes */
+	for (i = 1; i < s->nprocs && s->procs[i].uid == s->procs[0].uid; i++)
+		;
+	if (i >= s->nprocs)
+		return;
+	drop = calloc(s->nunit_defs + 1, sizeof(*drop));
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
