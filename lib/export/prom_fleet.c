@@ -87,6 +87,14 @@ static int agg_cmp(const void *a, const void *b)
 		return c;
 	if (x->uid != y->uid)
 		return x->uid < y->uid ? -1 : 1;
+	/* one family, several metrics (a counter c, a gauge c_total):
+	 * their label values are not alike */
+	if ((c = strcmp(x->def->name, y->def->name)))
+		return c;
+	if (x->def->kind != y->def->kind)
+		return x->def->kind < y->def->kind ? -1 : 1;
+	if (x->def->nlabels != y->def->nlabels)
+		return x->def->nlabels < y->def->nlabels ? -1 : 1;
 	for (i = 0; i < x->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
 		if ((c = strcmp(x->values[i], y->values[i])))
 			return c;

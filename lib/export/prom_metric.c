@@ -311,6 +311,11 @@ static int item_cmp(const void *a, const void *b)
 		return x->p->start_time_ns < y->p->start_time_ns ? -1 : 1;
 	if (x->p->heap_key != y->p->heap_key)
 		return x->p->heap_key < y->p->heap_key ? -1 : 1;
+	/* one family, several metrics (a counter c, a gauge c_total) */
+	if ((c = strcmp(x->m->def->name, y->m->def->name)))
+		return c;
+	if (x->m->def->nlabels != y->m->def->nlabels)
+		return x->m->def->nlabels < y->m->def->nlabels ? -1 : 1;
 	for (i = 0; i < x->m->def->nlabels && i < BLAMER_METRIC_LABELS_MAX; i++)
 		if ((c = strcmp(x->m->values[i], y->m->values[i])))
 			return c;

@@ -351,6 +351,33 @@ TEST_F(st, a_name_is_defined_per_uid_and_the_least_uid_keeps_its_family)
 }
 
 /*
+ * A counter "c" {x} and a gauge "c_total" of one uid, folded: one family.
+ * The counter (first by name) is written, the gauge counted as a
+ * conflict. Sorting the two compared the counter's label value with the
+ * gauge's none: every start of the exporter crashed on such a state.
+ */
+TEST_F(st, two_metrics_of_one_family_in_a_state_are_a_conflict)
+{
+	static const char body[] =
+		"blamer-fold 2\n"
+		"generation 1\n"
+		"folded 2\n"
+		"def 1000 s:c 1 0 0 0 1 s:x 0 s:C.\n"
+		"def 1000 s:c_total 2 0 5 0 0 0 s:G.\n"
+		"series 0 1000 0 s:v 1 0x1p+1 0x0p+0 0 0\n"
+		"series 1 1000 0 0 0x1p+2 0 0\n";
+	char err[256], *text;
+
+	text = text_of_state(self->path, body, strlen(body), err, sizeof(err));
+	ASSERT_NE(NULL, text) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(text, "# TYPE c_total counter\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "c_total{x=\"v\",uid=\"1000\"} 2\n")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "c_total{uid=")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 1\n")) TH_LOG("%s", text);
+	free(text);
+}
+
+/*
  * Version 2 named nodes and units for every uid: read, each name is
  * copied to every uid whose series or paths use it (no label written
  * before changes), one no record uses goes, and the next commit writes

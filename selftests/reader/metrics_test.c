@@ -444,6 +444,60 @@ TEST(definitions_are_chosen_per_uid)
 }
 
 /*
+ * A counter "c" {x} and a gauge "c_total" are both the family c_total:
+ * the exposition, per process and merged, writes the first (by name)
+ * and leaves the other out (the merged one counts it as a conflict). Sorting them compared the label
+ * values of the one with the other's count of labels (none here): the
+ * exporter crashed, at every start once a state held them.
+ */
+TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[2];
+	char dir[] = "/tmp/blamer-family-XXXXXX", e[256], cmd[128], *text = NULL;
+	size_t len = 0, cap = 0, i;
+	blamer_ref d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < 2; i++) {
+		fx_init(&h[i], 1, 16384, 3999401 + i, 1 + i);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		d = fx_metric_def(&h[i], "c", BLAMER_METRIC_COUNTER, 0, "x", 1, NULL, 0);
+		fx_metric(&h[i], d, "v", 2, 3, NULL);
+		d = fx_metric_def(&h[i], "c_total", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_SUM, NULL, 0,
+				  NULL, 0);
+		fx_metric(&h[i], d, "", 0, 40, NULL);
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999401 + i, 1 + i));
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(2, s->nprocs);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "# TYPE c_total counter\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "c_total{x=\"v\",pid=\"3999401\"")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "c_total{x=\"v\",pid=\"3999402\"")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "c_total{pid=")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, " 40\n")) TH_LOG("%s", text);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(NULL, s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "# TYPE c_total counter\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "c_total{x=\"v\",uid=")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "} 6\n")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, " 80\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 1\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < 2; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
+/*
  * A definition decoded once per snapshot (def_share.c) is still each
  * heap's own: 80 heaps give "reqs" byte for byte alike (shared: one
  * decoding) and "lat" alike in kind and name but each with bounds of its
