@@ -77,9 +77,9 @@ static void agg_of(struct agg *a, const struct blamer_snap_series *x, bool over)
 	pm_family_name(x->def, a->fam, sizeof(a->fam));
 }
 
-static int agg_cmp(const void *a, const void *b)
+/* @x and @y in series order, but for the start times of their processes */
+static int agg_key_cmp(const struct agg *x, const struct agg *y)
 {
-	const struct agg *x = a, *y = b;
 	uint32_t i;
 	int c = strcmp(x->fam, y->fam);
 
@@ -103,9 +103,41 @@ static int agg_cmp(const void *a, const void *b)
 		return c;
 	if (!x->proc || !y->proc)
 		return !x->proc ? -1 : 1;
-	return x->proc->pid < y->proc->pid ? -1 : x->proc->pid > y->proc->pid ? 1 :
-	       (x->proc->start_time_ns > y->proc->start_time_ns) -
+	return (x->proc->pid > y->proc->pid) - (x->proc->pid < y->proc->pid);
+}
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+	int c = agg_key_cmp(x, y);
+
+	if (c || x->proc == y->proc)
+		return c;
+	return (x->proc->start_time_ns > y->proc->start_time_ns) -
 	       (x->proc->start_time_ns < y->proc->start_time_ns);
+}
+
+/*
+ * A series of each process is labelled with its pid and uid, not its
+ * start time: two processes of one pid (a dead heap and the live process
+ * that reused its pid, or a heap that claims one) would be two samples
+ * of one name and labels, of which Prometheus keeps one, not always the
+ * live one. They sort together (agg_cmp()); of v[@j] and those after it
+ * alike but for the start, the one written is the live one, else the
+ * last started. Its index; *@end is past the last of them.
+ */
+static size_t agg_pick(const struct agg *v, size_t j, size_t n, size_t *end)
+{
+	size_t k, best = j;
+
+	for (k = j + 1; v[j].proc && k < n && !agg_key_cmp(&v[j], &v[k]); k++) {
+		bool live = v[k].proc->state == BLAMER_PROC_LIVE;
+
+		if (live || v[best].proc->state != BLAMER_PROC_LIVE)
+			best = k;	/* later started (ties: sorted by start) */
+	}
+	*end = k;
+	return best;
 }
 
 /* The snapshot's definition of @name for @uid (the reader's choice), or
@@ -208,7 +240,7 @@ static bool agg_buckets(const struct agg *x, uint64_t *sum)
 static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *s,
 			  struct exp *e, struct prom_out *o, size_t *conflicts)
 {
-	size_t nrem = f ? f->nseries : 0, i, j, n = 0, nlive, nruns, r;
+	size_t nrem = f ? f->nseries : 0, i, j, next, n = 0, nlive, nruns, r;
 	struct pm_names names = { 0 };
 	struct pm_run *runs;
 	struct agg *v = malloc((s->nseries + s->noverflows + nrem + 1) * sizeof(*v));
@@ -268,14 +300,15 @@ static void write_metrics(struct blamer_fleet *f, const struct blamer_snapshot *
 			pm_family(o, v[i].def);
 		else
 			(*conflicts)++;
-		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j++) {
-			const struct agg *x = &v[j];
+		for (j = i; j < n && !strcmp(v[j].fam, v[i].fam); j = next) {
+			const struct agg *x = &v[agg_pick(v, j, n, &next)];
 			struct pm_series ps = { .def = x->def, .values = x->values, .depth = x->depth,
 						.nodes = x->nodes, .uid = x->uid, .extra = extra,
 						.guard = f && !x->proc ? &f->guard : NULL };
 
 			if (!ok)
 				continue;
+			*conflicts += next - j - 1;	/* of one pid, but x */
 			/* A family is claimed by its least uid's metric (a
 			 * system service's before a login user's, and one
 			 * user's processes cannot take it from another by

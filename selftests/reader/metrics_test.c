@@ -498,6 +498,62 @@ TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
 }
 
 /*
+ * A gauge of mode ALL is a series per process, labelled pid and uid: two
+ * heaps of one pid (a dead one and the live process that reused its pid)
+ * were two samples of one name and labels, and Prometheus kept the first,
+ * the dead one's. One is written: the live one, else the last started;
+ * the others are counted as conflicts.
+ */
+TEST(one_series_per_pid_the_live_one)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	const int64_t me = getpid(), self = (int64_t)fx_self_start_ns();
+	const struct { int64_t pid, start; double v; } heap[] = {
+		{ me, 1, 1 }, { me, self, 2 }, { me, self + 1000000000, 3 },
+		{ 3999501, 1, 10 }, { 3999501, 2, 20 },
+	};
+	enum { N = sizeof(heap) / sizeof(heap[0]) };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[N];
+	char dir[] = "/tmp/blamer-onepid-XXXXXX", e[256], cmd[128], want[64], *text = NULL;
+	size_t len = 0, cap = 0, i;
+	blamer_ref d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < N; i++) {
+		fx_init(&h[i], 1, 16384, heap[i].pid, heap[i].start);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		d = fx_metric_def(&h[i], "inflight", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_ALL, NULL, 0,
+				  NULL, 0);
+		fx_metric(&h[i], d, "", 0, heap[i].v, NULL);
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, heap[i].pid, (uint64_t)heap[i].start));
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(N, s->nprocs);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(NULL, s, &text, &len, &cap));
+	snprintf(want, sizeof(want), "inflight{pid=\"%" PRId64 "\",uid=", me);
+	ASSERT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(strstr(text, want) + 1, want)) TH_LOG("%s", text);
+	EXPECT_EQ(0, strncmp(strchr(strstr(text, want), '}'), "} 2\n", 4)) TH_LOG("%s", text);
+	snprintf(want, sizeof(want), "inflight{pid=\"3999501\",uid=");
+	ASSERT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(strstr(text, want) + 1, want)) TH_LOG("%s", text);
+	EXPECT_EQ(0, strncmp(strchr(strstr(text, want), '}'), "} 20\n", 5)) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 3\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < N; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
+/*
  * A definition decoded once per snapshot (def_share.c) is still each
  * heap's own: 80 heaps give "reqs" byte for byte alike (shared: one
  * decoding) and "lat" alike in kind and name but each with bounds of its
