@@ -21,7 +21,7 @@
  *
  * Every event is checked against every watcher, under one lock, in the
  * creating process's ioctl or in the reaper that every death waits for.
- * So the watchers of one account (blamer_watcher_key()) are at most
+ * So the watchers of one account (blamer_user_key()) are at most
  * max_user_watchers (CAP_SYS_RESOURCE may exceed it): 80,000 of one
  * user's had made another user's create and release take 14 ms, and the
  * reaper, and with it every LIST, as long. A descriptor beyond it lists
@@ -100,32 +100,6 @@ static bool blamer_same_view(const struct blamer_ident *id)
 }
 
 /*
- * The account a watcher counts against: its user's, as quotas count
- * (blamer_user_key(): subordinate uids of a user's own namespaces
- * multiply nothing), except in a user namespace root made, as container
- * managers do, whose owner is root for every container: there, the uid
- * its outermost namespace's root maps to, so that one container cannot
- * use up the watchers of all the others and of root. A namespace whose
- * root is unmapped, or is root (systemd's PrivateUsers=), is no
- * container's: the caller's real uid.
- */
-static kuid_t blamer_watcher_key(const struct cred *cred)
-{
-	struct user_namespace *ns = cred->user_ns;
-	kuid_t root;
-
-	if (ns == &init_user_ns)
-		return cred->uid;
-	while (ns->parent != &init_user_ns)
-		ns = ns->parent;
-	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
-		return ns->owner;
-	root = make_kuid(ns, 0);
-	/* no root of its own, or root's own: the caller's real uid */
-	return uid_valid(root) && !uid_eq(root, GLOBAL_ROOT_UID) ? root : cred->uid;
-}
-
-/*
  * Count a watcher against account @key: the account's reference, or NULL
  * out of memory or if it has max_user_watchers already and the caller
  * lacks CAP_SYS_RESOURCE (asked only then, so only then audited).
@@ -185,7 +159,7 @@ static void blamer_stop_watching(struct blamer_ctx *ctx,
  */
 int blamer_watch(struct blamer_ctx *ctx, bool refresh)
 {
-	kuid_t key = blamer_watcher_key(current_cred());
+	kuid_t key = blamer_user_key(current_cred());
 	struct blamer_user *user = NULL, *drop = NULL;
 	struct blamer_ident old = { };
 	bool counted;

@@ -2,11 +2,13 @@
 /*
  * blamer: accounts and quotas.
  *
- * Every slab is charged to an account: the creator's real uid (the uid
- * the kernel charges processes and pipe buffers to, so a setuid program
- * charges whoever ran it), or, for a creator inside a user namespace
- * other than the initial one, the owner of the outermost such namespace,
- * so subordinate uids cannot multiply a user's quota.
+ * Every slab is charged to an account (blamer_user_key()): the creator's
+ * real uid (the uid the kernel charges processes and pipe buffers to, so
+ * a setuid program charges whoever ran it), or, for a creator inside a
+ * user namespace other than the initial one, the owner of the outermost
+ * such namespace, so subordinate uids cannot multiply a user's quota;
+ * but a namespace root made, as container managers do, counts as the uid
+ * its root maps to.
  *
  * An account is charged for a slab's bytes from creation until its pages
  * are freed: released or evicted slabs still count while any file or
@@ -40,20 +42,34 @@ u64 blamer_total_bytes(void)
 }
 
 /**
- * blamer_user_key - the account of a creator with credentials @cred
- * @cred: the creator's credentials
+ * blamer_user_key - the account of a process with credentials @cred
+ * @cred: its credentials
+ *
+ * Its user's: the real uid, or in a user namespace the owner of the
+ * outermost one (subordinate uids of a user's own namespaces multiply
+ * nothing), except in a namespace root made, as container managers do,
+ * whose owner is root for every container: there, the uid its root maps
+ * to, so that one container cannot use up the bytes, orphans and
+ * watchers of all the others and of root. A namespace whose root is
+ * unmapped, or is root (systemd's PrivateUsers=), is no container's: the
+ * caller's real uid.
  *
  * Return: a uid of the initial user namespace.
  */
 kuid_t blamer_user_key(const struct cred *cred)
 {
-	const struct user_namespace *ns = cred->user_ns;
+	struct user_namespace *ns = cred->user_ns;
+	kuid_t root;
 
 	if (ns == &init_user_ns)
 		return cred->uid;
 	while (ns->parent != &init_user_ns)
 		ns = ns->parent;
-	return ns->owner;
+	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return ns->owner;
+	root = make_kuid(ns, 0);
+	/* no root of its own, or root's own: the caller's real uid */
+	return uid_valid(root) && !uid_eq(root, GLOBAL_ROOT_UID) ? root : cred->uid;
 }
 
 struct blamer_user *blamer_user_find_locked(kuid_t uid)

@@ -1125,23 +1125,29 @@ static int hold_two_watchers(void *arg)
 }
 
 /*
- * A container of @base (root_container()) holding two watchers: its pid
- * once they watch, -1 if not. hold[0..1] are made here; a word on
- * hold[3] tells it to go.
+ * A container of @base (root_container()) running @fn(@hold): its pid
+ * once @fn says on hold[1] that it holds what it takes, -1 if not.
+ * hold[0..1] are made here; a word on hold[3] tells it to go.
  */
-static pid_t hog_start(int base, int hold[4])
+static pid_t hog_start_with(int base, int (*fn)(void *), int hold[4])
 {
 	pid_t hog;
 	char c;
 
 	if (pipe(hold))
 		return -1;
-	hog = root_container(base, hold_two_watchers, hold);
+	hog = root_container(base, fn, hold);
 	close(hold[1]);		/* a hog that fails: EOF, not a hang */
 	if (hog > 0 && read(hold[0], &c, 1) != 1)
 		hog = -1;
 	close(hold[0]);
 	return hog;
+}
+
+/* A container of @base holding two watchers (this account's bound). */
+static pid_t hog_start(int base, int hold[4])
+{
+	return hog_start_with(base, hold_two_watchers, hold);
 }
 
 /* Tells @hog to go; its exit status, -1 if it did not end well. */
@@ -1166,8 +1172,9 @@ static int woken_by_own_create(void *arg)
 	return polled(fd, 2000) == 1;
 }
 
-/* Root without CAP_SYS_RESOURCE (a service that dropped it). */
-static int woken_without_sys_resource(void *arg)
+/* Root becomes a service that dropped CAP_SYS_RESOURCE: 0, or an exit
+ * status that says what failed. */
+static int drop_sys_resource(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
@@ -1176,9 +1183,14 @@ static int woken_without_sys_resource(void *arg)
 		return 72;
 	d[0].effective &= ~(1u << CAP_SYS_RESOURCE);
 	d[0].permitted &= ~(1u << CAP_SYS_RESOURCE);
-	if (syscall(SYS_capset, &h, d))
-		return 73;
-	return woken_by_own_create(arg);
+	return syscall(SYS_capset, &h, d) ? 73 : 0;
+}
+
+static int woken_without_sys_resource(void *arg)
+{
+	int err = drop_sys_resource();
+
+	return err ? err : woken_by_own_create(arg);
 }
 
 /*
@@ -1209,6 +1221,81 @@ TEST_F(root, containers_do_not_share_roots_watchers)
 	hog = hog_start(-1, hold);
 	ASSERT_LT(0, hog);
 	EXPECT_EQ(1, bt_run_as(-1, -1, woken_without_sys_resource, NULL));
+	EXPECT_EQ(0, hog_end(hog, hold));
+	close(hold[2]);
+	close(hold[3]);
+	bt_clean_orphans();
+}
+
+/*
+ * Makes slabs of a page until its account is full (EDQUOT, one at least),
+ * says so on @arg's first pipe, waits for a word on the second.
+ */
+static int fill_the_account(void *arg)
+{
+	struct blamer_create c;
+	int *p = arg, dev = bl_open(O_RDWR), n = 0, err;
+	char b;
+
+	if (dev < 0)
+		return 70;
+	while (!(err = bl_create(dev, PG, &c)))
+		n++;
+	if (err != -EDQUOT || !n || write(p[1], "h", 1) != 1)
+		return 71;
+	return read(p[2], &b, 1) == 1 ? 0 : 72;
+}
+
+/* Exit status 0 if a slab of a page could be made, else its errno. */
+static int makes_a_slab(void *arg)
+{
+	struct blamer_create c;
+	int dev = bl_open(O_RDWR);
+
+	(void)arg;
+	return dev < 0 ? -dev : -bl_create(dev, PG, &c);
+}
+
+static int makes_a_slab_without_sys_resource(void *arg)
+{
+	int err = drop_sys_resource();
+
+	return err ? err : makes_a_slab(arg);
+}
+
+/*
+ * The bytes too: every container root's runtimes make was charged to
+ * root's account, so one that filled max_user_bytes locked every other
+ * container, and root's services without CAP_SYS_RESOURCE, out of the
+ * device (EDQUOT at their first page). Each is the account of the uid its
+ * root maps to, one with no root of its own its user's.
+ */
+TEST_F(root, containers_do_not_share_roots_bytes)
+{
+	int hold[4], status;
+	pid_t hog, other;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 4 * PG));
+	ASSERT_EQ(0, pipe(hold + 2));
+	hog = hog_start_with(100000, fill_the_account, hold);
+	ASSERT_LT(0, hog);
+	other = root_container(200000, makes_a_slab, NULL);
+	ASSERT_LT(0, other);
+	ASSERT_EQ(other, waitpid(other, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("status %#x", status);
+	EXPECT_EQ(0, bt_run_as(-1, -1, makes_a_slab_without_sys_resource, NULL));
+	EXPECT_EQ(0, hog_end(hog, hold));
+	bt_clean_orphans();
+	/* one with no root of its own is its user's (kuid 100000): full */
+	hog = hog_start_with(-1, fill_the_account, hold);
+	ASSERT_LT(0, hog);
+	EXPECT_EQ(0, bt_run_as(-1, -1, makes_a_slab_without_sys_resource, NULL));
+	other = root_container(-1, makes_a_slab, NULL);
+	ASSERT_LT(0, other);
+	ASSERT_EQ(other, waitpid(other, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == EDQUOT) TH_LOG("status %#x", status);
 	EXPECT_EQ(0, hog_end(hog, hold));
 	close(hold[2]);
 	close(hold[3]);
