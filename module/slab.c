@@ -554,30 +554,56 @@ int blamer_slab_release(u64 id)
 }
 
 /*
- * The caller's account as its pid namespace @ns sees it: only slabs
- * whose owners are visible there (made in @ns or below it), so that
- * counts tell a container nothing about the host's processes. Bytes
- * are those of the visible slabs in the table; pages of released slabs
- * still mapped somewhere are not told apart by namespace, so they are
- * left out. blamer_lock is held: a slab in the table holds its owner and
- * the owner's struct pid (under RCU alone, a slab being freed would not).
+ * The account @key as pid namespace @ns sees it: only slabs whose owners
+ * are visible there (made in @ns or below it), so that counts tell a
+ * container nothing about the host's processes. Bytes are those of the
+ * visible slabs in the table; pages of released slabs still mapped
+ * somewhere are not told apart by namespace, so they are left out.
+ *
+ * A walk of every slab, as a listing's: in batches under RCU, each
+ * counted with a reference (which holds its owner and the owner's
+ * struct pid), never under blamer_lock, so that a caller asking again
+ * and again costs only itself (under the lock, 60,000 slabs made every
+ * other user's create wait 76 ms a call).
  */
-static void blamer_status_in_ns_locked(const struct blamer_user *user,
-				       struct pid_namespace *ns,
-				       struct blamer_status *st)
+static void blamer_status_in_ns(kuid_t key, struct pid_namespace *ns,
+				struct blamer_status *st)
 {
-	struct blamer_slab *slab;
-	unsigned long id;
+	struct blamer_slab *batch[BLAMER_LIST_BATCH];
+	unsigned long index = 0;
+	u32 n, i;
 
-	lockdep_assert_held(&blamer_lock);
-	xa_for_each(&blamer_slabs, id, slab) {
-		if (slab->user != user || !pid_nr_ns(slab->owner->pid, ns))
-			continue;
-		st->user_slabs++;
-		st->user_bytes += slab->size;
-		if (slab->orphaned)
-			st->user_orphans++;
-	}
+	do {
+		XA_STATE(xas, &blamer_slabs, index);
+		struct blamer_slab *slab;
+
+		n = 0;
+		rcu_read_lock();
+		xas_for_each(&xas, slab, BLAMER_ID_MAX) {
+			if (xas_retry(&xas, slab))
+				continue;
+			if (!kref_get_unless_zero(&slab->ref))
+				continue;
+			batch[n++] = slab;
+			if (n == BLAMER_LIST_BATCH)
+				break;
+		}
+		rcu_read_unlock();
+		if (n)
+			index = batch[n - 1]->id + 1UL;
+		for (i = 0; i < n; i++) {
+			slab = batch[i];
+			if (!READ_ONCE(slab->removed) && uid_eq(slab->user->uid, key) &&
+			    pid_nr_ns(slab->owner->pid, ns)) {
+				st->user_slabs++;
+				st->user_bytes += slab->size;
+				if (READ_ONCE(slab->orphaned))
+					st->user_orphans++;
+			}
+			blamer_slab_put(slab);
+		}
+		cond_resched();
+	} while (n == BLAMER_LIST_BATCH);
 }
 
 /**
@@ -588,18 +614,19 @@ static void blamer_status_in_ns_locked(const struct blamer_user *user,
 void blamer_status(struct blamer_status *st)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
+	kuid_t key = blamer_user_key(current_cred());
 	struct blamer_user *user;
 	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 
 	blamer_owner_settle();
+	if (ns != &init_pid_ns)
+		blamer_status_in_ns(key, ns, st);
 	mutex_lock(&blamer_lock);
-	user = blamer_user_find_locked(blamer_user_key(current_cred()));
+	user = blamer_user_find_locked(key);
 	if (user && ns == &init_pid_ns) {
 		st->user_slabs = user->slabs;
 		st->user_orphans = user->orphans;
 		st->user_bytes = atomic64_read(&user->bytes);
-	} else if (user) {
-		blamer_status_in_ns_locked(user, ns, st);
 	}
 	if (all) {
 		st->flags |= BLAMER_STATUS_DEVICE;
