@@ -863,6 +863,13 @@ struct blamer_snapshot {
 	 * a part as the whole.
 	 */
 	struct blamer_snap_series *overflows;	size_t noverflows;
+	/*
+	 * Added in 0.3: how many units processes measure in were left out
+	 * of the attribution view (totals, units, tree), which holds the 16
+	 * most processes measure in. Each process's own paths keep every
+	 * unit.
+	 */
+	size_t units_left_out;
 };
 /* blamer_snapshot.flags: uid_nodes and uid_unit_defs are set (reader-made) */
 #define BLAMER_SNAP_UID_NAMES	(1u << 31)

@@ -435,6 +435,7 @@ static void attribution(struct bl_json *j, const struct blamer_snapshot *s)
 		bl_json_object_end(j);
 	}
 	bl_json_array_end(j);
+	bl_json_kv_u64(j, "units_left_out", s->units_left_out);
 	bl_json_key(j, "units");
 	bl_json_array(j);
 	for (u = 0; u < s->nunits; u++) {

@@ -86,6 +86,29 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The units of the attribution view (limit_units()). */
+struct unit_keep {
+	uint32_t unit[RD_MAX_SNAP_UNITS];	/* in unit order */
+	size_t n;
+	bool all;	/* no more units than the view holds: every one */
+};
+
+static bool unit_kept(const struct unit_keep *k, uint32_t unit)
+{
+	return k->all || bsearch(&unit, k->unit, k->n, sizeof(k->unit[0]), u32_cmp);
+}
+
+/* Whether path @sp has a value in a unit of the view. */
+static bool path_kept(const struct unit_keep *k, const struct blamer_snap_path *sp)
+{
+	uint32_t v;
+
+	for (v = 0; v < sp->nvalues; v++)
+		if (unit_kept(k, sp->units[v]))
+			return true;
+	return false;
+}
+
 static int total_sort_cmp(const void *a, const void *b)
 {
 	return total_cmp(a, b);
@@ -173,7 +196,7 @@ static bool totals_grow(struct totals *tt)
 	return true;
 }
 
-static bool make_totals(struct blamer_snapshot *s)
+static bool make_totals(struct blamer_snapshot *s, const struct unit_keep *keep)
 {
 	struct totals tt = { .seed = rd_seed_new() };
 	struct blamer_snap_total *x;
@@ -187,6 +210,8 @@ static bool make_totals(struct blamer_snapshot *s)
 			const struct blamer_snap_path *pa = &p->paths[j];
 
 			for (k = 0; k < pa->nvalues; k++) {
+				if (!unit_kept(keep, pa->units[k]))
+					continue;
 				/* room for one more, before looking */
 				if (tt.n == tt.cap && !(ok = totals_grow(&tt)))
 					break;
@@ -250,7 +275,7 @@ static bool make_units(struct blamer_snapshot *s)
  * links, up to the first one this process already counted (whose own
  * ancestors it counted then): one lookup per path, not one per prefix.
  */
-static bool count_procs(struct blamer_snapshot *s)
+static bool count_procs(struct blamer_snapshot *s, const struct unit_keep *keep)
 {
 	size_t n = s->ntree ? s->ntree : 1;
 	uint32_t *last = malloc(n * sizeof(*last));
@@ -274,7 +299,7 @@ static bool count_procs(struct blamer_snapshot *s)
 		for (j = 0; j < s->procs[i].npaths; j++) {
 			const struct blamer_snap_path *p = &s->procs[i].paths[j];
 
-			if (!p->nvalues || !p->depth)
+			if (!p->depth || !path_kept(keep, p))
 				continue;
 			for (at = tree_find(s, p->nodes, p->depth);
 			     at < s->ntree && last[at] != (uint32_t)i; at = parent[at]) {
@@ -308,7 +333,7 @@ static uint32_t common(const struct blamer_snap_total *a, const struct blamer_sn
  * where a node has nothing of its own (a chain costs one row, not one
  * per node).
  */
-static bool make_tree(struct blamer_snapshot *s)
+static bool make_tree(struct blamer_snapshot *s, const struct unit_keep *keep)
 {
 	struct blamer_snap_tree_node *tree;
 	const struct blamer_snap_total *prev = NULL;
@@ -398,7 +423,7 @@ static bool make_tree(struct blamer_snapshot *s)
 				incl[u] = sat_add(incl[u], tree[j].inclusive[u]);
 		tree[i].inclusive = incl;
 	}
-	return count_procs(s);
+	return count_procs(s, keep);
 }
 
 /* A node as merged: whose (@uid, if merged per uid) and which. */
@@ -554,17 +579,22 @@ static int use_by_procs(const void *a, const void *b)
 
 /*
  * Every unit is a column of the tree (its values are units x nodes), so
- * the view has at most RD_MAX_SNAP_UNITS: those most processes measure
- * in. Values in the others are left out of the processes that had them,
- * which are marked truncated. (One heap brings at most
- * RD_MAX_HEAP_UNITS, decode_dag.c.)
+ * the view (totals, units, tree) has at most RD_MAX_SNAP_UNITS: those
+ * most processes measure in (one heap brings at most RD_MAX_HEAP_UNITS,
+ * decode_dag.c). The others are left out of the view alone, counted in
+ * units_left_out: each process's own paths keep every unit, for its own
+ * view, the per-process and service series and the fold. (Rewriting the
+ * processes' paths let other users' processes, measuring in 16 units of
+ * their own, take a process's values out of every export and out of what
+ * the fold kept of it for good.)
  */
-static void limit_units(struct blamer_snapshot *s)
+static void limit_units(struct blamer_snapshot *s, struct unit_keep *keep)
 {
 	uint32_t seen[RD_MAX_SNAP_UNITS];
 	struct unit_use *use;
 	size_t i, j, k, n = 0, nuse, nseen = 0;
 
+	keep->all = true;
 	/* the common case first: few distinct units, nothing to leave out */
 	for (i = 0; i < s->nprocs && nseen <= RD_MAX_SNAP_UNITS; i++) {
 		for (j = 0; j < s->procs[i].npaths && nseen <= RD_MAX_SNAP_UNITS; j++) {
@@ -590,8 +620,15 @@ static void limit_units(struct blamer_snapshot *s)
 		for (j = 0; j < s->procs[i].npaths; j++)
 			n += s->procs[i].paths[j].nvalues;
 	use = calloc(n, sizeof(*use));
-	if (!use)
+	/* out of memory: the view holds the first units seen */
+	if (!use) {
+		memcpy(keep->unit, seen, sizeof(seen));
+		keep->n = RD_MAX_SNAP_UNITS;
+		keep->all = false;
+		qsort(keep->unit, keep->n, sizeof(keep->unit[0]), u32_cmp);
+		s->units_left_out = 1;
 		return;
+	}
 	/* (unit, 1) once per process and unit, then summed per unit */
 	for (i = 0, n = 0; i < s->nprocs; i++) {
 		size_t first = n;
@@ -616,37 +653,17 @@ static void limit_units(struct blamer_snapshot *s)
 		else
 			use[nuse++] = use[i];
 	}
-	if (nuse <= RD_MAX_SNAP_UNITS) {
-		free(use);
-		return;
-	}
-	qsort(use, nuse, sizeof(*use), use_by_procs);
-	qsort(use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit);	/* the kept, for bsearch */
-	for (i = 0; i < s->nprocs; i++) {
-		struct blamer_snap_process *p = &s->procs[i];
-
-		for (j = 0; j < p->npaths; j++) {
-			struct blamer_snap_path *sp = &p->paths[j];
-			uint32_t v, w;
-
-			for (v = 0, w = 0; v < sp->nvalues; v++) {
-				struct unit_use key = { sp->units[v], 0 };
-
-				if (!bsearch(&key, use, RD_MAX_SNAP_UNITS, sizeof(*use), use_by_unit)) {
-					rd_problem(p, BLAMER_HEALTH_TRUNCATED,
-						   "unit %u left out of the attribution view (more than %u units on the machine)",
-						   sp->units[v], RD_MAX_SNAP_UNITS);
-					continue;
-				}
-				sp->units[w] = sp->units[v];
-				sp->values[w++] = sp->values[v];
-			}
-			sp->nvalues = w;
-		}
+	if (nuse > RD_MAX_SNAP_UNITS) {
+		qsort(use, nuse, sizeof(*use), use_by_procs);
+		for (i = 0; i < RD_MAX_SNAP_UNITS; i++)
+			keep->unit[i] = use[i].unit;
+		keep->n = RD_MAX_SNAP_UNITS;
+		keep->all = false;
+		qsort(keep->unit, keep->n, sizeof(keep->unit[0]), u32_cmp);
+		s->units_left_out = nuse - RD_MAX_SNAP_UNITS;
 	}
 	free(use);
 }
-
 
 /*
  * The names over every uid are those every uid with a say gives alike:
@@ -722,11 +739,16 @@ void rd_finish_snapshot(struct blamer_snapshot *s)
 		;
 	if (i < s->nprocs)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
-	limit_units(s);
 	/* Out of memory: what could not be made stays empty; the
 	 * per-process data remains. */
-	if (!(s->flags & BLAMER_READ_NO_TOTALS) && make_totals(s) && make_units(s))
-		make_tree(s);
+	s->units_left_out = 0;
+	if (!(s->flags & BLAMER_READ_NO_TOTALS)) {
+		struct unit_keep keep;
+
+		limit_units(s, &keep);
+		if (make_totals(s, &keep) && make_units(s))
+			make_tree(s, &keep);
+	}
 	/* the per-uid names are there to look up (empty out of memory:
 	 * then no uid's name is another's) */
 	free(s->uid_nodes);

@@ -625,4 +625,72 @@ TEST(colliding_node_ids_and_paths_stay_linear)
 	rm_tmpdir();
 }
 
+/*
+ * The attribution view holds 16 units, those most processes measure in.
+ * Other processes measuring in 16 units of their own, two processes
+ * each, leave a process's unit 2000 out of the view (units_left_out),
+ * and only out of the view: its own path keeps the value, it is not
+ * marked truncated, and the service and per-process exports (and so the
+ * fold) have it. The view's limit rewrote every process's paths: the
+ * value was gone from every export, and the fold lost it for good.
+ */
+TEST(units_left_out_of_the_view_stay_the_processes)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	const uint64_t node = 0x1;
+	struct blamer_snap_process *victim = NULL;
+	struct blamer_dag_path *p;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[17];
+	char dir[] = "/tmp/blamer-units-XXXXXX", e[256], cmd[128], *text = NULL;
+	size_t len = 0, cap = 0, i;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < 17; i++) {
+		fx_init(&h[i], 1, FX_SLAB, 3999600 + (int64_t)i, 1);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "svc");
+		p = fx_at(&h[i], fx_path(&h[i], &node, 1, 0, 0));
+		if (!i) {	/* the victim */
+			p->units[0] = 2000;
+			p->values[0] = 42;
+			p->units[1] = BLAMER_UNIT_NONE;
+		} else {
+			p->units[0] = 1001 + 2 * (uint32_t)(i % 8);
+			p->units[1] = p->units[0] + 1;
+			p->values[0] = p->values[1] = 1;
+		}
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999600 + (int64_t)i, 1));
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(17, s->nprocs);
+	EXPECT_EQ(1, s->units_left_out);
+	EXPECT_EQ(16, s->nunits);
+	for (i = 0; i < s->ntotals; i++)
+		EXPECT_NE(2000, s->totals[i].unit);
+	for (i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == 3999600)
+			victim = &s->procs[i];
+	ASSERT_NE(NULL, victim);
+	EXPECT_NE(BLAMER_HEALTH_TRUNCATED, victim->health) TH_LOG("%s", victim->problem);
+	ASSERT_EQ(1, victim->npaths);
+	ASSERT_EQ(1, victim->paths[0].nvalues);
+	EXPECT_EQ(2000, victim->paths[0].units[0]);
+	EXPECT_EQ(42, victim->paths[0].values[0]);
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(NULL, s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "unit=\"2000\"")) TH_LOG("%s", text);
+	ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "unit=\"2000\"")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < 17; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN

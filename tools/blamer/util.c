@@ -61,6 +61,9 @@ void report_skipped(const struct blamer_snapshot *s)
 		tty_printf(stderr, "blamer: skipped %zu file%s of %s that hold%s no heap (empty, or not a heap's first bytes)\n",
 			   s->empty_files, s->empty_files == 1 ? "" : "s", s->source,
 			   s->empty_files == 1 ? "s" : "");
+	if (s->units_left_out)
+		tty_printf(stderr, "blamer: %zu unit%s left out of the totals, which hold the 16 most processes measure in (`blamer dump` shows each process's own)\n",
+			   s->units_left_out, s->units_left_out == 1 ? "" : "s");
 }
 
 /* A directory named by --dir or $BLAMER_DIR (else the default one). */
