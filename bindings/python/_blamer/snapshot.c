@@ -917,6 +917,7 @@ SNAP_U64(flags)
 SNAP_U64(skipped_total)
 SNAP_U64(metric_conflicts)
 SNAP_U64(noverflows)
+SNAP_U64(units_left_out)
 #undef SNAP_U64
 
 static PyGetSetDef snap_getset[] = {
@@ -926,6 +927,9 @@ static PyGetSetDef snap_getset[] = {
 	{ "tree", (getter)snap_tree, NULL, "[TreeNode]: the inclusive attribution tree", NULL },
 	{ "nodes", (getter)snap_nodes, NULL, "[Node]: the DAG nodes, merged by id", NULL },
 	{ "units", (getter)snap_units, NULL, "the units of the totals, in numeric order", NULL },
+	{ "units_left_out", (getter)snap_units_left_out, NULL,
+	  "units processes measure in left out of totals, units and tree (they hold the 16\n"
+	  "most processes measure in); each process's own paths keep every unit", NULL },
 	{ "unit_defs", (getter)snap_unit_defs, NULL, "[UnitDef] the heaps give, one per unit (the least), by unit", NULL },
 	{ "skipped", (getter)snap_skipped, NULL, "dir: [Skipped] entries not read (the first 256)",
 	  NULL },

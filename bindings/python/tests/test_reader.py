@@ -86,6 +86,28 @@ class Reading(HeapTest):
             self.assertTrue(lines[0].endswith(" 5"), (args, lines))
             self.assertIn("# TYPE famcoll_total counter", out.stdout)
 
+    def test_units_left_out_of_the_totals_stay_the_processes(self):
+        # 16 other heaps measure in 16 units of their own (two heaps each):
+        # unit 2000 of this one is left out of the totals, and only of them
+        ctxs = [blamer.open(backend=BACKEND, dir=self.dir if BACKEND == "dir" else None)
+                for _ in range(17)]
+        try:
+            for i, c in enumerate(ctxs):
+                if i == 0:
+                    c.path(["victim"], [2000]).add(42)
+                else:
+                    u = 1001 + 2 * (i % 8)
+                    c.path(["crowd"], [u, u + 1]).add(1)
+            s = self.snap()
+            self.assertEqual(s.units_left_out, 1)
+            self.assertNotIn(2000, s.units)
+            mine = [v for p in s.processes for path in p.paths
+                    for u, v in path.values.items() if u == 2000]
+            self.assertEqual(mine, [42])
+        finally:
+            for c in ctxs:
+                c.close()
+
     def test_sums_that_do_not_fit_are_counted(self):
         # two heaps of this user, each a counter of 1.5e308 (valid alone):
         # their sum is past the largest double, so the series is left out
