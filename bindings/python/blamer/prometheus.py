@@ -89,28 +89,33 @@ _dead_identities = set()
 
 
 class _ForkLock:
-    """A reentrant lock made again in a fork child. A lock held by another
-    thread of the parent at the fork is held for ever in the child, which
-    has only the forking thread (prometheus_client's multiprocess lock
-    deadlocks threaded programs' children so). The child is told by the C
-    library's count of forks (a pthread_atfork() handler), not by
-    os.register_at_fork(): a server that forks in C (uWSGI) runs no
-    Python fork hook in its workers. The child's first use, made before
-    it starts threads of its own (as a server's post-fork hook is), makes
-    the new lock. The writes take no lock at all."""
+    """A reentrant lock made again in a fork child: `with lock.get():`. A
+    lock held by another thread of the parent at the fork is held for
+    ever in the child, which has only the forking thread
+    (prometheus_client's multiprocess lock deadlocks threaded programs'
+    children so). The child is told by the C library's count of forks (a
+    pthread_atfork() handler), not by os.register_at_fork(): a server that
+    forks in C (uWSGI) runs no Python fork hook in its workers. Its first
+    use makes the child's lock, and that may be in several threads at
+    once (uWSGI's --threads, a gthread worker: a request's first new
+    label set): one lock per generation, installed with dict.setdefault()
+    (one step under the GIL), so every thread of the child gets the same
+    one; and get() hands the lock itself to the with statement, which
+    releases the very lock it took. (Installing it in two steps, and
+    releasing whatever lock was current at the exit, let two threads
+    each make their own: one released the other's, RuntimeError, and
+    its own stayed held for ever.) The writes take no lock at all."""
 
     def __init__(self):
-        self.gen = _blamer._fork_generation()
-        self.lock = threading.RLock()
+        self._locks = {_blamer._fork_generation(): threading.RLock()}
 
-    def __enter__(self):
+    def get(self):
+        """This process's lock."""
         gen = _blamer._fork_generation()
-        if gen != self.gen:
-            self.gen, self.lock = gen, threading.RLock()
-        return self.lock.__enter__()
-
-    def __exit__(self, *exc):
-        return self.lock.__exit__(*exc)
+        lock = self._locks.get(gen)
+        if lock is None:
+            lock = self._locks.setdefault(gen, threading.RLock())
+        return lock
 
 
 _lock = _ForkLock()
@@ -203,7 +208,7 @@ class _Family:
         """The context the current identity writes."""
         if self.identify is None:
             return blamer.default_context()
-        with _lock:
+        with _lock.get():
             return _identities.context(self.c.current)
 
     # ---- values ----
@@ -224,7 +229,7 @@ class _Family:
             role = _blamer.MPV_LOCAL
         else:
             raise ValueError("blamer.prometheus: no %s value named %r" % (typ, name))
-        with self.lock:
+        with self.lock.get():
             if typ == "histogram" and role == _blamer.MPV_OBSERVE:
                 # the _sum is made first, then a _bucket per bound
                 self.hist_bounds[(metric_name, labelvalues)] = []
@@ -239,10 +244,10 @@ class _Family:
         if role != _blamer.MPV_LOCAL and typ != "histogram":
             v.get()
         elif typ == "histogram" and role == _blamer.MPV_OBSERVE:
-            with self.lock:
+            with self.lock.get():
                 self.hist_sums[(metric_name, labelvalues)] = v
         elif typ == "histogram" and math.isinf(float(labelvalues[-1])):
-            with self.lock:
+            with self.lock.get():
                 s = self.hist_sums.pop((metric_name, labelvalues[:-1]), None)
             if s is not None:
                 s.get()
@@ -258,7 +263,7 @@ class _Family:
         elif typ == "summary":
             m = ctx.histogram(metric_name, help_text, labelnames, buckets=_SUMMARY_BOUNDS)
         else:
-            with self.lock:
+            with self.lock.get():
                 bounds = list(self.hist_bounds.get((metric_name, labelvalues), ()))
             if bounds and math.isinf(bounds[-1]):
                 bounds.pop()
@@ -387,7 +392,7 @@ class MultiProcessCollector:
         self._state = state
         self._keep = keep_dead
         self._own = blamer_metrics
-        self._lock = threading.Lock()
+        self._lock = _ForkLock()
         self._reader = None
         self._fleet = None
         if registry:
@@ -396,13 +401,11 @@ class MultiProcessCollector:
     def _snapshots(self):
         """The reader and its snapshot, and [(identity directory,
         Snapshot)] of faked identities' heaps."""
-        if self._pid != os.getpid():
-            # inherited from a parent: its lock may be held by a thread
-            # that is not here, its fold state held by the parent
-            self._lock = threading.Lock()
-            self._reader = self._fleet = None
-            self._pid = os.getpid()
-        with self._lock:
+        with self._lock.get():
+            if self._pid != os.getpid():
+                # inherited from a parent: its fold state is the parent's
+                self._reader = self._fleet = None
+                self._pid = os.getpid()
             if self._reader is None:
                 kw = dict(self._READ, keep_dead=True)
                 if self._own:
@@ -417,7 +420,7 @@ class MultiProcessCollector:
         # whoever may write the directory) turned every collect into the
         # per-process merge, which neither folds nor counts the state's
         # remainder: the counters fell back by what was folded.
-        with _lock:
+        with _lock.get():
             faked = _identities.faked() or bool(_dead_identities)
         root = _heap_root(self._path)
         try:
@@ -582,7 +585,7 @@ class MultiProcessCollector:
         """Closes its reader and its fold state (another collector or
         exporter may take the state then). The next collect opens them
         again."""
-        with self._lock:
+        with self._lock.get():
             reader, fleet = self._reader, self._fleet
             self._reader = self._fleet = None
         if reader is not None:
@@ -604,7 +607,7 @@ def mark_process_dead(pid, path=None):
     """Needless with blamer (it knows which processes died); for an
     identity faked in this process (MultiProcessValue(process_identifier)),
     makes that identity dead: its live* gauges are no longer collected."""
-    with _lock:
+    with _lock.get():
         if _identities.known(pid):
             _dead_identities.add(str(pid))
 
@@ -612,7 +615,7 @@ def mark_process_dead(pid, path=None):
 def _reset_identities():
     """Forgets the identities taken and marked dead, closing their heaps
     (tests, between cases)."""
-    with _lock:
+    with _lock.get():
         _identities.reset()
         _dead_identities.clear()
 
@@ -654,7 +657,7 @@ def install():
     """
     global _saved
     from prometheus_client import Histogram, multiprocess, values
-    with _lock:
+    with _lock.get():
         if _saved is not None:
             return
         _saved = (values.ValueClass, multiprocess.MultiProcessCollector,
@@ -670,7 +673,7 @@ def uninstall():
     prometheus_client's own value class again."""
     global _saved
     from prometheus_client import Histogram, multiprocess, values
-    with _lock:
+    with _lock.get():
         if _saved is None:
             return
         values.ValueClass, multiprocess.MultiProcessCollector, \

@@ -14,6 +14,7 @@ per-process one) against each other.
 import math
 import os
 import signal
+import sys
 import unittest
 
 import blamer
@@ -540,7 +541,7 @@ class ForkWithThreads(PromTest):
         held, release = threading.Event(), threading.Event()
 
         def hold():
-            with V._family.lock, bp._lock:
+            with V._family.lock.get(), bp._lock.get():
                 held.set()
                 release.wait(30)
         waiter = threading.Thread(target=lambda: reader.wait(3))   # the reader's lock
@@ -564,6 +565,45 @@ class ForkWithThreads(PromTest):
             waiter.join()
             reader.close()
             col.close()
+
+
+    def test_first_use_in_a_child_from_many_threads(self):
+        """A fork child's threads (uWSGI's --threads, a gthread worker)
+        make their first label sets at once: each takes the family's
+        lock first in this child. All must get the same lock, and none
+        may release another's: two made their own, then RuntimeError
+        ('cannot release un-acquired lock') in one and a lock held for
+        ever in the other (1 child in 100 here before)."""
+        import threading
+        V = bp.MultiProcessValue()
+        values.ValueClass = V
+        hs = [Histogram('ft%d' % i, 'help', ['k'], registry=None) for i in range(16)]
+
+        def child():
+            errors, seen = [], set()
+            barrier = threading.Barrier(16)
+
+            def first_use(i):
+                barrier.wait()
+                try:
+                    seen.add(id(V._family.lock.get()))
+                    hs[i].labels('v').observe(1)
+                except Exception as e:
+                    errors.append(e)
+            ts = [threading.Thread(target=first_use, args=(i,)) for i in range(16)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(10)
+            if errors or any(t.is_alive() for t in ts) or len(seen) != 1:
+                raise AssertionError((errors, len(seen)))
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)    # a switch between any two steps
+        try:
+            for _ in range(100):
+                self.assertTrue(self.child_ok(child))
+        finally:
+            sys.setswitchinterval(interval)
 
 
 class Switch(PromTest):
