@@ -71,6 +71,17 @@ static void act_dealloc(pyb_Activity *a)
 }
 
 /*
+ * The fork generation of each with block this thread is inside, by
+ * depth: a block a fork happened inside ends in the child too, and must
+ * not pop what the child pushed since (its own stack holds nothing of
+ * the parent's). Per thread, as the stack is; a fork child's thread has
+ * its forking thread's copy. Past ACT_GENS deep, blocks pop as before.
+ */
+#define ACT_GENS 64
+static __thread uint64_t act_gen[ACT_GENS];
+static __thread uint32_t act_depth;
+
+/*
  * A push that could not be recorded (a full heap, a stack past its
  * slots) is counted in the heap (DROPS); raising here would make the
  * instrumentation break the program it watches.
@@ -81,16 +92,26 @@ static PyObject *act_enter(pyb_Activity *a, PyObject *unused)
 	if (__builtin_expect(!pyb_context_usable(a->ctx), 0))
 		return NULL;	/* entering an activity of a closed context */
 	(void)blamer_push(a->ctx->b, a->kind, a->utf8, a->data[0], a->data[1]);
+	if (act_depth < ACT_GENS)
+		act_gen[act_depth] = pyb_fork_gen;
+	act_depth++;
 	Py_INCREF(a);
 	return (PyObject *)a;
 }
 
 static PyObject *act_exit(pyb_Activity *a, PyObject *const *args, Py_ssize_t nargs)
 {
+	bool inherited = false;
+
 	(void)args;
 	(void)nargs;
-	/* its context closed inside the block: nothing to pop */
-	if (!a->ctx->closed)
+	if (act_depth) {
+		act_depth--;
+		inherited = act_depth < ACT_GENS && act_gen[act_depth] != pyb_fork_gen;
+	}
+	/* its context closed inside the block, or a fork since its push:
+	 * nothing of its to pop */
+	if (!a->ctx->closed && !inherited)
 		blamer_pop(a->ctx->b);
 	Py_RETURN_FALSE;
 }

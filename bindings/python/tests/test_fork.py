@@ -77,6 +77,30 @@ class Fork(HeapTest):
         self.assertEqual(me.logs, [])
         self.assertGreater(blamer._blamer._fork_generation(), -1)
 
+    def test_a_block_the_fork_was_inside_pops_nothing_in_the_child(self):
+        # the child pushes its own, then the block entered before the fork
+        # ends there too: the child's own stays (its own blocks pop alike)
+        def forked_inside():
+            with blamer.activity("outer"):
+                pid = os.fork()
+                if pid == 0:
+                    blamer.push("own")
+                    with blamer.activity("own-block"):
+                        pass
+            return pid
+        r, w = os.pipe()
+        pid = forked_inside()
+        if pid == 0:    # the child, past both blocks
+            os.close(r)
+            me = self.snap().process(os.getpid())
+            os.write(w, b"y" if labels(me) == [["own"]] else b"n")
+            os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        self.assertEqual(got, b"y", "the inherited block popped the child's own activity")
+
     def test_child_that_writes_nothing_makes_no_heap(self):
         blamer.log("parent")
         pid = os.fork()
