@@ -30,7 +30,7 @@ LIB_READER_SRCS := $(addprefix $(SRC)/lib/reader/,snapshot.c copy.c slabs.c reco
 		     reader.c)
 LIB_EXPORT_SRCS := $(addprefix $(SRC)/lib/export/,json_writer.c json_metric.c json.c prom.c prom_text.c \
 						  prom_metric.c prom_fleet.c fleet.c fleet_state.c \
-						  prom_path.c prom_cache.c prom_guard.c)
+						  prom_path.c prom_cache.c prom_guard.c numtext.c)
 
 LIB_INC_format := -I$(SRC)/lib/format
 LIB_INC_sys    := -I$(SRC)/lib/sys

@@ -54,6 +54,7 @@
 
 #include "fleet.h"
 #include "hash.h"
+#include "numtext.h"
 
 #define STATE_MAGIC	"blamer-fold 3"
 #define STATE_MAGIC_2	"blamer-fold 2"	/* node and unit names without their uid */
@@ -223,6 +224,17 @@ static void put_str(struct out *o, const char *s)
 	}
 }
 
+/* A double in hex, so it reads back to the same bits; '.' whatever the
+ * program's LC_NUMERIC, for the exporter that reads it may have another. */
+static void put_double(struct out *o, double v)
+{
+	char b[32];
+
+	b[0] = ' ';
+	ex_double_hex(b + 1, sizeof(b) - 1, v);
+	put(o, b, strlen(b));
+}
+
 static void put_nodes(struct out *o, uint32_t depth, const uint64_t *nodes)
 {
 	uint32_t i;
@@ -274,7 +286,7 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 			put_str(o, d->labels[k]);
 		putf(o, " %u", d->nbuckets);
 		for (k = 0; k < d->nbuckets; k++)
-			putf(o, " %a", d->upper[k]);
+			put_double(o, d->upper[k]);
 		put_str(o, d->help);
 		end_line(o);
 	}
@@ -288,8 +300,9 @@ static void write_state(const struct blamer_fleet *f, struct out *o)
 			put_str(o, x->values[k]);
 		putf(o, " %" PRIu32, x->nexact);
 		for (k = 0; k < x->nexact; k++)
-			putf(o, " %a", x->exact[k]);
-		putf(o, " %a %" PRIu64 " %u", x->value, x->stamp,
+			put_double(o, x->exact[k]);
+		put_double(o, x->value);
+		putf(o, " %" PRIu64 " %u", x->stamp,
 		     d->kind == BLAMER_METRIC_HISTOGRAM ? d->nbuckets : 0);
 		for (k = 0; d->kind == BLAMER_METRIC_HISTOGRAM && k < d->nbuckets; k++)
 			putf(o, " %" PRIu64, x->buckets[k]);
@@ -505,12 +518,11 @@ static bool u32_of(struct in *in, uint32_t max, uint32_t *v)
 
 static bool dbl_of(struct in *in, double *v)
 {
-	char *w = word(in), *end;
+	char *w = word(in);
 
 	if (!w)
 		return false;
-	*v = strtod(w, &end);
-	if (*end || end == w) {
+	if (!ex_double_of(w, v)) {
 		in->why = "not a number";
 		return false;
 	}

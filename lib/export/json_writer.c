@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "numtext.h"
 
 void bl_json_init(struct bl_json *j, FILE *f)
 {
@@ -168,22 +169,14 @@ void bl_json_null(struct bl_json *j)
 void bl_json_double(struct bl_json *j, double v)
 {
 	char b[32];
-	int prec;
 
 	sep(j);
 	if (!isfinite(v)) {
 		fputs("null", j->f);
 		return;
 	}
-	/* the shortest of 15 to 17 digits that reads back as v: exact, and
-	 * 0.1 rather than 0.10000000000000001 */
-	for (prec = 15; prec < 17; prec++) {
-		snprintf(b, sizeof(b), "%.*g", prec, v);
-		if (strtod(b, NULL) == v)
-			break;
-	}
-	if (prec == 17)
-		snprintf(b, sizeof(b), "%.17g", v);
+	/* JSON's point is '.' whatever the program's LC_NUMERIC */
+	ex_double_text(b, sizeof(b), v);
 	fputs(b, j->f);
 }
 

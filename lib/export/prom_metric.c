@@ -15,12 +15,12 @@
 #include <string.h>
 
 #include "hash.h"
+#include "numtext.h"
 #include "prom.h"
 
 void pm_double(struct prom_out *o, double v)
 {
 	char b[32];
-	int prec;
 
 	if (v != v) {
 		prom_puts(o, "NaN");
@@ -30,13 +30,8 @@ void pm_double(struct prom_out *o, double v)
 		prom_puts(o, v > 0 ? "+Inf" : "-Inf");
 		return;
 	}
-	for (prec = 15; prec < 17; prec++) {
-		snprintf(b, sizeof(b), "%.*g", prec, v);
-		if (strtod(b, NULL) == v)
-			break;
-	}
-	if (prec == 17)
-		snprintf(b, sizeof(b), "%.17g", v);
+	/* the text format's point is '.' whatever the program's LC_NUMERIC */
+	ex_double_text(b, sizeof(b), v);
 	prom_puts(o, b);
 }
 

@@ -10,8 +10,11 @@
  * (lower), while the other series go on exact; a dead heap whose part of
  * a series the remainder cannot take is folded all the same, that part
  * thrown away and counted (blamer_fold_lost_total), the series left out
- * for good, its other series kept.
+ * for good, its other series kept. And every number of the JSON, both
+ * expositions and the state is C's, read and written under a locale
+ * whose decimal point is ','.
  */
+#include <locale.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "numtext.h"
 #include "testsupport.h"
 
 #define DEAD_A	3999601
@@ -111,6 +115,7 @@ static bool state_finite(const char *path)
 
 FIXTURE(fold) {
 	char dir[64], statedir[64], state[96];
+	char locdir[64];	/* a locale made for the test, if any */
 	struct blamer_reader *r;
 };
 
@@ -122,6 +127,7 @@ FIXTURE_SETUP(fold)
 
 	snprintf(self->dir, sizeof(self->dir), "/tmp/blamer-ovf-XXXXXX");
 	snprintf(self->statedir, sizeof(self->statedir), "/tmp/blamer-ovfst-XXXXXX");
+	snprintf(self->locdir, sizeof(self->locdir), "/tmp/blamer-loc-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	ASSERT_NE(NULL, mkdtemp(self->statedir));
 	snprintf(self->state, sizeof(self->state), "%s/fold.state", self->statedir);
@@ -131,10 +137,12 @@ FIXTURE_SETUP(fold)
 
 FIXTURE_TEARDOWN(fold)
 {
-	char cmd[192];
+	char cmd[256];
 
 	blamer_reader_close(self->r);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", self->dir, self->statedir);
+	/* locdir still ends in XXXXXX if no locale was made */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s' '%s'", self->dir, self->statedir,
+		 strstr(self->locdir, "XXXXXX") ? self->dir : self->locdir);
 	if (system(cmd))
 		fprintf(stderr, "# cleanup failed\n");
 }
@@ -458,6 +466,182 @@ TEST_F(fold, a_series_that_cannot_fit_never_holds_back_a_heaps_others)
 		blamer_snapshot_free(s);
 		blamer_fleet_close(f);
 	}
+}
+
+/* ---- numbers whatever the program's locale ---- */
+
+/* A heap of @pid: a histogram "lat" (bounds 0.01, 0.25) of two
+ * observations summing to 0.55 and a counter "big" of 20.5. */
+static int write_frac_heap(const char *dir, int64_t pid)
+{
+	static const double bounds[] = { 0.01, 0.25 };
+	uint64_t counts[3] = { 1, 0, 1 };
+	struct fx_heap h;
+	blamer_ref d;
+	int ret;
+
+	fx_init(&h, 1, FX_SLAB, pid, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	d = fx_metric_def(&h, "lat", BLAMER_METRIC_HISTOGRAM, 0, "", 0, bounds, 2);
+	fx_metric(&h, d, "", 0, 0.55, counts);
+	d = fx_metric_def(&h, "big", BLAMER_METRIC_COUNTER, 0, "", 0, NULL, 0);
+	fx_metric(&h, d, "", 0, 20.5, NULL);
+	ret = fx_write_dir(&h, dir, pid, 5);
+	fx_free(&h);
+	return ret;
+}
+
+/* The process's locale made one whose decimal point is ',': the system's
+ * if it has one, else de_DE made by localedef into @dir (which it makes)
+ * and found through LOCPATH, as Debian installs none; NULL, or why not. */
+static const char *comma_locale(char *dir)
+{
+	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+					     "nl_NL.UTF-8", "de_DE" };
+	char cmd[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (setlocale(LC_ALL, names[i]) && !strcmp(localeconv()->decimal_point, ","))
+			return NULL;
+	if (system("command -v localedef >/dev/null 2>&1"))
+		return "no locale with a decimal comma, and no localedef to make one";
+	if (!mkdtemp(dir))
+		return "no temporary directory for a locale";
+	snprintf(cmd, sizeof(cmd), "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+		 dir);
+	if (system(cmd))
+		return "localedef could not make de_DE.UTF-8 (no locale sources: package locales)";
+	setenv("LOCPATH", dir, 1);
+	if (!setlocale(LC_ALL, "de_DE.UTF-8") || strcmp(localeconv()->decimal_point, ","))
+		return "the de_DE.UTF-8 made by localedef has no decimal comma";
+	return NULL;
+}
+
+/* The whole of @path, malloc()ed. */
+static char *slurp(const char *path)
+{
+	static char buf[1 << 16];
+	long n = file_bytes(path, buf, sizeof(buf) - 1, false, 0);
+
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+/* @s's JSON and per-process exposition, and @f's, malloc()ed into one. */
+static char *every_text(struct blamer_fleet *f, const struct blamer_snapshot *s)
+{
+	char *text = NULL, *fleet;
+	size_t len = 0;
+	FILE *mf = open_memstream(&text, &len);
+
+	if (!mf)
+		return NULL;
+	blamer_snapshot_write_json(s, mf, 0, NULL, 0);
+	blamer_snapshot_write_prometheus(s, mf);
+	fleet = expose(f, s);
+	fputs(fleet ? fleet : "(no fleet text)", mf);
+	free(fleet);
+	fclose(mf);
+	return text;
+}
+
+/*
+ * A program that called setlocale(LC_ALL, "") under a locale whose
+ * decimal point is ',' (Python programs commonly do) got "sum":0,55 in
+ * its JSON, samples of 20,5 that prometheus_client refused, and a fold
+ * state of 0x1,48p+4 that an exporter in the C locale refused ("not a
+ * number"), as it did the other way round. Every number is C's now, in
+ * both directions, and the program's locale is left as it was.
+ */
+TEST_F(fold, numbers_have_a_point_whatever_the_locale)
+{
+	char err[256], hex[32], *text, *state;
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	const char *why;
+	double v;
+
+	why = comma_locale(self->locdir);
+	if (why)
+		SKIP(return, "%s", why);
+
+	/* folded under the comma locale: the state, JSON and both expositions */
+	ASSERT_EQ(0, write_frac_heap(self->dir, DEAD_A));
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	text = every_text(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "\"sum\":0.55,")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\"le\":0.01,")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "} 0.55\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "} 20.5\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "le=\"0.25\"")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "0,55")) TH_LOG("%s", text);
+	free(text);
+	EXPECT_EQ(1, blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	text = expose(f, s);	/* from the remainder */
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "} 0.55\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "} 20.5\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	state = slurp(self->state);
+	ASSERT_NE(NULL, state);
+	EXPECT_NE(NULL, strstr(state, " 0x1.47ae147ae147bp-7 0x1p-2 inf ")) TH_LOG("%s", state);
+	EXPECT_NE(NULL, strstr(state, " 0x1.48p+4 ")) TH_LOG("%s", state);
+	EXPECT_EQ(NULL, strchr(state, ',')) TH_LOG("%s", state);
+	free(state);
+	/* the program's locale is as it set it */
+	EXPECT_STREQ(",", localeconv()->decimal_point);
+
+	/* read, and folded again, by an exporter in the C locale */
+	ASSERT_NE(NULL, setlocale(LC_ALL, "C"));
+	ASSERT_EQ(0, write_frac_heap(self->dir, DEAD_B));
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1, blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(sample(text, "big_total", "") == 41) TH_LOG("%s", text);
+	EXPECT_TRUE(sample(text, "lat_sum", "") == 1.1) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+
+	/* and that state read under the comma locale again */
+	ASSERT_NE(NULL, setlocale(LC_ALL, "de_DE.UTF-8"));
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "} 41\n")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "} 1.1\n")) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+
+	/* what is done should no C locale be had: the locale's point made
+	 * '.' in the text, and '.' made the locale's to read */
+	snprintf(hex, sizeof(hex), "%a", 20.5);
+	EXPECT_STREQ("0x1,48p+4", hex);
+	ex_point_to_dot(hex);
+	EXPECT_STREQ("0x1.48p+4", hex);
+	EXPECT_TRUE(ex_double_of_here("0x1.48p+4", &v) && v == 20.5);
+	EXPECT_TRUE(ex_double_of_here("0.55", &v) && v == 0.55);
+	EXPECT_TRUE(ex_double_of_here("inf", &v) && isinf(v));
+	EXPECT_FALSE(ex_double_of_here("0x1,48p+4", &v));
+	EXPECT_FALSE(ex_double_of_here("20.5x", &v));
+	EXPECT_FALSE(ex_double_of_here("", &v));
 }
 
 TEST_HARNESS_MAIN

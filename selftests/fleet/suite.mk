@@ -31,13 +31,14 @@ $(FLEET_DIR)/state_test: $(SRC)/selftests/fleet/state_test.c $(BUILD)/asan/libt.
 	$(TEST_CC_asan) $(TEST_CFLAGS) $(TEST_FLAGS_asan) -I$(SRC)/lib/export -o $@ $< \
 		$(BUILD)/asan/libt.a -lm -lpthread
 
-# the merge, the fold and its state against sums past their type, on
-# fixture heaps in a dir (ASan + UBSan)
+# the merge, the fold and its state against sums past their type, and
+# their numbers under a locale whose decimal point is ',', on fixture
+# heaps in a dir (ASan + UBSan)
 $(FLEET_DIR)/fold_test: $(SRC)/selftests/fleet/fold_test.c $(BUILD)/asan/libt.a \
-		$(BUILD)/asan/testsupport.a $(TESTSUPPORT_HDR) $(KSELFTEST_HARNESS)
+		$(BUILD)/asan/testsupport.a $(TESTSUPPORT_HDR) $(SRC)/lib/export/numtext.h $(KSELFTEST_HARNESS)
 	@mkdir -p $(dir $@)
-	$(TEST_CC_asan) $(TEST_CFLAGS) $(TEST_FLAGS_asan) $(TESTSUPPORT_INC) -o $@ $< \
-		$(BUILD)/asan/testsupport.a $(BUILD)/asan/libt.a -lm -lpthread
+	$(TEST_CC_asan) $(TEST_CFLAGS) $(TEST_FLAGS_asan) $(TESTSUPPORT_INC) -I$(SRC)/lib/export \
+		-o $@ $< $(BUILD)/asan/testsupport.a $(BUILD)/asan/libt.a -lm -lpthread
 
 fleet: $(FLEET_DIR)/fleet-worker $(FLEET_DIR)/state_test $(FLEET_DIR)/fold_test $(TOOLS_DIR)/blamer
 	@$(SRC)/scripts/run-suite $@ -- sh -c '$(FLEET_DIR)/state_test && $(FLEET_DIR)/fold_test && \

@@ -11,15 +11,20 @@ samples exactly. The classes after it use real processes (fork), the
 switch (install()), and the two merges (the C reader's and the
 per-process one) against each other.
 """
+import json
+import locale
 import math
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import blamer
 import blamer.prometheus as bp
-from common import HeapTest
+from common import BACKEND, HeapTest
 
 try:
     import prometheus_client
@@ -28,6 +33,33 @@ try:
     from prometheus_client.samples import Sample
 except ImportError:        # pragma: no cover
     prometheus_client = None
+
+
+def comma_locale(tmp):
+    """Makes current a locale whose decimal point is ',': the system's if
+    it has one, else de_DE made by localedef into @tmp and found through
+    LOCPATH (Debian installs none). None, or why there is none."""
+    for name in ("de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8"):
+        try:
+            locale.setlocale(locale.LC_ALL, name)
+        except locale.Error:
+            continue
+        if locale.localeconv()["decimal_point"] == ",":
+            return None
+    if not shutil.which("localedef"):
+        return "no locale with a decimal comma, and no localedef to make one"
+    r = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8",
+                        os.path.join(tmp, "de_DE.UTF-8")], capture_output=True, text=True)
+    if r.returncode:
+        return "localedef could not make de_DE.UTF-8: " + (r.stderr.strip() or "?")[:200]
+    os.environ["LOCPATH"] = tmp
+    try:
+        locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+    except locale.Error as e:
+        return "the de_DE.UTF-8 made by localedef: %s" % e
+    if locale.localeconv()["decimal_point"] != ",":
+        return "the de_DE.UTF-8 made by localedef has no decimal comma"
+    return None
 
 
 @unittest.skipIf(prometheus_client is None, "python3-prometheus-client not installed")
@@ -801,6 +833,63 @@ class Merges(PromTest):
         col.close()
         again = bp.MultiProcessCollector(None, path=self.dir, state=state)
         self.assertEqual(self.samples(again.collect())[('jobs_total', ())], 40)
+
+    def test_numbers_have_a_point_whatever_the_locale(self):
+        # A program that called locale.setlocale(LC_ALL, "") under a
+        # locale whose decimal point is ',' got "sum":0,55 from to_json(),
+        # samples of 20,5 that prometheus_client's parser refused (every
+        # scrape of the collector failed with ValueError), and a fold
+        # state of 0x1,48p+4 that `blamer export --state` refused.
+        cli = os.environ.get("BLAMER_CLI")
+        if not cli or BACKEND != "dir":
+            self.skipTest("BLAMER_CLI and the dir backend")
+        from prometheus_client.parser import text_string_to_metric_families
+        saved, locpath = locale.setlocale(locale.LC_ALL), os.environ.get("LOCPATH")
+        tmp = tempfile.mkdtemp(prefix="blamer-loc.")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        self.addCleanup(locale.setlocale, locale.LC_ALL, saved)
+        self.addCleanup(lambda: os.environ.pop("LOCPATH", None) if locpath is None
+                        else os.environ.__setitem__("LOCPATH", locpath))
+        why = comma_locale(tmp)
+        if why:
+            self.skipTest(why)
+        values.ValueClass = bp.MultiProcessValue()
+        c = Counter('jobs', 'help', registry=None)
+        h = Histogram('job_seconds', 'help', registry=None, buckets=(0.01, 0.25))
+        c.inc(20.5)
+        h.observe(0.3)
+        pid = os.fork()
+        if pid == 0:
+            c.inc(0.25)
+            h.observe(0.25)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        s = self.snap()
+        doc = json.loads(s.to_json())
+        sums = [x["sum"] for x in doc["service"]["series"] if "sum" in x]
+        self.assertEqual(len(sums), 1)
+        self.assertAlmostEqual(sums[0], 0.55)
+        text = s.prometheus()
+        self.assertIn("} 20.5\n", text)
+        self.assertTrue(list(text_string_to_metric_families(text)))
+        # the collector folds the dead child into its state
+        state = os.path.join(self.dir, "state")
+        reg = CollectorRegistry()
+        col = bp.MultiProcessCollector(reg, path=self.dir, state=state, keep_dead=0)
+        text = generate_latest(reg).decode()
+        self.assertEqual(self.samples(text_string_to_metric_families(text))
+                         [('jobs_total', ())], 20.75)
+        self.assertEqual([p.live for p in self.snap().processes], [True])
+        col.close()
+        with open(state) as f:
+            self.assertNotIn(",", f.read())
+        # and the blamer tool, in the C locale, takes that state
+        out = subprocess.run([cli, "--dir", self.dir, "export", "--state", state],
+                             capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, LC_ALL="C"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(self.exported(out.stdout)[('jobs_total', ())], 20.75)
+        self.assertEqual(locale.localeconv()["decimal_point"], ",")
 
     def test_stray_identity_directory_changes_nothing(self):
         # An identity-* directory this process did not make (a test's left
