@@ -45,15 +45,24 @@ int blamer_backend_from_env(enum blamer_backend *out, char *err, size_t errlen)
 	return 0;
 }
 
-const char *bl_slabdir_path(char *buf, size_t len, const char *dir)
+int bl_slabdir_path(char *buf, size_t len, const char *dir)
 {
+	int n;
+
 	if (!dir || !*dir)
 		dir = secure_getenv("BLAMER_DIR");
 	if (dir && *dir)
-		snprintf(buf, len, "%s", dir);
+		n = snprintf(buf, len, "%s", dir);
 	else
-		snprintf(buf, len, "/dev/shm/blamer-%u", (unsigned)geteuid());
-	return buf;
+		n = snprintf(buf, len, "/dev/shm/blamer-%u", (unsigned)geteuid());
+	/* a name cut short names another directory, most likely a parent of
+	 * the one meant: its heaps would be read, written and released */
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
 }
 
 /* What writer and reader both ask of an open directory: a directory, not

@@ -51,9 +51,10 @@
 /* Longest slab file name, with its NUL. */
 #define BL_SLAB_NAME_MAX	64
 
-/* The directory to use: @dir if given, else $BLAMER_DIR, else
- * /dev/shm/blamer-<euid>. Returns @buf. */
-const char *bl_slabdir_path(char *buf, size_t len, const char *dir);
+/* The directory to use, into @buf: @dir if given, else $BLAMER_DIR, else
+ * /dev/shm/blamer-<euid>. 0, or -ENAMETOOLONG (and @buf "") if the name
+ * does not fit in @len: never a part of it. */
+int bl_slabdir_path(char *buf, size_t len, const char *dir);
 
 /*
  * Opens the directory @path for slab files, creating it (0700) if it does

@@ -121,7 +121,15 @@ struct blamer_reader *blamer_reader_open(const struct blamer_reader_opts *opts,
 		}
 	} else {
 		r->explicit_dir = named;
-		bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir);
+		if (bl_slabdir_path(r->source, sizeof(r->source), r->opts.dir)) {
+			const char *d = r->opts.dir && *r->opts.dir ? r->opts.dir : envdir;
+
+			rd_err(err, errlen, "directory name too long (%zu bytes, at most %zu): %.40s...",
+			       strlen(d), sizeof(r->source) - 1, d);
+			free(r);
+			errno = ENAMETOOLONG;
+			return NULL;
+		}
 	}
 	r->ops = r->backend == BLAMER_BACKEND_DEVICE ? &rd_dev_ops : &rd_dir_ops;
 	r->opts.dir = NULL;	/* r->source is the copy we keep */

@@ -81,7 +81,14 @@ int bl_backend_open(struct bl_backend *be, int requested, const char *dir,
 		/* before anything is made: a bad limit is an error, not a pile */
 		if (bl_retention_from_env(&keep, why, sizeof(why)))
 			return bl_error(EINVAL, "blamer: %s", why);
-		bl_slabdir_path(be->dir, sizeof(be->dir), dir);
+		if (bl_slabdir_path(be->dir, sizeof(be->dir), dir)) {
+			/* blamer_init() refuses a longer cfg->dir: this is $BLAMER_DIR */
+			const char *d = dir && *dir ? dir : secure_getenv("BLAMER_DIR");
+
+			return bl_error(ENAMETOOLONG,
+					"blamer: directory name too long (%zu bytes, at most %zu): %.40s...",
+					strlen(d), sizeof(be->dir) - 1, d);
+		}
 		fd = bl_slabdir_open(be->dir, why, sizeof(why));
 		if (fd < 0)
 			return bl_error(-fd, "blamer: %s", why);

@@ -6,6 +6,7 @@
  * Each test runs in a fixture (common.h): a private directory and a
  * context the teardown closes, so a failed assert leaks neither.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -456,6 +457,59 @@ TEST_F(ctx, heap_format_after_open)
 		ASSERT_EQ(0, blamer_set_phase(b, BLAMER_PHASE_MAIN_LOOP));
 		ASSERT_EQ(BLAMER_PHASE_MAIN_LOOP, p->phase);
 	}
+	t_close(self, b);
+}
+
+/* How many entries but . and .. directory @path holds. */
+static int entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/*
+ * A directory name longer than the 255 bytes a context keeps: given in
+ * the config it was refused, but $BLAMER_DIR was cut to its first 255
+ * bytes, and the heap made in the directory those name (here the parent
+ * of the one meant). Both are refused now, and 255 bytes are taken.
+ */
+TEST_F(ctx, a_dir_name_too_long_is_refused_never_cut)
+{
+	struct blamer_config c = t_cfg(NULL, 0, 0);
+	char a[256], sub[300];
+	struct blamer *b;
+	size_t n;
+
+	c.backend = BLAMER_BACKEND_DIR;
+	n = (size_t)snprintf(a, sizeof(a), "%s/", self->dir);
+	memset(a + n, 'p', sizeof(a) - 1 - n);
+	a[sizeof(a) - 1] = '\0';
+	snprintf(sub, sizeof(sub), "%s/sub", a);
+	ASSERT_EQ(0, mkdir(a, 0700));
+	ASSERT_EQ(0, mkdir(sub, 0700));
+	c.dir = sub;
+	ASSERT_EQ(-ENAMETOOLONG, t_open(self, &c, &b));
+	ASSERT_NE(NULL, strstr(blamer_errmsg(), "too long"));
+	c.dir = NULL;
+	setenv("BLAMER_DIR", sub, 1);
+	EXPECT_EQ(-ENAMETOOLONG, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	EXPECT_NE(NULL, strstr(blamer_errmsg(), "directory name too long (259 bytes, at most 255)"))
+		TH_LOG("%s", blamer_errmsg());
+	unsetenv("BLAMER_DIR");
+	EXPECT_EQ(1, entries(a));	/* sub alone: no heap in the parent */
+	EXPECT_EQ(0, entries(sub));
+	/* 255 bytes fit */
+	c.dir = a;
+	ASSERT_EQ(0, t_open(self, &c, &b)) TH_LOG("%s", blamer_errmsg());
+	EXPECT_LT(1, entries(a));
 	t_close(self, b);
 }
 

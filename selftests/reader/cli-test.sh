@@ -16,7 +16,7 @@ cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
 	rm -rf "$D" "$D.out" "$D.out.err" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
 	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp" \
-	      "$D.twins"
+	      "$D.twins" "$D.long"
 }
 trap cleanup EXIT
 
@@ -68,7 +68,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..98"
+echo "1..102"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -415,6 +415,16 @@ BLAMER_DIR=$D.link err_has 1 "$D.link is a symlink: refused" list
 BLAMER_DIR=$D.link err_has 1 "is a symlink" release --all
 mkdir -m 777 "$D.open"
 BLAMER_DIR=$D.open err_has 1 "$D.open is writable by group or others" list
+# A directory name longer than the 255 bytes the library keeps was cut to
+# them: `--dir A/sub release --all` released the heaps of A, a directory
+# never named. Refused, in one line; A itself (255 bytes) is read whole.
+long=$D.long/$(printf 'p%.0s' $(seq $((255 - ${#D} - 6))))
+mkdir -m 700 "$D.long" "$long" "$long/sub" && "$MK" "$long" dead 3999006 5 1 >/dev/null
+err_has 1 "directory name too long (259 bytes, at most 255)" --dir "$long/sub" release --all
+BLAMER_DIR=$long/sub err_has 1 "directory name too long" list
+[ "${#long}" -eq 255 ] && ls "$long" | grep -q '^3999006-' && run 0 --dir "$long" list &&
+	grep -q '^ *3999006 ' "$OUT" && ok "a directory name of 255 bytes is read, its heaps kept" ||
+	nok "a directory name of 255 bytes"
 if [ "$(id -u)" = 0 ] && [ -d "$D.real" ]; then
 	# someone else's directory: root may read it (an administrator
 	# looking at a user's heaps); its files must be its owner's: a file
@@ -433,7 +443,8 @@ fi
 # every command that reads heaps, every such mistake: status 1, nothing
 # on stdout, one line on stderr
 bad=
-for env in BLAMER_BACKEND=floppy BLAMER_DIR=/nonexistent BLAMER_DIR=$D.link BLAMER_DIR=$D.open; do
+for env in BLAMER_BACKEND=floppy BLAMER_DIR=/nonexistent BLAMER_DIR=$D.link BLAMER_DIR=$D.open \
+	BLAMER_DIR=$long/sub; do
 	for args in list "list --json" dump blame "top --once" postmortem "release --all" \
 		"export --prometheus" status "status --json"; do
 		# shellcheck disable=SC2086

@@ -461,6 +461,60 @@ TEST(dir_trust_rules_of_the_reader)
 	fx_free(&a);
 }
 
+/*
+ * A directory name longer than the reader keeps (255 bytes), given or in
+ * $BLAMER_DIR, was cut to its first 255 bytes: `blamer --dir A/sub
+ * release --all` read and released the heaps of A. It is refused, with
+ * ENAMETOOLONG and a message saying so; a name of 255 bytes is read.
+ */
+TEST(a_dir_name_too_long_is_refused_never_cut)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR };
+	struct blamer_reader *r;
+	struct blamer_snapshot *s;
+	char a[256], sub[300], e[256];
+	struct fx_heap h;
+	size_t n;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	n = (size_t)snprintf(a, sizeof(a), "%s/", tmpdir);
+	memset(a + n, 'p', sizeof(a) - 1 - n);
+	a[sizeof(a) - 1] = '\0';
+	snprintf(sub, sizeof(sub), "%s/sub", a);
+	ASSERT_EQ(0, mkdir(a, 0700));
+	ASSERT_EQ(0, mkdir(sub, 0700));
+	fx_standard(&h, 3999003, 9, 1);
+	ASSERT_EQ(0, fx_write_dir(&h, a, 3999003, 9));
+	fx_free(&h);
+
+	o.dir = sub;
+	errno = 0;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	EXPECT_EQ(NULL, r);
+	EXPECT_EQ(ENAMETOOLONG, errno);
+	EXPECT_NE(NULL, strstr(e, "directory name too long (259 bytes, at most 255)")) TH_LOG("%s", e);
+	blamer_reader_close(r);
+	o.dir = NULL;
+	setenv("BLAMER_DIR", sub, 1);
+	r = blamer_reader_open(&o, e, sizeof(e));
+	unsetenv("BLAMER_DIR");
+	EXPECT_EQ(NULL, r);
+	EXPECT_NE(NULL, strstr(e, "too long")) TH_LOG("%s", e);
+	blamer_reader_close(r);
+
+	/* 255 bytes are read whole */
+	o.dir = a;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	EXPECT_STREQ(a, blamer_reader_source(r));
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	EXPECT_EQ(1, s->nprocs);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+}
+
 TEST(missing_dir_is_empty_and_device_error_says_load)
 {
 	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
