@@ -1012,7 +1012,7 @@ static bool fold_drop(struct blamer_fleet *f, uint32_t uid, uint32_t reason, uin
 
 	for (i = 0; i < f->ndrops; i++)
 		if (f->drops[i].uid == uid && f->drops[i].reason == reason) {
-			f->drops[i].value += n;
+			f->drops[i].value = fl_sat_add(f->drops[i].value, n);
 			return true;
 		}
 	v = realloc(f->drops, (f->ndrops + 1) * sizeof(*v));

@@ -195,6 +195,19 @@ struct fl_ident fl_ident_of(const struct blamer_snap_process *p);
 /* @p was folded (its identity is listed). */
 bool fl_folded(const struct blamer_fleet *f, const struct blamer_snap_process *p);
 
+/*
+ * A drop count summed over heaps (the live ones' and the remainder's in
+ * blamer_dropped_total, a folded heap's into the remainder): at most
+ * 2^64 - 1, as the reader's totals, never wrapped to near nothing by one
+ * heap's count near the top.
+ */
+static inline uint64_t fl_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* The order of per-uid node names: by uid, then id (qsort()). */
 static inline int fl_uid_node_cmp(const void *a, const void *b)
 {

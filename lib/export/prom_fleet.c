@@ -546,7 +546,7 @@ static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *
 		size_t start = o->len;
 
 		for (j = i; j < k && !drop_cmp(&v[i], &v[j]); j++)
-			total += v[j].value;
+			total = fl_sat_add(total, v[j].value);
 		if (!name) {
 			snprintf(other, sizeof(other), "%u", v[i].reason);	/* a newer writer's */
 			name = other;

@@ -34,17 +34,6 @@ static int total_cmp(const struct blamer_snap_total *x, const struct blamer_snap
 	return x->unit < y->unit ? -1 : x->unit > y->unit;
 }
 
-/*
- * Sums over processes stop at 2^64 - 1: another user's path value must
- * not wrap a total (or a subtree's) to near nothing and hide this one's.
- */
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-
-	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
 static int node_cmp_id(const void *a, const void *b)
 {
 	const struct blamer_snap_node *x = a, *y = b;
@@ -235,7 +224,7 @@ static bool make_totals(struct blamer_snapshot *s, const struct unit_keep *keep)
 					tt.last[tt.slot[at] - 1] = (uint32_t)i;
 					x->nprocs++;
 				}
-				x->value = sat_add(x->value, pa->values[k]);
+				x->value = rd_sat_add(x->value, pa->values[k]);
 			}
 		}
 	}
@@ -401,7 +390,7 @@ static bool make_tree(struct blamer_snapshot *s, const struct unit_keep *keep)
 		}
 		for (u = 0; s->units[u] != t->unit; u++)
 			;
-		((uint64_t *)tree[j].self)[u] = sat_add(tree[j].self[u], t->value);
+		((uint64_t *)tree[j].self)[u] = rd_sat_add(tree[j].self[u], t->value);
 	}
 	/* inclusive, children before parents */
 	for (i = n; i-- > 0; ) {
@@ -420,7 +409,7 @@ static bool make_tree(struct blamer_snapshot *s, const struct unit_keep *keep)
 		memcpy(incl, tree[i].self, row);
 		for (j = i + 1; j < tree[i].end; j = tree[j].end)
 			for (u = 0; u < s->nunits; u++)
-				incl[u] = sat_add(incl[u], tree[j].inclusive[u]);
+				incl[u] = rd_sat_add(incl[u], tree[j].inclusive[u]);
 		tree[i].inclusive = incl;
 	}
 	return count_procs(s, keep);

@@ -41,7 +41,6 @@ void rd_decode_drops(struct rd_ctx *c, blamer_ref ref)
 	for (i = 0; i < BLAMER_DROP_SLOTS; i++) {
 		c->p->drops[i] = r.count[i];
 		/* saturating: a hostile heap cannot wrap the sum */
-		c->p->dropped = c->p->dropped + r.count[i] < c->p->dropped ?
-				UINT64_MAX : c->p->dropped + r.count[i];
+		c->p->dropped = rd_sat_add(c->p->dropped, r.count[i]);
 	}
 }

@@ -104,6 +104,18 @@ struct rd_defmap {
 void rd_defmap_done(struct rd_defmap *m, struct rd_defmap *keep);
 
 /*
+ * Sums over processes stop at 2^64 - 1 (attrib.c's totals, the status's
+ * drops): another user's heap must not wrap a total to near nothing and
+ * hide this one's.
+ */
+static inline uint64_t rd_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/*
  * The reader's one mix for its hash tables (decode_metric.c,
  * decode_userdata.c, attrib.c, series.c): slot = rd_mix(key ^ seed) &
  * mask, the seed a secret (rd_seed_new(), rd_ref_seed()). A heap chooses

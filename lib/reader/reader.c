@@ -337,9 +337,10 @@ int blamer_reader_status(struct blamer_reader *r, struct blamer_backend_status *
 	for (i = 0; i < s->nprocs; i++) {
 		const struct blamer_snap_process *p = &s->procs[i];
 
+		/* machine-wide: saturating, as every total over processes */
 		for (j = 0; j < BLAMER_DROP_MAX; j++)
-			st->drops[j] += p->drops[j];
-		st->dropped += p->dropped;
+			st->drops[j] = rd_sat_add(st->drops[j], p->drops[j]);
+		st->dropped = rd_sat_add(st->dropped, p->dropped);
 		st->dropping_heaps += p->dropped != 0;
 		if (r->backend == BLAMER_BACKEND_DIR) {
 			st->bytes += p->size;

@@ -644,4 +644,68 @@ TEST_F(fold, numbers_have_a_point_whatever_the_locale)
 	EXPECT_FALSE(ex_double_of_here("", &v));
 }
 
+/* ---- drops ---- */
+
+/* A dead heap of @pid that dropped @n writes of a cut string. */
+static int write_drop_heap(const char *dir, int64_t pid, uint64_t n)
+{
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct fx_heap h;
+	int ret;
+
+	fx_init(&h, 1, FX_SLAB, pid, 5);
+	fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+	counts[BLAMER_DROP_STRING_CUT] = n;
+	fx_drops(&h, "worker", "1", counts, BLAMER_DROP_REASONS);
+	ret = fx_write_dir(&h, dir, pid, 5);
+	fx_free(&h);
+	return ret;
+}
+
+/*
+ * A dead heap's drop count was added to the remainder's with +=: a heap
+ * near the top and one more folded after it left the uid's
+ * blamer_dropped_total at 3 in the state, and so after every restart.
+ * The remainder stops at 2^64 - 1, as the sums over heaps do.
+ */
+TEST_F(fold, drop_counts_fold_to_their_most_never_wrapped)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256], want[128], *text, *state;
+	int step;
+
+	for (step = 0; step < 2; step++) {
+		ASSERT_EQ(0, write_drop_heap(self->dir, DEAD_A + step, step ? 5 : UINT64_MAX - 1));
+		f = blamer_fleet_open(self->state, err, sizeof(err));
+		ASSERT_NE(NULL, f) TH_LOG("%s", err);
+		s = snap(self->r);
+		ASSERT_NE(NULL, s);
+		EXPECT_EQ(1, blamer_fleet_fold(f, self->r, s, 0, err, sizeof(err))) TH_LOG("%s", err);
+		blamer_snapshot_free(s);
+		blamer_fleet_close(f);
+	}
+	/* started again on the state alone: no heap left */
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, s->nprocs);
+	text = expose(f, s);
+	ASSERT_NE(NULL, text);
+	snprintf(want, sizeof(want),
+		 "\nblamer_dropped_total{reason=\"string_cut\",uid=\"%u\"} 18446744073709551615\n",
+		 (unsigned)getuid());
+	EXPECT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+	state = slurp(self->state);
+	ASSERT_NE(NULL, state);
+	snprintf(want, sizeof(want), "\ndrop %u %u 18446744073709551615\n", (unsigned)getuid(),
+		 (unsigned)BLAMER_DROP_STRING_CUT);
+	EXPECT_NE(NULL, strstr(state, want)) TH_LOG("%s", state);
+	free(state);
+}
+
 TEST_HARNESS_MAIN

@@ -10,13 +10,14 @@ GOLD=$HERE/golden
 D=$(mktemp -d /tmp/blamer-cli.XXXXXX)
 OUT=$D.out
 n=0 fails=0
-livepid=
+livepid= uppid=
 
 cleanup() {
 	[ -n "$livepid" ] && kill "$livepid" 2>/dev/null
 	rm -rf "$D" "$D.out" "$D.out.err" "$D.err" "$D.prom" "$D.live" "$D.c" "$D.help1" "$D.empty" "$D.end" "$D.endpids" \
 	      "$D.evil" "$D.evilpid" "$D.future" "$D.futpid" "$D.real" "$D.link" "$D.open" "$D.nohp" \
-	      "$D.twins" "$D.long"
+	      "$D.twins" "$D.long" "$D.up" "$D.upout"
+	[ -n "$uppid" ] && kill "$uppid" 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -68,7 +69,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..102"
+echo "1..103"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -204,6 +205,24 @@ run 0 top --count 2 --interval 0.1 && [ "$(grep -c '^blamer top' "$OUT")" -eq 2 
 	grep -q '30.0ms *0.0%' "$OUT" && ok "top --count 2 shows rates, CPU time as a share of a CPU" ||
 	nok "top --count 2"
 run 0 top --once --json && [ "$(wc -l <"$OUT")" -eq 1 ] && ok "top --once --json is one document" || nok "top --json"
+# A total that grows by more than 2^64 - 1 a second (here by 2^64 - 2
+# between frames 0.2 s apart): its RATE/s was a double past 2^64
+# converted to uint64_t, undefined (0B on x86). It is shown at its most.
+mkdir -m 700 "$D.up"
+"$MK" "$D.up" live-up >"$D.upout" & uppid=$!
+for _ in $(seq 100); do [ -s "$D.upout" ] && break; sleep 0.05; done
+"$B" --dir "$D.up" top --count 10 --interval 0.2 >"$OUT" 2>"$OUT.err" & toppid=$!
+for _ in $(seq 100); do grep -q '^blamer top' "$OUT" && break; sleep 0.05; done
+kill -USR1 "$uppid"
+wait "$toppid"
+st=$?
+kill "$uppid"
+wait "$uppid" 2>/dev/null
+uppid=
+[ "$st" -eq 0 ] && grep -q '^up$' "$D.upout" && [ "$(grep -c '^blamer top' "$OUT")" -eq 10 ] &&
+	grep -q '^bytes  *16EiB  *16EiB  */browser$' "$OUT" &&
+	ok "top: a rate past 2^64 - 1 a second is shown at its most" || nok "top: a rate past 2^64 - 1"
+rm -rf "$D.up" "$D.upout"
 # per process (pid, start time, heap key), dead heaps included
 run 0 export --prometheus --per-process &&
 	grep -q "^blamer_attribution_cpu_seconds_total{pid=\"$livepid\",start_time_ns=\"[0-9]*\",heap=\"[0-9a-f]*\",identity=\"claimed\",path=\"/browser/tab/frame\"} 0.015000000\$" "$OUT" &&

@@ -130,6 +130,68 @@ TEST(status_sums_the_drops_of_every_heap)
 	rm_tmpdir();
 }
 
+/*
+ * Drop counts summed over heaps stop at 2^64 - 1, as the reader's other
+ * totals: the status's (over every heap of the machine) and the service
+ * exposition's blamer_dropped_total were summed with +=, so one heap's
+ * count near the top wrapped the total to near nothing.
+ */
+TEST(drop_sums_over_heaps_stop_at_the_most)
+{
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR,
+					.flags = BLAMER_READ_DEAD_FULL };
+	struct blamer_backend_status st;
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct blamer_fleet *f;
+	char *text = NULL, want[128], e[256];
+	struct fx_heap a, b;
+	size_t len = 0;
+	FILE *mf;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-rt.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
+	o.dir = tmpdir;
+	fx_init(&a, 1, FX_SLAB, 3999211, 5);
+	fx_process(&a, BLAMER_PHASE_MAIN_LOOP, "/srv/a");
+	counts[BLAMER_DROP_STRING_CUT] = UINT64_MAX - 1;
+	fx_drops(&a, "worker", "1", counts, BLAMER_DROP_REASONS);
+	fx_init(&b, 1, FX_SLAB, 3999212, 6);
+	fx_process(&b, BLAMER_PHASE_MAIN_LOOP, "/srv/b");
+	counts[BLAMER_DROP_STRING_CUT] = 5;
+	fx_drops(&b, "worker", "2", counts, BLAMER_DROP_REASONS);
+	ASSERT_EQ(0, fx_write_dir(&a, tmpdir, 3999211, 5));
+	ASSERT_EQ(0, fx_write_dir(&b, tmpdir, 3999212, 6));
+	fx_free(&a);
+	fx_free(&b);
+	r = blamer_reader_open(&o, NULL, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, blamer_reader_status(r, &st, NULL, 0));
+	EXPECT_EQ(2, st.heaps);
+	EXPECT_EQ(UINT64_MAX, st.drops[BLAMER_DROP_STRING_CUT]);
+	EXPECT_EQ(UINT64_MAX, st.dropped);
+	EXPECT_EQ(2, st.dropping_heaps);
+
+	/* the service's series: both heaps are of this uid */
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	f = blamer_fleet_open(NULL, e, sizeof(e));
+	ASSERT_NE(NULL, f) TH_LOG("%s", e);
+	mf = open_memstream(&text, &len);
+	ASSERT_NE(NULL, mf);
+	EXPECT_EQ(0, blamer_fleet_write_prometheus(f, s, mf));
+	fclose(mf);
+	snprintf(want, sizeof(want),
+		 "\nblamer_dropped_total{reason=\"string_cut\",uid=\"%u\"} 18446744073709551615\n",
+		 (unsigned)getuid());
+	EXPECT_NE(NULL, strstr(text, want)) TH_LOG("%s", text);
+	free(text);
+	blamer_fleet_close(f);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	rm_tmpdir();
+}
+
 TEST(dir_live_dead_and_aggregation)
 {
 	struct fx_heap a, b;

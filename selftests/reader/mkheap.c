@@ -13,6 +13,12 @@
  *   mkheap DIR live-down-metrics SCALE  the same with the metrics heap
  *                                       (fx_metrics(): counter reqs, histograms
  *                                       lat and size, gauge inflight)
+ *   mkheap DIR live-up                  a heap for this process with one
+ *                                       path of 1 byte; prints the pid, and
+ *                                       at SIGUSR1 the path's bytes rewritten
+ *                                       in place to 2^64 - 1 (a jump of more
+ *                                       than a uint64_t holds per second, in
+ *                                       less than a second); prints "up"
  *   mkheap - device-status              the JSON of a device's status, made
  *                                       up, as blamer status --json writes it
  *                                       (the host has no device to ask)
@@ -85,6 +91,17 @@ static uint64_t my_start(void)
 	if (!st)
 		exit(1);
 	return st;
+}
+
+/* live-up's heap: one path, /browser, of @bytes. */
+static void up_heap(struct fx_heap *h, uint64_t bytes)
+{
+	static const uint64_t p[] = { FX_ROOT };
+
+	fx_init(h, 1, FX_SLAB, getpid(), (int64_t)my_start());
+	fx_process(h, BLAMER_PHASE_MAIN_LOOP, "/usr/bin/app");
+	fx_node(h, FX_ROOT, "browser");
+	fx_path(h, p, 1, 0, bytes);
 }
 
 /*
@@ -379,6 +396,31 @@ int main(int argc, char **argv)
 				fflush(stdout);
 			}
 		}
+	}
+	if (argc >= 3 && !strcmp(argv[2], "live-up")) {
+		struct sigaction sa = { .sa_handler = on_usr1 };
+		sigset_t block, old;
+
+		sigemptyset(&block);
+		sigaddset(&block, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		sigaction(SIGUSR1, &sa, NULL);
+		up_heap(&h, 1);
+		if (fx_write_dir(&h, argv[1], getpid(), my_start()))
+			return 1;
+		fx_free(&h);
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		while (!downs)
+			sigsuspend(&old);
+		up_heap(&h, UINT64_MAX);
+		if (rewrite_dir(&h, argv[1], getpid(), my_start()))
+			return 1;
+		fx_free(&h);
+		printf("up\n");
+		fflush(stdout);
+		for (;;)
+			pause();
 	}
 	if (argc >= 4 && !strcmp(argv[2], "end")) {
 		struct blamer_config cfg = { .backend = BLAMER_BACKEND_DIR, .dir = argv[1],

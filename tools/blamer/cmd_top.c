@@ -225,6 +225,13 @@ static void draw_procs(struct top *t, const struct blamer_snapshot *s, int keep)
 	free(order);
 }
 
+/* A rate (>= 0) as a whole number, at most 2^64 - 1: converting a double
+ * past that is undefined (a total grown by 2^63 in 0.1 s showed 0/s). */
+static uint64_t rate_u64(double r)
+{
+	return r >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)r;
+}
+
 static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 			const struct blamer_snapshot *prev)
 {
@@ -256,7 +263,7 @@ static void draw_totals(struct top *t, const struct blamer_snapshot *s,
 			if (tt->unit == BLAMER_UNIT_CPU_NS)
 				snprintf(rate, sizeof(rate), "%.1f%%", r / 1e7);
 			else
-				fmt_value(s, ALL_UIDS, rate, sizeof(rate), tt->unit, (uint64_t)r);
+				fmt_value(s, ALL_UIDS, rate, sizeof(rate), tt->unit, rate_u64(r));
 		} else {
 			snprintf(rate, sizeof(rate), "-");
 		}
