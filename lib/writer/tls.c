@@ -51,11 +51,16 @@ static void retire_entry(struct bl_tls_ent *e, int64_t tid)
 static void thread_exit(void *arg)
 {
 	struct bl_tls *t = arg;
+	sigset_t held;
 	uint32_t i;
 
 	/* First: an add after this (a later destructor) must not reach a
 	 * shard that another thread may claim once released below. */
 	bl_shard_cache_clear(t);
+	/* a handler writing in the middle would register a record the loop
+	 * below then forgets (thread.c, thread_register()); after it, it
+	 * registers one this destructor's next round retires */
+	bl_signals_hold(&held);
 	bl_registry_lock();
 	for (i = 0; i < BL_TLS_ENTS; i++) {
 		struct bl_tls_ent *e = &t->e[i];
@@ -66,6 +71,7 @@ static void thread_exit(void *arg)
 	}
 	bl_registry_unlock();
 	t->key_set = false;
+	bl_signals_restore(&held);
 }
 
 void bl_tls_forget(struct blamer *b)

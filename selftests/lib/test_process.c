@@ -12,9 +12,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -845,6 +847,82 @@ TEST_F(ctx, fork_child_first_write_in_a_handler_allocates_nothing)
 	signal(SIGUSR1, SIG_DFL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);
+	t_close(self, b);
+}
+
+/*
+ * prctl() as the library calls it (a thread's first write asks the
+ * kernel for its name), but when told: SIGUSR1 raised there, so that it
+ * is delivered at the call's return, where a signal pending during the
+ * system call would be.
+ */
+static volatile sig_atomic_t signal_at_get_name;
+static struct blamer *handler_ctx;
+
+int prctl(int op, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+	long ret;
+	int i;
+
+	va_start(ap, op);
+	for (i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	ret = syscall(SYS_prctl, op, a[0], a[1], a[2], a[3]);
+	if (op == PR_GET_NAME && signal_at_get_name) {
+		signal_at_get_name = 0;
+		raise(SIGUSR1);
+	}
+	return (int)ret;
+}
+
+static void write_in_handler(int sig)
+{
+	(void)sig;
+	blamer_push(handler_ctx, BLAMER_ACTIVITY_TASK, "handler", 0, 0);
+	blamer_pop(handler_ctx);
+}
+
+static void *first_write(void *arg)
+{
+	signal_at_get_name = 1;
+	blamer_push(arg, BLAMER_ACTIVITY_TASK, "work", 0, 0);
+	blamer_pop(arg);
+	return NULL;
+}
+
+/*
+ * A signal handler that writes while its thread registers (its first
+ * write) must use the record being made, not register one of its own:
+ * that one was never retired, so 20 threads, one at a time, each gone,
+ * left 20 records shown as live threads, and a thread churning service
+ * with a timer grew its heap without bound.
+ */
+TEST_F(ctx, a_handler_writing_while_its_thread_registers_leaves_no_record)
+{
+	struct sigaction sa = { .sa_handler = write_in_handler }, old;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	pthread_t t;
+	int i;
+
+	c = t_cfg(self->dir, 65536, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	handler_ctx = b;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, pthread_create(&t, NULL, first_write, b));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+	}
+	signal_at_get_name = 0;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &old, NULL));
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, s->procs[0].nthreads);
+	blamer_snapshot_free(s);
 	t_close(self, b);
 }
 
