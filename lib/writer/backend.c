@@ -128,6 +128,11 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 	/* Held by the open file, which the mapping keeps after close():
 	 * released when the process unmaps, execs or dies. */
 	flock(fd, LOCK_SH | LOCK_NB);
+	if (!bl_fsize_allows(size)) {
+		err = bl_error(EFBIG, "blamer: %s/%s: a slab of %llu bytes is past RLIMIT_FSIZE",
+			       be->dir, name, (unsigned long long)size);
+		goto fail;
+	}
 	if (ftruncate(fd, (off_t)size)) {
 		err = bl_error(errno, "blamer: cannot size %s/%s", be->dir, name);
 		goto fail;

@@ -129,6 +129,14 @@ pid_t bl_gettid(void);
  */
 void bl_signals_hold(sigset_t *old);
 void bl_signals_restore(const sigset_t *old);
+/*
+ * Whether this process may write a file up to @end bytes. Past
+ * RLIMIT_FSIZE the kernel fails the call with EFBIG and sends SIGXFSZ,
+ * whose default action ends the process (held, at bl_signals_restore()):
+ * a sandboxed worker that lowered the limit died at its first counter
+ * add. The writer asks first and fails the making instead.
+ */
+bool bl_fsize_allows(uint64_t end);
 
 /*
  * Where slabs come from (backend.c): the /dev/blamer device or files

@@ -126,9 +126,11 @@ static bool read_entry(int fd, uint64_t i, struct trim_entry *e)
 	return pread(fd, e, sizeof(*e), entry_off(i)) == (ssize_t)sizeof(*e);
 }
 
+/* (Past RLIMIT_FSIZE, not written: bl_fsize_allows().) */
 static bool write_entry(int fd, uint64_t i, const struct trim_entry *e)
 {
-	return pwrite(fd, e, sizeof(*e), entry_off(i)) == (ssize_t)sizeof(*e);
+	return bl_fsize_allows((uint64_t)entry_off(i + 1)) &&
+	       pwrite(fd, e, sizeof(*e), entry_off(i)) == (ssize_t)sizeof(*e);
 }
 
 /* The state, or a fresh one if it does not check out. */
@@ -151,7 +153,7 @@ static void load(int fd, struct trim_hdr *h)
 static void store(int fd, struct trim_hdr *h)
 {
 	h->check = hdr_check(h);
-	if (pwrite(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h))
+	if (!bl_fsize_allows(sizeof(*h)) || pwrite(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h))
 		h->magic = 0;
 }
 
@@ -434,6 +436,7 @@ static void compact(int sfd, struct trim_hdr *h)
 		ssize_t len = (ssize_t)(k * sizeof(buf[0]));
 
 		if (pread(sfd, buf, (size_t)len, entry_off(h->head + done)) != len ||
+		    !bl_fsize_allows((uint64_t)entry_off(done + k)) ||
 		    pwrite(sfd, buf, (size_t)len, entry_off(done)) != len) {
 			h->magic = 0;
 			return;

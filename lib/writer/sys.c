@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Random ids, thread ids and signals held for the writer. */
+/* Random ids, thread ids, signals held and file sizes allowed, for the writer. */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,4 +36,12 @@ void bl_signals_hold(sigset_t *old)
 void bl_signals_restore(const sigset_t *old)
 {
 	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+bool bl_fsize_allows(uint64_t end)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	       end <= (uint64_t)rl.rlim_cur;
 }

@@ -926,4 +926,42 @@ TEST_F(ctx, a_handler_writing_while_its_thread_registers_leaves_no_record)
 	t_close(self, b);
 }
 
+/*
+ * A worker that lowered RLIMIT_FSIZE below a slab (a sandbox) gets an
+ * error from the slab's making, not SIGXFSZ: the kernel sends it with
+ * EFBIG, and its default action (delivered when the writer let its
+ * signals go) killed the process at blamer_open() or at a fork child's
+ * first counter add. Dir backend: the device's slabs are no files.
+ */
+TEST_F(ctx, a_file_size_limit_fails_the_making_and_kills_nothing)
+{
+	struct blamer_config c;
+	struct blamer *b, *mine;
+	int status;
+	pid_t pid;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the device's slabs are not files");
+	c = t_cfg(self->dir, 1 << 20, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rlimit rl = { 65536, 65536 };
+		int ok;
+
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(90);
+		/* a context of its own: refused */
+		ok = blamer_open(&c, &mine) == -EFBIG;
+		/* the inherited one's heap, made at the child's first write */
+		ok &= blamer_push(b, BLAMER_ACTIVITY_TASK, "child", 0, 0) < 0;
+		_exit(ok ? 0 : 91);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("killed by signal %d", WTERMSIG(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	t_close(self, b);
+}
+
 TEST_HARNESS_MAIN
