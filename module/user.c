@@ -50,26 +50,30 @@ u64 blamer_total_bytes(void)
  * nothing), except in a namespace root made, as container managers do,
  * whose owner is root for every container: there, the uid its root maps
  * to, so that one container cannot use up the bytes, orphans and
- * watchers of all the others and of root. A namespace whose root is
- * unmapped, or is root (systemd's PrivateUsers=), is no container's: the
- * caller's real uid.
+ * watchers of all the others and of root. A namespace root made whose
+ * root is unmapped, or is root (systemd's PrivateUsers=), is no
+ * container's and decides nothing: the chain is walked outwards, and the
+ * outermost namespace that decides wins, else the real uid. (Looking at
+ * the outermost alone made a user's own namespace inside a root-to-root
+ * one count each of her subordinate uids apart.)
  *
  * Return: a uid of the initial user namespace.
  */
 kuid_t blamer_user_key(const struct cred *cred)
 {
-	struct user_namespace *ns = cred->user_ns;
-	kuid_t root;
+	struct user_namespace *ns;
+	kuid_t key = cred->uid, root;
 
-	if (ns == &init_user_ns)
-		return cred->uid;
-	while (ns->parent != &init_user_ns)
-		ns = ns->parent;
-	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
-		return ns->owner;
-	root = make_kuid(ns, 0);
-	/* no root of its own, or root's own: the caller's real uid */
-	return uid_valid(root) && !uid_eq(root, GLOBAL_ROOT_UID) ? root : cred->uid;
+	for (ns = cred->user_ns; ns != &init_user_ns; ns = ns->parent) {
+		if (!uid_eq(ns->owner, GLOBAL_ROOT_UID)) {
+			key = ns->owner;
+			continue;
+		}
+		root = make_kuid(ns, 0);
+		if (uid_valid(root) && !uid_eq(root, GLOBAL_ROOT_UID))
+			key = root;
+	}
+	return key;
 }
 
 struct blamer_user *blamer_user_find_locked(kuid_t uid)

@@ -1302,6 +1302,123 @@ TEST_F(root, containers_do_not_share_roots_bytes)
 	bt_clean_orphans();
 }
 
+/* Makes slabs of a page until refused: how many (at most 100). */
+static int pages_until_refused(void)
+{
+	struct blamer_create c;
+	int dev = bl_open(O_RDWR), n = 0;
+
+	if (dev < 0)
+		return 0;
+	while (n < 100 && !bl_create(dev, PG, &c))
+		n++;
+	return n;	/* the process keeps them while it lives */
+}
+
+/*
+ * Subordinate uid @i of N (mapped to 100000 + @i): pages until refused,
+ * said on @p[1] once made; held until a word on @p[2]. Exit status: how
+ * many.
+ */
+static int subuid_pages(int i, const int *p)
+{
+	char b;
+	int n;
+
+	if (setresgid(i, i, i) || setresuid(i, i, i))
+		return 201;
+	n = pages_until_refused();
+	return write(p[1], "p", 1) == 1 && read(p[2], &b, 1) == 1 ? n : 202;
+}
+
+/* In N, made by uid 1000: 8 subordinate uids, all holding their pages
+ * at once (an orphan would be evicted by the next); the sum. */
+static int in_own_namespace(void)
+{
+	int p[4], i, n = 0, status;
+	pid_t kid[8];
+	char b;
+
+	if (pipe(p) || pipe(p + 2))
+		return 210;
+	for (i = 0; i < 8; i++) {
+		kid[i] = fork();
+		if (!kid[i])
+			_exit(subuid_pages(i, p));
+	}
+	for (i = 0; i < 8; i++)
+		if (kid[i] < 0 || read(p[0], &b, 1) != 1)
+			return 211;
+	for (i = 0; i < 8; i++)
+		if (write(p[3], "q", 1) != 1)
+			return 212;
+	for (i = 0; i < 8; i++) {
+		if (waitpid(kid[i], &status, 0) != kid[i] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) > 100)
+			return 213;
+		n += WEXITSTATUS(status);
+	}
+	return n;
+}
+
+/* In R, root to root: uid 1000 makes N, whose ids 0..7 root in R maps
+ * to her subordinate uids 100000... (a map N's parent must write). */
+static int in_root_to_root(void)
+{
+	int up[2], down[2], status;
+	pid_t user;
+	char b = 0;
+
+	if (pipe(up) || pipe(down))
+		return 220;
+	user = fork();
+	if (!user)
+		_exit(bt_become(U1, U1) || unshare(CLONE_NEWUSER) || write(up[1], "n", 1) != 1 ||
+		      read(down[0], &b, 1) != 1 ? 221 : in_own_namespace());
+	if (user < 0 || read(up[0], &b, 1) != 1 || map_ids(user, 100000, 8) ||
+	    write(down[1], "g", 1) != 1 || waitpid(user, &status, 0) != user ||
+	    !WIFEXITED(status))
+		return 222;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * In a namespace root made that maps root to root (PrivateUsers=full),
+ * uid 1000 makes one of her own mapping 8 of her subordinate uids
+ * (100000...): each of them, in a process of its own, makes pages until
+ * refused. They are all her account's: 4 pages in all. Looking at the
+ * outermost namespace alone, which decides nothing, counted each
+ * subordinate uid as its own account: 8 x 4 pages.
+ */
+TEST_F(root, subordinate_uids_in_a_root_to_root_namespace_are_their_users)
+{
+	int up[2], down[2], status;
+	pid_t outer;
+	char b = 0;
+
+	if (BT_SKIPPED())
+		return;
+	ASSERT_EQ(0, bl_param_set("max_user_bytes", 4 * PG));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	outer = fork();
+	ASSERT_LE(0, outer);
+	if (!outer)	/* R, root to root, mapped by this test */
+		_exit(unshare(CLONE_NEWUSER) || write(up[1], "r", 1) != 1 ||
+		      read(down[0], &b, 1) != 1 ? 200 : in_root_to_root());
+	ASSERT_EQ(1, read(up[0], &b, 1));
+	ASSERT_EQ(0, map_line(outer, "0 0 4294967295\n"));
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	ASSERT_EQ(outer, waitpid(outer, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(4, WEXITSTATUS(status));
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	bt_clean_orphans();
+}
+
 /*
  * As uid 1000 in the reader group: a watcher, then (after @arg's pipe
  * says the group was revoked and root made a slab) whether it was woken
