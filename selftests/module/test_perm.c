@@ -1172,8 +1172,10 @@ static int woken_by_own_create(void *arg)
 	return polled(fd, 2000) == 1;
 }
 
-/* Root becomes a service that dropped CAP_SYS_RESOURCE: 0, or an exit
- * status that says what failed. */
+/*
+ * Root becomes a service that dropped CAP_SYS_RESOURCE: 0, or an exit
+ * status that says what failed.
+ */
 static int drop_sys_resource(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -1295,7 +1297,8 @@ TEST_F(root, containers_do_not_share_roots_bytes)
 	other = root_container(-1, makes_a_slab, NULL);
 	ASSERT_LT(0, other);
 	ASSERT_EQ(other, waitpid(other, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == EDQUOT) TH_LOG("status %#x", status);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == EDQUOT)
+		TH_LOG("status %#x", status);
 	EXPECT_EQ(0, hog_end(hog, hold));
 	close(hold[2]);
 	close(hold[3]);
@@ -1331,8 +1334,10 @@ static int subuid_pages(int i, const int *p)
 	return write(p[1], "p", 1) == 1 && read(p[2], &b, 1) == 1 ? n : 202;
 }
 
-/* In N, made by uid 1000: 8 subordinate uids, all holding their pages
- * at once (an orphan would be evicted by the next); the sum. */
+/*
+ * In N, made by uid 1000: 8 subordinate uids, all holding their pages
+ * at once (an orphan would be evicted by the next); the sum.
+ */
 static int in_own_namespace(void)
 {
 	int p[4], i, n = 0, status;
@@ -1361,8 +1366,10 @@ static int in_own_namespace(void)
 	return n;
 }
 
-/* In R, root to root: uid 1000 makes N, whose ids 0..7 root in R maps
- * to her subordinate uids 100000... (a map N's parent must write). */
+/*
+ * In R, root to root: uid 1000 makes N, whose ids 0..7 root in R maps
+ * to her subordinate uids 100000... (a map N's parent must write).
+ */
 static int in_root_to_root(void)
 {
 	int up[2], down[2], status;
