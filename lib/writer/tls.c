@@ -57,9 +57,12 @@ static void thread_exit(void *arg)
 	/* First: an add after this (a later destructor) must not reach a
 	 * shard that another thread may claim once released below. */
 	bl_shard_cache_clear(t);
-	/* a handler writing in the middle would register a record the loop
-	 * below then forgets (thread.c, thread_register()); after it, it
-	 * registers one this destructor's next round retires */
+	/* Held from here to the thread's end: a handler writing in the
+	 * middle would register a record the loop below then forgets
+	 * (thread.c, thread_register()), and one writing after it a record
+	 * no destructor retires (glibc runs a key's destructor again only
+	 * for a few rounds, and holds the signals only at the very end).
+	 * The thread is going: its signals go to the others. */
 	bl_signals_hold(&held);
 	bl_registry_lock();
 	for (i = 0; i < BL_TLS_ENTS; i++) {
@@ -71,7 +74,6 @@ static void thread_exit(void *arg)
 	}
 	bl_registry_unlock();
 	t->key_set = false;
-	bl_signals_restore(&held);
 }
 
 void bl_tls_forget(struct blamer *b)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -923,6 +924,67 @@ TEST_F(ctx, a_handler_writing_while_its_thread_registers_leaves_no_record)
 	ASSERT_NE(NULL, s);
 	EXPECT_EQ(0, s->procs[0].nthreads);
 	blamer_snapshot_free(s);
+	t_close(self, b);
+}
+
+/*
+ * A key of the test's, made after the library's, so that its destructor
+ * runs after the library's in each round: it asks for every round glibc
+ * gives (PTHREAD_DESTRUCTOR_ITERATIONS) and in the last raises SIGUSR1,
+ * whose handler writes, as a timer's signal may arrive when the
+ * thread's own destructors are done.
+ */
+static pthread_key_t late_key;
+static __thread int late_rounds;
+
+static void late_destructor(void *v)
+{
+	if (++late_rounds < PTHREAD_DESTRUCTOR_ITERATIONS)
+		pthread_setspecific(late_key, v);
+	else
+		raise(SIGUSR1);
+}
+
+static void *write_then_exit(void *arg)
+{
+	blamer_push(arg, BLAMER_ACTIVITY_TASK, "work", 0, 0);
+	blamer_pop(arg);
+	pthread_setspecific(late_key, arg);
+	return NULL;
+}
+
+/*
+ * A handler writing after the thread's exit destructor registered a
+ * record no destructor retired (glibc gives a key's destructor a few
+ * rounds, and holds the signals only at the very end): 20 threads left
+ * 20 records. The destructor leaves the thread's signals held.
+ */
+TEST_F(ctx, a_handler_writing_as_its_thread_exits_leaves_no_record)
+{
+	struct sigaction sa = { .sa_handler = write_in_handler }, old;
+	struct blamer_snapshot *s;
+	struct blamer_config c;
+	struct blamer *b;
+	pthread_t t;
+	int i;
+
+	c = t_cfg(self->dir, 65536, 4);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	handler_ctx = b;
+	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "main", 0, 0));	/* the library's key */
+	ASSERT_EQ(0, pthread_key_create(&late_key, late_destructor));
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, pthread_create(&t, NULL, write_then_exit, b));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+	}
+	ASSERT_EQ(0, sigaction(SIGUSR1, &old, NULL));
+	pthread_key_delete(late_key);
+	s = t_own_snapshot(b);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1, s->procs[0].nthreads);	/* this one's */
+	blamer_snapshot_free(s);
+	blamer_pop(b);
 	t_close(self, b);
 }
 
