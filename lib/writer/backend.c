@@ -107,7 +107,9 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 		    struct bl_slab_map *m)
 {
 	char name[BL_SLAB_NAME_MAX];
+	bool xfsz_pending, sized = false;
 	struct stat st;
+	sigset_t held;
 	void *p;
 	int fd, err;
 
@@ -133,13 +135,22 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 			       be->dir, name, (unsigned long long)size);
 		goto fail;
 	}
-	if (ftruncate(fd, (off_t)size)) {
-		err = bl_error(errno, "blamer: cannot size %s/%s", be->dir, name);
-		goto fail;
-	}
+	bl_signals_hold(&held);
+	xfsz_pending = bl_sigxfsz_pending();
+	err = ftruncate(fd, (off_t)size) ? errno : 0;
 	/* Reserve the pages now: a later write to a tmpfs that filled up
 	 * would be a SIGBUS in the middle of a push. */
-	err = posix_fallocate(fd, 0, (off_t)size);
+	if (!err) {
+		err = posix_fallocate(fd, 0, (off_t)size);
+		sized = true;
+	}
+	if (err == EFBIG)	/* the limit lowered since it was asked */
+		bl_sigxfsz_take_back(xfsz_pending);
+	bl_signals_restore(&held);
+	if (err && !sized) {
+		err = bl_error(err, "blamer: cannot size %s/%s", be->dir, name);
+		goto fail;
+	}
 	if (err && err != EOPNOTSUPP && err != EINVAL) {
 		err = bl_error(err, "blamer: cannot allocate %s/%s", be->dir, name);
 		goto fail;

@@ -137,6 +137,14 @@ void bl_signals_restore(const sigset_t *old);
  * add. The writer asks first and fails the making instead.
  */
 bool bl_fsize_allows(uint64_t end);
+/*
+ * The limit may be lowered between that question and the call (another
+ * thread, prlimit --pid): with the signals held around the call, a
+ * SIGXFSZ its EFBIG raised is taken back with sigtimedwait(), unless one
+ * was pending before it (bl_sigxfsz_pending()), which is not ours.
+ */
+bool bl_sigxfsz_pending(void);
+void bl_sigxfsz_take_back(bool was_pending);
 
 /*
  * Where slabs come from (backend.c): the /dev/blamer device or files

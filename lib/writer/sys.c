@@ -45,3 +45,23 @@ bool bl_fsize_allows(uint64_t end)
 	return getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
 	       end <= (uint64_t)rl.rlim_cur;
 }
+
+bool bl_sigxfsz_pending(void)
+{
+	sigset_t p;
+
+	return !sigpending(&p) && sigismember(&p, SIGXFSZ);
+}
+
+void bl_sigxfsz_take_back(bool was_pending)
+{
+	static const struct timespec now;
+	sigset_t s;
+
+	/* one already pending was someone else's: it stays */
+	if (was_pending)
+		return;
+	sigemptyset(&s);
+	sigaddset(&s, SIGXFSZ);
+	sigtimedwait(&s, NULL, &now);
+}
