@@ -5,6 +5,7 @@
  */
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,11 @@ int main(int argc, char **argv)
 	size_t i;
 	int o;
 
+	/* Past RLIMIT_FSIZE (systemd's LimitFSIZE=) a write fails with EFBIG,
+	 * which every writer here reports and cleans up after: SIGXFSZ's
+	 * default action ended an exporter at its first fold, in a loop
+	 * under Restart=, and left the temporaries. */
+	signal(SIGXFSZ, SIG_IGN);
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+:hj", lopts, NULL)) != -1 || optind < argc) {
 		if (o == -1) {
