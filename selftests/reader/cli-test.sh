@@ -69,7 +69,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..103"
+echo "1..104"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -237,6 +237,13 @@ run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT
 	[ "$(stat -c %a "$D.prom")" = 644 ] &&
 	! ls "$(dirname "$D")/.$(basename "$D").prom."* >/dev/null 2>&1 &&
 	ok "export --output writes atomically, mode 0644, no temporary file left" || nok "export --output"
+# past RLIMIT_FSIZE (systemd's LimitFSIZE=): an error, not SIGXFSZ
+(ulimit -f 1; "$B" export --prometheus --output "$D.big" >/dev/null 2>"$OUT.err"; echo $? >"$D.rc")
+[ "$(cat "$D.rc")" = 1 ] && grep -q "File too large" "$OUT.err" && [ ! -e "$D.big" ] &&
+	! ls "$(dirname "$D")/.$(basename "$D").big."* >/dev/null 2>&1 &&
+	ok "export --output past RLIMIT_FSIZE: one line, exit 1, no temporary left" ||
+	nok "export --output past RLIMIT_FSIZE (status $(cat "$D.rc"))"
+rm -f "$D.rc" "$D.big"
 err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:0
 err_has 2 "port must be 1-65535" export --prometheus --listen :65536
 err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:+80
