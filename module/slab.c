@@ -563,8 +563,8 @@ int blamer_slab_release(u64 id)
  * A walk of every slab, as a listing's: in batches under RCU, each
  * counted with a reference (which holds its owner and the owner's
  * struct pid), never under blamer_lock, so that a caller asking again
- * and again costs only itself (under the lock, 60,000 slabs made every
- * other user's create wait 76 ms a call).
+ * and again costs only itself (under the lock, with 60,000 slabs, each
+ * call held it 76 ms and another user's create took 157 ms on average).
  */
 static void blamer_status_in_ns(kuid_t key, struct pid_namespace *ns,
 				struct blamer_status *st)
