@@ -69,7 +69,7 @@ err_has() {
 }
 
 echo "TAP version 13"
-echo "1..104"
+echo "1..105"
 
 chmod 700 "$D"
 "$MK" "$D" dead 3999001 5 1 && "$MK" "$D" dead 3999002 6 2 && "$MK" "$D" corrupt 3999003 7 ||
@@ -244,6 +244,12 @@ run 0 export --prometheus --output "$D.prom" && [ -s "$D.prom" ] && [ ! -s "$OUT
 	ok "export --output past RLIMIT_FSIZE: one line, exit 1, no temporary left" ||
 	nok "export --output past RLIMIT_FSIZE (status $(cat "$D.rc"))"
 rm -f "$D.rc" "$D.big"
+# a $STATE_DIRECTORY too long for a path is refused, never cut to another file
+STATE_DIRECTORY="/tmp/$(head -c 4100 /dev/zero | tr '\0' a)" run 1 export --interval 1 --output "$D.sd" &&
+	grep -q 'STATE_DIRECTORY is too long for a path (4105 bytes)' "$OUT.err" &&
+	[ "$(wc -l <"$OUT.err")" = 1 ] &&
+	ok "export: a \$STATE_DIRECTORY too long for a path is one line, exit 1" ||
+	nok "export: \$STATE_DIRECTORY too long (status $st)"
 err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:0
 err_has 2 "port must be 1-65535" export --prometheus --listen :65536
 err_has 2 "port must be 1-65535" export --prometheus --listen 127.0.0.1:+80

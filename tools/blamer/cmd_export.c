@@ -332,18 +332,22 @@ static int serve(struct cli *c, struct exporter *e, int lfd)
  * systemd's $STATE_DIRECTORY (StateDirectory=) or /var/lib/blamer if it
  * may write there; NULL: none (nothing is folded).
  */
-static const char *state_path(const struct cli *c, bool serving, char *buf, size_t len)
+static const char *state_path(const struct cli *c, bool serving, char *buf, size_t len,
+			      bool *too_long)
 {
 	const char *sd = getenv("STATE_DIRECTORY");
+	int n;
 
 	if (c->state)
 		return c->state;
 	if (!serving)
 		return NULL;
 	if (sd && *sd) {
-		/* a list of directories: the first */
-		snprintf(buf, len, "%.*s/fold.state", (int)strcspn(sd, ":"), sd);
-		return buf;
+		/* a list of directories: the first; cut, it would name
+		 * another file */
+		n = snprintf(buf, len, "%.*s/fold.state", (int)strcspn(sd, ":"), sd);
+		*too_long = n < 0 || (size_t)n >= len;
+		return *too_long ? NULL : buf;
 	}
 	if (!access("/var/lib/blamer", W_OK | X_OK)) {
 		snprintf(buf, len, "/var/lib/blamer/fold-%u.state", (unsigned)geteuid());
@@ -358,6 +362,7 @@ int cmd_export(struct cli *c)
 	bool serving = c->listen || (c->seen & OPT_INTERVAL);
 	struct blamer_snapshot *s;
 	char msg[512], spath[PATH_MAX], *made = NULL;
+	bool too_long = false;
 	const char *state;
 	int ret, lfd = -1;
 
@@ -380,7 +385,15 @@ int cmd_export(struct cli *c)
 			return err("%s", msg);
 	}
 	if (!c->per_process) {
-		state = state_path(c, serving, spath, sizeof(spath));
+		state = state_path(c, serving, spath, sizeof(spath), &too_long);
+		if (too_long) {
+			if (lfd >= 0)
+				close(lfd);
+			http_unlink(made);
+			free(made);
+			return err("$STATE_DIRECTORY is too long for a path (%zu bytes)",
+				   strlen(getenv("STATE_DIRECTORY")));
+		}
 		e.fleet = blamer_fleet_open(state, msg, sizeof(msg));
 		if (!e.fleet) {
 			if (lfd >= 0)
