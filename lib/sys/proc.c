@@ -18,7 +18,10 @@ int bl_proc_stat(pid_t pid, struct bl_proc_stat *st)
 	ssize_t n;
 	int fd, field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -27,6 +30,11 @@ int bl_proc_stat(pid_t pid, struct bl_proc_stat *st)
 	if (n <= 0)
 		return -EIO;
 	buf[n] = '\0';
+	/* field 1, the pid as this /proc's pid namespace numbers it */
+	for (st->pid = 0, f = buf; *f >= '0' && *f <= '9' && st->pid < 1 << 22; f++)
+		st->pid = st->pid * 10 + (*f - '0');
+	if (f == buf || *f != ' ')
+		return -EIO;
 	/* The comm field may hold spaces and parentheses: it ends at the
 	 * last ')'. */
 	lp = strchr(buf, '(');

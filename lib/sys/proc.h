@@ -15,6 +15,7 @@
 
 /* What /proc/<pid>/stat says about a process. */
 struct bl_proc_stat {
+	pid_t pid;		/* as this /proc's pid namespace numbers it */
 	int64_t start_ns;	/* start time, ns since boot (as in file names) */
 	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
 	long num_threads;	/* a zombie main thread's process may have more */
@@ -22,8 +23,9 @@ struct bl_proc_stat {
 };
 
 /*
- * Reads /proc/<pid>/stat. 0 or -errno (-EIO if it cannot be parsed).
- * Only open, read and close: usable in a fork child before it execs.
+ * Reads /proc/<pid>/stat, or /proc/self/stat for @pid 0. 0 or -errno
+ * (-EIO if it cannot be parsed). Only open, read and close: usable in a
+ * fork child before it execs.
  */
 int bl_proc_stat(pid_t pid, struct bl_proc_stat *st);
 /* Just the start time, or -errno. */

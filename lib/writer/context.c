@@ -230,15 +230,23 @@ static bool former_image_heap(struct blamer *b)
 
 static int make_heap(struct blamer *b)
 {
+	struct bl_proc_stat me;
 	struct bl_clock clock;
-	int64_t start;
 	int ret;
 
-	b->pid = getpid();
-	start = bl_proc_start_ns(b->pid);
-	if (start < 0)
-		return bl_error((int)-start, "blamer: cannot read /proc/%d/stat", (int)b->pid);
-	b->start_ns = start;
+	/*
+	 * The pid and start time that name the heap are the ones /proc gives:
+	 * a process in a pid namespace of its own that still sees its
+	 * parent's /proc (unshare -p without a new mount) took getpid()'s
+	 * number there, 1, with pid 1's start time: every such job named its
+	 * heap after the host's init, listed live for good, and the next one
+	 * replaced the last one's postmortem as a former image's.
+	 */
+	ret = bl_proc_stat(0, &me);
+	if (ret)
+		return bl_error(-ret, "blamer: cannot read /proc/self/stat");
+	b->pid = me.pid;
+	b->start_ns = me.start_ns;
 	ret = bl_backend_open(&b->be, b->requested_backend, b->dir[0] ? b->dir : NULL,
 			      b->pid, b->start_ns);
 	if (ret)

@@ -537,4 +537,59 @@ TEST_F(ctx, default_context_and_reset)
 	unsetenv("BLAMER_BACKEND");
 }
 
+/*
+ * A process in a pid namespace of its own that still sees its parent's
+ * /proc (unshare -p without a mount namespace): getpid() is 1 there, and
+ * its heap was named after the host's init (pid 1, init's start time):
+ * listed live for good, and the next such job replaced it as a former
+ * image's. The heap is named with the pid /proc gives.
+ */
+TEST_F(ctx, a_heap_is_named_by_the_pid_proc_gives)
+{
+	struct blamer_heap_info hi;
+	struct blamer_config c;
+	int p[2], status;
+	int64_t named;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "a pid namespace needs root");
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the device records the owner itself");
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		pid_t inner;
+		struct blamer *b;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(90);
+		inner = fork();		/* pid 1 of the new namespace */
+		if (!inner) {
+			c = t_cfg(self->dir, 65536, 4);
+			if (getpid() != 1 || blamer_open(&c, &b) || blamer_heap_info(b, &hi))
+				_exit(91);
+			if (write(p[1], &hi.pid, sizeof(hi.pid)) != sizeof(hi.pid))
+				_exit(92);
+			blamer_close(b);
+			_exit(0);
+		}
+		if (inner < 0 || waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+			_exit(93);
+		/* fork() here gave its pid as this (the host's) namespace sees it */
+		hi.pid = inner;
+		_exit(write(p[1], &hi.pid, sizeof(hi.pid)) == sizeof(hi.pid) ?
+		      WEXITSTATUS(status) : 94);
+	}
+	close(p[1]);
+	ASSERT_EQ(sizeof(hi.pid), read(p[0], &hi.pid, sizeof(hi.pid)));
+	named = hi.pid;
+	ASSERT_EQ(sizeof(hi.pid), read(p[0], &hi.pid, sizeof(hi.pid)));
+	close(p[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("status %#x", status);
+	EXPECT_EQ(hi.pid, named);
+}
+
 TEST_HARNESS_MAIN
