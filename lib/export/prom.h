@@ -167,6 +167,7 @@ struct prom_guard_proc {
 	uint32_t *idx;
 	uint8_t *used;
 	uint64_t seed;
+	uint64_t now_ns;	/* at prom_guard_begin() (CLOCK_MONOTONIC) */
 	bool oom;
 };
 

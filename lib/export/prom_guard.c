@@ -16,20 +16,29 @@
  * seed. What a process's series remember is kept while its heap is
  * exported and for GUARD_KEEP_NS after it was last (a heap that vanishes
  * for a scrape, or is made to, comes back to the same floor), and never
- * more than GUARD_MAX_SERIES series of absent processes.
+ * more than GUARD_MAX_SERIES series of absent processes. Within one
+ * memory (a process's, or the service's, which holds every uid's) a
+ * series not written keeps its floor as long, and at most as many such
+ * series are kept as were written (GUARD_MIN_ABSENT at least), the most
+ * recently written first: kept for good, a heap whose label values
+ * changed every scrape grew root's exporter by its series count each
+ * time (50 MB to 110 MB in 85 s, 20,000 series rewritten every 300 ms).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hash.h"
 #include "prom.h"
 
 #define GUARD_KEEP_NS		(600ull * 1000000000ull)
 #define GUARD_MAX_SERIES	(1u << 20)
+#define GUARD_MIN_ABSENT	4096u
 
 struct guard_series {
 	uint64_t id;
 	uint64_t emitted, shown;
+	uint64_t seen_ns;	/* last written (CLOCK_MONOTONIC) */
 };
 
 static uint64_t series_id(uint64_t seed, const char *text, size_t len)
@@ -111,6 +120,10 @@ static struct guard_series *find(struct prom_guard_proc *g, uint64_t id)
 
 void prom_guard_begin(struct prom_guard_proc *g, uint64_t seed)
 {
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	g->now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	g->seed = seed;
 	g->nnew = 0;
 	g->pos = 0;
@@ -140,26 +153,35 @@ uint64_t prom_guard_clamp(struct prom_guard_proc *g, const char *series, size_t 
 		g->capnew = cap;
 	}
 	g->fresh[g->nnew++] = (struct guard_series){ .id = id, .emitted = emitted,
-						     .shown = shown };
+						     .shown = shown, .seen_ns = g->now_ns };
 	return emitted;
+}
+
+/* Whether the memory's series @i, not written this time, is kept. */
+static bool left_kept(const struct prom_guard_proc *g, size_t i)
+{
+	return !(g->used && g->used[i]) && (g->idx || i >= g->pos) &&
+	       g->now_ns - g->v[i].seen_ns < GUARD_KEEP_NS;
 }
 
 /*
  * The series written this time become the process's memory, in the
  * order written, followed by those of the last time not written now (a
- * path that went missing for a scrape keeps its floor).
+ * path that went missing for a scrape keeps its floor), the most recently
+ * written first, while they were written less than GUARD_KEEP_NS ago and
+ * number no more than those written now (GUARD_MIN_ABSENT at least).
  */
 bool prom_guard_end(struct prom_guard_proc *g)
 {
+	size_t i, left = 0, cap, room = g->nnew > GUARD_MIN_ABSENT ? g->nnew : GUARD_MIN_ABSENT;
 	struct guard_series *t;
-	size_t i, left = 0, cap;
 	bool ok = !g->oom;
 
 	g->oom = false;
 	/* all matched in order (the common case): nothing of the old is left */
 	if (ok && (g->idx || g->pos < g->n)) {
-		for (i = 0; i < g->n; i++)
-			left += !(g->used && g->used[i]) && (g->idx || i >= g->pos);
+		for (i = 0; i < g->n && left < room; i++)
+			left += left_kept(g, i);
 	}
 	if (ok && left) {
 		cap = g->nnew + left;
@@ -172,9 +194,12 @@ bool prom_guard_end(struct prom_guard_proc *g)
 			g->fresh = t;
 			g->capnew = cap;
 		}
-		for (i = 0; i < g->n; i++)
-			if (!(g->used && g->used[i]) && (g->idx || i >= g->pos))
+		for (i = 0; i < g->n && left; i++) {
+			if (left_kept(g, i)) {
 				g->fresh[g->nnew++] = g->v[i];
+				left--;
+			}
+		}
 	}
 	if (ok) {
 		/* the new memory; the old array is the next scrape's to fill */

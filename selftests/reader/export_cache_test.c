@@ -25,6 +25,7 @@
 
 #include "testsupport.h"
 #include "rtest.h"
+#include "export/fleet.h"	/* the service guard's memory, white-box */
 
 /* Does the cached text of the next snapshot of @r equal a fresh export's? */
 static bool cached_matches(struct blamer_reader *r, struct blamer_prom_cache *c, size_t *len)
@@ -251,6 +252,49 @@ TEST(prometheus_counters_never_go_down_in_a_long_lived_exporter)
 	free(first);
 	fx_free(&h);
 	blamer_prom_cache_free(c);
+}
+
+/*
+ * The service's guard remembers every counter it wrote, to never write
+ * one lower; what it did not write this time it kept for good, so a heap
+ * whose label values changed every scrape grew a long-lived exporter by
+ * its series count each time. Kept now: at most as many unwritten series
+ * as written ones (4096 at least), written less than 10 minutes ago.
+ * 1,000 series relabelled over 12 scrapes: at most 1,000 + 4,096
+ * remembered, not 12,000.
+ */
+TEST(the_service_guard_forgets_what_it_no_longer_writes)
+{
+	struct blamer_fleet *f;
+	struct blamer_snapshot *s;
+	struct fx_heap h;
+	char *buf = NULL, v[16], err[128];
+	size_t len, cap = 0;
+	blamer_ref d;
+	int r, i;
+
+	f = blamer_fleet_open(NULL, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	for (r = 0; r < 12; r++) {
+		fx_init(&h, 1, 1 << 20, 4242, 777);
+		fx_process(&h, BLAMER_PHASE_MAIN_LOOP, "svc");
+		d = fx_metric_def(&h, "rot", BLAMER_METRIC_COUNTER, 0, "k", 1, NULL, 0);
+		for (i = 0; i < 1000; i++) {
+			int n = snprintf(v, sizeof(v), "%d-%d", r, i);
+
+			fx_metric(&h, d, v, (size_t)n + 1, 1, NULL);
+		}
+		s = read_heap(&h);
+		ASSERT_NE(NULL, s);
+		ASSERT_EQ(1000, s->nseries);
+		ASSERT_EQ(0, blamer_fleet_prometheus_text(f, s, &buf, &len, &cap));
+		blamer_snapshot_free(s);
+		fx_free(&h);
+	}
+	EXPECT_LE(f->guard.n, 1000 + 4096);
+	EXPECT_GE(f->guard.n, 1000);
+	free(buf);
+	blamer_fleet_close(f);
 }
 
 TEST_HARNESS_MAIN
