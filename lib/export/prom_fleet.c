@@ -564,31 +564,88 @@ static void write_drops(struct blamer_fleet *f, struct exp *e, struct prom_out *
 
 /* ---- the processes ---- */
 
+/* A role of one uid: the processes of that uid that took it. */
+struct uid_role {
+	const char *role;
+	uint32_t uid;
+	uint32_t live, dead, threads, busy;
+};
+
+static int uid_role_cmp(const void *a, const void *b)
+{
+	const struct uid_role *x = a, *y = b;
+	int c = strcmp(x->role, y->role);
+
+	return c ? c : (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+/*
+ * Processes and threads by role and uid: a role is any name a process
+ * gives itself, so summed over uids (as the snapshot's roles are)
+ * another user's processes calling themselves "web" added to this user's
+ * pool and its saturation (3 processes of 50 busy threads each made
+ * another uid's 1 process and 2 busy threads 4 and 152).
+ */
 static void write_roles(const struct blamer_snapshot *s, struct prom_out *o)
 {
-	struct prom_label l[2] = { { "role", NULL }, { "state", NULL } };
-	size_t i;
+	struct prom_label l[3] = { { "role", NULL }, { "state", NULL }, { "uid", NULL } };
+	struct uid_role *v = calloc(s->nprocs + 1, sizeof(*v));
+	size_t i, j, n = 0;
+	char uid[16];
 
-	prom_family(o, "blamer_processes", "gauge",
-		    "Processes by role (blamer_set_role(); \"\" none) and state, not folded.");
-	for (i = 0; i < s->nroles; i++) {
-		l[0].value = s->roles[i].role;
-		l[1].value = "live";
-		prom_sample_u64(o, "blamer_processes", l, 2, s->roles[i].live);
-		l[1].value = "dead";
-		prom_sample_u64(o, "blamer_processes", l, 2, s->roles[i].dead);
+	if (!v) {
+		o->oom = true;
+		return;
 	}
-	prom_family(o, "blamer_threads", "gauge", "Threads of live processes, by role.");
-	for (i = 0; i < s->nroles; i++) {
-		l[0].value = s->roles[i].role;
-		prom_sample_u64(o, "blamer_threads", l, 1, s->roles[i].threads);
+	for (i = 0; i < s->nprocs; i++) {
+		const struct blamer_snap_process *p = &s->procs[i];
+		bool live = p->state == BLAMER_PROC_LIVE;
+
+		v[n++] = (struct uid_role){ .role = p->role, .uid = p->uid, .live = live,
+					    .dead = !live,
+					    .threads = live ? (uint32_t)p->nthreads : 0,
+					    .busy = live ? p->busy_threads : 0 };
+	}
+	qsort(v, n, sizeof(*v), uid_role_cmp);
+	/* one entry per (role, uid), summed */
+	for (i = 0, j = 0; i < n; i++) {
+		if (j && !uid_role_cmp(&v[j - 1], &v[i])) {
+			v[j - 1].live += v[i].live;
+			v[j - 1].dead += v[i].dead;
+			v[j - 1].threads += v[i].threads;
+			v[j - 1].busy += v[i].busy;
+		} else {
+			v[j++] = v[i];
+		}
+	}
+	n = j;
+	l[2].value = uid;
+	prom_family(o, "blamer_processes", "gauge",
+		    "Processes by role (blamer_set_role(); \"\" none), state and uid, not folded.");
+	for (i = 0; i < n; i++) {
+		snprintf(uid, sizeof(uid), "%" PRIu32, v[i].uid);
+		l[0].value = v[i].role;
+		l[1].value = "live";
+		prom_sample_u64(o, "blamer_processes", l, 3, v[i].live);
+		l[1].value = "dead";
+		prom_sample_u64(o, "blamer_processes", l, 3, v[i].dead);
+	}
+	/* role and uid: the state's place taken by the uid */
+	l[1] = l[2];
+	prom_family(o, "blamer_threads", "gauge", "Threads of live processes, by role and uid.");
+	for (i = 0; i < n; i++) {
+		snprintf(uid, sizeof(uid), "%" PRIu32, v[i].uid);
+		l[0].value = v[i].role;
+		prom_sample_u64(o, "blamer_threads", l, 2, v[i].threads);
 	}
 	prom_family(o, "blamer_busy_threads", "gauge",
-		    "Threads of live processes inside an activity (busy), by role: saturation.");
-	for (i = 0; i < s->nroles; i++) {
-		l[0].value = s->roles[i].role;
-		prom_sample_u64(o, "blamer_busy_threads", l, 1, s->roles[i].busy);
+		    "Threads of live processes inside an activity (busy), by role and uid: saturation.");
+	for (i = 0; i < n; i++) {
+		snprintf(uid, sizeof(uid), "%" PRIu32, v[i].uid);
+		l[0].value = v[i].role;
+		prom_sample_u64(o, "blamer_busy_threads", l, 2, v[i].busy);
 	}
+	free(v);
 }
 
 /* By uid and unit, then the least (name, base) first. */

@@ -554,6 +554,55 @@ TEST(one_series_per_pid_the_live_one)
 }
 
 /*
+ * A role is a name any process may take: the service's process and
+ * thread counts by role are per uid too. Three heaps of uid 1002 calling
+ * themselves "web" added to uid 1001's one "web" process (a pool's size
+ * and saturation, what an autoscaler reads). (The dir backend reads one
+ * owner's files: the uids are set in the snapshot and its views made
+ * again, as blamer_snapshot_filter() does.)
+ */
+TEST(roles_are_counted_per_uid)
+{
+	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
+	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
+	struct blamer_snapshot *s;
+	struct blamer_reader *r;
+	struct fx_heap h[4];
+	char dir[] = "/tmp/blamer-roles-XXXXXX", e[256], cmd[128], *text = NULL;
+	size_t len = 0, cap = 0, i;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (i = 0; i < 4; i++) {
+		fx_init(&h[i], 1, 16384, 3999701 + (int64_t)i, 1);
+		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
+		fx_drops(&h[i], "web", "", counts, BLAMER_DROP_REASONS);
+		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999701 + (int64_t)i, 1));
+	}
+	o.dir = dir;
+	r = blamer_reader_open(&o, e, sizeof(e));
+	ASSERT_NE(NULL, r) TH_LOG("%s", e);
+	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	ASSERT_EQ(4, s->nprocs);
+	for (i = 0; i < 4; i++)
+		s->procs[i].uid = s->procs[i].pid == 3999701 ? 1001 : 1002;
+	ASSERT_EQ(4, blamer_snapshot_filter(s, keep_all, NULL));
+	ASSERT_EQ(0, blamer_fleet_prometheus_text(NULL, s, &text, &len, &cap));
+	EXPECT_NE(NULL, strstr(text, "blamer_processes{role=\"web\",state=\"dead\",uid=\"1001\"} 1\n"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_processes{role=\"web\",state=\"dead\",uid=\"1002\"} 3\n"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "blamer_busy_threads{role=\"web\",uid=\"1001\"} 0\n"))
+		TH_LOG("%s", text);
+	free(text);
+	blamer_snapshot_free(s);
+	blamer_reader_close(r);
+	for (i = 0; i < 4; i++)
+		fx_free(&h[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(0, system(cmd));
+}
+
+/*
  * A definition decoded once per snapshot (def_share.c) is still each
  * heap's own: 80 heaps give "reqs" byte for byte alike (shared: one
  * decoding) and "lat" alike in kind and name but each with bounds of its

@@ -103,7 +103,7 @@ t "export --prometheus: identity=\"kernel\" on every process's series, the OSC 5
 kill $OSCAPP 2>/dev/null
 t "top --once and a polled frame" sh -c "blamer top --once | grep -q 'idle-wait' && blamer top --count 2 --interval 0.2 | grep -c '^blamer top' | grep -q 2"
 t "export --prometheus has the exit signal" sh -c "blamer export --prometheus --per-process | grep -q '^blamer_process_exit_signal{pid=\"$W1\".*} 11'"
-t "export: the service's series, attribution summed by path and uid, processes by role and state" sh -c "blamer export >$OUT.x || exit 1; grep -q '^blamer_attribution_[a-z_]*_total{path=\"/[^\"]*\",uid=\"[0-9]*\"} ' $OUT.x && grep -q '^blamer_processes{role=\".*\",state=\"dead\"} [1-9]' $OUT.x && ! grep -q 'start_time_ns=' $OUT.x"
+t "export: the service's series, attribution summed by path and uid, processes by role and state" sh -c "blamer export >$OUT.x || exit 1; grep -q '^blamer_attribution_[a-z_]*_total{path=\"/[^\"]*\",uid=\"[0-9]*\"} ' $OUT.x && grep -q '^blamer_processes{role=\".*\",state=\"dead\",uid=\"[0-9]*\"} [1-9]' $OUT.x && ! grep -q 'start_time_ns=' $OUT.x"
 
 # SIGKILL a worker: the kernel records it
 kill -9 $W2
