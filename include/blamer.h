@@ -1113,7 +1113,7 @@ void blamer_fleet_close(struct blamer_fleet *f);
 /*
  * Folds the dead heaps of @s (taken with BLAMER_READ_DEAD_FULL) not
  * folded yet into the state, in one transaction, then releases through
- * @r the folded heaps but the @keep seen dead last (kept for
+ * @r the folded heaps but the @keep of each uid seen dead last (kept for
  * postmortems). @s then holds the processes not folded (its views made
  * again). Returns how many heaps were folded, or -errno with a message:
  * then nothing changed and the heaps are counted as before.

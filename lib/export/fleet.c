@@ -1168,12 +1168,26 @@ static int newest_first(const void *a, const void *b)
 	return (x->dead_ns < y->dead_ns) - (x->dead_ns > y->dead_ns);
 }
 
-/* Releases the folded heaps of @s beyond the @keep seen dead last. */
+/* Folded processes by uid, the ones seen dead last first. */
+static int uid_newest_first(const void *a, const void *b)
+{
+	const struct folded_proc *x = a, *y = b;
+
+	if (x->p->uid != y->p->uid)
+		return x->p->uid < y->p->uid ? -1 : 1;
+	return newest_first(a, b);
+}
+
+/*
+ * Releases the folded heaps of @s beyond the @keep of each uid seen dead
+ * last: one list for every user let one user's churn (ten short processes
+ * killed in 5 s) release another user's crashed heap, its postmortem.
+ */
 static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 			const struct blamer_snapshot *s, unsigned keep)
 {
 	struct folded_proc *v = malloc((s->nprocs + 1) * sizeof(*v));
-	size_t i, n = 0, k;
+	size_t i, n = 0, k, kept = 0;
 	char e[256];
 
 	if (!v)
@@ -1185,8 +1199,11 @@ static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 		if (x)
 			v[n++] = (struct folded_proc){ x, &s->procs[i] };
 	}
-	qsort(v, n, sizeof(*v), newest_first);
-	for (k = keep; k < n; k++) {
+	qsort(v, n, sizeof(*v), uid_newest_first);
+	for (k = 0; k < n; k++) {
+		kept = k && v[k].p->uid == v[k - 1].p->uid ? kept + 1 : 1;
+		if (kept <= keep)
+			continue;
 		/* gone already, or refused: the next fold tries again */
 		blamer_reader_release(r, v[k].p, e, sizeof(e));
 		fl_test_abort(f, 6);
@@ -1194,9 +1211,35 @@ static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 	free(v);
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* How many uids the heaps kept may be of: those with a remainder, or
+ * with a process in @s, whichever are more (identities hold no uid). */
+static size_t kept_uids(const struct blamer_fleet *f, const struct blamer_snapshot *s)
+{
+	uint32_t *u = malloc((s->nprocs + 1) * sizeof(*u));
+	size_t i, n = 0;
+
+	if (!u)
+		return f->nuidn + s->nprocs;	/* more than enough */
+	for (i = 0; i < s->nprocs; i++)
+		u[i] = s->procs[i].uid;
+	qsort(u, s->nprocs, sizeof(*u), u32_cmp);
+	for (i = 0; i < s->nprocs; i++)
+		n += !i || u[i] != u[i - 1];
+	free(u);
+	return n > f->nuidn ? n : f->nuidn;
+}
+
 /*
  * The listed heaps that stay listed, into @out (*n of them): those still
- * present in @s, and of those not seen, the @keep seen dead last. The
+ * present in @s, and of those not seen, the @keep of each uid seen dead
+ * last (identities hold no uid: the newest @keep times kept_uids()). The
  * others are gone: released by a fold (all but the kept ones are), or
  * by retention or eviction. A kept heap the reader missed once (a read
  * that failed, a file moved away and back) is not released by the fold,
@@ -1208,7 +1251,7 @@ static bool still_listed(const struct blamer_fleet *f, const struct blamer_snaps
 {
 	const struct fl_ident **by = malloc((f->nidents + 1) * sizeof(*by));
 	bool *seen = calloc(f->nidents + 1, sizeof(*seen));
-	size_t i;
+	size_t i, kept = (size_t)keep * kept_uids(f, s);
 
 	if (!by || !seen) {
 		free(by);
@@ -1225,7 +1268,7 @@ static bool still_listed(const struct blamer_fleet *f, const struct blamer_snaps
 		by[i] = &f->idents[i];
 	if (f->nidents)
 		qsort(by, f->nidents, sizeof(*by), newest_first);
-	for (i = 0; i < keep && i < f->nidents; i++)
+	for (i = 0; i < kept && i < f->nidents; i++)
 		seen[by[i] - f->idents] = true;
 	for (i = 0, *n = 0; i < f->nidents; i++)
 		if (seen[i])
@@ -1265,8 +1308,8 @@ int blamer_fleet_fold(struct blamer_fleet *f, struct blamer_reader *r, struct bl
 	if (!f->source && src && !(f->source = strdup(src)))
 		goto oom;
 	present = calloc(f->nidents + s->nprocs + 1, sizeof(*present));
-	if (!present || !still_listed(f, s, keep, present, &npresent) ||
-	    (!f->nuidn && !count_uid_series(f)))
+	if (!present || (!f->nuidn && !count_uid_series(f)) ||
+	    !still_listed(f, s, keep, present, &npresent))
 		goto oom;
 	nodes = f->nnodes;
 	f->held = 0;

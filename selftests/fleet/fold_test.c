@@ -708,4 +708,68 @@ TEST_F(fold, drop_counts_fold_to_their_most_never_wrapped)
 	free(state);
 }
 
+static bool keep_every(const struct blamer_snap_process *p, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return true;
+}
+
+/* @s as if DEAD_A were uid 1001's and every other heap uid 1002's (the dir
+ * backend reads one owner's files), its views made again. */
+static void two_uids(struct blamer_snapshot *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nprocs; i++)
+		s->procs[i].uid = s->procs[i].pid == DEAD_A ? 1001 : 1002;
+	blamer_snapshot_filter(s, keep_every, NULL);
+}
+
+/* How many of @s's processes have @pid (@is) or another one (!@is). */
+static size_t procs_of(const struct blamer_snapshot *s, int64_t pid, bool is)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nprocs; i++)
+		n += (s->procs[i].pid == pid) == is;
+	return n;
+}
+
+/*
+ * --keep-dead keeps that many folded heaps of each uid: one list for every
+ * user let one user's churn release another user's crashed heap (its
+ * postmortem) as soon as it had that many newer deaths of its own.
+ */
+TEST_F(fold, each_uid_keeps_its_own_dead_heaps)
+{
+	struct blamer_snapshot *s;
+	struct blamer_fleet *f;
+	char err[256];
+	int i;
+
+	f = blamer_fleet_open(self->state, err, sizeof(err));
+	ASSERT_NE(NULL, f) TH_LOG("%s", err);
+	ASSERT_EQ(0, write_heap(self->dir, DEAD_A, 1, 1, 1));	/* uid 1001's crash */
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	two_uids(s);
+	ASSERT_EQ(1, blamer_fleet_fold(f, self->r, s, 2, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_snapshot_free(s);
+	usleep(10000);		/* the next deaths are seen later */
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, write_heap(self->dir, 3999611 + i, 1, 1, 1));
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	two_uids(s);
+	ASSERT_EQ(3, blamer_fleet_fold(f, self->r, s, 2, err, sizeof(err))) TH_LOG("%s", err);
+	blamer_snapshot_free(s);
+	s = snap(self->r);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1, procs_of(s, DEAD_A, true));	/* uid 1001's one, kept */
+	EXPECT_EQ(2, procs_of(s, DEAD_A, false));	/* uid 1002's newest two */
+	blamer_snapshot_free(s);
+	blamer_fleet_close(f);
+}
+
 TEST_HARNESS_MAIN
