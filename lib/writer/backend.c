@@ -34,9 +34,58 @@
 #include "blamer.h"
 #include "where.h"
 
+/*
+ * @fd kept above 2 (a program started with stdout closed would have
+ * given the library 1, and its dup2() of a log onto 1 closed ours), and
+ * what it is noted for bl_backend_fd_ok(). @fd, or -1 with errno set.
+ */
+static int fd_keep(struct bl_backend *be, int fd)
+{
+	struct stat st;
+	int high;
+
+	if (fd >= 0 && fd < 3) {
+		high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = high;
+	}
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -1;
+	}
+	be->fd_dev = st.st_dev;
+	be->fd_ino = st.st_ino;
+	be->fd_rdev = st.st_rdev;
+	return fd;
+}
+
+bool bl_backend_fd_ok(struct bl_backend *be)
+{
+	int *fd = be->kind == BLAMER_BACKEND_DEVICE ? &be->devfd : &be->dirfd;
+	struct stat st;
+
+	if (*fd < 0)
+		return false;
+	if (!fstat(*fd, &st) && st.st_dev == be->fd_dev && st.st_ino == be->fd_ino &&
+	    st.st_rdev == be->fd_rdev)
+		return true;
+	*fd = -1;	/* not ours any more: forgotten, never closed */
+	return false;
+}
+
+/* The error of a growth through a descriptor that is not ours any more. */
+static int fd_lost(struct bl_backend *be)
+{
+	return bl_error(EBADF, "blamer: the %s descriptor of this heap was closed by the program "
+			"(and its number maybe given to another file): no more slabs",
+			be->kind == BLAMER_BACKEND_DEVICE ? BLAMER_DEVICE : "directory");
+}
+
 static int device_open(struct bl_backend *be, bool forced)
 {
-	be->devfd = open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC);
+	be->devfd = fd_keep(be, open(BLAMER_DEVICE, O_RDWR | O_CLOEXEC));
 	if (be->devfd < 0) {
 		if (forced)
 			return bl_error(errno, "blamer: BLAMER_BACKEND=device but %s cannot be opened",
@@ -92,6 +141,9 @@ int bl_backend_open(struct bl_backend *be, int requested, const char *dir,
 		fd = bl_slabdir_open(be->dir, why, sizeof(why));
 		if (fd < 0)
 			return bl_error(-fd, "blamer: %s", why);
+		fd = fd_keep(be, fd);
+		if (fd < 0)
+			return bl_error(errno, "blamer: cannot keep the descriptor of %s", be->dir);
 		be->dirfd = fd;
 		be->kind = BLAMER_BACKEND_DIR;
 		/* each new heap bounds the dead ones its user has left */
@@ -113,6 +165,8 @@ static int dir_slab(struct bl_backend *be, uint32_t index, uint64_t size,
 	void *p;
 	int fd, err;
 
+	if (!bl_backend_fd_ok(be))
+		return fd_lost(be);
 	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, be->seq, index);
 	/* O_EXCL|O_NOFOLLOW: never reuse or follow something already there. */
 	fd = openat(be->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -185,6 +239,8 @@ static int device_slab(struct bl_backend *be, uint64_t size, struct bl_slab_map 
 	void *p;
 	int err;
 
+	if (!bl_backend_fd_ok(be))
+		return fd_lost(be);
 	if (ioctl(be->devfd, BLAMER_IOC_CREATE, &c))
 		return bl_error(errno, "blamer: %s: cannot create a slab of %" PRIu64 " bytes",
 				BLAMER_DEVICE, size);
@@ -241,7 +297,7 @@ void bl_backend_exiting(struct bl_backend *be)
 {
 	char name[BL_SLAB_NAME_MAX];
 
-	if (be->kind != BLAMER_BACKEND_DIR || be->dirfd < 0)
+	if (be->kind != BLAMER_BACKEND_DIR || !bl_backend_fd_ok(be))
 		return;
 	/* slab 0's modification time: when the process ended */
 	bl_slab_name(name, sizeof(name), be->pid, (uint64_t)be->start_ns, be->seq, 0);
@@ -250,6 +306,9 @@ void bl_backend_exiting(struct bl_backend *be)
 
 void bl_backend_close(struct bl_backend *be, bool remove)
 {
+	/* a descriptor that is not ours any more is forgotten, not closed */
+	if (be->kind)
+		bl_backend_fd_ok(be);
 	if (be->dirfd >= 0) {
 		if (remove)
 			bl_slabdir_remove_heap(be->dirfd, be->pid, be->start_ns, be->seq);

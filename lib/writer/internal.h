@@ -167,6 +167,9 @@ struct bl_backend {
 	int64_t start_ns;
 	uint32_t seq;		/* dir: which of this image's heaps (context.c); 0: its first */
 	char dir[256];
+	/* what the open descriptor (dirfd or devfd) was: bl_backend_fd_ok() */
+	dev_t fd_dev, fd_rdev;
+	ino_t fd_ino;
 };
 
 /* @requested: enum blamer_backend (AUTO honours $BLAMER_BACKEND). */
@@ -182,6 +185,17 @@ void bl_backend_scratch(struct bl_slab_map *m);
 void bl_backend_exiting(struct bl_backend *be);
 /* Closes fds; with @remove, deletes the heap's files (dir) or releases its slabs (device). */
 void bl_backend_close(struct bl_backend *be, bool remove);
+/*
+ * Whether the backend's descriptor is still the one it opened. A program
+ * may close every descriptor after it started the library (a daemon's
+ * close-all) and have the numbers given to its own files: a slab made
+ * through the number then went into another directory (or through
+ * another context's /dev/blamer file), and a close closed the program's
+ * file. A descriptor that is not ours any more is forgotten, never used
+ * or closed: the heap makes no more slabs (each failed growth counted).
+ * One fstat(), off the hot path (growth, close, exit, a fork child).
+ */
+bool bl_backend_fd_ok(struct bl_backend *be);
 
 /*
  * The allocator: typed records in a heap of slabs (heap.c). Internal

@@ -118,7 +118,7 @@ int blamer_process_exited(struct blamer *b, pid_t pid, int wait_status)
 	 * totals). Its first heap only (seq 0): a later one (made after it
 	 * abandoned or closed one) is left to the retention limits. */
 	if (b->be.kind == BLAMER_BACKEND_DIR && found->child_start_stamp > 0 &&
-	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0 &&
+	    WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0 && bl_backend_fd_ok(&b->be) &&
 	    !bl_slabdir_heap_folds(b->be.dirfd, pid, found->child_start_stamp, 0))
 		removed = bl_slabdir_remove_heap(b->be.dirfd, pid, found->child_start_stamp, 0);
 	return removed < 0 ? 0 : removed;

@@ -592,4 +592,62 @@ TEST_F(ctx, a_heap_is_named_by_the_pid_proc_gives)
 	EXPECT_EQ(hi.pid, named);
 }
 
+/* The descriptor of this process that is open on directory @dir, or -1. */
+static int fd_on(const char *dir)
+{
+	char link[64], target[512];
+	struct dirent *e;
+	int fd = -1;
+	ssize_t n;
+	DIR *d = opendir("/proc/self/fd");
+
+	while (d && fd < 0 && (e = readdir(d))) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', !strcmp(target, dir)) && atoi(e->d_name) != dirfd(d))
+			fd = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return fd;
+}
+
+/*
+ * A daemon closes every descriptor after it started the library, and
+ * opens its own, which get the same numbers: the library made its slabs
+ * through the number, in the program's directory, and its close closed
+ * the program's. A descriptor that is not the library's any more is
+ * forgotten: growth fails (counted), nothing is made elsewhere, and
+ * nothing of the program's is closed. Dir backend.
+ */
+TEST_F(ctx, a_descriptor_the_program_closed_and_reused_is_left_alone)
+{
+	char other[] = "/tmp/blamer-other-XXXXXX", cmd[96];
+	uint64_t ids[1] = { 1 };
+	struct blamer_config c;
+	struct blamer *b;
+	int fd, mine, n;
+
+	if (t_backend() != BLAMER_BACKEND_DIR)
+		SKIP(return, "dir backend: the test finds the directory's descriptor");
+	ASSERT_NE(NULL, mkdtemp(other));
+	c = t_cfg(self->dir, 16384, 8);
+	ASSERT_EQ(0, t_open(self, &c, &b));
+	fd = fd_on(self->dir);
+	ASSERT_LE(3, fd);	/* never 0..2 */
+	ASSERT_EQ(0, close(fd));	/* the daemon's close-all */
+	mine = open(other, O_RDONLY | O_DIRECTORY);
+	ASSERT_EQ(fd, mine);		/* the program's directory, the same number */
+	/* paths until the heap would grow past its first slab */
+	for (n = 0; n < 2000 && blamer_path_get(b, ids, 1, NULL, 0); n++)
+		ids[0]++;
+	EXPECT_LT(n, 2000);
+	EXPECT_EQ(0, entries(other));	/* nothing made in the program's directory */
+	t_close(self, b);
+	EXPECT_EQ(0, fcntl(mine, F_GETFD) < 0);	/* the program's, still open */
+	close(mine);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", other);
+	ASSERT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
