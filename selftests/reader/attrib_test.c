@@ -636,17 +636,16 @@ TEST(colliding_node_ids_and_paths_stay_linear)
  */
 TEST(units_left_out_of_the_view_stay_the_processes)
 {
-	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
 	const uint64_t node = 0x1;
 	struct blamer_snap_process *victim = NULL;
 	struct blamer_dag_path *p;
 	struct blamer_snapshot *s;
-	struct blamer_reader *r;
 	struct fx_heap h[17];
-	char dir[] = "/tmp/blamer-units-XXXXXX", e[256], cmd[128], *text = NULL;
+	char *text = NULL;
 	size_t len = 0, cap = 0, i;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-units-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	for (i = 0; i < 17; i++) {
 		fx_init(&h[i], 1, FX_SLAB, 3999600 + (int64_t)i, 1);
 		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "svc");
@@ -660,12 +659,10 @@ TEST(units_left_out_of_the_view_stay_the_processes)
 			p->units[1] = p->units[0] + 1;
 			p->values[0] = p->values[1] = 1;
 		}
-		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999600 + (int64_t)i, 1));
+		ASSERT_EQ(0, fx_write_dir(&h[i], tmpdir, 3999600 + (int64_t)i, 1));
 	}
-	o.dir = dir;
-	r = blamer_reader_open(&o, e, sizeof(e));
-	ASSERT_NE(NULL, r) TH_LOG("%s", e);
-	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
 	ASSERT_EQ(17, s->nprocs);
 	EXPECT_EQ(1, s->units_left_out);
 	EXPECT_EQ(16, s->nunits);
@@ -686,11 +683,9 @@ TEST(units_left_out_of_the_view_stay_the_processes)
 	EXPECT_NE(NULL, strstr(text, "unit=\"2000\"")) TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
-	blamer_reader_close(r);
 	for (i = 0; i < 17; i++)
 		fx_free(&h[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(0, system(cmd));
+	rm_tmpdir();
 }
 
 TEST_HARNESS_MAIN

@@ -452,15 +452,14 @@ TEST(definitions_are_chosen_per_uid)
  */
 TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
 {
-	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
 	struct blamer_snapshot *s;
-	struct blamer_reader *r;
 	struct fx_heap h[2];
-	char dir[] = "/tmp/blamer-family-XXXXXX", e[256], cmd[128], *text = NULL;
+	char *text = NULL;
 	size_t len = 0, cap = 0, i;
 	blamer_ref d;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-family-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	for (i = 0; i < 2; i++) {
 		fx_init(&h[i], 1, 16384, 3999401 + i, 1 + i);
 		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
@@ -469,12 +468,10 @@ TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
 		d = fx_metric_def(&h[i], "c_total", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_SUM, NULL, 0,
 				  NULL, 0);
 		fx_metric(&h[i], d, "", 0, 40, NULL);
-		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999401 + i, 1 + i));
+		ASSERT_EQ(0, fx_write_dir(&h[i], tmpdir, 3999401 + i, 1 + i));
 	}
-	o.dir = dir;
-	r = blamer_reader_open(&o, e, sizeof(e));
-	ASSERT_NE(NULL, r) TH_LOG("%s", e);
-	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
 	ASSERT_EQ(2, s->nprocs);
 	ASSERT_EQ(0, blamer_snapshot_prometheus_text(s, &text, &len, &cap));
 	EXPECT_NE(NULL, strstr(text, "# TYPE c_total counter\n")) TH_LOG("%s", text);
@@ -490,11 +487,9 @@ TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
 	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 1\n")) TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
-	blamer_reader_close(r);
 	for (i = 0; i < 2; i++)
 		fx_free(&h[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(0, system(cmd));
+	rm_tmpdir();
 }
 
 /*
@@ -506,7 +501,6 @@ TEST(two_metrics_of_one_family_are_a_conflict_not_a_crash)
  */
 TEST(one_series_per_pid_the_live_one)
 {
-	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
 	const int64_t me = getpid(), self = (int64_t)fx_self_start_ns();
 	const struct { int64_t pid, start; double v; } heap[] = {
 		{ me, 1, 1 }, { me, self, 2 }, { me, self + 1000000000, 3 },
@@ -514,25 +508,23 @@ TEST(one_series_per_pid_the_live_one)
 	};
 	enum { N = sizeof(heap) / sizeof(heap[0]) };
 	struct blamer_snapshot *s;
-	struct blamer_reader *r;
 	struct fx_heap h[N];
-	char dir[] = "/tmp/blamer-onepid-XXXXXX", e[256], cmd[128], want[64], *text = NULL;
+	char want[64], *text = NULL;
 	size_t len = 0, cap = 0, i;
 	blamer_ref d;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-onepid-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	for (i = 0; i < N; i++) {
 		fx_init(&h[i], 1, 16384, heap[i].pid, heap[i].start);
 		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
 		d = fx_metric_def(&h[i], "inflight", BLAMER_METRIC_GAUGE, BLAMER_GAUGE_ALL, NULL, 0,
 				  NULL, 0);
 		fx_metric(&h[i], d, "", 0, heap[i].v, NULL);
-		ASSERT_EQ(0, fx_write_dir(&h[i], dir, heap[i].pid, (uint64_t)heap[i].start));
+		ASSERT_EQ(0, fx_write_dir(&h[i], tmpdir, heap[i].pid, (uint64_t)heap[i].start));
 	}
-	o.dir = dir;
-	r = blamer_reader_open(&o, e, sizeof(e));
-	ASSERT_NE(NULL, r) TH_LOG("%s", e);
-	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
 	ASSERT_EQ(N, s->nprocs);
 	ASSERT_EQ(0, blamer_fleet_prometheus_text(NULL, s, &text, &len, &cap));
 	snprintf(want, sizeof(want), "inflight{pid=\"%" PRId64 "\",uid=", me);
@@ -546,11 +538,9 @@ TEST(one_series_per_pid_the_live_one)
 	EXPECT_NE(NULL, strstr(text, "blamer_metric_conflicts 3\n")) TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
-	blamer_reader_close(r);
 	for (i = 0; i < N; i++)
 		fx_free(&h[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(0, system(cmd));
+	rm_tmpdir();
 }
 
 /*
@@ -563,25 +553,22 @@ TEST(one_series_per_pid_the_live_one)
  */
 TEST(roles_are_counted_per_uid)
 {
-	struct blamer_reader_opts o = { .backend = BLAMER_BACKEND_DIR, .flags = BLAMER_READ_DEAD_FULL };
 	uint64_t counts[BLAMER_DROP_REASONS] = { 0 };
 	struct blamer_snapshot *s;
-	struct blamer_reader *r;
 	struct fx_heap h[4];
-	char dir[] = "/tmp/blamer-roles-XXXXXX", e[256], cmd[128], *text = NULL;
+	char *text = NULL;
 	size_t len = 0, cap = 0, i;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/blamer-roles-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(tmpdir));
 	for (i = 0; i < 4; i++) {
 		fx_init(&h[i], 1, 16384, 3999701 + (int64_t)i, 1);
 		fx_process(&h[i], BLAMER_PHASE_MAIN_LOOP, "/usr/bin/svc");
 		fx_drops(&h[i], "web", "", counts, BLAMER_DROP_REASONS);
-		ASSERT_EQ(0, fx_write_dir(&h[i], dir, 3999701 + (int64_t)i, 1));
+		ASSERT_EQ(0, fx_write_dir(&h[i], tmpdir, 3999701 + (int64_t)i, 1));
 	}
-	o.dir = dir;
-	r = blamer_reader_open(&o, e, sizeof(e));
-	ASSERT_NE(NULL, r) TH_LOG("%s", e);
-	ASSERT_EQ(0, blamer_reader_snapshot(r, &s, e, sizeof(e))) TH_LOG("%s", e);
+	s = dir_snapshot(BLAMER_READ_DEAD_FULL);
+	ASSERT_NE(NULL, s);
 	ASSERT_EQ(4, s->nprocs);
 	for (i = 0; i < 4; i++)
 		s->procs[i].uid = s->procs[i].pid == 3999701 ? 1001 : 1002;
@@ -595,11 +582,9 @@ TEST(roles_are_counted_per_uid)
 		TH_LOG("%s", text);
 	free(text);
 	blamer_snapshot_free(s);
-	blamer_reader_close(r);
 	for (i = 0; i < 4; i++)
 		fx_free(&h[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(0, system(cmd));
+	rm_tmpdir();
 }
 
 /*
