@@ -886,6 +886,35 @@ static void write_in_handler(int sig)
 	blamer_pop(handler_ctx);
 }
 
+/*
+ * With write_in_handler() on SIGUSR1, 20 threads of @fn on @b, one at a
+ * time, each gone before the next: the threads @b's heap shows then, or
+ * -1 if a step failed.
+ */
+static int threads_shown_after(struct blamer *b, void *(*fn)(void *))
+{
+	struct sigaction sa = { .sa_handler = write_in_handler }, old;
+	struct blamer_snapshot *s;
+	bool ok = true;
+	pthread_t t;
+	int i, n;
+
+	handler_ctx = b;
+	if (sigaction(SIGUSR1, &sa, &old))
+		return -1;
+	for (i = 0; ok && i < 20; i++)
+		ok = !pthread_create(&t, NULL, fn, b) && !pthread_join(t, NULL);
+	signal_at_get_name = 0;
+	if (sigaction(SIGUSR1, &old, NULL) || !ok)
+		return -1;
+	s = t_own_snapshot(b);
+	if (!s)
+		return -1;
+	n = (int)s->procs[0].nthreads;
+	blamer_snapshot_free(s);
+	return n;
+}
+
 static void *first_write(void *arg)
 {
 	signal_at_get_name = 1;
@@ -903,27 +932,12 @@ static void *first_write(void *arg)
  */
 TEST_F(ctx, a_handler_writing_while_its_thread_registers_leaves_no_record)
 {
-	struct sigaction sa = { .sa_handler = write_in_handler }, old;
-	struct blamer_snapshot *s;
 	struct blamer_config c;
 	struct blamer *b;
-	pthread_t t;
-	int i;
 
 	c = t_cfg(self->dir, 65536, 4);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	handler_ctx = b;
-	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
-	for (i = 0; i < 20; i++) {
-		ASSERT_EQ(0, pthread_create(&t, NULL, first_write, b));
-		ASSERT_EQ(0, pthread_join(t, NULL));
-	}
-	signal_at_get_name = 0;
-	ASSERT_EQ(0, sigaction(SIGUSR1, &old, NULL));
-	s = t_own_snapshot(b);
-	ASSERT_NE(NULL, s);
-	EXPECT_EQ(0, s->procs[0].nthreads);
-	blamer_snapshot_free(s);
+	EXPECT_EQ(0, threads_shown_after(b, first_write));
 	t_close(self, b);
 }
 
@@ -961,29 +975,15 @@ static void *write_then_exit(void *arg)
  */
 TEST_F(ctx, a_handler_writing_as_its_thread_exits_leaves_no_record)
 {
-	struct sigaction sa = { .sa_handler = write_in_handler }, old;
-	struct blamer_snapshot *s;
 	struct blamer_config c;
 	struct blamer *b;
-	pthread_t t;
-	int i;
 
 	c = t_cfg(self->dir, 65536, 4);
 	ASSERT_EQ(0, t_open(self, &c, &b));
-	handler_ctx = b;
 	ASSERT_EQ(1, blamer_push(b, BLAMER_ACTIVITY_TASK, "main", 0, 0));	/* the library's key */
 	ASSERT_EQ(0, pthread_key_create(&late_key, late_destructor));
-	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
-	for (i = 0; i < 20; i++) {
-		ASSERT_EQ(0, pthread_create(&t, NULL, write_then_exit, b));
-		ASSERT_EQ(0, pthread_join(t, NULL));
-	}
-	ASSERT_EQ(0, sigaction(SIGUSR1, &old, NULL));
+	EXPECT_EQ(1, threads_shown_after(b, write_then_exit));	/* this one's */
 	pthread_key_delete(late_key);
-	s = t_own_snapshot(b);
-	ASSERT_NE(NULL, s);
-	EXPECT_EQ(1, s->procs[0].nthreads);	/* this one's */
-	blamer_snapshot_free(s);
 	blamer_pop(b);
 	t_close(self, b);
 }
