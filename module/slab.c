@@ -430,6 +430,39 @@ efault:
 
 #define BLAMER_LIST_BATCH	32
 
+/*
+ * The next slabs of the table from *@index on, at most BLAMER_LIST_BATCH,
+ * each with a reference (which holds its owner and the owner's struct
+ * pid), into @batch; *@index moves past the last. How many: fewer than
+ * BLAMER_LIST_BATCH at the table's end. Taken under RCU alone, so that
+ * walkers of the whole table (listings, a namespace's STATUS) never make
+ * creators wait. One walk per batch: xas_for_each() steps along the leaf
+ * nodes, where xa_for_each() descends from the root for every entry.
+ * Retry entries (a node being freed) restart the walk; reserved slots
+ * read as zero entries and are skipped.
+ */
+static u32 blamer_slab_batch(unsigned long *index, struct blamer_slab **batch)
+{
+	XA_STATE(xas, &blamer_slabs, *index);
+	struct blamer_slab *slab;
+	u32 n = 0;
+
+	rcu_read_lock();
+	xas_for_each(&xas, slab, BLAMER_ID_MAX) {
+		if (xas_retry(&xas, slab))
+			continue;
+		if (!kref_get_unless_zero(&slab->ref))
+			continue;
+		batch[n++] = slab;
+		if (n == BLAMER_LIST_BATCH)
+			break;
+	}
+	rcu_read_unlock();
+	if (n)
+		*index = batch[n - 1]->id + 1UL;
+	return n;
+}
+
 /**
  * blamer_slab_list - describe the slabs the caller may read
  * @ctx: the caller's open /dev/blamer
@@ -468,32 +501,10 @@ int blamer_slab_list(struct blamer_ctx *ctx, struct blamer_list *l)
 
 	index = min_t(u64, l->start_id, BLAMER_ID_MAX + 1UL);
 	do {
-		XA_STATE(xas, &blamer_slabs, index);
-		struct blamer_slab *slab;
-
-		n = 0;
-		/*
-		 * One walk per batch: xas_for_each() steps along the leaf
-		 * nodes, where xa_for_each() descends from the root for
-		 * every entry. Retry entries (a node being freed) restart
-		 * the walk; reserved slots read as zero entries and are
-		 * skipped.
-		 */
-		rcu_read_lock();
-		xas_for_each(&xas, slab, BLAMER_ID_MAX) {
-			if (xas_retry(&xas, slab))
-				continue;
-			if (!kref_get_unless_zero(&slab->ref))
-				continue;
-			batch[n++] = slab;
-			if (n == BLAMER_LIST_BATCH)
-				break;
-		}
-		rcu_read_unlock();
-		if (n)
-			index = batch[n - 1]->id + 1UL;
+		n = blamer_slab_batch(&index, batch);
 		for (i = 0; i < n; i++) {
-			slab = batch[i];
+			struct blamer_slab *slab = batch[i];
+
 			if (!err && blamer_may_read(&ls.me, slab, false)) {
 				if (count < l->capacity) {
 					err = blamer_list_put(&ls, slab);
@@ -560,10 +571,9 @@ int blamer_slab_release(u64 id)
  * visible slabs in the table; pages of released slabs still mapped
  * somewhere are not told apart by namespace, so they are left out.
  *
- * A walk of every slab, as a listing's: in batches under RCU, each
- * counted with a reference (which holds its owner and the owner's
- * struct pid), never under blamer_lock, so that a caller asking again
- * and again costs only itself (under the lock, with 60,000 slabs, each
+ * A walk of every slab, as a listing's (blamer_slab_batch()), never
+ * under blamer_lock, so that a caller asking again and again costs only
+ * itself (under the lock, with 60,000 slabs, each
  * call held it 76 ms and another user's create took 157 ms on average).
  */
 static void blamer_status_in_ns(kuid_t key, struct pid_namespace *ns,
@@ -574,25 +584,10 @@ static void blamer_status_in_ns(kuid_t key, struct pid_namespace *ns,
 	u32 n, i;
 
 	do {
-		XA_STATE(xas, &blamer_slabs, index);
-		struct blamer_slab *slab;
-
-		n = 0;
-		rcu_read_lock();
-		xas_for_each(&xas, slab, BLAMER_ID_MAX) {
-			if (xas_retry(&xas, slab))
-				continue;
-			if (!kref_get_unless_zero(&slab->ref))
-				continue;
-			batch[n++] = slab;
-			if (n == BLAMER_LIST_BATCH)
-				break;
-		}
-		rcu_read_unlock();
-		if (n)
-			index = batch[n - 1]->id + 1UL;
+		n = blamer_slab_batch(&index, batch);
 		for (i = 0; i < n; i++) {
-			slab = batch[i];
+			struct blamer_slab *slab = batch[i];
+
 			if (!READ_ONCE(slab->removed) && uid_eq(slab->user->uid, key) &&
 			    pid_nr_ns(slab->owner->pid, ns)) {
 				st->user_slabs++;
