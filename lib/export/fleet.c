@@ -1211,13 +1211,6 @@ static void release_old(struct blamer_fleet *f, struct blamer_reader *r,
 	free(v);
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* How many uids the heaps kept may be of: those with a remainder, or
  * with a process in @s, whichever are more (identities hold no uid). */
 static size_t kept_uids(const struct blamer_fleet *f, const struct blamer_snapshot *s)
@@ -1229,7 +1222,7 @@ static size_t kept_uids(const struct blamer_fleet *f, const struct blamer_snapsh
 		return f->nuidn + s->nprocs;	/* more than enough */
 	for (i = 0; i < s->nprocs; i++)
 		u[i] = s->procs[i].uid;
-	qsort(u, s->nprocs, sizeof(*u), u32_cmp);
+	qsort(u, s->nprocs, sizeof(*u), fl_u32_cmp);
 	for (i = 0; i < s->nprocs; i++)
 		n += !i || u[i] != u[i - 1];
 	free(u);

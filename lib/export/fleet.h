@@ -208,6 +208,14 @@ static inline uint64_t fl_sat_add(uint64_t a, uint64_t b)
 	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* uint32_t in increasing order (qsort() of uids). */
+static inline int fl_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* The order of per-uid node names: by uid, then id (qsort()). */
 static inline int fl_uid_node_cmp(const void *a, const void *b)
 {

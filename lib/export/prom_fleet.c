@@ -662,13 +662,6 @@ static int uid_unit_cmp(const void *a, const void *b)
 	return c ? c : (x->def.base > y->def.base) - (x->def.base < y->def.base);
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * @s's names per uid: its own (reader-made), or, for a snapshot made by
  * hand without them, its nodes and unit_defs for each uid of its
@@ -706,7 +699,7 @@ static bool snap_names(const struct blamer_fleet *f, const struct blamer_snapsho
 		uids[nuids++] = f->nodes[i].uid;
 	for (i = 0; i < fu; i++)
 		uids[nuids++] = f->units[i].uid;
-	qsort(uids, nuids, sizeof(*uids), u32_cmp);
+	qsort(uids, nuids, sizeof(*uids), fl_u32_cmp);
 	for (i = 0, k = 0; i < nuids; i++)
 		if (!k || uids[k - 1] != uids[i])
 			uids[k++] = uids[i];
